@@ -1,0 +1,267 @@
+"""The q-automaton: a deterministic, position-layered weighted automaton over variable contexts.
+
+Layer i holds the states reached after i tokens; a state is a context, a suffix of the true
+history `<s> x_1 .. x_i`. Every state has exactly one edge per candidate of position i + 1
+(deterministic), whose natural-log weight is
+    LN10 * w(x | context) + emission(x),
+with w the max-backoff bound (maxarpa's max_log10p) for an inexact context and the exact
+log10p once the context is exact (n - 1 words, or reaching back to <s>). An edge goes to the
+LONGEST state of the next layer that is a suffix of `context + x`; since every state's context
+is a suffix of every history that reaches it, every weight bounds the true factor: q >= p.
+
+Storage: per layer, dense float64 weight and int32 target matrices (state x candidate), so the
+dynamic programs in `inference.py` are a few numpy operations per layer. float64 throughout;
+OpenFst's tropical and log arcs are float32, so pynini is used for export and inspection
+(`to_fst`, log64 arcs), not for the dynamic programs.
+
+Variants of Algorithm 2 (`refine`):
+- "fresh" (default): a new state's outgoing edges all get the max-backoff weight of the new,
+  longer context (one batched query), which lowers many weights per refinement.
+- "paper": as in the paper, a new state copies its suffix state's outgoing edges and only the
+  edge on the refined path is lowered.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from arsdecode.lattice import Lattice
+from maxarpa.constants import BOS, EOS, LN10
+from maxarpa.model import Model
+
+VARIANTS = ("fresh", "paper")
+
+
+class AutomatonError(ValueError):
+    """Bad automaton request (unknown variant, path not in the lattice)."""
+
+
+class Layer:
+    """The states of one position: contexts, weights over the next candidates, targets."""
+
+    def __init__(self, width: int) -> None:
+        self.width = width  # candidates of the next position (1 for the final layer)
+        self.contexts: list[tuple[int, ...]] = []
+        self.index: dict[tuple[int, ...], int] = {}
+        self.by_suffix: dict[tuple[int, ...], list[int]] = {}  # suffix -> states ending with it
+        self.weights = np.empty((4, width))
+        self.targets = np.zeros((4, width), dtype=np.int32)
+        self.fresh = np.zeros((4, width), dtype=bool)  # weight computed at this exact context
+        self.exact: list[bool] = []
+
+    def __len__(self) -> int:
+        return len(self.contexts)
+
+    def add(self, context: tuple[int, ...], exact: bool) -> int:
+        s = len(self.contexts)
+        if s == len(self.weights):
+            grow = max(4, s)
+            self.weights = np.concatenate([self.weights, np.empty((grow, self.width))])
+            self.targets = np.concatenate(
+                [self.targets, np.zeros((grow, self.width), dtype=np.int32)]
+            )
+            self.fresh = np.concatenate([self.fresh, np.zeros((grow, self.width), dtype=bool)])
+        self.contexts.append(context)
+        self.index[context] = s
+        self.exact.append(exact)
+        for k in range(len(context) + 1):
+            self.by_suffix.setdefault(context[len(context) - k :], []).append(s)
+        return s
+
+    def W(self) -> np.ndarray:
+        return self.weights[: len(self.contexts)]
+
+    def T(self) -> np.ndarray:
+        return self.targets[: len(self.contexts)]
+
+
+class QAutomaton:
+    """The refinable upper bound q on the target p over a lattice (see module docstring)."""
+
+    def __init__(self, lm: Model, lattice: Lattice, variant: str = "fresh") -> None:
+        if variant not in VARIANTS:
+            raise AutomatonError(f"unknown variant {variant!r}; choose from {VARIANTS}")
+        self.lm = lm
+        self.lattice = lattice
+        self.variant = variant
+        self.n = lm.order
+        self.bos = lm.word_id(BOS)
+        self.eos = lm.word_id(EOS)
+        self.cand_ids = [lm.ids(list(t)).astype(np.int64) for t in lattice.tokens]
+        self.position_of = [{t: j for j, t in enumerate(toks)} for toks in lattice.tokens]
+        L = len(lattice)
+        self.layers = [Layer(len(t)) for t in lattice.tokens] + [Layer(1)]
+        self.version = 0  # bumped on every change, so inference can cache per version
+        # q^(0): <s> is known exactly at layer 0; every later layer starts with the empty context.
+        root = self.layers[0].add((self.bos,), exact=True)
+        self._fill([(0, root)])
+        for i in range(1, L + 1):
+            s = self.layers[i].add((), exact=self.n == 1)
+            self._fill([(i, s)])
+        # Edges into the empty context of each next layer.
+        for i in range(L):
+            self.layers[i].targets[: len(self.layers[i])] = 0
+
+    # ----- weights -------------------------------------------------------------------------
+    def _is_exact(self, context: tuple[int, ...]) -> bool:
+        return len(context) >= self.n - 1 or (len(context) > 0 and context[0] == self.bos)
+
+    def _fill(self, pending: Sequence[tuple[int, int]], only: dict | None = None) -> None:
+        """Compute weights of (layer, state) rows with one batched query per exactness kind.
+
+        `only[(layer, state)] = column` restricts the query to one edge (the paper variant).
+        """
+        n1 = max(self.n - 1, 0)
+        groups: dict[bool, list] = {True: [], False: []}
+        for i, s in pending:
+            layer = self.layers[i]
+            ctx = layer.contexts[s]
+            words = self.cand_ids[i] if i < len(self.lattice) else np.array([self.eos])
+            cols = np.arange(len(words))
+            if only is not None and (i, s) in only:
+                cols = np.array([only[(i, s)]])
+            groups[layer.exact[s]].append((i, s, ctx, words[cols], cols))
+        for exact, items in groups.items():
+            if not items:
+                continue
+            total = sum(len(w) for *_, w, _ in items)
+            ctx_rows = np.full((total, n1), -1, dtype=np.int64)
+            word_arr = np.empty(total, dtype=np.int64)
+            pos = 0
+            for _, _, ctx, words, _ in items:
+                if ctx and n1:
+                    ctx_rows[pos : pos + len(words), n1 - len(ctx) :] = ctx[-n1:]
+                word_arr[pos : pos + len(words)] = words
+                pos += len(words)
+            query = self.lm.log10p_batch if exact else self.lm.max_log10p_batch
+            values = query(ctx_rows, word_arr)
+            pos = 0
+            for i, s, _, words, cols in items:
+                layer = self.layers[i]
+                v = values[pos : pos + len(words)]
+                pos += len(words)
+                emis = self.lattice.log_emissions[i][cols] if i < len(self.lattice) else 0.0
+                layer.weights[s, cols] = LN10 * v + emis
+                layer.fresh[s, cols] = True
+
+    # ----- paths ---------------------------------------------------------------------------
+    def indices(self, tokens: Sequence[str]) -> list[int]:
+        if len(tokens) != len(self.lattice):
+            raise AutomatonError(f"path has {len(tokens)} tokens, lattice has {len(self.lattice)}")
+        try:
+            return [self.position_of[i][t] for i, t in enumerate(tokens)]
+        except KeyError as err:
+            raise AutomatonError(f"token {err.args[0]!r} is not a candidate") from None
+
+    def states_on_path(self, idx: Sequence[int]) -> list[int]:
+        """State index at each layer 0..L along a path given as candidate indices."""
+        states = [0]
+        for i, j in enumerate(idx):
+            states.append(int(self.layers[i].targets[states[-1], j]))
+        return states
+
+    def log_q_indices(self, idx: Sequence[int]) -> float:
+        """log q(path), summed in position order exactly like Target.log_p_indices."""
+        states = self.states_on_path(idx)
+        total = 0.0
+        for i, j in enumerate(idx):
+            total += self.layers[i].weights[states[i], j]
+        return total + self.layers[-1].weights[states[-1], 0]
+
+    def log_q(self, tokens: Sequence[str]) -> float:
+        return self.log_q_indices(self.indices(tokens))
+
+    # ----- Algorithm 2 ---------------------------------------------------------------------
+    def refine(self, tokens: Sequence[str]) -> bool:
+        return self.refine_indices(self.indices(tokens))
+
+    def refine_indices(self, idx: Sequence[int]) -> bool:
+        """Raise the context order by one at every position of the path (Algorithm 2).
+
+        For i = 1..L (left to right, so the previous path state is already refined): let c be
+        the context used at layer i; if it is not exact, create the state for the next longer
+        suffix of `<s> x_1..x_i` (ORDER(i) + 1), moving into it every edge whose source context
+        determines it. Weights of new states are computed in one batched query at the end.
+        Returns True if anything changed (a state created or a weight lowered).
+        """
+        L = len(self.lattice)
+        history = [self.bos] + [int(self.cand_ids[i][j]) for i, j in enumerate(idx)]
+        pending: list[tuple[int, int]] = []
+        only: dict[tuple[int, int], int] = {}
+        s = 0
+        for i in range(1, L + 1):
+            prev = self.layers[i - 1]
+            t = int(prev.targets[s, idx[i - 1]])
+            layer = self.layers[i]
+            if not layer.exact[t]:
+                ctx = layer.contexts[t]
+                new_ctx = tuple(history[max(0, i - len(ctx)) : i + 1])
+                if new_ctx not in layer.index:
+                    self._create(i, new_ctx, t)
+                    pending.append((i, len(layer) - 1))
+                t = int(prev.targets[s, idx[i - 1]])
+            s = t
+            if self.variant == "paper" and i < L and not layer.fresh[s, idx[i]]:
+                if (i, s) not in only:  # lower the weight of the edge on the path only
+                    only[(i, s)] = idx[i]
+                    pending.append((i, s))
+        if self.variant == "paper":
+            for i, s in pending:  # exact states and final weights are filled in full
+                if (self.layers[i].exact[s] or i == L) and (i, s) in only:
+                    del only[(i, s)]
+        if pending:
+            self._fill(pending, only if self.variant == "paper" else None)
+            self.version += 1
+            return True
+        return False
+
+    def _create(self, i: int, ctx: tuple[int, ...], suffix_state: int) -> int:
+        """Create state `ctx` at layer i from its suffix state, and move edges into it.
+
+        Outgoing edges are copied from the suffix state (same targets: no state of layer i + 1
+        can extend a context that did not exist; weights are valid bounds until refilled).
+        Incoming edges: every state of layer i - 1 whose context ends with ctx[:-1] now leads
+        here on token ctx[-1], since ctx is the longest state that is a suffix of its history.
+        """
+        layer = self.layers[i]
+        s = layer.add(ctx, exact=self._is_exact(ctx))
+        layer.weights[s] = layer.weights[suffix_state]
+        layer.targets[s] = layer.targets[suffix_state]
+        layer.fresh[s] = False
+        prev = self.layers[i - 1]
+        cols = self.position_of_id(i - 1, ctx[-1])
+        for p in prev.by_suffix.get(ctx[:-1], ()):
+            for col in cols:
+                if len(layer.contexts[prev.targets[p, col]]) < len(ctx):
+                    prev.targets[p, col] = s
+        return s
+
+    def position_of_id(self, i: int, word_id: int) -> list[int]:
+        """Candidate columns at position i whose LM id is `word_id` (several if <unk>-mapped)."""
+        return np.flatnonzero(self.cand_ids[i] == word_id).tolist()
+
+    # ----- facts ---------------------------------------------------------------------------
+    def num_states(self) -> int:
+        return sum(len(layer) for layer in self.layers)
+
+    def ngrams_by_order(self) -> dict[int, int]:
+        """Distinct (context, token) weights by n-gram order = len(context) + 1 (Table 1)."""
+        counts: dict[int, int] = {}
+        for layer in self.layers:
+            for ctx in layer.contexts:
+                counts[len(ctx) + 1] = counts.get(len(ctx) + 1, 0) + layer.width
+        return dict(sorted(counts.items()))
+
+    def is_deterministic(self) -> bool:
+        """One edge per (state, candidate token), and tokens are distinct within a position."""
+        return all(len(set(t)) == len(t) for t in self.lattice.tokens) and all(
+            layer.T().shape == (len(layer), layer.width) for layer in self.layers
+        )
+
+    def context_tokens(self, i: int, s: int) -> list[str]:
+        return [self.lm.vocab[w] for w in self.layers[i].contexts[s]]
+
+    def _final_symbol(self) -> str:
+        return EOS

@@ -1,0 +1,121 @@
+"""Lattices: the candidate tokens of each position and their natural-log emission weights.
+
+Why a separate module: every front end (JSON files, the SMS channel, the POS tagger) builds the
+same object, and every check on it (empty, NaN, no candidates) must happen once, before any work.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+
+class LatticeError(ValueError):
+    """A lattice that cannot be decoded: empty, a position without candidates, bad weights."""
+
+
+@dataclass(frozen=True)
+class Lattice:
+    """Candidates per position. `tokens[i][j]` has emission weight `log_emissions[i][j]` (ln)."""
+
+    tokens: tuple[tuple[str, ...], ...]
+    log_emissions: tuple[np.ndarray, ...]
+
+    def __len__(self) -> int:
+        return len(self.tokens)
+
+    @property
+    def widths(self) -> list[int]:
+        return [len(t) for t in self.tokens]
+
+    @classmethod
+    def from_lists(
+        cls, positions: Sequence[Sequence[tuple[str, float]]], source: str = "lattice"
+    ) -> Lattice:
+        """Build and validate a lattice from `[[(token, ln_emission), ...], ...]`.
+
+        Raises:
+            LatticeError: empty lattice, empty position, duplicate token, non-finite weight
+                other than -inf, or a position whose candidates all have weight -inf.
+        """
+        if len(positions) == 0:
+            raise LatticeError(f"{source}: the lattice is empty (no positions)")
+        tokens: list[tuple[str, ...]] = []
+        weights: list[np.ndarray] = []
+        for i, position in enumerate(positions):
+            where = f"{source}: position {i}"
+            if not isinstance(position, (list, tuple)) or len(position) == 0:
+                raise LatticeError(f"{where} has no candidates")
+            toks: list[str] = []
+            ws: list[float] = []
+            for cand in position:
+                if (
+                    not isinstance(cand, (list, tuple))
+                    or len(cand) != 2
+                    or not isinstance(cand[0], str)
+                    or isinstance(cand[1], bool)
+                    or not isinstance(cand[1], (int, float))
+                ):
+                    raise LatticeError(f"{where}: candidate {cand!r} is not [\"token\", ln_weight]")
+                tok, w = cand[0], float(cand[1])
+                if math.isnan(w) or w == math.inf:
+                    raise LatticeError(f"{where}: token {tok!r} has weight {w}")
+                if tok == "":
+                    raise LatticeError(f"{where}: empty token")
+                toks.append(tok)
+                ws.append(w)
+            if len(set(toks)) != len(toks):
+                raise LatticeError(f"{where} lists a token twice")
+            arr = np.asarray(ws, dtype=np.float64)
+            if not np.any(np.isfinite(arr)):
+                raise LatticeError(f"{where}: every candidate has weight -inf")
+            tokens.append(tuple(toks))
+            weights.append(arr)
+        return cls(tuple(tokens), tuple(weights))
+
+    @classmethod
+    def from_json_obj(cls, obj: object, source: str = "lattice") -> Lattice:
+        """Parse the JSON shape `{"positions": [[["token", ln_emission], ...], ...]}`."""
+        if not isinstance(obj, dict) or "positions" not in obj:
+            raise LatticeError(f'{source}: expected a JSON object with key "positions"')
+        positions = obj["positions"]
+        if not isinstance(positions, list):
+            raise LatticeError(f'{source}: "positions" must be a list')
+        return cls.from_lists(positions, source=source)
+
+    @classmethod
+    def from_json_file(cls, path: str | Path) -> Lattice:
+        """Read a lattice JSON file; any problem is a one-line LatticeError naming the file."""
+        try:
+            text = Path(path).read_text(encoding="utf-8")
+        except OSError as err:
+            raise LatticeError(f"{path}: cannot read lattice: {err.strerror}") from None
+        try:
+            obj = json.loads(text, parse_constant=_reject_constant)
+        except json.JSONDecodeError as err:
+            raise LatticeError(f"{path}:{err.lineno}: invalid JSON: {err.msg}") from None
+        except ValueError as err:
+            raise LatticeError(f"{path}: {err}") from None
+        return cls.from_json_obj(obj, source=str(path))
+
+    def to_json_obj(self) -> dict:
+        return {
+            "positions": [
+                [[t, float(w)] for t, w in zip(toks, ws)]
+                for toks, ws in zip(self.tokens, self.log_emissions)
+            ]
+        }
+
+    def num_paths(self) -> int:
+        return math.prod(self.widths)
+
+
+def _reject_constant(name: str) -> float:
+    if name == "-Infinity":
+        return -math.inf
+    raise ValueError(f"weight {name} is not allowed")

@@ -1,0 +1,129 @@
+"""The `maxarpa` command: convert ARPA to MAX-ARPA, describe a model, answer queries.
+
+Why errors are caught here and nowhere else: the library raises precise exceptions; the CLI's
+job is to turn any of them into one line on stderr and exit status 2, with no traceback and no
+half-written output (writers use a temporary file and a rename).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from maxarpa.arpa import format_log10
+from maxarpa.errors import MaxArpaError
+from maxarpa.maxarpa_format import write_max_arpa
+from maxarpa.model import Model
+
+EXIT_BAD_INPUT = 2
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="maxarpa", description="ARPA n-gram models with exact max-backoff bounds (log10)."
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+    conv = sub.add_parser("convert", help="convert an ARPA file to MAX-ARPA")
+    conv.add_argument("input", help="ARPA file (plain, .gz, .bz2 or .xz)")
+    conv.add_argument("output", help="MAX-ARPA file to write")
+    conv.add_argument("--quiet", action="store_true", help="no progress bar")
+    info = sub.add_parser("info", help="order, vocabulary, counts and positive backoffs")
+    info.add_argument("model", help="ARPA or MAX-ARPA file")
+    info.add_argument("--json", action="store_true", help="print one JSON object")
+    query = sub.add_parser(
+        "query", help="read n-grams on stdin, print log10p<TAB>max_log10p per line"
+    )
+    query.add_argument("model", help="ARPA or MAX-ARPA file")
+    return parser
+
+
+def cmd_convert(args: argparse.Namespace) -> int:
+    show = sys.stderr.isatty() and not args.quiet
+    start = time.perf_counter()
+    if show:
+        print(f"reading {args.input} ...", file=sys.stderr)
+    model = Model.from_arpa(args.input)
+    total = sum(len(node.keys) for node in model.trie.nodes)
+    if show:
+        from tqdm import tqdm
+
+        with tqdm(total=total, unit="ngram", desc="writing", file=sys.stderr) as bar:
+            write_max_arpa(model, args.output, progress=bar.update)
+        print(f"done in {time.perf_counter() - start:.1f} s", file=sys.stderr)
+    else:
+        write_max_arpa(model, args.output)
+    return 0
+
+
+def cmd_info(args: argparse.Namespace) -> int:
+    model = Model.load(args.model)
+    blanks = [int((~node.listed).sum()) for node in model.trie.nodes]
+    facts = {
+        "model": str(args.model),
+        "order": model.order,
+        "vocab_size": len(model.vocab),
+        "ngrams_by_order": {str(k): c for k, c in enumerate(model.counts, start=1)},
+        "blank_suffix_nodes_by_order": {str(k): b for k, b in enumerate(blanks, start=1)},
+        "positive_backoffs": model.positive_backoffs,
+        "has_unk": model.unk_id is not None,
+    }
+    if args.json:
+        import json
+
+        print(json.dumps(facts))
+        return 0
+    print(f"model\t{facts['model']}")
+    print(f"order\t{model.order}")
+    print(f"vocab_size\t{len(model.vocab)}")
+    for k, c in enumerate(model.counts, start=1):
+        print(f"ngram {k}\t{c}")
+    print(f"positive_backoffs\t{model.positive_backoffs}")
+    return 0
+
+
+def cmd_query(args: argparse.Namespace) -> int:
+    model = Model.load(args.model)
+    n = model.order
+    contexts: list[list[int]] = []
+    words: list[int] = []
+    for lineno, line in enumerate(sys.stdin, start=1):
+        tokens = line.split()
+        if not tokens:
+            raise MaxArpaError(f"<stdin>:{lineno}: empty query line")
+        ctx = model.ids(tokens[:-1][-(n - 1) :] if n > 1 else []).tolist()
+        contexts.append([-1] * (n - 1 - len(ctx)) + ctx)
+        words.append(model.word_id(tokens[-1]))
+    if not words:
+        return 0
+    ctx_arr = np.asarray(contexts, dtype=np.int32).reshape(len(words), n - 1)
+    word_arr = np.asarray(words, dtype=np.int32)
+    logp = model.log10p_batch(ctx_arr, word_arr)
+    maxp = model.max_log10p_batch(ctx_arr, word_arr)
+    out = sys.stdout
+    for a, b in zip(logp.tolist(), maxp.tolist()):
+        out.write(f"{format_log10(a)}\t{format_log10(b)}\n")
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    handlers = {"convert": cmd_convert, "info": cmd_info, "query": cmd_query}
+    try:
+        return handlers[args.command](args)
+    except MaxArpaError as err:
+        print(f"maxarpa: {err}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except KeyboardInterrupt:
+        print("maxarpa: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return 0
+    except OSError as err:
+        name = getattr(err, "filename", None) or Path(getattr(args, "output", "")).name
+        print(f"maxarpa: {name}: {err.strerror or err}", file=sys.stderr)
+        return EXIT_BAD_INPUT

@@ -1,0 +1,135 @@
+"""Shared fixtures: real KenLM-trained models, and writing ARPA text to (compressed) files.
+
+The real models are trained once per session with lmplz on normalised State of the Union
+sentences read straight from the NLTK zip. A missing lmplz or corpus is an error, not a skip:
+these tests are the evidence that maxarpa agrees with KenLM on real models.
+"""
+
+from __future__ import annotations
+
+import bz2
+import gzip
+import itertools
+import lzma
+import os
+import re
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import sys
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+if str(REPO_ROOT) not in sys.path:  # data_prep is a top-level folder, not an installed package
+    sys.path.insert(0, str(REPO_ROOT))
+
+from data_prep.lmplz import LmplzError, find_tool, train_arpa  # noqa: E402
+
+STATE_UNION_ZIP = Path(
+    os.environ.get("STATE_UNION_ZIP", "/work/shared/data/nltk/state_union.zip")
+)
+N_TRAIN = 3000
+N_HELD_OUT = 300
+
+_TOKEN_RE = re.compile(r"[a-z0-9]+(?:'[a-z]+)?")
+_SENT_SPLIT_RE = re.compile(r"(?<=[.!?])\s+")
+
+
+def normalise_sentences(text: str) -> list[str]:
+    """Lowercase, split into sentences at . ! ?, keep simple word tokens; drop short ones."""
+    out = []
+    for para in text.splitlines():
+        for sent in _SENT_SPLIT_RE.split(para):
+            toks = _TOKEN_RE.findall(sent.lower())
+            if len(toks) >= 3:
+                out.append(" ".join(toks))
+    return out
+
+
+def read_state_union(path: Path = STATE_UNION_ZIP) -> list[str]:
+    if not path.is_file():
+        pytest.fail(f"corpus {path} is missing (set STATE_UNION_ZIP)", pytrace=False)
+    sents: list[str] = []
+    with zipfile.ZipFile(path) as zf:
+        for name in sorted(zf.namelist()):
+            if name.endswith(".txt"):
+                sents.extend(normalise_sentences(zf.read(name).decode("latin-1")))
+    return sents
+
+
+@dataclass(frozen=True)
+class RealModels:
+    """Paths of the lmplz-trained models, with their training and held-out sentences."""
+
+    paths: dict[int, Path]  # order -> ARPA path
+    train: list[str]
+    held_out: list[str]
+
+
+@pytest.fixture(scope="session")
+def lmplz() -> Path:
+    try:
+        return find_tool("lmplz")
+    except LmplzError as err:
+        pytest.fail(str(err), pytrace=False)
+
+
+@pytest.fixture(scope="session")
+def state_union_sentences() -> list[str]:
+    sents = read_state_union()
+    assert len(sents) >= N_TRAIN + N_HELD_OUT, len(sents)
+    return sents
+
+
+@pytest.fixture(scope="session")
+def real_models(lmplz, state_union_sentences, tmp_path_factory) -> RealModels:
+    """3-gram and 5-gram modified Kneser-Ney models trained with lmplz."""
+    train = state_union_sentences[:N_TRAIN]
+    # Held out: sentences from the far end of the corpus (different decades and speakers).
+    held_out = state_union_sentences[-N_HELD_OUT:]
+    d = tmp_path_factory.mktemp("real_models")
+    paths = {}
+    for order in (3, 5):
+        paths[order] = train_arpa(train, order, d / f"state_union.{order}gram.arpa")
+        assert paths[order].stat().st_size > 0
+    return RealModels(paths=paths, train=train, held_out=held_out)
+
+
+_COMPRESSORS = {
+    None: lambda data: data,
+    "gz": gzip.compress,
+    "bz2": bz2.compress,
+    "xz": lzma.compress,
+}
+
+
+def write_arpa_file(
+    directory: Path, text: str, name: str = "model.arpa", compression: str | None = None
+) -> Path:
+    """Write ARPA text to `directory/name[.compression]`; compression in None/gz/bz2/xz."""
+    data = _COMPRESSORS[compression](text.encode("utf-8"))
+    path = directory / (name + (f".{compression}" if compression else ""))
+    path.write_bytes(data)
+    return path
+
+
+class ArpaWriter:
+    """Callable writing ARPA text to fresh, uniquely named files in one directory.
+
+    Session-scoped so hypothesis tests (which must not use function-scoped fixtures) can use it.
+    """
+
+    def __init__(self, directory: Path) -> None:
+        self.directory = directory
+        self._counter = itertools.count()
+
+    def __call__(self, text: str, compression: str | None = None, name: str | None = None) -> Path:
+        name = name or f"m{next(self._counter)}.arpa"
+        return write_arpa_file(self.directory, text, name, compression)
+
+
+@pytest.fixture(scope="session")
+def write_arpa(tmp_path_factory) -> ArpaWriter:
+    return ArpaWriter(tmp_path_factory.mktemp("arpa"))
