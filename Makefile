@@ -10,7 +10,7 @@ install:
 	bash scripts/install.sh
 
 demo: install
-	$(VENV)/bin/arsdecode sms "4663 38 2 86278 6787 *"
+	$(VENV)/bin/arsdecode sms "3637 843 66639 39478 *"
 
 test: install
 	$(PY) -m pytest -q -p no:cacheprovider

@@ -47,8 +47,10 @@ needs_data = pytest.mark.skipif(
         ("The U.S. Congress don't agree.", "the us congress don't agree ."),
         ("Made in the U.S.", "made in the us ."),
         ("George W. Bush spoke?", "george w bush spoke ?"),
-        ("\u201cCaf\u00e9\u201d \u2014 the nations\u2019 duty\u2026",
-         "cafe - the nations ' duty ."),
+        (
+            "\u201cCaf\u00e9\u201d \u2014 the nations\u2019 duty\u2026",
+            "cafe - the nations ' duty .",
+        ),
         ("Wait... really?!", "wait . really ? !"),
         ("'Tis true; really so.", "tis true ; really so ."),  # no leading punctuation
     ],
@@ -186,5 +188,5 @@ def test_first_state_union_document() -> None:
     # Reading the first state_union document must not read the whole archive.
     if not (default_data_dir() / "state_union.zip").is_file():
         pytest.skip("NLTK corpus zips not present")
-    (name, text), = itertools.islice(iter_documents("state_union"), 1)
+    ((name, text),) = itertools.islice(iter_documents("state_union"), 1)
     assert name == "state_union/1945-Truman.txt" and "Mr. Speaker" in text

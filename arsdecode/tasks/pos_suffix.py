@@ -1,0 +1,123 @@
+"""TnT's suffix model for unknown words (Brants 2000, section 2.3), one trie per word class.
+
+Why its own module: it is the only part of the POS emission model with real estimation
+choices (which words, which prior, which theta), and each choice is documented and tested
+here rather than buried in the lexicon code of `pos.py`.
+
+Choices, all as in TnT unless noted:
+
+* Statistics come from *rare* words only: word types whose total training count is at most
+  `RARE_MAX_COUNT` (10). Their tokens (not types) are counted, so a word seen 7 times weighs 7.
+  Rare words behave like unseen ones far more than frequent function words do.
+* Suffixes are the last 1..`SUFFIX_MAX_LEN` (10) characters of the word, case kept.
+* Successive abstraction: starting from the root distribution,
+  ``P(t | l[-i:]) = (P^(t | l[-i:]) + theta * P(t | l[-i+1:])) / (1 + theta)``
+  for i = 1 .. length of the longest suffix present in the trie, where ``P^`` is the maximum
+  likelihood estimate at that node.
+* theta is the sample standard deviation (denominator s - 1) of the unconditional maximum
+  likelihood tag probabilities of the whole training corpus, exactly as in the TnT paper.
+* The root (empty suffix) is the maximum likelihood tag distribution of the class's rare
+  tokens. (NLTK's TnT port starts from the all-token prior instead.) This root is what makes
+  the Bayes inversion in `pos.py` a proper conditional model: it *is* P(t | unknown word of
+  this class), so tags never seen on a rare word of the class (DT, TO, ...) get probability 0
+  and do not appear in unknown-word lattices.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+RARE_MAX_COUNT = 10
+SUFFIX_MAX_LEN = 10
+WORD_CLASSES = ("upper", "lower")
+
+
+def word_class(word: str) -> str:
+    """TnT keeps separate tries for capitalised and other words: "upper" or "lower"."""
+    return "upper" if word[:1].isupper() else "lower"
+
+
+def tnt_theta(tag_counts: Sequence[float]) -> float:
+    """Standard deviation (s - 1 denominator) of the unconditional ML tag probabilities."""
+    counts = np.asarray(tag_counts, dtype=np.float64)
+    if counts.size < 2 or counts.sum() <= 0:
+        return 0.0
+    probs = counts / counts.sum()
+    return float(np.std(probs, ddof=1))
+
+
+@dataclass(frozen=True, eq=False)
+class SuffixTrie:
+    """Tag counts of the rare tokens of one word class, keyed by suffix ("" is the root).
+
+    `counts[suffix]` is a float64 array over `tags` (the model's full tag list, so arrays of
+    different classes line up).
+    """
+
+    tags: tuple[str, ...]
+    theta: float
+    max_len: int
+    counts: Mapping[str, np.ndarray] = field(repr=False)
+
+    @classmethod
+    def build(
+        cls,
+        tags: Sequence[str],
+        rare_words: Iterable[tuple[str, Mapping[str, int]]],
+        theta: float,
+        max_len: int = SUFFIX_MAX_LEN,
+    ) -> SuffixTrie:
+        """Count every suffix (length 1..max_len, and the root) of each `(word, {tag: n})`."""
+        index = {t: i for i, t in enumerate(tags)}
+        counts: dict[str, np.ndarray] = {"": np.zeros(len(tags))}
+        for word, tag_counts in rare_words:
+            vec = np.zeros(len(tags))
+            for tag, n in tag_counts.items():
+                vec[index[tag]] += n
+            counts[""] += vec
+            for i in range(1, min(max_len, len(word)) + 1):
+                suffix = word[-i:]
+                node = counts.get(suffix)
+                if node is None:
+                    counts[suffix] = vec.copy()
+                else:
+                    node += vec
+        return cls(tuple(tags), float(theta), int(max_len), counts)
+
+    @property
+    def total(self) -> float:
+        """Number of rare tokens in this class."""
+        return float(self.counts[""].sum())
+
+    @property
+    def root(self) -> np.ndarray:
+        """P(t | unknown word of this class): ML over the class's rare tokens (zeros if none)."""
+        root = self.counts[""]
+        s = root.sum()
+        return root / s if s > 0 else np.zeros_like(root)
+
+    def longest_suffix(self, word: str) -> int:
+        """Length of the longest suffix of `word` present in the trie (0: root only)."""
+        n = 0
+        for i in range(1, min(self.max_len, len(word)) + 1):
+            if word[-i:] not in self.counts:
+                break
+            n = i
+        return n
+
+    def posterior(self, word: str) -> np.ndarray:
+        """P(t | suffix of `word`) over `tags` by successive abstraction; sums to 1 (or all 0
+        when the class has no rare tokens at all)."""
+        p = self.root
+        if not p.any():
+            return p
+        theta = self.theta
+        for i in range(1, self.longest_suffix(word) + 1):
+            node = self.counts[word[-i:]]
+            p = (node / node.sum() + theta * p) / (1.0 + theta)
+        # Re-normalise away the last ulp of rounding so callers can rely on an exact sum.
+        return p / math.fsum(p)
