@@ -22,12 +22,16 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from arsdecode.automaton import QAutomaton
-from arsdecode.inference import sample_indices, viterbi_indices
+from arsdecode.inference import log_partition, sample_indices, viterbi_indices
 from arsdecode.lattice import Lattice
 from arsdecode.target import Target
 from maxarpa.model import Model
 
 DEFAULT_TOL = 1e-9
+
+
+class NoPathError(ValueError):
+    """Every path of the lattice has probability zero: nothing to decode or sample."""
 
 
 @dataclass(frozen=True)
@@ -110,7 +114,9 @@ def decode(
         trace.append((log_q, log_p))
         if on_iteration is not None:
             on_iteration(iteration, [lattice.tokens[i][j] for i, j in enumerate(idx)], log_q, log_p)
-        if log_q - log_p <= tol or log_q == -math.inf:
+        if log_q == -math.inf:
+            raise NoPathError("every path of the lattice has probability 0 under the model")
+        if log_q - log_p <= tol:
             certified = True
             break
         if not qa.refine_indices(idx):
@@ -162,6 +168,8 @@ def sample(
     rng = rng if rng is not None else np.random.default_rng(seed)
     target = Target(lm, lattice)
     qa = QAutomaton(lm, lattice, variant=variant)
+    if log_partition(qa) == -math.inf:
+        raise NoPathError("every path of the lattice has probability 0 under the model")
     samples: list[list[str]] = []
     sample_log_p: list[float] = []
     ratios: list[float] = []
@@ -174,15 +182,17 @@ def sample(
         if max_trials is not None and len(accepted) >= max_trials:
             break
         paths, log_z = sample_indices(qa, batch, rng)
+        if log_z == -math.inf:  # refinement proved that no path has probability > 0
+            raise NoPathError("every path of the lattice has probability 0 under the model")
         u = rng.random(batch)
         rejected: list[list[int]] = []
         n_states = qa.num_states()
         for row, u_t in zip(paths.tolist(), u.tolist()):
             log_q = qa.log_q_indices(row)
             log_p = target.log_p_indices(row)
-            ratio = math.exp(min(0.0, log_p - log_q))
+            ratio = 0.0 if log_p == -math.inf else math.exp(min(0.0, log_p - log_q))
             ok = u_t < ratio
-            ratios.append(math.exp(log_p - log_q))
+            ratios.append(ratio if log_p == -math.inf else math.exp(log_p - log_q))
             accepted.append(ok)
             states.append(n_states)
             log_zq.append(log_z)
@@ -219,18 +229,30 @@ def sample(
 
 
 def _normaliser_estimate(log_zq: list[float], accepted: list[bool]) -> tuple[float, tuple]:
-    """Unbiased estimate of ln p(X) from Y_t = q_t(X) 1[acc_t], with a normal 95% CI."""
+    """Unbiased estimate of ln p(X) from Y_t = q_t(X) 1[acc_t], with a 95% interval.
+
+    The point estimate is the mean of Y_t, unbiased because E[1[acc_t] | past] = Z / q_t(X).
+    Its interval must not come from the sample variance of Y_t: early trials from a loose q
+    are rarely accepted but carry huge weights, and the sample variance misses them. We use
+    the martingale variance instead, sum_t Var(Y_t | past) / T^2 with
+    Var(Y_t | past) = q_t Z - Z^2, evaluated at the ratio estimate
+    Z_r = sum_t 1[acc_t] / sum_t 1 / q_t(X) (consistent and low-variance).
+    """
     if not accepted:
         return -math.inf, (-math.inf, math.inf)
     lz = np.asarray(log_zq)
     acc = np.asarray(accepted, dtype=float)
     top = lz.max()
-    y = np.exp(lz - top) * acc
-    t = len(y)
-    mean = y.mean()
-    se = y.std(ddof=1) / math.sqrt(t) if t > 1 else math.inf
-    if mean <= 0:
-        return -math.inf, (-math.inf, float(top + math.log(1.96 * se)) if se > 0 else -math.inf)
+    q = np.exp(lz - top)  # q_t(X) / e^top
+    t = len(q)
+    mean = float((q * acc).mean())
+    n_acc = acc.sum()
+    if n_acc == 0:
+        upper = top + math.log(3.0 / (1.0 / q).sum())  # rule of three on the acceptance count
+        return -math.inf, (-math.inf, float(upper))
+    z_ratio = n_acc / (1.0 / q).sum()
+    var = float(np.maximum(q * z_ratio - z_ratio**2, 0.0).sum()) / t**2
+    se = math.sqrt(var)
     lo, hi = mean - 1.96 * se, mean + 1.96 * se
     log_lo = float(top + math.log(lo)) if lo > 0 else -math.inf
     return float(top + math.log(mean)), (log_lo, float(top + math.log(hi)))

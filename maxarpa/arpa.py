@@ -19,7 +19,7 @@ import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TextIO
+from typing import BinaryIO, TextIO
 
 import numpy as np
 
@@ -47,8 +47,8 @@ class ArpaData:
     orders: list[OrderArrays]  # orders[k-1] holds the k-grams
 
 
-def open_text(path: str | Path) -> TextIO:
-    """Open plain, gzip, bzip2 or xz text, chosen by magic bytes rather than by file name."""
+def open_binary(path: str | Path) -> BinaryIO:
+    """Open plain, gzip, bzip2 or xz bytes, chosen by magic bytes rather than by file name."""
     path = str(path)
     try:
         with open(path, "rb") as raw:
@@ -57,35 +57,56 @@ def open_text(path: str | Path) -> TextIO:
         raise FormatError(path, None, f"cannot open: {err.strerror}") from None
     kind = next((k for m, k in _MAGIC.items() if head.startswith(m)), "plain")
     if kind == "gzip":
-        stream = gzip.open(path, "rb")
-    elif kind == "bzip2":
-        stream = bz2.open(path, "rb")
-    elif kind == "xz":
-        stream = lzma.open(path, "rb")
-    else:
-        stream = open(path, "rb")
-    return io.TextIOWrapper(stream, encoding="utf-8", errors="strict", newline=None)
+        return gzip.open(path, "rb")
+    if kind == "bzip2":
+        return bz2.open(path, "rb")
+    if kind == "xz":
+        return lzma.open(path, "rb")
+    return open(path, "rb")
+
+
+def open_text(path: str | Path) -> TextIO:
+    """Text view of `open_binary` (UTF-8)."""
+    return io.TextIOWrapper(open_binary(path), encoding="utf-8", errors="strict", newline=None)
+
+
+def read_text(path: str | Path) -> str:
+    """The whole decompressed text; a decoding problem names the line it is on."""
+    path = str(path)
+    try:
+        with open_binary(path) as fh:
+            data = fh.read()
+    except (OSError, EOFError, zlib.error, lzma.LZMAError) as err:
+        raise FormatError(path, None, f"corrupt or truncated compressed data ({err})") from None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        line = data.count(b"\n", 0, err.start) + 1
+        raise FormatError(path, line, "not UTF-8 text") from None
 
 
 class LineReader:
-    """Numbered lines of a (possibly compressed) text file; decoding errors become FormatError."""
+    """Numbered lines of a (possibly compressed) file, decoded one line at a time so that a
+    decoding error names its own line; compression errors become FormatError."""
 
     def __init__(self, path: str | Path) -> None:
         self.path = str(path)
         self.lineno = 0
-        self._fh = open_text(path)
+        self._fh = open_binary(path)
 
     def __iter__(self) -> Iterator[str]:
         try:
-            for line in self._fh:
+            for raw in self._fh:
                 self.lineno += 1
+                try:
+                    line = raw.decode("utf-8")
+                except UnicodeDecodeError:
+                    raise FormatError(self.path, self.lineno, "not UTF-8 text") from None
                 yield line.rstrip("\r\n")
         except (OSError, EOFError, zlib.error, lzma.LZMAError) as err:
             raise FormatError(
                 self.path, self.lineno + 1, f"corrupt or truncated compressed data ({err})"
             ) from None
-        except UnicodeDecodeError:
-            raise FormatError(self.path, self.lineno + 1, "not UTF-8 text") from None
         finally:
             self._fh.close()
 
@@ -135,9 +156,99 @@ def read_header(lines: Iterator[str], reader: LineReader) -> list[int]:
 def read_arpa(path: str | Path) -> ArpaData:
     """Read an ARPA file into arrays.
 
+    A fast path splits whole sections at once when every line of a section has the same
+    number of fields; anything unusual (mixed backoff columns, a bad line, a bad encoding)
+    falls back to the streaming line-by-line reader, which reports the exact line.
+
     Raises:
         FormatError: on any malformed line, naming the file and line number.
     """
+    fast = _read_arpa_fast(str(path))
+    if fast is not None:
+        return fast
+    return _read_arpa_streaming(path)
+
+
+_MARK_RE = re.compile(r"^\\(?:(\d+)-grams:|end\\)[ \t]*$", re.M)
+_CHUNK = 200_000
+
+
+def _read_arpa_fast(path: str) -> ArpaData | None:
+    """Whole-section parsing; None whenever the careful reader should take over."""
+    try:
+        text = read_text(path)
+    except FormatError:  # the streaming reader reports it, with the line
+        return None
+    marks = list(_MARK_RE.finditer(text))
+    if not marks or marks[-1].group(1) is not None:
+        return None
+    head = text[: marks[0].start()].split("\n")
+    counts: list[int] = []
+    seen_data = False
+    for line in head:
+        t = line.strip()
+        if not t:
+            continue
+        if not seen_data:
+            if t != "\\data\\":
+                return None
+            seen_data = True
+            continue
+        m = _COUNT_RE.match(t)
+        if not m or int(m.group(1)) != len(counts) + 1:
+            return None
+        counts.append(int(m.group(2)))
+    if len(marks) != len(counts) + 1:
+        return None
+    vocab: list[str] = []
+    word_id: dict[str, int] = {}
+    orders: list[OrderArrays] = []
+    for k, (mark, nxt) in enumerate(zip(marks, marks[1:]), start=1):
+        if mark.group(1) is None or int(mark.group(1)) != k:
+            return None
+        lines = [ln for ln in text[mark.end() : nxt.start()].split("\n") if ln.strip()]
+        if len(lines) != counts[k - 1]:
+            return None
+        ids = np.empty((len(lines), k), dtype=np.int32)
+        logp = np.empty(len(lines))
+        bow = np.zeros(len(lines))
+        for lo in range(0, len(lines), _CHUNK):
+            chunk = lines[lo : lo + _CHUNK]
+            flat = "\n".join(chunk).split()
+            if len(flat) == (k + 2) * len(chunk):
+                width = k + 2
+            elif len(flat) == (k + 1) * len(chunk):
+                width = k + 1
+            else:
+                return None
+            hi = lo + len(chunk)
+            try:
+                logp[lo:hi] = np.array(flat[0::width], dtype=np.float64)
+                if width == k + 2:
+                    bow[lo:hi] = np.array(flat[k + 1 :: width], dtype=np.float64)
+                if k == 1:
+                    words = flat[1::width]
+                    for w in words:
+                        if w in word_id:
+                            return None
+                        word_id[w] = len(vocab)
+                        vocab.append(w)
+                    ids[lo:hi, 0] = np.arange(len(vocab) - len(words), len(vocab))
+                else:
+                    for j in range(k):
+                        ids[lo:hi, j] = [word_id[w] for w in flat[1 + j :: width]]
+            except (ValueError, KeyError):
+                return None
+        if np.isnan(logp).any() or np.isnan(bow).any() or (logp == np.inf).any():
+            return None
+        if (bow == np.inf).any():
+            return None
+        orders.append(OrderArrays(ids, logp, bow))
+    return ArpaData(vocab, orders)
+
+
+def _read_arpa_streaming(path: str | Path) -> ArpaData:
+    """The careful reader: line by line, with the line number of any problem."""
     reader = LineReader(path)
     lines = iter(reader)
     counts = read_header(lines, reader)

@@ -9,16 +9,14 @@ that reads back to the same float64, so read-then-write reproduces a file byte f
 
 from __future__ import annotations
 
-import lzma
 import os
 import re
-import zlib
 from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 
-from maxarpa.arpa import LineReader, atomic_writer, format_log10
+from maxarpa.arpa import atomic_writer, read_text
 from maxarpa.errors import FormatError
 from maxarpa.model import MAX_ARPA_MAGIC, Model
 from maxarpa.table import OrderNodes, Trie
@@ -61,16 +59,28 @@ def write_max_arpa(
 
 
 def _format_lines(node: OrderNodes, idx: np.ndarray, vocab: list[str]) -> str:
-    f = format_log10
-    out = []
-    rows = node.rows[idx].tolist()
-    for i, row in zip(idx.tolist(), rows):
-        words = " ".join(vocab[w] for w in row)
-        out.append(
-            f"{f(node.log10p[i])}\t{words}\t{f(node.log10bow[i])}\t{f(node.mf[i])}\t"
-            f"{f(node.mbow[i])}\n"
-        )
-    return "".join(out)
+    """Lines of one section; columns are formatted whole, not line by line, for speed."""
+    if len(idx) == 0:
+        return ""
+    rows = node.rows[idx]
+    if rows.shape[1] == 1:
+        words = [vocab[w] for w in rows[:, 0].tolist()]
+    else:
+        words = [" ".join(r) for r in zip(*([vocab[w] for w in rows[:, j].tolist()]
+                                             for j in range(rows.shape[1])))]
+    cols = [format_column(values[idx]) for values in (node.log10p, node.log10bow)]
+    extra = [format_column(values[idx]) for values in (node.mf, node.mbow)]
+    return "".join(
+        f"{a}\t{w}\t{b}\t{c}\t{d}\n" for a, w, b, c, d in zip(cols[0], words, cols[1], *extra)
+    )
+
+
+def format_column(values: np.ndarray) -> list[str]:
+    """`format_log10` of every value: repr, with `0` for zeros and `-inf` for minus infinity."""
+    out = list(map(repr, values.tolist()))
+    for i in np.flatnonzero(values == 0).tolist():
+        out[i] = "0"
+    return out
 
 
 def read_max_arpa(path: str | Path) -> Model:
@@ -83,7 +93,7 @@ def read_max_arpa(path: str | Path) -> Model:
         FormatError: naming the file and line of the first problem.
     """
     path = str(path)
-    text = _read_all(path)
+    text = read_text(path)
     header_end = text.find("\n\\1-grams:")
     if header_end < 0:
         raise FormatError(path, text.count("\n") + 1, "no \\1-grams: section")
@@ -105,29 +115,19 @@ def read_max_arpa(path: str | Path) -> Model:
     word_id: dict[str, int] = {}
     trie = Trie(listed_counts[0], [])
     for k in range(1, n + 1):
-        parts = []
+        parsed = []
         for kind, expected in (("grams", listed_counts[k - 1]), ("blanks", blank_counts[k - 1])):
             body, offset = bodies.get((k, kind), ("", len(text)))
-            parts.append(_parse_section(body, k, expected, text, offset, path, kind))
-        fields = np.concatenate(parts) if k > 1 else parts[0]
-        listed = np.r_[np.ones(len(parts[0]), bool), np.zeros(len(fields) - len(parts[0]), bool)]
-        if k == 1:
-            vocab = fields[:, 1].tolist()
-            word_id = {w: i for i, w in enumerate(vocab)}
-            if len(word_id) != len(vocab):
-                raise FormatError(path, None, "duplicate unigram")
-            trie = Trie(len(vocab), [])
-        try:
-            rows = np.fromiter(
-                (word_id[w] for w in fields[:, 1 : k + 1].ravel()), dtype=np.int32,
-                count=len(fields) * k,
-            ).reshape(len(fields), k)
-        except KeyError as err:
-            raise FormatError(path, None, f"word {err.args[0]!r} is not a 1-gram") from None
-        try:
-            values = fields[:, [0, k + 1, k + 2, k + 3]].astype(np.float64)
-        except ValueError:
-            raise FormatError(path, None, f"non-numeric value in the {k}-gram sections") from None
+            if k == 1 and kind == "grams":
+                vocab = _unigram_words(body)
+                word_id = {w: i for i, w in enumerate(vocab)}
+                if len(word_id) != len(vocab):
+                    raise FormatError(path, _line_of(text, offset), "duplicate unigram")
+                trie = Trie(len(vocab), [])
+            parsed.append(_parse_section(body, k, expected, text, offset, path, kind, word_id))
+        rows = np.concatenate([parsed[0][0], parsed[1][0]])
+        values = np.concatenate([parsed[0][1], parsed[1][1]])
+        listed = np.r_[np.ones(len(parsed[0][0]), bool), np.zeros(len(parsed[1][0]), bool)]
         if k == 1:
             keys = rows[:, 0].astype(np.uint64)
             perm = np.arange(len(rows))
@@ -148,17 +148,6 @@ def read_max_arpa(path: str | Path) -> Model:
 
 
 _MARK_RE = re.compile(r"^\\(?:(\d+)-(grams|blanks):|end\\)[ \t]*$", re.M)
-
-
-def _read_all(path: str) -> str:
-    reader = LineReader(path)
-    try:
-        with reader._fh as fh:
-            return fh.read()
-    except (OSError, EOFError, zlib.error, lzma.LZMAError) as err:
-        raise FormatError(path, None, f"corrupt or truncated compressed data ({err})") from None
-    except UnicodeDecodeError:
-        raise FormatError(path, None, "not UTF-8 text") from None
 
 
 def _line_of(text: str, offset: int) -> int:
@@ -199,22 +188,66 @@ def _parse_header(lines: list[str], path: str) -> tuple[list[int], list[int]]:
     return listed, blank
 
 
+def _unigram_words(body: str) -> list[str]:
+    return [line.split()[1] for line in body.split("\n") if line.strip()]
+
+
+CHUNK_LINES = 200_000
+
+
 def _parse_section(
-    body: str, k: int, expected: int, text: str, offset: int, path: str, kind: str
-) -> np.ndarray:
-    """Split a section into an (m, k + 4) array of strings, reporting the first bad line."""
+    body: str, k: int, expected: int, text: str, offset: int, path: str, kind: str,
+    word_id: dict[str, int],
+) -> tuple[np.ndarray, np.ndarray]:
+    """Word-id rows (m, k) and values (m, 4: logp, bow, mf, mbow) of one section.
+
+    Lines are split in chunks, so the transient Python strings stay bounded in memory.
+    """
     width = k + 4
-    flat = body.split()
-    if len(flat) == width * expected:
-        return np.array(flat, dtype=object).reshape(expected, width)
-    first_line = _line_of(text, offset) + 1
-    count = 0
-    for i, line in enumerate(body.split("\n")[1:]):
-        if not line.strip():
+    lines = [line for line in body.split("\n") if line.strip()]
+    if len(lines) != expected:
+        raise FormatError(
+            path, _line_of(text, offset), f"\\{k}-{kind}: has {len(lines)} lines, header "
+            f"says {expected}"
+        )
+    rows = np.empty((expected, k), dtype=np.int32)
+    values = np.empty((expected, 4), dtype=np.float64)
+    for lo in range(0, expected, CHUNK_LINES):
+        chunk = lines[lo : lo + CHUNK_LINES]
+        flat = "\n".join(chunk).split()
+        if len(flat) != width * len(chunk):
+            _report_bad_line(body, k, text, offset, path, word_id)
+        fields = np.array(flat, dtype=object).reshape(len(chunk), width)
+        try:
+            rows[lo : lo + len(chunk)] = np.fromiter(
+                (word_id[w] for w in fields[:, 1 : k + 1].ravel()), dtype=np.int32,
+                count=len(chunk) * k,
+            ).reshape(len(chunk), k)
+            values[lo : lo + len(chunk)] = fields[:, [0, k + 1, k + 2, k + 3]].astype(np.float64)
+        except (KeyError, ValueError):
+            _report_bad_line(body, k, text, offset, path, word_id)
+            raise  # unreachable: _report_bad_line raises
+    return rows, values
+
+
+def _report_bad_line(
+    body: str, k: int, text: str, offset: int, path: str, word_id: dict[str, int]
+) -> None:
+    """Find the first bad line of a section and raise a FormatError naming it."""
+    mark_line = _line_of(text, offset)
+    for i, line in enumerate(body.split("\n")):
+        fields = line.split()
+        if not fields:
             continue
-        count += 1
-        if len(line.split()) != width:
-            raise FormatError(path, first_line + i, f"expected {width} fields")
-    raise FormatError(
-        path, first_line, f"\\{k}-{kind}: has {count} lines, header says {expected}"
-    )
+        where = mark_line + i
+        if len(fields) != k + 4:
+            raise FormatError(path, where, f"expected {k + 4} fields, got {len(fields)}")
+        for w in fields[1 : k + 1]:
+            if w not in word_id:
+                raise FormatError(path, where, f"word {w!r} is not a 1-gram")
+        for v in (fields[0], *fields[k + 1 :]):
+            try:
+                float(v)
+            except ValueError:
+                raise FormatError(path, where, f"expected a number, got {v!r}") from None
+    raise FormatError(path, mark_line, "malformed section")

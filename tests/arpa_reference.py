@@ -287,6 +287,7 @@ def arpa_texts(
     max_vocab: int = 4,
     drop_prefix_contexts: bool | None = False,
     neg_inf: bool = False,
+    densities: Sequence[float] = (0.3, 0.6, 0.9, 1.0),
 ):
     """Hypothesis strategy: (text, params) for a random ARPA model.
 
@@ -296,7 +297,7 @@ def arpa_texts(
     vocab_size = draw(st.integers(min_vocab, max_vocab))
     frac = draw(st.sampled_from([0.0, 0.2, 0.5, 1.0]))
     drop = draw(st.booleans()) if drop_prefix_contexts is None else drop_prefix_contexts
-    density = draw(st.sampled_from([0.3, 0.6, 0.9, 1.0]))
+    density = draw(st.sampled_from(list(densities)))
     seed = draw(st.integers(0, 2**32 - 1))
     neg = draw(st.sampled_from([0.0, 0.1])) if neg_inf else 0.0
     text = random_arpa_text(
@@ -343,3 +344,56 @@ def kenlm_log10p(kmodel, word: str, context: Sequence[str]) -> float:
         kmodel.BaseScore(state, x, scratch)
         state, scratch = scratch, state
     return kmodel.BaseScore(state, word, scratch)
+
+
+# --------------------------------------------------------------------------------------------
+# A small valid ARPA file and malformed variants of it (shared by format and CLI tests)
+
+# A small valid ARPA file; the malformed variants below edit numbered lines of it.
+VALID_LINES = [
+    "\\data\\",  # 1
+    "ngram 1=4",  # 2
+    "ngram 2=2",  # 3
+    "",  # 4
+    "\\1-grams:",  # 5
+    "-1.0\t<unk>",  # 6
+    "-99\t<s>\t-0.3",  # 7
+    "-0.5\t</s>",  # 8
+    "-0.4\ta\t0.2",  # 9
+    "",  # 10
+    "\\2-grams:",  # 11
+    "-0.1\t<s> a",  # 12
+    "-0.2\ta </s>",  # 13
+    "",  # 14
+    "\\end\\",  # 15
+]
+VALID = "\n".join(VALID_LINES) + "\n"
+
+
+def edited(**lines: str | None) -> str:
+    """VALID with line `l<N>` replaced (None deletes it)."""
+    out = []
+    for i, line in enumerate(VALID_LINES, start=1):
+        new = lines.get(f"l{i}", line)
+        if new is not None:
+            out.append(new)
+    return "\n".join(out) + "\n"
+
+
+MALFORMED = {
+    # name: (text, expected line, or (lo, hi) when any line in a range is a fair report)
+    "bad_count": (edited(l2="ngram 1=four"), 2),
+    "bad_count_number": (edited(l3="ngram 2=2x"), 3),
+    "non_numeric_prob": (edited(l9="abc\ta\t0.2"), 9),
+    "non_numeric_bow": (edited(l12="-0.1\t<s> a\tnope"), 12),
+    "nan_prob": (edited(l8="nan\t</s>"), 8),
+    "too_few_fields": (edited(l13="-0.2\ta"), 13),
+    "too_many_fields": (edited(l13="-0.2\ta </s> 0.1 0.2"), 13),
+    "fewer_ngrams_than_counted": (edited(l3="ngram 2=3"), (13, 15)),
+    "more_ngrams_than_counted": (edited(l2="ngram 1=3"), (9, 11)),
+    "truncated_after_line_12": ("\n".join(VALID_LINES[:12]) + "\n", (12, 13)),
+    "truncated_mid_line": ("\n".join(VALID_LINES[:12]) + "\n-0.2\ta", 13),
+    "missing_end": (edited(l15=None), (13, 15)),
+    "no_data_header": (edited(l1=None), 1),
+    "garbage_section": (edited(l11="\\two-grams:"), 11),
+}

@@ -21,8 +21,8 @@ from pathlib import Path
 
 import kenlm
 import pytest
-from arpa_reference import random_arpa_text
 
+from arpa_reference import random_arpa_text
 from arsdecode.lattice import Lattice
 from data_prep.lmplz import train_arpa
 from maxarpa.model import Model
@@ -144,3 +144,23 @@ def make_lattice(
             ws[rng.randrange(width)] = float("-inf")
         positions.append(list(zip(toks, ws, strict=True)))
     return Lattice.from_lists(positions)
+
+
+IMPOSSIBLE_ARPA = """
+\\data\\
+ngram 1=4
+ngram 2=2
+
+\\1-grams:
+-1.0\t<unk>\t0
+-99\t<s>\t0
+-0.5\t</s>
+-0.3\ta\t0
+
+\\2-grams:
+-inf\t<s> a
+-0.2\ta </s>
+
+\\end\\
+"""
+"""A bigram model in which p(a | <s>) = 0: every path starting with `a` is impossible."""

@@ -13,11 +13,10 @@ import itertools
 import lzma
 import os
 import re
+import sys
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
-
-import sys
 
 import pytest
 
@@ -27,9 +26,7 @@ if str(REPO_ROOT) not in sys.path:  # data_prep is a top-level folder, not an in
 
 from data_prep.lmplz import LmplzError, find_tool, train_arpa  # noqa: E402
 
-STATE_UNION_ZIP = Path(
-    os.environ.get("STATE_UNION_ZIP", "/work/shared/data/nltk/state_union.zip")
-)
+STATE_UNION_ZIP = Path(os.environ.get("STATE_UNION_ZIP", "/work/shared/data/nltk/state_union.zip"))
 N_TRAIN = 3000
 N_HELD_OUT = 300
 

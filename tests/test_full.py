@@ -12,12 +12,11 @@ import math
 import random
 import zlib
 
-import ars_fixtures
 import numpy as np
 import pytest
-from ars_fixtures import make_lattice, random_lm_with_options
-from brute import brute_kenlm, brute_model, chi_square_pvalue
 
+import ars_fixtures
+from ars_fixtures import make_lattice, random_lm_with_options
 from arsdecode.full import (
     NoPathError,
     full_decode,
@@ -26,6 +25,7 @@ from arsdecode.full import (
     full_state_count,
 )
 from arsdecode.lattice import Lattice
+from brute import brute_kenlm, brute_model, chi_square_pvalue
 from maxarpa.constants import BOS
 from maxarpa.maxarpa_format import write_max_arpa
 from maxarpa.model import Model
@@ -175,3 +175,19 @@ def test_large_lattice_is_tractable(real_lms):
     assert r.dp_states < 10**6
     assert math.isfinite(full_log_partition(model.lm, lattice)) and r.log_p < 0
     assert r.seconds < 60
+
+
+def test_all_paths_impossible(tmp_path):
+    path = tmp_path / "impossible.arpa"
+    path.write_text(ars_fixtures.IMPOSSIBLE_ARPA)
+    lm = Model.load(path)
+    lattice = Lattice.from_lists([[("a", 0.0)], [("a", -1.0), ("zz", -2.0)]])
+    with pytest.raises(NoPathError):
+        full_decode(lm, lattice)
+    with pytest.raises(NoPathError):
+        full_sample(lm, lattice, 3, np.random.default_rng(0))
+    assert full_log_partition(lm, lattice) == -math.inf
+    # An impossible first word does not block a possible one.
+    ok = Lattice.from_lists([[("a", 0.0), ("zz", -2.0)], [("a", -1.0)]])
+    assert full_decode(lm, ok).tokens == ["zz", "a"]
+    assert full_sample(lm, ok, 20, np.random.default_rng(0)) == [["zz", "a"]] * 20

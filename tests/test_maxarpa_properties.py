@@ -97,7 +97,14 @@ def test_log10p_equals_kenlm(write_arpa, case):
 
 @settings(PROPS, max_examples=60)
 @given(
-    arpa_texts(min_order=3, max_order=6, min_vocab=4, max_vocab=8, drop_prefix_contexts=None),
+    arpa_texts(
+        min_order=3,
+        max_order=6,
+        min_vocab=4,
+        max_vocab=7,
+        drop_prefix_contexts=None,
+        densities=(0.15, 0.3, 0.5),
+    ),
     st.integers(0, 2**32 - 1),
 )
 def test_max_bounds_every_extension_on_bigger_models(write_arpa, case, seed):
@@ -150,9 +157,11 @@ def test_facts_match_reference(write_arpa, case):
     assert model.order == ref.order
     assert sorted(model.vocab) == sorted(ref.vocab)
     assert len(model.vocab) == len(set(model.vocab))
-    assert list(model.counts) == ref.counts == [
-        sum(1 for g in ref.probs if len(g) == k) for k in range(1, ref.order + 1)
-    ]
+    assert (
+        list(model.counts)
+        == ref.counts
+        == [sum(1 for g in ref.probs if len(g) == k) for k in range(1, ref.order + 1)]
+    )
     assert model.positive_backoffs == ref.positive_backoffs
     ids = model.ids(ref.vocab)
     assert ids.dtype == np.int32 and ids.shape == (len(ref.vocab),)

@@ -1,0 +1,159 @@
+"""Benchmark maxarpa against KenLM on the same ARPA file, in the same run.
+
+Prints seconds and peak memory of `maxarpa convert` next to KenLM's `build_binary`, the load
+time of the MAX-ARPA file next to re-reading the ARPA and recomputing the bounds, and the
+throughput of 1M random batch queries (log10p, max_log10p) next to KenLM's Python
+per-query scoring. Ratios are what to read: absolute times are noisy on shared machines.
+
+Usage: python bench/bench_maxarpa.py [ARPA]   (default: a 5-gram trained with lmplz on
+state_union + brown + abc + webtext into work/bench/, built on first use)
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+WORK = REPO / "work" / "bench"
+
+
+def run_measured(cmd: list[str]) -> tuple[float, float]:
+    """Wall seconds and peak RSS (MiB) of one child process."""
+    start = time.perf_counter()
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    _, status, usage = os.wait4(proc.pid, 0)
+    seconds = time.perf_counter() - start
+    err = proc.stderr.read().decode() if proc.stderr else ""
+    if os.waitstatus_to_exitcode(status) != 0:
+        raise SystemExit(f"failed: {' '.join(cmd)}\n{err}")
+    return seconds, usage.ru_maxrss / 1024
+
+
+def default_arpa() -> Path:
+    from data_prep.corpus import corpus_sentences
+    from data_prep.lmplz import train_arpa
+
+    arpa = WORK / "big5.arpa"
+    if arpa.exists():
+        return arpa
+    WORK.mkdir(parents=True, exist_ok=True)
+    print("training the benchmark 5-gram (state_union+brown+abc+webtext) ...", file=sys.stderr)
+    sents = (
+        " ".join(s) for name in ("state_union", "brown", "abc", "webtext")
+        for s in corpus_sentences(name)
+    )
+    return train_arpa(sents, 5, arpa, extra_args=["--discount_fallback"], memory="4G")
+
+
+def random_queries(model, n_queries: int, rng: np.random.Generator, text: Path):
+    """(context, word) pairs from real text: random positions, random context lengths."""
+    ids: list[int] = []
+    bos = model.word_id("<s>")
+    with open(text, encoding="utf-8") as fh:
+        for i, line in enumerate(fh):
+            ids.append(bos)
+            ids.extend(model.ids(line.split()).tolist())
+            if i > 200_000:
+                break
+    seq = np.asarray(ids, dtype=np.int64)
+    n1 = model.order - 1
+    pos = rng.integers(n1, len(seq), size=n_queries)
+    words = seq[pos]
+    ctx = np.stack([seq[pos - n1 + j] for j in range(n1)], axis=1)
+    keep = rng.integers(0, n1 + 1, size=n_queries)  # context lengths 0..n-1
+    ctx[np.arange(n1)[None, :] < (n1 - keep)[:, None]] = -1
+    return ctx, words
+
+
+def kenlm_rate(arpa_binary: Path, model, ctx: np.ndarray, words: np.ndarray, k: int) -> float:
+    """Queries per second of kenlm's Python API, scoring (context, word) one at a time."""
+    import kenlm
+
+    km = kenlm.Model(str(arpa_binary))
+    vocab = model.vocab
+    state, out = kenlm.State(), kenlm.State()
+    start = time.perf_counter()
+    for row, w in zip(ctx[:k].tolist(), words[:k].tolist()):
+        km.NullContextWrite(state)
+        for c in row:
+            if c >= 0:
+                km.BaseScore(state, vocab[c], out)
+                state, out = out, state
+        km.BaseScore(state, vocab[w], out)
+    return k / (time.perf_counter() - start)
+
+
+def main() -> None:
+    from data_prep.lmplz import find_tool
+    from maxarpa.model import Model
+
+    arpa = Path(sys.argv[1]) if len(sys.argv) > 1 else default_arpa()
+    WORK.mkdir(parents=True, exist_ok=True)
+    binary = WORK / "bench.kenlm.binary"
+    maxarpa_out = WORK / "bench.maxarpa"
+    py = sys.executable
+    results: dict[str, float] = {}
+    results["build_binary_s"], results["build_binary_mib"] = run_measured(
+        [str(find_tool("build_binary")), str(arpa), str(binary)]
+    )
+    results["convert_s"], results["convert_mib"] = run_measured(
+        [py, "-m", "maxarpa", "convert", "--quiet", str(arpa), str(maxarpa_out)]
+    )
+    results["load_maxarpa_s"], results["load_maxarpa_mib"] = run_measured(
+        [py, "-c", f"from maxarpa.model import Model; Model.load({str(maxarpa_out)!r})"]
+    )
+    results["load_arpa_and_bound_s"], _ = run_measured(
+        [py, "-c", f"from maxarpa.model import Model; Model.from_arpa({str(arpa)!r})"]
+    )
+    model = Model.load(maxarpa_out)
+    results["ngrams"] = float(sum(model.counts))
+    rng = np.random.default_rng(0)
+    text = WORK / "queries.txt"
+    if not text.exists():
+        from data_prep.corpus import corpus_sentences
+
+        with open(text, "w", encoding="utf-8") as fh:
+            for s in corpus_sentences("state_union"):
+                fh.write(" ".join(s) + "\n")
+    ctx, words = random_queries(model, 1_000_000, rng, text)
+    for name, fn in (("log10p", model.log10p_batch), ("max_log10p", model.max_log10p_batch)):
+        fn(ctx[:1000], words[:1000])
+        start = time.perf_counter()
+        fn(ctx, words)
+        results[f"{name}_qps"] = len(words) / (time.perf_counter() - start)
+        start = time.perf_counter()
+        for lo in range(0, len(words), 1000):  # decoder-sized batches
+            fn(ctx[lo : lo + 1000], words[lo : lo + 1000])
+        results[f"{name}_qps_batch1000"] = len(words) / (time.perf_counter() - start)
+    results["kenlm_python_qps"] = kenlm_rate(binary, model, ctx, words, 100_000)
+    r = results
+    print(f"ARPA: {arpa} ({int(r['ngrams']):,} n-grams, order {model.order})")
+    print(f"{'':34}{'maxarpa':>12}{'KenLM':>12}{'ratio':>8}")
+    print(f"{'convert vs build_binary (s)':34}{r['convert_s']:>12.2f}{r['build_binary_s']:>12.2f}"
+          f"{r['convert_s'] / r['build_binary_s']:>8.2f}")
+    print(f"{'peak memory (MiB)':34}{r['convert_mib']:>12.0f}{r['build_binary_mib']:>12.0f}"
+          f"{r['convert_mib'] / r['build_binary_mib']:>8.2f}")
+    print(f"{'load MAX-ARPA vs ARPA+bounds (s)':34}{r['load_maxarpa_s']:>12.2f}"
+          f"{r['load_arpa_and_bound_s']:>12.2f}"
+          f"{r['load_maxarpa_s'] / r['load_arpa_and_bound_s']:>8.2f}   (KenLM column: maxarpa)")
+    for name in ("log10p", "max_log10p"):
+        print(f"{name + ' 1M batch (queries/s)':34}{r[name + '_qps']:>12,.0f}"
+              f"{r['kenlm_python_qps']:>12,.0f}{r[name + '_qps'] / r['kenlm_python_qps']:>8.1f}")
+        print(f"{name + ' batches of 1000 (q/s)':34}{r[name + '_qps_batch1000']:>12,.0f}"
+              f"{r['kenlm_python_qps']:>12,.0f}"
+              f"{r[name + '_qps_batch1000'] / r['kenlm_python_qps']:>8.1f}")
+    out = WORK / "bench_maxarpa.json"
+    out.write_text(json.dumps(results, indent=1))
+    print(f"raw results: {out}")
+
+
+if __name__ == "__main__":
+    main()
