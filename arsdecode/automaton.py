@@ -49,6 +49,7 @@ class Layer:
         self.weights = np.empty((4, width))
         self.targets = np.zeros((4, width), dtype=np.int32)
         self.fresh = np.zeros((4, width), dtype=bool)  # weight computed at this exact context
+        self.ctx_len = np.zeros(4, dtype=np.int64)
         self.exact: list[bool] = []
 
     def __len__(self) -> int:
@@ -63,7 +64,9 @@ class Layer:
                 [self.targets, np.zeros((grow, self.width), dtype=np.int32)]
             )
             self.fresh = np.concatenate([self.fresh, np.zeros((grow, self.width), dtype=bool)])
+            self.ctx_len = np.concatenate([self.ctx_len, np.zeros(grow, dtype=np.int64)])
         self.contexts.append(context)
+        self.ctx_len[s] = len(context)
         self.index[context] = s
         self.exact.append(exact)
         for k in range(len(context) + 1):
@@ -170,6 +173,18 @@ class QAutomaton:
             total += self.layers[i].weights[states[i], j]
         return total + self.layers[-1].weights[states[-1], 0]
 
+    def log_q_batch(self, idx: np.ndarray) -> np.ndarray:
+        """log q of many paths at once; same arithmetic and order as `log_q_indices`."""
+        idx = np.asarray(idx, dtype=np.int64)
+        k, L = idx.shape
+        states = np.zeros(k, dtype=np.int64)
+        total = np.zeros(k)
+        for i in range(L):
+            layer = self.layers[i]
+            total = total + layer.weights[states, idx[:, i]]
+            states = layer.targets[states, idx[:, i]].astype(np.int64)
+        return total + self.layers[L].weights[states, 0]
+
     def log_q(self, tokens: Sequence[str]) -> float:
         return self.log_q_indices(self.indices(tokens))
 
@@ -177,7 +192,24 @@ class QAutomaton:
     def refine(self, tokens: Sequence[str]) -> bool:
         return self.refine_indices(self.indices(tokens))
 
-    def refine_indices(self, idx: Sequence[int]) -> bool:
+    def refine_many(self, paths: Sequence[Sequence[int]]) -> int:
+        """Refine along several paths; in the "fresh" variant the new states' weights are
+        computed in one batched query at the end. Returns how many paths changed q.
+
+        Deferring is exact: a state created before its suffix state was filled copies that
+        state's (older, larger) bounds, and is refilled itself before q is used again.
+        """
+        if self.variant != "fresh":
+            return sum(self.refine_indices(p) for p in paths)
+        pending: list[tuple[int, int]] = []
+        changed = 0
+        for p in paths:
+            changed += self.refine_indices(p, pending=pending)
+        if pending:
+            self._fill(pending)
+        return changed
+
+    def refine_indices(self, idx: Sequence[int], pending: list | None = None) -> bool:
         """Raise the context order by one at every position of the path (Algorithm 2).
 
         For i = 1..L (left to right, so the previous path state is already refined): let c be
@@ -188,7 +220,9 @@ class QAutomaton:
         """
         L = len(self.lattice)
         history = [self.bos] + [int(self.cand_ids[i][j]) for i, j in enumerate(idx)]
-        pending: list[tuple[int, int]] = []
+        deferred = pending is not None
+        pending = pending if deferred else []
+        start_pending = len(pending)
         only: dict[tuple[int, int], int] = {}
         s = 0
         for i in range(1, L + 1):
@@ -211,11 +245,12 @@ class QAutomaton:
             for i, s in pending:  # exact states and final weights are filled in full
                 if (self.layers[i].exact[s] or i == L) and (i, s) in only:
                     del only[(i, s)]
-        if pending:
+        if len(pending) == start_pending:
+            return False
+        self.version += 1
+        if not deferred:
             self._fill(pending, only if self.variant == "paper" else None)
-            self.version += 1
-            return True
-        return False
+        return True
 
     def _create(self, i: int, ctx: tuple[int, ...], suffix_state: int) -> int:
         """Create state `ctx` at layer i from its suffix state, and move edges into it.
@@ -231,11 +266,12 @@ class QAutomaton:
         layer.targets[s] = layer.targets[suffix_state]
         layer.fresh[s] = False
         prev = self.layers[i - 1]
-        cols = self.position_of_id(i - 1, ctx[-1])
-        for p in prev.by_suffix.get(ctx[:-1], ()):
-            for col in cols:
-                if len(layer.contexts[prev.targets[p, col]]) < len(ctx):
-                    prev.targets[p, col] = s
+        sources = prev.by_suffix.get(ctx[:-1])
+        if sources:
+            src = np.asarray(sources)
+            for col in self.position_of_id(i - 1, ctx[-1]):
+                cur = prev.targets[src, col]
+                prev.targets[src[layer.ctx_len[cur] < len(ctx)], col] = s
         return s
 
     def position_of_id(self, i: int, word_id: int) -> list[int]:
