@@ -47,6 +47,7 @@ class DecodeResult:
     trace: list[tuple[float, float]]  # per iteration: (log q(x*), log p(x*))
     seconds: float
     certified: bool = True
+    automaton: QAutomaton | None = field(default=None, repr=False, compare=False)
 
 
 @dataclass(frozen=True)
@@ -134,6 +135,7 @@ def decode(
         trace=trace,
         seconds=time.perf_counter() - start,
         certified=certified,
+        automaton=qa,
     )
 
 

@@ -52,6 +52,10 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("--lm", required=True, help="ARPA or MAX-ARPA model")
     d.add_argument("--lattice", required=True, help='JSON {"positions": [[["tok", ln_w], ...]]}')
     d.add_argument("--max-iterations", type=int, default=None)
+    d.add_argument("--fst", default=None, metavar="OUT",
+                   help="write the final q-automaton as an OpenFst file (log64 arcs)")
+    d.add_argument("--graphml", default=None, metavar="OUT",
+                   help="write the final q-automaton as GraphML (networkx)")
     add_engine_options(d)
     s = sub.add_parser("sample", help="exact i.i.d. samples of a lattice's paths")
     s.add_argument("--lm", required=True, help="ARPA or MAX-ARPA model")
@@ -70,6 +74,12 @@ def cmd_decode(args: argparse.Namespace) -> int:
     lattice = Lattice.from_json_file(args.lattice)
     lm = load_lm(args.lm)
     r = decode(lm, lattice, variant=args.variant, max_iterations=args.max_iterations)
+    if args.fst:
+        r.automaton.write_fst(args.fst)
+    if args.graphml:
+        import networkx as nx
+
+        nx.write_graphml(r.automaton.to_networkx(), args.graphml)
     if args.json:
         print(json.dumps(decode_json(r)))
     else:

@@ -136,7 +136,7 @@ def read_max_arpa(path: str | Path) -> Model:
             if (suffix < 0).any():
                 raise FormatError(path, None, f"a {k}-gram's suffix is missing")
             keys = trie.key(suffix, rows[:, 0])
-            perm = np.argsort(keys, kind="stable")
+            perm = np.argsort(keys)
             keys = keys[perm]
         trie.nodes.append(
             OrderNodes(

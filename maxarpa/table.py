@@ -54,12 +54,13 @@ def unique_rows(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     if len(a) == 0:
         return a, np.empty(0, dtype=np.int64)
     h = row_hashes(a)
-    order = np.argsort(h, kind="stable")
+    order = np.argsort(h)  # unstable is fine: each group's first index is taken as its min
     hs = h[order]
-    new_group = np.r_[True, hs[1:] != hs[:-1]]
-    first = order[new_group]
-    group_first = first[np.cumsum(new_group) - 1]
+    starts = np.flatnonzero(np.r_[True, hs[1:] != hs[:-1]])
+    first = np.minimum.reduceat(order, starts)
+    group_first = np.repeat(first, np.diff(np.r_[starts, len(order)]))
     if np.array_equal(a[order], a[group_first]):
+        first.sort()  # rows in order of first occurrence
         return a[first], first
     view = a.view(np.dtype((np.void, a.dtype.itemsize * a.shape[1]))).ravel()
     _, first = np.unique(view, return_index=True)
@@ -199,7 +200,7 @@ def build_trie(data: ArpaData, path: str = "<arpa>") -> Trie:
             if (suffix < 0).any():  # cannot happen: the table is suffix-closed by construction
                 raise FormatError(path, None, f"internal: unlinked {k}-gram suffix")
             keys = trie.key(suffix, r[:, 0])
-            perm = np.argsort(keys, kind="stable")
+            perm = np.argsort(keys)  # keys are unique: no stability needed
             keys = keys[perm]
         node = OrderNodes(keys, r[perm], logp[k - 1][perm], bow[k - 1][perm], listed[k - 1][perm])
         trie.nodes.append(node)
