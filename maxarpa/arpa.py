@@ -236,7 +236,7 @@ def _read_arpa_fast(path: str) -> ArpaData | None:
                     ids[lo:hi, 0] = np.arange(len(vocab) - len(words), len(vocab))
                 else:
                     for j in range(k):
-                        ids[lo:hi, j] = [word_id[w] for w in flat[1 + j :: width]]
+                        ids[lo:hi, j] = lookup_ids(flat[1 + j :: width], word_id)
             except (ValueError, KeyError):
                 return None
         if np.isnan(logp).any() or np.isnan(bow).any() or (logp == np.inf).any():
@@ -322,6 +322,11 @@ def _read_arpa_streaming(path: str | Path) -> ArpaData:
     if len(orders) != len(counts):
         raise reader.error(f"header lists {len(counts)} orders but the file has {len(orders)}")
     return ArpaData(vocab, orders)
+
+
+def lookup_ids(words: list[str], word_id: dict[str, int]) -> np.ndarray:
+    """Word ids of a column of words; KeyError on an unknown word."""
+    return np.fromiter(map(word_id.__getitem__, words), dtype=np.int32, count=len(words))
 
 
 def format_log10(value: float) -> str:

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from maxarpa.arpa import atomic_writer, read_text
+from maxarpa.arpa import atomic_writer, lookup_ids, read_text
 from maxarpa.errors import FormatError
 from maxarpa.model import MAX_ARPA_MAGIC, Model
 from maxarpa.table import OrderNodes, Trie
@@ -217,13 +217,12 @@ def _parse_section(
         flat = "\n".join(chunk).split()
         if len(flat) != width * len(chunk):
             _report_bad_line(body, k, text, offset, path, word_id)
-        fields = np.array(flat, dtype=object).reshape(len(chunk), width)
+        hi = lo + len(chunk)
         try:
-            rows[lo : lo + len(chunk)] = np.fromiter(
-                (word_id[w] for w in fields[:, 1 : k + 1].ravel()), dtype=np.int32,
-                count=len(chunk) * k,
-            ).reshape(len(chunk), k)
-            values[lo : lo + len(chunk)] = fields[:, [0, k + 1, k + 2, k + 3]].astype(np.float64)
+            for j in range(k):
+                rows[lo:hi, j] = lookup_ids(flat[1 + j :: width], word_id)
+            for c, j in enumerate((0, k + 1, k + 2, k + 3)):
+                values[lo:hi, c] = np.array(flat[j::width], dtype=np.float64)
         except (KeyError, ValueError):
             _report_bad_line(body, k, text, offset, path, word_id)
             raise  # unreachable: _report_bad_line raises
