@@ -29,6 +29,9 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 
+LITERAL_CAP = 300_000  # literal full-model states above which "F" is not run (reported nan)
+
+
 def ensure_models(d: Path) -> None:
     if all((d / f"lm.{n}.maxarpa").exists() for n in (3, 4, 5)) and (d / "test.jsonl").exists():
         return
@@ -54,7 +57,7 @@ def main() -> None:
     rows = []
     print(f"{'n':>2} {'len':>4} {'width':>6} | {'ARS dec s':>9} {'full dec s':>10} {'ratio':>7} "
           f"{'iters':>6} {'states':>7} {'frac of full':>12} | {'ARS smp s':>9} "
-          f"{'full smp s':>10} {'ratio':>7}")
+          f"{'full smp s':>10} {'ratio':>7} | {'lit F s':>9} {'ratio':>7} {'lit states':>10}")
     for n in (3, 4, 5):
         lm = Model.load(args.models / f"lm.{n}.maxarpa")
         channel = KeypadChannel.from_vocab(lm.vocab)
@@ -77,18 +80,27 @@ def main() -> None:
                     t0 = time.perf_counter()
                     full_sample(lm, lat, 100, rng)
                     s_full = time.perf_counter() - t0
-                    frac = r.states / full_state_count(lm, lat)
-                    cell.append((t_ars, t_full, r.iterations, r.states, frac, s_ars, s_full))
+                    literal = full_state_count(lm, lat)
+                    frac = r.states / literal
+                    t_lit = float("nan")
+                    if literal <= LITERAL_CAP:
+                        t0 = time.perf_counter()
+                        full_decode(lm, lat, minimize=False)
+                        t_lit = time.perf_counter() - t0
+                    cell.append((t_ars, t_full, r.iterations, r.states, frac, s_ars, s_full,
+                                 t_lit, literal))
                 if not cell:
                     continue
-                m = [statistics.mean(c[i] for c in cell) for i in range(7)]
+                m = [statistics.mean(c[i] for c in cell) for i in range(9)]
                 rows.append({"n": n, "length": length, "width": width, "ars_decode_s": m[0],
                              "full_decode_s": m[1], "iterations": m[2], "states": m[3],
                              "fraction_of_full": m[4], "ars_sample_s": m[5],
-                             "full_sample_s": m[6], "sentences": len(cell)})
+                             "full_sample_s": m[6], "literal_full_decode_s": m[7],
+                             "literal_full_states": m[8], "sentences": len(cell)})
                 print(f"{n:>2} {length:>4} {width:>6} | {m[0]:>9.3f} {m[1]:>10.3f} "
                       f"{m[1] / m[0]:>7.1f} {m[2]:>6.1f} {m[3]:>7.0f} {m[4]:>12.2e} | "
-                      f"{m[5]:>9.3f} {m[6]:>10.3f} {m[6] / m[5]:>7.1f}", flush=True)
+                      f"{m[5]:>9.3f} {m[6]:>10.3f} {m[6] / m[5]:>7.1f} | "
+                      f"{m[7]:>9.3f} {m[7] / m[0]:>7.1f} {m[8]:>10.2e}", flush=True)
     out = REPO / "work" / "bench" / "bench_ars.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(rows, indent=1))

@@ -104,6 +104,12 @@ class Model:
         return self._walk(contexts, words, want_max=True)
 
     def _walk(self, contexts: np.ndarray, words: np.ndarray, want_max: bool) -> np.ndarray:
+        """Two walks per batch, each one hash lookup per order on the still-active rows.
+
+        Walk A finds the longest table node v·w ending the query (its log10p, or mf).
+        Walk B adds the backoffs of the context suffixes longer than v, and finds the
+        context node c itself (for mbow - bow when v·w is not c·w).
+        """
         trie = self.trie
         n = trie.order
         words = np.asarray(words, dtype=np.int64)
@@ -114,56 +120,60 @@ class Model:
             contexts = contexts[:, contexts.shape[1] - (n - 1) :]
         b, width = contexts.shape
         ctx_len = (contexts >= 0).sum(axis=1)
-        rows = np.arange(b)
-        # Walk 1: backoffs of the context suffixes c[-1:], c[-2:], ... (cum[:, j] = sum of j).
-        cum = np.zeros((b, width + 1))
-        ctx_depth = np.zeros(b, dtype=np.int64)
-        ctx_node = np.full(b, -1, dtype=np.int64)
-        for j in range(1, width + 1):
-            cum[:, j] = cum[:, j - 1]
-            word_j = contexts[:, width - j]
-            alive = (ctx_depth == j - 1) & (word_j >= 0)
-            if j == 1:
-                idx = np.where(alive, word_j, -1)
-            else:
-                idx = np.full(b, -1, dtype=np.int64)
-                if alive.any():
-                    idx[alive] = trie.find(j, trie.key(ctx_node[alive], word_j[alive]))
-            found = idx >= 0
-            cum[found, j] += trie.nodes[j - 1].log10bow[idx[found]]
-            ctx_depth[found] = j
-            ctx_node[found] = idx[found]
-        # Walk 2: the longest node v·w that is a suffix of c·w.
+        # Walk A: the longest node v·w that is a suffix of c·w; depth = |v| + 1.
         node_idx = words.copy()
         depth = np.ones(b, dtype=np.int64)
+        active = np.arange(b)
         for j in range(1, width + 1):
-            word_j = contexts[:, width - j]
-            alive = (depth == j) & (word_j >= 0)
-            if not alive.any():
+            word_j = contexts[active, width - j]
+            keep = word_j >= 0
+            active, word_j = active[keep], word_j[keep]
+            if not len(active):
                 break
-            found = trie.find(j + 1, trie.key(node_idx[alive], word_j[alive]))
-            hit = np.flatnonzero(alive)[found >= 0]
-            node_idx[hit] = found[found >= 0]
-            depth[hit] = j + 1
-        base = np.empty(b)
-        mf = np.empty(b)
-        for k in range(1, n + 1):
-            sel = depth == k
-            if sel.any():
-                base[sel] = trie.nodes[k - 1].log10p[node_idx[sel]]
-                if want_max:
-                    mf[sel] = trie.nodes[k - 1].mf[node_idx[sel]]
+            found = trie.find(j + 1, trie.key(node_idx[active], word_j))
+            hit = found >= 0
+            active = active[hit]
+            node_idx[active] = found[hit]
+            depth[active] = j + 1
         matched = depth - 1
-        bow_sum = cum[rows, ctx_depth] - cum[rows, np.minimum(matched, ctx_depth)]
+        base = np.empty(b)
+        mf = np.empty(b) if want_max else base
+        for k in range(1, n + 1):
+            sel = np.flatnonzero(depth == k)
+            if len(sel):
+                node = trie.nodes[k - 1]
+                base[sel] = node.log10p[node_idx[sel]]
+                if want_max:
+                    mf[sel] = node.mf[node_idx[sel]]
+        # Walk B: context suffixes c[-1:], c[-2:], ...; backoffs beyond |v| are added.
+        bow_sum = np.zeros(b)
+        ctx_node = np.full(b, -1, dtype=np.int64)
+        ctx_depth = np.zeros(b, dtype=np.int64)
+        active = np.arange(b)
+        for j in range(1, width + 1):
+            word_j = contexts[active, width - j]
+            keep = word_j >= 0
+            active, word_j = active[keep], word_j[keep]
+            if not len(active):
+                break
+            if j == 1:
+                found = word_j
+            else:
+                found = trie.find(j, trie.key(ctx_node[active], word_j))
+                hit = found >= 0
+                active, found = active[hit], found[hit]
+            ctx_node[active] = found
+            ctx_depth[active] = j
+            beyond = matched[active] < j
+            bow_sum[active[beyond]] += trie.nodes[j - 1].log10bow[found[beyond]]
         logp = base + bow_sum
         if not want_max:
             return logp
         full_match = matched == ctx_len
-        full_ctx = ctx_depth == ctx_len
         slack = np.zeros(b)
         for k in range(1, n):
-            sel = full_ctx & (ctx_len == k) & ~full_match
-            if sel.any():
+            sel = np.flatnonzero((ctx_depth == ctx_len) & (ctx_len == k) & ~full_match)
+            if len(sel):
                 node = trie.nodes[k - 1]
                 slack[sel] = node.mbow[ctx_node[sel]] - node.log10bow[ctx_node[sel]]
         return np.where(full_match, mf, logp + slack)
