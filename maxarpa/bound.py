@@ -88,9 +88,12 @@ def best_absent_extension(trie: Trie, k: int, eos_id: int | None) -> np.ndarray:
         context = trie.lookup_rows(node.rows[:, :-1])
         score = node.mbow
     order = np.lexsort((-score, parent))
-    sorted_parent = parent[order]
-    starts = np.searchsorted(sorted_parent, np.maximum(context, 0), side="left")
-    ends = np.searchsorted(sorted_parent, np.maximum(context, 0), side="right")
+    # Group boundaries by counting (parents are dense row ids), not by binary search.
+    group_size = np.bincount(parent, minlength=int(max(parent.max(), context.max())) + 1)
+    group_start = np.r_[0, np.cumsum(group_size)[:-1]]
+    safe = np.maximum(context, 0)
+    starts = group_start[safe]
+    ends = starts + group_size[safe]
     active = np.flatnonzero((context >= 0) & (ends > starts))
     rank = np.zeros(len(active), dtype=np.int64)
     while len(active):

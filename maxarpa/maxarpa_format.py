@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from maxarpa.arpa import atomic_writer, lookup_ids, read_text
+from maxarpa.arpa import atomic_writer, format_log10, lookup_ids, read_text
 from maxarpa.errors import FormatError
 from maxarpa.model import MAX_ARPA_MAGIC, Model
 from maxarpa.table import OrderNodes, Trie
@@ -41,14 +41,19 @@ def write_max_arpa(
                 if k > 1:
                     fh.write(f"blank {k}={int((~node.listed).sum())}\n")
             vocab = model.vocab
+            words: list[str] = []
             for k, node in enumerate(nodes, start=1):
+                words = _node_words(node, k, vocab, words, model.trie.vocab_size)
+                texts = _format_values(node)
                 for kind, mask in (("grams", node.listed), ("blanks", ~node.listed)):
                     if kind == "blanks" and k == 1:
                         continue
                     fh.write(f"\n\\{k}-{kind}:\n")
-                    idx = np.flatnonzero(mask)
-                    lines = _format_lines(node, idx, vocab)
-                    fh.write(lines)
+                    idx = np.flatnonzero(mask).tolist()
+                    lp, bow, mf, mbow = (col for col in texts)
+                    fh.write("".join(
+                        f"{lp[i]}\t{words[i]}\t{bow[i]}\t{mf[i]}\t{mbow[i]}\n" for i in idx
+                    ))
                     if progress:
                         progress(len(idx))
             fh.write("\n\\end\\\n")
@@ -58,29 +63,33 @@ def write_max_arpa(
         raise
 
 
-def _format_lines(node: OrderNodes, idx: np.ndarray, vocab: list[str]) -> str:
-    """Lines of one section; columns are formatted whole, not line by line, for speed."""
-    if len(idx) == 0:
-        return ""
-    rows = node.rows[idx]
-    if rows.shape[1] == 1:
-        words = [vocab[w] for w in rows[:, 0].tolist()]
-    else:
-        words = [" ".join(r) for r in zip(*([vocab[w] for w in rows[:, j].tolist()]
-                                             for j in range(rows.shape[1])))]
-    cols = [format_column(values[idx]) for values in (node.log10p, node.log10bow)]
-    extra = [format_column(values[idx]) for values in (node.mf, node.mbow)]
-    return "".join(
-        f"{a}\t{w}\t{b}\t{c}\t{d}\n" for a, w, b, c, d in zip(cols[0], words, cols[1], *extra)
-    )
+def _node_words(
+    node: OrderNodes, k: int, vocab: list[str], below: list[str], vocab_size: int
+) -> list[str]:
+    """The word text of every node of order k, in node order.
+
+    Why recursive: a node is its first word followed by its suffix node one order down, whose
+    text is already built, so each line costs one concatenation instead of a k-word join.
+    """
+    if k == 1:
+        return [vocab[w] for w in node.rows[:, 0].tolist()]
+    first = node.rows[:, 0].tolist()
+    parent = (node.keys // np.uint64(vocab_size)).astype(np.int64).tolist()
+    return [vocab[a] + " " + below[p] for a, p in zip(first, parent)]
 
 
-def format_column(values: np.ndarray) -> list[str]:
-    """`format_log10` of every value: repr, with `0` for zeros and `-inf` for minus infinity."""
-    out = list(map(repr, values.tolist()))
-    for i in np.flatnonzero(values == 0).tolist():
-        out[i] = "0"
-    return out
+def _format_values(node: OrderNodes) -> list[list[str]]:
+    """logp, bow, mf, mbow of every node as text (`format_log10` semantics).
+
+    Why through unique values: mf and mbow mostly repeat logp and bow, and backoffs repeat a
+    lot, so formatting each distinct float once saves most of the (slow) float-to-text work.
+    """
+    m = len(node.keys)
+    stacked = np.concatenate([node.log10p, node.log10bow, node.mf, node.mbow])
+    uniq, inverse = np.unique(stacked, return_inverse=True)
+    texts = [format_log10(v) for v in uniq.tolist()]
+    table = np.array(texts, dtype=object)[inverse.ravel()]
+    return [table[c * m : (c + 1) * m].tolist() for c in range(4)]
 
 
 def read_max_arpa(path: str | Path) -> Model:
