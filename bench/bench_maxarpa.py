@@ -110,6 +110,11 @@ def main() -> None:
     results["load_maxarpa_s"], results["load_maxarpa_mib"] = run_measured(
         [py, "-c", f"from maxarpa.model import Model; Model.load({str(maxarpa_out)!r})"]
     )
+    binary_out = WORK / "bench.npz"
+    run_measured([py, "-m", "maxarpa", "convert", "--binary", str(maxarpa_out), str(binary_out)])
+    results["load_binary_s"], results["load_binary_mib"] = run_measured(
+        [py, "-c", f"from maxarpa.model import Model; Model.load({str(binary_out)!r})"]
+    )
     results["load_arpa_and_bound_s"], _ = run_measured(
         [py, "-c", f"from maxarpa.model import Model; Model.from_arpa({str(arpa)!r})"]
     )
@@ -144,6 +149,9 @@ def main() -> None:
     print(f"{'load MAX-ARPA vs ARPA+bounds (s)':34}{r['load_maxarpa_s']:>12.2f}"
           f"{r['load_arpa_and_bound_s']:>12.2f}"
           f"{r['load_maxarpa_s'] / r['load_arpa_and_bound_s']:>8.2f}   (KenLM column: maxarpa)")
+    print(f"{'load .npz vs ARPA+bounds (s)':34}{r['load_binary_s']:>12.2f}"
+          f"{r['load_arpa_and_bound_s']:>12.2f}"
+          f"{r['load_binary_s'] / r['load_arpa_and_bound_s']:>8.3f}   (KenLM column: maxarpa)")
     for name in ("log10p", "max_log10p"):
         print(f"{name + ' 1M batch (queries/s)':34}{r[name + '_qps']:>12,.0f}"
               f"{r['kenlm_python_qps']:>12,.0f}{r[name + '_qps'] / r['kenlm_python_qps']:>8.1f}")

@@ -29,9 +29,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="command", required=True)
     conv = sub.add_parser("convert", help="convert an ARPA file to MAX-ARPA")
-    conv.add_argument("input", help="ARPA file (plain, .gz, .bz2 or .xz)")
+    conv.add_argument("input", help="ARPA file (plain, .gz, .bz2 or .xz); with --binary, "
+                      "also MAX-ARPA")
     conv.add_argument("output", help="MAX-ARPA file to write")
     conv.add_argument("--quiet", action="store_true", help="no progress bar")
+    conv.add_argument("--binary", action="store_true",
+                      help="write the binary companion (.npz arrays) instead of MAX-ARPA text")
     info = sub.add_parser("info", help="order, vocabulary, counts and positive backoffs")
     info.add_argument("model", help="ARPA or MAX-ARPA file")
     info.add_argument("--json", action="store_true", help="print one JSON object")
@@ -47,7 +50,12 @@ def cmd_convert(args: argparse.Namespace) -> int:
     start = time.perf_counter()
     if show:
         print(f"reading {args.input} ...", file=sys.stderr)
-    model = Model.from_arpa(args.input)
+    model = Model.load(args.input) if args.binary else Model.from_arpa(args.input)
+    if args.binary:
+        from maxarpa.binary_format import write_binary
+
+        write_binary(model, args.output)
+        return 0
     total = sum(len(node.keys) for node in model.trie.nodes)
     if show:
         from tqdm import tqdm

@@ -45,7 +45,12 @@ class Model:
 
     @classmethod
     def load(cls, path: str | Path) -> Model:
-        """Load an ARPA or a MAX-ARPA file (plain or compressed), detected by its first line."""
+        """Load an ARPA, MAX-ARPA (plain or compressed) or maxarpa binary (.npz) file; the
+        kind is detected from the content, not the name."""
+        from maxarpa.binary_format import is_binary, read_binary
+
+        if is_binary(path):
+            return read_binary(path)
         if is_max_arpa(path):
             from maxarpa.maxarpa_format import read_max_arpa
 
