@@ -79,8 +79,9 @@ class SampleResult:
     log_p: list[float]
     trials: int
     acceptance_rate: float
-    log_Z: float
-    log_Z_ci: tuple[float, float]
+    log_Z: float  # ln p(X), weighted estimate (see _normaliser_estimate)
+    log_Z_ci: tuple[float, float]  # 95% interval of log_Z
+    log_Z_unweighted: float  # ln of the plain mean of q_t(X) 1[acc_t] (unbiased, noisy)
     states: int
     refinements: int
     seconds: float
@@ -162,8 +163,9 @@ def sample(
     `stop_when_adapted` ends the run as soon as the target is reached (the paper's Table 3
     and Fig. 3c/3d measure exactly that), even with fewer than n samples.
 
-    log_Z: mean over trials t of q_t(X) * 1[accepted_t], unbiased for p(X) even while q
-    changes (E[1[acc] | q_t] = p(X) / q_t(X)); log_Z_ci is a normal 95% interval.
+    log_Z: the per-trial unbiased estimates q_t(X) * 1[accepted_t] of p(X), averaged with
+    predictable weights 1 / q_t(X); log_Z_unweighted is their plain mean. See
+    `_normaliser_estimate` for why and for the 95% interval log_Z_ci.
     """
     if n < 0:
         raise ValueError("n must be >= 0")
@@ -218,7 +220,7 @@ def sample(
                     break
             else:
                 refinements += qa.refine_many(rejected)
-    log_Z, ci = _normaliser_estimate(log_zq, accepted)
+    log_Z, ci, log_Z_plain = _normaliser_estimate(log_zq, accepted)
     trials = len(accepted)
     return SampleResult(
         samples=samples,
@@ -227,6 +229,7 @@ def sample(
         acceptance_rate=(sum(accepted) / trials) if trials else 0.0,
         log_Z=log_Z,
         log_Z_ci=ci,
+        log_Z_unweighted=log_Z_plain,
         states=qa.num_states(),
         refinements=refinements,
         seconds=time.perf_counter() - start,
@@ -234,31 +237,33 @@ def sample(
     )
 
 
-def _normaliser_estimate(log_zq: list[float], accepted: list[bool]) -> tuple[float, tuple]:
-    """Unbiased estimate of ln p(X) from Y_t = q_t(X) 1[acc_t], with a 95% interval.
+def _normaliser_estimate(log_zq: list[float], accepted: list[bool]) -> tuple[float, tuple, float]:
+    """Estimates of ln p(X) from the trials: (weighted, 95% interval, plain mean).
 
-    The point estimate is the mean of Y_t, unbiased because E[1[acc_t] | past] = Z / q_t(X).
-    Its interval must not come from the sample variance of Y_t: early trials from a loose q
-    are rarely accepted but carry huge weights, and the sample variance misses them. We use
-    the martingale variance instead, sum_t Var(Y_t | past) / T^2 with
-    Var(Y_t | past) = q_t Z - Z^2, evaluated at the ratio estimate
-    Z_r = sum_t 1[acc_t] / sum_t 1 / q_t(X) (consistent and low-variance).
+    Each trial gives Y_t = q_t(X) 1[acc_t], unbiased for Z = p(X) because
+    E[1[acc_t] | past] = Z / q_t(X), even while q changes. Their plain mean (the third value)
+    is unbiased for a fixed number of trials, but its variance is dominated by the first
+    trials from a loose q (Var(Y_t | past) = q_t Z - Z^2): one lucky early acceptance moves it
+    by orders of magnitude. The first value weights each Y_t by 1 / q_t(X), which is known
+    before the trial and proportional to the inverse of its variance where acceptance is rare:
+    Z_w = sum_t 1[acc_t] / sum_t 1 / q_t(X). Its interval is from the martingale central
+    limit theorem, relative s.e. = sqrt(sum_t r_t (1 - r_t)) / sum_t 1[acc_t], r_t = Z_w / q_t,
+    on the log scale.
     """
     if not accepted:
-        return -math.inf, (-math.inf, math.inf)
+        return -math.inf, (-math.inf, math.inf), -math.inf
     lz = np.asarray(log_zq)
     acc = np.asarray(accepted, dtype=float)
     top = lz.max()
     q = np.exp(lz - top)  # q_t(X) / e^top
-    t = len(q)
-    mean = float((q * acc).mean())
-    n_acc = acc.sum()
+    n_acc = float(acc.sum())
+    inv_sum = float((1.0 / q).sum())
     if n_acc == 0:
-        upper = top + math.log(3.0 / (1.0 / q).sum())  # rule of three on the acceptance count
-        return -math.inf, (-math.inf, float(upper))
-    z_ratio = n_acc / (1.0 / q).sum()
-    var = float(np.maximum(q * z_ratio - z_ratio**2, 0.0).sum()) / t**2
-    se = math.sqrt(var)
-    lo, hi = mean - 1.96 * se, mean + 1.96 * se
-    log_lo = float(top + math.log(lo)) if lo > 0 else -math.inf
-    return float(top + math.log(mean)), (log_lo, float(top + math.log(hi)))
+        upper = top + math.log(3.0 / inv_sum)  # rule of three on the acceptance count
+        return -math.inf, (-math.inf, float(upper)), -math.inf
+    plain = float(top + math.log(float((q * acc).mean())))
+    z_w = n_acc / inv_sum
+    r = np.minimum(z_w / q, 1.0)
+    rel_se = math.sqrt(float((r * (1.0 - r)).sum())) / n_acc
+    log_zw = float(top + math.log(z_w))
+    return log_zw, (log_zw - 1.96 * rel_se, log_zw + 1.96 * rel_se), plain

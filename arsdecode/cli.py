@@ -111,6 +111,7 @@ def sample_json(r) -> dict:
         "acceptance_rate": r.acceptance_rate,
         "log_Z": r.log_Z,
         "log_Z_ci": list(r.log_Z_ci),
+        "log_Z_unweighted": r.log_Z_unweighted,
         "states": r.states,
         "refinements": r.refinements,
         "seconds": r.seconds,
