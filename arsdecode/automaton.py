@@ -51,6 +51,12 @@ class Layer:
         self.fresh = np.zeros((4, width), dtype=bool)  # weight computed at this exact context
         self.ctx_len = np.zeros(4, dtype=np.int64)
         self.exact: list[bool] = []
+        # For the incremental Viterbi pass (inference.viterbi_indices): rows whose weights or
+        # targets changed since the last pass, and a row-level reverse index from each state
+        # of the next layer to the rows that may point at it (a superset is fine).
+        self.dirty: set[int] = set()
+        self.pointing_at: dict[int, set[int]] = {}
+        self.best = np.empty(0)  # cached max-product value of each row
 
     def __len__(self) -> int:
         return len(self.contexts)
@@ -66,6 +72,7 @@ class Layer:
             self.fresh = np.concatenate([self.fresh, np.zeros((grow, self.width), dtype=bool)])
             self.ctx_len = np.concatenate([self.ctx_len, np.zeros(grow, dtype=np.int64)])
         self.contexts.append(context)
+        self.dirty.add(s)
         self.ctx_len[s] = len(context)
         self.index[context] = s
         self.exact.append(exact)
@@ -106,6 +113,7 @@ class QAutomaton:
         # Edges into the empty context of each next layer.
         for i in range(L):
             self.layers[i].targets[: len(self.layers[i])] = 0
+            self.layers[i].pointing_at[0] = {0}
 
     # ----- weights -------------------------------------------------------------------------
     def _is_exact(self, context: tuple[int, ...]) -> bool:
@@ -148,6 +156,7 @@ class QAutomaton:
                 emis = self.lattice.log_emissions[i][cols] if i < len(self.lattice) else 0.0
                 layer.weights[s, cols] = LN10 * v + emis
                 layer.fresh[s, cols] = True
+                layer.dirty.add(s)
 
     # ----- paths ---------------------------------------------------------------------------
     def indices(self, tokens: Sequence[str]) -> list[int]:
@@ -265,13 +274,21 @@ class QAutomaton:
         layer.weights[s] = layer.weights[suffix_state]
         layer.targets[s] = layer.targets[suffix_state]
         layer.fresh[s] = False
+        if i < len(self.lattice):
+            for t in np.unique(layer.targets[s]).tolist():
+                layer.pointing_at.setdefault(t, set()).add(s)
         prev = self.layers[i - 1]
         sources = prev.by_suffix.get(ctx[:-1])
         if sources:
             src = np.asarray(sources)
             for col in self.position_of_id(i - 1, ctx[-1]):
                 cur = prev.targets[src, col]
-                prev.targets[src[layer.ctx_len[cur] < len(ctx)], col] = s
+                moved = src[layer.ctx_len[cur] < len(ctx)]
+                prev.targets[moved, col] = s
+                if len(moved):
+                    rows = moved.tolist()
+                    prev.pointing_at.setdefault(s, set()).update(rows)
+                    prev.dirty.update(rows)
         return s
 
     def position_of_id(self, i: int, word_id: int) -> list[int]:

@@ -36,9 +36,46 @@ def _logsumexp_rows(scores: np.ndarray) -> np.ndarray:
         return safe + np.log(np.exp(scores - safe[:, None]).sum(axis=1))
 
 
+def incremental_best_values(qa: QAutomaton) -> list[np.ndarray]:
+    """Per layer, the max-product value of each state, recomputing only what changed.
+
+    Why: a refinement touches a few rows, but a full pass costs states x candidates per
+    layer. A row is recomputed when its own weights or targets changed (`Layer.dirty`) or when
+    a state it may point at changed value (`Layer.pointing_at`); every recomputation is the
+    same float expression as the full pass, so the values are identical to `backward_values`.
+    """
+    L = len(qa.lattice)
+    values: list[np.ndarray] = [np.empty(0)] * (L + 1)
+    changed_next: np.ndarray = np.empty(0, dtype=np.int64)
+    for i in range(L, -1, -1):
+        layer = qa.layers[i]
+        n = len(layer)
+        if len(layer.best) < n:
+            layer.best = np.concatenate([layer.best, np.full(n - len(layer.best), np.nan)])
+        rows_set = set(layer.dirty)
+        if i < L:
+            for t in changed_next.tolist():
+                rows_set.update(layer.pointing_at.get(t, ()))
+        layer.dirty.clear()
+        rows = np.fromiter(rows_set, dtype=np.int64, count=len(rows_set))
+        if len(rows):
+            if i == L:
+                new = layer.weights[rows, 0]
+            else:
+                new = (layer.weights[rows] + values[i + 1][layer.targets[rows]]).max(axis=1)
+            old = layer.best[rows]
+            differs = ~((old == new) | (np.isnan(old) & np.isnan(new)))
+            layer.best[rows] = new
+            changed_next = rows[differs]
+        else:
+            changed_next = rows
+        values[i] = layer.best[:n]
+    return values
+
+
 def viterbi_indices(qa: QAutomaton) -> tuple[list[int], float]:
     """The argmax path of q (candidate indices) and its log q, forward-summed."""
-    values = backward_values(qa, "max")
+    values = incremental_best_values(qa)
     idx: list[int] = []
     s = 0
     for i in range(len(qa.lattice)):
