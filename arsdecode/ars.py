@@ -96,12 +96,15 @@ def decode(
     max_iterations: int | None = None,
     tol: float = DEFAULT_TOL,
     on_iteration=None,
+    keep_automaton: bool = False,
 ) -> DecodeResult:
     """The exact most probable path of p over the lattice (Algorithm 1, decoding).
 
     Args:
         max_iterations: stop early (result marked `certified=False`) after this many.
         on_iteration: optional callback(iteration, tokens, log_q, log_p) for traces.
+        keep_automaton: return the final q-automaton in `automaton` (for export); off by
+            default because it can hold tens of MB.
     """
     start = time.perf_counter()
     target = Target(lm, lattice)
@@ -136,7 +139,7 @@ def decode(
         trace=trace,
         seconds=time.perf_counter() - start,
         certified=certified,
-        automaton=qa,
+        automaton=qa if keep_automaton else None,
     )
 
 

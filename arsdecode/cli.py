@@ -73,7 +73,8 @@ def build_parser() -> argparse.ArgumentParser:
 def cmd_decode(args: argparse.Namespace) -> int:
     lattice = Lattice.from_json_file(args.lattice)
     lm = load_lm(args.lm)
-    r = decode(lm, lattice, variant=args.variant, max_iterations=args.max_iterations)
+    r = decode(lm, lattice, variant=args.variant, max_iterations=args.max_iterations,
+               keep_automaton=bool(args.fst or args.graphml))
     if args.fst:
         r.automaton.write_fst(args.fst)
     if args.graphml:

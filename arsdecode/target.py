@@ -59,7 +59,7 @@ class Target:
         total = 0.0
         for i, j in enumerate(idx):
             total += LN10 * lp[i] + self.lattice.log_emissions[i][j]
-        return total + LN10 * lp[-1]
+        return float(total + LN10 * lp[-1])
 
     def log_p_batch(self, idx: np.ndarray) -> np.ndarray:
         """log p of many paths (rows of candidate indices) with one batched LM query.

@@ -7,15 +7,28 @@ error, not a skip, as everywhere in this test suite.
 
 from __future__ import annotations
 
+import gzip
+import itertools
+import json
 import math
 import random
 from collections import Counter, defaultdict
 
+import numpy as np
 import pytest
 
 from arsdecode.lattice import Lattice
 from arsdecode.tasks.pos import TnTEmissions, read_tagged, score_tags, write_tagged
-from data_prep.pos_data import default_data_dir, parse_mrg, read_conll2000, read_treebank
+from arsdecode.tasks.pos_suffix import SuffixTrie
+from data_prep.pos_data import (
+    default_data_dir,
+    deleted_interpolation_arpa,
+    ngram_counts,
+    parse_mrg,
+    read_conll2000,
+    read_treebank,
+)
+from maxarpa.model import Model
 
 
 @pytest.fixture(scope="module")
@@ -178,6 +191,15 @@ def test_save_load_roundtrip(model: TnTEmissions, tmp_path) -> None:
         assert a.tokens == b.tokens
         for x, y in zip(a.log_emissions, b.log_emissions, strict=True):
             assert x.tolist() == y.tolist()
+    assert again.suffix_alpha == model.suffix_alpha == 50.0
+    # Version-1 files predate suffix_alpha and meant TnT's theta weighting.
+    with gzip.open(path, "rt", encoding="utf-8") as f:
+        obj = json.load(f)
+    obj["version"] = 1
+    del obj["settings"]["suffix_alpha"]
+    with gzip.open(tmp_path / "v1.json.gz", "wt", encoding="utf-8") as f:
+        json.dump(obj, f)
+    assert TnTEmissions.load(tmp_path / "v1.json.gz").suffix_alpha is None
     (tmp_path / "bad.json.gz").write_bytes(b"not gzip")
     with pytest.raises(ValueError, match="cannot read POS emission model"):
         TnTEmissions.load(tmp_path / "bad.json.gz")
@@ -206,3 +228,46 @@ def test_lattice_is_a_valid_arsdecode_lattice(model: TnTEmissions) -> None:
     lat = model.lattice(["Pierre", "Vinken", ",", "61", "years", "old", "."])
     assert isinstance(lat, Lattice) and len(lat) == 7
     assert lat.tokens[2] == (",",) and lat.log_emissions[2][0] < 0
+
+
+def test_suffix_abstraction_weights_by_count() -> None:
+    """Dirichlet successive abstraction: a suffix seen once barely moves the estimate."""
+    tags = ("NN", "VBG")
+    words = [("thing", {"NN": 40}), ("blicking", {"VBG": 1})] + [("sing", {"VBG": 10})]
+    trie = SuffixTrie.build(tags, words, theta=0.05, alpha=50.0)
+    tnt = SuffixTrie.build(tags, words, theta=0.05, alpha=None)
+    root = trie.root
+    assert root.tolist() == pytest.approx([40 / 51, 11 / 51])
+    # "ng" has 51 tokens: (51 P^ + 50 root) / 101 = root; "ing" same; "king" has one VBG token.
+    p_king = (np.array([0.0, 1.0]) + 50 * root) / 51
+    assert trie.posterior("xking").tolist() == pytest.approx(p_king.tolist())
+    assert tnt.posterior("xking")[1] > 0.9 > trie.posterior("xking")[1]
+    with pytest.raises(ValueError, match="alpha"):
+        SuffixTrie.build(tags, words, theta=0.05, alpha=0.0)
+
+
+def test_deleted_interpolation_arpa_is_normalised(tmp_path) -> None:
+    rng = random.Random(3)
+    tags = ["A", "B", "C", "D"]
+    sents = [
+        [rng.choice(tags[: rng.randint(1, 4)]) for _ in range(rng.randint(1, 6))]
+        for _ in range(80)
+    ]
+    path, lambdas = deleted_interpolation_arpa(sents, 3, tmp_path / "t.arpa")
+    assert len(lambdas) == 4 and lambdas[0] == 0 and math.fsum(lambdas) == pytest.approx(1.0)
+    lm = Model.load(path)
+    vocab = [*tags, "</s>"]
+    histories = [["<s>"]] + [[a, b] for a, b in itertools.product(["<s>", *tags], tags)]
+    histories += [[a] for a in tags]
+    for h in histories:
+        total = math.fsum(10 ** lm.log10p(w, h) for w in vocab)
+        assert total == pytest.approx(1.0, abs=1e-6), h
+    # A seen trigram is the interpolation of ML estimates with a_k = l_k / (l_1 + .. + l_k).
+    counts = ngram_counts(sents, 3)
+    big = sum(counts[1].values())
+    (h1, h2, w), c3 = counts[3].most_common(1)[0]
+    ctx3 = sum(c for g, c in counts[3].items() if g[:2] == (h1, h2))
+    ctx2 = sum(c for g, c in counts[2].items() if g[:1] == (h2,))
+    a2, a3 = lambdas[2] / (lambdas[1] + lambdas[2]), lambdas[3]
+    p2 = a2 * counts[2][(h2, w)] / ctx2 + (1 - a2) * counts[1][(w,)] / big
+    assert 10 ** lm.log10p(w, [h1, h2]) == pytest.approx(a3 * c3 / ctx3 + (1 - a3) * p2, rel=1e-7)

@@ -18,7 +18,8 @@ The emission model, for every tag t (natural logs everywhere):
   ``sum over known w of p(w | t) + u(t) = 1`` exactly (tested).
 * Unknown word w of class k: ``p(w | t) = u_k(t) * P(w | UNK_k, t)`` and, by Bayes,
   ``P(w | UNK_k, t) = P(t | UNK_k, w) / P(t | UNK_k) * P(w | UNK_k)``, where
-  P(t | UNK_k, w) is TnT's suffix posterior and P(t | UNK_k) = root_k(t) its prior.
+  P(t | UNK_k, w) is the suffix model's posterior (TnT's successive abstraction with a
+  Dirichlet weighting, see `pos_suffix`) and P(t | UNK_k) = root_k(t) its prior.
   We do not model spellings, so the lattice weight leaves out the last factor
   ``P(w | UNK_k)``: it is the same for every tag at that position, hence cancels in every
   posterior over tag sequences (decoding and sampling are exact for the full model); only the
@@ -49,6 +50,7 @@ import numpy as np
 from arsdecode.lattice import Lattice
 from arsdecode.tasks.pos_suffix import (
     RARE_MAX_COUNT,
+    SUFFIX_ALPHA,
     SUFFIX_MAX_LEN,
     WORD_CLASSES,
     SuffixTrie,
@@ -57,7 +59,7 @@ from arsdecode.tasks.pos_suffix import (
 )
 
 FORMAT = "arsdecode.pos.TnTEmissions"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # 2 added suffix_alpha; version 1 files meant TnT theta (None)
 
 TaggedSentence = Sequence[tuple[str, str]]
 
@@ -71,6 +73,7 @@ class TnTEmissions:
         *,
         rare_max_count: int = RARE_MAX_COUNT,
         suffix_max_len: int = SUFFIX_MAX_LEN,
+        suffix_alpha: float | None = SUFFIX_ALPHA,
         sentence_initial: bool = True,
     ) -> None:
         """Build from word -> {tag: count}. Prefer `train` or `load`."""
@@ -85,6 +88,7 @@ class TnTEmissions:
         self._lexicon = lexicon
         self.rare_max_count = int(rare_max_count)
         self.suffix_max_len = int(suffix_max_len)
+        self.suffix_alpha = None if suffix_alpha is None else float(suffix_alpha)
         self.sentence_initial = bool(sentence_initial)
         self._tags = tuple(sorted({t for tc in lexicon.values() for t in tc}))
         self._index = {t: i for i, t in enumerate(self._tags)}
@@ -105,7 +109,7 @@ class TnTEmissions:
             if n == 1:
                 hapax[word_class(w)] += 1
         self._tries = {
-            k: SuffixTrie.build(self._tags, rare[k], theta, self.suffix_max_len)
+            k: SuffixTrie.build(self._tags, rare[k], theta, self.suffix_max_len, self.suffix_alpha)
             for k in WORD_CLASSES
         }
         # A class with no rare tokens cannot be estimated; its unknown words use the other trie.
@@ -131,26 +135,17 @@ class TnTEmissions:
 
     @classmethod
     def train(
-        cls,
-        sentences: Iterable[TaggedSentence],
-        *,
-        rare_max_count: int = RARE_MAX_COUNT,
-        suffix_max_len: int = SUFFIX_MAX_LEN,
-        sentence_initial: bool = True,
+        cls, sentences: Iterable[TaggedSentence], **settings: float | int | bool | None
     ) -> TnTEmissions:
-        """Estimate from tagged sentences `[[(word, tag), ...], ...]`."""
+        """Estimate from tagged sentences `[[(word, tag), ...], ...]`; `settings` as __init__
+        (rare_max_count, suffix_max_len, suffix_alpha, sentence_initial)."""
         lexicon: dict[str, Counter[str]] = defaultdict(Counter)
         for sent in sentences:
             for word, tag in sent:
                 if not word or not tag:
                     raise ValueError(f"empty word or tag in training pair {(word, tag)!r}")
                 lexicon[word][tag] += 1
-        return cls(
-            lexicon,
-            rare_max_count=rare_max_count,
-            suffix_max_len=suffix_max_len,
-            sentence_initial=sentence_initial,
-        )
+        return cls(lexicon, **settings)
 
     def save(self, path: str | Path) -> Path:
         """Write the counts (all else is derived on load) as gzipped JSON."""
@@ -162,6 +157,7 @@ class TnTEmissions:
             "settings": {
                 "rare_max_count": self.rare_max_count,
                 "suffix_max_len": self.suffix_max_len,
+                "suffix_alpha": self.suffix_alpha,
                 "sentence_initial": self.sentence_initial,
             },
             "lexicon": self._lexicon,
@@ -182,9 +178,10 @@ class TnTEmissions:
             raise ValueError(f"{path}: cannot read POS emission model: {err}") from None
         if not isinstance(obj, dict) or obj.get("format") != FORMAT:
             raise ValueError(f"{path}: not a POS emission model ({FORMAT})")
-        if obj.get("version") != FORMAT_VERSION:
+        if obj.get("version") not in (1, FORMAT_VERSION):
             raise ValueError(f"{path}: unsupported model version {obj.get('version')!r}")
-        return cls(obj["lexicon"], **obj["settings"])
+        settings = {"suffix_alpha": None, **obj["settings"]}  # version 1: TnT's theta
+        return cls(obj["lexicon"], **settings)
 
     # ---- the model --------------------------------------------------------------------
 
@@ -224,7 +221,7 @@ class TnTEmissions:
         return self._class_map[word_class(word)]
 
     def suffix_posterior(self, word: str) -> dict[str, float]:
-        """TnT's P(t | suffix) for `word` in its class's trie; sums to 1 over tags."""
+        """P(t | suffix) for `word` in its class's trie (see pos_suffix); sums to 1 over tags."""
         return self._by_tag(self._tries[self.unknown_class(word)].posterior(word))
 
     def unknown_prior(self, word: str) -> dict[str, float]:
