@@ -21,3 +21,4 @@ lint:
 bench: install
 	$(PY) bench/bench_maxarpa.py
 	$(PY) bench/bench_ars.py
+	$(PY) bench/bench_variants.py
