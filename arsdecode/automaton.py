@@ -27,7 +27,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from arsdecode.lattice import Lattice
+from arsdecode.lattice import Lattice, LatticeError
 from maxarpa.constants import BOS, EOS, LN10
 from maxarpa.model import Model
 
@@ -100,7 +100,6 @@ class QAutomaton:
         self.bos = lm.word_id(BOS)
         self.eos = lm.word_id(EOS)
         self.cand_ids = [lm.ids(list(t)).astype(np.int64) for t in lattice.tokens]
-        self.position_of = [{t: j for j, t in enumerate(toks)} for toks in lattice.tokens]
         L = len(lattice)
         self.layers = [Layer(len(t)) for t in lattice.tokens] + [Layer(1)]
         self.version = 0  # bumped on every change, so inference can cache per version
@@ -160,12 +159,10 @@ class QAutomaton:
 
     # ----- paths ---------------------------------------------------------------------------
     def indices(self, tokens: Sequence[str]) -> list[int]:
-        if len(tokens) != len(self.lattice):
-            raise AutomatonError(f"path has {len(tokens)} tokens, lattice has {len(self.lattice)}")
         try:
-            return [self.position_of[i][t] for i, t in enumerate(tokens)]
-        except KeyError as err:
-            raise AutomatonError(f"token {err.args[0]!r} is not a candidate") from None
+            return self.lattice.indices(tokens)
+        except LatticeError as err:
+            raise AutomatonError(str(err)) from None
 
     def states_on_path(self, idx: Sequence[int]) -> list[int]:
         """State index at each layer 0..L along a path given as candidate indices."""

@@ -10,6 +10,7 @@ import json
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 
 import numpy as np
@@ -110,6 +111,20 @@ class Lattice:
                 for toks, ws in zip(self.tokens, self.log_emissions)
             ]
         }
+
+    @cached_property
+    def position_of(self) -> list[dict[str, int]]:
+        """Per position, token -> candidate index."""
+        return [{t: j for j, t in enumerate(toks)} for toks in self.tokens]
+
+    def indices(self, tokens: Sequence[str]) -> list[int]:
+        """Candidate index of each token of a path; LatticeError if the lattice forbids it."""
+        if len(tokens) != len(self.tokens):
+            raise LatticeError(f"path has {len(tokens)} tokens, lattice has {len(self.tokens)}")
+        try:
+            return [self.position_of[i][t] for i, t in enumerate(tokens)]
+        except KeyError as err:
+            raise LatticeError(f"token {err.args[0]!r} is not a candidate") from None
 
     def num_paths(self) -> int:
         return math.prod(self.widths)

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from arsdecode.lattice import Lattice
+from arsdecode.lattice import Lattice, LatticeError
 from maxarpa.constants import BOS, EOS, LN10
 from maxarpa.model import Model
 
@@ -30,16 +30,13 @@ class Target:
         self.bos = lm.word_id(BOS)
         self.eos = lm.word_id(EOS)
         self.token_ids = [lm.ids(list(toks)) for toks in lattice.tokens]
-        self.position_of = [{t: j for j, t in enumerate(toks)} for toks in lattice.tokens]
 
     def indices(self, tokens: Sequence[str]) -> list[int]:
         """Candidate index of each token; raises TargetError if the lattice does not allow it."""
-        if len(tokens) != len(self.lattice):
-            raise TargetError(f"path has {len(tokens)} tokens, lattice has {len(self.lattice)}")
         try:
-            return [self.position_of[i][t] for i, t in enumerate(tokens)]
-        except KeyError as err:
-            raise TargetError(f"token {err.args[0]!r} is not a candidate") from None
+            return self.lattice.indices(tokens)
+        except LatticeError as err:
+            raise TargetError(str(err)) from None
 
     def history_contexts(self, word_ids: Sequence[int]) -> np.ndarray:
         """Context rows (left-padded with -1) for every factor of a path, </s> included."""
