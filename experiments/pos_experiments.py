@@ -52,11 +52,11 @@ import platform  # noqa: E402
 import re  # noqa: E402
 import sys  # noqa: E402
 import time  # noqa: E402
-from collections.abc import Iterable, Sequence  # noqa: E402
+from collections.abc import Sequence  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 import numpy as np  # noqa: E402
-from tqdm import tqdm  # noqa: E402
+from progress_log import progress, say  # noqa: E402
 
 from arsdecode.ars import decode, sample  # noqa: E402
 from arsdecode.full import full_decode  # noqa: E402
@@ -86,15 +86,6 @@ TARGETS = {"accuracy": 0.959, "speedup_n5": 10.0, "n9_seconds": 300.0}
 # ----- helpers -------------------------------------------------------------------------------
 def _tty() -> bool:
     return sys.stderr.isatty()
-
-
-def progress(items: Iterable, desc: str, total: int | None = None) -> Iterable:
-    """tqdm on an interactive terminal, silent otherwise."""
-    return tqdm(items, desc=desc, total=total, disable=not _tty(), leave=False, smoothing=0.05)
-
-
-def say(msg: str) -> None:
-    print(f"[{time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
 
 
 def layer_pairs(lattice: Lattice, order: int) -> list[int]:

@@ -39,7 +39,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 import numpy as np
-from tqdm import tqdm
+from progress_log import progress, say  # noqa: I001
 
 from arsdecode.ars import decode, sample
 from arsdecode.full import full_decode, full_log_partition, full_state_count
@@ -63,15 +63,6 @@ TOP_K = 100
 # ----- helpers -------------------------------------------------------------------------------
 def _tty() -> bool:
     return sys.stderr.isatty()
-
-
-def progress(items: Iterable, desc: str, total: int | None = None) -> Iterable:
-    """tqdm on an interactive terminal, silent otherwise."""
-    return tqdm(items, desc=desc, total=total, disable=not _tty(), leave=False, smoothing=0.05)
-
-
-def say(msg: str) -> None:
-    print(f"[{time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
 
 
 LOADAVG: list[dict] = []
