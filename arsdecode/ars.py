@@ -22,16 +22,13 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from arsdecode.automaton import QAutomaton
+from arsdecode.errors import NoPathError
 from arsdecode.inference import log_partition, sample_indices, viterbi_indices
 from arsdecode.lattice import Lattice
 from arsdecode.target import Target
 from maxarpa.model import Model
 
 DEFAULT_TOL = 1e-9
-
-
-class NoPathError(ValueError):
-    """Every path of the lattice has probability zero: nothing to decode or sample."""
 
 
 @dataclass(frozen=True)

@@ -27,15 +27,12 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from arsdecode.lattice import Lattice, LatticeError
+from arsdecode.errors import AutomatonError, LatticeError
+from arsdecode.lattice import Lattice
 from maxarpa.constants import BOS, EOS, LN10
 from maxarpa.model import Model
 
 VARIANTS = ("fresh", "paper")
-
-
-class AutomatonError(ValueError):
-    """Bad automaton request (unknown variant, path not in the lattice)."""
 
 
 class Layer:

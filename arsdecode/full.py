@@ -31,13 +31,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from arsdecode.errors import NoPathError
 from arsdecode.lattice import Lattice
 from maxarpa.constants import BOS, EOS, LN10
 from maxarpa.model import Model
-
-
-class NoPathError(ValueError):
-    """Every path of the lattice has probability zero under the model and the emissions."""
 
 
 @dataclass(frozen=True)

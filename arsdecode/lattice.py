@@ -15,9 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-
-class LatticeError(ValueError):
-    """A lattice that cannot be decoded: empty, a position without candidates, bad weights."""
+from arsdecode.errors import LatticeError
 
 
 @dataclass(frozen=True)

@@ -12,13 +12,10 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from arsdecode.lattice import Lattice, LatticeError
+from arsdecode.errors import LatticeError, TargetError
+from arsdecode.lattice import Lattice
 from maxarpa.constants import BOS, EOS, LN10
 from maxarpa.model import Model
-
-
-class TargetError(ValueError):
-    """A token sequence that the lattice does not allow."""
 
 
 class Target:

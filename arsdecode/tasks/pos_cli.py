@@ -16,11 +16,12 @@ from collections import Counter
 from pathlib import Path
 
 from arsdecode.ars import decode, sample
+from arsdecode.errors import ModelError
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
-class PosModelError(ValueError):
+class PosModelError(ModelError):
     """The POS models are missing or incomplete."""
 
 

@@ -44,6 +44,7 @@ from pathlib import Path
 
 import numpy as np
 
+from arsdecode.errors import ObservationError
 from arsdecode.lattice import Lattice
 from maxarpa.constants import BOS, EOS, UNK
 
@@ -67,10 +68,6 @@ _CHAR_INDEX = {c: _KEY_INDEX[key] for c, key in CHAR_TO_KEY.items()}
 _SPECIAL = frozenset((BOS, EOS, UNK))
 
 DEFAULT_MODEL = "state_union.5gram.arpa.gz"
-
-
-class ObservationError(ValueError):
-    """An observation string that is not a space-separated sequence of keypad keys."""
 
 
 class NoCandidatesError(ObservationError):
