@@ -246,6 +246,10 @@ def test_verify_catches_a_lowered_absent_extension_term(tmp_path):
                 edit_field(good, bad, lambda f, w=words: f[1] == w, -2, repr(float(floor[i])))
                 proc = run_verify(bad)
                 assert proc.returncode == 1 and words in proc.stderr, proc.stderr
+                maxarpa.load(bad)  # passes the cheap checks ...
+                with pytest.raises(FormatError, match="differ"):  # ... but not the full one
+                    maxarpa.load(bad, config=Config(verify_bounds=True))
+                maxarpa.load(good, config=Config(verify_bounds=True))
                 return
     pytest.fail("no random model had an mf set by an absent extension")
 
