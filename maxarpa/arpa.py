@@ -21,7 +21,6 @@ import gzip
 import io
 import lzma
 import math
-import os
 import re
 import zlib
 from collections.abc import Iterator
@@ -32,6 +31,7 @@ from typing import BinaryIO, TextIO
 import numpy as np
 
 from maxarpa.errors import FormatError
+from maxarpa.output import temp_path
 
 _COUNT_RE = re.compile(r"^ngram\s+(\d+)\s*=\s*(\d+)\s*$")
 _SECTION_RE = re.compile(r"^\\(\d+)-grams:\s*$")
@@ -380,6 +380,5 @@ def format_log10(value: float) -> str:
 
 def atomic_writer(path: str | Path) -> tuple[io.TextIOWrapper, Path]:
     """Open a temporary file beside `path`; the caller renames it with `os.replace` on success."""
-    path = Path(path)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp = temp_path(path)
     return open(tmp, "w", encoding=ENCODING, errors=ERRORS, newline="\n"), tmp
