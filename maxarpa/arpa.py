@@ -26,7 +26,6 @@ import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO, TextIO
 
 import numpy as np
 
@@ -57,7 +56,7 @@ class ArpaData:
     orders: list[OrderArrays]  # orders[k-1] holds the k-grams
 
 
-def open_binary(path: str | Path) -> BinaryIO:
+def open_binary(path: str | Path) -> io.BufferedIOBase:
     """Open plain, gzip, bzip2 or xz bytes, chosen by magic bytes rather than by file name."""
     path = str(path)
     try:
@@ -73,11 +72,6 @@ def open_binary(path: str | Path) -> BinaryIO:
     if kind == "xz":
         return lzma.open(path, "rb")
     return open(path, "rb")
-
-
-def open_text(path: str | Path) -> TextIO:
-    """Text view of `open_binary` (UTF-8 with surrogateescape, see the module docstring)."""
-    return io.TextIOWrapper(open_binary(path), encoding=ENCODING, errors=ERRORS, newline=None)
 
 
 def read_text(path: str | Path) -> str:
@@ -168,7 +162,10 @@ def read_header(lines: Iterator[str], reader: LineReader) -> list[int]:
 
 
 def read_arpa(path: str | Path) -> ArpaData:
-    """Read an ARPA file into arrays.
+    """Read an ARPA file (plain or compressed) into arrays of word ids and log10 values.
+
+    Returns:
+        The vocabulary in file order and the listed n-grams of every order.
 
     A fast path splits whole sections at once when every line of a section has the same
     number of fields; anything unusual (mixed backoff columns, a bad line, a bad encoding)

@@ -160,7 +160,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     except TerminatedBySignal as err:  # SIGTERM/SIGHUP while writing: the output was cleaned
         print(f"maxarpa: terminated by signal {err.signum}; no output written", file=sys.stderr)
-        return int(err.code)
+        return 128 + err.signum
     except OSError as err:
         name = getattr(err, "filename", None) or Path(getattr(args, "output", "")).name
         print(f"maxarpa: {name}: {err.strerror or err}", file=sys.stderr)

@@ -44,8 +44,19 @@ def is_max_arpa(path: str | Path) -> bool:
 def write_max_arpa(
     model: Model, path: str | Path, progress: Callable[[int], None] | None = None
 ) -> None:
-    """Write `model` as MAX-ARPA to `path` via a temporary file and a rename; a `.gz`,
-    `.bz2` or `.xz` suffix compresses it (output.compression_of)."""
+    """Write `model` as MAX-ARPA (log10 values) to `path`.
+
+    Args:
+        model: the model with its bounds.
+        path: the output; a `.gz`, `.bz2` or `.xz` suffix compresses it, another compression
+            suffix is refused. Written through a temporary file and a rename, removed on any
+            error or termination signal.
+        progress: called with the number of n-grams of each section written.
+
+    Raises:
+        OutputError: a compression suffix that cannot be honoured.
+        OSError: the file cannot be written (the message names `path`).
+    """
     compression = compression_of(path)
     with atomic_output(path) as tmp, open(tmp, "wb") as raw, text_stream(raw, compression) as fh:
         fh.write(f"{MAX_ARPA_MAGIC}\n{VERSION}\n\n\\data\\\n")
@@ -104,7 +115,11 @@ def _format_values(node: OrderNodes) -> list[list[str]]:
 
 
 def read_max_arpa(path: str | Path) -> Model:
-    """Read a MAX-ARPA file; the bounds come from the file, nothing is recomputed.
+    """Read a MAX-ARPA file (plain or compressed); the bounds come from the file, nothing is
+    recomputed or checked here (`maxarpa.load` checks them).
+
+    Returns:
+        The model (log10 values); its `source` is `path`.
 
     The whole text is read at once and each section is split in one call: per-line Python
     work is what dominates ARPA parsing, and the fixed field count makes it unnecessary.

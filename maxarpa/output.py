@@ -20,7 +20,6 @@ import signal
 import threading
 from collections.abc import Iterator
 from pathlib import Path
-from typing import IO
 
 from maxarpa.errors import MaxArpaError
 
@@ -136,12 +135,13 @@ def atomic_output(path: str | Path) -> Iterator[Path]:
             raise
 
 
-def text_stream(raw: IO[bytes], compression: str | None) -> io.TextIOWrapper:
+def text_stream(raw: io.BufferedWriter, compression: str | None) -> io.TextIOWrapper:
     """A text stream onto the open binary file `raw`, compressed as asked; words are bytes
-    (surrogateescape, see maxarpa.arpa). Closing it finishes the compressed stream but leaves
-    `raw` open for its own `with`. The gzip header holds no file name and no time, so equal
-    content gives equal bytes (and the temporary name never leaks into the file)."""
-    stream: IO[bytes]
+    (surrogateescape, see maxarpa.arpa). Closing it finishes the compressed stream (for
+    plain text it closes `raw`, which its own `with` then closes again, harmlessly). The
+    gzip header holds no file name and no time, so equal content gives equal bytes (and
+    the temporary name never leaks into the file)."""
+    stream: io.BufferedIOBase
     if compression == "gz":
         stream = gzip.GzipFile(filename="", mode="wb", compresslevel=6, fileobj=raw, mtime=0)
     elif compression == "bz2":
@@ -149,19 +149,6 @@ def text_stream(raw: IO[bytes], compression: str | None) -> io.TextIOWrapper:
     elif compression == "xz":
         stream = lzma.LZMAFile(raw, "wb", preset=3)
     else:
-        return io.TextIOWrapper(_Unclosed(raw), encoding="utf-8", errors="surrogateescape",
-                                newline="\n")
+        stream = raw
     return io.TextIOWrapper(stream, encoding="utf-8", errors="surrogateescape", newline="\n")
 
-
-class _Unclosed(io.RawIOBase):
-    """A view of a binary file whose close() leaves the file open (its owner closes it)."""
-
-    def __init__(self, raw: IO[bytes]) -> None:
-        self._raw = raw
-
-    def writable(self) -> bool:
-        return True
-
-    def write(self, data) -> int:  # type: ignore[override]
-        return self._raw.write(data)

@@ -2,7 +2,8 @@
 
 Why this shape (after KenLM's sorted trie): an n-gram a1..ak is stored at order k under the key
 `index(a2..ak) * V + a1`, where index(a2..ak) is its suffix's row at order k-1. Walking a query
-from the newest word backwards is then one `searchsorted` per order over the whole batch. The
+from the newest word backwards is then one vectorised hash lookup (HashIndex, built lazily per
+order) over the whole batch; the keys are kept sorted so that files are deterministic. The
 table holds every listed n-gram plus every suffix of one ("blank" nodes, not listed), so that
 every walk is suffix-closed; a blank's probability is its backed-off value and its backoff is
 0 (log10), SRILM's meaning for a missing context.
@@ -10,7 +11,7 @@ every walk is suffix-closed; a blank's probability is its backed-off value and i
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -27,8 +28,9 @@ class OrderNodes:
     log10p: np.ndarray  # float64: listed value, or the backed-off value for a blank
     log10bow: np.ndarray  # float64: 0 for blanks and missing columns
     listed: np.ndarray  # bool
-    mf: np.ndarray | None = None  # max log10 prob over left extensions (bound.py)
-    mbow: np.ndarray | None = None  # max accumulated log10 backoff over left extensions
+    # Filled by bound.compute_bounds (or read from a file); empty until then.
+    mf: np.ndarray = field(default_factory=lambda: np.empty(0))  # max log10 p over extensions
+    mbow: np.ndarray = field(default_factory=lambda: np.empty(0))  # max log10 backoff sum
 
 
 _MIX = np.uint64(0x9E3779B97F4A7C15)  # 2^64 / golden ratio: Fibonacci hashing
