@@ -1,6 +1,6 @@
 """Models and lattices shared by the arsdecode tests (full model, ARS, automaton, CLI).
 
-Import the fixtures into a test module with `from ars_fixtures import real_lms, random_lms`.
+Registered once as a plugin by conftest (`pytest_plugins`); test modules just name the fixtures.
 
 - `real_lms`: modified Kneser-Ney 3-, 4- and 5-gram models trained once per session by lmplz on
   the first sentences of State of the Union (conftest's `state_union_sentences`), each loaded both

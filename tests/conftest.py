@@ -1,8 +1,14 @@
 """Shared fixtures: real KenLM-trained models, and writing ARPA text to (compressed) files.
 
 The real models are trained once per session with lmplz on normalised State of the Union
-sentences read straight from the NLTK zip. A missing lmplz or corpus is an error, not a skip:
-these tests are the evidence that maxarpa agrees with KenLM on real models.
+sentences read from the NLTK corpus. A missing lmplz is an error (`make test` builds it, and
+these tests are the evidence that maxarpa agrees with KenLM on real models). A missing corpus
+is a skip with one clear reason: a fresh clone without the data still runs every other test
+(the POS code path is covered by the committed fixture tests/data/tagged_fixture.txt).
+
+Corpora are looked up, in order, in `$STATE_UNION_ZIP` (that one file), `../shared/data/nltk`
+relative to the repository, then each `$NLTK_DATA` entry (its `corpora/` subfolder, or the
+entry itself), as `<name>.zip` or an extracted `<name>/` folder, as NLTK does.
 """
 
 from __future__ import annotations
@@ -26,12 +32,44 @@ if str(REPO_ROOT) not in sys.path:  # data_prep is a top-level folder, not an in
 
 from data_prep.lmplz import LmplzError, find_tool, train_arpa  # noqa: E402
 
-STATE_UNION_ZIP = Path(os.environ.get("STATE_UNION_ZIP", "/work/shared/data/nltk/state_union.zip"))
+# Fixtures shared by the arsdecode test modules, registered once for the whole session (a
+# module-level import in each test file would rebuild the session fixtures per module).
+pytest_plugins = ["ars_fixtures"]
+
 N_TRAIN = 3000
 N_HELD_OUT = 300
 
 _TOKEN_RE = re.compile(r"[a-z0-9]+(?:'[a-z]+)?")
 _SENT_SPLIT_RE = re.compile(r"(?<=[.!?])\s+")
+
+
+def corpus_roots() -> list[Path]:
+    """Folders that may hold NLTK corpora, in lookup order."""
+    roots = [REPO_ROOT.parent / "shared" / "data" / "nltk"]
+    for entry in filter(None, os.environ.get("NLTK_DATA", "").split(os.pathsep)):
+        roots += [Path(entry) / "corpora", Path(entry)]
+    return roots
+
+
+def find_corpus(name: str) -> Path | None:
+    """`<name>.zip` or an extracted `<name>/` in the first root that has it, else None."""
+    if name == "state_union" and os.environ.get("STATE_UNION_ZIP"):
+        path = Path(os.environ["STATE_UNION_ZIP"])
+        return path if path.exists() else None
+    for root in corpus_roots():
+        for cand in (root / f"{name}.zip", root / name):
+            if cand.exists():
+                return cand
+    return None
+
+
+def corpus_dir_or_skip(*names: str) -> Path:
+    """The folder holding every corpus in `names` (as zips or folders); skip if none does."""
+    for root in corpus_roots():
+        if all((root / f"{n}.zip").exists() or (root / n).is_dir() for n in names):
+            return root
+    pytest.skip(f"NLTK corpora {', '.join(names)} not found in ../shared/data/nltk or "
+                "$NLTK_DATA/corpora")
 
 
 def normalise_sentences(text: str) -> list[str]:
@@ -45,14 +83,21 @@ def normalise_sentences(text: str) -> list[str]:
     return out
 
 
-def read_state_union(path: Path = STATE_UNION_ZIP) -> list[str]:
-    if not path.is_file():
-        pytest.fail(f"corpus {path} is missing (set STATE_UNION_ZIP)", pytrace=False)
+def read_state_union(path: Path | None = None) -> list[str]:
+    """Normalised sentences of the state_union corpus; skips the test when it is absent."""
+    path = path or find_corpus("state_union")
+    if path is None:
+        pytest.skip("NLTK corpus state_union not found (../shared/data/nltk, $NLTK_DATA/corpora "
+                    "or $STATE_UNION_ZIP)")
+    texts: list[bytes] = []
+    if path.is_dir():
+        texts = [p.read_bytes() for p in sorted(path.rglob("*.txt"))]
+    else:
+        with zipfile.ZipFile(path) as zf:
+            texts = [zf.read(n) for n in sorted(zf.namelist()) if n.endswith(".txt")]
     sents: list[str] = []
-    with zipfile.ZipFile(path) as zf:
-        for name in sorted(zf.namelist()):
-            if name.endswith(".txt"):
-                sents.extend(normalise_sentences(zf.read(name).decode("latin-1")))
+    for data in texts:
+        sents.extend(normalise_sentences(data.decode("latin-1")))
     return sents
 
 

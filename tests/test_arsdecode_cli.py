@@ -15,11 +15,8 @@ from pathlib import Path
 
 import pytest
 
-import ars_fixtures
 from ars_fixtures import make_lattice
 from brute import brute_model
-
-real_lms = ars_fixtures.real_lms  # session fixture
 
 TIGHT = 1e-9
 DECODE_KEYS = {"tokens", "log_p", "log_q", "iterations", "states", "ngrams_by_order", "seconds"}

@@ -39,6 +39,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from arsdecode.errors import OptionError
+
 RARE_MAX_COUNT = 10
 SUFFIX_MAX_LEN = 10
 SUFFIX_ALPHA: float | None = 50.0
@@ -87,7 +89,7 @@ class SuffixTrie:
         `alpha` is the Dirichlet strength of successive abstraction; None uses TnT's `theta`.
         """
         if alpha is not None and not alpha > 0:
-            raise ValueError(f"suffix alpha must be positive (or None for TnT), got {alpha!r}")
+            raise OptionError(f"suffix alpha must be positive (or None for TnT), got {alpha!r}")
         index = {t: i for i, t in enumerate(tags)}
         counts: dict[str, np.ndarray] = {"": np.zeros(len(tags))}
         for word, tag_counts in rare_words:
