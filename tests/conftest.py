@@ -17,7 +17,6 @@ import bz2
 import gzip
 import itertools
 import lzma
-import os
 import re
 import sys
 import zipfile
@@ -30,6 +29,7 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 if str(REPO_ROOT) not in sys.path:  # data_prep is a top-level folder, not an installed package
     sys.path.insert(0, str(REPO_ROOT))
 
+from corpora import find_corpus  # noqa: E402
 from data_prep.lmplz import LmplzError, find_tool, train_arpa  # noqa: E402
 
 # Fixtures shared by the arsdecode test modules, registered once for the whole session (a
@@ -41,35 +41,6 @@ N_HELD_OUT = 300
 
 _TOKEN_RE = re.compile(r"[a-z0-9]+(?:'[a-z]+)?")
 _SENT_SPLIT_RE = re.compile(r"(?<=[.!?])\s+")
-
-
-def corpus_roots() -> list[Path]:
-    """Folders that may hold NLTK corpora, in lookup order."""
-    roots = [REPO_ROOT.parent / "shared" / "data" / "nltk"]
-    for entry in filter(None, os.environ.get("NLTK_DATA", "").split(os.pathsep)):
-        roots += [Path(entry) / "corpora", Path(entry)]
-    return roots
-
-
-def find_corpus(name: str) -> Path | None:
-    """`<name>.zip` or an extracted `<name>/` in the first root that has it, else None."""
-    if name == "state_union" and os.environ.get("STATE_UNION_ZIP"):
-        path = Path(os.environ["STATE_UNION_ZIP"])
-        return path if path.exists() else None
-    for root in corpus_roots():
-        for cand in (root / f"{name}.zip", root / name):
-            if cand.exists():
-                return cand
-    return None
-
-
-def corpus_dir_or_skip(*names: str) -> Path:
-    """The folder holding every corpus in `names` (as zips or folders); skip if none does."""
-    for root in corpus_roots():
-        if all((root / f"{n}.zip").exists() or (root / n).is_dir() for n in names):
-            return root
-    pytest.skip(f"NLTK corpora {', '.join(names)} not found in ../shared/data/nltk or "
-                "$NLTK_DATA/corpora")
 
 
 def normalise_sentences(text: str) -> list[str]:
@@ -175,3 +146,14 @@ class ArpaWriter:
 @pytest.fixture(scope="session")
 def write_arpa(tmp_path_factory) -> ArpaWriter:
     return ArpaWriter(tmp_path_factory.mktemp("arpa"))
+
+
+# Fixtures that train or read real models (lmplz on a corpus, or the NLTK POS corpora): a test
+# that uses one is slow by construction, so it is marked here rather than test by test.
+SLOW_FIXTURES = frozenset({"real_models", "real_lms", "cli_models", "pos_models", "split"})
+
+
+def pytest_collection_modifyitems(config, items) -> None:
+    for item in items:
+        if SLOW_FIXTURES.intersection(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.slow)
