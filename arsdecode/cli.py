@@ -126,12 +126,15 @@ def cmd_decode(args: argparse.Namespace) -> int:
         status = "certified" if r.certified else "UNCERTIFIED"
         print(f"log_p={r.log_p:.6f} ({status}, ln) iterations={r.iterations} "
               f"states={r.states} seconds={r.seconds:.3f}", flush=True)
-    if args.fst:
-        write_atomic(args.fst, r.automaton.write_fst)
-    if args.graphml:
+    qa = r.automaton
+    if outputs and qa is None:  # keep_automaton=True above whenever a file is asked for
+        raise AssertionError("decode did not keep the automaton")
+    if args.fst and qa is not None:
+        write_atomic(args.fst, qa.write_fst)
+    if args.graphml and qa is not None:
         import networkx as nx
 
-        graph = r.automaton.to_networkx()
+        graph = qa.to_networkx()
         write_atomic(args.graphml, lambda tmp: nx.write_graphml(graph, tmp))
     if not r.certified:
         report_uncertified(r.iterations)

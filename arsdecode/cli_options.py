@@ -216,7 +216,7 @@ def check_writable(path: str | os.PathLike[str]) -> Path:
     return p
 
 
-def write_atomic(path: str | os.PathLike[str], write: Callable[[str], None]) -> None:
+def write_atomic(path: str | os.PathLike[str], write: Callable[[str], object]) -> None:
     """Call `write(tmp)` on a temporary file beside `path`, then rename it to `path`.
 
     On any failure (full disk, interrupt) the temporary file is removed, `path` is untouched,

@@ -44,6 +44,7 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -103,7 +104,7 @@ class TnTEmissions:
                 counts[self._index[t]] += n
         self._tag_counts = counts
         total = float(counts.sum())
-        theta = tnt_theta(counts)
+        theta = tnt_theta(counts.tolist())
 
         rare: dict[str, list[tuple[str, Mapping[str, int]]]] = {k: [] for k in WORD_CLASSES}
         hapax = Counter[str]()
@@ -131,7 +132,7 @@ class TnTEmissions:
         self._unk_class_mass = {
             k: p_unk[k] * self._tries[k].root * total / counts for k in WORD_CLASSES
         }
-        self._unk_mass = sum(self._unk_class_mass.values())
+        self._unk_mass: np.ndarray = np.sum(list(self._unk_class_mass.values()), axis=0)
         with np.errstate(divide="ignore"):
             self._log_known_scale = np.log1p(-self._unk_mass) - np.log(counts)
         self._cache: dict[str, tuple[tuple[str, float], ...]] = {}
@@ -140,7 +141,7 @@ class TnTEmissions:
 
     @classmethod
     def train(
-        cls, sentences: Iterable[TaggedSentence], **settings: float | int | bool | None
+        cls, sentences: Iterable[TaggedSentence], **settings: Any
     ) -> TnTEmissions:
         """Estimate from tagged sentences `[[(word, tag), ...], ...]`; `settings` as __init__
         (rare_max_count, suffix_max_len, suffix_alpha, sentence_initial)."""

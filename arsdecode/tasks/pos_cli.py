@@ -84,6 +84,10 @@ def tag_one(args: argparse.Namespace, lm, emissions, words: list[str]) -> int:
         else:
             print(" ".join(f"{w}/{t}" for w, t in zip(words, r.tokens)))
         return EXIT_OK
+    return sample_one(args, lm, lattice, words, start)
+
+
+def sample_one(args: argparse.Namespace, lm, lattice, words: list[str], start: float) -> int:
     r = sample(lm, lattice, args.sample, args.seed, batch=args.batch,
                target_ar=args.target_ar, ar_window=args.ar_window, variant=args.variant)
     marginals = tag_marginals(r.samples)

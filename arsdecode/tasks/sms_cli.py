@@ -65,23 +65,31 @@ def run(args: argparse.Namespace) -> int:
     load_seconds = time.perf_counter() - start
     channel = KeypadChannel.from_vocab(lm.vocab, k=args.k)
     if args.sample is not None:
-        top_k = args.top_k if args.top_k is not None else 100
-        lattice = channel.build_lattice(args.observation, top_k=top_k)
-        r = sample(lm, lattice, args.sample, args.seed, batch=args.batch,
-                   target_ar=args.target_ar, ar_window=args.ar_window, variant=args.variant)
-        ranked = rank_samples(r.samples, r.log_p)
-        if args.json:
-            out = r.to_json()
-            out["ranked"] = [{"tokens": t, "count": c, "log_p": lp} for t, c, lp in ranked]
-            out["timing"]["load_seconds"] = load_seconds
-            print_json(out)
-            return EXIT_OK
-        print(f"{'count':>6}  {'log_p':>10}  sentence")
-        for toks, count, lp in ranked:
-            print(f"{count:>6}  {lp:>10.3f}  {' '.join(toks)}")
-        print(f"samples={len(r.samples)} trials={r.trials} acceptance_rate={r.acceptance_rate:.3f}"
-              f" states={r.states} log_Z={r.log_Z:.3f} (ln) seconds={r.seconds:.3f}")
+        return run_sample(args, lm, channel, load_seconds)
+    return run_decode(args, lm, channel, load_seconds)
+
+
+def run_sample(args: argparse.Namespace, lm, channel, load_seconds: float) -> int:
+    top_k = args.top_k if args.top_k is not None else 100
+    lattice = channel.build_lattice(args.observation, top_k=top_k)
+    r = sample(lm, lattice, args.sample, args.seed, batch=args.batch,
+               target_ar=args.target_ar, ar_window=args.ar_window, variant=args.variant)
+    ranked = rank_samples(r.samples, r.log_p)
+    if args.json:
+        out = r.to_json()
+        out["ranked"] = [{"tokens": t, "count": c, "log_p": lp} for t, c, lp in ranked]
+        out["timing"]["load_seconds"] = load_seconds
+        print_json(out)
         return EXIT_OK
+    print(f"{'count':>6}  {'log_p':>10}  sentence")
+    for toks, count, lp in ranked:
+        print(f"{count:>6}  {lp:>10.3f}  {' '.join(toks)}")
+    print(f"samples={len(r.samples)} trials={r.trials} acceptance_rate={r.acceptance_rate:.3f}"
+          f" states={r.states} log_Z={r.log_Z:.3f} (ln) seconds={r.seconds:.3f}")
+    return EXIT_OK
+
+
+def run_decode(args: argparse.Namespace, lm, channel, load_seconds: float) -> int:
     lattice = channel.build_lattice(args.observation, top_k=args.top_k)
     every = args.trace
 
