@@ -15,18 +15,17 @@ import sys
 from pathlib import Path
 
 import pytest
+from pos_fixture_models import FIXTURE, build_fixture_models
 
 import arsdecode
 from arsdecode.ars import decode, sample
 from arsdecode.errors import ModelError, ObservationError
 from arsdecode.full import full_decode
-from arsdecode.tasks.pos import PosModelError, TnTEmissions, read_tagged
+from arsdecode.tasks.pos import PosModelError, read_tagged
 from arsdecode.tasks.pos_models import ENV_VAR, load_models, models_dir
 from brute import brute_model
-from data_prep.pos_data import deleted_interpolation_arpa
 from maxarpa.model import Model
 
-FIXTURE = Path(__file__).parent / "data" / "tagged_fixture.txt"
 HELD_OUT = [
     "The cat walked to the station .",
     "A farmer sold fresh corn and wheat .",
@@ -38,14 +37,8 @@ HELD_OUT = [
 @pytest.fixture(scope="module")
 def fixture_models(tmp_path_factory) -> Path:
     """A model directory as the tagger expects it: emissions + tag LMs of order 2 and 3."""
-    d = tmp_path_factory.mktemp("pos_fixture")
-    sentences = read_tagged(FIXTURE)
-    assert len(sentences) == 40
-    TnTEmissions.train(sentences).save(d / "emissions.json.gz")
-    tags = [[t for _, t in s] for s in sentences]
-    for order in (2, 3):
-        deleted_interpolation_arpa(tags, order, d / f"tags.{order}.arpa")
-    return d
+    assert len(read_tagged(FIXTURE)) == 40
+    return build_fixture_models(tmp_path_factory.mktemp("pos_fixture"))
 
 
 @pytest.mark.parametrize("order", [2, 3])
