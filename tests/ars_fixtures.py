@@ -53,7 +53,7 @@ def _kenlm_or_none(path: Path) -> kenlm.Model | None:
 
 
 @pytest.fixture(scope="session")
-def real_lms(lmplz, state_union_sentences, tmp_path_factory) -> dict[int, LM]:
+def real_lms(state_union_sentences, lmplz, tmp_path_factory) -> dict[int, LM]:
     """lmplz 3-, 4- and 5-gram models on State of the Union, keyed by order."""
     train = state_union_sentences[:N_TRAIN_ARS]
     d = tmp_path_factory.mktemp("ars_real")

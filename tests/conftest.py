@@ -97,7 +97,7 @@ def state_union_sentences() -> list[str]:
 
 
 @pytest.fixture(scope="session")
-def real_models(lmplz, state_union_sentences, tmp_path_factory) -> RealModels:
+def real_models(state_union_sentences, lmplz, tmp_path_factory) -> RealModels:
     """3-gram and 5-gram modified Kneser-Ney models trained with lmplz."""
     train = state_union_sentences[:N_TRAIN]
     # Held out: sentences from the far end of the corpus (different decades and speakers).

@@ -56,6 +56,7 @@ from arsdecode.tasks.pos_suffix import (
     SUFFIX_MAX_LEN,
     WORD_CLASSES,
     SuffixTrie,
+    WordClass,
     tnt_theta,
     word_class,
 )
@@ -222,7 +223,7 @@ class TnTEmissions:
             for t, n in sorted(tc.items())
         }
 
-    def unknown_class(self, word: str) -> str:
+    def unknown_class(self, word: str) -> WordClass:
         """Which suffix trie an unknown `word` uses ("upper" or "lower")."""
         return self._class_map[word_class(word)]
 

@@ -36,6 +36,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Literal
 
 import numpy as np
 
@@ -44,10 +45,11 @@ from arsdecode.errors import OptionError
 RARE_MAX_COUNT = 10
 SUFFIX_MAX_LEN = 10
 SUFFIX_ALPHA: float | None = 50.0
-WORD_CLASSES = ("upper", "lower")
+WordClass = Literal["upper", "lower"]
+WORD_CLASSES: tuple[WordClass, ...] = ("upper", "lower")
 
 
-def word_class(word: str) -> str:
+def word_class(word: str) -> WordClass:
     """TnT keeps separate tries for capitalised and other words: "upper" or "lower"."""
     return "upper" if word[:1].isupper() else "lower"
 
