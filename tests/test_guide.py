@@ -13,6 +13,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from pos_fixture_models import build_fixture_models
 
 from arsdecode.tasks.pos_models import ENV_VAR, SHIPPED_DIR, available_orders
@@ -25,6 +26,7 @@ def blocks(kind: str) -> list[str]:
     return [body for k, body in BLOCK.findall(GUIDE.read_text(encoding="utf-8")) if k == kind]
 
 
+@pytest.mark.slow
 def test_guide_commands_run(tmp_path):
     env = dict(os.environ)
     if not (SHIPPED_DIR.is_dir() and available_orders(SHIPPED_DIR)):
