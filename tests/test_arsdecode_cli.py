@@ -258,6 +258,9 @@ def test_streamed_samples_survive_an_interrupt(small_lattice):
         [sys.executable, "-m", "arsdecode", "sample", "--lm", EMBEDDED, "--lattice",
          str(small_lattice), "-n", "100000000", "--jsonl", "--seed", "4"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        # A job started in the background by a shell inherits SIGINT ignored; Python then
+        # installs no handler. Give the child the default disposition, as in a terminal.
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     first = p.stdout.readline()  # blocks until the first sample is out
     time.sleep(0.5)
