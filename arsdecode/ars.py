@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -45,6 +46,20 @@ class DecodeResult:
     seconds: float
     certified: bool = True
     automaton: QAutomaton | None = field(default=None, repr=False, compare=False)
+
+    def to_json(self) -> dict:
+        """JSON-ready dict (natural logs). Only "timing" varies between identical runs."""
+        return {
+            "tokens": self.tokens,
+            "log_p": self.log_p,
+            "log_q": self.log_q,
+            "certified": self.certified,
+            "iterations": self.iterations,
+            "states": self.states,
+            "ngrams_by_order": {str(k): v for k, v in self.ngrams_by_order.items()},
+            "trace": [{"log_q": q, "log_p": p} for q, p in self.trace],
+            "timing": {"seconds": self.seconds},
+        }
 
 
 @dataclass(frozen=True)
@@ -83,6 +98,21 @@ class SampleResult:
     refinements: int
     seconds: float
     trace: SampleTrace = field(repr=False)
+
+    def to_json(self) -> dict:
+        """JSON-ready dict (natural logs). Only "timing" varies between runs with one seed."""
+        return {
+            "samples": self.samples,
+            "log_p": self.log_p,
+            "trials": self.trials,
+            "acceptance_rate": self.acceptance_rate,
+            "log_Z": self.log_Z,
+            "log_Z_ci": list(self.log_Z_ci),
+            "log_Z_unweighted": self.log_Z_unweighted,
+            "states": self.states,
+            "refinements": self.refinements,
+            "timing": {"seconds": self.seconds},
+        }
 
 
 def decode(
@@ -153,6 +183,7 @@ def sample(
     max_trials: int | None = None,
     stop_when_adapted: bool = False,
     rng: np.random.Generator | None = None,
+    on_sample: Callable[[list[str], float], None] | None = None,
 ) -> SampleResult:
     """n exact i.i.d. samples of p by adaptive rejection (Algorithm 1, sampling).
 
@@ -166,6 +197,9 @@ def sample(
     log_Z: the per-trial unbiased estimates q_t(X) * 1[accepted_t] of p(X), averaged with
     predictable weights 1 / q_t(X); log_Z_unweighted is their plain mean. See
     `_normaliser_estimate` for why and for the 95% interval log_Z_ci.
+
+    on_sample: optional callback(tokens, log_p) called as each sample is accepted (for
+    streaming output and progress); an exception in it ends the run.
     """
     if n < 0:
         raise ValueError("n must be >= 0")
@@ -208,6 +242,8 @@ def sample(
             if ok:
                 samples.append([lattice.tokens[i][j] for i, j in enumerate(row)])
                 sample_log_p.append(log_p)
+                if on_sample is not None:
+                    on_sample(samples[-1], log_p)
                 if len(samples) == n:
                     break
             else:

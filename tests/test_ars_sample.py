@@ -22,9 +22,6 @@ from arsdecode.lattice import Lattice
 from brute import brute_model, chi_square_pvalue
 from maxarpa.model import Model
 
-real_lms = ars_fixtures.real_lms  # session fixtures
-random_lms = ars_fixtures.random_lms
-
 TIGHT = 1e-9
 N = 10_000
 

@@ -20,15 +20,11 @@ import numpy as np
 import pynini
 import pytest
 
-import ars_fixtures
 from ars_fixtures import make_lattice
 from arsdecode.automaton import QAutomaton
 from arsdecode.inference import log_partition, sample_paths, viterbi
 from arsdecode.target import Target
 from brute import brute_kenlm, brute_model, chi_square_pvalue
-
-real_lms = ars_fixtures.real_lms  # session fixtures
-random_lms = ars_fixtures.random_lms
 
 TIGHT = 1e-9
 FST_REL = 1e-8  # pynini prints weights (and converts them to float) with 9 significant digits

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from arsdecode.api import DEFAULT_LM
 from arsdecode.automaton import QAutomaton
-from arsdecode.cli import DEFAULT_LM
 from arsdecode.inference import backward_values, incremental_best_values, sample_indices
 from arsdecode.tasks.sms import KeypadChannel
 from maxarpa.model import Model
