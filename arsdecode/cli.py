@@ -31,7 +31,7 @@ def load_lm(path: str | Path):
 
 
 def add_engine_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--variant", choices=VARIANTS, default="fresh", help="refinement variant")
+    p.add_argument("--variant", choices=VARIANTS, default="all-edges", help="refinement variant")
     p.add_argument("--json", action="store_true", help="print one JSON object")
 
 

@@ -32,7 +32,7 @@ random_lms = ars_fixtures.random_lms
 
 TIGHT = 1e-9
 FST_REL = 1e-8  # pynini prints weights (and converts them to float) with 9 significant digits
-VARIANTS = ["fresh", "paper"]
+VARIANTS = ["all-edges", "paper"]
 
 
 def logsumexp(x: np.ndarray) -> float:

@@ -1,0 +1,189 @@
+"""Decoding many lattices at once: `decode_many`, with a choice of exact method per lattice.
+
+Why: per sentence, ARS pays Python and numpy call overhead for every model query (the initial
+automaton, each iteration's path scoring, each refinement). Here all active sentences advance
+in lockstep, one ARS iteration at a time, and each step's model queries are concatenated
+across sentences: one `log_prob` query for the paths to score, one `log_prob` and one
+`log_bound` query for the rows to (re)fill. The model answers row by row, so every sentence
+gets exactly the numbers `ars.decode` would get, and the same result (tested).
+
+Method choice (`method="auto"`): the full DP (`arsdecode.full`) costs about one model query
+per (state, candidate) pair, with states bounded by the distinct (n-1)-word contexts; ARS
+costs a few queries per candidate per refined state, times iterations. `auto` takes the full
+DP when its literal pair count `full_pairs` is at most `FULL_PAIRS_MAX` (small widths or low
+order, e.g. POS tagging), and ARS otherwise (large candidate lists, e.g. SMS). The threshold
+is a first estimate: `bench/bench_sms_decode.py` reports both methods where both run.
+Each result's `method` says which one ran.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Sequence
+from typing import Literal
+
+import numpy as np
+
+from arsdecode.ars import DEFAULT_TOL, DecodeResult
+from arsdecode.automaton import DEFAULT_VARIANT, FillRequest, QAutomaton, Variant
+from arsdecode.errors import NoPathError, OptionError
+from arsdecode.full import full_decode
+from arsdecode.inference import viterbi_indices
+from arsdecode.lattice import Lattice
+from arsdecode.model import TargetModel, as_target_model
+from arsdecode.target import Target
+
+Method = Literal["auto", "ars", "full"]
+METHODS: tuple[str, ...] = ("auto", "ars", "full")
+FULL_PAIRS_MAX = 50_000  # auto: full DP if its literal (state, candidate) pairs are <= this
+
+
+def full_pairs(model: TargetModel, lattice: Lattice) -> int:
+    """(state, candidate) pairs of the unmerged full DP: per position, the literal context
+    count (product of the widths of the previous order - 1 positions) times the width."""
+    w = max(model.order - 1, 0)
+    widths = lattice.widths
+    total = 0
+    for i, width in enumerate(widths):
+        total += math.prod(widths[max(0, i - w) : i]) * width
+    return total
+
+
+def choose_method(model: TargetModel, lattice: Lattice, method: Method) -> str:
+    """The exact method to run on `lattice` ("ars" or "full"), see the module docstring."""
+    if method not in METHODS:
+        raise OptionError(f"unknown method {method!r}; choose from {METHODS}")
+    if method != "auto":
+        return method
+    return "full" if full_pairs(model, lattice) <= FULL_PAIRS_MAX else "ars"
+
+
+def decode_many(
+    lm,
+    lattices: Sequence[Lattice],
+    *,
+    method: Method = "auto",
+    variant: Variant = DEFAULT_VARIANT,
+    max_iterations: int | None = None,
+    tol: float = DEFAULT_TOL,
+) -> list[DecodeResult]:
+    """The exact argmax of p on each lattice, in input order (natural log).
+
+    ARS results are identical to `ars.decode(lm, lattice, ...)` field by field, apart from
+    `seconds` (here: the wall time from the start of the batch until that lattice was done).
+    Full-DP results have `method="full"`, `log_q = log_p`, one iteration and the merged DP's
+    state count. Raises NoPathError naming the first lattice on which every path has
+    probability zero.
+    """
+    model = as_target_model(lm)
+    methods = [choose_method(model, lat, method) for lat in lattices]
+    results: list[DecodeResult | None] = [None] * len(lattices)
+    for k, lat in enumerate(lattices):
+        if methods[k] == "full":
+            try:
+                f = full_decode(model, lat)
+            except NoPathError as err:
+                raise NoPathError(f"lattice {k}: {err}") from None
+            results[k] = DecodeResult(
+                tokens=f.tokens, log_p=f.log_p, log_q=f.log_p, iterations=1,
+                states=f.dp_states, ngrams_by_order={}, trace=[(f.log_p, f.log_p)],
+                seconds=f.seconds, certified=True, method="full",
+            )
+    ars = [k for k, m in enumerate(methods) if m == "ars"]
+    for k, r in zip(ars, _ars_lockstep(model, [lattices[k] for k in ars], variant,
+                                       max_iterations, tol, ars), strict=True):
+        results[k] = r
+    return [r for r in results if r is not None]
+
+
+class _Run:
+    """One lattice's ARS state in the lockstep loop."""
+
+    def __init__(self, model: TargetModel, lattice: Lattice, variant: str) -> None:
+        self.lattice = lattice
+        self.qa = QAutomaton(model, lattice, variant=variant, fill=False)
+        self.target = Target(model, lattice, token_ids=self.qa.cand_ids)
+        self.trace: list[tuple[float, float]] = []
+        self.idx: list[int] = []
+        self.log_q = self.log_p = math.nan
+        self.result: DecodeResult | None = None
+
+
+def _answer(model: TargetModel, requests: list[tuple[QAutomaton, FillRequest]]) -> None:
+    """Answer fill requests of several automata with one query per kind (exact, bound)."""
+    for exact in (True, False):
+        group = [(qa, r) for qa, r in requests if r.exact == exact]
+        if not group:
+            continue
+        contexts = np.concatenate([r.contexts for _, r in group])
+        words = np.concatenate([r.words for _, r in group])
+        values = (model.log_prob if exact else model.log_bound)(contexts, words)
+        pos = 0
+        for qa, r in group:
+            qa.apply_fill(r, values[pos : pos + len(r.words)])
+            pos += len(r.words)
+
+
+def _ars_lockstep(model, lattices, variant, max_iterations, tol, labels) -> list[DecodeResult]:
+    """Algorithm 1 (decoding) on every lattice, one iteration at a time for all of them."""
+    start = time.perf_counter()
+    runs = [_Run(model, lat, variant) for lat in lattices]
+    _answer(model, [(r.qa, q) for r in runs for q in r.qa.fill_requests(r.qa.unfilled)])
+    width = max(model.order - 1, 0)
+    active = list(runs)
+    iteration = 0
+    while active:
+        iteration += 1
+        for r in active:  # x* = argmax q
+            r.idx, r.log_q = viterbi_indices(r.qa)
+        missing = [r.target.missing_factors(r.idx) for r in active]
+        if sum(len(m) for m in missing):  # p(x*) for every sentence: one query
+            rows = np.concatenate(missing)
+            values = model.log_prob(rows[:, :width], rows[:, width])
+            pos = 0
+            for r, m in zip(active, missing, strict=True):
+                r.target.remember(m, values[pos : pos + len(m)])
+                pos += len(m)
+        requests: list[tuple[QAutomaton, FillRequest]] = []
+        still: list[_Run] = []
+        for r in active:
+            r.log_p = r.target.log_p_indices(r.idx)
+            r.trace.append((r.log_q, r.log_p))
+            if r.log_q == -math.inf:
+                label = labels[runs.index(r)]
+                raise NoPathError(f"lattice {label}: every path has probability 0 under the model")
+            if r.log_q - r.log_p <= tol:  # certificate: q(x*) = p(x*) and q >= p
+                _finish(r, iteration, True, start)
+                continue
+            if r.qa.variant == "all-edges":  # refine; the new rows are filled below, batched
+                pending: list[tuple[int, int]] = []
+                changed = r.qa.refine_indices(r.idx, pending=pending)
+                requests.extend((r.qa, q) for q in r.qa.fill_requests(pending))
+            else:
+                changed = r.qa.refine_indices(r.idx)
+            if not changed:
+                _finish(r, iteration, r.log_q - r.log_p <= 1e-6, start)
+            elif max_iterations is not None and iteration >= max_iterations:
+                _finish(r, iteration, False, start)
+            else:
+                still.append(r)
+        _answer(model, requests)
+        active = still
+    return [r.result for r in runs if r.result is not None]
+
+
+def _finish(r: _Run, iteration: int, certified: bool, start: float) -> None:
+    lat = r.lattice
+    r.result = DecodeResult(
+        tokens=[lat.tokens[i][j] for i, j in enumerate(r.idx)],
+        log_p=float(r.log_p),
+        log_q=float(r.log_q),
+        iterations=iteration,
+        states=r.qa.num_states(),
+        ngrams_by_order=r.qa.ngrams_by_order(),
+        trace=r.trace,
+        seconds=time.perf_counter() - start,
+        certified=certified,
+        method="ars",
+    )

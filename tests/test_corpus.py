@@ -1,0 +1,72 @@
+"""decode_many: the same results as per-sentence decode, and the method dispatch."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+import ars_fixtures
+from ars_fixtures import make_lattice
+from arsdecode.ars import decode
+from arsdecode.corpus import FULL_PAIRS_MAX, choose_method, decode_many, full_pairs
+from arsdecode.errors import NoPathError, OptionError
+from arsdecode.lattice import Lattice
+from arsdecode.model import as_target_model
+from brute import brute_model
+from maxarpa.model import Model
+
+real_lms = ars_fixtures.real_lms
+random_lms = ars_fixtures.random_lms
+
+FIELDS = ("tokens", "log_p", "log_q", "iterations", "states", "ngrams_by_order", "trace",
+          "certified", "method")
+
+
+@pytest.mark.parametrize("variant", ["all-edges", "paper"])
+def test_decode_many_equals_decode(real_lms, random_lms, variant):
+    rng = random.Random(31)
+    for model in [real_lms[3], real_lms[5], random_lms[3], random_lms[6]]:
+        lattices = [make_lattice(rng, model, max_len=7, max_width=6) for _ in range(12)]
+        lattices = [lat for lat in lattices if brute_model(model.lm, lat).best_log_p > -1e300]
+        many = decode_many(model.lm, lattices, method="ars", variant=variant)
+        assert len(many) == len(lattices)
+        for lat, got in zip(lattices, many, strict=True):
+            want = decode(model.lm, lat, variant=variant)
+            for f in FIELDS:
+                assert getattr(got, f) == getattr(want, f), (model.name, f, lat.to_json_obj())
+        capped = decode_many(model.lm, lattices, method="ars", max_iterations=1)
+        for lat, got in zip(lattices, capped, strict=True):
+            want = decode(model.lm, lat, max_iterations=1)
+            assert (got.tokens, got.certified, got.iterations) == (
+                want.tokens, want.certified, want.iterations)
+
+
+def test_methods_agree_and_auto_records_its_choice(real_lms):
+    model = real_lms[4]
+    rng = random.Random(7)
+    lattices = [make_lattice(rng, model, max_len=6, max_width=5) for _ in range(10)]
+    lattices = [lat for lat in lattices if brute_model(model.lm, lat).best_log_p > -1e300]
+    ars = decode_many(model.lm, lattices, method="ars")
+    full = decode_many(model.lm, lattices, method="full")
+    auto = decode_many(model.lm, lattices)
+    adapter = as_target_model(model.lm)
+    for lat, a, f, x in zip(lattices, ars, full, auto, strict=True):
+        assert a.method == "ars" and f.method == "full"
+        assert abs(a.log_p - f.log_p) <= 1e-9 and f.certified
+        assert x.method == choose_method(adapter, lat, "auto")
+        assert x.method == ("full" if full_pairs(adapter, lat) <= FULL_PAIRS_MAX else "ars")
+
+
+def test_bad_method_and_impossible_lattice(tmp_path, random_lms):
+    lat = make_lattice(random.Random(0), random_lms[0])
+    with pytest.raises(OptionError):
+        decode_many(random_lms[0].lm, [lat], method="beam")
+    path = tmp_path / "impossible.arpa"
+    path.write_text(ars_fixtures.IMPOSSIBLE_ARPA)
+    lm = Model.load(path)
+    bad = Lattice.from_lists([[("a", 0.0)], [("a", -1.0)]])
+    for method in ("ars", "full"):
+        with pytest.raises(NoPathError, match="lattice 1"):
+            decode_many(lm, [Lattice.from_lists([[("zz", 0.0)]]), bad], method=method)
+    assert decode_many(lm, []) == []
