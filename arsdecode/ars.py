@@ -23,7 +23,7 @@ import numpy as np
 
 from arsdecode.automaton import DEFAULT_VARIANT, QAutomaton, Variant
 from arsdecode.errors import NoPathError, OptionError
-from arsdecode.inference import log_partition, sample_indices, viterbi_indices
+from arsdecode.inference import log_partition, prune_hopeless, sample_indices, viterbi_indices
 from arsdecode.lattice import Lattice
 from arsdecode.model import TargetModel, as_target_model
 from arsdecode.semiring import logsumexp
@@ -86,6 +86,7 @@ def decode(
     tol: float = DEFAULT_TOL,
     on_iteration=None,
     keep_automaton: bool = False,
+    prune: bool | None = None,
 ) -> DecodeResult:
     """The exact most probable path of p over the lattice (Algorithm 1, decoding).
 
@@ -96,11 +97,18 @@ def decode(
         on_iteration: optional callback(iteration, tokens, log_q, log_p) for traces.
         keep_automaton: return the final q-automaton in `automaton` (for export); off by
             default because it can hold tens of MB.
+        prune: drop candidates whose best q-path is below the best p found so far
+            (`inference.prune_hopeless`; exact, fewer model queries on large candidate
+            lists). Default: on, unless `keep_automaton` (an exported q stays a bound on p).
     """
     start = time.perf_counter()
     model = as_target_model(lm)
-    qa = QAutomaton(model, lattice, variant=variant)
+    qa = QAutomaton(model, lattice, variant=variant, fill=False)
     target = Target(model, lattice, token_ids=qa.cand_ids)
+    qa.on_exact_fill = target.remember_context  # exact edges are p's factors: reuse them
+    qa.fill_pending()
+    prune = (not keep_automaton) if prune is None else prune
+    best_log_p = -math.inf  # p of the best path seen: a lower bound on the optimum
     trace: list[tuple[float, float]] = []
     iteration = 0
     certified = False
@@ -116,6 +124,9 @@ def decode(
         if log_q - log_p <= tol:
             certified = True
             break
+        if prune and log_p > best_log_p:
+            best_log_p = log_p
+            prune_hopeless(qa, best_log_p)
         if not qa.refine_indices(idx):
             certified = log_q - log_p <= 1e-6  # only float noise is left on an exact path
             break

@@ -63,6 +63,7 @@ class Layer:
         self.dirty: set[int] = set()
         self.pointing_at: dict[int, set[int]] = {}
         self.best = np.empty(0)  # cached max-product value of each row
+        self.best_col = np.empty(0, dtype=np.int64)  # and the column it comes from
 
     def __len__(self) -> int:
         return len(self.contexts)
@@ -126,6 +127,10 @@ class QAutomaton:
         self.bos = self.lm.bos
         self.eos = self.lm.eos
         self.cand_ids = [self.lm.ids(list(t)) for t in lattice.tokens]
+        # Candidates still in play for decoding (see `prune_columns`); all, unless pruned.
+        self.alive = [np.ones(len(t), dtype=bool) for t in lattice.tokens]
+        self.pruned = False
+        self.on_exact_fill = None  # optional callback(context_row, words, values), apply_fill
         L = len(lattice)
         self.layers = [Layer(len(t)) for t in lattice.tokens] + [Layer(1)]
         # q^(0): <s> is the whole history at layer 0; every later layer starts with the empty
@@ -147,6 +152,11 @@ class QAutomaton:
             self.unfilled = pending
 
     # ----- weights -------------------------------------------------------------------------
+    def fill_pending(self) -> None:
+        """Query the initial rows' weights (when constructed with `fill=False`)."""
+        pending, self.unfilled = self.unfilled, []
+        self._fill(pending)
+
     def _fill(self, pending: Sequence[tuple[int, int]], only: dict | None = None) -> None:
         """Compute the weights of (layer, state) rows: one batched model query per kind."""
         for request in self.fill_requests(pending, only):
@@ -167,8 +177,11 @@ class QAutomaton:
         groups: dict[bool, list] = {True: [], False: []}
         for i, s in pending:
             layer = self.layers[i]
-            words = self.cand_ids[i] if i < len(self.lattice) else np.array([self.eos])
-            cols = np.arange(len(words))
+            if i < len(self.lattice):
+                words = self.cand_ids[i]
+                cols = np.flatnonzero(self.alive[i]) if self.pruned else np.arange(len(words))
+            else:
+                words, cols = np.array([self.eos]), np.zeros(1, dtype=np.int64)
             if only is not None and (i, s) in only:
                 cols = np.array([only[(i, s)]])
             groups[layer.exact[s]].append((i, s, words[cols], cols))
@@ -185,17 +198,45 @@ class QAutomaton:
         return requests
 
     def apply_fill(self, request: FillRequest, values: np.ndarray) -> None:
-        """Store the answers `values` (ln) to `request` as edge weights (plus emissions)."""
+        """Store the answers `values` (ln) to `request` as edge weights (plus emissions).
+
+        Exact answers are p's factors too: they are passed to
+        `on_exact_fill(context_row, words, values)` (`Target.remember_context`), so a path
+        through exact states is scored without another model query.
+        """
+        tell = self.on_exact_fill if request.exact else None
         pos = 0
         for i, s, words, cols in request.items:
             layer = self.layers[i]
             v = values[pos : pos + len(words)]
+            if tell is not None:
+                tell(tuple(request.contexts[pos].tolist()), words, v)
             pos += len(words)
             emis = self.lattice.log_emissions[i][cols] if i < len(self.lattice) else 0.0
             with quiet():
                 layer.weights[s, cols] = v + emis
             layer.own_weight[s, cols] = True
             layer.dirty.add(s)
+
+    def prune_columns(self, i: int, cols: np.ndarray) -> None:
+        """Remove candidates `cols` of position i from play, for DECODING only: their edges
+        get weight -inf in every present and future row and are never queried again.
+
+        Exact for decoding when every path through them has p below that of a path already
+        found (inference.prune_hopeless): the argmax of p is unaffected and the certificate
+        still holds. q is then no longer an upper bound on those paths, so a pruned
+        automaton must not be used for sampling (`pruned` is set).
+        """
+        layer = self.layers[i]
+        self.alive[i][cols] = False
+        self.pruned = True
+        n = len(layer)
+        layer.weights[:n, cols] = -np.inf
+        # Only rows whose cached best value came through a pruned column change value.
+        known = min(n, len(layer.best_col))
+        hit = np.flatnonzero(np.isin(layer.best_col[:known], cols))
+        layer.dirty.update(hit.tolist())
+        layer.dirty.update(range(known, n))
 
     # ----- paths ---------------------------------------------------------------------------
     def indices(self, tokens: Sequence[str]) -> list[int]:

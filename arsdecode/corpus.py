@@ -104,6 +104,7 @@ class _Run:
         self.lattice = lattice
         self.qa = QAutomaton(model, lattice, variant=variant, fill=False)
         self.target = Target(model, lattice, token_ids=self.qa.cand_ids)
+        self.qa.on_exact_fill = self.target.remember_context
         self.trace: list[tuple[float, float]] = []
         self.idx: list[int] = []
         self.log_q = self.log_p = math.nan

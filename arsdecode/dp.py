@@ -40,6 +40,23 @@ def backward(
     return values
 
 
+def forward(
+    weights: Sequence[np.ndarray],
+    targets: Sequence[np.ndarray],
+    sizes: Sequence[int],
+    semiring: type[Semiring],
+) -> list[np.ndarray]:
+    """Per layer 0..L, the semiring sum over all prefixes reaching each state from state 0 of
+    layer 0 (`sizes[i]`: states of layer i). With `backward`, alpha + W + beta of an edge is
+    the best (or total) weight of the paths through it."""
+    alpha: list[np.ndarray] = [np.full(sizes[0], semiring.zero)]
+    alpha[0][0] = semiring.one
+    for i in range(len(weights)):
+        vals = semiring.times(alpha[i][:, None], weights[i])
+        alpha.append(semiring.scatter_sum(vals.ravel(), targets[i].ravel(), sizes[i + 1]))
+    return alpha
+
+
 def best_path(
     weights: Sequence[np.ndarray], targets: Sequence[np.ndarray], values: Sequence[np.ndarray]
 ) -> list[int]:
@@ -122,5 +139,5 @@ def log_partition(values: Sequence[np.ndarray]) -> float:
     return float(values[0][0])
 
 
-__all__ = ["LogSumExp", "backward", "best_path", "draw_in_segments", "log_partition",
+__all__ = ["LogSumExp", "backward", "best_path", "draw_in_segments", "forward", "log_partition",
            "sample_forward"]

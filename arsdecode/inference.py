@@ -35,7 +35,8 @@ def incremental_best_values(qa: QAutomaton) -> list[np.ndarray]:
     Why: a refinement touches a few rows, but a full pass costs states x candidates per
     layer. A row is recomputed when its own weights or targets changed (`Layer.dirty`) or when
     a state it may point at changed value (`Layer.pointing_at`); every recomputation is the
-    same float expression as `dp.backward` with `MaxPlus`, so the values are identical.
+    same float expression as `dp.backward` with `MaxPlus` (the max taken at its argmax, which
+    is kept for `QAutomaton.prune_columns`), so the values are identical.
     """
     L = len(qa.lattice)
     values: list[np.ndarray] = [np.empty(0)] * (L + 1)
@@ -46,6 +47,9 @@ def incremental_best_values(qa: QAutomaton) -> list[np.ndarray]:
         if len(layer.best) < n_states:
             pad = np.full(n_states - len(layer.best), np.nan)
             layer.best = np.concatenate([layer.best, pad])
+            layer.best_col = np.concatenate(
+                [layer.best_col, np.zeros(n_states - len(layer.best_col), dtype=np.int64)]
+            )
         rows_set = set(layer.dirty)
         if i < L:
             for t in changed_next.tolist():
@@ -56,9 +60,10 @@ def incremental_best_values(qa: QAutomaton) -> list[np.ndarray]:
             if i == L:
                 new = layer.weights[rows, 0]
             else:
-                new = MaxPlus.sum(
-                    MaxPlus.times(layer.weights[rows], values[i + 1][layer.targets[rows]]), axis=1
-                )
+                scores = MaxPlus.times(layer.weights[rows], values[i + 1][layer.targets[rows]])
+                cols = scores.argmax(axis=1)  # the max-plus sum, and where it is reached
+                new = scores[np.arange(len(rows)), cols]
+                layer.best_col[rows] = cols
             old = layer.best[rows]
             differs = ~((old == new) | (np.isnan(old) & np.isnan(new)))
             layer.best[rows] = new
@@ -74,6 +79,32 @@ def viterbi_indices(qa: QAutomaton) -> tuple[list[int], float]:
     weights, targets, _ = _arrays(qa)
     idx = dp.best_path(weights, targets, incremental_best_values(qa))
     return idx, qa.log_q_indices(idx)
+
+
+def prune_hopeless(qa: QAutomaton, lower_bound: float, margin: float = 1e-6) -> int:
+    """Prune every candidate whose best path through q is below `lower_bound` - `margin`.
+
+    `lower_bound` must be p(z) for a path z already found. For a candidate c at position i,
+    max over states s of alpha(s) + W[s, c] + beta(T[s, c]) is the best q of any path through
+    it; if that is < p(z), then p < p(z) on all those paths (q >= p), now and after any
+    refinement (q only decreases), so the argmax of p avoids them. z itself is never pruned
+    (its bound is >= q(z) >= p(z)); `margin` absorbs the rounding of the two sums. The
+    forward pass costs one states x candidates sweep. Returns how many candidates died.
+    """
+    if lower_bound == -np.inf:
+        return 0
+    weights, targets, _ = _arrays(qa)
+    beta = incremental_best_values(qa)
+    alpha = dp.forward(weights, targets, [len(layer) for layer in qa.layers], MaxPlus)
+    killed = 0
+    with quiet():
+        for i in range(len(weights)):
+            through = alpha[i][:, None] + weights[i] + beta[i + 1][targets[i]]
+            dead = qa.alive[i] & (MaxPlus.sum(through, axis=0) < lower_bound - margin)
+            if dead.any():
+                qa.prune_columns(i, np.flatnonzero(dead))
+                killed += int(dead.sum())
+    return killed
 
 
 def viterbi(qa: QAutomaton) -> tuple[list[str], float]:

@@ -94,7 +94,11 @@ class MaxArpaLM:
         self._useful: _UsefulContexts | None = None
 
     def ids(self, tokens: Sequence[str]) -> np.ndarray:
-        return self.model.ids(list(tokens)).astype(np.int64)
+        unk = self.model.unk_id
+        if unk is None:  # maxarpa raises its one-line error for an unknown word
+            return self.model.ids(list(tokens)).astype(np.int64)
+        get = self.model.word_to_id.get
+        return np.array([get(t, unk) for t in tokens], dtype=np.int64)
 
     def word(self, word_id: int) -> str:
         return self.model.vocab[word_id]

@@ -22,7 +22,8 @@ def quiet() -> np.errstate:
 
 
 class Semiring:
-    """Interface: `zero`, `one`, `times(a, b)`, `sum(x, axis)`, `segment_sum(x, starts)`."""
+    """Interface: `zero`, `one`, `times(a, b)`, and the sums `sum(x, axis)`,
+    `segment_sum(x, starts)` (contiguous groups), `scatter_sum(x, index, size)` (by label)."""
 
     zero: float = -np.inf
     one: float = 0.0
@@ -42,6 +43,18 @@ class Semiring:
         """The semiring sum of each segment x[starts[k]:starts[k + 1]] (segments non-empty)."""
         raise NotImplementedError
 
+    @classmethod
+    def scatter_sum(cls, x: np.ndarray, index: np.ndarray, size: int) -> np.ndarray:
+        """out[t] = semiring sum of x[index == t], `zero` where no entry maps to t."""
+        out = np.full(size, cls.zero)
+        if len(x) == 0:
+            return out
+        order = np.argsort(index, kind="stable")
+        sidx = index[order]
+        starts = np.flatnonzero(np.r_[True, sidx[1:] != sidx[:-1]])
+        out[sidx[starts]] = cls.segment_sum(x[order], starts)
+        return out
+
 
 class MaxPlus(Semiring):
     """(max, +): the best path (Viterbi)."""
@@ -57,6 +70,12 @@ class MaxPlus(Semiring):
     @classmethod
     def segment_sum(cls, x: np.ndarray, starts: np.ndarray) -> np.ndarray:
         return np.maximum.reduceat(x, starts)
+
+    @classmethod
+    def scatter_sum(cls, x: np.ndarray, index: np.ndarray, size: int) -> np.ndarray:
+        out = np.full(size, cls.zero)
+        np.maximum.at(out, index, x)
+        return out
 
 
 class LogSumExp(Semiring):

@@ -39,7 +39,7 @@ class Target:
             list(token_ids) if token_ids is not None
             else [self.lm.ids(list(toks)) for toks in lattice.tokens]
         )
-        self._memo: dict[tuple[int, ...], float] = {}  # context row + (word,) -> ln p
+        self._memo: dict[tuple[int, ...], dict[int, float]] = {}  # context row -> word -> ln p
 
     def indices(self, tokens: Sequence[str]) -> list[int]:
         """Candidate index of each token; raises TargetError if the lattice does not allow it."""
@@ -48,33 +48,47 @@ class Target:
         except LatticeError as err:
             raise TargetError(str(err)) from None
 
-    def _factor_keys(self, word_ids: Sequence[int]) -> list[tuple[int, ...]]:
-        """Per factor (</s> included): the padded context row followed by the word."""
+    def _factor_keys(self, word_ids: Sequence[int]) -> list[tuple[tuple[int, ...], int]]:
+        """Per factor (</s> included): the padded context row and the word."""
         w = self.width
         hist = [-1] * w + [self.bos, *word_ids]
         words = [*word_ids, self.eos]
         # factor i predicts words[i] from the last w entries of <s> x_1..x_i
-        return [tuple(hist[i + 1 : i + 1 + w]) + (words[i],) for i in range(len(words))]
+        return [(tuple(hist[i + 1 : i + 1 + w]), words[i]) for i in range(len(words))]
+
+    def _missing(self, keys) -> list[tuple[tuple[int, ...], int]]:
+        memo = self._memo
+        return list({(c, x) for c, x in keys if x not in memo.get(c, ())})
+
+    def _query(self, missing) -> np.ndarray:
+        rows = np.array([(*c, x) for c, x in missing], dtype=np.int64)
+        return rows.reshape(len(missing), self.width + 1)
 
     def factors(self, word_ids: Sequence[int]) -> list[float]:
         """ln p(x_i | history) for every factor of a path, </s> included (memoised)."""
         keys = self._factor_keys(word_ids)
-        missing = list({k for k in keys if k not in self._memo})
+        missing = self._missing(keys)
         if missing:
-            arr = np.asarray(missing, dtype=np.int64).reshape(len(missing), self.width + 1)
-            self.remember(arr, self.lm.log_prob(arr[:, : self.width], arr[:, self.width]))
-        return [self._memo[k] for k in keys]
+            rows = self._query(missing)
+            self.remember(rows, self.lm.log_prob(rows[:, : self.width], rows[:, self.width]))
+        return [self._memo[c][x] for c, x in keys]
 
     def missing_factors(self, idx: Sequence[int]) -> np.ndarray:
         """The factors of a path not yet memoised, as rows (context..., word): a caller may
         answer them in a batch shared with other Targets and pass them to `remember`."""
         words = [int(self.token_ids[i][j]) for i, j in enumerate(idx)]
-        missing = list({k for k in self._factor_keys(words) if k not in self._memo})
-        return np.asarray(missing, dtype=np.int64).reshape(len(missing), self.width + 1)
+        return self._query(self._missing(self._factor_keys(words)))
 
     def remember(self, rows: np.ndarray, values: np.ndarray) -> None:
         """Memoise `values` = log_prob(rows[:, :-1], rows[:, -1])."""
-        self._memo.update(zip(map(tuple, rows.tolist()), values.tolist(), strict=True))
+        for row, v in zip(rows.tolist(), values.tolist(), strict=True):
+            self._memo.setdefault(tuple(row[:-1]), {})[row[-1]] = v
+
+    def remember_context(self, context: tuple[int, ...], words: np.ndarray,
+                         values: np.ndarray) -> None:
+        """Memoise log_prob(context, w) = values for many words of one padded context row
+        (the q-automaton's exact rows: the same call on the same inputs, see apply_fill)."""
+        self._memo.setdefault(context, {}).update(zip(words.tolist(), values.tolist(), strict=True))
 
     def log_p_indices(self, idx: Sequence[int]) -> float:
         """log p of the path given as candidate indices (natural log)."""

@@ -62,7 +62,7 @@ def models(real_lms, random_lms):
 
 @pytest.mark.parametrize("variant", VARIANTS)
 def test_refinement_invariants_on_every_path(real_lms, random_lms, variant):
-    rng = random.Random(12 if variant == "fresh" else 13)
+    rng = random.Random(12 if variant == "all-edges" else 13)
     nrng = np.random.default_rng(12)
     for model in models(real_lms, random_lms):
         for _ in range(4):
