@@ -180,7 +180,7 @@ def sample(
     start = time.perf_counter()
     rng = rng if rng is not None else np.random.default_rng(seed)
     model = as_target_model(lm)
-    qa = QAutomaton(model, lattice, variant=variant)
+    qa = QAutomaton(model, lattice, variant=variant, track_pointers=False)
     target = Target(model, lattice, token_ids=qa.cand_ids)
     if log_partition(qa) == -math.inf:
         raise NoPathError("every path of the lattice has probability 0 under the model")

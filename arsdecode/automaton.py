@@ -115,7 +115,13 @@ class QAutomaton:
     """
 
     def __init__(
-        self, lm, lattice: Lattice, variant: str = DEFAULT_VARIANT, *, fill: bool = True
+        self,
+        lm,
+        lattice: Lattice,
+        variant: str = DEFAULT_VARIANT,
+        *,
+        fill: bool = True,
+        track_pointers: bool = True,
     ) -> None:
         variant = _OLD_NAMES.get(variant, variant)
         if variant not in VARIANTS:
@@ -131,6 +137,10 @@ class QAutomaton:
         self.alive = [np.ones(len(t), dtype=bool) for t in lattice.tokens]
         self.pruned = False
         self.on_exact_fill = None  # optional callback(context_row, words, values), apply_fill
+        # The reverse edge index for the incremental Viterbi (`Layer.pointing_at`, `dirty`);
+        # a sampling-only automaton skips it, and Viterbi then runs the full sweep.
+        self.track_pointers = track_pointers
+        self._columns: list[dict[int, list[int]] | None] = [None] * len(lattice.tokens)
         L = len(lattice)
         self.layers = [Layer(len(t)) for t in lattice.tokens] + [Layer(1)]
         # q^(0): <s> is the whole history at layer 0; every later layer starts with the empty
@@ -174,27 +184,31 @@ class QAutomaton:
         same factor, so an exact edge equals p's factor bit for bit.
         """
         width = max(self.order - 1, 0)
+        L = len(self.lattice)
+        eos = np.array([self.eos], dtype=np.int64)
         groups: dict[bool, list] = {True: [], False: []}
         for i, s in pending:
-            layer = self.layers[i]
-            if i < len(self.lattice):
-                words = self.cand_ids[i]
-                cols = np.flatnonzero(self.alive[i]) if self.pruned else np.arange(len(words))
-            else:
-                words, cols = np.array([self.eos]), np.zeros(1, dtype=np.int64)
             if only is not None and (i, s) in only:
-                cols = np.array([only[(i, s)]])
-            groups[layer.exact[s]].append((i, s, words[cols], cols))
+                cols = np.array([only[(i, s)]])  # one column
+                words = self.cand_ids[i][cols]
+            elif i == L:
+                cols, words = None, eos  # None: the whole row
+            elif self.pruned and not self.alive[i].all():
+                cols = np.flatnonzero(self.alive[i])
+                words = self.cand_ids[i][cols]
+            else:
+                cols, words = None, self.cand_ids[i]
+            groups[self.layers[i].exact[s]].append((i, s, words, cols))
         requests = []
         for exact, items in groups.items():
             if not items:
                 continue
-            ctx_rows = np.concatenate([
-                np.repeat(context_rows([self.layers[i].contexts[s]], width), len(w), axis=0)
-                for i, s, w, _ in items
-            ])
+            contexts = context_rows([self.layers[i].contexts[s] for i, s, _, _ in items], width)
+            counts = [len(w) for _, _, w, _ in items]
             word_arr = np.concatenate([w for _, _, w, _ in items]).astype(np.int64)
-            requests.append(FillRequest(exact, ctx_rows, word_arr, items))
+            requests.append(
+                FillRequest(exact, np.repeat(contexts, counts, axis=0), word_arr, items)
+            )
         return requests
 
     def apply_fill(self, request: FillRequest, values: np.ndarray) -> None:
@@ -205,18 +219,22 @@ class QAutomaton:
         through exact states is scored without another model query.
         """
         tell = self.on_exact_fill if request.exact else None
+        L = len(self.lattice)
         pos = 0
-        for i, s, words, cols in request.items:
-            layer = self.layers[i]
-            v = values[pos : pos + len(words)]
-            if tell is not None:
-                tell(tuple(request.contexts[pos].tolist()), words, v)
-            pos += len(words)
-            emis = self.lattice.log_emissions[i][cols] if i < len(self.lattice) else 0.0
-            with quiet():
-                layer.weights[s, cols] = v + emis
-            layer.own_weight[s, cols] = True
-            layer.dirty.add(s)
+        with quiet():
+            for i, s, words, cols in request.items:
+                layer = self.layers[i]
+                v = values[pos : pos + len(words)]
+                if tell is not None:
+                    tell(tuple(request.contexts[pos].tolist()), words, v)
+                pos += len(words)
+                if cols is None:  # the whole row
+                    layer.weights[s] = v + self.lattice.log_emissions[i] if i < L else v
+                    layer.own_weight[s] = True
+                else:
+                    layer.weights[s, cols] = v + self.lattice.log_emissions[i][cols]
+                    layer.own_weight[s, cols] = True
+                layer.dirty.add(s)
 
     def prune_columns(self, i: int, cols: np.ndarray) -> None:
         """Remove candidates `cols` of position i from play, for DECODING only: their edges
@@ -355,7 +373,8 @@ class QAutomaton:
         layer.weights[s] = layer.weights[suffix_state]
         layer.targets[s] = layer.targets[suffix_state]
         layer.own_weight[s] = False
-        if i < len(self.lattice):
+        track = self.track_pointers
+        if track and i < len(self.lattice):
             for t in np.unique(layer.targets[s]).tolist():
                 layer.pointing_at.setdefault(t, set()).add(s)
         prev = self.layers[i - 1]
@@ -366,15 +385,21 @@ class QAutomaton:
                 cur = prev.targets[src, col]
                 moved = src[layer.ctx_len[cur] < len(ctx)]
                 prev.targets[moved, col] = s
-                if len(moved):
+                if track and len(moved):
                     rows = moved.tolist()
                     prev.pointing_at.setdefault(s, set()).update(rows)
                     prev.dirty.update(rows)
         return s
 
     def position_of_id(self, i: int, word_id: int) -> list[int]:
-        """Candidate columns at position i whose LM id is `word_id` (several if <unk>-mapped)."""
-        return np.flatnonzero(self.cand_ids[i] == word_id).tolist()
+        """Candidate columns at position i whose model id is `word_id` (several if
+        <unk>-mapped)."""
+        if self._columns[i] is None:
+            table: dict[int, list[int]] = {}
+            for j, w in enumerate(self.cand_ids[i].tolist()):
+                table.setdefault(w, []).append(j)
+            self._columns[i] = table
+        return self._columns[i].get(word_id, [])
 
     # ----- facts ---------------------------------------------------------------------------
     def num_states(self) -> int:

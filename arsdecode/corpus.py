@@ -29,7 +29,7 @@ from arsdecode.ars import DEFAULT_TOL, DecodeResult
 from arsdecode.automaton import DEFAULT_VARIANT, FillRequest, QAutomaton, Variant
 from arsdecode.errors import NoPathError, OptionError
 from arsdecode.full import full_decode
-from arsdecode.inference import viterbi_indices
+from arsdecode.inference import prune_hopeless, viterbi_indices
 from arsdecode.lattice import Lattice
 from arsdecode.model import TargetModel, as_target_model
 from arsdecode.target import Target
@@ -108,6 +108,7 @@ class _Run:
         self.trace: list[tuple[float, float]] = []
         self.idx: list[int] = []
         self.log_q = self.log_p = math.nan
+        self.best_log_p = -math.inf
         self.result: DecodeResult | None = None
 
 
@@ -157,6 +158,9 @@ def _ars_lockstep(model, lattices, variant, max_iterations, tol, labels) -> list
             if r.log_q - r.log_p <= tol:  # certificate: q(x*) = p(x*) and q >= p
                 _finish(r, iteration, True, start)
                 continue
+            if r.log_p > r.best_log_p:  # exact pruning against the best p seen (as decode)
+                r.best_log_p = r.log_p
+                prune_hopeless(r.qa, r.best_log_p)
             if r.qa.variant == "all-edges":  # refine; the new rows are filled below, batched
                 pending: list[tuple[int, int]] = []
                 changed = r.qa.refine_indices(r.idx, pending=pending)

@@ -38,6 +38,8 @@ def incremental_best_values(qa: QAutomaton) -> list[np.ndarray]:
     same float expression as `dp.backward` with `MaxPlus` (the max taken at its argmax, which
     is kept for `QAutomaton.prune_columns`), so the values are identical.
     """
+    if not qa.track_pointers:  # no reverse index: the full sweep (same values)
+        return backward_values(qa, MaxPlus)
     L = len(qa.lattice)
     values: list[np.ndarray] = [np.empty(0)] * (L + 1)
     changed_next: np.ndarray = np.empty(0, dtype=np.int64)
