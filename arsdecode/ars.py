@@ -7,7 +7,9 @@
         if rejected: q <- refine(q, x)                Algorithm 2, QAutomaton.refine
 
 Decoding's stopping rule is a certificate: q >= p everywhere and q(x*) >= q(y) for all y, so
-q(x*) = p(x*) gives p(x*) >= p(y). The comparison is made on float64 sums of identical terms
+q(x*) = p(x*) gives p(x*) >= p(y). (With pruning, q >= p holds on every path that avoids the
+pruned candidates, and every path through one has p below a path already found; see
+`inference.prune_hopeless`.) The comparison is made on float64 sums of identical terms
 in identical order (see target.py); `tol` (default 1e-9 nats) only absorbs the last-bit
 differences between a max-backoff bound that happens to be tight and the exact value.
 Results are natural log.
@@ -124,7 +126,7 @@ def decode(
         if log_q - log_p <= tol:
             certified = True
             break
-        if prune and log_p > best_log_p:
+        if prune and log_p > best_log_p:  # drop candidates that cannot beat it (exact)
             best_log_p = log_p
             prune_hopeless(qa, best_log_p)
         if not qa.refine_indices(idx):

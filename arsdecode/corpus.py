@@ -158,7 +158,7 @@ def _ars_lockstep(model, lattices, variant, max_iterations, tol, labels) -> list
             if r.log_q - r.log_p <= tol:  # certificate: q(x*) = p(x*) and q >= p
                 _finish(r, iteration, True, start)
                 continue
-            if r.log_p > r.best_log_p:  # exact pruning against the best p seen (as decode)
+            if r.log_p > r.best_log_p:  # exact pruning, as in decode
                 r.best_log_p = r.log_p
                 prune_hopeless(r.qa, r.best_log_p)
             if r.qa.variant == "all-edges":  # refine; the new rows are filled below, batched

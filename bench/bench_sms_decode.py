@@ -58,13 +58,16 @@ def main() -> None:
     long_recs = [r for r in records if 8 <= len(r["words"]) <= 10][: args.sentences]
     lattices = [channel.build_lattice(r["observation"]) for r in long_recs]
     decode(lm, lattices[0])  # warm-up (lazy hash tables, adapter)
-    eng, ref, its, widths = [], [], [], []
+    eng, ref, its, widths, noprune = [], [], [], [], []
     ref_total = 0.0
     for lat in lattices:
         t0 = time.perf_counter()
         r = decode(lm, lat)
         eng.append(time.perf_counter() - t0)
         its.append(r.iterations)
+        t0 = time.perf_counter()
+        decode(lm, lat, prune=False)
+        noprune.append(time.perf_counter() - t0)
         widths.append(statistics.median(lat.widths))
         if ref_total < args.reference_cap:
             t0 = time.perf_counter()
@@ -84,6 +87,8 @@ def main() -> None:
           f"median iterations {statistics.median(its):.0f})")
     print(f"  engine decode   : median {statistics.median(eng):.4f} s, p95 {pct(eng, 95):.4f} s, "
           f"total {sum(eng):.2f} s")
+    print(f"  engine without candidate pruning: median {statistics.median(noprune):.4f} s, "
+          f"total {sum(noprune):.2f} s (pruning saves {sum(noprune) / sum(eng):.2f}x)")
     print(f"  reference (pure Python, first {k}): median {statistics.median(ref):.4f} s, "
           f"total {sum(ref):.2f} s")
     ratios = [b / a for a, b in zip(eng[:k], ref, strict=True)]
@@ -103,6 +108,35 @@ def main() -> None:
     print(f"lengths 1-10 ({len(times)} lattices): median {statistics.median(times):.4f} s, "
           f"p95 {pct(times, 95):.4f} s")
 
+    # The auto rule: on small candidate lists, time both exact methods and check the choice.
+    from arsdecode.corpus import choose_method
+    from arsdecode.full import full_decode
+    from arsdecode.model import as_target_model
+
+    adapter = as_target_model(lm)
+    agree = total = 0
+    t_auto = t_best = 0.0
+    for width in (3, 10, 30):
+        for rec in [r for r in records if 2 <= len(r["words"]) <= (10 if width < 30 else 5)][
+            : args.sentences
+        ]:
+            lat = channel.build_lattice(rec["observation"], top_k=width)
+            t0 = time.perf_counter()
+            decode(lm, lat)
+            t_a = time.perf_counter() - t0
+            t0 = time.perf_counter()
+            full_decode(lm, lat)
+            t_f = time.perf_counter() - t0
+            pick = choose_method(adapter, lat, "auto")
+            faster = "ars" if t_a <= t_f else "full"
+            agree += pick == faster
+            total += 1
+            t_auto += t_a if pick == "ars" else t_f
+            t_best += min(t_a, t_f)
+    if total:
+        print(f"auto rule on K in (3, 10, 30): picked the faster method on {agree}/{total} "
+              f"lattices; auto total {t_auto:.2f} s vs best-of-both {t_best:.2f} s")
+
     # Goal 3: sampling at length 10, K = 100, time until AR over the last 100 trials >= 20%.
     recs10 = [r for r in records if len(r["words"]) == 10][: args.sentences]
     stimes, sstates = [], []
@@ -120,7 +154,8 @@ def main() -> None:
     out = REPO / "work" / "bench" / "bench_sms_decode.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps({"engine_s": eng, "reference_s": ref, "iterations": its,
-                               "decode_many_s": t_many, "lengths_1_10_s": times,
+                               "decode_many_s": t_many, "engine_no_prune_s": noprune,
+                               "lengths_1_10_s": times,
                                "sample_s": stimes}, indent=1))
     print(f"raw results: {out}")
 
