@@ -31,6 +31,7 @@ from typing import Literal
 
 import numpy as np
 
+from arsdecode import automaton_export
 from arsdecode.errors import AutomatonError, LatticeError
 from arsdecode.lattice import Lattice
 from arsdecode.model import TargetModel, as_target_model, context_rows
@@ -422,71 +423,18 @@ class QAutomaton:
     def context_tokens(self, i: int, s: int) -> list[str]:
         return [self.lm.word(w) for w in self.layers[i].contexts[s]]
 
-    # ----- export --------------------------------------------------------------------------
+    # ----- export (arsdecode/automaton_export.py) ------------------------------------------
     def state_ids(self) -> dict[tuple[int, int], int]:
         """A global number for each (layer, state), layer by layer."""
-        ids: dict[tuple[int, int], int] = {}
-        for i, layer in enumerate(self.layers):
-            for s in range(len(layer)):
-                ids[(i, s)] = len(ids)
-        return ids
+        return automaton_export.state_ids(self)
 
     def to_networkx(self):
-        """The automaton as a networkx.MultiDiGraph: nodes carry layer and context, edges
-        carry token and ln weight; final states carry `final_weight` (the ln </s> bound)."""
-        import networkx as nx
-
-        g = nx.MultiDiGraph()
-        ids = self.state_ids()
-        L = len(self.lattice)
-        for (i, s), node in ids.items():
-            attrs = {"layer": i, "context": " ".join(self.context_tokens(i, s))}
-            if i == L:
-                attrs["final_weight"] = float(self.layers[L].weights[s, 0])
-            g.add_node(node, **attrs)
-        for i in range(L):
-            layer = self.layers[i]
-            for s in range(len(layer)):
-                for j, tok in enumerate(self.lattice.tokens[i]):
-                    g.add_edge(ids[(i, s)], ids[(i + 1, int(layer.targets[s, j]))],
-                               token=tok, weight=float(layer.weights[s, j]))
-        return g
+        """The automaton as a networkx.MultiDiGraph (see `automaton_export.to_networkx`)."""
+        return automaton_export.to_networkx(self)
 
     def to_fst(self):
-        """The automaton as a pynini Fst with log64 arcs (weight = -ln q, OpenFst's
-        convention), input = output = token; symbol table attached. -inf edges are left out.
-        """
-        import pynini
-
-        syms = pynini.SymbolTable()
-        syms.add_symbol("<eps>")
-        for toks in self.lattice.tokens:
-            for t in toks:
-                syms.add_symbol(t)
-        fst = pynini.Fst(arc_type="log64")
-        ids = self.state_ids()
-        for _ in ids:
-            fst.add_state()
-        fst.set_start(0)
-        L = len(self.lattice)
-        zero = pynini.Weight.zero("log64")
-        for i in range(L):
-            layer = self.layers[i]
-            for s in range(len(layer)):
-                src = ids[(i, s)]
-                for j, tok in enumerate(self.lattice.tokens[i]):
-                    w = float(layer.weights[s, j])
-                    if w == -np.inf:
-                        continue
-                    label = syms.find(tok)
-                    dst = ids[(i + 1, int(layer.targets[s, j]))]
-                    fst.add_arc(src, pynini.Arc(label, label, pynini.Weight("log64", -w), dst))
-        for s in range(len(self.layers[L])):
-            w = float(self.layers[L].weights[s, 0])
-            fst.set_final(ids[(L, s)], zero if w == -np.inf else pynini.Weight("log64", -w))
-        fst.set_input_symbols(syms)
-        fst.set_output_symbols(syms)
-        return fst
+        """The automaton as a pynini log64 Fst (see `automaton_export.to_fst`)."""
+        return automaton_export.to_fst(self)
 
     def write_fst(self, path: str) -> None:
         """Write `to_fst()` as an OpenFst binary file (inspect with fstprint/fstdraw)."""

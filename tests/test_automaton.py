@@ -191,3 +191,4 @@ def test_unknown_variant_is_rejected(random_lms):
     lattice = make_lattice(random.Random(0), model)
     with pytest.raises(ValueError):
         QAutomaton(model.lm, lattice, variant="nope")
+    assert QAutomaton(model.lm, lattice, variant="fresh").variant == "all-edges"  # old name
