@@ -7,13 +7,14 @@ across sentences: one `log_prob` query for the paths to score, one `log_prob` an
 `log_bound` query for the rows to (re)fill. The model answers row by row, so every sentence
 gets exactly the numbers `ars.decode` would get, and the same result (tested).
 
-Method choice (`method="auto"`): the full DP (`arsdecode.full`) costs about one model query
-per (state, candidate) pair, with states bounded by the distinct (n-1)-word contexts; ARS
-costs a few queries per candidate per refined state, times iterations. `auto` takes the full
-DP when its literal pair count `full_pairs` is at most `FULL_PAIRS_MAX` (small widths or low
-order, e.g. POS tagging), and ARS otherwise (large candidate lists, e.g. SMS). The threshold
-is a first estimate: `bench/bench_sms_decode.py` reports both methods where both run.
-Each result's `method` says which one ran.
+Method choice (`method="auto"`): the merged full DP (`arsdecode.full`) costs one model query
+per (state, candidate) pair, and its merged state count is only known as it runs (KenLM-style
+merging cuts the literal count by orders of magnitude on real models, so the literal count is a
+poor predictor: measured in bench/bench_sms_decode.py, it picked the faster method on 31 of 60
+lattices). `auto` therefore runs the full DP with a budget of `FULL_PAIRS_MAX` pairs per
+position and falls back to ARS when a position exceeds it; the wasted work is at most the
+positions before that one. Small candidate lists (POS tagging, top-K SMS) stay on the full DP,
+full candidate lists go to ARS. Each result's `method` says which one ran.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ import numpy as np
 from arsdecode.ars import DEFAULT_TOL, DecodeResult
 from arsdecode.automaton import DEFAULT_VARIANT, FillRequest, QAutomaton, Variant
 from arsdecode.errors import NoPathError, OptionError
-from arsdecode.full import full_decode
+from arsdecode.full import FullTooLarge, full_decode
 from arsdecode.inference import prune_hopeless, viterbi_indices
 from arsdecode.lattice import Lattice
 from arsdecode.model import TargetModel, as_target_model
@@ -36,27 +37,12 @@ from arsdecode.target import Target
 
 Method = Literal["auto", "ars", "full"]
 METHODS: tuple[str, ...] = ("auto", "ars", "full")
-FULL_PAIRS_MAX = 50_000  # auto: full DP if its literal (state, candidate) pairs are <= this
+FULL_PAIRS_MAX = 20_000  # auto: the full DP gives up past this many pairs at one position
 
 
-def full_pairs(model: TargetModel, lattice: Lattice) -> int:
-    """(state, candidate) pairs of the unmerged full DP: per position, the literal context
-    count (product of the widths of the previous order - 1 positions) times the width."""
-    w = max(model.order - 1, 0)
-    widths = lattice.widths
-    total = 0
-    for i, width in enumerate(widths):
-        total += math.prod(widths[max(0, i - w) : i]) * width
-    return total
-
-
-def choose_method(model: TargetModel, lattice: Lattice, method: Method) -> str:
-    """The exact method to run on `lattice` ("ars" or "full"), see the module docstring."""
+def _check_method(method: str) -> None:
     if method not in METHODS:
         raise OptionError(f"unknown method {method!r}; choose from {METHODS}")
-    if method != "auto":
-        return method
-    return "full" if full_pairs(model, lattice) <= FULL_PAIRS_MAX else "ars"
 
 
 def decode_many(
@@ -76,13 +62,18 @@ def decode_many(
     state count. Raises NoPathError naming the first lattice on which every path has
     probability zero.
     """
+    _check_method(method)
     model = as_target_model(lm)
-    methods = [choose_method(model, lat, method) for lat in lattices]
+    methods = [method] * len(lattices)
     results: list[DecodeResult | None] = [None] * len(lattices)
+    budget = FULL_PAIRS_MAX if method == "auto" else None
     for k, lat in enumerate(lattices):
-        if methods[k] == "full":
+        if methods[k] != "ars":
             try:
-                f = full_decode(model, lat)
+                f = full_decode(model, lat, max_pairs=budget)
+            except FullTooLarge:
+                methods[k] = "ars"
+                continue
             except NoPathError as err:
                 raise NoPathError(f"lattice {k}: {err}") from None
             results[k] = DecodeResult(

@@ -9,12 +9,12 @@ import pytest
 
 import ars_fixtures
 from ars_fixtures import make_lattice
+from arsdecode import corpus
 from arsdecode.ars import decode
-from arsdecode.corpus import FULL_PAIRS_MAX, choose_method, decode_many, full_pairs
+from arsdecode.corpus import decode_many
 from arsdecode.errors import NoPathError, OptionError
-from arsdecode.full import full_log_partition
+from arsdecode.full import FullTooLarge, full_decode, full_log_partition
 from arsdecode.lattice import Lattice
-from arsdecode.model import as_target_model
 from maxarpa.model import Model
 
 real_lms = ars_fixtures.real_lms
@@ -43,7 +43,7 @@ def test_decode_many_equals_decode(real_lms, random_lms, variant):
                 want.tokens, want.certified, want.iterations)
 
 
-def test_methods_agree_and_auto_records_its_choice(real_lms):
+def test_methods_agree_and_auto_records_its_choice(real_lms, monkeypatch):
     model = real_lms[4]
     rng = random.Random(7)
     lattices = [make_lattice(rng, model, max_len=6, max_width=5) for _ in range(10)]
@@ -51,12 +51,23 @@ def test_methods_agree_and_auto_records_its_choice(real_lms):
     ars = decode_many(model.lm, lattices, method="ars")
     full = decode_many(model.lm, lattices, method="full")
     auto = decode_many(model.lm, lattices)
-    adapter = as_target_model(model.lm)
-    for lat, a, f, x in zip(lattices, ars, full, auto, strict=True):
+    for a, f, x in zip(ars, full, auto, strict=True):
         assert a.method == "ars" and f.method == "full"
         assert abs(a.log_p - f.log_p) <= 1e-9 and f.certified
-        assert x.method == choose_method(adapter, lat, "auto")
-        assert x.method == ("full" if full_pairs(adapter, lat) <= FULL_PAIRS_MAX else "ars")
+        assert x.method == "full"  # a few hundred pairs: within corpus.FULL_PAIRS_MAX
+        assert x.tokens == f.tokens and x.log_p == f.log_p
+    monkeypatch.setattr(corpus, "FULL_PAIRS_MAX", 3)  # the full DP gives up: ARS runs
+    small = decode_many(model.lm, lattices)
+    for a, x, lat in zip(ars, small, lattices, strict=True):
+        try:
+            full_decode(model.lm, lat, max_pairs=3)
+            want = "full"
+        except FullTooLarge:
+            want = "ars"
+        assert x.method == want
+        if want == "ars":
+            assert (x.tokens, x.log_p, x.iterations) == (a.tokens, a.log_p, a.iterations)
+    assert any(x.method == "ars" for x in small)
 
 
 def test_bad_method_and_impossible_lattice(tmp_path, random_lms):
