@@ -7,7 +7,9 @@
         if rejected: q <- refine(q, x)                Algorithm 2, QAutomaton.refine
 
 Decoding's stopping rule is a certificate: q >= p everywhere and q(x*) >= q(y) for all y, so
-q(x*) = p(x*) gives p(x*) >= p(y). The comparison is made on float64 sums of identical terms
+q(x*) = p(x*) gives p(x*) >= p(y). (With pruning, q >= p holds on every path that avoids the
+pruned candidates, and every path through one has p below a path already found; see
+`inference.prune_hopeless`.) The comparison is made on float64 sums of identical terms
 in identical order (see target.py); `tol` (default 1e-9 nats) only absorbs the last-bit
 differences between a max-backoff bound that happens to be tight and the exact value.
 Results are natural log.
@@ -22,10 +24,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from arsdecode.automaton import QAutomaton
-from arsdecode.errors import NoPathError
-from arsdecode.inference import log_partition, sample_indices, viterbi_indices
+from arsdecode.automaton import DEFAULT_VARIANT, QAutomaton, Variant
+from arsdecode.errors import NoPathError, OptionError
+from arsdecode.inference import log_partition, prune_hopeless, sample_indices, viterbi_indices
 from arsdecode.lattice import Lattice
+from arsdecode.model import TargetModel, as_target_model
+from arsdecode.semiring import logsumexp
 from arsdecode.target import Target
 from maxarpa.model import Model
 
@@ -46,6 +50,7 @@ class DecodeResult:
     seconds: float
     certified: bool = True
     automaton: QAutomaton | None = field(default=None, repr=False, compare=False)
+    method: str = "ars"  # which exact method produced it: "ars" or "full" (corpus.decode_many)
 
     def to_json(self) -> dict:
         """JSON-ready dict (natural logs). Only "timing" varies between identical runs."""
@@ -70,17 +75,6 @@ class SampleTrace:
     accepted: list[bool]
     states: list[int]
     log_Z_q: list[float]  # ln q_t(X) of the automaton each trial was drawn from
-
-    def cumulative_ar(self) -> list[float]:
-        acc = np.cumsum(self.accepted)
-        return (acc / np.arange(1, len(acc) + 1)).tolist()
-
-    def windowed_ar(self, window: int = 100) -> list[float]:
-        a = np.asarray(self.accepted, dtype=float)
-        c = np.r_[0.0, np.cumsum(a)]
-        idx = np.arange(1, len(a) + 1)
-        lo = np.maximum(0, idx - window)
-        return ((c[idx] - c[lo]) / (idx - lo)).tolist()
 
 
 @dataclass(frozen=True)
@@ -116,26 +110,37 @@ class SampleResult:
 
 
 def decode(
-    lm: Model,
+    lm: Model | TargetModel,
     lattice: Lattice,
     *,
-    variant: str = "fresh",
+    variant: Variant = DEFAULT_VARIANT,
     max_iterations: int | None = None,
     tol: float = DEFAULT_TOL,
     on_iteration=None,
     keep_automaton: bool = False,
+    prune: bool | None = None,
 ) -> DecodeResult:
     """The exact most probable path of p over the lattice (Algorithm 1, decoding).
 
     Args:
+        lm: a maxarpa.Model (wrapped by `arsdecode.model.MaxArpaLM`) or any `TargetModel`.
+        variant: Algorithm 2's refinement, "all-edges" or "paper" (see `automaton.py`).
         max_iterations: stop early (result marked `certified=False`) after this many.
         on_iteration: optional callback(iteration, tokens, log_q, log_p) for traces.
         keep_automaton: return the final q-automaton in `automaton` (for export); off by
             default because it can hold tens of MB.
+        prune: drop candidates whose best q-path is below the best p found so far
+            (`inference.prune_hopeless`; exact, fewer model queries on large candidate
+            lists). Default: on, unless `keep_automaton` (an exported q stays a bound on p).
     """
     start = time.perf_counter()
-    target = Target(lm, lattice)
-    qa = QAutomaton(lm, lattice, variant=variant)
+    model = as_target_model(lm)
+    qa = QAutomaton(model, lattice, variant=variant, fill=False)
+    target = Target(model, lattice, token_ids=qa.cand_ids)
+    qa.on_exact_fill = target.remember_context  # exact edges are p's factors: reuse them
+    qa.fill_pending()
+    prune = (not keep_automaton) if prune is None else prune
+    best_log_p = -math.inf  # p of the best path seen: a lower bound on the optimum
     trace: list[tuple[float, float]] = []
     iteration = 0
     certified = False
@@ -151,6 +156,9 @@ def decode(
         if log_q - log_p <= tol:
             certified = True
             break
+        if prune and log_p > best_log_p:  # drop candidates that cannot beat it (exact)
+            best_log_p = log_p
+            prune_hopeless(qa, best_log_p)
         if not qa.refine_indices(idx):
             certified = log_q - log_p <= 1e-6  # only float noise is left on an exact path
             break
@@ -171,7 +179,7 @@ def decode(
 
 
 def sample(
-    lm: Model,
+    lm: Model | TargetModel,
     lattice: Lattice,
     n: int,
     seed: int | None = None,
@@ -179,7 +187,7 @@ def sample(
     batch: int = 100,
     target_ar: float = 0.2,
     ar_window: int = 100,
-    variant: str = "fresh",
+    variant: Variant = DEFAULT_VARIANT,
     max_trials: int | None = None,
     stop_when_adapted: bool = False,
     rng: np.random.Generator | None = None,
@@ -202,13 +210,14 @@ def sample(
     streaming output and progress); an exception in it ends the run.
     """
     if n < 0:
-        raise ValueError("n must be >= 0")
+        raise OptionError("n (the number of samples) must be >= 0")
     if batch < 1:
-        raise ValueError("batch must be >= 1")
+        raise OptionError("batch must be >= 1")
     start = time.perf_counter()
     rng = rng if rng is not None else np.random.default_rng(seed)
-    target = Target(lm, lattice)
-    qa = QAutomaton(lm, lattice, variant=variant)
+    model = as_target_model(lm)
+    qa = QAutomaton(model, lattice, variant=variant, track_pointers=False)
+    target = Target(model, lattice, token_ids=qa.cand_ids)
     if log_partition(qa) == -math.inf:
         raise NoPathError("every path of the lattice has probability 0 under the model")
     samples: list[list[str]] = []
@@ -288,18 +297,15 @@ def _normaliser_estimate(log_zq: list[float], accepted: list[bool]) -> tuple[flo
     """
     if not accepted:
         return -math.inf, (-math.inf, math.inf), -math.inf
-    lz = np.asarray(log_zq)
-    acc = np.asarray(accepted, dtype=float)
-    top = lz.max()
-    q = np.exp(lz - top)  # q_t(X) / e^top
+    lz = np.asarray(log_zq, dtype=np.float64)
+    acc = np.asarray(accepted, dtype=bool)
     n_acc = float(acc.sum())
-    inv_sum = float((1.0 / q).sum())
+    log_inv_sum = logsumexp(-lz)  # ln sum_t 1 / q_t(X), in log space: q_t may span 1e300
     if n_acc == 0:
-        upper = top + math.log(3.0 / inv_sum)  # rule of three on the acceptance count
+        upper = math.log(3.0) - log_inv_sum  # rule of three on the acceptance count
         return -math.inf, (-math.inf, float(upper)), -math.inf
-    plain = float(top + math.log(float((q * acc).mean())))
-    z_w = n_acc / inv_sum
-    r = np.minimum(z_w / q, 1.0)
+    plain = logsumexp(lz[acc]) - math.log(len(lz))
+    log_zw = math.log(n_acc) - log_inv_sum
+    r = np.exp(np.minimum(log_zw - lz, 0.0))  # r_t = min(Z_w / q_t, 1)
     rel_se = math.sqrt(float((r * (1.0 - r)).sum())) / n_acc
-    log_zw = float(top + math.log(z_w))
     return log_zw, (log_zw - 1.96 * rel_se, log_zw + 1.96 * rel_se), plain

@@ -23,7 +23,7 @@ from brute import brute_kenlm, brute_model
 
 TIGHT = 1e-9
 KENLM_TOL = 1e-4  # KenLM keeps float32 probabilities
-VARIANTS = ["fresh", "paper"]
+VARIANTS = ["all-edges", "paper"]
 
 
 def check_decode(model, lattice: Lattice, variant: str, *, kenlm_too: bool = True) -> None:
