@@ -10,7 +10,7 @@ JSON, so they always name the command that produced the page.
 
     python -m data_prep.prepare_sms --out work/sms_all \
         --corpora state_union brown abc webtext
-    python experiments/sms_experiments.py                       # ~15 min on 2 cores
+    python experiments/sms_experiments.py                       # about 7 min on 2 cores
     python experiments/sms_experiments.py --render-only work/sms_experiments/results.json
 
 What is run (natural log throughout, like the library); "long" sentences are those of the

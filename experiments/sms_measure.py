@@ -307,7 +307,8 @@ def profile_decode(rec: dict, n: int) -> dict:
     stats = pstats.Stats(prof).stats  # (file, line, name) -> (cc, nc, tt, ct, callers)
 
     def cum(name: str) -> float:
-        hits = [v[3] for k, v in stats.items() if k[2] == name]
+        hits = [v[3] for k, v in stats.items()
+                if k[2] == name and ("arsdecode" in k[0] or "maxarpa" in k[0])]
         if not hits:
             raise RuntimeError(f"profile: {name} was never called; update PROFILED")
         return sum(hits)

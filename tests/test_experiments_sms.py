@@ -27,6 +27,8 @@ sys.path.insert(0, str(REPO / "experiments"))
 import sms_experiments  # noqa: E402
 from report.sms_markdown import markdown  # noqa: E402
 
+pytestmark = pytest.mark.timeout(900)  # two tiny runs, ~40 s together
+
 SENTENCES = [["we", "must", "act", "now", "."],
              ["the", "state", "of", "our", "union", "is", "strong", "."]]
 OPTIONS = ["--orders", "3", "--jobs", "1", "--decode-per-length", "0", "--sample-per-length", "0",
