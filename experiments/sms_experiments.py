@@ -1,17 +1,18 @@
 """The paper's SMS-retrieval experiments (Carter, Dymetman & Bouchard 2012, sec. 3.1), our data.
 
 Why one runner: every table and figure of a results page comes from one seeded run over the same
-models and test set, so the numbers agree with each other. This script only runs the library
-and writes what it measured to a JSON file (under work/, gitignored: it holds test sentences
-drawn from the NLTK corpora); `experiments/report/sms_markdown.py` and `sms_plots.py` render the
-page and the plots from that JSON alone, so `--render-only RESULTS.json` redoes them without
-rerunning. The page's title and "Reproduce" block are rendered from the options recorded in the
-JSON, so they always name the command that produced the page.
+models and test set, so the numbers agree with each other. This script sequences the
+measurements of `sms_measure.py` (which only call the library) and writes them to a JSON file
+(under work/, gitignored: it holds test sentences drawn from the NLTK corpora);
+`report/sms_markdown.py` and `report/sms_plots.py` render the page and the plots from that JSON
+alone, so `--render-only RESULTS.json` redoes them without rerunning. The page's title and
+"Reproduce" block are rendered from the options recorded in the JSON, so they always name the
+command that produced the page.
 
-    python -m data_prep.prepare_sms --out work/sms_all \
+    .venv/bin/python -m data_prep.prepare_sms --out work/sms_all \
         --corpora state_union brown abc webtext
-    python experiments/sms_experiments.py                       # about 7 min on 2 cores
-    python experiments/sms_experiments.py --render-only work/sms_experiments/results.json
+    .venv/bin/python experiments/sms_experiments.py               # about 7 min on 2 cores
+    .venv/bin/python experiments/sms_experiments.py --render-only work/sms_experiments/results.json
 
 What is run (natural log throughout, like the library); "long" sentences are those of the
 test set's greatest length (10), N is the highest order (5):
