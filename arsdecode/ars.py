@@ -75,6 +75,10 @@ class SampleTrace:
     accepted: list[bool]
     states: list[int]
     log_Z_q: list[float]  # ln q_t(X) of the automaton each trial was drawn from
+    # Index (into the lists above) of the first trial drawn from the final q, the one never
+    # refined again; len(ratios) if q was refined after the last trial. Trials from there on
+    # are i.i.d. given that q (e.g. for an importance-sampling estimate over them).
+    frozen_from: int
 
 
 @dataclass(frozen=True)
@@ -92,6 +96,23 @@ class SampleResult:
     refinements: int
     seconds: float
     trace: SampleTrace = field(repr=False)
+    # Trials drawn when the acceptance rate over the last `ar_window` trials first reached
+    # `target_ar` (checked at the end of a batch; q is frozen from then on); None if never.
+    adapted_at_trial: int | None
+
+    def ranked(self) -> list[tuple[list[str], int, float]]:
+        """Distinct samples as (tokens, count, ln p), most frequent first (the paper's Table 4).
+
+        Ties are broken by higher ln p, then by the tokens, so the order is reproducible.
+        """
+        counts: dict[tuple[str, ...], int] = {}
+        score: dict[tuple[str, ...], float] = {}
+        for tokens, log_p in zip(self.samples, self.log_p, strict=True):
+            key = tuple(tokens)
+            counts[key] = counts.get(key, 0) + 1
+            score[key] = log_p
+        order = sorted(counts, key=lambda k: (-counts[k], -score[k], k))
+        return [(list(k), counts[k], score[k]) for k in order]
 
     def to_json(self) -> dict:
         """JSON-ready dict (natural logs). Only "timing" varies between runs with one seed."""
@@ -200,7 +221,8 @@ def sample(
     q; afterwards q is frozen and batches are drawn until n samples are accepted. Accepted
     trials are exact samples whatever q was, since q never depends on the trial it judges.
     `stop_when_adapted` ends the run as soon as the target is reached (the paper's Table 3
-    and Fig. 3c/3d measure exactly that), even with fewer than n samples.
+    and Fig. 3c/3d measure exactly that), even with fewer than n samples; `adapt` is the
+    entry point for that protocol.
 
     log_Z: the per-trial unbiased estimates q_t(X) * 1[accepted_t] of p(X), averaged with
     predictable weights 1 / q_t(X); log_Z_unweighted is their plain mean. See
@@ -211,10 +233,61 @@ def sample(
     """
     if n < 0:
         raise OptionError("n (the number of samples) must be >= 0")
+    rng = rng if rng is not None else np.random.default_rng(seed)
+    return _adaptive_rejection(
+        lm, lattice, n, rng, batch=batch, target_ar=target_ar, ar_window=ar_window,
+        variant=variant, max_trials=max_trials, stop_when_adapted=stop_when_adapted,
+        on_sample=on_sample,
+    )
+
+
+def adapt(
+    lm: Model | TargetModel,
+    lattice: Lattice,
+    *,
+    batch: int = 100,
+    target_ar: float = 0.2,
+    ar_window: int = 100,
+    variant: Variant = DEFAULT_VARIANT,
+    max_trials: int | None = None,
+    seed: int | None = None,
+    rng: np.random.Generator | None = None,
+) -> SampleResult:
+    """Refine q until it is good enough to sample from, then stop (the paper's Table 3 and
+    Fig. 3c/3d protocol: trials, states and time to reach the acceptance-rate target).
+
+    The same loop as `sample`: batches of B = `batch` trials, every rejected trial of a batch
+    refines q, until the acceptance rate over the last `ar_window` trials is >= `target_ar` at
+    the end of a batch (so `trials` is a multiple of B); `adapted_at_trial` is then `trials`.
+    If `max_trials` runs out first, `adapted_at_trial` is None. The trials accepted on the way
+    are exact samples of p, in `samples`. Times are in `seconds` (q^(0) and the target
+    included); logs are natural.
+    """
+    rng = rng if rng is not None else np.random.default_rng(seed)
+    return _adaptive_rejection(
+        lm, lattice, None, rng, batch=batch, target_ar=target_ar, ar_window=ar_window,
+        variant=variant, max_trials=max_trials, stop_when_adapted=True,
+    )
+
+
+def _adaptive_rejection(
+    lm: Model | TargetModel,
+    lattice: Lattice,
+    n: int | None,
+    rng: np.random.Generator,
+    *,
+    batch: int,
+    target_ar: float,
+    ar_window: int,
+    variant: Variant,
+    max_trials: int | None,
+    stop_when_adapted: bool,
+    on_sample: Callable[[list[str], float], None] | None = None,
+) -> SampleResult:
+    """The loop shared by `sample` (until n accepted) and `adapt` (n = None: until adapted)."""
     if batch < 1:
         raise OptionError("batch must be >= 1")
     start = time.perf_counter()
-    rng = rng if rng is not None else np.random.default_rng(seed)
     model = as_target_model(lm)
     qa = QAutomaton(model, lattice, variant=variant, track_pointers=False)
     target = Target(model, lattice, token_ids=qa.cand_ids)
@@ -227,8 +300,10 @@ def sample(
     states: list[int] = []
     log_zq: list[float] = []
     adapting = True
+    adapted_at: int | None = None
+    frozen_from = 0
     refinements = 0
-    while len(samples) < n:
+    while n is None or len(samples) < n:
         if max_trials is not None and len(accepted) >= max_trials:
             break
         paths, log_z = sample_indices(qa, batch, rng)
@@ -261,10 +336,14 @@ def sample(
             window = accepted[-ar_window:]
             if len(accepted) >= ar_window and sum(window) / len(window) >= target_ar:
                 adapting = False
+                adapted_at = len(accepted)
                 if stop_when_adapted:  # the paper's protocol: time to reach the AR target
                     break
             else:
-                refinements += qa.refine_many(rejected)
+                changed = qa.refine_many(rejected)
+                refinements += changed
+                if changed:
+                    frozen_from = len(accepted)
     log_Z, ci, log_Z_plain = _normaliser_estimate(log_zq, accepted)
     trials = len(accepted)
     return SampleResult(
@@ -278,7 +357,8 @@ def sample(
         states=qa.num_states(),
         refinements=refinements,
         seconds=time.perf_counter() - start,
-        trace=SampleTrace(ratios, accepted, states, log_zq),
+        trace=SampleTrace(ratios, accepted, states, log_zq, frozen_from),
+        adapted_at_trial=adapted_at,
     )
 
 

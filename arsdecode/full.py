@@ -235,11 +235,35 @@ def full_state_count(lm, lattice: Lattice, *, minimized: bool = False) -> int:
     if minimized:
         return _sweep(model, lattice, semiring=LogSumExp, minimize=True, keep=False).dp_states
     w = max(model.order - 1, 0)
-    distinct = [
-        len(set(model.ids(list(t))[np.asarray(e) > -np.inf].tolist()))
-        for t, e in zip(lattice.tokens, lattice.log_emissions, strict=True)
-    ]
+    distinct = _distinct_candidates(model, lattice)
     total = 1
     for i in range(1, len(lattice) + 1):
         total += math.prod(distinct[max(0, i - w) : i]) if w else 1
     return total
+
+
+def full_ngrams_by_order(lm, lattice: Lattice) -> dict[int, int]:
+    """(context, word) weights of the full model over the lattice, by n-gram order (Table 1).
+
+    The word at position i (1-based; i = L + 1 is </s>) is predicted from the last n - 1
+    tokens of `<s> x_1..x_{i-1}`: order min(n, i + 1), one weight per choice of the last
+    min(n - 1, i - 1) words and of the word itself (<s> and </s> have one choice). Counted
+    over the same distinct candidates as `full_state_count`, so the two describe one model.
+    """
+    model = as_target_model(lm)
+    n = model.order
+    choices = _distinct_candidates(model, lattice) + [1]
+    counts: dict[int, int] = {}
+    for i in range(1, len(choices) + 1):
+        real_ctx = min(n - 1, i - 1)
+        order = min(n, i + 1)
+        counts[order] = counts.get(order, 0) + math.prod(choices[i - 1 - real_ctx : i])
+    return dict(sorted(counts.items()))
+
+
+def _distinct_candidates(model: TargetModel, lattice: Lattice) -> list[int]:
+    """Per position, the distinct LM ids among candidates with a finite emission."""
+    return [
+        len(set(model.ids(list(t))[np.asarray(e) > -np.inf].tolist()))
+        for t, e in zip(lattice.tokens, lattice.log_emissions, strict=True)
+    ]
