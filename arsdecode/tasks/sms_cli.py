@@ -10,7 +10,6 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from collections import Counter
 
 from arsdecode.api import DEFAULT_LM, load_lm
 from arsdecode.ars import decode, sample
@@ -74,7 +73,7 @@ def run_sample(args: argparse.Namespace, lm, channel, load_seconds: float) -> in
     lattice = channel.build_lattice(args.observation, top_k=top_k)
     r = sample(lm, lattice, args.sample, args.seed, batch=args.batch,
                target_ar=args.target_ar, ar_window=args.ar_window, variant=args.variant)
-    ranked = rank_samples(r.samples, r.log_p)
+    ranked = r.ranked()
     if args.json:
         out = r.to_json()
         out["ranked"] = [{"tokens": t, "count": c, "log_p": lp} for t, c, lp in ranked]
@@ -114,12 +113,3 @@ def run_decode(args: argparse.Namespace, lm, channel, load_seconds: float) -> in
         return EXIT_UNCERTIFIED
     return EXIT_OK
 
-
-def rank_samples(
-    samples: list[list[str]], log_p: list[float]
-) -> list[tuple[list[str], int, float]]:
-    """Distinct samples with their counts and log p, most frequent first (Table 4)."""
-    counts = Counter(tuple(s) for s in samples)
-    score = {tuple(s): lp for s, lp in zip(samples, log_p)}
-    ranked = sorted(counts.items(), key=lambda kv: (-kv[1], -score[kv[0]]))
-    return [(list(t), c, score[t]) for t, c in ranked]
