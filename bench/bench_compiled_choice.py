@@ -35,7 +35,8 @@ sys.path[:0] = [{repo!r}, {bench!r}]
 from maxarpa.model import Model
 lm = Model.load({model!r})
 rng = np.random.default_rng(0)
-ctx = rng.integers(0, lm.trie.vocab_size, (30, lm.order - 1)); w = rng.integers(0, lm.trie.vocab_size, 30)
+v = lm.trie.vocab_size
+ctx = rng.integers(0, v, (30, lm.order - 1)); w = rng.integers(0, v, 30)
 """
 FIRST_CALL = {
     "numpy": "lm.log10p_batch(ctx, w); lm.max_log10p_batch(ctx, w)",
@@ -81,10 +82,11 @@ def fresh_process(model: Path, kind: str, env: dict[str, str] | None = None) -> 
 
 
 def main() -> int:
+    from numba_walk import numba_walk
+
     from arsdecode.native import native_ngram
     from maxarpa.constants import LN10
     from maxarpa.model import Model
-    from numba_walk import numba_walk
 
     model = Path(sys.argv[1]) if len(sys.argv) > 1 else DEFAULT_MODEL
     lm = Model.load(model)
@@ -142,7 +144,8 @@ def main() -> int:
         base = base or s
         print(f"{name:16s} {s:6.2f} s   +{s - base:5.2f} s over numpy")
     s = fresh_process(model, "numba", env_cold)
-    print(f"{'numba (empty)':16s} {s:6.2f} s   +{s - base:5.2f} s over numpy  (first run after install)")
+    print(f"{'numba (empty)':16s} {s:6.2f} s   +{s - base:5.2f} s over numpy"
+          "  (first run after install)")
     return 0
 
 
