@@ -62,6 +62,7 @@ class BatchResult:
     score: np.ndarray  # (S,) ln p of the best path (Viterbi) or ln Z; -inf: no path
     dp_states: np.ndarray  # (S,) merged states built, the start state included
     max_states: np.ndarray  # (S,) the most states at one position
+    pairs: np.ndarray  # (S,) (state, candidate) pairs visited: the DP's cost
 
 
 def useful_context_tables(lm: Model) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -133,11 +134,11 @@ def run_flat(lm: Model, flat: FlatLattices, *, viterbi: bool = True) -> BatchRes
     """One compiled call over every lattice in `flat`."""
     if lm.bos_id is None or lm.eos_id is None:
         raise ValueError(f"{lm.source}: the model has no <s> or </s>")
-    choice, score, states, widest = full_dp(lm).run(
+    choice, score, states, widest, pairs = full_dp(lm).run(
         flat.sent_off, flat.pos_off, flat.cand_ids, flat.cand_emis, lm.bos_id, lm.eos_id,
         viterbi,
     )
-    return BatchResult(choice, score, states, widest)
+    return BatchResult(choice, score, states, widest, pairs)
 
 
 def full_decode_many(lm: Model, lattices: Sequence[Lattice]) -> list[tuple[list[str], float]]:

@@ -11,6 +11,8 @@ import numpy as np
 include "_ngram.pxi"
 include "_fulldp.pxi"
 
+cdef long long DENSE_MAX_VOCAB = 4096  # dense transition rows up to this vocabulary size
+
 
 cdef class NgramCore:
     """The tables of one n-gram model; `walk` answers a batch of (context, word) rows."""
@@ -78,7 +80,12 @@ cdef class FullDP:
     cdef NgramCore core
     cdef UsefulTables u
     cdef readonly object arrays
-    cdef TransMap cache
+    cdef TransMap cache          # (gid, word) -> (next gid, ln p) for large vocabularies
+    cdef bint dense              # small vocabulary (tags): one dense row of V per visited gid
+    cdef vector[int] block_of    # gid -> its row in dnext/dlp, or -1
+    cdef vector[int] dnext       # next gid, or -2 while not computed
+    cdef vector[double] dlp
+    cdef long long n_trans
 
     def __init__(self, NgramCore core, long long[:, ::1] rows, int[::1] lens,
                  unsigned long long[::1] keys, int[::1] slots, int bits):
@@ -99,26 +106,51 @@ cdef class FullDP:
         self.u.slots = &slots[0]
         self.u.nslots = slots.shape[0]
         self.u.bits = bits
+        self.dense = core.t.vocab <= DENSE_MAX_VOCAB
+        if self.dense:
+            self.block_of = vector[int](n_ctx, -1)
+        self.n_trans = 0
 
     cdef inline void _trans(self, long long gid, long long word, long long *nxt,
                             double *lp) noexcept nogil:
         cdef TransMap.iterator it
         cdef long long dummy = -1
         cdef const long long *row
-        cdef unsigned long long key = <unsigned long long>gid * <unsigned long long>self.core.t.vocab \
+        cdef long long V = self.core.t.vocab
+        cdef long long b, idx
+        cdef unsigned long long key = <unsigned long long>gid * <unsigned long long>V \
             + <unsigned long long>word
-        it = self.cache.find(key)
-        if it != self.cache.end():
-            nxt[0] = deref(it).second.first
-            lp[0] = deref(it).second.second
-            return
+        if self.dense:
+            b = self.block_of[gid]
+            if b < 0:
+                b = <long long>(self.dnext.size() // V)
+                self.block_of[gid] = <int>b
+                self.dnext.resize((b + 1) * V, -2)
+                self.dlp.resize((b + 1) * V, 0.0)
+            idx = b * V + word
+            if self.dnext[idx] != -2:
+                nxt[0] = self.dnext[idx]
+                lp[0] = self.dlp[idx]
+                return
+        else:
+            it = self.cache.find(key)
+            if it != self.cache.end():
+                nxt[0] = deref(it).second.first
+                lp[0] = deref(it).second.second
+                return
         row = (self.u.rows + gid * self.u.width) if self.u.width else &dummy
         lp[0] = ng_walk(&self.core.t, row, self.u.width, word, False)
-        nxt[0] = uc_cut_append(&self.u, self.core.t.vocab, gid, word)
-        self.cache[key] = Trans(nxt[0], lp[0])
+        nxt[0] = uc_cut_append(&self.u, V, gid, word)
+        self.n_trans += 1
+        if self.dense:
+            self.dnext[idx] = <int>nxt[0]
+            self.dlp[idx] = lp[0]
+        else:
+            self.cache[key] = Trans(nxt[0], lp[0])
 
     def cache_size(self) -> int:
-        return self.cache.size()
+        """Transitions (state, word) computed and cached so far."""
+        return self.n_trans
 
     def run(self, long long[::1] sent_off, long long[::1] pos_off, long long[::1] cand_ids,
             double[::1] cand_emis, long long bos, long long eos, bint viterbi):
@@ -128,7 +160,8 @@ cdef class FullDP:
         word ids, cand_emis ln emissions (-inf = forbidden). Returns (choice, score, dp_states,
         max_states): choice (P,) int32 candidate index within its position (-1 where no path,
         or when summing), score (S,) the best ln p or ln Z (-inf: no path), dp_states (S,) the
-        merged states built (start state included), max_states (S,) the widest position.
+        merged states built (start state included), max_states (S,) the widest position,
+        pairs (S,) the (state, candidate) pairs visited (the DP's cost).
         """
         cdef Py_ssize_t S = sent_off.shape[0] - 1, P = pos_off.shape[0] - 1
         cdef Py_ssize_t C = cand_ids.shape[0], i
@@ -144,9 +177,10 @@ cdef class FullDP:
         score = np.full(S, -np.inf)
         states = np.zeros(S, dtype=np.int64)
         widest = np.zeros(S, dtype=np.int64)
+        pairs = np.zeros(S, dtype=np.int64)
         cdef int[::1] ch = choice
         cdef double[::1] sc = score
-        cdef long long[::1] st = states, wd = widest
+        cdef long long[::1] st = states, wd = widest, pr = pairs
         cdef vector[int] local_of = vector[int](self.u.n_ctx, -1)
         cdef vector[long long] cur_g, nxt_g, bp_prev
         cdef vector[double] cur_a, nxt_a, nxt_s
@@ -179,6 +213,7 @@ cdef class FullDP:
                     nxt_a.clear()
                     nxt_s.clear()
                     layer_off.push_back(bp_prev.size())
+                    pr[s] += <long long>cur_g.size() * (pos_off[p + 1] - pos_off[p])
                     for si in range(<Py_ssize_t>cur_g.size()):
                         g = cur_g[si]
                         a = cur_a[si]
@@ -256,7 +291,7 @@ cdef class FullDP:
                     for si in range(<Py_ssize_t>nxt_a.size()):
                         a = a + exp(nxt_a[si] - m)
                     sc[s] = m + log(a)
-        return choice, score, states, widest
+        return choice, score, states, widest, pairs
 
 
 def build_hash(unsigned long long[::1] keys):
