@@ -24,6 +24,7 @@ from arsdecode.errors import NoPathError
 from arsdecode.lattice import Lattice
 from arsdecode.native import _core, native_ngram
 from maxarpa.model import Model
+from maxarpa.table import row_hashes, unique_rows
 
 _EMPTY_KEY = np.uint64(2**64 - 1)  # the empty context's key: never a real parent * V + word
 
@@ -68,38 +69,31 @@ class BatchResult:
 def useful_context_tables(lm: Model) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """All useful contexts with a global id (0 = empty context), prefix-closed.
 
-    Returns (rows, lens, keys, hash): rows (N, n-1) int64 left-padded with -1, lens (N,) int32,
+    Returns (rows, lens, keys): rows (N, n-1) int64 left-padded with -1, lens (N,) int32,
     keys (N,) uint64 = gid(prefix) * V + last word.
     """
     trie = lm.trie
     n, v = trie.order, np.uint64(trie.vocab_size)
     width = max(n - 1, 0)
-    parts: list[list[np.ndarray]] = [[] for _ in range(n)]
-    for k, node in enumerate(trie.nodes, start=1):
-        listed = node.rows[node.listed].astype(np.int64)
-        for j in range(1, k):
-            parts[j].append(listed[:, :j])
-        if k < n:
-            parts[k].append(node.rows[node.listed & (node.log10bow != 0)].astype(np.int64))
+    # U_j = prefixes of listed (j+1)-grams, prefixes of U_{j+1}, listed j-grams with bow != 0:
+    # top-down, so each level dedupes about two orders' worth of rows, not all longer n-grams.
+    level: dict[int, np.ndarray] = {}
+    above = np.empty((0, width + 1), dtype=np.int32)
+    for j in range(width, 0, -1):
+        node_up, node = trie.nodes[j], trie.nodes[j - 1]
+        parts = [node_up.rows[node_up.listed][:, :j].astype(np.int32), above[:, :j],
+                 node.rows[node.listed & (node.log10bow != 0)].astype(np.int32)]
+        rows = np.concatenate(parts)
+        above = unique_rows(rows)[0] if len(rows) else rows
+        level[j] = above
     all_rows = [np.full((1, width), -1, dtype=np.int64)]
     all_lens = [np.zeros(1, dtype=np.int32)]
     all_keys = [np.array([_EMPTY_KEY], dtype=np.uint64)]
-    sorted_keys = np.empty(0, dtype=np.uint64)
-    sorted_gids = np.empty(0, dtype=np.int64)
     next_gid = 1
+    prev_rows, prev_gids = np.empty((0, 0), dtype=np.int32), np.zeros(1, dtype=np.int64)
     for j in range(1, width + 1):
-        if not parts[j]:
-            continue
-        rows = np.unique(np.concatenate(parts[j]), axis=0)
-        if len(rows) == 0:
-            continue
-        g = np.zeros(len(rows), dtype=np.int64)
-        for t in range(j - 1):
-            key = g.astype(np.uint64) * v + rows[:, t].astype(np.uint64)
-            pos = np.minimum(np.searchsorted(sorted_keys, key), len(sorted_keys) - 1)
-            if not (sorted_keys[pos] == key).all():
-                raise AssertionError("useful contexts must be prefix-closed")
-            g = sorted_gids[pos]
+        rows = level[j]
+        g = _parent_gids(rows, prev_rows, prev_gids)
         keys = g.astype(np.uint64) * v + rows[:, -1].astype(np.uint64)
         gids = np.arange(next_gid, next_gid + len(rows), dtype=np.int64)
         next_gid += len(rows)
@@ -108,12 +102,35 @@ def useful_context_tables(lm: Model) -> tuple[np.ndarray, np.ndarray, np.ndarray
         all_rows.append(padded)
         all_lens.append(np.full(len(rows), j, dtype=np.int32))
         all_keys.append(keys)
-        merged_keys = np.concatenate([sorted_keys, keys])
-        merged_gids = np.concatenate([sorted_gids, gids])
-        order = np.argsort(merged_keys, kind="stable")
-        sorted_keys, sorted_gids = merged_keys[order], merged_gids[order]
+        prev_rows, prev_gids = rows, gids
     keys = np.concatenate(all_keys)
     return np.ascontiguousarray(np.concatenate(all_rows)), np.concatenate(all_lens), keys
+
+
+def _parent_gids(rows: np.ndarray, prev_rows: np.ndarray, prev_gids: np.ndarray) -> np.ndarray:
+    """gid of each row's prefix rows[:, :-1] among the previous level (prev_rows, prev_gids).
+
+    Matched by 64-bit row hash and verified row by row; a hash collision falls back to a dict.
+    """
+    j = rows.shape[1]
+    if j == 1 or len(rows) == 0:
+        return np.zeros(len(rows), dtype=np.int64)
+    prefix = np.ascontiguousarray(rows[:, :-1])
+    h_prev = row_hashes(prev_rows)
+    order = np.argsort(h_prev)
+    hs = h_prev[order]
+    h = row_hashes(prefix)
+    pos = np.minimum(np.searchsorted(hs, h), len(hs) - 1)
+    cand = order[pos]
+    ok = (hs[pos] == h) & (prev_rows[cand] == prefix).all(axis=1)
+    if not ok.all():
+        index = {tuple(r): i for i, r in enumerate(prev_rows.tolist())}
+        for i in np.flatnonzero(~ok):
+            hit = index.get(tuple(prefix[i].tolist()))
+            if hit is None:
+                raise AssertionError("useful contexts must be prefix-closed")
+            cand[i] = hit
+    return prev_gids[cand]
 
 
 _DP: weakref.WeakKeyDictionary[Model, _core.FullDP] = weakref.WeakKeyDictionary()

@@ -36,6 +36,7 @@ class TagManyResult:
     method: str
     dp_states: np.ndarray | None = None  # (S,) merged states built ("full" only)
     max_states: np.ndarray | None = None  # (S,) widest position ("full" only)
+    pairs: np.ndarray | None = None  # (S,) (state, candidate) pairs visited ("full" only)
 
 
 class _CandidateTable:
@@ -114,7 +115,8 @@ def tag_many(lm: Model, emissions, sentences: Sequence[Sequence[str]], *,
     tags = [cand_tags[p][c] for p, c in enumerate(choice)]
     off = flat.sent_off.tolist()
     per_sentence = [tags[off[s] : off[s + 1]] for s in range(len(off) - 1)]
-    return TagManyResult(per_sentence, res.score, "full", res.dp_states, res.max_states)
+    return TagManyResult(per_sentence, res.score, "full", res.dp_states, res.max_states,
+                         res.pairs)
 
 
 def predicted_states(lm: Model, flat: FlatLattices) -> np.ndarray:
