@@ -85,11 +85,15 @@ cdef class FullDP:
     cdef vector[int] block_of    # gid -> its row in dnext/dlp, or -1
     cdef vector[int] dnext       # next gid, or -2 while not computed
     cdef vector[double] dlp
+    cdef vector[double] dbows    # per block: the state's context backoffs (walk B, once)
+    cdef vector[int] dctx_depth  # per block: how many context suffixes were found
     cdef long long n_trans
+    cdef vector[int] fail        # gid -> longest proper useful suffix (failure link)
 
     def __init__(self, NgramCore core, long long[:, ::1] rows, int[::1] lens,
                  unsigned long long[::1] keys, int[::1] slots, int bits):
         cdef long long n_ctx = lens.shape[0]
+        cdef Py_ssize_t i
         if n_ctx < 1 or keys.shape[0] != n_ctx or rows.shape[0] != n_ctx:
             raise ValueError("FullDP: useful-context arrays disagree")
         if rows.shape[1] != core.t.order - 1 or rows.shape[1] > 63:
@@ -110,6 +114,12 @@ cdef class FullDP:
         if self.dense:
             self.block_of = vector[int](n_ctx, -1)
         self.n_trans = 0
+        for i in range(1, n_ctx):  # gids must ascend with length for the failure links
+            if lens[i] < lens[i - 1] or lens[i] < 1:
+                raise ValueError("FullDP: useful contexts must be ordered by length")
+        self.fail = vector[int](n_ctx, 0)
+        with nogil:
+            uc_fail_links(&self.u, core.t.vocab, self.fail.data())
 
     cdef inline void _trans(self, long long gid, long long word, long long *nxt,
                             double *lp) noexcept nogil:
@@ -117,21 +127,39 @@ cdef class FullDP:
         cdef long long dummy = -1
         cdef const long long *row
         cdef long long V = self.core.t.vocab
-        cdef long long b, idx
+        cdef long long b, idx, node, ctx_node
+        cdef int depth, j
+        cdef double bow_sum
         cdef unsigned long long key = <unsigned long long>gid * <unsigned long long>V \
             + <unsigned long long>word
         if self.dense:
             b = self.block_of[gid]
+            row = (self.u.rows + gid * self.u.width) if self.u.width else &dummy
             if b < 0:
                 b = <long long>(self.dnext.size() // V)
                 self.block_of[gid] = <int>b
                 self.dnext.resize((b + 1) * V, -2)
                 self.dlp.resize((b + 1) * V, 0.0)
+                self.dbows.resize((b + 1) * (self.u.width + 1), 0.0)
+                self.dctx_depth.push_back(ng_context_bows(
+                    &self.core.t, row, self.u.width,
+                    self.dbows.data() + b * (self.u.width + 1), &ctx_node))
             idx = b * V + word
             if self.dnext[idx] != -2:
                 nxt[0] = self.dnext[idx]
                 lp[0] = self.dlp[idx]
                 return
+            # ng_walk(.., want_max=False) with the state's walk B done once per state.
+            node = ng_walk_a(&self.core.t, row, self.u.width, word, &depth)
+            bow_sum = 0.0
+            for j in range(depth, self.dctx_depth[b] + 1):
+                bow_sum += self.dbows[b * (self.u.width + 1) + j - 1]
+            lp[0] = self.core.t.lp[self.core.t.node_off[depth - 1] + node] + bow_sum
+            nxt[0] = uc_cut_append(&self.u, self.fail.data(), V, gid, word)
+            self.n_trans += 1
+            self.dnext[idx] = <int>nxt[0]
+            self.dlp[idx] = lp[0]
+            return
         else:
             it = self.cache.find(key)
             if it != self.cache.end():
@@ -140,13 +168,9 @@ cdef class FullDP:
                 return
         row = (self.u.rows + gid * self.u.width) if self.u.width else &dummy
         lp[0] = ng_walk(&self.core.t, row, self.u.width, word, False)
-        nxt[0] = uc_cut_append(&self.u, V, gid, word)
+        nxt[0] = uc_cut_append(&self.u, self.fail.data(), V, gid, word)
         self.n_trans += 1
-        if self.dense:
-            self.dnext[idx] = <int>nxt[0]
-            self.dlp[idx] = lp[0]
-        else:
-            self.cache[key] = Trans(nxt[0], lp[0])
+        self.cache[key] = Trans(nxt[0], lp[0])
 
     def cache_size(self) -> int:
         """Transitions (state, word) computed and cached so far."""

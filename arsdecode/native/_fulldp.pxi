@@ -42,27 +42,45 @@ cdef inline long long uc_find(const UsefulTables *u, unsigned long long key) noe
         pos = (pos + 1) & mask
 
 
-cdef inline long long uc_cut_append(const UsefulTables *u, long long vocab, long long gid,
-                                    long long word) noexcept nogil:
-    """gid of cut(context(gid) . word): its longest useful suffix (0 = the empty context)."""
-    cdef long long seq[64]
-    cdef int L = u.lens[gid]
-    cdef int total, s, t, start0
-    cdef long long g
+cdef inline long long uc_cut_append(const UsefulTables *u, const int *fail, long long vocab,
+                                    long long gid, long long word) noexcept nogil:
+    """gid of cut(context(gid) . word): its longest useful suffix (0 = the empty context).
+
+    Useful contexts are prefix-closed, so a useful suffix of c.w is s.w with s a useful suffix
+    of c; those are gid's failure chain (fail[g] = longest proper useful suffix of g, as in
+    Aho-Corasick). Starting from gid itself unless c.w would exceed n - 1 words.
+    """
+    cdef long long g, c
     if u.width == 0:
         return 0
-    for t in range(L):
-        seq[t] = u.rows[gid * u.width + u.width - L + t]
-    seq[L] = word
-    total = L + 1
-    start0 = total - u.width if total > u.width else 0
-    for s in range(start0, total):
-        g = 0
-        for t in range(s, total):
-            g = uc_find(u, <unsigned long long>g * <unsigned long long>vocab
-                        + <unsigned long long>seq[t])
-            if g < 0:
+    g = gid if u.lens[gid] < u.width else fail[gid]
+    while True:
+        c = uc_find(u, <unsigned long long>g * <unsigned long long>vocab + <unsigned long long>word)
+        if c >= 0:
+            return c
+        if g == 0:
+            return 0
+        g = fail[g]
+
+
+cdef void uc_fail_links(const UsefulTables *u, long long vocab, int *fail) noexcept nogil:
+    """fail[x] for every gid, in gid order (gids ascend with length): x = p.w gets the first
+    child by w along p's failure chain, else the empty context."""
+    cdef long long x, p, w, g, c
+    fail[0] = 0
+    for x in range(1, u.n_ctx):
+        p = <long long>(u.keys[x] // <unsigned long long>vocab)
+        w = <long long>(u.keys[x] % <unsigned long long>vocab)
+        if p == 0:
+            fail[x] = 0
+            continue
+        g = fail[p]
+        while True:
+            c = uc_find(u, <unsigned long long>g * <unsigned long long>vocab + <unsigned long long>w)
+            if c >= 0:
+                fail[x] = <int>c
                 break
-        if g >= 0:
-            return g
-    return 0
+            if g == 0:
+                fail[x] = 0
+                break
+            g = fail[g]

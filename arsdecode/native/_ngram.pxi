@@ -46,6 +46,49 @@ cdef inline long long ng_find(const NgramTables *t, int k, unsigned long long ke
         pos = (pos + 1) & mask
 
 
+cdef inline long long ng_walk_a(const NgramTables *t, const long long *ctx, int width,
+                                long long word, int *depth) noexcept nogil:
+    """Walk A: the longest table node v.w ending ctx.w; returns its row, sets depth = |v| + 1."""
+    cdef int j
+    cdef long long node = word, found, wj
+    depth[0] = 1
+    for j in range(1, width + 1):
+        wj = ctx[width - j]
+        if wj < 0:
+            break
+        found = ng_find(t, j + 1, <unsigned long long>node * <unsigned long long>t.vocab
+                        + <unsigned long long>wj)
+        if found < 0:
+            break
+        node = found
+        depth[0] = j + 1
+    return node
+
+
+cdef inline int ng_context_bows(const NgramTables *t, const long long *ctx, int width,
+                                double *bows, long long *ctx_node) noexcept nogil:
+    """Walk B: the context suffixes c[-1:], c[-2:], ... while they are table nodes; stores the
+    ln backoff of suffix length j in bows[j - 1] and returns how many were found."""
+    cdef int j, ctx_depth = 0
+    cdef long long found, wj
+    ctx_node[0] = -1
+    for j in range(1, width + 1):
+        wj = ctx[width - j]
+        if wj < 0:
+            break
+        if j == 1:
+            found = wj
+        else:
+            found = ng_find(t, j, <unsigned long long>ctx_node[0] * <unsigned long long>t.vocab
+                            + <unsigned long long>wj)
+            if found < 0:
+                break
+        ctx_node[0] = found
+        ctx_depth = j
+        bows[j - 1] = t.lbow[t.node_off[j - 1] + found]
+    return ctx_depth
+
+
 cdef inline double ng_walk(const NgramTables *t, const long long *ctx, int width,
                            long long word, bint want_max) noexcept nogil:
     """ln p(word | ctx) or its max-backoff bound; `ctx` holds `width` ids, left-padded with -1.
@@ -54,10 +97,10 @@ cdef inline double ng_walk(const NgramTables *t, const long long *ctx, int width
     result is that method's log10 value computed on ln-converted tables.
     """
     cdef int n = t.order
-    cdef long long V = t.vocab
     cdef int j, depth, matched, ctx_len, ctx_depth, k
-    cdef long long node, found, ctx_node, wj
+    cdef long long node, ctx_node
     cdef double base, mf, bow_sum
+    cdef double bows[64]
     if width > n - 1:
         ctx += width - (n - 1)
         width = n - 1
@@ -65,41 +108,14 @@ cdef inline double ng_walk(const NgramTables *t, const long long *ctx, int width
     for j in range(width):
         if ctx[j] >= 0:
             ctx_len += 1
-    # Walk A: the longest listed-or-blank node v.w ending the query.
-    node = word
-    depth = 1
-    for j in range(1, width + 1):
-        wj = ctx[width - j]
-        if wj < 0:
-            break
-        found = ng_find(t, j + 1, <unsigned long long>node * <unsigned long long>V
-                        + <unsigned long long>wj)
-        if found < 0:
-            break
-        node = found
-        depth = j + 1
+    node = ng_walk_a(t, ctx, width, word, &depth)
     matched = depth - 1
     base = t.lp[t.node_off[depth - 1] + node]
     mf = t.lmf[t.node_off[depth - 1] + node] if want_max else 0.0
-    # Walk B: backoffs of the context suffixes longer than v.
+    ctx_depth = ng_context_bows(t, ctx, width, bows, &ctx_node)
     bow_sum = 0.0
-    ctx_node = -1
-    ctx_depth = 0
-    for j in range(1, width + 1):
-        wj = ctx[width - j]
-        if wj < 0:
-            break
-        if j == 1:
-            found = wj
-        else:
-            found = ng_find(t, j, <unsigned long long>ctx_node * <unsigned long long>V
-                            + <unsigned long long>wj)
-            if found < 0:
-                break
-        ctx_node = found
-        ctx_depth = j
-        if matched < j:
-            bow_sum += t.lbow[t.node_off[j - 1] + found]
+    for j in range(matched + 1, ctx_depth + 1):  # backoffs of suffixes longer than v
+        bow_sum += bows[j - 1]
     if not want_max:
         return base + bow_sum
     if matched == ctx_len:
