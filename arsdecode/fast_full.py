@@ -10,6 +10,9 @@ with appending a word (see arsdecode.full's docstring).
 Tie-breaking is deterministic but not arsdecode.full's: the first best predecessor in creation
 order wins (see `arsdecode.native._core.FullDP`). Scores agree with arsdecode.full to rounding
 (the tables are in ln, summed in the same order as maxarpa's walk).
+
+The compiled DP of a model (`full_dp(lm)`) keeps a transition cache that grows across calls and
+runs without the GIL: do not call it on the same model from two threads at once.
 """
 
 from __future__ import annotations
