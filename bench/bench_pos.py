@@ -93,6 +93,8 @@ def main() -> int:
     ap.add_argument("--orders", type=int, nargs="+", default=[3, 5, 9])
     ap.add_argument("--ars-sentences", type=int, default=200)
     ap.add_argument("--check-full", action="store_true")
+    ap.add_argument("--binary", action="store_true",
+                    help="load tags.N.npz (maxarpa convert --binary) instead of tags.N.maxarpa")
     args = ap.parse_args()
     test = read_tagged(args.pos_dir / "test.tsv")
     words = [[w for w, _ in s] for s in test]
@@ -105,7 +107,7 @@ def main() -> int:
     em = TnTEmissions.load(em_path)
     rows = []
     for n in args.orders:
-        lm_path = args.pos_dir / f"tags.{n}.maxarpa"
+        lm_path = args.pos_dir / f"tags.{n}.{'npz' if args.binary else 'maxarpa'}"
         lm, load_s = timed(lambda p=lm_path: Model.load(p))
         first, s1 = timed(lambda lm=lm: tag_many(lm, em, words))
         c1 = CPU["last"]
