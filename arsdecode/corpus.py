@@ -90,9 +90,11 @@ def decode(lm, lattice: Lattice, *, method: Method = "auto", **options) -> Decod
     Raises NoPathError if every path has probability zero.
     """
     _check_method(method)
+    needs_ars = [k for k in ("on_iteration", "keep_automaton") if options.get(k)]
+    if method == "full" and needs_ars:
+        raise OptionError(f"{needs_ars[0]} needs the q-automaton, which only method 'ars' builds")
     if method == "auto":
-        forced_ars = any(options.get(k) for k in ("on_iteration", "keep_automaton"))
-        method = "ars" if forced_ars else choose_methods(as_target_model(lm), [lattice])[0]
+        method = "ars" if needs_ars else choose_methods(as_target_model(lm), [lattice])[0]
     if method == "ars":
         return ars_decode(lm, lattice, **options)
     return _full_native(as_target_model(lm), [lattice], [0])[0]

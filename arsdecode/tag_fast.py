@@ -24,7 +24,7 @@ from arsdecode.errors import NoPathError
 from arsdecode.fast_full import FlatLattices, full_dp, run_flat
 from maxarpa.model import Model
 
-METHODS = ("full", "ars")
+METHODS = ("auto", "full", "ars")
 
 
 @dataclass(frozen=True)
@@ -88,8 +88,13 @@ def flatten(lm: Model, emissions, sentences: Sequence[Sequence[str]],
 
 
 def tag_many(lm: Model, emissions, sentences: Sequence[Sequence[str]], *,
-             method: str = "full") -> TagManyResult:
+             method: str = "auto") -> TagManyResult:
     """Exact best tag sequence of every sentence (list of words) under lm x emissions.
+
+    "full" runs the merged full DP on every sentence in one compiled call; "ars" runs ARS per
+    sentence; "auto" (default) sends a sentence to ARS only when the full DP's predicted cost
+    (`predicted_states` times the widest position) exceeds `corpus.AUTO_FULL_PAIRS`, which on
+    tag models is rare. `method` of the result is the one that ran ("mixed" if both did).
 
     Raises:
         ValueError: unknown method, an empty sentence, or a word no tag can emit.
@@ -98,15 +103,16 @@ def tag_many(lm: Model, emissions, sentences: Sequence[Sequence[str]], *,
     if method not in METHODS:
         raise ValueError(f"method must be one of {METHODS}, got {method!r}")
     if method == "ars":
-        from arsdecode.ars import decode
-
-        out, lps = [], []
-        for words in sentences:
-            r = decode(lm, emissions.lattice(list(words)))
-            out.append(list(r.tokens))
-            lps.append(r.log_p)
-        return TagManyResult(out, np.asarray(lps, dtype=np.float64), "ars")
+        return _tag_ars(lm, emissions, sentences)
     flat, cand_tags = flatten(lm, emissions, sentences)
+    if method == "auto":
+        from arsdecode.corpus import AUTO_FULL_PAIRS
+
+        widths = np.diff(flat.pos_off)
+        widest = np.maximum.reduceat(widths, flat.sent_off[:-1]) if len(widths) else widths
+        over = np.flatnonzero(predicted_states(lm, flat) * widest > AUTO_FULL_PAIRS).tolist()
+        if over:
+            return _tag_mixed(lm, emissions, sentences, over)
     res = run_flat(lm, flat, viterbi=True)
     bad = np.flatnonzero(~np.isfinite(res.score))
     if len(bad):
@@ -117,6 +123,35 @@ def tag_many(lm: Model, emissions, sentences: Sequence[Sequence[str]], *,
     per_sentence = [tags[off[s] : off[s + 1]] for s in range(len(off) - 1)]
     return TagManyResult(per_sentence, res.score, "full", res.dp_states, res.max_states,
                          res.pairs)
+
+
+def _tag_ars(lm: Model, emissions, sentences: Sequence[Sequence[str]]) -> TagManyResult:
+    from arsdecode.ars import decode
+
+    out, lps = [], []
+    for words in sentences:
+        r = decode(lm, emissions.lattice(list(words)))
+        out.append(list(r.tokens))
+        lps.append(r.log_p)
+    return TagManyResult(out, np.asarray(lps, dtype=np.float64), "ars")
+
+
+def _tag_mixed(lm: Model, emissions, sentences: Sequence[Sequence[str]],
+               over: list[int]) -> TagManyResult:
+    """ARS on the sentences in `over`, the full DP on the rest (in one call)."""
+    heavy = set(over)
+    light = [s for s in range(len(sentences)) if s not in heavy]
+    tags: list[list[str]] = [[] for _ in sentences]
+    log_p = np.empty(len(sentences))
+    parts = [(over, _tag_ars(lm, emissions, [sentences[s] for s in over]))]
+    if light:
+        parts.append((light, tag_many(lm, emissions, [sentences[s] for s in light],
+                                      method="full")))
+    for idx, res in parts:
+        for k, s in enumerate(idx):
+            tags[s] = res.tags[k]
+            log_p[s] = res.log_p[k]
+    return TagManyResult(tags, log_p, "mixed" if light else "ars")
 
 
 def predicted_states(lm: Model, flat: FlatLattices) -> np.ndarray:
