@@ -9,14 +9,14 @@ import pytest
 
 import ars_fixtures
 from ars_fixtures import make_lattice
-from arsdecode.fast_full import FlatLattices, run_flat
 from arsdecode import corpus
 from arsdecode.ars import decode
 from arsdecode.corpus import decode_many
 from arsdecode.errors import NoPathError, OptionError
+from arsdecode.fast_full import FlatLattices, run_flat
 from arsdecode.full import full_log_partition
-from arsdecode.model import as_target_model
 from arsdecode.lattice import Lattice
+from arsdecode.model import as_target_model
 from maxarpa.model import Model
 
 FIELDS = ("tokens", "log_p", "log_q", "iterations", "states", "ngrams_by_order", "trace",

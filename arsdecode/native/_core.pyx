@@ -48,7 +48,7 @@ cdef class NgramCore:
     def order(self) -> int:
         return self.t.order
 
-    def walk(self, long long[:, ::1] contexts, long long[::1] words, bint want_max):
+    def walk(self, const long long[:, ::1] contexts, const long long[::1] words, bint want_max):
         """ln p (or the ln max-backoff bound) of each row; contexts (B, k) left-padded with -1."""
         cdef Py_ssize_t b = words.shape[0], i
         cdef int width = <int>contexts.shape[1]
@@ -176,8 +176,9 @@ cdef class FullDP:
         """Transitions (state, word) computed and cached so far."""
         return self.n_trans
 
-    def run(self, long long[::1] sent_off, long long[::1] pos_off, long long[::1] cand_ids,
-            double[::1] cand_emis, long long bos, long long eos, bint viterbi):
+    def run(self, const long long[::1] sent_off, const long long[::1] pos_off,
+            const long long[::1] cand_ids, const double[::1] cand_emis, long long bos,
+            long long eos, bint viterbi):
         """Decode (viterbi) or sum (log partition) every lattice.
 
         sent_off (S+1) indexes positions, pos_off (P+1) indexes candidates; cand_ids are model
@@ -318,7 +319,7 @@ cdef class FullDP:
         return choice, score, states, widest, pairs
 
 
-def build_hash(unsigned long long[::1] keys):
+def build_hash(const unsigned long long[::1] keys):
     """Open-addressing slots for `keys` (row -> slot by Fibonacci hashing, linear probing), the
     layout of maxarpa.table.HashIndex (2**bits >= 2 * len(keys) slots); returns (slots, bits)."""
     cdef Py_ssize_t m = keys.shape[0], i
