@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from arsdecode import evidence
 from arsdecode.automaton import QAutomaton
 from arsdecode.errors import NoPathError
 from arsdecode.inference import log_partition, sample_indices, viterbi_indices
@@ -55,6 +56,8 @@ class SampleTrace:
     accepted: list[bool]
     states: list[int]
     log_Z_q: list[float]  # ln q_t(X) of the automaton each trial was drawn from
+    log_p: list[float] = field(default_factory=list)  # ln p(x_t) of each trial
+    log_q: list[float] = field(default_factory=list)  # ln q_t(x_t) of each trial
 
     def cumulative_ar(self) -> list[float]:
         acc = np.cumsum(self.accepted)
@@ -76,13 +79,15 @@ class SampleResult:
     log_p: list[float]
     trials: int
     acceptance_rate: float
-    log_Z: float  # ln p(X), weighted estimate (see _normaliser_estimate)
+    log_Z: float  # ln p(X), importance estimate from every trial (arsdecode.evidence)
     log_Z_ci: tuple[float, float]  # 95% interval of log_Z
     log_Z_unweighted: float  # ln of the plain mean of q_t(X) 1[acc_t] (unbiased, noisy)
     states: int
     refinements: int
     seconds: float
     trace: SampleTrace = field(repr=False)
+    log_Z_rejection: float = -math.inf  # from accepted trials only (evidence.rejection_estimate)
+    log_Z_rejection_ci: tuple[float, float] = (-math.inf, math.inf)
 
 
 def decode(
@@ -163,9 +168,9 @@ def sample(
     `stop_when_adapted` ends the run as soon as the target is reached (the paper's Table 3
     and Fig. 3c/3d measure exactly that), even with fewer than n samples.
 
-    log_Z: the per-trial unbiased estimates q_t(X) * 1[accepted_t] of p(X), averaged with
-    predictable weights 1 / q_t(X); log_Z_unweighted is their plain mean. See
-    `_normaliser_estimate` for why and for the 95% interval log_Z_ci.
+    log_Z: every trial's importance weight p(x_t)/q_t(x_t) * q_t(X), averaged with predictable
+    weights 1 / q_t(X); log_Z_rejection uses accepted trials only, log_Z_unweighted is the
+    plain mean of q_t(X) 1[accepted_t]. All in log space; see arsdecode.evidence.
     """
     if n < 0:
         raise ValueError("n must be >= 0")
@@ -183,6 +188,8 @@ def sample(
     accepted: list[bool] = []
     states: list[int] = []
     log_zq: list[float] = []
+    trial_log_p: list[float] = []
+    trial_log_q: list[float] = []
     adapting = True
     refinements = 0
     while len(samples) < n:
@@ -205,6 +212,8 @@ def sample(
             accepted.append(ok)
             states.append(n_states)
             log_zq.append(log_z)
+            trial_log_p.append(log_p)
+            trial_log_q.append(log_q)
             if ok:
                 samples.append([lattice.tokens[i][j] for i, j in enumerate(row)])
                 sample_log_p.append(log_p)
@@ -220,50 +229,23 @@ def sample(
                     break
             else:
                 refinements += qa.refine_many(rejected)
-    log_Z, ci, log_Z_plain = _normaliser_estimate(log_zq, accepted)
+    log_ratio = np.asarray(trial_log_p) - np.asarray(trial_log_q)
+    est = evidence.importance_estimate(log_zq, log_ratio)
+    rej = evidence.rejection_estimate(log_zq, accepted)
     trials = len(accepted)
     return SampleResult(
         samples=samples,
         log_p=sample_log_p,
         trials=trials,
         acceptance_rate=(sum(accepted) / trials) if trials else 0.0,
-        log_Z=log_Z,
-        log_Z_ci=ci,
-        log_Z_unweighted=log_Z_plain,
+        log_Z=est.log_Z,
+        log_Z_ci=est.ci,
+        log_Z_unweighted=evidence.rejection_plain(log_zq, accepted),
         states=qa.num_states(),
         refinements=refinements,
         seconds=time.perf_counter() - start,
-        trace=SampleTrace(ratios, accepted, states, log_zq),
+        trace=SampleTrace(ratios, accepted, states, log_zq, trial_log_p, trial_log_q),
+        log_Z_rejection=rej.log_Z,
+        log_Z_rejection_ci=rej.ci,
     )
 
-
-def _normaliser_estimate(log_zq: list[float], accepted: list[bool]) -> tuple[float, tuple, float]:
-    """Estimates of ln p(X) from the trials: (weighted, 95% interval, plain mean).
-
-    Each trial gives Y_t = q_t(X) 1[acc_t], unbiased for Z = p(X) because
-    E[1[acc_t] | past] = Z / q_t(X), even while q changes. Their plain mean (the third value)
-    is unbiased for a fixed number of trials, but its variance is dominated by the first
-    trials from a loose q (Var(Y_t | past) = q_t Z - Z^2): one lucky early acceptance moves it
-    by orders of magnitude. The first value weights each Y_t by 1 / q_t(X), which is known
-    before the trial and proportional to the inverse of its variance where acceptance is rare:
-    Z_w = sum_t 1[acc_t] / sum_t 1 / q_t(X). Its interval is from the martingale central
-    limit theorem, relative s.e. = sqrt(sum_t r_t (1 - r_t)) / sum_t 1[acc_t], r_t = Z_w / q_t,
-    on the log scale.
-    """
-    if not accepted:
-        return -math.inf, (-math.inf, math.inf), -math.inf
-    lz = np.asarray(log_zq)
-    acc = np.asarray(accepted, dtype=float)
-    top = lz.max()
-    q = np.exp(lz - top)  # q_t(X) / e^top
-    n_acc = float(acc.sum())
-    inv_sum = float((1.0 / q).sum())
-    if n_acc == 0:
-        upper = top + math.log(3.0 / inv_sum)  # rule of three on the acceptance count
-        return -math.inf, (-math.inf, float(upper)), -math.inf
-    plain = float(top + math.log(float((q * acc).mean())))
-    z_w = n_acc / inv_sum
-    r = np.minimum(z_w / q, 1.0)
-    rel_se = math.sqrt(float((r * (1.0 - r)).sum())) / n_acc
-    log_zw = float(top + math.log(z_w))
-    return log_zw, (log_zw - 1.96 * rel_se, log_zw + 1.96 * rel_se), plain
