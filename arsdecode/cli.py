@@ -67,6 +67,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     sms_cli.add_parser(sub)
     pos_cli.add_parser(sub)
+    __import__("arsdecode.marginals_cli").marginals_cli.add_parser(sub)
     return parser
 
 
