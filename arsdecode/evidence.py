@@ -110,7 +110,7 @@ def importance_estimate(log_zq: Sequence[float], log_ratio: Sequence[float]) -> 
 
 
 def importance_plain_estimate(log_zq: Sequence[float], log_ratio: Sequence[float]) -> Evidence:
-    """The plain mean of w_t = r_t Q_t (Teichmann et al.); relative s.e. = sd(w) / sqrt(T) / mean."""
+    """The plain mean of w_t = r_t Q_t (Teichmann et al.); rel. s.e. = sd(w) / sqrt(T) / mean."""
     lz = np.asarray(log_zq, dtype=float)
     lr = np.asarray(log_ratio, dtype=float)
     if len(lr) == 0 or not np.isfinite(lr).any():

@@ -15,9 +15,9 @@ import pytest
 
 import ars_fixtures
 from ars_fixtures import make_lattice
+from arsdecode.automaton import QAutomaton
 from arsdecode.errors import NoPathError
 from arsdecode.kbest import decode_kbest, kbest_q
-from arsdecode.automaton import QAutomaton
 from arsdecode.lattice import Lattice
 from brute import brute_model
 from maxarpa.model import Model

@@ -1,0 +1,1 @@
+"""Plot and markdown helpers for generated result pages (matplotlib, Agg backend)."""
