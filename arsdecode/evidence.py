@@ -15,7 +15,9 @@ earlier trials). Write r_t = p(x_t) / q_t(x_t) in [0, 1] (q >= p) and a_t = 1[ac
   weights 1 / Q_t, Z_is = sum_t r_t / sum_t 1 / Q_t: a trial from a loose q (large Q_t) has a
   variance of order Q_t Z, so it gets little weight. Since E[a_t | x_t, past] = r_t, this is
   the rejection estimator below with each acceptance replaced by its conditional expectation
-  (Rao-Blackwell): never a larger variance, and usually much smaller.
+  (Rao-Blackwell): never a larger variance. Its interval uses the variance bound
+  mu_t (1 - mu_t) of a [0, 1] variable (see `importance_estimate`); "importance_empirical" is
+  the same estimate with the residual variance, narrower but under-covering.
 - "rejection" (`SampleResult.log_Z_rejection`): only accepted trials, Z_w = sum_t a_t /
   sum_t 1 / Q_t, since E[a_t | past] = Z / Q_t.
 - "importance_plain": the plain mean of w_t, as in Teichmann et al. (unbiased for a fixed
@@ -59,8 +61,12 @@ def _logsumexp(x: np.ndarray) -> float:
     return top + math.log(float(np.exp(x - top).sum()))
 
 
+FLOAT_NOISE = 1e-9  # nats: the DPs and the brute-force sums differ in the last bits
+
+
 def _interval(log_z: float, rel_se: float) -> tuple[float, float]:
-    return (log_z - Z95 * rel_se, log_z + Z95 * rel_se)
+    half = Z95 * rel_se + FLOAT_NOISE
+    return (log_z - half, log_z + half)
 
 
 def _no_hit(log_zq: np.ndarray, name: str) -> Evidence:
@@ -95,18 +101,41 @@ def rejection_plain(log_zq: Sequence[float], accepted: Sequence[bool]) -> float:
 
 
 def importance_estimate(log_zq: Sequence[float], log_ratio: Sequence[float]) -> Evidence:
-    """Z_is = sum r_t / sum 1 / Q_t (r_t = p(x_t) / q_t(x_t)); relative s.e.
-    sqrt(sum (r_t - Z_is / Q_t)^2) / sum r_t. Scaled by max r_t, so tiny ratios stay finite."""
+    """Z_is = sum r_t / sum 1 / Q_t (r_t = p(x_t) / q_t(x_t)), in log space.
+
+    Interval: relative s.e. sqrt(sum_t mu_t (1 - mu_t)) / sum_t r_t with mu_t = Z_is / Q_t,
+    a bound on the conditional variance of r_t (a [0, 1] variable of mean mu_t). Not the
+    empirical residuals: when q is exact except on paths of tiny q-mass that no trial drew,
+    every r_t is 1 and the residuals claim zero variance (measured: 82% coverage instead of
+    95% on such a lattice, 2000 samples, 100 seeds). The bound is the rejection estimator's
+    variance, so the interval is that of `rejection_estimate` around a better point estimate.
+    """
     lz = np.asarray(log_zq, dtype=float)
     lr = np.asarray(log_ratio, dtype=float)
     if len(lr) == 0 or not np.isfinite(lr).any():
         return _no_hit(lz, "importance")
+    log_num = _logsumexp(lr)
+    log_z = log_num - _logsumexp(-lz)
+    mu = np.exp(np.minimum(log_z - lz, 0.0))
+    rel_se = math.sqrt(float((mu * (1.0 - mu)).sum())) / math.exp(log_num)
+    return Evidence(log_z, _interval(log_z, rel_se), "importance", rel_se)
+
+
+def importance_empirical_estimate(
+    log_zq: Sequence[float], log_ratio: Sequence[float]
+) -> Evidence:
+    """The same point estimate with the empirical (residual) variance,
+    sqrt(sum (r_t - Z_is / Q_t)^2) / sum r_t: narrower, but it under-covers (see above)."""
+    lz = np.asarray(log_zq, dtype=float)
+    lr = np.asarray(log_ratio, dtype=float)
+    if len(lr) == 0 or not np.isfinite(lr).any():
+        return _no_hit(lz, "importance_empirical")
     m = float(lr.max())
     log_z = _logsumexp(lr) - _logsumexp(-lz)
     r = np.exp(lr - m)
     expected = np.exp(np.minimum(log_z - lz - m, 700.0))
     rel_se = math.sqrt(float(((r - expected) ** 2).sum())) / float(r.sum())
-    return Evidence(log_z, _interval(log_z, rel_se), "importance", rel_se)
+    return Evidence(log_z, _interval(log_z, rel_se), "importance_empirical", rel_se)
 
 
 def importance_plain_estimate(log_zq: Sequence[float], log_ratio: Sequence[float]) -> Evidence:
@@ -144,6 +173,7 @@ def all_estimates(
     return {
         "importance": imp,
         "rejection": rej,
+        "importance_empirical": importance_empirical_estimate(log_zq, log_ratio),
         "importance_plain": importance_plain_estimate(log_zq, log_ratio),
         "combined": combined_estimate(imp, rej),
     }

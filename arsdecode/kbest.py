@@ -130,3 +130,8 @@ def decode_kbest(
     paths = [ScoredPath([lattice.tokens[i][j] for i, j in enumerate(p)], p, lp, lq)
              for lp, p, lq in rows]
     return KBestResult(paths, iteration, qa.num_states(), time.perf_counter() - start, certified)
+
+
+def nbest_json(result: KBestResult) -> list[dict]:
+    """The `"nbest"` list of `arsdecode decode --nbest K --json`, best first."""
+    return [{"tokens": p.tokens, "log_p": p.log_p} for p in result.paths]

@@ -43,6 +43,7 @@ CASES = [
     ("o4 L5 n=100", 15, 4, 4, 0.5, 5, 3, 100),
     ("o5 L5 n=100", 17, 5, 4, 0.5, 5, 3, 100),
     ("o3 L40 n=100", 13, 3, 5, 0.5, 40, 3, 100),
+    ("o3 L4 n=2000", 13, 3, 5, 0.5, 4, 3, 2000),
 ]
 
 
@@ -66,6 +67,7 @@ def run_case(lm: Model, lattice: Lattice, n: int, seeds: int) -> dict:
     else:
         exact, ref = full_log_partition(lm, lattice), "full DP"
     rows: dict[str, list] = {name: [] for name in ("importance", "rejection",
+                                                   "importance_empirical",
                                                    "importance_plain", "combined")}
     seconds = []
     for seed in range(seeds):
