@@ -7,7 +7,8 @@ returns is a natural log (ln); model files (ARPA, MAX-ARPA) are log10.
     import arsdecode
     lm = arsdecode.load_lm("model.arpa")
     lattice = arsdecode.Lattice.from_lists([[("the", -0.1), ("a", -2.3)], [("dog", 0.0)]])
-    best = arsdecode.decode(lm, lattice)         # DecodeResult: tokens, log_p (ln), certified
+    best = arsdecode.decode(lm, lattice)         # DecodeResult: tokens, log_p (ln), method
+    top = arsdecode.decode_kbest(lm, lattice, 5)  # the 5 best paths, each certified exact
     draws = arsdecode.sample(lm, lattice, 100, seed=0)   # SampleResult: samples, log_Z (ln)
     arsdecode.tag("The dog barked .").tokens      # Penn Treebank tags, shipped tagger
     arsdecode.sms_decode("3637 843 *").tokens     # words from noisy keypad digits
@@ -16,7 +17,8 @@ returns is a natural log (ln); model files (ARPA, MAX-ARPA) are log10.
 __version__ = "0.1.0"
 
 from arsdecode.api import load_lm, sms_decode, tag  # noqa: E402
-from arsdecode.ars import DecodeResult, SampleResult, SampleTrace, decode, sample  # noqa: E402
+from arsdecode.ars import DecodeResult, SampleResult, SampleTrace, adapt, sample  # noqa: E402
+from arsdecode.corpus import decode, decode_many  # noqa: E402
 from arsdecode.errors import (  # noqa: E402
     ArsDecodeError,
     AutomatonError,
@@ -27,6 +29,7 @@ from arsdecode.errors import (  # noqa: E402
     OptionError,
     TargetError,
 )
+from arsdecode.kbest import decode_kbest  # noqa: E402
 from arsdecode.lattice import Lattice  # noqa: E402
 
 __all__ = [
@@ -43,7 +46,10 @@ __all__ = [
     "SampleTrace",
     "TargetError",
     "__version__",
+    "adapt",
     "decode",
+    "decode_kbest",
+    "decode_many",
     "load_lm",
     "sample",
     "sms_decode",

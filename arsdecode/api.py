@@ -11,7 +11,8 @@ from collections.abc import Sequence
 from functools import lru_cache
 from pathlib import Path
 
-from arsdecode.ars import DecodeResult, decode
+from arsdecode.ars import DecodeResult
+from arsdecode.corpus import decode
 from maxarpa.model import Model
 
 DATA_DIR = Path(__file__).resolve().parent / "data"

@@ -24,12 +24,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+import arsdecode.evidence as evidence
 from arsdecode.automaton import DEFAULT_VARIANT, QAutomaton, Variant
 from arsdecode.errors import NoPathError, OptionError
 from arsdecode.inference import log_partition, prune_hopeless, sample_indices, viterbi_indices
 from arsdecode.lattice import Lattice
 from arsdecode.model import TargetModel, as_target_model
-from arsdecode.semiring import logsumexp
 from arsdecode.target import Target
 from maxarpa.model import Model
 
@@ -80,6 +80,8 @@ class SampleTrace:
     # refined again; len(ratios) if q was refined after the last trial. Trials from there on
     # are i.i.d. given that q (e.g. for an importance-sampling estimate over them).
     frozen_from: int
+    log_p: list[float] = field(default_factory=list)  # ln p(x_t) of each trial
+    log_q: list[float] = field(default_factory=list)  # ln q_t(x_t) of each trial
 
 
 @dataclass(frozen=True)
@@ -90,7 +92,7 @@ class SampleResult:
     log_p: list[float]
     trials: int
     acceptance_rate: float
-    log_Z: float  # ln p(X), weighted estimate (see _normaliser_estimate)
+    log_Z: float  # ln p(X), importance estimate from every trial (arsdecode.evidence)
     log_Z_ci: tuple[float, float]  # 95% interval of log_Z
     log_Z_unweighted: float  # ln of the plain mean of q_t(X) 1[acc_t] (unbiased, noisy)
     states: int
@@ -100,6 +102,8 @@ class SampleResult:
     # Trials drawn when the acceptance rate over the last `ar_window` trials first reached
     # `target_ar` (checked at the end of a batch; q is frozen from then on); None if never.
     adapted_at_trial: int | None
+    log_Z_rejection: float = -math.inf  # from accepted trials only (evidence.rejection_estimate)
+    log_Z_rejection_ci: tuple[float, float] = (-math.inf, math.inf)
 
     def ranked(self) -> list[tuple[list[str], int, float]]:
         """Distinct samples as (tokens, count, ln p), most frequent first (the paper's Table 4).
@@ -125,6 +129,8 @@ class SampleResult:
             "log_Z": self.log_Z,
             "log_Z_ci": list(self.log_Z_ci),
             "log_Z_unweighted": self.log_Z_unweighted,
+            "log_Z_rejection": self.log_Z_rejection,
+            "log_Z_rejection_ci": list(self.log_Z_rejection_ci),
             "states": self.states,
             "refinements": self.refinements,
             "timing": {"seconds": self.seconds},
@@ -225,9 +231,9 @@ def sample(
     and Fig. 3c/3d measure exactly that), even with fewer than n samples; `adapt` is the
     entry point for that protocol.
 
-    log_Z: the per-trial unbiased estimates q_t(X) * 1[accepted_t] of p(X), averaged with
-    predictable weights 1 / q_t(X); log_Z_unweighted is their plain mean. See
-    `_normaliser_estimate` for why and for the 95% interval log_Z_ci.
+    log_Z: every trial's importance weight p(x_t)/q_t(x_t) * q_t(X), averaged with predictable
+    weights 1 / q_t(X); log_Z_rejection uses accepted trials only, log_Z_unweighted is the
+    plain mean of q_t(X) 1[accepted_t]. All in log space; see arsdecode.evidence.
 
     on_sample: optional callback(tokens, log_p) called as each sample is accepted (for
     streaming output and progress); an exception in it ends the run.
@@ -300,6 +306,8 @@ def _adaptive_rejection(
     accepted: list[bool] = []
     states: list[int] = []
     log_zq: list[float] = []
+    trial_log_p: list[float] = []
+    trial_log_q: list[float] = []
     adapting = True
     adapted_at: int | None = None
     frozen_from = 0
@@ -324,6 +332,8 @@ def _adaptive_rejection(
             accepted.append(ok)
             states.append(n_states)
             log_zq.append(log_z)
+            trial_log_p.append(log_p)
+            trial_log_q.append(log_q)
             if ok:
                 samples.append([lattice.tokens[i][j] for i, j in enumerate(row)])
                 sample_log_p.append(log_p)
@@ -345,48 +355,24 @@ def _adaptive_rejection(
                 refinements += changed
                 if changed:
                     frozen_from = len(accepted)
-    log_Z, ci, log_Z_plain = _normaliser_estimate(log_zq, accepted)
+    log_ratio = np.asarray(trial_log_p) - np.asarray(trial_log_q)
+    est = evidence.importance_estimate(log_zq, log_ratio)
+    rej = evidence.rejection_estimate(log_zq, accepted)
     trials = len(accepted)
     return SampleResult(
         samples=samples,
         log_p=sample_log_p,
         trials=trials,
         acceptance_rate=(sum(accepted) / trials) if trials else 0.0,
-        log_Z=log_Z,
-        log_Z_ci=ci,
-        log_Z_unweighted=log_Z_plain,
+        log_Z=est.log_Z,
+        log_Z_ci=est.ci,
+        log_Z_unweighted=evidence.rejection_plain(log_zq, accepted),
         states=qa.num_states(),
         refinements=refinements,
         seconds=time.perf_counter() - start,
-        trace=SampleTrace(ratios, accepted, states, log_zq, frozen_from),
+        trace=SampleTrace(ratios, accepted, states, log_zq, frozen_from, trial_log_p,
+                          trial_log_q),
         adapted_at_trial=adapted_at,
+        log_Z_rejection=rej.log_Z,
+        log_Z_rejection_ci=rej.ci,
     )
-
-
-def _normaliser_estimate(log_zq: list[float], accepted: list[bool]) -> tuple[float, tuple, float]:
-    """Estimates of ln p(X) from the trials: (weighted, 95% interval, plain mean).
-
-    Each trial gives Y_t = q_t(X) 1[acc_t], unbiased for Z = p(X) because
-    E[1[acc_t] | past] = Z / q_t(X), even while q changes. Their plain mean (the third value)
-    is unbiased for a fixed number of trials, but its variance is dominated by the first
-    trials from a loose q (Var(Y_t | past) = q_t Z - Z^2): one lucky early acceptance moves it
-    by orders of magnitude. The first value weights each Y_t by 1 / q_t(X), which is known
-    before the trial and proportional to the inverse of its variance where acceptance is rare:
-    Z_w = sum_t 1[acc_t] / sum_t 1 / q_t(X). Its interval is from the martingale central
-    limit theorem, relative s.e. = sqrt(sum_t r_t (1 - r_t)) / sum_t 1[acc_t], r_t = Z_w / q_t,
-    on the log scale.
-    """
-    if not accepted:
-        return -math.inf, (-math.inf, math.inf), -math.inf
-    lz = np.asarray(log_zq, dtype=np.float64)
-    acc = np.asarray(accepted, dtype=bool)
-    n_acc = float(acc.sum())
-    log_inv_sum = logsumexp(-lz)  # ln sum_t 1 / q_t(X), in log space: q_t may span 1e300
-    if n_acc == 0:
-        upper = math.log(3.0) - log_inv_sum  # rule of three on the acceptance count
-        return -math.inf, (-math.inf, float(upper)), -math.inf
-    plain = logsumexp(lz[acc]) - math.log(len(lz))
-    log_zw = math.log(n_acc) - log_inv_sum
-    r = np.exp(np.minimum(log_zw - lz, 0.0))  # r_t = min(Z_w / q_t, 1)
-    rel_se = math.sqrt(float((r * (1.0 - r)).sum())) / n_acc
-    return log_zw, (log_zw - 1.96 * rel_se, log_zw + 1.96 * rel_se), plain

@@ -31,7 +31,7 @@ from typing import Literal
 
 import numpy as np
 
-from arsdecode import automaton_export
+import arsdecode.automaton_export as automaton_export
 from arsdecode.errors import AutomatonError, LatticeError
 from arsdecode.lattice import Lattice
 from arsdecode.model import TargetModel, as_target_model, context_rows

@@ -14,7 +14,7 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 
-from arsdecode import __version__, corpus
+from arsdecode import __version__, corpus, marginals_cli
 from arsdecode.api import DEFAULT_LM as DEFAULT_LM  # re-exported for older callers
 from arsdecode.api import load_lm
 from arsdecode.ars import sample
@@ -60,9 +60,36 @@ def add_decode_parser(sub: argparse._SubParsersAction) -> None:
                         "weight = -ln q)")
     d.add_argument("--graphml", default=None, metavar="OUT",
                    help="also write the final q-automaton as GraphML (networkx, ln weights)")
+    d.add_argument("--nbest", type=positive_int, default=None, metavar="K",
+                   help="also find the K best distinct paths, each certified exact (ARS with "
+                        "k-best Viterbi on q); the JSON gains \"nbest\": [{tokens, log_p}], best "
+                        "first, ties by ln p then candidate order")
     add_engine_options(d)
     add_method_option(d)
     d.set_defaults(handler=cmd_decode)
+
+
+def print_nbest(args: argparse.Namespace, lm, lattice: Lattice, oov: dict) -> int:
+    """`decode --nbest K`: the single best stays in tokens/log_p; the K best go in "nbest"."""
+    from arsdecode.kbest import decode_kbest, nbest_json
+
+    kb = decode_kbest(lm, lattice, args.nbest, variant=args.variant,
+                      max_iterations=args.max_iterations)
+    best = kb.paths[0]
+    if args.json:
+        print_json({"tokens": best.tokens, "log_p": best.log_p, "certified": kb.certified,
+                    "method": "ars", "iterations": kb.iterations, "states": kb.states,
+                    "nbest": nbest_json(kb), "oov": oov, "timing": {"seconds": kb.seconds}})
+    else:
+        for rank, p in enumerate(kb.paths, start=1):
+            print(f"{rank}\t{p.log_p:.6f}\t{' '.join(p.tokens)}")
+        status = "certified" if kb.certified else "UNCERTIFIED"
+        print(f"({status}, ln) iterations={kb.iterations} states={kb.states} "
+              f"seconds={kb.seconds:.3f}", flush=True)
+    if not kb.certified:
+        report_uncertified(kb.iterations)
+        return EXIT_UNCERTIFIED
+    return EXIT_OK
 
 
 def add_sample_parser(sub: argparse._SubParsersAction) -> None:
@@ -87,6 +114,7 @@ COMMANDS: tuple[Callable[[argparse._SubParsersAction], None], ...] = (
     add_sample_parser,
     sms_cli.add_parser,
     pos_cli.add_parser,
+    marginals_cli.add_parser,
 )
 """Every sub-command: each adds its parser and sets `handler` (args -> exit status)."""
 
@@ -118,6 +146,8 @@ def cmd_decode(args: argparse.Namespace) -> int:
     for path in outputs:  # before the work: a bad path must not cost a decode
         check_writable(path)
     lattice, lm, oov = load_lattice_and_lm(args)
+    if args.nbest is not None:
+        return print_nbest(args, lm, lattice, oov)
     r = corpus.decode(lm, lattice, method=args.method, variant=args.variant,
                       max_iterations=args.max_iterations, keep_automaton=bool(outputs))
     # The result is printed before the files are written, so a failed write never loses it.

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from arsdecode import dp
+import arsdecode.dp as dp
 from arsdecode.automaton import QAutomaton
 from arsdecode.semiring import LogSumExp, MaxPlus, Semiring, quiet
 

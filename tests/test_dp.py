@@ -19,14 +19,11 @@ import numpy as np
 import pytest
 from scipy.stats import chisquare
 
-import ars_fixtures
-from arsdecode import dp
-from arsdecode.ars import _normaliser_estimate, decode, sample
+from arsdecode import dp, evidence
+from arsdecode.ars import decode, sample
 from arsdecode.full import full_decode, full_log_partition
 from arsdecode.lattice import Lattice
 from arsdecode.semiring import LogSumExp, MaxPlus, logsumexp
-
-random_lms = ars_fixtures.random_lms
 
 
 def test_semiring_sums_and_zero():
@@ -148,10 +145,12 @@ def test_extreme_weights_decode_and_sample_without_warnings(random_lms, extreme)
 def test_normaliser_estimate_stays_in_log_space():
     log_zq = [-5000.0 + 10 * t for t in range(300)]  # spans 3000 nats
     accepted = [t % 7 == 0 for t in range(300)]
-    log_z, (lo, hi), plain = _normaliser_estimate(log_zq, accepted)
-    assert all(math.isfinite(v) for v in (log_z, lo, hi, plain))
-    assert lo <= log_z <= hi
-    _, (lo, hi), _ = _normaliser_estimate(log_zq, [False] * 300)
+    est = evidence.rejection_estimate(log_zq, accepted)
+    plain = evidence.rejection_plain(log_zq, accepted)
+    lo, hi = est.ci
+    assert all(math.isfinite(v) for v in (est.log_Z, lo, hi, plain))
+    assert lo <= est.log_Z <= hi
+    lo, hi = evidence.rejection_estimate(log_zq, [False] * 300).ci
     assert lo == -math.inf and math.isfinite(hi)
 
 

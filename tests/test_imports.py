@@ -26,7 +26,15 @@ def import_graph() -> dict[str, set[str]]:
     modules = {module_name(p): p for p in PACKAGE.rglob("*.py")}
     graph: dict[str, set[str]] = {m: set() for m in modules}
     for mod, path in modules.items():
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        typing_only = {  # `if TYPE_CHECKING:` imports never run, so they make no cycle
+            id(n) for block in ast.walk(tree)
+            if isinstance(block, ast.If) and getattr(block.test, "id", "") == "TYPE_CHECKING"
+            for stmt in block.body for n in ast.walk(stmt)
+        }
+        for node in ast.walk(tree):
+            if id(node) in typing_only:
+                continue
             names: list[str] = []
             if isinstance(node, ast.Import):
                 names = [a.name for a in node.names]

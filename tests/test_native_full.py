@@ -15,7 +15,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import ars_fixtures
 from ars_fixtures import IMPOSSIBLE_ARPA, LM, make_lattice, random_lm_with_options
 from arsdecode.errors import NoPathError
 from arsdecode.fast_full import (
@@ -29,7 +28,6 @@ from arsdecode.lattice import Lattice
 from brute import brute_model
 from maxarpa.model import Model
 
-random_lms = ars_fixtures.random_lms
 TIGHT = 1e-9
 EMBEDDED = Path(__file__).resolve().parent.parent / "arsdecode/data/state_union.5gram.maxarpa.gz"
 

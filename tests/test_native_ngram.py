@@ -17,7 +17,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import ars_fixtures
 from arpa_reference import (
     kenlm_log10p,
     parse_arpa,
@@ -28,7 +27,6 @@ from arsdecode.native import NativeNgram, native_ngram
 from maxarpa.constants import BOS, EOS, LN10
 from maxarpa.model import Model
 
-random_lms = ars_fixtures.random_lms
 EMBEDDED = Path(__file__).resolve().parent.parent / "arsdecode/data/state_union.5gram.maxarpa.gz"
 
 

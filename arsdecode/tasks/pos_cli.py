@@ -14,7 +14,7 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from arsdecode import corpus
+import arsdecode.corpus as corpus
 from arsdecode.ars import sample
 from arsdecode.cli_options import (
     EXIT_OK,

@@ -11,7 +11,7 @@ import argparse
 import sys
 import time
 
-from arsdecode import corpus
+import arsdecode.corpus as corpus
 from arsdecode.api import DEFAULT_LM, load_lm
 from arsdecode.ars import sample
 from arsdecode.cli_options import (
