@@ -63,10 +63,12 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("-n", type=int, required=True, help="number of samples")
     add_sampling_options(s, default_ar=0.2)
     add_engine_options(s)
+    from arsdecode import batch_cli
     from arsdecode.tasks import pos_cli, sms_cli
 
     sms_cli.add_parser(sub)
     pos_cli.add_parser(sub)
+    batch_cli.add_parser(sub)
     return parser
 
 
