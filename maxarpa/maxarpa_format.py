@@ -16,14 +16,29 @@ from pathlib import Path
 
 import numpy as np
 
-from maxarpa.arpa import atomic_writer, format_log10, lookup_ids, read_text
+from maxarpa.arpa import atomic_writer, format_log10, lookup_ids, open_binary, read_text
 from maxarpa.errors import FormatError
-from maxarpa.model import MAX_ARPA_MAGIC, Model
+from maxarpa.model import Model
 from maxarpa.table import OrderNodes, Trie
 
+MAX_ARPA_MAGIC = "\\max-arpa\\"
 VERSION = "version 1"
 _COUNT_RE = re.compile(r"^(ngram|blank)\s+(\d+)\s*=\s*(\d+)$")
-_SECTION_RE = re.compile(r"^\\(\d+)-(grams|blanks):$")
+
+
+def is_max_arpa(path: str | Path) -> bool:
+    """True when the first non-blank line of the (decompressed) file is the MAX-ARPA marker."""
+    try:
+        with open_binary(path) as fh:
+            for _ in range(1000):
+                line = fh.readline(4096)
+                if not line:
+                    return False
+                if line.strip():
+                    return line.strip() == MAX_ARPA_MAGIC.encode()
+    except Exception:  # unreadable or corrupt: the ARPA reader reports it, with its line
+        return False
+    return False
 
 
 def write_max_arpa(

@@ -1,8 +1,11 @@
 """The in-memory model: backoff probabilities and max-backoff bounds, one query or a batch.
 
 Why batch walks: the decoder asks for hundreds of (context, word) pairs at once; each order of
-a batch walk is one numpy `searchsorted`, so Python overhead is paid per order, not per query.
-All values are log10.
+a batch walk is one vectorised hash lookup (table.HashIndex), so Python overhead is paid per
+order, not per query. All values are log10.
+
+This module knows no file format: the readers (arpa, maxarpa_format, binary_format) build a
+Model, and `maxarpa.load` picks the reader, so nothing here imports them at module level.
 """
 
 from __future__ import annotations
@@ -12,13 +15,11 @@ from pathlib import Path
 
 import numpy as np
 
-from maxarpa.arpa import open_text, read_arpa
+from maxarpa.arpa import read_arpa
 from maxarpa.bound import compute_bounds
-from maxarpa.constants import BOS, EOS, UNK
+from maxarpa.constants import BOS, EOS, UNK, UNK_CAPITALS
 from maxarpa.errors import UnknownWordError
 from maxarpa.table import Trie, build_trie
-
-MAX_ARPA_MAGIC = "\\max-arpa\\"
 
 
 class Model:
@@ -29,7 +30,8 @@ class Model:
         self.trie = trie
         self.source = source
         self.word_to_id = {w: i for i, w in enumerate(vocab)}
-        self.unk_id = self.word_to_id.get(UNK)
+        unk = self.word_to_id.get(UNK)
+        self.unk_id = unk if unk is not None else self.word_to_id.get(UNK_CAPITALS)
         self.bos_id = self.word_to_id.get(BOS)
         self.eos_id = self.word_to_id.get(EOS)
 
@@ -44,18 +46,11 @@ class Model:
         return model
 
     @classmethod
-    def load(cls, path: str | Path) -> Model:
-        """Load an ARPA, MAX-ARPA (plain or compressed) or maxarpa binary (.npz) file; the
-        kind is detected from the content, not the name."""
-        from maxarpa.binary_format import is_binary, read_binary
+    def load(cls, path: str | Path, *, mmap: bool = False, config: object = None) -> Model:
+        """Alias of `maxarpa.load` (which see), kept for existing callers."""
+        from maxarpa.load import load
 
-        if is_binary(path):
-            return read_binary(path)
-        if is_max_arpa(path):
-            from maxarpa.maxarpa_format import read_max_arpa
-
-            return read_max_arpa(path)
-        return cls.from_arpa(path)
+        return load(path, mmap=mmap, config=config)  # type: ignore[arg-type]
 
     # ----- facts ---------------------------------------------------------------------------
     @property
@@ -183,14 +178,3 @@ class Model:
                 slack[sel] = node.mbow[ctx_node[sel]] - node.log10bow[ctx_node[sel]]
         return np.where(full_match, mf, logp + slack)
 
-
-def is_max_arpa(path: str | Path) -> bool:
-    """True when the first non-blank line is the MAX-ARPA marker."""
-    try:
-        with open_text(path) as fh:
-            for line in fh:
-                if line.strip():
-                    return line.strip() == MAX_ARPA_MAGIC
-    except Exception:  # a corrupt file is reported by the ARPA reader, with its line
-        return False
-    return False
