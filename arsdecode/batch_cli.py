@@ -63,8 +63,8 @@ def binary_model(lm: str | Path, cache_dir: Path) -> Path:
     """A binary model for the workers: `lm` itself if it is one, else a conversion made once
     in `cache_dir`, named after the source's path, size and mtime so a changed source is
     converted again and an unchanged one is reused."""
-    from maxarpa.binary_format import is_binary, write_binary
-    from maxarpa.model import Model
+    import maxarpa
+    from maxarpa.binary_format import is_binary
 
     src = Path(lm).resolve()
     if not src.is_file():
@@ -78,7 +78,7 @@ def binary_model(lm: str | Path, cache_dir: Path) -> Path:
         print(f"arsdecode batch: converting {lm} to the binary model {dest} (once)",
               file=sys.stderr)
         cache_dir.mkdir(parents=True, exist_ok=True)
-        write_binary(Model.load(src), dest)
+        maxarpa.convert(src, dest, binary=True)  # atomic: a temporary file, then rename
     return dest
 
 
@@ -101,6 +101,8 @@ def run(args: argparse.Namespace) -> int:
         raise BatchError("give --workers or --scheduler, not both")
     if args.n < 1 or args.batch < 1:
         raise BatchError("-n and --batch must be at least 1")
+    if not Path(args.in_path).is_file():
+        raise BatchError(f"{args.in_path}: no such input file")
     emissions = None
     lm = args.lm
     if args.task == "tag":

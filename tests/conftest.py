@@ -130,3 +130,8 @@ class ArpaWriter:
 @pytest.fixture(scope="session")
 def write_arpa(tmp_path_factory) -> ArpaWriter:
     return ArpaWriter(tmp_path_factory.mktemp("arpa"))
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "slow: long-running tests (real Dask clusters, killed "
+                            "processes); deselect with -m 'not slow'")

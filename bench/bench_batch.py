@@ -1,0 +1,146 @@
+"""Corpus runs: throughput with 1 and 2 Dask workers, memory per worker, scheduling overhead.
+
+Baseline, measured in the same run: the plain in-process loop over the items (build the
+lattice, decode; `arsdecode.corpus.decode_many` when it exists). Then `run_batch` in-process
+(no Dask), on a LocalCluster of 1 worker and of 2 workers (cluster start-up timed apart, since
+a long run pays it once). Reported: items/s, the 2-vs-1 worker speed-up (goal >= 1.7 on two
+cores), the overhead per item of each runner against the baseline, and each worker's resident
+memory (RSS, and USS = pages private to it; the memory-mapped model is shared, so it counts
+in RSS but not in USS).
+
+    PYTHONPATH=. .venv/bin/python bench/bench_batch.py [--items 400] [--top-k 25] [--chunk 16]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+import maxarpa
+from arsdecode.ars import decode
+from arsdecode.batch import TaskSpec, run_batch
+from arsdecode.cli import DEFAULT_LM
+from arsdecode.lattice import Lattice
+from arsdecode.tasks.sms import KeypadChannel, sample_sentence
+
+SENTENCES = [
+    "the state of the union is strong .",
+    "we must work together to build a better future .",
+    "i ask the congress to act now .",
+    "our economy is growing and more people are working .",
+    "we will not fail our children .",
+    "the american people want jobs and security .",
+]
+
+
+def make_corpus(lm, count: int, top_k: int) -> list[dict]:
+    channel = KeypadChannel.from_vocab(lm.vocab)
+    rng = np.random.default_rng(1)
+    return [{"id": f"s{i}", **channel.build_lattice(
+        sample_sentence(SENTENCES[i % len(SENTENCES)].split(), rng), top_k=top_k).to_json_obj()}
+        for i in range(count)]
+
+
+def baseline_loop(lm, lines: list[str]) -> float:
+    """The in-process loop a user would write: parse, build the lattice, decode."""
+    start = time.perf_counter()
+    lattices = [Lattice.from_json_obj(json.loads(line)) for line in lines]
+    try:
+        from arsdecode.corpus import decode_many  # the engine helper's batch call, if merged
+    except ImportError:
+        for lattice in lattices:
+            decode(lm, lattice)
+    else:
+        decode_many(lm, lattices)
+    return time.perf_counter() - start
+
+
+def worker_memory() -> dict:
+    import psutil
+
+    info = psutil.Process().memory_full_info()
+    return {"rss": info.rss, "uss": info.uss, "pss": getattr(info, "pss", 0)}
+
+
+def copied_model_uss(path: str) -> int:
+    """USS growth when this process loads a private (not mapped) copy of the model."""
+    import gc
+
+    import psutil
+
+    before = psutil.Process().memory_full_info().uss
+    model = maxarpa.load(path, mmap=False)
+    grown = psutil.Process().memory_full_info().uss - before
+    del model
+    gc.collect()
+    return grown
+
+
+def timed_cluster_run(n_workers: int, spec: TaskSpec, src: Path, out: Path, chunk: int):
+    from distributed import Client, LocalCluster
+
+    t0 = time.perf_counter()
+    with LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=True,
+                      dashboard_address=None, silence_logs=logging.ERROR) as lc, Client(lc) as cl:
+        cl.wait_for_workers(n_workers)
+        startup = time.perf_counter() - t0
+        stats = run_batch(spec, src, out, scheduler=lc.scheduler_address, chunk_size=chunk)
+        memory = cl.run(worker_memory)
+        copied = cl.run(copied_model_uss, spec.lm) if n_workers == 1 else {}
+    return stats.seconds, startup, memory, copied
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--items", type=int, default=400)
+    ap.add_argument("--top-k", type=int, default=25)
+    ap.add_argument("--chunk", type=int, default=16)
+    args = ap.parse_args()
+    mb = 1 / 2**20
+    with tempfile.TemporaryDirectory() as tmp:
+        d = Path(tmp)
+        model = d / "state_union.npz"
+        maxarpa.convert(DEFAULT_LM, model, binary=True)
+        lm = maxarpa.load(model, mmap=True)
+        corpus = make_corpus(lm, args.items, args.top_k)
+        lines = [json.dumps(obj) for obj in corpus]
+        src = d / "in.jsonl"
+        src.write_text("".join(line + "\n" for line in lines))
+        spec = TaskSpec("decode", str(model))
+        n = len(lines)
+        print(f"{n} SMS lattices (top_k={args.top_k}), chunk {args.chunk}, "
+              f"model {model.stat().st_size * mb:.1f} MB on disk, load {os.getloadavg()[0]:.2f}")
+
+        base = baseline_loop(lm, lines)
+        inproc = run_batch(spec, src, d / "inproc.jsonl", chunk_size=args.chunk).seconds
+        one, start1, mem1, copied = timed_cluster_run(1, spec, src, d / "one.jsonl", args.chunk)
+        two, start2, mem2, _ = timed_cluster_run(2, spec, src, d / "two.jsonl", args.chunk)
+
+        print(f"{'runner':<28}{'seconds':>9}{'items/s':>10}{'overhead ms/item':>18}")
+        for name, secs in (("baseline loop (in-process)", base), ("batch, in-process", inproc),
+                           ("batch, Dask 1 worker", one), ("batch, Dask 2 workers", two)):
+            over = f"{(secs - base) / n * 1e3:>18.2f}" if name.startswith("batch, in") or \
+                name.endswith("1 worker") else f"{'':>18}"
+            print(f"{name:<28}{secs:>9.2f}{n / secs:>10.1f}{over}")
+        print(f"speed-up 2 workers vs 1: {one / two:.2f}x (goal >= 1.7); "
+              f"2 workers vs baseline loop: {base / two:.2f}x")
+        print(f"cluster start-up: {start1:.1f} s (1 worker), {start2:.1f} s (2 workers)")
+        for label, mem in (("1 worker", mem1), ("2 workers", mem2)):
+            for addr, m in sorted(mem.items()):
+                print(f"memory {label:<9} {addr:<24} RSS {m['rss'] * mb:6.1f} MB  "
+                      f"USS {m['uss'] * mb:6.1f} MB  PSS {m['pss'] * mb:6.1f} MB")
+        for _, grown in copied.items():
+            print(f"a private (non-mmap) copy of the model would add {grown * mb:.1f} MB of USS "
+                  "per worker")
+        print(f"load average at the end: {os.getloadavg()[0]:.2f} (2 cores, shared machine)")
+
+
+if __name__ == "__main__":
+    main()
