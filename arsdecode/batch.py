@@ -25,7 +25,7 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -153,27 +153,29 @@ def run_chunk(spec: TaskSpec, items: list[Item]) -> list[str]:
     lm, emissions = worker_models(spec)
     ready: list[Item] = []
     lattices: list = []
+    words: dict[int, list[str]] = {}  # tag: the sentence of item k
     answers: dict[int, dict | str] = {}
     for k, item in enumerate(items):
         if item.error is not None:
             answers[k] = item.error
             continue
         try:
-            lattice, words = _lattice(spec, item, emissions)
+            lattice, sentence = _lattice(spec, item, emissions)
         except ValueError as err:
             answers[k] = error_message(item, err)
             continue
-        ready.append(item._replace(text="" if words is None else json.dumps(words)))
+        ready.append(item)
         lattices.append(lattice)
+        if sentence is not None:
+            words[k] = sentence
     solved = iter(solve_chunk(spec, lm, ready, lattices))
     lines = []
     for k, item in enumerate(items):
         answer = answers[k] if k in answers else next(solved)
         if isinstance(answer, str):
             line = {"id": item.id, "line": item.lineno, "error": answer}
-        elif spec.task == "tag":
-            tags = answer.pop("tokens")
-            line = {"id": item.id, "tokens": json.loads(item.text), "tags": tags, **answer}
+        elif spec.task == "tag":  # as `arsdecode tag --json`: the words, then their tags
+            line = {"id": item.id, "tokens": words[k], "tags": answer.pop("tokens"), **answer}
         else:
             line = {"id": item.id, **answer}
         lines.append(json.dumps(line))
@@ -240,7 +242,10 @@ def _dask_client(workers: int, scheduler: str | None):
         raise BatchError("Dask is not installed: pip install 'arsdecode[batch]', or use "
                          "--workers 1") from None
     if scheduler:
-        return Client(scheduler, timeout="30s"), None
+        try:
+            return Client(scheduler, timeout="30s"), None
+        except (OSError, ValueError) as err:  # unreachable, timed out, or a malformed address
+            raise BatchError(f"cannot reach the Dask scheduler {scheduler}: {err}") from None
     import logging
 
     # Worker processes inherit an ignored SIGINT, so a Ctrl-C at the terminal (sent to the whole
@@ -266,7 +271,6 @@ def run_batch(
     chunk_size: int = DEFAULT_CHUNK,
     ordered: bool = False,
     progress: bool | None = None,
-    on_chunk: Callable[[int], None] | None = None,
 ) -> BatchStats:
     """Run `spec` over every item of `in_path` not yet in `out_path`, appending to it.
 
@@ -287,6 +291,7 @@ def run_batch(
     if out_path.exists() and out_path.resolve() == in_path.resolve():
         raise BatchError(f"{out_path}: --out must not be the input file")
     start = time.perf_counter()
+    created = not out_path.exists()
     writer = ChunkWriter(out_path)  # lock first, then read: no other run can append meanwhile
     client = cluster = None
     written = errors = 0
@@ -309,11 +314,13 @@ def run_batch(
                 written += len(lines)
                 errors += sum('"error": ' in line for line in lines)  # values escape quotes
                 bar.update(len(lines))
-                if on_chunk is not None:
-                    on_chunk(written)
                 if stop.requested:
                     raise KeyboardInterrupt
         bar.close()
+    except BaseException:
+        if created and written == 0:  # leave no empty file behind a run that could not start
+            out_path.unlink(missing_ok=True)
+        raise
     finally:
         writer.close()
         if client is not None:

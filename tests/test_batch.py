@@ -378,3 +378,33 @@ def test_a_killed_worker_loses_nothing_and_duplicates_nothing(tmp_path, cluster,
     assert_results(read_lines(out), many_decoded, DECODE_FIELDS)
     client.wait_for_workers(2, timeout=120)  # the nanny restarted it
     assert pids[victim] not in client.run(os.getpid).values()
+
+
+@pytest.mark.slow
+def test_tag_task_on_the_cluster_equals_single_sentences(tmp_path, cluster):
+    from arsdecode.tasks.pos import TnTEmissions, read_tagged
+    from data_prep.pos_data import DataError, default_data_dir, prepare
+
+    try:
+        data_dir = default_data_dir()
+    except DataError:  # a worktree has no ../shared: use the session's shared data
+        data_dir = Path("/work/shared/data/nltk")
+    models = tmp_path / "pos"
+    prepare(models, data_dir, orders=[3])
+    sentences = [[w for w, _ in s] for s in read_tagged(models / "test.tsv")[:30]]
+    objs = [{"id": f"t{i}", "tokens": words} for i, words in enumerate(sentences)]
+    src = write_jsonl(tmp_path / "in.jsonl", objs, ('{"id": "none", "tokens": []}\n',))
+    out = tmp_path / "out.jsonl"
+    address, _ = cluster
+    proc = run_cli("--task", "tag", "--models", str(models), "--order", "3", "--in", str(src),
+                   "--out", str(out), "--scheduler", address, "--ordered")
+    assert proc.returncode == 0, proc.stderr
+    lines = read_lines(out)
+    assert [line["id"] for line in lines] == [o["id"] for o in objs] + ["none"]
+    assert lines[-1]["error"].startswith("line 31: ") and "tags" not in lines[-1]
+    lm = maxarpa.load(models / "tags.3.maxarpa")
+    emissions = TnTEmissions.load(models / "emissions.json.gz")
+    for obj, line in zip(objs, lines):
+        r = decode(lm, emissions.lattice(obj["tokens"]))
+        assert (line["tokens"], line["tags"], line["log_p"], line["certified"]) == \
+            (obj["tokens"], r.tokens, r.log_p, True)
