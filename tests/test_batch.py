@@ -225,6 +225,7 @@ def test_cli_converts_a_text_model_once_and_rejects_bad_options(tmp_path, lm, it
     assert proc.returncode == 0, proc.stderr
     assert "converting" in proc.stderr and "wrote 3 lines (0 errors)" in proc.stderr
     assert len(list((tmp_path / ".arsdecode-models").glob("*.npz"))) == 1
+    assert "item/s" not in proc.stderr  # no progress bar when stderr is piped
     proc = run_cli("--lm", str(DEFAULT_LM), "--in", str(src), "--out", str(out))
     assert proc.returncode == 0 and "converting" not in proc.stderr
     assert "wrote 0 lines (0 errors), 3 already done" in proc.stderr
@@ -233,6 +234,32 @@ def test_cli_converts_a_text_model_once_and_rejects_bad_options(tmp_path, lm, it
         proc = run_cli("--lm", str(DEFAULT_LM), "--out", str(tmp_path / "o2.jsonl"), *bad)
         assert proc.returncode == 2 and proc.stderr.count("\n") == 1, proc.stderr
         assert proc.stderr.startswith("arsdecode: ") and "Traceback" not in proc.stderr
+
+
+def test_progress_bar_on_a_terminal(tmp_path, model_path, items):
+    import fcntl
+    import struct
+    import termios
+
+    src = write_jsonl(tmp_path / "in.jsonl", items[:6])
+    master, slave = os.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 100, 0, 0))
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "arsdecode", "batch", "--lm", str(model_path), "--in", str(src),
+         "--out", str(tmp_path / "out.jsonl"), "--chunk-size", "2"], stderr=slave)
+    os.close(slave)
+    shown = b""
+    while chunk := _read_pty(master):
+        shown += chunk
+    assert proc.wait(timeout=60) == 0
+    assert b"6/6" in shown and b"item/s" in shown
+
+
+def _read_pty(fd: int) -> bytes:
+    try:
+        return os.read(fd, 4096)
+    except OSError:  # the child closed the terminal
+        return b""
 
 
 def test_a_sample_line_is_reproduced_by_the_single_item_command(tmp_path, model_path, items):
