@@ -27,9 +27,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
             'Input: one JSON object per line, {"id", "positions"} ({"id", "tokens"} for '
             '--task tag). Output: one JSON object per line, {"id", ...} with the fields of the '
             'single-item command, or {"id", "line", "error"} for a line that cannot be run. '
-            "Rerunning with the same --out skips the ids already there. A text model (ARPA or "
-            "MAX-ARPA) is first converted once to a binary model in --model-cache (default: "
-            f"{CACHE_DIR_NAME}/ beside --out) and reused by later runs; workers load that file."),
+            "Rerunning with the same --out skips the ids already there. Sampling seeds derive "
+            "from (--seed, id), so results do not depend on workers or order. A text model "
+            "(ARPA or MAX-ARPA) is first converted once to a binary model in --model-cache "
+            f"(default: {CACHE_DIR_NAME}/ beside --out) and reused by later runs; workers "
+            "memory-map that file."),
     )
     p.add_argument("--lm", default=None,
                    help="ARPA, MAX-ARPA or maxarpa binary model (tag: default the tag LM of "
