@@ -97,8 +97,8 @@ def cmd_query(args: argparse.Namespace) -> int:
     n = model.order
     contexts: list[list[int]] = []
     words: list[int] = []
-    for lineno, line in enumerate(sys.stdin, start=1):
-        tokens = line.split()
+    for lineno, raw in enumerate(sys.stdin.buffer, start=1):
+        tokens = raw.decode("utf-8", "surrogateescape").split()  # words are bytes (arpa.py)
         if not tokens:
             raise MaxArpaError(f"<stdin>:{lineno}: empty query line")
         ctx = model.ids(tokens[:-1][-(n - 1) :] if n > 1 else []).tolist()

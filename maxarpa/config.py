@@ -40,12 +40,20 @@ class Config:
             (`Model.word_id`). With "warn" (KenLM's default, COMPLAIN) or "accept", a `<unk>`
             unigram is added with log10 p = `unknown_missing_log10p`, backoff 0, no extensions.
         unknown_missing_log10p: log10 p of that added `<unk>`; KenLM's default is -100.
+        verify_bounds: recompute every bound stored in a MAX-ARPA or binary file on load and
+            refuse the file if one differs (what `maxarpa verify` does). Default False: every
+            load already refuses bounds that break a necessary condition of the recurrences
+            (mf >= log10p, the mbow recurrence, mf >= the mf of each longer n-gram); the one
+            term those checks cannot see cheaply (a positive backoff reached through an
+            absent extension) is checked only by this full recomputation, which costs about
+            as much as computing the bounds from ARPA. Turn it on for files you did not make.
     """
 
     sentence_marker_missing: Action = "raise"
     positive_log_probability: Action = "raise"
     unknown_missing: Action = "raise"
     unknown_missing_log10p: float = -100.0
+    verify_bounds: bool = False
 
     def __post_init__(self) -> None:
         for name in ("sentence_marker_missing", "positive_log_probability", "unknown_missing"):

@@ -10,7 +10,7 @@ BOS = "<s>"
 EOS = "</s>"
 UNK = "<unk>"
 UNK_CAPITALS = "<UNK>"
-"""CMU-Cambridge writes the unknown word in capitals; it is the unknown word when <unk> is absent."""
+"""CMU-Cambridge writes the unknown word in capitals; it counts as <unk> when <unk> is absent."""
 
 LN10 = math.log(10.0)
 """Multiply a log10 value by this to get a natural-log value."""

@@ -11,8 +11,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 from maxarpa.binary_format import is_binary, read_binary, write_binary
-from maxarpa.checks import check_stored_bounds, check_structure
+from maxarpa.checks import check_stored_bounds, check_structure, verify_bounds
 from maxarpa.config import DEFAULT_CONFIG, Config
+from maxarpa.errors import FormatError
 from maxarpa.maxarpa_format import is_max_arpa, read_max_arpa, write_max_arpa
 from maxarpa.model import Model
 from maxarpa.specials import apply_config
@@ -35,19 +36,24 @@ def load(path: str | Path, *, mmap: bool = False, config: Config | None = None) 
         The model. Every value it reports is a log10 probability or backoff.
 
     Raises:
-        FormatError: the file is malformed or breaks a rule `config` says to raise on; the
-            message names the file (and the line, for text).
+        FormatError: the file is malformed, its stored bounds are not bounds (checked on
+            every row, see maxarpa.checks), or it breaks a rule `config` says to raise on;
+            the message names the file (and the line or the n-gram).
     """
     config = config if config is not None else DEFAULT_CONFIG
     if is_binary(path):
         model = read_binary(path, mmap=mmap)
         check_structure(model.trie, model.source)
-        check_stored_bounds(model.trie, model.vocab, model.source)
     elif is_max_arpa(path):
         model = read_max_arpa(path)
-        check_stored_bounds(model.trie, model.vocab, model.source)
     else:
-        model = Model.from_arpa(path)
+        return apply_config(Model.from_arpa(path), config)
+    check_stored_bounds(model.trie, model.vocab, model.source)
+    if config.verify_bounds:
+        problem = verify_bounds(model.trie, model.vocab, model.eos_id)
+        if problem is not None:
+            raise FormatError(model.source, None, f"stored bounds differ from the recomputed "
+                              f"ones: {problem}")
     return apply_config(model, config)
 
 

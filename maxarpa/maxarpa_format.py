@@ -162,6 +162,10 @@ def read_max_arpa(path: str | Path) -> Model:
             keys = trie.key(suffix, rows[:, 0])
             perm = np.argsort(keys)
             keys = keys[perm]
+            twice = np.flatnonzero(keys[1:] == keys[:-1])
+            if len(twice):
+                words = " ".join(vocab[w] for w in rows[perm[twice[0]]].tolist())
+                raise FormatError(path, None, f"the {k}-gram {words!r} is listed twice")
         trie.nodes.append(
             OrderNodes(
                 keys, rows[perm], values[perm, 0], values[perm, 1], listed[perm],

@@ -67,8 +67,17 @@ class Model:
         return int(sum((node.log10bow > 0).sum() for node in self.trie.nodes))
 
     # ----- ids -----------------------------------------------------------------------------
-    def word_id(self, word: str) -> int:
-        """Id of `word`; unknown words map to <unk>, as in KenLM."""
+    def word_id(self, word: str | bytes) -> int:
+        """Id of `word`; unknown words map to <unk> (or <UNK>), as in KenLM.
+
+        A word is the str its bytes decode to as UTF-8 with errors="surrogateescape" (see
+        maxarpa.arpa); `bytes` are decoded that way here.
+
+        Raises:
+            UnknownWordError: `word` is not in the vocabulary and the model has no <unk>.
+        """
+        if isinstance(word, bytes):
+            word = word.decode("utf-8", "surrogateescape")
         wid = self.word_to_id.get(word)
         if wid is not None:
             return wid
@@ -78,7 +87,15 @@ class Model:
             )
         return self.unk_id
 
+    def is_known(self, word: str | bytes) -> bool:
+        """True when `word` is in the vocabulary itself (not merely mapped to <unk>); what a
+        caller uses to count out-of-vocabulary tokens. <unk> itself counts as known."""
+        if isinstance(word, bytes):
+            word = word.decode("utf-8", "surrogateescape")
+        return word in self.word_to_id
+
     def ids(self, words: Sequence[str]) -> np.ndarray:
+        """Word ids (int32) of `words`, each as `word_id`."""
         return np.fromiter((self.word_id(w) for w in words), dtype=np.int32, count=len(words))
 
     def _context_array(self, context: Sequence[str]) -> np.ndarray:

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from maxarpa.arpa import ArpaData
+from maxarpa.arpa import ArpaData, ngram_lines
 from maxarpa.errors import FormatError
 
 
@@ -167,8 +167,10 @@ def build_trie(data: ArpaData, path: str = "<arpa>") -> Trie:
     for k in range(n, 0, -1):
         own = data.orders[k - 1]
         m = len(own.log10p)
-        if m and len(unique_rows(own.ids)[1]) != m:
-            raise FormatError(path, None, f"the {k}-gram section lists an n-gram twice")
+        if m:
+            first_seen = unique_rows(own.ids)[1]
+            if len(first_seen) != m:
+                raise duplicate_error(data, k, first_seen, path)
         parts = [own.ids] if k == n else [own.ids, rows[k][:, 1:]]
         combined = np.concatenate(parts) if len(parts) > 1 else own.ids
         if len(combined) == 0:
@@ -207,6 +209,17 @@ def build_trie(data: ArpaData, path: str = "<arpa>") -> Trie:
         if k > 1:
             fill_blank_probabilities(trie, k)
     return trie
+
+
+def duplicate_error(data: ArpaData, k: int, first_seen: np.ndarray, path: str) -> FormatError:
+    """The error for a k-gram listed twice, naming it and the lines of both listings."""
+    repeat = np.ones(len(data.orders[k - 1].log10p), dtype=bool)
+    repeat[first_seen] = False
+    words = [data.vocab[w] for w in data.orders[k - 1].ids[int(np.argmax(repeat))].tolist()]
+    lines = ngram_lines(path, k, words) if path != "<arpa>" else []
+    where = lines[1] if len(lines) == 2 else None
+    also = f" (first listed at line {lines[0]})" if len(lines) == 2 else ""
+    return FormatError(path, where, f"duplicate {k}-gram {' '.join(words)!r}{also}")
 
 
 def fill_blank_probabilities(trie: Trie, k: int) -> None:
