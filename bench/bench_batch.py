@@ -9,6 +9,9 @@ memory (RSS, and USS = pages private to it; the memory-mapped model is shared, s
 in RSS but not in USS).
 
     PYTHONPATH=. .venv/bin/python bench/bench_batch.py [--items 400] [--top-k 25] [--chunk 16]
+
+A second corpus of tiny one-position lattices isolates the overhead per item: there the decode
+costs almost nothing, so (Dask run - baseline loop) / items is the scheduling cost itself.
 """
 
 from __future__ import annotations
@@ -83,7 +86,10 @@ def copied_model_uss(path: str) -> int:
     return grown
 
 
-def timed_cluster_run(n_workers: int, spec: TaskSpec, src: Path, out: Path, chunk: int):
+def timed_cluster_run(n_workers: int, spec: TaskSpec, src: Path, out: Path, chunk: int,
+                      tiny: Path | None = None):
+    """Seconds of the run, cluster start-up, worker memory after it, the USS a private model
+    copy would add, and (with `tiny`) the seconds of a run over tiny items."""
     from distributed import Client, LocalCluster
 
     t0 = time.perf_counter()
@@ -94,7 +100,17 @@ def timed_cluster_run(n_workers: int, spec: TaskSpec, src: Path, out: Path, chun
         stats = run_batch(spec, src, out, scheduler=lc.scheduler_address, chunk_size=chunk)
         memory = cl.run(worker_memory)
         copied = cl.run(copied_model_uss, spec.lm) if n_workers == 1 else {}
-    return stats.seconds, startup, memory, copied
+        tiny_seconds = None
+        if tiny is not None:
+            tiny_seconds = run_batch(spec, tiny, out.with_suffix(".tiny"), chunk_size=chunk,
+                                     scheduler=lc.scheduler_address).seconds
+    return stats.seconds, startup, memory, copied, tiny_seconds
+
+
+def tiny_corpus(count: int) -> list[str]:
+    """One-position lattices: the decode costs almost nothing, so the run time is overhead."""
+    return [json.dumps({"id": f"t{i}", "positions": [[["the", 0.0], ["a", -1.0]]]})
+            for i in range(count)]
 
 
 def main() -> None:
@@ -102,6 +118,7 @@ def main() -> None:
     ap.add_argument("--items", type=int, default=400)
     ap.add_argument("--top-k", type=int, default=25)
     ap.add_argument("--chunk", type=int, default=16)
+    ap.add_argument("--tiny", type=int, default=2000, help="tiny items for the overhead run")
     args = ap.parse_args()
     mb = 1 / 2**20
     with tempfile.TemporaryDirectory() as tmp:
@@ -118,10 +135,17 @@ def main() -> None:
         print(f"{n} SMS lattices (top_k={args.top_k}), chunk {args.chunk}, "
               f"model {model.stat().st_size * mb:.1f} MB on disk, load {os.getloadavg()[0]:.2f}")
 
+        tiny_lines = tiny_corpus(args.tiny)
+        tiny = d / "tiny.jsonl"
+        tiny.write_text("".join(line + "\n" for line in tiny_lines))
+
         base = baseline_loop(lm, lines)
         inproc = run_batch(spec, src, d / "inproc.jsonl", chunk_size=args.chunk).seconds
-        one, start1, mem1, copied = timed_cluster_run(1, spec, src, d / "one.jsonl", args.chunk)
-        two, start2, mem2, _ = timed_cluster_run(2, spec, src, d / "two.jsonl", args.chunk)
+        one, start1, mem1, copied, tiny1 = timed_cluster_run(1, spec, src, d / "one.jsonl",
+                                                             args.chunk, tiny)
+        two, start2, mem2, _, _ = timed_cluster_run(2, spec, src, d / "two.jsonl", args.chunk)
+        tiny_base = baseline_loop(lm, tiny_lines)
+        tiny_inproc = run_batch(spec, tiny, d / "tiny_inproc.jsonl", chunk_size=args.chunk).seconds
 
         print(f"{'runner':<28}{'seconds':>9}{'items/s':>10}{'overhead ms/item':>18}")
         for name, secs in (("baseline loop (in-process)", base), ("batch, in-process", inproc),
@@ -131,6 +155,11 @@ def main() -> None:
             print(f"{name:<28}{secs:>9.2f}{n / secs:>10.1f}{over}")
         print(f"speed-up 2 workers vs 1: {one / two:.2f}x (goal >= 1.7); "
               f"2 workers vs baseline loop: {base / two:.2f}x")
+        print(f"{args.tiny} tiny items (overhead alone), ms/item: baseline loop "
+              f"{tiny_base / args.tiny * 1e3:.3f}, batch in-process "
+              f"{tiny_inproc / args.tiny * 1e3:.3f}, batch Dask 1 worker "
+              f"{tiny1 / args.tiny * 1e3:.3f}; Dask scheduling adds "
+              f"{(tiny1 - tiny_base) / args.tiny * 1e3:.3f} ms/item at chunk {args.chunk}")
         print(f"cluster start-up: {start1:.1f} s (1 worker), {start2:.1f} s (2 workers)")
         for label, mem in (("1 worker", mem1), ("2 workers", mem2)):
             for addr, m in sorted(mem.items()):

@@ -22,6 +22,7 @@ import pytest
 import maxarpa
 from arsdecode.ars import decode, sample
 from arsdecode.batch import BatchError, TaskSpec, item_seed, read_done, run_batch
+from arsdecode.batch_io import ChunkWriter
 from arsdecode.cli import DEFAULT_LM
 from arsdecode.lattice import Lattice
 from arsdecode.tasks.sms import KeypadChannel, sample_sentence
@@ -211,6 +212,18 @@ def test_an_output_file_that_is_not_ours_is_refused(tmp_path, model_path, items)
     with pytest.raises(BatchError, match=r"out\.jsonl:2: not a batch result line"):
         run_batch(TaskSpec("decode", str(model_path)), src, out)
     assert out.read_text() == '{"id": "a", "tokens": []}\nsome notes\n'
+
+
+def test_two_runs_cannot_write_one_file(tmp_path, model_path, items):
+    src = write_jsonl(tmp_path / "in.jsonl", items[:2])
+    out = tmp_path / "out.jsonl"
+    holder = ChunkWriter(out)  # as a run in progress holds it
+    try:
+        with pytest.raises(BatchError, match="another batch run is writing"):
+            run_batch(TaskSpec("decode", str(model_path)), src, out)
+    finally:
+        holder.close()
+    assert run_batch(TaskSpec("decode", str(model_path)), src, out).written == 2
 
 
 def run_cli(*args, timeout=300, **kw):
