@@ -284,8 +284,8 @@ def run_batch(
     in_path, out_path = Path(in_path), Path(out_path)
     if spec.task not in TASKS:
         raise BatchError(f"unknown task {spec.task!r} (one of {', '.join(TASKS)})")
-    if chunk_size < 1 or workers < 1:
-        raise BatchError("--chunk-size and --workers must be at least 1")
+    if chunk_size < 1 or workers < 1 or spec.n < 1 or spec.batch < 1:
+        raise BatchError("--chunk-size, --workers, -n and --batch must be at least 1")
     if not in_path.is_file():
         raise BatchError(f"{in_path}: no such input file")
     if out_path.exists() and out_path.resolve() == in_path.resolve():

@@ -101,8 +101,8 @@ def tag_paths(args: argparse.Namespace) -> tuple[str | None, str]:
 def run(args: argparse.Namespace) -> int:
     if args.workers is not None and args.scheduler:
         raise BatchError("give --workers or --scheduler, not both")
-    if args.n < 1 or args.batch < 1:
-        raise BatchError("-n and --batch must be at least 1")
+    if min(args.n, args.batch, args.chunk_size, args.workers or 1) < 1:
+        raise BatchError("--chunk-size, --workers, -n and --batch must be at least 1")
     if not Path(args.in_path).is_file():
         raise BatchError(f"{args.in_path}: no such input file")
     emissions = None

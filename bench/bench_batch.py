@@ -22,6 +22,7 @@ import logging
 import os
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -86,10 +87,27 @@ def copied_model_uss(path: str) -> int:
     return grown
 
 
+def cpu_seconds() -> float:
+    """User + system CPU time of the calling process (run on each worker)."""
+    import psutil
+
+    t = psutil.Process().cpu_times()
+    return t.user + t.system
+
+
+@dataclass
+class ClusterRun:
+    seconds: float  # wall time of run_batch
+    startup: float  # LocalCluster start-up until every worker is up
+    worker_cpu: float  # CPU seconds spent by all workers during the run
+    client_cpu: float  # CPU seconds of this process (client and scheduler) during the run
+    memory: dict  # per worker, after the run
+    copied: dict  # per worker: USS a private model copy adds (1-worker run only)
+    tiny_seconds: float | None = None
+
+
 def timed_cluster_run(n_workers: int, spec: TaskSpec, src: Path, out: Path, chunk: int,
-                      tiny: Path | None = None):
-    """Seconds of the run, cluster start-up, worker memory after it, the USS a private model
-    copy would add, and (with `tiny`) the seconds of a run over tiny items."""
+                      tiny: Path | None = None) -> ClusterRun:
     from distributed import Client, LocalCluster
 
     t0 = time.perf_counter()
@@ -97,14 +115,16 @@ def timed_cluster_run(n_workers: int, spec: TaskSpec, src: Path, out: Path, chun
                       dashboard_address=None, silence_logs=logging.ERROR) as lc, Client(lc) as cl:
         cl.wait_for_workers(n_workers)
         startup = time.perf_counter() - t0
+        cpu0, client0 = sum(cl.run(cpu_seconds).values()), time.process_time()
         stats = run_batch(spec, src, out, scheduler=lc.scheduler_address, chunk_size=chunk)
-        memory = cl.run(worker_memory)
-        copied = cl.run(copied_model_uss, spec.lm) if n_workers == 1 else {}
-        tiny_seconds = None
+        client_cpu = time.process_time() - client0
+        worker_cpu = sum(cl.run(cpu_seconds).values()) - cpu0
+        run = ClusterRun(stats.seconds, startup, worker_cpu, client_cpu, cl.run(worker_memory),
+                         cl.run(copied_model_uss, spec.lm) if n_workers == 1 else {})
         if tiny is not None:
-            tiny_seconds = run_batch(spec, tiny, out.with_suffix(".tiny"), chunk_size=chunk,
-                                     scheduler=lc.scheduler_address).seconds
-    return stats.seconds, startup, memory, copied, tiny_seconds
+            run.tiny_seconds = run_batch(spec, tiny, out.with_suffix(".tiny"), chunk_size=chunk,
+                                         scheduler=lc.scheduler_address).seconds
+    return run
 
 
 def tiny_corpus(count: int) -> list[str]:
@@ -141,31 +161,37 @@ def main() -> None:
 
         base = baseline_loop(lm, lines)
         inproc = run_batch(spec, src, d / "inproc.jsonl", chunk_size=args.chunk).seconds
-        one, start1, mem1, copied, tiny1 = timed_cluster_run(1, spec, src, d / "one.jsonl",
-                                                             args.chunk, tiny)
-        two, start2, mem2, _, _ = timed_cluster_run(2, spec, src, d / "two.jsonl", args.chunk)
+        one = timed_cluster_run(1, spec, src, d / "one.jsonl", args.chunk, tiny)
+        two = timed_cluster_run(2, spec, src, d / "two.jsonl", args.chunk)
         tiny_base = baseline_loop(lm, tiny_lines)
         tiny_inproc = run_batch(spec, tiny, d / "tiny_inproc.jsonl", chunk_size=args.chunk).seconds
 
         print(f"{'runner':<28}{'seconds':>9}{'items/s':>10}{'overhead ms/item':>18}")
-        for name, secs in (("baseline loop (in-process)", base), ("batch, in-process", inproc),
-                           ("batch, Dask 1 worker", one), ("batch, Dask 2 workers", two)):
-            over = f"{(secs - base) / n * 1e3:>18.2f}" if name.startswith("batch, in") or \
-                name.endswith("1 worker") else f"{'':>18}"
-            print(f"{name:<28}{secs:>9.2f}{n / secs:>10.1f}{over}")
-        print(f"speed-up 2 workers vs 1: {one / two:.2f}x (goal >= 1.7); "
-              f"2 workers vs baseline loop: {base / two:.2f}x")
+        for name, secs, over in (("baseline loop (in-process)", base, False),
+                                 ("batch, in-process", inproc, True),
+                                 ("batch, Dask 1 worker", one.seconds, True),
+                                 ("batch, Dask 2 workers", two.seconds, False)):
+            extra = f"{(secs - base) / n * 1e3:>18.2f}" if over else ""
+            print(f"{name:<28}{secs:>9.2f}{n / secs:>10.1f}{extra}")
+        print(f"speed-up 2 workers vs 1: {one.seconds / two.seconds:.2f}x (goal >= 1.7); "
+              f"2 workers vs baseline loop: {base / two.seconds:.2f}x")
+        for label, r, k in (("1 worker", one, 1), ("2 workers", two, 2)):
+            print(f"CPU {label:<9}: workers {r.worker_cpu / n * 1e3:.2f} ms/item, client + "
+                  f"scheduler {r.client_cpu / n * 1e3:.2f} ms/item; the workers got "
+                  f"{r.worker_cpu / (r.seconds * k):.0%} of their {k} core(s) "
+                  "(the rest went to other jobs)")
         print(f"{args.tiny} tiny items (overhead alone), ms/item: baseline loop "
               f"{tiny_base / args.tiny * 1e3:.3f}, batch in-process "
               f"{tiny_inproc / args.tiny * 1e3:.3f}, batch Dask 1 worker "
-              f"{tiny1 / args.tiny * 1e3:.3f}; Dask scheduling adds "
-              f"{(tiny1 - tiny_base) / args.tiny * 1e3:.3f} ms/item at chunk {args.chunk}")
-        print(f"cluster start-up: {start1:.1f} s (1 worker), {start2:.1f} s (2 workers)")
-        for label, mem in (("1 worker", mem1), ("2 workers", mem2)):
-            for addr, m in sorted(mem.items()):
+              f"{one.tiny_seconds / args.tiny * 1e3:.3f}; Dask adds "
+              f"{(one.tiny_seconds - tiny_base) / args.tiny * 1e3:.3f} ms/item at chunk "
+              f"{args.chunk}")
+        print(f"cluster start-up: {one.startup:.1f} s (1 worker), {two.startup:.1f} s (2 workers)")
+        for label, r in (("1 worker", one), ("2 workers", two)):
+            for addr, m in sorted(r.memory.items()):
                 print(f"memory {label:<9} {addr:<24} RSS {m['rss'] * mb:6.1f} MB  "
                       f"USS {m['uss'] * mb:6.1f} MB  PSS {m['pss'] * mb:6.1f} MB")
-        for _, grown in copied.items():
+        for grown in one.copied.values():
             print(f"a private (non-mmap) copy of the model would add {grown * mb:.1f} MB of USS "
                   "per worker")
         print(f"load average at the end: {os.getloadavg()[0]:.2f} (2 cores, shared machine)")
