@@ -21,6 +21,7 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
+import os
 import signal
 import sys
 import threading
@@ -70,7 +71,7 @@ def item_seed(seed: int, item_id: Any) -> int:
 
 # ---- the worker side ----------------------------------------------------------------------
 
-_WORKER_MODELS: dict[tuple[str, str | None], tuple[Any, Any]] = {}
+_WORKER_MODELS: dict[tuple, tuple[Any, Any]] = {}
 
 
 def load_shared_model(path: str):
@@ -82,16 +83,27 @@ def load_shared_model(path: str):
 
 
 def worker_models(spec: TaskSpec) -> tuple[Any, Any]:
-    """(lm, emissions) of this worker process, loaded on its first chunk and then reused."""
-    key = (spec.lm, spec.emissions)
+    """(lm, emissions) of this worker process, loaded on its first chunk and then reused.
+
+    Keyed by path, size and mtime: a long-lived worker of an external cluster reloads a model
+    file that was rewritten between runs, and drops the older copy."""
+    key = tuple((p, *_stamp(p)) for p in (spec.lm, spec.emissions) if p is not None)
     if key not in _WORKER_MODELS:
         emissions = None
         if spec.emissions is not None:
             from arsdecode.tasks.pos import TnTEmissions
 
             emissions = TnTEmissions.load(spec.emissions)
-        _WORKER_MODELS[key] = (load_shared_model(spec.lm), emissions)
+        lm = load_shared_model(spec.lm)
+        for old in [k for k in _WORKER_MODELS if k[0][0] == spec.lm]:
+            del _WORKER_MODELS[old]
+        _WORKER_MODELS[key] = (lm, emissions)
     return _WORKER_MODELS[key]
+
+
+def _stamp(path: str) -> tuple[int, int]:
+    st = os.stat(path)
+    return st.st_size, st.st_mtime_ns
 
 
 def _lattice(spec: TaskSpec, item: Item, emissions) -> tuple[Any, list[str] | None]:

@@ -226,6 +226,20 @@ def test_two_runs_cannot_write_one_file(tmp_path, model_path, items):
     assert run_batch(TaskSpec("decode", str(model_path)), src, out).written == 2
 
 
+def test_a_worker_loads_a_model_once_and_again_when_rewritten(tmp_path, model_path):
+    from arsdecode import batch
+
+    path = tmp_path / "copy.npz"
+    path.write_bytes(model_path.read_bytes())
+    spec = TaskSpec("decode", str(path))
+    first, _ = batch.worker_models(spec)
+    assert batch.worker_models(spec)[0] is first
+    st = path.stat()
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns + 10**9))
+    assert batch.worker_models(spec)[0] is not first
+    assert sum(key[0][0] == str(path) for key in batch._WORKER_MODELS) == 1
+
+
 def run_cli(*args, timeout=300, **kw):
     return subprocess.run([sys.executable, "-m", "arsdecode", "batch", *args],
                           capture_output=True, text=True, timeout=timeout, **kw)
