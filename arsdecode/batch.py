@@ -205,7 +205,7 @@ def _run_on_dask(client, spec: TaskSpec, chunks: Iterator[list[Item]], ordered: 
                  ) -> Iterator[list[str]]:
     """Chunks as they finish (or in input order), with a bounded number in flight so the
     input is streamed and the client's memory stays flat."""
-    from distributed import as_completed
+    from distributed import KilledWorker, as_completed
 
     pending = as_completed()
     index_of: dict[Any, int] = {}
@@ -233,10 +233,8 @@ def _run_on_dask(client, spec: TaskSpec, chunks: Iterator[list[Item]], ordered: 
         index = index_of.pop(fut)
         try:
             lines = fut.result()
-        except Exception as err:
-            if type(err).__name__ == "KilledWorker":
-                raise BatchError(f"chunk {index} killed its workers repeatedly: {err}") from None
-            raise
+        except KilledWorker as err:  # Dask gave up after the chunk took down several workers
+            raise BatchError(f"chunk {index} killed its workers repeatedly: {err}") from None
         if not ordered:
             yield lines
         else:
