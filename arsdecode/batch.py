@@ -209,6 +209,7 @@ def _run_on_dask(client, spec: TaskSpec, chunks: Iterator[list[Item]], ordered: 
 
     pending = as_completed()
     index_of: dict[Any, int] = {}
+    lines_of: dict[int, str] = {}  # chunk index -> "lines A-B", for the error of a lost chunk
     buffered: dict[int, list[str]] = {}
     next_index = next_out = 0
     exhausted = False
@@ -225,6 +226,7 @@ def _run_on_dask(client, spec: TaskSpec, chunks: Iterator[list[Item]], ordered: 
                 return
             fut = client.submit(run_chunk, spec, chunk, pure=False)
             index_of[fut] = next_index
+            lines_of[next_index] = f"lines {chunk[0].lineno}-{chunk[-1].lineno}"
             next_index += 1
             pending.add(fut)
 
@@ -233,8 +235,10 @@ def _run_on_dask(client, spec: TaskSpec, chunks: Iterator[list[Item]], ordered: 
         index = index_of.pop(fut)
         try:
             lines = fut.result()
-        except KilledWorker as err:  # Dask gave up after the chunk took down several workers
-            raise BatchError(f"chunk {index} killed its workers repeatedly: {err}") from None
+        except KilledWorker:  # Dask gave up after the chunk took down several workers
+            raise BatchError(f"{lines_of[index]} of the input killed the workers running them "
+                             "repeatedly (out of memory?); the results so far are kept") from None
+        del lines_of[index]
         if not ordered:
             yield lines
         else:
