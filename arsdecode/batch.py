@@ -207,7 +207,7 @@ def _run_on_dask(client, spec: TaskSpec, chunks: Iterator[list[Item]], ordered: 
     input is streamed and the client's memory stays flat."""
     from distributed import KilledWorker, as_completed
 
-    pending = as_completed()
+    pending = as_completed()  # (with_results=True raced a tornado stream assertion in tests)
     index_of: dict[Any, int] = {}
     lines_of: dict[int, str] = {}  # chunk index -> "lines A-B", for the error of a lost chunk
     buffered: dict[int, list[str]] = {}
@@ -234,10 +234,10 @@ def _run_on_dask(client, spec: TaskSpec, chunks: Iterator[list[Item]], ordered: 
     for fut in pending:
         index = index_of.pop(fut)
         try:
-            lines = fut.result()
-        except KilledWorker:  # Dask gave up after the chunk took down several workers
+            lines = fut.result()  # a bug in a task re-raises here with its traceback
+        except KilledWorker:  # Dask gave up: the chunk took down several workers
             raise BatchError(f"{lines_of[index]} of the input killed the workers running them "
-                             "repeatedly (out of memory?); the results so far are kept") from None
+                             "repeatedly (out of memory?); results so far are kept") from None
         del lines_of[index]
         if not ordered:
             yield lines

@@ -364,6 +364,11 @@ def test_cluster_every_id_once_equal_to_single_items(tmp_path, cluster, model_pa
               chunk_size=1)
     expected = {json.dumps(it["id"]): single_sample(lm, it, 3, 5) for it in some}
     assert_results(read_lines(sampled), expected, SAMPLE_FIELDS)
+    # A worker that cannot open the model fails the run with the worker's own error.
+    with pytest.raises(FileNotFoundError, match="missing.npz"):
+        run_batch(TaskSpec("decode", str(tmp_path / "missing.npz")), src,
+                  tmp_path / "none.jsonl", scheduler=address)
+    assert not (tmp_path / "none.jsonl").exists()
 
 
 @pytest.mark.slow
