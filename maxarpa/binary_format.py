@@ -30,6 +30,7 @@ import numpy as np
 
 from maxarpa.errors import FormatError
 from maxarpa.model import Model
+from maxarpa.output import atomic_output, check_output
 from maxarpa.table import OrderNodes, Trie
 
 MAGIC = "maxarpa-binary-2"
@@ -59,8 +60,11 @@ def encode_vocab(vocab: list[str]) -> np.ndarray:
 def write_binary(model: Model, path: str | Path) -> None:
     """Write the model's table as an uncompressed, 64-byte aligned .npz at `path`.
 
-    Written to a temporary file beside `path`, then renamed, so a failure (or a signal)
-    never leaves a half-written model under the user's name.
+    Written to a temporary file beside `path`, then renamed, so a failure (or SIGINT,
+    SIGTERM, SIGHUP) never leaves a half-written model or a temporary file behind.
+
+    Raises:
+        OutputError: `path` has a compression suffix (a binary model is never compressed).
     """
     path = Path(path)
     arrays: dict[str, np.ndarray] = {
@@ -71,16 +75,12 @@ def write_binary(model: Model, path: str | Path) -> None:
     for k, node in enumerate(model.trie.nodes, start=1):
         for field in FIELDS:
             arrays[f"{field}_{k}"] = np.ascontiguousarray(getattr(node, field))
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        with open(tmp, "wb") as fh, zipfile.ZipFile(fh, "w", zipfile.ZIP_STORED,
-                                                    allowZip64=True) as zf:
-            for name, arr in arrays.items():
-                _write_member(zf, fh, f"{name}.npy", arr)
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
+    check_output(None, path, binary=True)
+    with atomic_output(path) as tmp, open(tmp, "wb") as fh, zipfile.ZipFile(
+        fh, "w", zipfile.ZIP_STORED, allowZip64=True
+    ) as zf:
+        for name, arr in arrays.items():
+            _write_member(zf, fh, f"{name}.npy", arr)
 
 
 def _write_member(zf: zipfile.ZipFile, fh, name: str, arr: np.ndarray) -> None:

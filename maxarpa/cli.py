@@ -8,6 +8,7 @@ half-written output (writers use a temporary file and a rename).
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from collections.abc import Sequence
@@ -18,6 +19,7 @@ import numpy as np
 from maxarpa.arpa import format_log10
 from maxarpa.errors import MaxArpaError
 from maxarpa.load import convert, load
+from maxarpa.output import TerminatedBySignal
 
 EXIT_BAD_INPUT = 2
 EXIT_VERIFY_FAILED = 1
@@ -143,15 +145,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     handlers = {"convert": cmd_convert, "info": cmd_info, "query": cmd_query,
                 "verify": cmd_verify}
     try:
-        return handlers[args.command](args)
+        status = handlers[args.command](args)
+        sys.stdout.flush()  # a closed pipe must surface here, not at interpreter exit
+        return status
     except MaxArpaError as err:
         print(f"maxarpa: {err}", file=sys.stderr)
         return EXIT_BAD_INPUT
     except KeyboardInterrupt:
         print("maxarpa: interrupted", file=sys.stderr)
         return 130
-    except BrokenPipeError:
+    except BrokenPipeError:  # `maxarpa query ... | head -1`: the reader left; exit quietly
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())  # so the interpreter's final flush is silent
         return 0
+    except TerminatedBySignal as err:  # SIGTERM/SIGHUP while writing: the output was cleaned
+        print(f"maxarpa: terminated by signal {err.signum}; no output written", file=sys.stderr)
+        return 128 + err.signum
     except OSError as err:
         name = getattr(err, "filename", None) or Path(getattr(args, "output", "")).name
         print(f"maxarpa: {name}: {err.strerror or err}", file=sys.stderr)

@@ -16,6 +16,7 @@ from maxarpa.config import DEFAULT_CONFIG, Config
 from maxarpa.errors import FormatError
 from maxarpa.maxarpa_format import is_max_arpa, read_max_arpa, write_max_arpa
 from maxarpa.model import Model
+from maxarpa.output import check_output
 from maxarpa.specials import apply_config
 
 
@@ -65,7 +66,8 @@ def convert(
 
     Args:
         input: the model to read (see `load`).
-        output: the file to write, through a temporary file beside it and a rename.
+        output: the file to write, through a temporary file beside it and a rename; the
+            temporary file is removed on any error and on SIGINT, SIGTERM or SIGHUP.
         binary: write the uncompressed .npz companion (for `load(..., mmap=True)`) instead
             of MAX-ARPA text.
         config: strictness settings used to read `input`.
@@ -75,9 +77,14 @@ def convert(
         The model that was written (log10 values).
 
     Raises:
+        OutputError: checked before reading: `output` is `input` itself (os.path.samefile,
+            so also a hard or symbolic link to it), its directory is missing, or its suffix
+            asks for a compression that cannot be honoured (text: .gz/.bz2/.xz compress, other
+            compression suffixes are refused; binary: never compressed).
         FormatError: `input` is malformed.
-        OSError: `output` cannot be written.
+        OSError: `output` cannot be written; the message names `output`.
     """
+    check_output(input, output, binary=binary)
     model = load(input, config=config)
     if binary:
         write_binary(model, output)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -21,9 +22,17 @@ from maxarpa.constants import BOS, EOS, UNK, UNK_CAPITALS
 from maxarpa.errors import UnknownWordError
 from maxarpa.table import Trie, build_trie
 
+if TYPE_CHECKING:
+    from maxarpa.config import Config
+
 
 class Model:
-    """A backoff n-gram model with exact max-backoff bounds (log10 everywhere)."""
+    """A backoff n-gram model with exact max-backoff bounds (log10 everywhere).
+
+    Make one with `maxarpa.load` (any file format). Attributes: `vocab` (words in id order),
+    `word_to_id`, `bos_id`/`eos_id`/`unk_id` (None when absent; `maxarpa.load` guarantees
+    <s> and </s> unless told otherwise, see `maxarpa.Config`), `trie` (the table), `source`.
+    """
 
     def __init__(self, vocab: list[str], trie: Trie, source: str = "") -> None:
         self.vocab = vocab
@@ -38,7 +47,12 @@ class Model:
     # ----- construction -------------------------------------------------------------------
     @classmethod
     def from_arpa(cls, path: str | Path) -> Model:
-        """Read an ARPA file and compute the max-backoff bounds."""
+        """Read an ARPA file and compute the max-backoff bounds, with no strictness checks
+        (a missing <s> stays missing); `maxarpa.load` is the checked entry point.
+
+        Raises:
+            FormatError: the file is malformed (the message names the file and line).
+        """
         data = read_arpa(path)
         trie = build_trie(data, str(path))
         model = cls(data.vocab, trie, str(path))
@@ -46,15 +60,21 @@ class Model:
         return model
 
     @classmethod
-    def load(cls, path: str | Path, *, mmap: bool = False, config: object = None) -> Model:
-        """Alias of `maxarpa.load` (which see), kept for existing callers."""
+    def load(cls, path: str | Path, *, mmap: bool = False, config: Config | None = None
+             ) -> Model:
+        """Alias of `maxarpa.load` (which see), kept for existing callers.
+
+        Imported when called, not at module level: `maxarpa.load` sits above the format
+        readers, which import this module.
+        """
         from maxarpa.load import load
 
-        return load(path, mmap=mmap, config=config)  # type: ignore[arg-type]
+        return load(path, mmap=mmap, config=config)
 
     # ----- facts ---------------------------------------------------------------------------
     @property
     def order(self) -> int:
+        """The model order n (length of the longest n-gram)."""
         return self.trie.order
 
     @property
@@ -64,6 +84,8 @@ class Model:
 
     @property
     def positive_backoffs(self) -> int:
+        """How many nodes have a log10 backoff above 0 (where a max over listed n-grams would
+        not be a bound)."""
         return int(sum((node.log10bow > 0).sum() for node in self.trie.nodes))
 
     # ----- ids -----------------------------------------------------------------------------
@@ -104,20 +126,44 @@ class Model:
 
     # ----- scalar queries ------------------------------------------------------------------
     def log10p(self, word: str, context: Sequence[str]) -> float:
-        """log10 p(word | context) with backoff (eq. 7 of the paper); KenLM's value."""
+        """log10 p(word | context) with backoff (eq. 7 of the paper); KenLM's value.
+
+        Args:
+            word: the predicted word (unknown words score as <unk>).
+            context: the preceding words, oldest first; only the last n-1 are used. A
+                context starting with <s> is the sentence start.
+
+        Returns:
+            The log10 probability.
+
+        Raises:
+            UnknownWordError: an unknown word and no <unk>.
+        """
         return float(self.log10p_batch(self._context_array(context), self.ids([word]))[0])
 
     def max_log10p(self, word: str, context: Sequence[str]) -> float:
-        """max over every left extension z of log10 p(word | z + context)."""
+        """The max-backoff bound: max over every left extension z of log10 p(word | z +
+        context) (z empty included; none when `context` starts with <s>). Arguments and
+        errors as `log10p`; returns a log10 value >= `log10p(word, context)`."""
         return float(self.max_log10p_batch(self._context_array(context), self.ids([word]))[0])
 
     # ----- batch queries -------------------------------------------------------------------
     def log10p_batch(self, contexts: np.ndarray, words: np.ndarray) -> np.ndarray:
-        """log10 p for each row: `contexts` (B, k) ids left-padded with -1, `words` (B,)."""
+        """log10 p for each row.
+
+        Args:
+            contexts: (B, k) word ids, oldest first, left-padded with -1; columns beyond the
+                last n-1 are ignored.
+            words: (B,) word ids.
+
+        Returns:
+            (B,) float64 log10 probabilities.
+        """
         return self._walk(contexts, words, want_max=False)
 
     def max_log10p_batch(self, contexts: np.ndarray, words: np.ndarray) -> np.ndarray:
-        """Max-backoff log10 bound for each row; same layout as `log10p_batch`."""
+        """Max-backoff log10 bound for each row (see `max_log10p`); same layout and return
+        type as `log10p_batch`."""
         return self._walk(contexts, words, want_max=True)
 
     def _walk(self, contexts: np.ndarray, words: np.ndarray, want_max: bool) -> np.ndarray:
