@@ -47,7 +47,7 @@ class TaskSpec:
     emissions: str | None = None  # tag: path of emissions.json.gz
     n: int = 1  # sample: samples per item
     seed: int = 0  # sample: run seed; item seeds derive from (seed, id)
-    variant: str = "fresh"
+    variant: str | None = None  # None: the engine's default refinement variant
     max_iterations: int | None = None
     batch: int = 100
     target_ar: float = 0.2
@@ -124,14 +124,15 @@ def solve_one(spec: TaskSpec, lm, item: Item, lattice) -> dict:
     from arsdecode.ars import decode, sample
 
     start = time.perf_counter()
+    engine = {} if spec.variant is None else {"variant": spec.variant}
     if spec.task == "sample":
         seed = item_seed(spec.seed, item.id)
         r = sample(lm, lattice, spec.n, seed, batch=spec.batch, target_ar=spec.target_ar,
-                   ar_window=spec.ar_window, variant=spec.variant)
+                   ar_window=spec.ar_window, **engine)
         return {"samples": r.samples, "log_p": r.log_p, "seed": seed, "trials": r.trials,
                 "acceptance_rate": r.acceptance_rate, "log_Z": r.log_Z,
                 "seconds": time.perf_counter() - start}
-    r = decode(lm, lattice, variant=spec.variant, max_iterations=spec.max_iterations)
+    r = decode(lm, lattice, max_iterations=spec.max_iterations, **engine)
     return {"tokens": r.tokens, "log_p": r.log_p, "log_q": r.log_q, "certified": r.certified,
             "iterations": r.iterations, "states": r.states,
             "seconds": time.perf_counter() - start}

@@ -52,7 +52,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="items per task: the unit of scheduling, writing and redoing")
     p.add_argument("--model-cache", default=None, metavar="DIR",
                    help="where a text --lm is converted to binary (default: beside --out)")
-    p.add_argument("--variant", choices=VARIANTS, default="fresh", help="refinement variant")
+    p.add_argument("--variant", choices=VARIANTS, default=None,
+                   help="refinement variant (default: the engine's)")
     p.add_argument("--max-iterations", type=int, default=None,
                    help="decode: stop uncertified after this many")
     p.add_argument("--models", default=None, help="--task tag: directory of the POS models")
