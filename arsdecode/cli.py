@@ -14,7 +14,7 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 
-from arsdecode import __version__, corpus, marginals_cli
+from arsdecode import __version__, batch_cli, corpus, marginals_cli
 from arsdecode.api import DEFAULT_LM as DEFAULT_LM  # re-exported for older callers
 from arsdecode.api import load_lm
 from arsdecode.ars import sample
@@ -115,6 +115,7 @@ COMMANDS: tuple[Callable[[argparse._SubParsersAction], None], ...] = (
     sms_cli.add_parser,
     pos_cli.add_parser,
     marginals_cli.add_parser,
+    batch_cli.add_parser,
 )
 """Every sub-command: each adds its parser and sets `handler` (args -> exit status)."""
 

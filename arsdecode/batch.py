@@ -1,0 +1,384 @@
+"""Corpus runs: decode, sample or tag a JSONL file of items, in-process or on a Dask cluster.
+
+Why this shape:
+- **One writer.** Workers never touch the output. They return finished chunks as JSON lines;
+  the client alone appends each chunk with one write, then flush and fsync. A crash can only
+  leave a truncated last line, which the next run cuts off before appending.
+- **Resumable, never twice.** A run first reads the ids already in --out and skips them. A
+  worker killed mid-chunk returns nothing, so Dask reruns the chunk elsewhere and it is written
+  once, when its result reaches the client. An advisory lock keeps two runs off one file.
+- **Deterministic.** Sampling seeds are `item_seed(seed, id)`: a hash of (seed, id), not of
+  the position, the worker or the chunk, so results do not depend on the number of workers.
+- **Shared model.** Tasks carry a path, not a model: each worker process loads the binary
+  model once (`_WORKER_MODELS`, keyed by path) and keeps it for every chunk it runs.
+
+Output lines are `{"id", ...fields of the single-item command}`, or `{"id", "line",
+"error"}` for an input line that cannot be run; `"id": null` when the line has no usable id.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+import os
+import signal
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from arsdecode.batch_io import BatchError, ChunkWriter, Item, chunked, read_done, scan_input
+from arsdecode.errors import ArsDecodeError
+
+TASKS = ("decode", "sample", "tag")
+DEFAULT_CHUNK = 16
+
+
+@dataclass(frozen=True)
+class TaskSpec:
+    """What every item of a run does; small and picklable, sent with each chunk."""
+
+    task: str = "decode"
+    lm: str = ""  # path of the binary model, valid on every worker
+    emissions: str | None = None  # tag: path of emissions.json.gz
+    n: int = 1  # sample: samples per item
+    seed: int = 0  # sample: run seed; item seeds derive from (seed, id)
+    variant: str | None = None  # None: the engine's default refinement variant
+    max_iterations: int | None = None
+    batch: int = 100
+    target_ar: float = 0.2
+    ar_window: int = 100
+
+
+@dataclass(frozen=True)
+class BatchStats:
+    done_before: int  # result lines already in --out
+    written: int  # lines this run appended
+    errors: int  # of which error lines
+    seconds: float
+
+
+def item_seed(seed: int, item_id: Any) -> int:
+    """The sampling seed of one item: 64 bits of sha256(seed, JSON id). The single-item command
+    `arsdecode sample --seed item_seed(S, id)` reproduces the batch line exactly."""
+    digest = hashlib.sha256(f"{int(seed)}\0{json.dumps(item_id)}".encode()).digest()
+    return int.from_bytes(digest[:8], "little")
+
+
+# ---- the worker side ----------------------------------------------------------------------
+
+_WORKER_MODELS: dict[tuple, tuple[Any, Any]] = {}
+
+
+def load_shared_model(path: str):
+    """The model a worker keeps for the whole run: the binary model's arrays memory-mapped
+    read-only, so every worker process on a machine shares one copy in the page cache."""
+    import maxarpa
+
+    return maxarpa.load(path, mmap=True)
+
+
+def worker_models(spec: TaskSpec) -> tuple[Any, Any]:
+    """(lm, emissions) of this worker process, loaded on its first chunk and then reused.
+
+    Keyed by path, size and mtime: a long-lived worker of an external cluster reloads a model
+    file that was rewritten between runs, and drops the older copy."""
+    key = tuple((p, *_stamp(p)) for p in (spec.lm, spec.emissions) if p is not None)
+    if key not in _WORKER_MODELS:
+        emissions = None
+        if spec.emissions is not None:
+            from arsdecode.tasks.pos import TnTEmissions
+
+            emissions = TnTEmissions.load(spec.emissions)
+        lm = load_shared_model(spec.lm)
+        for old in [k for k in _WORKER_MODELS if k[0][0] == spec.lm]:
+            del _WORKER_MODELS[old]
+        _WORKER_MODELS[key] = (lm, emissions)
+    return _WORKER_MODELS[key]
+
+
+def _stamp(path: str) -> tuple[int, int]:
+    st = os.stat(path)
+    return st.st_size, st.st_mtime_ns
+
+
+def _lattice(spec: TaskSpec, item: Item, emissions) -> tuple[Any, list[str] | None]:
+    from arsdecode.lattice import Lattice
+
+    obj = json.loads(item.text)
+    where = f"line {item.lineno}"
+    if spec.task != "tag":
+        return Lattice.from_json_obj(obj, source=where), None
+    words = obj.get("tokens")
+    if not isinstance(words, list) or not words or not all(isinstance(w, str) for w in words):
+        raise ArsDecodeError(f'{where}: "tokens" must be a non-empty list of strings')
+    return emissions.lattice(words), words
+
+
+def solve_one(spec: TaskSpec, lm, item: Item, lattice) -> dict:
+    """The fields of the single-item command for one lattice."""
+    from arsdecode.ars import decode, sample
+
+    start = time.perf_counter()
+    engine = {} if spec.variant is None else {"variant": spec.variant}
+    if spec.task == "sample":
+        seed = item_seed(spec.seed, item.id)
+        r = sample(lm, lattice, spec.n, seed, batch=spec.batch, target_ar=spec.target_ar,
+                   ar_window=spec.ar_window, **engine)
+        return {"samples": r.samples, "log_p": r.log_p, "seed": seed, "trials": r.trials,
+                "acceptance_rate": r.acceptance_rate, "log_Z": r.log_Z,
+                "seconds": time.perf_counter() - start}
+    r = decode(lm, lattice, max_iterations=spec.max_iterations, **engine)
+    return {"tokens": r.tokens, "log_p": r.log_p, "log_q": r.log_q, "certified": r.certified,
+            "iterations": r.iterations, "states": r.states,
+            "seconds": time.perf_counter() - start}
+
+
+def solve_chunk(spec: TaskSpec, lm, items: list[Item], lattices: list) -> list[dict | str]:
+    """All lattices of a chunk in one call: a result dict, or an error message, per item.
+
+    A per-item loop for now; this is the one place to call `arsdecode.corpus.decode_many`
+    (shared automaton work across a chunk) once it exists, keeping the per-item loop as the
+    fallback when it rejects one item of the chunk.
+    """
+    out: list[dict | str] = []
+    for item, lattice in zip(items, lattices):
+        try:
+            out.append(solve_one(spec, lm, item, lattice))
+        except ValueError as err:  # the library's input errors (ArsDecodeError, MaxArpaError)
+            out.append(error_message(item, err))
+    return out
+
+
+def error_message(item: Item, err: Exception) -> str:
+    """One line naming the input line once: `line N: what went wrong`."""
+    text = str(err).splitlines()[0] if str(err) else type(err).__name__
+    where = f"line {item.lineno}:"
+    return text if text.startswith(where) else f"{where} {text}"
+
+
+def run_chunk(spec: TaskSpec, items: list[Item]) -> list[str]:
+    """Worker entry point: the JSON output lines of one chunk, in its order."""
+    lm, emissions = worker_models(spec)
+    ready: list[Item] = []
+    lattices: list = []
+    words: dict[int, list[str]] = {}  # tag: the sentence of item k
+    answers: dict[int, dict | str] = {}
+    for k, item in enumerate(items):
+        if item.error is not None:
+            answers[k] = item.error
+            continue
+        try:
+            lattice, sentence = _lattice(spec, item, emissions)
+        except ValueError as err:
+            answers[k] = error_message(item, err)
+            continue
+        ready.append(item)
+        lattices.append(lattice)
+        if sentence is not None:
+            words[k] = sentence
+    solved = iter(solve_chunk(spec, lm, ready, lattices))
+    lines = []
+    for k, item in enumerate(items):
+        answer = answers[k] if k in answers else next(solved)
+        if isinstance(answer, str):
+            line = {"id": item.id, "line": item.lineno, "error": answer}
+        elif spec.task == "tag":  # as `arsdecode tag --json`: the words, then their tags
+            line = {"id": item.id, "tokens": words[k], "tags": answer.pop("tokens"), **answer}
+        else:
+            line = {"id": item.id, **answer}
+        lines.append(json.dumps(line))
+    return lines
+
+
+# ---- the client side: scheduling -------------------------------------------------------
+
+def _run_in_process(spec: TaskSpec, chunks: Iterator[list[Item]]) -> Iterator[list[str]]:
+    for chunk in chunks:
+        yield run_chunk(spec, chunk)
+
+
+def _run_on_dask(client, spec: TaskSpec, chunks: Iterator[list[Item]], ordered: bool
+                 ) -> Iterator[list[str]]:
+    """Chunks as they finish (or in input order), with a bounded number in flight so the
+    input is streamed and the client's memory stays flat."""
+    from distributed import KilledWorker, as_completed
+
+    pending = as_completed()  # (with_results=True raced a tornado stream assertion in tests)
+    index_of: dict[Any, int] = {}
+    lines_of: dict[int, str] = {}  # chunk index -> "lines A-B", for the error of a lost chunk
+    buffered: dict[int, list[str]] = {}
+    next_index = next_out = 0
+    exhausted = False
+
+    def fill() -> None:
+        nonlocal next_index, exhausted
+        # Three chunks per worker thread keep every worker busy while results travel back;
+        # asked again each time, since workers may join or leave an external cluster.
+        window = max(4, 3 * sum(client.nthreads().values()))
+        while not exhausted and len(index_of) + len(buffered) < window:
+            chunk = next(chunks, None)
+            if chunk is None:
+                exhausted = True
+                return
+            fut = client.submit(run_chunk, spec, chunk, pure=False)
+            index_of[fut] = next_index
+            lines_of[next_index] = f"lines {chunk[0].lineno}-{chunk[-1].lineno}"
+            next_index += 1
+            pending.add(fut)
+
+    fill()
+    for fut in pending:
+        index = index_of.pop(fut)
+        try:
+            lines = fut.result()  # a bug in a task re-raises here with its traceback
+        except KilledWorker:  # Dask gave up: the chunk took down several workers
+            raise BatchError(f"{lines_of[index]} of the input killed the workers running them "
+                             "repeatedly (out of memory?); results so far are kept") from None
+        del lines_of[index]
+        if not ordered:
+            yield lines
+        else:
+            buffered[index] = lines
+            while next_out in buffered:
+                yield buffered.pop(next_out)
+                next_out += 1
+        fill()
+
+
+def _dask_client(workers: int, scheduler: str | None):
+    try:
+        from distributed import Client, LocalCluster
+    except ImportError:
+        raise BatchError("Dask is not installed: pip install 'arsdecode[batch]', or use "
+                         "--workers 1") from None
+    if scheduler:
+        try:
+            return Client(scheduler, timeout="30s"), None
+        except (OSError, ValueError) as err:  # unreachable, timed out, or a malformed address
+            raise BatchError(f"cannot reach the Dask scheduler {scheduler}: {err}") from None
+    import logging
+
+    # Worker processes inherit an ignored SIGINT, so a Ctrl-C at the terminal (sent to the whole
+    # process group) reaches only the client, which stops cleanly and closes the cluster.
+    main = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN) if main else None
+    try:
+        cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
+                               dashboard_address=None, silence_logs=logging.ERROR)
+    finally:
+        if main:
+            signal.signal(signal.SIGINT, previous)
+    return Client(cluster), cluster
+
+
+def run_batch(
+    spec: TaskSpec,
+    in_path: str | Path,
+    out_path: str | Path,
+    *,
+    workers: int = 1,
+    scheduler: str | None = None,
+    chunk_size: int = DEFAULT_CHUNK,
+    ordered: bool = False,
+    progress: bool | None = None,
+) -> BatchStats:
+    """Run `spec` over every item of `in_path` not yet in `out_path`, appending to it.
+
+    `workers=1` without `scheduler` runs in this process (no Dask); `workers>1` starts a
+    LocalCluster of that many single-threaded processes; `scheduler` uses a running cluster.
+
+    Raises:
+        BatchError: --out holds lines that are not results, another run holds it, or a chunk
+            killed its workers repeatedly. Output written so far stays valid for a rerun.
+    """
+    in_path, out_path = Path(in_path), Path(out_path)
+    if spec.task not in TASKS:
+        raise BatchError(f"unknown task {spec.task!r} (one of {', '.join(TASKS)})")
+    if chunk_size < 1 or workers < 1 or spec.n < 1 or spec.batch < 1:
+        raise BatchError("--chunk-size, --workers, -n and --batch must be at least 1")
+    if not in_path.is_file():
+        raise BatchError(f"{in_path}: no such input file")
+    if out_path.exists() and out_path.resolve() == in_path.resolve():
+        raise BatchError(f"{out_path}: --out must not be the input file")
+    start = time.perf_counter()
+    created = not out_path.exists()
+    writer = ChunkWriter(out_path)  # lock first, then read: no other run can append meanwhile
+    client = cluster = None
+    written = errors = 0
+    try:
+        done = read_done(out_path)
+        chunks = chunked(scan_input(in_path, done), chunk_size)
+        first = next(chunks, None)
+        if first is None:  # all done already: no cluster to start
+            return BatchStats(len(done), 0, 0, time.perf_counter() - start)
+        chunks = itertools.chain([first], chunks)
+        if workers == 1 and scheduler is None:
+            results = _run_in_process(spec, chunks)
+        else:
+            client, cluster = _dask_client(workers, scheduler)
+            results = _run_on_dask(client, spec, chunks, ordered)
+        bar = _progress_bar(in_path, len(done), progress)
+        with _StopRequest() as stop:
+            for lines in results:
+                writer.write(lines)
+                written += len(lines)
+                errors += sum('"error": ' in line for line in lines)  # values escape quotes
+                bar.update(len(lines))
+                if stop.requested:
+                    raise KeyboardInterrupt
+        bar.close()
+    except BaseException:
+        if created and written == 0:  # leave no empty file behind a run that could not start
+            out_path.unlink(missing_ok=True)
+        raise
+    finally:
+        writer.close()
+        if client is not None:
+            client.close()
+        if cluster is not None:
+            cluster.close()
+    return BatchStats(len(done), written, errors, time.perf_counter() - start)
+
+
+class _StopRequest:
+    """The first Ctrl-C (SIGINT) stops the run after the next chunk is written, so the client
+    never leaves a Dask call half-way; a second one interrupts at once. Nothing is lost either
+    way: unwritten chunks are simply redone by the next run."""
+
+    def __init__(self) -> None:
+        self.requested = False
+        self.previous: Any = None
+
+    def _handle(self, signum: int, frame: Any) -> None:
+        if self.requested:
+            raise KeyboardInterrupt
+        self.requested = True
+        print("arsdecode batch: stopping after the next chunk (Ctrl-C again to stop now)",
+              file=sys.stderr)
+
+    def __enter__(self) -> _StopRequest:
+        if threading.current_thread() is threading.main_thread():
+            self.previous = signal.signal(signal.SIGINT, self._handle)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.previous is not None:
+            signal.signal(signal.SIGINT, self.previous)
+
+
+def _progress_bar(in_path: Path, done: int, progress: bool | None):
+    """tqdm with items/s on a terminal; silent when stderr is piped (unless forced)."""
+    from tqdm import tqdm
+
+    show = sys.stderr.isatty() if progress is None else progress
+    total = None
+    if show:
+        with open(in_path, "rb") as fh:
+            total = max(0, sum(block.count(b"\n") for block in iter(lambda: fh.read(1 << 20), b""))
+                        - done)
+    return tqdm(total=total, unit="item", disable=not show, file=sys.stderr, smoothing=0.1)

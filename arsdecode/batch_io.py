@@ -1,0 +1,132 @@
+"""The files of a corpus run: items read from the input JSONL, results appended to the output.
+
+Why apart from the scheduling (batch.py): resuming and "never twice" are properties of these
+two files alone. The input is scanned in order and every line becomes an item (a bad line
+carries its error); the output is read back for the ids already done, with a truncated last
+line cut off, and is then appended to by one `ChunkWriter`, one fsynced write per chunk,
+under an exclusive lock so that two runs cannot interleave.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any, NamedTuple
+
+from arsdecode.errors import ArsDecodeError
+
+
+class BatchError(ArsDecodeError):
+    """A corpus run that cannot start or go on (bad --out file, run already going, lost worker)."""
+
+
+class Item(NamedTuple):
+    """One input line: `key` is the canonical JSON of its id (or `#line:N` without an id)."""
+
+    key: str
+    id: Any
+    lineno: int
+    text: str
+    error: str | None
+
+
+# ---- the output file: done ids, truncated tails, the one writer ------------------------
+
+def _line_key(obj: Any) -> str | None:
+    if not isinstance(obj, dict) or "id" not in obj:
+        return None
+    if obj["id"] is None:
+        return f"#line:{obj['line']}" if isinstance(obj.get("line"), int) else None
+    return json.dumps(obj["id"])
+
+
+def read_done(path: Path) -> set[str]:
+    """Keys of the results already in `path`; an unterminated last line is cut off (a crash
+    mid-write), so what follows is appended after whole lines only."""
+    done: set[str] = set()
+    if not path.exists():
+        return done
+    with open(path, "rb+") as fh:
+        end = 0
+        for lineno, raw in enumerate(fh, start=1):
+            if not raw.endswith(b"\n"):
+                break
+            end += len(raw)
+            try:
+                key = _line_key(json.loads(raw))
+            except (ValueError, UnicodeDecodeError):
+                key = None
+            if key is None:
+                raise BatchError(f"{path}:{lineno}: not a batch result line; refusing to append")
+            done.add(key)
+        fh.truncate(end)
+    return done
+
+
+class ChunkWriter:
+    """Appends whole chunks to the output with one write + fsync each; holds an exclusive lock."""
+
+    def __init__(self, path: Path) -> None:
+        self.fh = open(path, "ab")
+        try:
+            fcntl.flock(self.fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            self.fh.close()
+            raise BatchError(f"{path}: another batch run is writing this file") from None
+
+    def write(self, lines: list[str]) -> None:
+        if lines:
+            self.fh.write("".join(line + "\n" for line in lines).encode("utf-8"))
+            self.fh.flush()
+            os.fsync(self.fh.fileno())
+
+    def close(self) -> None:
+        self.fh.close()
+
+
+# ---- the input file ---------------------------------------------------------------------
+
+def _no_constants(name: str) -> float:
+    raise ValueError(f"{name} is not valid JSON")
+
+
+def scan_input(path: Path, done: set[str]) -> Iterator[Item]:
+    """The items of `path` not yet in `done`, in input order. Lines that are not a JSON object
+    with a string or integer id, and repeated ids, become items that carry their error."""
+    first_line: dict[str, int] = {}
+    with open(path, "rb") as fh:
+        for lineno, raw in enumerate(fh, start=1):
+            if not raw.strip():
+                continue
+            key, item_id, error = f"#line:{lineno}", None, None
+            try:
+                obj = json.loads(raw, parse_constant=_no_constants)
+                cand = obj.get("id") if isinstance(obj, dict) else None
+                if not isinstance(obj, dict):
+                    error = "expected a JSON object"
+                elif isinstance(cand, bool) or not isinstance(cand, (str, int)):
+                    error = 'missing or bad "id" (a string or an integer)'
+                elif json.dumps(cand) in first_line:
+                    error = f"id {cand!r} repeats line {first_line[json.dumps(cand)]}"
+                else:
+                    key, item_id = json.dumps(cand), cand
+                    first_line[key] = lineno
+            except ValueError as err:  # JSONDecodeError and UnicodeDecodeError are ValueErrors
+                error = f"invalid JSON: {str(err).splitlines()[0]}"
+            if key not in done:
+                text = "" if error else raw.decode("utf-8")
+                yield Item(key, item_id, lineno, text, error and f"line {lineno}: {error}")
+
+
+def chunked(items: Iterable[Item], size: int) -> Iterator[list[Item]]:
+    chunk: list[Item] = []
+    for item in items:
+        chunk.append(item)
+        if len(chunk) == size:
+            yield chunk
+            chunk = []
+    if chunk:
+        yield chunk
