@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import math
 import time
+import weakref
 from collections.abc import Sequence
 from typing import Literal
 
@@ -40,7 +41,7 @@ from arsdecode.target import Target
 
 Method = Literal["auto", "ars", "full"]
 METHODS: tuple[str, ...] = ("auto", "ars", "full")
-AUTO_FULL_PAIRS = 2_000_000  # auto: predicted full-DP pairs above this go to ARS (bench_auto)
+AUTO_FULL_PAIRS = 30_000_000  # auto: predicted full-DP pairs above this go to ARS (bench_auto)
 
 
 def _check_method(method: str) -> None:
@@ -103,30 +104,49 @@ def decode(lm, lattice: Lattice, *, method: Method = "auto", **options) -> Decod
 def predicted_pairs(model: TargetModel, lattices: Sequence[Lattice]) -> np.ndarray:
     """Upper bound on the merged full DP's (state, candidate) pairs per lattice.
 
-    States per position are bounded as in `tag_fast.predicted_states` (the empty context, one
-    per token sequence of the last j positions capped by the number of useful contexts of
-    length j, and the `<s>`-initial family), each times the next position's width.
+    After i tokens, a merged state is the empty context, a useful context of length j that
+    ends with one of position i's candidates (at most the product of the last j widths, and
+    at most the number of useful contexts of length j ending with those candidates), or one of
+    the `<s>`-initial family; each state meets the next position's candidates.
     """
-    from arsdecode.fast_full import full_dp
-
     lm = _maxarpa_model(model)
-    lens = np.asarray(full_dp(lm).arrays[1])
     n1 = max(model.order - 1, 0)
-    useful = np.bincount(lens, minlength=n1 + 2).astype(np.float64)
+    ending = _useful_by_last_word(lm)  # (n1 + 1, V): useful contexts by length and last word
+    useful_by_len = ending.sum(axis=1)
     out = np.zeros(len(lattices))
     for s, lat in enumerate(lattices):
         w = np.asarray(lat.widths, dtype=np.float64)
+        ids = [np.unique(model.ids(list(toks))) for toks in lat.tokens]
         total = w[0]  # the start state times the first width
         for i in range(1, len(w) + 1):
             prod, states = 1.0, 1.0
             for j in range(1, min(i, n1) + 1):
                 prod *= w[i - j]
-                states += min(prod, useful[j])
+                states += min(prod, float(ending[j, ids[i - 1]].sum()))
             if i + 1 <= n1:
-                states += min(prod, useful[i + 1])
+                states += min(prod, float(useful_by_len[i + 1]))
             total += states * (w[i] if i < len(w) else 1.0)
         out[s] = total
     return out
+
+
+_ENDING: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _useful_by_last_word(lm) -> np.ndarray:
+    """counts[j, w]: useful contexts (see arsdecode.full) of length j whose last word is w."""
+    hit = _ENDING.get(lm)
+    if hit is None:
+        from arsdecode.fast_full import full_dp
+
+        rows, lens = (np.asarray(a) for a in full_dp(lm).arrays[:2])
+        n1 = max(lm.order - 1, 0)
+        v = lm.trie.vocab_size
+        keep = lens > 0
+        flat = lens[keep].astype(np.int64) * v + rows[keep, -1]
+        hit = np.bincount(flat, minlength=(n1 + 1) * v).reshape(n1 + 1, v).astype(np.float64)
+        _ENDING[lm] = hit
+    return hit
 
 
 def choose_methods(model: TargetModel, lattices: Sequence[Lattice]) -> list[str]:
