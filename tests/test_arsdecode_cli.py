@@ -269,6 +269,9 @@ def test_streamed_samples_survive_an_interrupt(small_lattice):
         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     first = p.stdout.readline()  # blocks until the first sample is out
+    if not first:  # the child ended before any sample: show why
+        rest, err = p.communicate(timeout=60)
+        raise AssertionError(f"no sample streamed (exit {p.returncode}): {err[-2000:]}")
     time.sleep(0.5)
     p.send_signal(signal.SIGINT)
     rest, err = p.communicate(timeout=60)
