@@ -15,7 +15,7 @@ install-demo:
 
 demo: install-demo
 	$(VENV)/bin/arsdecode sms "3637 843 66639 39478 *"
-	$(VENV)/bin/arsdecode tag --models arsdecode/data/pos "The dog barked ."
+	$(VENV)/bin/arsdecode tag "The dog barked ."
 
 test: install
 	$(PY) -m pytest -q -p no:cacheprovider

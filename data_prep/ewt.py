@@ -46,7 +46,7 @@ from data_prep.pos_data import (
 
 Sentence = list[tuple[str, str]]
 SPLITS = ("train", "dev", "test")
-# Emission settings of the shipped model, chosen on EWT dev (experiments/pos_ewt.py --dev).
+# Emission settings of the shipped model, chosen on EWT dev (experiments/pos_ewt.py).
 SETTINGS: dict[str, float | int | bool | None] = {
     "rare_max_count": 10,
     "suffix_max_len": 10,

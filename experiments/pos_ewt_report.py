@@ -83,8 +83,9 @@ def _confusion_table(r: dict, tnt: dict, top: int) -> list[str]:
     return out
 
 
-def render_section(dev: dict, test: dict, top: int = 10) -> str:
-    """The EWT section (Markdown) from the dev study and the test run."""
+def render_section(res: dict, top: int = 10) -> str:
+    """The EWT section (Markdown) from work/ewt/results.json (dev choices and test sets)."""
+    test = dev = res
     L: list[str] = []
     w = L.append
     s = test["summary"]["splits"]
@@ -116,36 +117,42 @@ def render_section(dev: dict, test: dict, top: int = 10) -> str:
       "lattices.\n")
 
     w("### Choices on EWT dev\n")
+    dev_ars = {int(k): v for k, v in _rows(dev["results"], "ars", "dev").items()}
+    dev_tnt = _rows(dev["results"], "tnt", "dev")
     grid = {r["arg"]: r for r in dev["results"] if r["kind"] == "grid"}
-    best_setting = max(grid, key=lambda k: grid[k]["accuracy"])
-    w(f"Emission settings at n = {dev['default_order']} (each row changes one setting of the "
-      "shipped model's):\n")
+    shipped_name = "shipped: " + ", ".join(f"{k} {v}" for k, v in settings.items())
+    if dev["default_order"] in dev_ars:
+        grid = {shipped_name: dev_ars[dev["default_order"]], **grid}
+    best_setting = max(grid, key=lambda k: grid[k]["accuracy"]) if grid else None
+    w(f"Emission settings at n = {dev['default_order']} (each row below the first changes one "
+      "setting of the shipped model):\n")
     w("| setting | all | known | unknown |")
     w("|---|---|---|---|")
     for name, r in grid.items():
         mark = " **(best)**" if name == best_setting else ""
         w(f"| {name}{mark} | {pct(r['accuracy'])} | {pct(r['known_accuracy'])} | "
           f"{pct(r['unknown_accuracy'])} |")
-    dev_ars = {int(k): v for k, v in _rows(dev["results"], "ars", "dev").items()}
-    dev_tnt = _rows(dev["results"], "tnt", "dev")
-    chosen = best_order(dev_ars)
+    for c in (False, True):
+        if c in dev_tnt:
+            r = dev_tnt[c]
+            w(f"| NLTK TnT (C={c}) | {pct(r['accuracy'])} | {pct(r['known_accuracy'])} | "
+              f"{pct(r['unknown_accuracy'])} |")
     w("")
-    w("Tag LM order, shipped settings:\n")
-    w("| n | " + " | ".join(str(n) for n in sorted(dev_ars)) + " | TnT | TnT (C=True) |")
-    w("|---" * (len(dev_ars) + 3) + "|")
-    for key, label in (("accuracy", "all"), ("known_accuracy", "known"),
-                       ("unknown_accuracy", "unknown")):
-        cells = [pct(dev_ars[n][key]) for n in sorted(dev_ars)]
-        tnt = [pct(dev_tnt[c][key]) for c in (False, True) if c in dev_tnt]
-        w(f"| {label} | " + " | ".join(cells + tnt) + " |")
-    w("")
-    w(f"Shipped settings: {', '.join(f'{k} = {v}' for k, v in settings.items())}; "
-      f"best dev setting: {best_setting}. Default order: n = {order0} "
-      f"(dev's best, ties to the lower order: n = {chosen})."
-      + ("" if chosen == order0 else " **The shipped default differs from dev's best.**"))
-    w("")
+    if dev_ars:
+        chosen = best_order(dev_ars)
+        w("Tag LM order, shipped settings (accuracy %):\n")
+        w("| n | " + " | ".join(str(n) for n in sorted(dev_ars)) + " |")
+        w("|---" * (len(dev_ars) + 1) + "|")
+        for key, label in (("accuracy", "all"), ("known_accuracy", "known"),
+                           ("unknown_accuracy", "unknown")):
+            w(f"| {label} | " + " | ".join(pct(dev_ars[n][key]) for n in sorted(dev_ars)) + " |")
+        w("")
+        w(f"Best dev setting: {best_setting}. Default order: n = {order0}; dev's best among the "
+          f"orders run (ties to the lower order) is n = {chosen}."
+          + ("" if chosen == order0 else " **The shipped default differs from dev's best.**"))
+        w("")
 
-    w("### Test sets, every order (exact decoding, run once after the choices)\n")
+    w("### Test sets, every order (exact decoding)\n")
     sets = [x for x in ("test", "wsj20") if x in s]
     head = "| n |"
     for x in sets:
@@ -155,6 +162,7 @@ def render_section(dev: dict, test: dict, top: int = 10) -> str:
     ars = {x: {int(k): v for k, v in _rows(test["results"], "ars", x).items()} for x in sets}
     tnt = {x: _rows(test["results"], "tnt", x) for x in sets}
     orders = sorted(set.intersection(*(set(a) for a in ars.values())))
+    not_run = [n for n in res["orders"] if n not in orders]
     for n in orders:
         row = f"| {n}{' (default)' if n == order0 else ''} |"
         for x in sets:
@@ -172,6 +180,9 @@ def render_section(dev: dict, test: dict, top: int = 10) -> str:
                     f"{pct(r['unknown_accuracy'])} | {r['tokens_per_second']:,.0f} |")
         w(row)
     w("")
+    if not orders:
+        w("(no order finished on both test sets)")
+        return "\n".join(L) + "\n"
     wins = {x: sum(ars[x][n]["accuracy"] > tnt[x][False]["accuracy"] for n in orders)
             for x in sets}
     cert = all(r["certified"] == r["sentences"] for x in sets for r in ars[x].values())
@@ -180,11 +191,13 @@ def render_section(dev: dict, test: dict, top: int = 10) -> str:
         f"{100 * (min(ars[x][n]['accuracy'] for n in orders) - tnt[x][False]['accuracy']):+.2f}"
         f" to {100 * (max(ars[x][n]['accuracy'] for n in orders) - tnt[x][False]['accuracy']):+.2f}"
         " points" for x in sets) + ". Every sentence's path was certified exact: "
-      + ("yes." if cert else "**NO**."))
+      + ("yes." if cert else "**NO**.")
+      + (f" **Not run** (the run was stopped for time): n = {', '.join(map(str, not_run))}."
+         if not_run else ""))
     w("")
 
     w(f"### Where the errors are (n = {order0})\n")
-    for x in sets:
+    for x in sets if order0 in orders else ():
         r, t = ars[x][order0], tnt[x][False]
         n_err = r["tokens"] - round(r["accuracy"] * r["tokens"])
         unk_err = sum(r["confusions"]["unknown"].values())
@@ -208,10 +221,13 @@ def render_section(dev: dict, test: dict, top: int = 10) -> str:
              "small; the first command below builds them all in work/ewt (`arsdecode tag "
              "--models work/ewt --order 9`)." if missing else "") + "\n")
     w("Reproduce (the last command rewrites this section from the JSON):\n")
+    orders_arg = " ".join(map(str, res["orders"]))
     w("```\npython -m data_prep.ewt --out work/ewt --ship arsdecode/data/pos\n"
-      "python experiments/pos_ewt.py --dev\npython experiments/pos_ewt.py\n```\n")
-    w(f"Run wall time: dev {dev['wall_seconds'] / 60:.1f} min, test "
-      f"{test['wall_seconds'] / 60:.1f} min, on {test['machine']['jobs']} worker processes "
-      f"(load average {test['machine']['load_before']:.1f} before the test run, "
-      f"{test['machine'].get('load_after', float('nan')):.1f} after; CPU times are unaffected).")
+      f"python experiments/pos_ewt.py --jobs {res['machine']['jobs']} --orders {orders_arg}\n"
+      "```\n")
+    m = res["machine"]
+    w(f"Run wall time: {res['wall_seconds'] / 60:.1f} min on {m['jobs']} worker processes, "
+      f"Python {m['python']}, {m['cpus']} cores shared with other jobs (load average "
+      f"{m['load_before']:.1f} at the start, {m.get('load_after', float('nan')):.1f} at the "
+      "end), which inflates wall time, not the CPU times above.")
     return "\n".join(L) + "\n"
