@@ -50,7 +50,7 @@ SPLITS = ("train", "dev", "test")
 SETTINGS: dict[str, float | int | bool | None] = {
     "rare_max_count": 10,
     "suffix_max_len": 10,
-    "suffix_alpha": 50.0,
+    "suffix_alpha": 10.0,
     "sentence_initial": True,
 }
 DEFAULT_ORDER = 3  # chosen on EWT dev; `arsdecode tag --order` picks another shipped order

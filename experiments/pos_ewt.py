@@ -44,10 +44,17 @@ from maxarpa.model import Model  # noqa: E402
 REPO = Path(__file__).resolve().parents[1]
 ORDERS = tuple(range(2, 10))
 SETS = ("test", "wsj20")
-# The dev grid (n = 3): each entry changes SETTINGS in one place.
+GRID_ORDER = 3
+# The dev grid (n = GRID_ORDER): the settings chosen on the WSJ development split
+# (docs/results-pos.md), and each entry changes one of them. The best on EWT dev is used for
+# everything after it, and is what data_prep.ewt.SETTINGS must hold (the run warns if not).
+WSJ_SETTINGS = {"rare_max_count": 10, "suffix_max_len": 10, "suffix_alpha": 50.0,
+                "sentence_initial": True}
 GRID: dict[str, dict] = {
+    "as on WSJ dev (alpha 50)": {},
     "TnT theta (no Dirichlet weighting)": {"suffix_alpha": None},
     "alpha 10": {"suffix_alpha": 10.0},
+    "alpha 20": {"suffix_alpha": 20.0},
     "alpha 200": {"suffix_alpha": 200.0},
     "rare <= 5": {"rare_max_count": 5},
     "no sentence-initial rule": {"sentence_initial": False},
@@ -57,7 +64,7 @@ G: dict = {}  # worker state: forked workers share it copy-on-write
 
 
 def tagger_settings(name: str) -> dict:
-    return {**SETTINGS, **GRID[name]}
+    return {**WSJ_SETTINGS, **GRID[name]}
 
 
 def load(ewt_dir: Path) -> None:
@@ -66,7 +73,6 @@ def load(ewt_dir: Path) -> None:
     G["vocab"] = {w for s in G["train"] for w, _ in s}
     G["sets"] = {name: read_tagged(ewt_dir / f"{name}.tsv")
                  for name in ("dev", *SETS) if (ewt_dir / f"{name}.tsv").is_file()}
-    G["em"] = TnTEmissions.load(ewt_dir / "emissions.json.gz")
 
 
 def confusions(gold: list, preds: list, vocab: set) -> dict:
@@ -121,55 +127,81 @@ def run_job(job: tuple) -> list[dict]:
     if kind == "tnt":
         return tag_tnt(arg)
     if kind == "grid":
-        em = TnTEmissions.train(G["train"], **tagger_settings(arg))
-        res = tag_ars(em, DEFAULT_ORDER, G["sets"][name])
-        del res["confusions"]
+        settings = tagger_settings(arg)
+        res = tag_ars(TnTEmissions.train(G["train"], **settings), GRID_ORDER, G["sets"][name])
     else:
+        settings = G["settings"]
         res = tag_ars(G["em"], arg, G["sets"][name])
-    return [{"kind": kind, "set": name, "arg": arg, **res,
+    return [{"kind": kind, "set": name, "arg": arg, "settings": settings, **res,
              "wall_seconds": time.perf_counter() - t0}]
 
 
-def jobs_for(orders: Sequence[int]) -> list[tuple]:
-    """The dev grid, then per group of orders (the shipped 2..5 first, then 6..9) dev before
-    the test sets, so that a run cut short by the clock still has complete low orders."""
-    jobs: list[tuple] = [("grid", "dev", name) for name in GRID]
+def test_jobs(orders: Sequence[int]) -> list[tuple]:
+    """Per group of orders (the shipped 2..5 first, then 6..9) dev before the test sets, so
+    that a run cut short by the clock still has complete low orders."""
+    jobs: list[tuple] = []
     for group in ([n for n in orders if n <= 5], [n for n in orders if n > 5]):
         jobs += [("ars", "dev", n) for n in group]
         jobs += [("ars", s, n) for n in group for s in SETS if s in G["sets"]]
     return jobs
 
 
-def run(n_jobs: int, orders: Sequence[int], out: Path) -> dict:
-    """Run every job; the JSON is rewritten after each one, so a cut-short run still renders."""
+def _key(row: dict) -> str:
+    return json.dumps([row["kind"], row["set"], row["arg"], row.get("settings")])
+
+
+def run(n_jobs: int, orders: Sequence[int], out: Path, resume: bool) -> dict:
+    """Phase 1: TnT, then the dev grid, whose best entry fixes the settings; phase 2: every
+    order on dev and the test sets with them. The JSON is rewritten after each job, so a
+    cut-short run still renders, and `resume` reuses its finished jobs."""
     summary = json.loads((G["dir"] / "summary.json").read_text())
+    old = json.loads(out.read_text()) if resume and out.is_file() else {"results": []}
+    done = {_key(r): r for r in old["results"]}
     res = {"machine": {"python": platform.python_version(), "cpus": os.cpu_count(),
                        "jobs": n_jobs, "load_before": os.getloadavg()[0]},
-           "settings": SETTINGS, "default_order": DEFAULT_ORDER, "orders": list(orders),
-           "summary": summary, "results": [],
-           "unknown_tokens": {s: sum(w not in G["vocab"] for x in sents for w, _ in x)
-                              for s, sents in G["sets"].items()}}
+           "grid_order": GRID_ORDER, "shipped_settings": SETTINGS,
+           "default_order": DEFAULT_ORDER, "orders": list(orders), "summary": summary,
+           "results": [], "unknown_tokens": {
+               s: sum(w not in G["vocab"] for x in sents for w, _ in x)
+               for s, sents in G["sets"].items()}}
     t0 = time.perf_counter()
 
     def save(rows: list[dict]) -> None:
         res["results"].extend(rows)
-        res["wall_seconds"] = time.perf_counter() - t0
+        res["wall_seconds"] = time.perf_counter() - t0 + old.get("wall_seconds", 0.0)
         res["machine"]["load_after"] = os.getloadavg()[0]
         tmp = out.with_name(out.name + ".tmp")
         tmp.write_text(json.dumps(res, indent=1) + "\n", encoding="utf-8")
         tmp.replace(out)
 
+    def run_all(jobs: list[tuple], settings: dict | None) -> None:
+        todo = []
+        for j in jobs:
+            key = json.dumps([*j, tagger_settings(j[2]) if j[0] == "grid" else settings])
+            if key in done:
+                save([done[key]])
+            else:
+                todo.append(j)
+        if n_jobs <= 1:
+            for j in progress(todo, "ewt"):
+                save(run_job(j))
+            return
+        with mp.get_context("fork").Pool(n_jobs, maxtasksperchild=1) as pool:
+            for rows in progress(pool.imap(run_job, todo), "ewt", total=len(todo)):
+                save(rows)
+
     # TnT first and alone, so that its timing is not disturbed by our own workers.
     for c in (False, True):
-        save(run_job(("tnt", "", c)))
-    jobs = jobs_for(orders)
-    if n_jobs <= 1:
-        for j in progress(jobs, "ewt"):
-            save(run_job(j))
-    else:
-        with mp.get_context("fork").Pool(n_jobs, maxtasksperchild=1) as pool:
-            for rows in progress(pool.imap(run_job, jobs), "ewt", total=len(jobs)):
-                save(rows)
+        rows = [r for r in old["results"] if r["kind"] == "tnt" and r["arg"] == c]
+        save(rows if len(rows) == len(G["sets"]) else run_job(("tnt", "", c)))
+    run_all([("grid", "dev", name) for name in GRID], None)
+    grid = [r for r in res["results"] if r["kind"] == "grid"]
+    best = max(grid, key=lambda r: r["accuracy"])
+    G["settings"] = res["settings"] = best["settings"]
+    if best["settings"] != SETTINGS:
+        say(f"dev chose {best['settings']}, but data_prep.ewt.SETTINGS ships {SETTINGS}")
+    G["em"] = TnTEmissions.train(G["train"], **G["settings"])
+    run_all(test_jobs(orders), G["settings"])
     res["complete"] = True
     save([])
     return res
@@ -181,6 +213,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--orders", type=int, nargs="+", default=list(ORDERS))
     ap.add_argument("--jobs", type=int, default=2, help="worker processes")
     ap.add_argument("--render-only", action="store_true", help="redo the doc from the JSON")
+    ap.add_argument("--resume", action="store_true",
+                    help="reuse the finished jobs of work/ewt/results.json")
     ap.add_argument("--doc", type=Path, default=REPO / "docs" / "results-pos.md")
     args = ap.parse_args(argv)
     raw = args.ewt_dir / "results.json"
@@ -190,7 +224,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                   "--out work/ewt", file=sys.stderr)
             return 1
         load(args.ewt_dir)
-        res = run(args.jobs, args.orders, raw)
+        res = run(args.jobs, args.orders, raw, args.resume)
         say(f"wrote {raw} ({res['wall_seconds'] / 60:.1f} min)")
     if not raw.is_file():
         say(f"no {raw}: run without --render-only first")

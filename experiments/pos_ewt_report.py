@@ -20,16 +20,13 @@ def _markers(name: str) -> tuple[str, str]:
 
 
 def splice(doc: Path, name: str, section: str) -> None:
-    """Replace block `name` of `doc` by `section` (before the first `## Data` if absent)."""
+    """Replace block `name` of `doc` by `section` (appended at the end if absent)."""
     begin, end = _markers(name)
     block = f"{begin}\n{section.rstrip()}\n{end}\n"
     text = doc.read_text(encoding="utf-8") if doc.is_file() else ""
     if begin in text and end in text:
         head, rest = text.split(begin, 1)
         text = head + block + rest.split(end, 1)[1].lstrip("\n")
-    elif "\n## Data" in text:
-        head, rest = text.split("\n## Data", 1)
-        text = head + "\n" + block + "\n## Data" + rest
     else:
         text = text + ("\n" if text else "") + block
     tmp = doc.with_name(doc.name + ".tmp")
@@ -44,9 +41,6 @@ def keep_block(doc: Path, new_text: str, name: str) -> str:
     if begin not in old or end not in old:
         return new_text
     block = begin + old.split(begin, 1)[1].split(end, 1)[0] + end + "\n"
-    if "\n## Data" in new_text:
-        head, rest = new_text.split("\n## Data", 1)
-        return head + "\n" + block + "\n## Data" + rest
     return new_text + "\n" + block
 
 
@@ -90,14 +84,14 @@ def render_section(res: dict, top: int = 10) -> str:
     w = L.append
     s = test["summary"]["splits"]
     order0 = test["default_order"]
-    settings = test["settings"]
+    settings = res.get("settings") or res["shipped_settings"]
     w("## The shipped tagger: UD English Web Treebank\n")
     w("`arsdecode tag` ships with a model trained on the Universal Dependencies English Web "
       "Treebank (EWT, CC BY-SA 4.0; attribution in `arsdecode/data/pos/README.md`), because the "
       "WSJ data of the paper's experiment below may not be redistributed. Same model as below: "
       "TnT-style emissions with the Dirichlet suffix smoothing and a deleted-interpolation tag "
-      "LM, decoded exactly. Penn Treebank tags from the XPOS column, including EWT's extra tags "
-      "(ADD, AFX, GW, HYPH, NFP, XX) which WSJ never uses; multi-word token lines and empty "
+      "LM, decoded exactly. Penn Treebank tags from the XPOS column, including EWT's additions "
+      "(such as HYPH, NFP, ADD, GW) which WSJ never uses; multi-word token lines and empty "
       "nodes are skipped.\n")
     w(f"* **Train**: EWT train, {s['train']['sentences']:,} sentences, "
       f"{s['train']['tokens']:,} tokens, {len(test['summary']['tags'])} tags.")
@@ -119,13 +113,13 @@ def render_section(res: dict, top: int = 10) -> str:
     w("### Choices on EWT dev\n")
     dev_ars = {int(k): v for k, v in _rows(dev["results"], "ars", "dev").items()}
     dev_tnt = _rows(dev["results"], "tnt", "dev")
-    grid = {r["arg"]: r for r in dev["results"] if r["kind"] == "grid"}
-    shipped_name = "shipped: " + ", ".join(f"{k} {v}" for k, v in settings.items())
-    if dev["default_order"] in dev_ars:
-        grid = {shipped_name: dev_ars[dev["default_order"]], **grid}
+    rows = [r for r in dev["results"] if r["kind"] == "grid"]
+    rows.sort(key=lambda r: (not r["arg"].startswith("as on WSJ"), -r["accuracy"]))
+    grid = {r["arg"]: r for r in rows}
     best_setting = max(grid, key=lambda k: grid[k]["accuracy"]) if grid else None
-    w(f"Emission settings at n = {dev['default_order']} (each row below the first changes one "
-      "setting of the shipped model):\n")
+    w(f"Emission settings at n = {res['grid_order']}. The first row is the choice made on the "
+      "WSJ development split (below); each other row changes one setting of it (best first). "
+      "The best row fixes the settings for everything after it:\n")
     w("| setting | all | known | unknown |")
     w("|---|---|---|---|")
     for name, r in grid.items():
@@ -147,8 +141,12 @@ def render_section(res: dict, top: int = 10) -> str:
                            ("unknown_accuracy", "unknown")):
             w(f"| {label} | " + " | ".join(pct(dev_ars[n][key]) for n in sorted(dev_ars)) + " |")
         w("")
-        w(f"Best dev setting: {best_setting}. Default order: n = {order0}; dev's best among the "
-          f"orders run (ties to the lower order) is n = {chosen}."
+        same = settings == res["shipped_settings"]
+        w(f"Chosen: {best_setting} ({', '.join(f'{k} = {v}' for k, v in settings.items())})"
+          + ("; the shipped model has exactly these settings." if same else
+             f"; **the shipped model has {res['shipped_settings']} instead.**")
+          + f" Default order: n = {order0}; dev's best among the orders run (ties to the "
+          f"lower order) is n = {chosen}."
           + ("" if chosen == order0 else " **The shipped default differs from dev's best.**"))
         w("")
 
@@ -220,7 +218,8 @@ def render_section(res: dict, top: int = 10) -> str:
           + (f" Orders {', '.join(map(str, missing))} are not shipped, to keep the package "
              "small; the first command below builds them all in work/ewt (`arsdecode tag "
              "--models work/ewt --order 9`)." if missing else "") + "\n")
-    w("Reproduce (the last command rewrites this section from the JSON):\n")
+    w("Reproduce (the second command rewrites this section; `--render-only` redoes it from "
+      "work/ewt/results.json):\n")
     orders_arg = " ".join(map(str, res["orders"]))
     w("```\npython -m data_prep.ewt --out work/ewt --ship arsdecode/data/pos\n"
       f"python experiments/pos_ewt.py --jobs {res['machine']['jobs']} --orders {orders_arg}\n"
