@@ -7,7 +7,9 @@
         if rejected: q <- refine(q, x)                Algorithm 2, QAutomaton.refine
 
 Decoding's stopping rule is a certificate: q >= p everywhere and q(x*) >= q(y) for all y, so
-q(x*) = p(x*) gives p(x*) >= p(y). The comparison is made on float64 sums of identical terms
+q(x*) = p(x*) gives p(x*) >= p(y). (With pruning, q >= p holds on every path that avoids the
+pruned candidates, and every path through one has p below a path already found; see
+`inference.prune_hopeless`.) The comparison is made on float64 sums of identical terms
 in identical order (see target.py); `tol` (default 1e-9 nats) only absorbs the last-bit
 differences between a max-backoff bound that happens to be tight and the exact value.
 Results are natural log.
@@ -17,14 +19,17 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from arsdecode.automaton import QAutomaton
-from arsdecode.errors import NoPathError
-from arsdecode.inference import log_partition, sample_indices, viterbi_indices
+from arsdecode.automaton import DEFAULT_VARIANT, QAutomaton, Variant
+from arsdecode.errors import NoPathError, OptionError
+from arsdecode.inference import log_partition, prune_hopeless, sample_indices, viterbi_indices
 from arsdecode.lattice import Lattice
+from arsdecode.model import TargetModel, as_target_model
+from arsdecode.semiring import logsumexp
 from arsdecode.target import Target
 from maxarpa.model import Model
 
@@ -45,6 +50,21 @@ class DecodeResult:
     seconds: float
     certified: bool = True
     automaton: QAutomaton | None = field(default=None, repr=False, compare=False)
+    method: str = "ars"  # which exact method produced it: "ars" or "full" (corpus.decode_many)
+
+    def to_json(self) -> dict:
+        """JSON-ready dict (natural logs). Only "timing" varies between identical runs."""
+        return {
+            "tokens": self.tokens,
+            "log_p": self.log_p,
+            "log_q": self.log_q,
+            "certified": self.certified,
+            "iterations": self.iterations,
+            "states": self.states,
+            "ngrams_by_order": {str(k): v for k, v in self.ngrams_by_order.items()},
+            "trace": [{"log_q": q, "log_p": p} for q, p in self.trace],
+            "timing": {"seconds": self.seconds},
+        }
 
 
 @dataclass(frozen=True)
@@ -55,17 +75,10 @@ class SampleTrace:
     accepted: list[bool]
     states: list[int]
     log_Z_q: list[float]  # ln q_t(X) of the automaton each trial was drawn from
-
-    def cumulative_ar(self) -> list[float]:
-        acc = np.cumsum(self.accepted)
-        return (acc / np.arange(1, len(acc) + 1)).tolist()
-
-    def windowed_ar(self, window: int = 100) -> list[float]:
-        a = np.asarray(self.accepted, dtype=float)
-        c = np.r_[0.0, np.cumsum(a)]
-        idx = np.arange(1, len(a) + 1)
-        lo = np.maximum(0, idx - window)
-        return ((c[idx] - c[lo]) / (idx - lo)).tolist()
+    # Index (into the lists above) of the first trial drawn from the final q, the one never
+    # refined again; len(ratios) if q was refined after the last trial. Trials from there on
+    # are i.i.d. given that q (e.g. for an importance-sampling estimate over them).
+    frozen_from: int
 
 
 @dataclass(frozen=True)
@@ -83,29 +96,72 @@ class SampleResult:
     refinements: int
     seconds: float
     trace: SampleTrace = field(repr=False)
+    # Trials drawn when the acceptance rate over the last `ar_window` trials first reached
+    # `target_ar` (checked at the end of a batch; q is frozen from then on); None if never.
+    adapted_at_trial: int | None
+
+    def ranked(self) -> list[tuple[list[str], int, float]]:
+        """Distinct samples as (tokens, count, ln p), most frequent first (the paper's Table 4).
+
+        Ties are broken by higher ln p, then by the tokens, so the order is reproducible.
+        """
+        counts: dict[tuple[str, ...], int] = {}
+        score: dict[tuple[str, ...], float] = {}
+        for tokens, log_p in zip(self.samples, self.log_p, strict=True):
+            key = tuple(tokens)
+            counts[key] = counts.get(key, 0) + 1
+            score[key] = log_p
+        order = sorted(counts, key=lambda k: (-counts[k], -score[k], k))
+        return [(list(k), counts[k], score[k]) for k in order]
+
+    def to_json(self) -> dict:
+        """JSON-ready dict (natural logs). Only "timing" varies between runs with one seed."""
+        return {
+            "samples": self.samples,
+            "log_p": self.log_p,
+            "trials": self.trials,
+            "acceptance_rate": self.acceptance_rate,
+            "log_Z": self.log_Z,
+            "log_Z_ci": list(self.log_Z_ci),
+            "log_Z_unweighted": self.log_Z_unweighted,
+            "states": self.states,
+            "refinements": self.refinements,
+            "timing": {"seconds": self.seconds},
+        }
 
 
 def decode(
-    lm: Model,
+    lm: Model | TargetModel,
     lattice: Lattice,
     *,
-    variant: str = "fresh",
+    variant: Variant = DEFAULT_VARIANT,
     max_iterations: int | None = None,
     tol: float = DEFAULT_TOL,
     on_iteration=None,
     keep_automaton: bool = False,
+    prune: bool | None = None,
 ) -> DecodeResult:
     """The exact most probable path of p over the lattice (Algorithm 1, decoding).
 
     Args:
+        lm: a maxarpa.Model (wrapped by `arsdecode.model.MaxArpaLM`) or any `TargetModel`.
+        variant: Algorithm 2's refinement, "all-edges" or "paper" (see `automaton.py`).
         max_iterations: stop early (result marked `certified=False`) after this many.
         on_iteration: optional callback(iteration, tokens, log_q, log_p) for traces.
         keep_automaton: return the final q-automaton in `automaton` (for export); off by
             default because it can hold tens of MB.
+        prune: drop candidates whose best q-path is below the best p found so far
+            (`inference.prune_hopeless`; exact, fewer model queries on large candidate
+            lists). Default: on, unless `keep_automaton` (an exported q stays a bound on p).
     """
     start = time.perf_counter()
-    target = Target(lm, lattice)
-    qa = QAutomaton(lm, lattice, variant=variant)
+    model = as_target_model(lm)
+    qa = QAutomaton(model, lattice, variant=variant, fill=False)
+    target = Target(model, lattice, token_ids=qa.cand_ids)
+    qa.on_exact_fill = target.remember_context  # exact edges are p's factors: reuse them
+    qa.fill_pending()
+    prune = (not keep_automaton) if prune is None else prune
+    best_log_p = -math.inf  # p of the best path seen: a lower bound on the optimum
     trace: list[tuple[float, float]] = []
     iteration = 0
     certified = False
@@ -121,6 +177,9 @@ def decode(
         if log_q - log_p <= tol:
             certified = True
             break
+        if prune and log_p > best_log_p:  # drop candidates that cannot beat it (exact)
+            best_log_p = log_p
+            prune_hopeless(qa, best_log_p)
         if not qa.refine_indices(idx):
             certified = log_q - log_p <= 1e-6  # only float noise is left on an exact path
             break
@@ -141,7 +200,7 @@ def decode(
 
 
 def sample(
-    lm: Model,
+    lm: Model | TargetModel,
     lattice: Lattice,
     n: int,
     seed: int | None = None,
@@ -149,10 +208,11 @@ def sample(
     batch: int = 100,
     target_ar: float = 0.2,
     ar_window: int = 100,
-    variant: str = "fresh",
+    variant: Variant = DEFAULT_VARIANT,
     max_trials: int | None = None,
     stop_when_adapted: bool = False,
     rng: np.random.Generator | None = None,
+    on_sample: Callable[[list[str], float], None] | None = None,
 ) -> SampleResult:
     """n exact i.i.d. samples of p by adaptive rejection (Algorithm 1, sampling).
 
@@ -161,20 +221,76 @@ def sample(
     q; afterwards q is frozen and batches are drawn until n samples are accepted. Accepted
     trials are exact samples whatever q was, since q never depends on the trial it judges.
     `stop_when_adapted` ends the run as soon as the target is reached (the paper's Table 3
-    and Fig. 3c/3d measure exactly that), even with fewer than n samples.
+    and Fig. 3c/3d measure exactly that), even with fewer than n samples; `adapt` is the
+    entry point for that protocol.
 
     log_Z: the per-trial unbiased estimates q_t(X) * 1[accepted_t] of p(X), averaged with
     predictable weights 1 / q_t(X); log_Z_unweighted is their plain mean. See
     `_normaliser_estimate` for why and for the 95% interval log_Z_ci.
+
+    on_sample: optional callback(tokens, log_p) called as each sample is accepted (for
+    streaming output and progress); an exception in it ends the run.
     """
     if n < 0:
-        raise ValueError("n must be >= 0")
-    if batch < 1:
-        raise ValueError("batch must be >= 1")
-    start = time.perf_counter()
+        raise OptionError("n (the number of samples) must be >= 0")
     rng = rng if rng is not None else np.random.default_rng(seed)
-    target = Target(lm, lattice)
-    qa = QAutomaton(lm, lattice, variant=variant)
+    return _adaptive_rejection(
+        lm, lattice, n, rng, batch=batch, target_ar=target_ar, ar_window=ar_window,
+        variant=variant, max_trials=max_trials, stop_when_adapted=stop_when_adapted,
+        on_sample=on_sample,
+    )
+
+
+def adapt(
+    lm: Model | TargetModel,
+    lattice: Lattice,
+    *,
+    batch: int = 100,
+    target_ar: float = 0.2,
+    ar_window: int = 100,
+    variant: Variant = DEFAULT_VARIANT,
+    max_trials: int | None = None,
+    seed: int | None = None,
+    rng: np.random.Generator | None = None,
+) -> SampleResult:
+    """Refine q until it is good enough to sample from, then stop (the paper's Table 3 and
+    Fig. 3c/3d protocol: trials, states and time to reach the acceptance-rate target).
+
+    The same loop as `sample`: batches of B = `batch` trials, every rejected trial of a batch
+    refines q, until the acceptance rate over the last `ar_window` trials is >= `target_ar` at
+    the end of a batch (so `trials` is a multiple of B); `adapted_at_trial` is then `trials`.
+    If `max_trials` runs out first, `adapted_at_trial` is None. The trials accepted on the way
+    are exact samples of p, in `samples`. Times are in `seconds` (q^(0) and the target
+    included); logs are natural.
+    """
+    rng = rng if rng is not None else np.random.default_rng(seed)
+    return _adaptive_rejection(
+        lm, lattice, None, rng, batch=batch, target_ar=target_ar, ar_window=ar_window,
+        variant=variant, max_trials=max_trials, stop_when_adapted=True,
+    )
+
+
+def _adaptive_rejection(
+    lm: Model | TargetModel,
+    lattice: Lattice,
+    n: int | None,
+    rng: np.random.Generator,
+    *,
+    batch: int,
+    target_ar: float,
+    ar_window: int,
+    variant: Variant,
+    max_trials: int | None,
+    stop_when_adapted: bool,
+    on_sample: Callable[[list[str], float], None] | None = None,
+) -> SampleResult:
+    """The loop shared by `sample` (until n accepted) and `adapt` (n = None: until adapted)."""
+    if batch < 1:
+        raise OptionError("batch must be >= 1")
+    start = time.perf_counter()
+    model = as_target_model(lm)
+    qa = QAutomaton(model, lattice, variant=variant, track_pointers=False)
+    target = Target(model, lattice, token_ids=qa.cand_ids)
     if log_partition(qa) == -math.inf:
         raise NoPathError("every path of the lattice has probability 0 under the model")
     samples: list[list[str]] = []
@@ -184,8 +300,10 @@ def sample(
     states: list[int] = []
     log_zq: list[float] = []
     adapting = True
+    adapted_at: int | None = None
+    frozen_from = 0
     refinements = 0
-    while len(samples) < n:
+    while n is None or len(samples) < n:
         if max_trials is not None and len(accepted) >= max_trials:
             break
         paths, log_z = sample_indices(qa, batch, rng)
@@ -208,6 +326,8 @@ def sample(
             if ok:
                 samples.append([lattice.tokens[i][j] for i, j in enumerate(row)])
                 sample_log_p.append(log_p)
+                if on_sample is not None:
+                    on_sample(samples[-1], log_p)
                 if len(samples) == n:
                     break
             else:
@@ -216,10 +336,14 @@ def sample(
             window = accepted[-ar_window:]
             if len(accepted) >= ar_window and sum(window) / len(window) >= target_ar:
                 adapting = False
+                adapted_at = len(accepted)
                 if stop_when_adapted:  # the paper's protocol: time to reach the AR target
                     break
             else:
-                refinements += qa.refine_many(rejected)
+                changed = qa.refine_many(rejected)
+                refinements += changed
+                if changed:
+                    frozen_from = len(accepted)
     log_Z, ci, log_Z_plain = _normaliser_estimate(log_zq, accepted)
     trials = len(accepted)
     return SampleResult(
@@ -233,7 +357,8 @@ def sample(
         states=qa.num_states(),
         refinements=refinements,
         seconds=time.perf_counter() - start,
-        trace=SampleTrace(ratios, accepted, states, log_zq),
+        trace=SampleTrace(ratios, accepted, states, log_zq, frozen_from),
+        adapted_at_trial=adapted_at,
     )
 
 
@@ -252,18 +377,15 @@ def _normaliser_estimate(log_zq: list[float], accepted: list[bool]) -> tuple[flo
     """
     if not accepted:
         return -math.inf, (-math.inf, math.inf), -math.inf
-    lz = np.asarray(log_zq)
-    acc = np.asarray(accepted, dtype=float)
-    top = lz.max()
-    q = np.exp(lz - top)  # q_t(X) / e^top
+    lz = np.asarray(log_zq, dtype=np.float64)
+    acc = np.asarray(accepted, dtype=bool)
     n_acc = float(acc.sum())
-    inv_sum = float((1.0 / q).sum())
+    log_inv_sum = logsumexp(-lz)  # ln sum_t 1 / q_t(X), in log space: q_t may span 1e300
     if n_acc == 0:
-        upper = top + math.log(3.0 / inv_sum)  # rule of three on the acceptance count
+        upper = math.log(3.0) - log_inv_sum  # rule of three on the acceptance count
         return -math.inf, (-math.inf, float(upper)), -math.inf
-    plain = float(top + math.log(float((q * acc).mean())))
-    z_w = n_acc / inv_sum
-    r = np.minimum(z_w / q, 1.0)
+    plain = logsumexp(lz[acc]) - math.log(len(lz))
+    log_zw = math.log(n_acc) - log_inv_sum
+    r = np.exp(np.minimum(log_zw - lz, 0.0))  # r_t = min(Z_w / q_t, 1)
     rel_se = math.sqrt(float((r * (1.0 - r)).sum())) / n_acc
-    log_zw = float(top + math.log(z_w))
     return log_zw, (log_zw - 1.96 * rel_se, log_zw + 1.96 * rel_se), plain

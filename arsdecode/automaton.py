@@ -3,36 +3,44 @@
 Layer i holds the states reached after i tokens; a state is a context, a suffix of the true
 history `<s> x_1 .. x_i`. Every state has exactly one edge per candidate of position i + 1
 (deterministic), whose natural-log weight is
-    LN10 * w(x | context) + emission(x),
-with w the max-backoff bound (maxarpa's max_log10p) for an inexact context and the exact
-log10p once the context is exact (n - 1 words, or reaching back to <s>). An edge goes to the
-LONGEST state of the next layer that is a suffix of `context + x`; since every state's context
-is a suffix of every history that reaches it, every weight bounds the true factor: q >= p.
+    model.log_bound(context, x) + emission(x)      while the context is inexact,
+    model.log_prob(context, x) + emission(x)       once `model.is_exact(i, context)`
+(n - 1 words, or the whole history). An edge goes to the LONGEST state of the next layer that
+is a suffix of `context + x`; since every state's context is a suffix of every history that
+reaches it, every weight bounds the true factor: q >= p. The model is reached only through
+`arsdecode.model.TargetModel`.
 
 Storage: per layer, dense float64 weight and int32 target matrices (state x candidate), so the
-dynamic programs in `inference.py` are a few numpy operations per layer. float64 throughout;
-OpenFst's tropical and log arcs are float32, so pynini is used for export and inspection
-(`to_fst`, log64 arcs), not for the dynamic programs.
+dynamic programs (`dp.py`, `inference.py`) are a few numpy operations per layer. float64
+throughout; OpenFst's tropical and log arcs are float32, so pynini is used for export and
+inspection (`to_fst`, log64 arcs), not for the dynamic programs.
 
 Variants of Algorithm 2 (`refine`):
-- "fresh" (default): a new state's outgoing edges all get the max-backoff weight of the new,
+- "all-edges" (default): a new state's whole row of outgoing edges is re-bounded at the new,
   longer context (one batched query), which lowers many weights per refinement.
 - "paper": as in the paper, a new state copies its suffix state's outgoing edges and only the
   edge on the refined path is lowered.
+("fresh" is accepted as the old name of "all-edges".)
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
 
 import numpy as np
 
+from arsdecode import automaton_export
 from arsdecode.errors import AutomatonError, LatticeError
 from arsdecode.lattice import Lattice
-from maxarpa.constants import BOS, EOS, LN10
-from maxarpa.model import Model
+from arsdecode.model import TargetModel, as_target_model, context_rows
+from arsdecode.semiring import quiet
 
-VARIANTS = ("fresh", "paper")
+Variant = Literal["all-edges", "paper"]
+VARIANTS: tuple[str, ...] = ("all-edges", "paper")
+DEFAULT_VARIANT: Variant = "all-edges"
+_OLD_NAMES = {"fresh": "all-edges"}
 
 
 class Layer:
@@ -45,7 +53,9 @@ class Layer:
         self.by_suffix: dict[tuple[int, ...], list[int]] = {}  # suffix -> states ending with it
         self.weights = np.empty((4, width))
         self.targets = np.zeros((4, width), dtype=np.int32)
-        self.fresh = np.zeros((4, width), dtype=bool)  # weight computed at this exact context
+        # True where the weight was queried at this row's own context (False: copied from the
+        # suffix state when the state was created, a valid but looser bound).
+        self.own_weight = np.zeros((4, width), dtype=bool)
         self.ctx_len = np.zeros(4, dtype=np.int64)
         self.exact: list[bool] = []
         # For the incremental Viterbi pass (inference.viterbi_indices): rows whose weights or
@@ -54,6 +64,7 @@ class Layer:
         self.dirty: set[int] = set()
         self.pointing_at: dict[int, set[int]] = {}
         self.best = np.empty(0)  # cached max-product value of each row
+        self.best_col = np.empty(0, dtype=np.int64)  # and the column it comes from
 
     def __len__(self) -> int:
         return len(self.contexts)
@@ -66,7 +77,9 @@ class Layer:
             self.targets = np.concatenate(
                 [self.targets, np.zeros((grow, self.width), dtype=np.int32)]
             )
-            self.fresh = np.concatenate([self.fresh, np.zeros((grow, self.width), dtype=bool)])
+            self.own_weight = np.concatenate(
+                [self.own_weight, np.zeros((grow, self.width), dtype=bool)]
+            )
             self.ctx_len = np.concatenate([self.ctx_len, np.zeros(grow, dtype=np.int64)])
         self.contexts.append(context)
         self.dirty.add(s)
@@ -77,82 +90,172 @@ class Layer:
             self.by_suffix.setdefault(context[len(context) - k :], []).append(s)
         return s
 
-    def W(self) -> np.ndarray:
+    def state_weights(self) -> np.ndarray:
+        """The (states, width) weight matrix of the states created so far (a view)."""
         return self.weights[: len(self.contexts)]
 
-    def T(self) -> np.ndarray:
+    def state_targets(self) -> np.ndarray:
+        """The (states, width) target matrix of the states created so far (a view)."""
         return self.targets[: len(self.contexts)]
 
 
-class QAutomaton:
-    """The refinable upper bound q on the target p over a lattice (see module docstring)."""
+@dataclass(frozen=True)
+class FillRequest:
+    """One batched model query for edge weights: `log_prob` if `exact`, else `log_bound`."""
 
-    def __init__(self, lm: Model, lattice: Lattice, variant: str = "fresh") -> None:
+    exact: bool
+    contexts: np.ndarray  # (B, order - 1), left-padded with -1
+    words: np.ndarray  # (B,)
+    items: list  # (layer, state, words, columns) per row group, in order
+
+
+class QAutomaton:
+    """The refinable upper bound q on the target p over a lattice (see module docstring).
+
+    `lm` is a `TargetModel` or a maxarpa.Model (wrapped by `as_target_model`).
+    """
+
+    def __init__(
+        self,
+        lm,
+        lattice: Lattice,
+        variant: str = DEFAULT_VARIANT,
+        *,
+        fill: bool = True,
+        track_pointers: bool = True,
+    ) -> None:
+        variant = _OLD_NAMES.get(variant, variant)
         if variant not in VARIANTS:
             raise AutomatonError(f"unknown variant {variant!r}; choose from {VARIANTS}")
-        self.lm = lm
+        self.lm: TargetModel = as_target_model(lm)
         self.lattice = lattice
         self.variant = variant
-        self.n = lm.order
-        self.bos = lm.word_id(BOS)
-        self.eos = lm.word_id(EOS)
-        self.cand_ids = [lm.ids(list(t)).astype(np.int64) for t in lattice.tokens]
+        self.order = self.lm.order
+        self.bos = self.lm.bos
+        self.eos = self.lm.eos
+        self.cand_ids = [self.lm.ids(list(t)) for t in lattice.tokens]
+        # Candidates still in play for decoding (see `prune_columns`); all, unless pruned.
+        self.alive = [np.ones(len(t), dtype=bool) for t in lattice.tokens]
+        self.pruned = False
+        self.on_exact_fill = None  # optional callback(context_row, words, values), apply_fill
+        # The reverse edge index for the incremental Viterbi (`Layer.pointing_at`, `dirty`);
+        # a sampling-only automaton skips it, and Viterbi then runs the full sweep.
+        self.track_pointers = track_pointers
+        self._columns: list[dict[int, list[int]] | None] = [None] * len(lattice.tokens)
         L = len(lattice)
         self.layers = [Layer(len(t)) for t in lattice.tokens] + [Layer(1)]
-        self.version = 0  # bumped on every change, so inference can cache per version
-        # q^(0): <s> is known exactly at layer 0; every later layer starts with the empty context.
-        root = self.layers[0].add((self.bos,), exact=True)
-        self._fill([(0, root)])
+        # q^(0): <s> is the whole history at layer 0; every later layer starts with the empty
+        # context (exact only for a unigram model).
+        root = self.layers[0].add((self.bos,), exact=self.lm.is_exact(0, (self.bos,)))
+        pending = [(0, root)]
         for i in range(1, L + 1):
-            s = self.layers[i].add((), exact=self.n == 1)
-            self._fill([(i, s)])
+            pending.append((i, self.layers[i].add((), exact=self.lm.is_exact(i, ()))))
         # Edges into the empty context of each next layer.
         for i in range(L):
             self.layers[i].targets[: len(self.layers[i])] = 0
             self.layers[i].pointing_at[0] = {0}
+        # The initial rows' weights: queried now, or by the caller (corpus.decode_many batches
+        # them across sentences) through `fill_requests(self.unfilled)` / `apply_fill`.
+        self.unfilled: list[tuple[int, int]] = []
+        if fill:
+            self._fill(pending)
+        else:
+            self.unfilled = pending
 
     # ----- weights -------------------------------------------------------------------------
-    def _is_exact(self, context: tuple[int, ...]) -> bool:
-        return len(context) >= self.n - 1 or (len(context) > 0 and context[0] == self.bos)
+    def fill_pending(self) -> None:
+        """Query the initial rows' weights (when constructed with `fill=False`)."""
+        pending, self.unfilled = self.unfilled, []
+        self._fill(pending)
 
     def _fill(self, pending: Sequence[tuple[int, int]], only: dict | None = None) -> None:
-        """Compute weights of (layer, state) rows with one batched query per exactness kind.
+        """Compute the weights of (layer, state) rows: one batched model query per kind."""
+        for request in self.fill_requests(pending, only):
+            query = self.lm.log_prob if request.exact else self.lm.log_bound
+            self.apply_fill(request, query(request.contexts, request.words))
+
+    def fill_requests(
+        self, pending: Sequence[tuple[int, int]], only: dict | None = None
+    ) -> list[FillRequest]:
+        """The model queries that give the weights of `pending` rows: at most two, exact rows
+        (`log_prob`) and inexact rows (`log_bound`).
 
         `only[(layer, state)] = column` restricts the query to one edge (the paper variant).
+        Exact rows use `log_prob` on the padded context, the very call `Target` makes for the
+        same factor, so an exact edge equals p's factor bit for bit.
         """
-        n1 = max(self.n - 1, 0)
+        width = max(self.order - 1, 0)
+        L = len(self.lattice)
+        eos = np.array([self.eos], dtype=np.int64)
         groups: dict[bool, list] = {True: [], False: []}
         for i, s in pending:
-            layer = self.layers[i]
-            ctx = layer.contexts[s]
-            words = self.cand_ids[i] if i < len(self.lattice) else np.array([self.eos])
-            cols = np.arange(len(words))
             if only is not None and (i, s) in only:
-                cols = np.array([only[(i, s)]])
-            groups[layer.exact[s]].append((i, s, ctx, words[cols], cols))
+                cols = np.array([only[(i, s)]])  # one column
+                words = self.cand_ids[i][cols]
+            elif i == L:
+                cols, words = None, eos  # None: the whole row
+            elif self.pruned and not self.alive[i].all():
+                cols = np.flatnonzero(self.alive[i])
+                words = self.cand_ids[i][cols]
+            else:
+                cols, words = None, self.cand_ids[i]
+            groups[self.layers[i].exact[s]].append((i, s, words, cols))
+        requests = []
         for exact, items in groups.items():
             if not items:
                 continue
-            total = sum(len(w) for *_, w, _ in items)
-            ctx_rows = np.full((total, n1), -1, dtype=np.int64)
-            word_arr = np.empty(total, dtype=np.int64)
-            pos = 0
-            for _, _, ctx, words, _ in items:
-                if ctx and n1:
-                    ctx_rows[pos : pos + len(words), n1 - len(ctx) :] = ctx[-n1:]
-                word_arr[pos : pos + len(words)] = words
-                pos += len(words)
-            query = self.lm.log10p_batch if exact else self.lm.max_log10p_batch
-            values = query(ctx_rows, word_arr)
-            pos = 0
-            for i, s, _, words, cols in items:
+            contexts = context_rows([self.layers[i].contexts[s] for i, s, _, _ in items], width)
+            counts = [len(w) for _, _, w, _ in items]
+            word_arr = np.concatenate([w for _, _, w, _ in items]).astype(np.int64)
+            requests.append(
+                FillRequest(exact, np.repeat(contexts, counts, axis=0), word_arr, items)
+            )
+        return requests
+
+    def apply_fill(self, request: FillRequest, values: np.ndarray) -> None:
+        """Store the answers `values` (ln) to `request` as edge weights (plus emissions).
+
+        Exact answers are p's factors too: they are passed to
+        `on_exact_fill(context_row, words, values)` (`Target.remember_context`), so a path
+        through exact states is scored without another model query.
+        """
+        tell = self.on_exact_fill if request.exact else None
+        L = len(self.lattice)
+        pos = 0
+        with quiet():
+            for i, s, words, cols in request.items:
                 layer = self.layers[i]
                 v = values[pos : pos + len(words)]
+                if tell is not None:
+                    tell(tuple(request.contexts[pos].tolist()), words, v)
                 pos += len(words)
-                emis = self.lattice.log_emissions[i][cols] if i < len(self.lattice) else 0.0
-                layer.weights[s, cols] = LN10 * v + emis
-                layer.fresh[s, cols] = True
+                if cols is None:  # the whole row
+                    layer.weights[s] = v + self.lattice.log_emissions[i] if i < L else v
+                    layer.own_weight[s] = True
+                else:
+                    layer.weights[s, cols] = v + self.lattice.log_emissions[i][cols]
+                    layer.own_weight[s, cols] = True
                 layer.dirty.add(s)
+
+    def prune_columns(self, i: int, cols: np.ndarray) -> None:
+        """Remove candidates `cols` of position i from play, for DECODING only: their edges
+        get weight -inf in every present and future row and are never queried again.
+
+        Exact for decoding when every path through them has p below that of a path already
+        found (inference.prune_hopeless): the argmax of p is unaffected and the certificate
+        still holds. q is then no longer an upper bound on those paths, so a pruned
+        automaton must not be used for sampling (`pruned` is set).
+        """
+        layer = self.layers[i]
+        self.alive[i][cols] = False
+        self.pruned = True
+        n = len(layer)
+        layer.weights[:n, cols] = -np.inf
+        # Only rows whose cached best value came through a pruned column change value.
+        known = min(n, len(layer.best_col))
+        hit = np.flatnonzero(np.isin(layer.best_col[:known], cols))
+        layer.dirty.update(hit.tolist())
+        layer.dirty.update(range(known, n))
 
     # ----- paths ---------------------------------------------------------------------------
     def indices(self, tokens: Sequence[str]) -> list[int]:
@@ -172,9 +275,10 @@ class QAutomaton:
         """log q(path), summed in position order exactly like Target.log_p_indices."""
         states = self.states_on_path(idx)
         total = 0.0
-        for i, j in enumerate(idx):
-            total += self.layers[i].weights[states[i], j]
-        return total + self.layers[-1].weights[states[-1], 0]
+        with quiet():
+            for i, j in enumerate(idx):
+                total += self.layers[i].weights[states[i], j]
+            return float(total + self.layers[-1].weights[states[-1], 0])
 
     def log_q_batch(self, idx: np.ndarray) -> np.ndarray:
         """log q of many paths at once; same arithmetic and order as `log_q_indices`."""
@@ -182,11 +286,12 @@ class QAutomaton:
         k, L = idx.shape
         states = np.zeros(k, dtype=np.int64)
         total = np.zeros(k)
-        for i in range(L):
-            layer = self.layers[i]
-            total = total + layer.weights[states, idx[:, i]]
-            states = layer.targets[states, idx[:, i]].astype(np.int64)
-        return total + self.layers[L].weights[states, 0]
+        with quiet():
+            for i in range(L):
+                layer = self.layers[i]
+                total = total + layer.weights[states, idx[:, i]]
+                states = layer.targets[states, idx[:, i]].astype(np.int64)
+            return total + self.layers[L].weights[states, 0]
 
     def log_q(self, tokens: Sequence[str]) -> float:
         return self.log_q_indices(self.indices(tokens))
@@ -196,13 +301,13 @@ class QAutomaton:
         return self.refine_indices(self.indices(tokens))
 
     def refine_many(self, paths: Sequence[Sequence[int]]) -> int:
-        """Refine along several paths; in the "fresh" variant the new states' weights are
+        """Refine along several paths; in the "all-edges" variant the new states' weights are
         computed in one batched query at the end. Returns how many paths changed q.
 
         Deferring is exact: a state created before its suffix state was filled copies that
         state's (older, larger) bounds, and is refilled itself before q is used again.
         """
-        if self.variant != "fresh":
+        if self.variant != "all-edges":
             return sum(self.refine_indices(p) for p in paths)
         pending: list[tuple[int, int]] = []
         changed = 0
@@ -216,9 +321,11 @@ class QAutomaton:
         """Raise the context order by one at every position of the path (Algorithm 2).
 
         For i = 1..L (left to right, so the previous path state is already refined): let c be
-        the context used at layer i; if it is not exact, create the state for the next longer
-        suffix of `<s> x_1..x_i` (ORDER(i) + 1), moving into it every edge whose source context
-        determines it. Weights of new states are computed in one batched query at the end.
+        the context used at layer i, of length ORDER(i); if it is not exact, create the state
+        SUF(<s> x_1..x_i, ORDER(i) + 1), the next longer suffix of the history, moving into it
+        every edge whose source context determines it. Weights of new states are computed in
+        one batched query at the end (variant "all-edges": the whole row; "paper": the edge on
+        the path only).
         Returns True if anything changed (a state created or a weight lowered).
         """
         L = len(self.lattice)
@@ -240,7 +347,7 @@ class QAutomaton:
                     pending.append((i, len(layer) - 1))
                 t = int(prev.targets[s, idx[i - 1]])
             s = t
-            if self.variant == "paper" and i < L and not layer.fresh[s, idx[i]]:
+            if self.variant == "paper" and i < L and not layer.own_weight[s, idx[i]]:
                 if (i, s) not in only:  # lower the weight of the edge on the path only
                     only[(i, s)] = idx[i]
                     pending.append((i, s))
@@ -250,7 +357,6 @@ class QAutomaton:
                     del only[(i, s)]
         if len(pending) == start_pending:
             return False
-        self.version += 1
         if not deferred:
             self._fill(pending, only if self.variant == "paper" else None)
         return True
@@ -264,11 +370,12 @@ class QAutomaton:
         here on token ctx[-1], since ctx is the longest state that is a suffix of its history.
         """
         layer = self.layers[i]
-        s = layer.add(ctx, exact=self._is_exact(ctx))
+        s = layer.add(ctx, exact=self.lm.is_exact(i, ctx))
         layer.weights[s] = layer.weights[suffix_state]
         layer.targets[s] = layer.targets[suffix_state]
-        layer.fresh[s] = False
-        if i < len(self.lattice):
+        layer.own_weight[s] = False
+        track = self.track_pointers
+        if track and i < len(self.lattice):
             for t in np.unique(layer.targets[s]).tolist():
                 layer.pointing_at.setdefault(t, set()).add(s)
         prev = self.layers[i - 1]
@@ -279,15 +386,21 @@ class QAutomaton:
                 cur = prev.targets[src, col]
                 moved = src[layer.ctx_len[cur] < len(ctx)]
                 prev.targets[moved, col] = s
-                if len(moved):
+                if track and len(moved):
                     rows = moved.tolist()
                     prev.pointing_at.setdefault(s, set()).update(rows)
                     prev.dirty.update(rows)
         return s
 
     def position_of_id(self, i: int, word_id: int) -> list[int]:
-        """Candidate columns at position i whose LM id is `word_id` (several if <unk>-mapped)."""
-        return np.flatnonzero(self.cand_ids[i] == word_id).tolist()
+        """Candidate columns at position i whose model id is `word_id` (several if
+        <unk>-mapped)."""
+        if self._columns[i] is None:
+            table: dict[int, list[int]] = {}
+            for j, w in enumerate(self.cand_ids[i].tolist()):
+                table.setdefault(w, []).append(j)
+            self._columns[i] = table
+        return self._columns[i].get(word_id, [])
 
     # ----- facts ---------------------------------------------------------------------------
     def num_states(self) -> int:
@@ -304,77 +417,24 @@ class QAutomaton:
     def is_deterministic(self) -> bool:
         """One edge per (state, candidate token), and tokens are distinct within a position."""
         return all(len(set(t)) == len(t) for t in self.lattice.tokens) and all(
-            layer.T().shape == (len(layer), layer.width) for layer in self.layers
+            layer.state_targets().shape == (len(layer), layer.width) for layer in self.layers
         )
 
     def context_tokens(self, i: int, s: int) -> list[str]:
-        return [self.lm.vocab[w] for w in self.layers[i].contexts[s]]
+        return [self.lm.word(w) for w in self.layers[i].contexts[s]]
 
-    # ----- export --------------------------------------------------------------------------
+    # ----- export (arsdecode/automaton_export.py) ------------------------------------------
     def state_ids(self) -> dict[tuple[int, int], int]:
         """A global number for each (layer, state), layer by layer."""
-        ids: dict[tuple[int, int], int] = {}
-        for i, layer in enumerate(self.layers):
-            for s in range(len(layer)):
-                ids[(i, s)] = len(ids)
-        return ids
+        return automaton_export.state_ids(self)
 
     def to_networkx(self):
-        """The automaton as a networkx.MultiDiGraph: nodes carry layer and context, edges
-        carry token and ln weight; final states carry `final_weight` (the ln </s> bound)."""
-        import networkx as nx
-
-        g = nx.MultiDiGraph()
-        ids = self.state_ids()
-        L = len(self.lattice)
-        for (i, s), node in ids.items():
-            attrs = {"layer": i, "context": " ".join(self.context_tokens(i, s))}
-            if i == L:
-                attrs["final_weight"] = float(self.layers[L].weights[s, 0])
-            g.add_node(node, **attrs)
-        for i in range(L):
-            layer = self.layers[i]
-            for s in range(len(layer)):
-                for j, tok in enumerate(self.lattice.tokens[i]):
-                    g.add_edge(ids[(i, s)], ids[(i + 1, int(layer.targets[s, j]))],
-                               token=tok, weight=float(layer.weights[s, j]))
-        return g
+        """The automaton as a networkx.MultiDiGraph (see `automaton_export.to_networkx`)."""
+        return automaton_export.to_networkx(self)
 
     def to_fst(self):
-        """The automaton as a pynini Fst with log64 arcs (weight = -ln q, OpenFst's
-        convention), input = output = token; symbol table attached. -inf edges are left out.
-        """
-        import pynini
-
-        syms = pynini.SymbolTable()
-        syms.add_symbol("<eps>")
-        for toks in self.lattice.tokens:
-            for t in toks:
-                syms.add_symbol(t)
-        fst = pynini.Fst(arc_type="log64")
-        ids = self.state_ids()
-        for _ in ids:
-            fst.add_state()
-        fst.set_start(0)
-        L = len(self.lattice)
-        zero = pynini.Weight.zero("log64")
-        for i in range(L):
-            layer = self.layers[i]
-            for s in range(len(layer)):
-                src = ids[(i, s)]
-                for j, tok in enumerate(self.lattice.tokens[i]):
-                    w = float(layer.weights[s, j])
-                    if w == -np.inf:
-                        continue
-                    label = syms.find(tok)
-                    dst = ids[(i + 1, int(layer.targets[s, j]))]
-                    fst.add_arc(src, pynini.Arc(label, label, pynini.Weight("log64", -w), dst))
-        for s in range(len(self.layers[L])):
-            w = float(self.layers[L].weights[s, 0])
-            fst.set_final(ids[(L, s)], zero if w == -np.inf else pynini.Weight("log64", -w))
-        fst.set_input_symbols(syms)
-        fst.set_output_symbols(syms)
-        return fst
+        """The automaton as a pynini log64 Fst (see `automaton_export.to_fst`)."""
+        return automaton_export.to_fst(self)
 
     def write_fst(self, path: str) -> None:
         """Write `to_fst()` as an OpenFst binary file (inspect with fstprint/fstdraw)."""

@@ -1,158 +1,197 @@
-"""The `arsdecode` command: exact decoding and sampling of lattices, and the two demos.
+"""The `arsdecode` command: exact decoding and sampling of lattices, and the two task demos.
 
-Why errors stop here: the library raises precise ValueError subclasses; this front end turns
-any of them into one line on stderr and exit status 2, with no traceback. Results go to stdout
-as text for people or, with --json, as one JSON object for scripts (natural-log fields).
+Why errors stop here: the library raises `ArsDecodeError` (and maxarpa `MaxArpaError`) for bad
+input; this front end turns exactly those, and OSError on files, into one line on stderr and
+exit status 2, with no traceback. Anything else is a bug and keeps its traceback. Results go
+to stdout as text for people or, with --json, as JSON for scripts (natural-log fields).
+Every command is registered in the one table `COMMANDS`; task modules never import this one.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
+import os
 import sys
-import time
-from collections.abc import Sequence
-from pathlib import Path
+from collections.abc import Callable, Sequence
 
+from arsdecode import __version__
+from arsdecode.api import DEFAULT_LM as DEFAULT_LM  # re-exported for older callers
+from arsdecode.api import load_lm
 from arsdecode.ars import decode, sample
-from arsdecode.automaton import VARIANTS
+from arsdecode.cli_options import (
+    EXIT_BAD_INPUT,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    EXIT_STATUS_HELP,
+    EXIT_UNCERTIFIED,
+    LATTICE_HELP,
+    UNITS_HELP,
+    Parser,
+    add_engine_options,
+    add_max_iterations,
+    add_sampling_options,
+    check_writable,
+    epilog,
+    oov_report,
+    positive_int,
+    print_json,
+    report_uncertified,
+    warn_oov,
+    write_atomic,
+)
+from arsdecode.errors import ArsDecodeError, OptionError
 from arsdecode.lattice import Lattice
+from arsdecode.tasks import pos_cli, sms_cli
+from maxarpa.errors import MaxArpaError
 
-EXIT_BAD_INPUT = 2
-DATA_DIR = Path(__file__).resolve().parent / "data"
-DEFAULT_LM = DATA_DIR / "state_union.5gram.maxarpa.gz"
-
-
-def load_lm(path: str | Path):
-    """Load an ARPA or MAX-ARPA model (maxarpa detects which)."""
-    from maxarpa.model import Model
-
-    return Model.load(path)
+EPILOG = epilog(UNITS_HELP, LATTICE_HELP, EXIT_STATUS_HELP)
 
 
-def add_engine_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--variant", choices=VARIANTS, default="fresh", help="refinement variant")
-    p.add_argument("--json", action="store_true", help="print one JSON object")
+def add_decode_parser(sub: argparse._SubParsersAction) -> None:
+    d = sub.add_parser("decode", help="exact best path of a lattice",
+                       description="The exact most probable path of a lattice under an n-gram "
+                                   "LM, with a certificate.", epilog=EPILOG)
+    d.add_argument("--lm", required=True, help="ARPA, MAX-ARPA or maxarpa binary model (log10)")
+    d.add_argument("--lattice", required=True, help="lattice JSON file (format below)")
+    add_max_iterations(d)
+    d.add_argument("--fst", default=None, metavar="OUT",
+                   help="also write the final q-automaton as an OpenFst file (log64 arcs, "
+                        "weight = -ln q)")
+    d.add_argument("--graphml", default=None, metavar="OUT",
+                   help="also write the final q-automaton as GraphML (networkx, ln weights)")
+    add_engine_options(d)
+    d.set_defaults(handler=cmd_decode)
 
 
-def add_sampling_options(p: argparse.ArgumentParser, default_ar: float) -> None:
-    p.add_argument("--seed", type=int, default=0, help="random seed (fixed seed, same output)")
-    p.add_argument("--batch", type=int, default=100, help="trials per refinement pass (B)")
-    p.add_argument("--target-ar", type=float, default=default_ar, help="acceptance-rate target")
-    p.add_argument("--ar-window", type=int, default=100, help="trials in the AR window")
+def add_sample_parser(sub: argparse._SubParsersAction) -> None:
+    s = sub.add_parser("sample", help="exact i.i.d. samples of a lattice's paths",
+                       description="Exact independent samples of the lattice's paths under "
+                                   "p, by adaptive rejection, and an estimate of ln Z.",
+                       epilog=EPILOG)
+    s.add_argument("--lm", required=True, help="ARPA, MAX-ARPA or maxarpa binary model (log10)")
+    s.add_argument("--lattice", required=True, help="lattice JSON file (format below)")
+    s.add_argument("-n", type=positive_int, required=True, help="number of samples (>= 1)")
+    s.add_argument("--jsonl", action="store_true",
+                   help='stream one JSON object per sample, {"tokens": [...], "log_p": ln}, '
+                        "flushed as each is accepted (an interrupt keeps what was drawn); the "
+                        "summary goes to stderr")
+    add_sampling_options(s, default_ar=0.2)
+    add_engine_options(s)
+    s.set_defaults(handler=cmd_sample)
+
+
+COMMANDS: tuple[Callable[[argparse._SubParsersAction], None], ...] = (
+    add_decode_parser,
+    add_sample_parser,
+    sms_cli.add_parser,
+    pos_cli.add_parser,
+)
+"""Every sub-command: each adds its parser and sets `handler` (args -> exit status)."""
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="arsdecode",
-        description="Exact decoding and sampling in high-order HMMs (natural-log results).",
+        description="Exact decoding and sampling in high-order HMMs whose hidden layer is an "
+                    "n-gram LM (Carter, Dymetman & Bouchard 2012).",
+        epilog=EPILOG,
     )
-    sub = parser.add_subparsers(dest="command", required=True)
-    d = sub.add_parser("decode", help="exact best path of a lattice")
-    d.add_argument("--lm", required=True, help="ARPA or MAX-ARPA model")
-    d.add_argument("--lattice", required=True, help='JSON {"positions": [[["tok", ln_w], ...]]}')
-    d.add_argument("--max-iterations", type=int, default=None)
-    d.add_argument("--fst", default=None, metavar="OUT",
-                   help="write the final q-automaton as an OpenFst file (log64 arcs)")
-    d.add_argument("--graphml", default=None, metavar="OUT",
-                   help="write the final q-automaton as GraphML (networkx)")
-    add_engine_options(d)
-    s = sub.add_parser("sample", help="exact i.i.d. samples of a lattice's paths")
-    s.add_argument("--lm", required=True, help="ARPA or MAX-ARPA model")
-    s.add_argument("--lattice", required=True, help="lattice JSON file")
-    s.add_argument("-n", type=int, required=True, help="number of samples")
-    add_sampling_options(s, default_ar=0.2)
-    add_engine_options(s)
-    from arsdecode.tasks import pos_cli, sms_cli
-
-    sms_cli.add_parser(sub)
-    pos_cli.add_parser(sub)
+    parser.add_argument("--version", action="version", version=f"arsdecode {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for add in COMMANDS:
+        add(sub)
     return parser
 
 
-def cmd_decode(args: argparse.Namespace) -> int:
+def load_lattice_and_lm(args: argparse.Namespace):
     lattice = Lattice.from_json_file(args.lattice)
     lm = load_lm(args.lm)
-    r = decode(lm, lattice, variant=args.variant, max_iterations=args.max_iterations,
-               keep_automaton=bool(args.fst or args.graphml))
-    if args.fst:
-        r.automaton.write_fst(args.fst)
-    if args.graphml:
-        import networkx as nx
+    oov = oov_report(lattice, lm.word_to_id)
+    warn_oov(oov)
+    return lattice, lm, oov
 
-        nx.write_graphml(r.automaton.to_networkx(), args.graphml)
+
+def cmd_decode(args: argparse.Namespace) -> int:
+    outputs = [p for p in (args.fst, args.graphml) if p]
+    for path in outputs:  # before the work: a bad path must not cost a decode
+        check_writable(path)
+    lattice, lm, oov = load_lattice_and_lm(args)
+    r = decode(lm, lattice, variant=args.variant, max_iterations=args.max_iterations,
+               keep_automaton=bool(outputs))
+    # The result is printed before the files are written, so a failed write never loses it.
     if args.json:
-        print(json.dumps(decode_json(r)))
+        print_json({**r.to_json(), "oov": oov})
     else:
         print(" ".join(r.tokens))
-        print(f"log_p={r.log_p:.6f} iterations={r.iterations} states={r.states} "
-              f"seconds={r.seconds:.3f}")
-    return 0
+        status = "certified" if r.certified else "UNCERTIFIED"
+        print(f"log_p={r.log_p:.6f} ({status}, ln) iterations={r.iterations} "
+              f"states={r.states} seconds={r.seconds:.3f}", flush=True)
+    qa = r.automaton
+    if outputs and qa is None:  # keep_automaton=True above whenever a file is asked for
+        raise AssertionError("decode did not keep the automaton")
+    if args.fst and qa is not None:
+        write_atomic(args.fst, qa.write_fst)
+    if args.graphml and qa is not None:
+        import networkx as nx
 
-
-def decode_json(r) -> dict:
-    return {
-        "tokens": r.tokens,
-        "log_p": r.log_p,
-        "log_q": r.log_q,
-        "iterations": r.iterations,
-        "states": r.states,
-        "ngrams_by_order": {str(k): v for k, v in r.ngrams_by_order.items()},
-        "certified": r.certified,
-        "seconds": r.seconds,
-        "trace": [{"log_q": q, "log_p": p} for q, p in r.trace],
-    }
-
-
-def sample_json(r) -> dict:
-    return {
-        "samples": r.samples,
-        "log_p": r.log_p,
-        "trials": r.trials,
-        "acceptance_rate": r.acceptance_rate,
-        "log_Z": r.log_Z,
-        "log_Z_ci": list(r.log_Z_ci),
-        "log_Z_unweighted": r.log_Z_unweighted,
-        "states": r.states,
-        "refinements": r.refinements,
-        "seconds": r.seconds,
-    }
+        graph = qa.to_networkx()
+        write_atomic(args.graphml, lambda tmp: nx.write_graphml(graph, tmp))
+    if not r.certified:
+        report_uncertified(r.iterations)
+        return EXIT_UNCERTIFIED
+    return EXIT_OK
 
 
 def cmd_sample(args: argparse.Namespace) -> int:
-    lattice = Lattice.from_json_file(args.lattice)
-    if args.n < 1:
-        raise ValueError("-n must be at least 1")
-    lm = load_lm(args.lm)
-    start = time.perf_counter()
-    r = sample(
-        lm, lattice, args.n, args.seed, batch=args.batch, target_ar=args.target_ar,
-        ar_window=args.ar_window, variant=args.variant,
-    )
+    from tqdm import tqdm
+
+    if args.json and args.jsonl:
+        raise OptionError("--json and --jsonl exclude each other")
+    lattice, lm, oov = load_lattice_and_lm(args)
+    bar = tqdm(total=args.n, unit="sample", file=sys.stderr, disable=not sys.stderr.isatty(),
+               leave=False)
+
+    def on_sample(tokens: list[str], log_p: float) -> None:
+        bar.update(1)
+        if args.jsonl:
+            print_json({"tokens": tokens, "log_p": log_p})
+        elif not args.json:
+            sys.stdout.write(f"{log_p:.4f}\t{' '.join(tokens)}\n")
+            sys.stdout.flush()
+
+    try:
+        r = sample(lm, lattice, args.n, args.seed, batch=args.batch, target_ar=args.target_ar,
+                   ar_window=args.ar_window, variant=args.variant, on_sample=on_sample)
+    finally:
+        bar.close()
     if args.json:
-        print(json.dumps(sample_json(r)))
-        return 0
-    for toks, lp in zip(r.samples, r.log_p):
-        print(f"{lp:.4f}\t{' '.join(toks)}")
-    print(f"trials={r.trials} acceptance_rate={r.acceptance_rate:.3f} log_Z={r.log_Z:.4f} "
-          f"states={r.states} seconds={time.perf_counter() - start:.2f}", file=sys.stderr)
-    return 0
+        print_json({**r.to_json(), "oov": oov})
+        return EXIT_OK
+    print(f"trials={r.trials} acceptance_rate={r.acceptance_rate:.3f} log_Z={r.log_Z:.4f} (ln) "
+          f"states={r.states} seconds={r.seconds:.2f}", file=sys.stderr)
+    return EXIT_OK
+
+
+def _first_line(err: BaseException) -> str:
+    text = str(err)
+    return text.splitlines()[0] if text else type(err).__name__
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    handlers = {"decode": cmd_decode, "sample": cmd_sample}
+    args = build_parser().parse_args(argv)
     try:
-        handler = handlers.get(args.command) or args.handler
-        return handler(args)
-    except ValueError as err:  # every input error of lattice, maxarpa, tasks subclasses it
-        print(f"arsdecode: {str(err).splitlines()[0] if str(err) else type(err).__name__}",
-              file=sys.stderr)
+        return args.handler(args)
+    except (ArsDecodeError, MaxArpaError) as err:  # bad input; anything else is a bug
+        print(f"arsdecode: {_first_line(err)}", file=sys.stderr)
         return EXIT_BAD_INPUT
+    except BrokenPipeError:  # `arsdecode ... | head -1`: the reader has all it wanted
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())  # so the interpreter's final flush is silent
+        return EXIT_OK
     except OSError as err:
-        print(f"arsdecode: {err.filename or ''}: {err.strerror or err}", file=sys.stderr)
+        name = f"{err.filename}: " if err.filename else ""
+        print(f"arsdecode: {name}{err.strerror or err}", file=sys.stderr)
         return EXIT_BAD_INPUT
     except KeyboardInterrupt:
         print("arsdecode: interrupted", file=sys.stderr)
-        return 130
+        return EXIT_INTERRUPTED

@@ -1,57 +1,57 @@
-"""Dynamic programs over the q-automaton, in float64: Viterbi, backward filtering, sampling.
+"""Inference on the q-automaton: Viterbi, log partition and sampling, via `dp.py`.
 
-Why one backward pass serves all three: the automaton is layered and deterministic, so the
-max-product (Viterbi) and sum-product (log partition) values of every state are a row-wise
-max / logsumexp of `weights + next_values[targets]`, one numpy expression per layer. Forward
-sampling then draws each edge with probability exp(w + beta(next) - beta(state)), which is
-exact sampling from q (per path, not per state: the backward values do the normalising).
+Everything derives from the one semiring-generic backward sweep (`dp.backward`) over the
+automaton's per-layer weight and target matrices: max-plus values give the Viterbi path,
+log-sum-exp values give ln q(X) and drive forward sampling. Decoding uses a tested fast path,
+`incremental_best_values`, which recomputes only the rows a refinement touched and returns
+values identical (bit for bit) to the full max-plus sweep.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from arsdecode import dp
 from arsdecode.automaton import QAutomaton
+from arsdecode.semiring import LogSumExp, MaxPlus, Semiring, quiet
 
 
-def backward_values(qa: QAutomaton, semiring: str) -> list[np.ndarray]:
-    """Per layer, the best ("max") or total ("log") ln weight from each state to the end."""
+def _arrays(qa: QAutomaton) -> tuple[list[np.ndarray], list[np.ndarray], np.ndarray]:
     L = len(qa.lattice)
-    values: list[np.ndarray] = [np.empty(0)] * (L + 1)
-    values[L] = qa.layers[L].W()[:, 0].copy()
-    for i in range(L - 1, -1, -1):
-        layer = qa.layers[i]
-        scores = layer.W() + values[i + 1][layer.T()]
-        if semiring == "max":
-            values[i] = scores.max(axis=1)
-        else:
-            values[i] = _logsumexp_rows(scores)
-    return values
+    weights = [qa.layers[i].state_weights() for i in range(L)]
+    targets = [qa.layers[i].state_targets() for i in range(L)]
+    return weights, targets, qa.layers[L].state_weights()[:, 0].copy()
 
 
-def _logsumexp_rows(scores: np.ndarray) -> np.ndarray:
-    top = scores.max(axis=1)
-    safe = np.where(np.isfinite(top), top, 0.0)
-    with np.errstate(divide="ignore"):
-        return safe + np.log(np.exp(scores - safe[:, None]).sum(axis=1))
+def backward_values(qa: QAutomaton, semiring: type[Semiring]) -> list[np.ndarray]:
+    """Per layer, the best (`MaxPlus`) or total (`LogSumExp`) ln weight from each state to
+    the end, </s> included."""
+    return dp.backward(*_arrays(qa), semiring)
 
 
 def incremental_best_values(qa: QAutomaton) -> list[np.ndarray]:
-    """Per layer, the max-product value of each state, recomputing only what changed.
+    """Per layer, the max-plus value of each state, recomputing only what changed.
 
     Why: a refinement touches a few rows, but a full pass costs states x candidates per
     layer. A row is recomputed when its own weights or targets changed (`Layer.dirty`) or when
     a state it may point at changed value (`Layer.pointing_at`); every recomputation is the
-    same float expression as the full pass, so the values are identical to `backward_values`.
+    same float expression as `dp.backward` with `MaxPlus` (the max taken at its argmax, which
+    is kept for `QAutomaton.prune_columns`), so the values are identical.
     """
+    if not qa.track_pointers:  # no reverse index: the full sweep (same values)
+        return backward_values(qa, MaxPlus)
     L = len(qa.lattice)
     values: list[np.ndarray] = [np.empty(0)] * (L + 1)
     changed_next: np.ndarray = np.empty(0, dtype=np.int64)
     for i in range(L, -1, -1):
         layer = qa.layers[i]
-        n = len(layer)
-        if len(layer.best) < n:
-            layer.best = np.concatenate([layer.best, np.full(n - len(layer.best), np.nan)])
+        n_states = len(layer)
+        if len(layer.best) < n_states:
+            pad = np.full(n_states - len(layer.best), np.nan)
+            layer.best = np.concatenate([layer.best, pad])
+            layer.best_col = np.concatenate(
+                [layer.best_col, np.zeros(n_states - len(layer.best_col), dtype=np.int64)]
+            )
         rows_set = set(layer.dirty)
         if i < L:
             for t in changed_next.tolist():
@@ -62,29 +62,51 @@ def incremental_best_values(qa: QAutomaton) -> list[np.ndarray]:
             if i == L:
                 new = layer.weights[rows, 0]
             else:
-                new = (layer.weights[rows] + values[i + 1][layer.targets[rows]]).max(axis=1)
+                scores = MaxPlus.times(layer.weights[rows], values[i + 1][layer.targets[rows]])
+                cols = scores.argmax(axis=1)  # the max-plus sum, and where it is reached
+                new = scores[np.arange(len(rows)), cols]
+                layer.best_col[rows] = cols
             old = layer.best[rows]
             differs = ~((old == new) | (np.isnan(old) & np.isnan(new)))
             layer.best[rows] = new
             changed_next = rows[differs]
         else:
             changed_next = rows
-        values[i] = layer.best[:n]
+        values[i] = layer.best[:n_states]
     return values
 
 
 def viterbi_indices(qa: QAutomaton) -> tuple[list[int], float]:
     """The argmax path of q (candidate indices) and its log q, forward-summed."""
-    values = incremental_best_values(qa)
-    idx: list[int] = []
-    s = 0
-    for i in range(len(qa.lattice)):
-        layer = qa.layers[i]
-        scores = layer.weights[s] + values[i + 1][layer.targets[s]]
-        j = int(np.argmax(scores))
-        idx.append(j)
-        s = int(layer.targets[s, j])
+    weights, targets, _ = _arrays(qa)
+    idx = dp.best_path(weights, targets, incremental_best_values(qa))
     return idx, qa.log_q_indices(idx)
+
+
+def prune_hopeless(qa: QAutomaton, lower_bound: float, margin: float = 1e-6) -> int:
+    """Prune every candidate whose best path through q is below `lower_bound` - `margin`.
+
+    `lower_bound` must be p(z) for a path z already found. For a candidate c at position i,
+    max over states s of alpha(s) + W[s, c] + beta(T[s, c]) is the best q of any path through
+    it; if that is < p(z), then p < p(z) on all those paths (q >= p), now and after any
+    refinement (q only decreases), so the argmax of p avoids them. z itself is never pruned
+    (its bound is >= q(z) >= p(z)); `margin` absorbs the rounding of the two sums. The
+    forward pass costs one states x candidates sweep. Returns how many candidates died.
+    """
+    if lower_bound == -np.inf:
+        return 0
+    weights, targets, _ = _arrays(qa)
+    beta = incremental_best_values(qa)
+    alpha = dp.forward(weights, targets, [len(layer) for layer in qa.layers], MaxPlus)
+    killed = 0
+    with quiet():
+        for i in range(len(weights)):
+            through = alpha[i][:, None] + weights[i] + beta[i + 1][targets[i]]
+            dead = qa.alive[i] & (MaxPlus.sum(through, axis=0) < lower_bound - margin)
+            if dead.any():
+                qa.prune_columns(i, np.flatnonzero(dead))
+                killed += int(dead.sum())
+    return killed
 
 
 def viterbi(qa: QAutomaton) -> tuple[list[str], float]:
@@ -95,30 +117,22 @@ def viterbi(qa: QAutomaton) -> tuple[list[str], float]:
 
 def log_partition(qa: QAutomaton) -> float:
     """ln q(X): the total mass of q over every path of the lattice."""
-    return float(backward_values(qa, "log")[0][0])
+    return dp.log_partition(backward_values(qa, LogSumExp))
 
 
 def sample_indices(
     qa: QAutomaton, k: int, rng: np.random.Generator
 ) -> tuple[np.ndarray, float]:
-    """Draw k i.i.d. paths from q / q(X) (candidate indices, shape (k, L)) and ln q(X)."""
-    beta = backward_values(qa, "log")
-    L = len(qa.lattice)
-    out = np.empty((k, L), dtype=np.int64)
-    states = np.zeros(k, dtype=np.int64)
-    for i in range(L):
-        layer = qa.layers[i]
-        uniq, inverse = np.unique(states, return_inverse=True)
-        W = layer.weights[uniq]
-        T = layer.targets[uniq]
-        logits = W + beta[i + 1][T] - beta[i][uniq][:, None]
-        cdf = np.cumsum(np.exp(logits), axis=1)
-        u = rng.random(k) * cdf[inverse, -1]
-        choice = (cdf[inverse] <= u[:, None]).sum(axis=1)
-        choice = np.minimum(choice, layer.width - 1)
-        out[:, i] = choice
-        states = T[inverse, choice].astype(np.int64)
-    return out, float(beta[0][0])
+    """Draw k i.i.d. paths from q / q(X) (candidate indices, shape (k, L)) and ln q(X).
+
+    If q(X) = 0 no path is drawn (shape (0, L)) and ln q(X) = -inf is returned."""
+    weights, targets, final = _arrays(qa)
+    beta = dp.backward(weights, targets, final, LogSumExp)
+    log_z = dp.log_partition(beta)
+    if log_z == -np.inf:
+        return np.empty((0, len(weights)), dtype=np.int64), log_z
+    with quiet():
+        return dp.sample_forward(weights, targets, beta, k, rng), log_z
 
 
 def sample_paths(qa: QAutomaton, k: int, rng: np.random.Generator) -> list[list[str]]:

@@ -16,6 +16,10 @@ from pathlib import Path
 import numpy as np
 
 from arsdecode.errors import LatticeError
+from maxarpa.constants import BOS, EOS
+
+SENTENCE_MARKERS = (BOS, EOS)
+"""Not words: the decoder adds them itself around every path, so a lattice may not list them."""
 
 
 @dataclass(frozen=True)
@@ -24,6 +28,19 @@ class Lattice:
 
     tokens: tuple[tuple[str, ...], ...]
     log_emissions: tuple[np.ndarray, ...]
+
+    def __post_init__(self) -> None:
+        # Every constructor (from_lists, JSON, and the direct one the SMS channel uses for
+        # speed) passes here. A marker inside a path would make the n-gram context of a later
+        # position look like the start of a sentence, which the engine treats as exact: a
+        # false certificate (issue 9 A.1). The scan is a C-level tuple search per position.
+        for i, toks in enumerate(self.tokens):
+            for marker in SENTENCE_MARKERS:
+                if marker in toks:
+                    raise LatticeError(
+                        f"position {i}: {marker!r} is a sentence marker, not a word; the "
+                        "decoder adds <s> and </s> itself, so a lattice may not list them"
+                    )
 
     def __len__(self) -> int:
         return len(self.tokens)
@@ -39,8 +56,9 @@ class Lattice:
         """Build and validate a lattice from `[[(token, ln_emission), ...], ...]`.
 
         Raises:
-            LatticeError: empty lattice, empty position, duplicate token, non-finite weight
-                other than -inf, or a position whose candidates all have weight -inf.
+            LatticeError: empty lattice, empty position, duplicate token, a sentence marker
+                (<s>, </s>) as a token, non-finite weight other than -inf, or a position
+                whose candidates all have weight -inf.
         """
         if len(positions) == 0:
             raise LatticeError(f"{source}: the lattice is empty (no positions)")
@@ -66,6 +84,11 @@ class Lattice:
                     raise LatticeError(f"{where}: token {tok!r} has weight {w}")
                 if tok == "":
                     raise LatticeError(f"{where}: empty token")
+                if tok in SENTENCE_MARKERS:
+                    raise LatticeError(
+                        f"{where}: {tok!r} is a sentence marker, not a word (the decoder "
+                        "adds <s> and </s> itself)"
+                    )
                 toks.append(tok)
                 ws.append(w)
             if len(set(toks)) != len(toks):

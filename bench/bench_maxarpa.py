@@ -1,7 +1,8 @@
 """Benchmark maxarpa against KenLM on the same ARPA file, in the same run.
 
 Prints seconds and peak memory of `maxarpa convert` next to KenLM's `build_binary`, the load
-time of the MAX-ARPA file next to re-reading the ARPA and recomputing the bounds, and the
+time of the MAX-ARPA file next to re-reading the ARPA and recomputing the bounds, the load
+time and resident memory (private vs shared file-backed) of the binary mapped vs copied, and the
 throughput of 1M random batch queries (log10p, max_log10p) next to KenLM's Python
 per-query scoring. Ratios are what to read: absolute times are noisy on shared machines.
 
@@ -91,6 +92,27 @@ def kenlm_rate(arpa_binary: Path, model, ctx: np.ndarray, words: np.ndarray, k: 
     return k / (time.perf_counter() - start)
 
 
+RSS_SCRIPT = """
+import sys, numpy as np, maxarpa
+m = maxarpa.load(sys.argv[1], mmap=sys.argv[2] == "1")
+rng = np.random.default_rng(0)
+ctx = np.sort(rng.integers(-1, len(m.vocab), size=(200_000, m.order - 1)), axis=1)
+m.max_log10p_batch(ctx, rng.integers(0, len(m.vocab), size=200_000))
+status = dict(line.split(":", 1) for line in open("/proc/self/status"))
+print(*(int(status[k].split()[0]) // 1024 for k in ("VmRSS", "RssAnon", "RssFile")))
+"""
+
+
+def resident_memory(binary: Path, mmap: bool) -> tuple[int, int, int]:
+    """Resident, private (anonymous) and file-backed MiB of a process that loaded `binary`
+    and answered 200k bound queries. File-backed pages of a mapping are shared by every
+    process that maps the same file; private pages are per process."""
+    out = subprocess.run([sys.executable, "-c", RSS_SCRIPT, str(binary), "1" if mmap else "0"],
+                         capture_output=True, text=True, check=True, cwd=REPO).stdout.split()
+    rss, anon, file_backed = (int(x) for x in out)
+    return rss, anon, file_backed
+
+
 def main() -> None:
     from data_prep.lmplz import find_tool
     from maxarpa.model import Model
@@ -115,10 +137,23 @@ def main() -> None:
     results["load_binary_s"], results["load_binary_mib"] = run_measured(
         [py, "-c", f"from maxarpa.model import Model; Model.load({str(binary_out)!r})"]
     )
+    results["load_binary_mmap_s"], _ = run_measured(
+        [py, "-c", f"import maxarpa; maxarpa.load({str(binary_out)!r}, mmap=True)"]
+    )
+    for mode, flag in (("copied", False), ("mmap", True)):
+        rss, anon, file_backed = resident_memory(binary_out, flag)
+        results[f"rss_{mode}_mib"], results[f"rss_anon_{mode}_mib"] = rss, anon
+        results[f"rss_file_{mode}_mib"] = file_backed
     results["load_arpa_and_bound_s"], _ = run_measured(
         [py, "-c", f"from maxarpa.model import Model; Model.from_arpa({str(arpa)!r})"]
     )
     model = Model.load(maxarpa_out)
+    from maxarpa.checks import check_stored_bounds, check_structure
+
+    start = time.perf_counter()
+    check_structure(model.trie, "bench")
+    check_stored_bounds(model.trie, model.vocab, "bench")
+    results["load_checks_s"] = time.perf_counter() - start
     results["ngrams"] = float(sum(model.counts))
     rng = np.random.default_rng(0)
     text = WORK / "queries.txt"
@@ -152,6 +187,18 @@ def main() -> None:
     print(f"{'load .npz vs ARPA+bounds (s)':34}{r['load_binary_s']:>12.2f}"
           f"{r['load_arpa_and_bound_s']:>12.2f}"
           f"{r['load_binary_s'] / r['load_arpa_and_bound_s']:>8.3f}   (KenLM column: maxarpa)")
+    print(f"{'load-time bound checks vs .npz load':34}{r['load_checks_s']:>12.3f}"
+          f"{r['load_binary_s']:>12.3f}{r['load_checks_s'] / r['load_binary_s']:>8.3f}"
+          "   (KenLM column: whole .npz load, checks included)")
+    print(f"{'load .npz mmap vs copied (s)':34}{r['load_binary_mmap_s']:>12.3f}"
+          f"{r['load_binary_s']:>12.3f}"
+          f"{r['load_binary_mmap_s'] / r['load_binary_s']:>8.3f}   (KenLM column: copied)")
+    for what in ("rss", "rss_anon", "rss_file"):
+        label = {"rss": "resident", "rss_anon": "private", "rss_file": "file-backed (shared)"}
+        print(f"{label[what] + ' MiB, mmap vs copied':34}{r[what + '_mmap_mib']:>12.0f}"
+              f"{r[what + '_copied_mib']:>12.0f}"
+              f"{r[what + '_mmap_mib'] / max(r[what + '_copied_mib'], 1):>8.2f}"
+              "   (KenLM column: copied; after 200k queries)")
     for name in ("log10p", "max_log10p"):
         print(f"{name + ' 1M batch (queries/s)':34}{r[name + '_qps']:>12,.0f}"
               f"{r['kenlm_python_qps']:>12,.0f}{r[name + '_qps'] / r['kenlm_python_qps']:>8.1f}")

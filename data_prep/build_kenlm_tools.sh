@@ -12,7 +12,7 @@ if [[ -x "$PREFIX/bin/lmplz" && -x "$PREFIX/bin/build_binary" ]]; then
 fi
 WORK="$(mktemp -d)"
 trap 'rm -rf "$WORK"' EXIT
-"$PY" -m pip download -q --no-deps --no-binary :all: --dest "$WORK" "kenlm==0.3.0"
+"$PY" -m pip download -q --no-deps --no-binary kenlm --dest "$WORK" "kenlm==0.3.0"
 tar -xzf "$WORK"/kenlm-*.tar.gz -C "$WORK"
 SRC="$(echo "$WORK"/kenlm-*/)"
 mkdir -p "$WORK/build" "$PREFIX/bin"

@@ -29,9 +29,10 @@ from pathlib import Path
 import numpy as np
 from tqdm import tqdm
 
-from arsdecode.tasks.sms import DEFAULT_K, KeypadChannel, read_arpa_vocab, sample_sentence
+from arsdecode.tasks.sms import DEFAULT_K, KeypadChannel, sample_sentence
 from data_prep.corpus import CorpusError, load_sentences
 from data_prep.lmplz import REPO_ROOT, LmplzError, train_arpa
+from maxarpa.model import Model
 
 HELDOUT_FRACTION = 0.1
 PER_LENGTH = 100
@@ -193,7 +194,7 @@ def prepare(
         _say(f"order {order}: {entry['ngrams']} {entry.get('maxarpa_status', '')}")
 
     vocab = (
-        read_arpa_vocab(out / f"lm.{orders[0]}.arpa")
+        list(Model.load(out / f"lm.{orders[0]}.arpa").vocab)
         if orders
         else sorted({w for s in train for w in s})
     )

@@ -1,9 +1,17 @@
-"""Streaming reader and writer for ARPA text (and the shared line grammar of MAX-ARPA).
+r"""Streaming reader and writer for ARPA text (and the shared line grammar of MAX-ARPA).
 
 Why streaming with flat lists: a 10M n-gram file must not become 10M Python tuples; each
 section is read into flat lists and turned into numpy arrays once, at the section's end.
-The reader accepts what real toolkits write: gzip/bzip2/xz compression, IRSTLM's leading blank
-lines and `ngram 1= 12` spacing, `-inf` and `-99` probabilities, and missing backoff columns.
+The reader accepts what real toolkits write: gzip/bzip2/xz compression, any text before
+`\data\` (QuickLM and CMU-Cambridge headers, `#` comments, IRSTLM's `ARPA` first line; SRILM
+and Sphinx skip it too), IRSTLM's `ngram 1= 12` spacing, `-inf` and `-99` probabilities, missing
+backoff columns, and words in any byte encoding.
+
+Words are bytes, as in KenLM and SRILM. Text is decoded as UTF-8 with errors="surrogateescape":
+a UTF-8 word is the str it spells, and a word in another encoding (a Latin-1 `chr\xe9tien`)
+becomes a str holding surrogates that encodes back to exactly its bytes with
+`word.encode("utf-8", "surrogateescape")`. Writers encode the same way, so files round-trip
+byte for byte, and a query names a word by the str its bytes decode to (or by the bytes).
 """
 
 from __future__ import annotations
@@ -13,20 +21,21 @@ import gzip
 import io
 import lzma
 import math
-import os
 import re
 import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO, TextIO
 
 import numpy as np
 
 from maxarpa.errors import FormatError
+from maxarpa.output import temp_path
 
 _COUNT_RE = re.compile(r"^ngram\s+(\d+)\s*=\s*(\d+)\s*$")
-_SECTION_RE = re.compile(r"^\\(\d+)-(grams|blanks):\s*$")
+_SECTION_RE = re.compile(r"^\\(\d+)-grams:\s*$")
+ENCODING = "utf-8"
+ERRORS = "surrogateescape"
 _MAGIC = {b"\x1f\x8b": "gzip", b"BZh": "bzip2", b"\xfd7zXZ\x00": "xz"}
 
 
@@ -47,7 +56,7 @@ class ArpaData:
     orders: list[OrderArrays]  # orders[k-1] holds the k-grams
 
 
-def open_binary(path: str | Path) -> BinaryIO:
+def open_binary(path: str | Path) -> io.BufferedIOBase:
     """Open plain, gzip, bzip2 or xz bytes, chosen by magic bytes rather than by file name."""
     path = str(path)
     try:
@@ -65,29 +74,20 @@ def open_binary(path: str | Path) -> BinaryIO:
     return open(path, "rb")
 
 
-def open_text(path: str | Path) -> TextIO:
-    """Text view of `open_binary` (UTF-8)."""
-    return io.TextIOWrapper(open_binary(path), encoding="utf-8", errors="strict", newline=None)
-
-
 def read_text(path: str | Path) -> str:
-    """The whole decompressed text; a decoding problem names the line it is on."""
+    """The whole decompressed text (UTF-8 with surrogateescape: never a decoding error)."""
     path = str(path)
     try:
         with open_binary(path) as fh:
             data = fh.read()
     except (OSError, EOFError, zlib.error, lzma.LZMAError) as err:
         raise FormatError(path, None, f"corrupt or truncated compressed data ({err})") from None
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as err:
-        line = data.count(b"\n", 0, err.start) + 1
-        raise FormatError(path, line, "not UTF-8 text") from None
+    return data.decode(ENCODING, ERRORS)
 
 
 class LineReader:
-    """Numbered lines of a (possibly compressed) file, decoded one line at a time so that a
-    decoding error names its own line; compression errors become FormatError."""
+    """Numbered lines of a (possibly compressed) file, decoded one line at a time (UTF-8 with
+    surrogateescape); compression errors become FormatError naming the line reached."""
 
     def __init__(self, path: str | Path) -> None:
         self.path = str(path)
@@ -98,11 +98,7 @@ class LineReader:
         try:
             for raw in self._fh:
                 self.lineno += 1
-                try:
-                    line = raw.decode("utf-8")
-                except UnicodeDecodeError:
-                    raise FormatError(self.path, self.lineno, "not UTF-8 text") from None
-                yield line.rstrip("\r\n")
+                yield raw.decode(ENCODING, ERRORS).rstrip("\r\n")
         except (OSError, EOFError, zlib.error, lzma.LZMAError) as err:
             raise FormatError(
                 self.path, self.lineno + 1, f"corrupt or truncated compressed data ({err})"
@@ -125,15 +121,27 @@ def parse_log10(text: str, reader: LineReader) -> float:
     return value
 
 
+def is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
 def read_header(lines: Iterator[str], reader: LineReader) -> list[int]:
-    """Skip leading blank lines, read `\\data\\` and the `ngram k=count` lines."""
+    """Skip everything before the `\\data\\` line, then read the `ngram k=count` lines."""
+    first: tuple[int, str] | None = None
     for line in lines:
-        if line.strip():
-            if line.strip() != "\\data\\":
-                raise reader.error(f"expected \\data\\, got {line.strip()[:40]!r}")
+        if line.strip() == "\\data\\":
             break
+        if first is None and line.strip():
+            first = (reader.lineno, line.strip())
     else:
-        raise reader.error("empty file: no \\data\\ header")
+        if first is None:
+            raise reader.error("empty file: no \\data\\ header")
+        raise FormatError(reader.path, first[0], "no \\data\\ line in the file (it starts "
+                          f"with {first[1][:40]!r})")
     counts: list[int] = []
     for line in lines:
         text = line.strip()
@@ -154,7 +162,10 @@ def read_header(lines: Iterator[str], reader: LineReader) -> list[int]:
 
 
 def read_arpa(path: str | Path) -> ArpaData:
-    """Read an ARPA file into arrays.
+    """Read an ARPA file (plain or compressed) into arrays of word ids and log10 values.
+
+    Returns:
+        The vocabulary in file order and the listed n-grams of every order.
 
     A fast path splits whole sections at once when every line of a section has the same
     number of fields; anything unusual (mixed backoff columns, a bad line, a bad encoding)
@@ -170,6 +181,7 @@ def read_arpa(path: str | Path) -> ArpaData:
 
 
 _MARK_RE = re.compile(r"^\\(?:(\d+)-grams:|end\\)[ \t]*$", re.M)
+_DATA_RE = re.compile(r"^[ \t]*\\data\\[ \t]*$", re.M)
 _CHUNK = 200_000
 
 
@@ -182,17 +194,14 @@ def _read_arpa_fast(path: str) -> ArpaData | None:
     marks = list(_MARK_RE.finditer(text))
     if not marks or marks[-1].group(1) is not None:
         return None
-    head = text[: marks[0].start()].split("\n")
+    data_mark = _DATA_RE.search(text, 0, marks[0].start())
+    if data_mark is None:
+        return None
+    head = text[data_mark.end() : marks[0].start()].split("\n")
     counts: list[int] = []
-    seen_data = False
     for line in head:
         t = line.strip()
         if not t:
-            continue
-        if not seen_data:
-            if t != "\\data\\":
-                return None
-            seen_data = True
             continue
         m = _COUNT_RE.match(t)
         if not m or int(m.group(1)) != len(counts) + 1:
@@ -288,7 +297,7 @@ def _read_arpa_streaming(path: str | Path) -> ArpaData:
                 ended = True
                 break
             m = _SECTION_RE.match(text)
-            if not m or m.group(2) != "grams":
+            if not m:
                 raise reader.error(f"unexpected line {text[:40]!r}")
             section = int(m.group(1))
             if section != len(orders) + 1 or section > len(counts):
@@ -298,11 +307,18 @@ def _read_arpa_streaming(path: str | Path) -> ArpaData:
             raise reader.error(f"n-gram line outside a section: {text[:40]!r}")
         fields = text.split()
         if len(fields) not in (section + 1, section + 2):
+            words = sum(not is_number(f) for f in fields[1:])
             raise reader.error(
-                f"expected {section + 1} or {section + 2} fields in a {section}-gram line, "
-                f"got {len(fields)}"
+                f"expected {section + 1} or {section + 2} fields in a {section}-gram line "
+                f"(log10 p, {section} words, optional backoff), got {len(fields)} fields "
+                f"with {words} word(s): {text[:60]!r}"
             )
         logps.append(parse_log10(fields[0], reader))
+        if len(fields) > section + 1 and not is_number(fields[section + 1]):
+            raise reader.error(
+                f"a {section}-gram line with {section + 1} words "
+                f"({' '.join(fields[1:])!r}): wrong section, or a backoff that is not a number"
+            )
         bows.append(parse_log10(fields[section + 1], reader) if len(fields) > section + 1 else 0.0)
         if section == 1:
             word = fields[1]
@@ -324,6 +340,27 @@ def _read_arpa_streaming(path: str | Path) -> ArpaData:
     return ArpaData(vocab, orders)
 
 
+def ngram_lines(path: str | Path, k: int, words: list[str], limit: int = 2) -> list[int]:
+    """Line numbers of the first `limit` lines of the `k`-gram section that list `words`.
+
+    Only used to name the lines of an error (a duplicate n-gram), so a second pass over the
+    file is acceptable: the common path never pays for keeping line numbers.
+    """
+    reader = LineReader(path)
+    found: list[int] = []
+    section = 0
+    for line in reader:
+        text = line.strip()
+        m = _SECTION_RE.match(text)
+        if m:
+            section = int(m.group(1))
+        elif section == k and text.split()[1 : k + 1] == words:
+            found.append(reader.lineno)
+            if len(found) == limit:
+                break
+    return found
+
+
 def lookup_ids(words: list[str], word_id: dict[str, int]) -> np.ndarray:
     """Word ids of a column of words; KeyError on an unknown word."""
     return np.fromiter(map(word_id.__getitem__, words), dtype=np.int32, count=len(words))
@@ -340,6 +377,5 @@ def format_log10(value: float) -> str:
 
 def atomic_writer(path: str | Path) -> tuple[io.TextIOWrapper, Path]:
     """Open a temporary file beside `path`; the caller renames it with `os.replace` on success."""
-    path = Path(path)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    return open(tmp, "w", encoding="utf-8", newline="\n"), tmp
+    tmp = temp_path(path)
+    return open(tmp, "w", encoding=ENCODING, errors=ERRORS, newline="\n"), tmp

@@ -1,14 +1,28 @@
-"""A binary companion of MAX-ARPA: the same table as numpy arrays in one .npz file.
+"""The binary companion of MAX-ARPA: the same table as numpy arrays in one uncompressed .npz.
 
 Why: the text format is for exchange and inspection, but parsing millions of lines of text
-costs seconds; the arrays load at disk speed. The content is exactly the MAX-ARPA table
-(listed and blank nodes, logp, bow, mf, mbow, all log10), so either file can be made from the
-other without recomputing a bound. Written atomically (temporary file, then rename).
+costs seconds; the arrays load at disk speed, or are memory-mapped without any copy. The
+content is exactly the MAX-ARPA table (listed and blank nodes, logp, bow, mf, mbow, all
+log10), so either file can be made from the other without recomputing a bound.
+
+Why a stored (uncompressed) zip of .npy members rather than a directory: one file is easy to
+copy and to hand to many worker processes, `numpy.load` can still open it for inspection, and
+every member's bytes sit contiguously in the file, so `read_binary(..., mmap=True)` maps each
+array in place (after parsing the zip local header and the .npy header). The writer pads each
+local header so that every array's data starts on a 64-byte boundary. Several processes that
+map the same file share its pages through the OS page cache: one copy in RAM per machine.
+
+Layout: members `magic` (the string MAGIC), `order`, `vocab_utf8` (uint8: the words joined
+by "\\n", encoded as UTF-8 with surrogateescape, so non-UTF-8 words keep their bytes), and
+for each order k the arrays `keys_k rows_k log10p_k log10bow_k listed_k mf_k mbow_k`.
+Version-1 files (vocab as one numpy string) are still read.
 """
 
 from __future__ import annotations
 
+import mmap as mmap_module
 import os
+import struct
 import zipfile
 from pathlib import Path
 
@@ -16,56 +30,163 @@ import numpy as np
 
 from maxarpa.errors import FormatError
 from maxarpa.model import Model
+from maxarpa.output import atomic_output, check_output
 from maxarpa.table import OrderNodes, Trie
 
-MAGIC = "maxarpa-binary-1"
+MAGIC = "maxarpa-binary-2"
+READABLE_MAGICS = ("maxarpa-binary-1", MAGIC)
+ZIP_MAGIC = b"PK\x03\x04"
 FIELDS = ("keys", "rows", "log10p", "log10bow", "listed", "mf", "mbow")
+ALIGN = 64
+_LOCAL_HEADER = struct.Struct("<4s2B4HL2L2H")  # the zip local file header (as zipfile's)
+_ZIP64_EXTRA = 20  # zipfile adds this to the local header when force_zip64 is set
+_PAD_ID = 0xA1A1  # an extra-field id no reader interprets: pure padding
 
 
 def is_binary(path: str | Path) -> bool:
-    """True for a zip (npz) file."""
+    """True when `path` starts like a zip file (the maxarpa binary is an .npz)."""
     try:
         with open(path, "rb") as fh:
-            return fh.read(4) == b"PK\x03\x04"
+            return fh.read(4) == ZIP_MAGIC
     except OSError:
         return False
 
 
+def encode_vocab(vocab: list[str]) -> np.ndarray:
+    """The words as UTF-8 bytes (surrogateescape keeps a non-UTF-8 word's own bytes)."""
+    return np.frombuffer("\n".join(vocab).encode("utf-8", "surrogateescape"), dtype=np.uint8)
+
+
 def write_binary(model: Model, path: str | Path) -> None:
-    """Write the model's table as an uncompressed .npz (fast to load)."""
+    """Write the model's table as an uncompressed, 64-byte aligned .npz at `path`.
+
+    Written to a temporary file beside `path`, then renamed, so a failure (or SIGINT,
+    SIGTERM, SIGHUP) never leaves a half-written model or a temporary file behind.
+
+    Raises:
+        OutputError: `path` has a compression suffix (a binary model is never compressed).
+    """
     path = Path(path)
     arrays: dict[str, np.ndarray] = {
         "magic": np.array(MAGIC),
-        "vocab": np.array("\n".join(model.vocab)),
         "order": np.array(model.order),
+        "vocab_utf8": encode_vocab(model.vocab),
     }
     for k, node in enumerate(model.trie.nodes, start=1):
         for field in FIELDS:
-            arrays[f"{field}_{k}"] = getattr(node, field)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        with open(tmp, "wb") as fh:
-            np.savez(fh, **arrays)
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
+            arrays[f"{field}_{k}"] = np.ascontiguousarray(getattr(node, field))
+    check_output(None, path, binary=True)
+    with atomic_output(path) as tmp, open(tmp, "wb") as fh, zipfile.ZipFile(
+        fh, "w", zipfile.ZIP_STORED, allowZip64=True
+    ) as zf:
+        for name, arr in arrays.items():
+            _write_member(zf, fh, f"{name}.npy", arr)
 
 
-def read_binary(path: str | Path) -> Model:
-    """Load a model written by `write_binary`."""
+def _write_member(zf: zipfile.ZipFile, fh, name: str, arr: np.ndarray) -> None:
+    """One stored .npy member whose data starts on an ALIGN boundary of the file.
+
+    The .npy header itself pads to a multiple of 64 bytes, so aligning the start of the
+    member aligns the data; an extra field in the local header provides the padding.
+    """
+    info = zipfile.ZipInfo(name, date_time=(1980, 1, 1, 0, 0, 0))
+    info.compress_type = zipfile.ZIP_STORED
+    fixed = _LOCAL_HEADER.size + len(name.encode()) + 4 + _ZIP64_EXTRA
+    pad = -(fh.tell() + fixed) % ALIGN
+    info.extra = struct.pack("<HH", _PAD_ID, pad) + b"\0" * pad
+    with zf.open(info, "w", force_zip64=True) as out:
+        np.lib.format.write_array(out, arr, allow_pickle=False)
+
+
+def _member_layout(path: str) -> dict[str, tuple[int, np.dtype, tuple[int, ...], bool]]:
+    """For each .npy member: (data offset in the file, dtype, shape, fortran_order)."""
+    layout = {}
+    with zipfile.ZipFile(path) as zf, open(path, "rb") as fh:
+        for info in zf.infolist():
+            if info.compress_type != zipfile.ZIP_STORED:
+                raise FormatError(path, None, f"member {info.filename} is compressed; "
+                                  "write the file with `maxarpa convert --binary`")
+            fh.seek(info.header_offset)
+            local = _LOCAL_HEADER.unpack(fh.read(_LOCAL_HEADER.size))
+            if local[0] != ZIP_MAGIC:
+                raise FormatError(path, None, f"bad zip local header for {info.filename}")
+            fh.seek(info.header_offset + _LOCAL_HEADER.size + local[10] + local[11])
+            version = np.lib.format.read_magic(fh)
+            if version == (1, 0):
+                shape, fortran, dtype = np.lib.format.read_array_header_1_0(fh)
+            else:
+                shape, fortran, dtype = np.lib.format.read_array_header_2_0(fh)
+            if dtype.hasobject:
+                raise FormatError(path, None, f"member {info.filename} holds Python objects")
+            layout[info.filename.removesuffix(".npy")] = (fh.tell(), dtype, shape, fortran)
+    return layout
+
+
+def read_binary(path: str | Path, mmap: bool = False) -> Model:
+    """Load a model written by `write_binary` (log10 values, as in MAX-ARPA).
+
+    Args:
+        path: the .npz file.
+        mmap: map the arrays from the file instead of reading them. The arrays are then
+            read-only views of the page cache, shared by every process that maps the file;
+            queries work on them unchanged (their hash indexes are built lazily in RAM).
+
+    Returns:
+        The model; its `source` is `path`.
+
+    Raises:
+        FormatError: the file is not a maxarpa binary, or is truncated or corrupt.
+    """
     path = str(path)
     try:
-        with np.load(path, allow_pickle=False) as z:
-            if "magic" not in z.files or str(z["magic"]) != MAGIC:
-                raise FormatError(path, None, "not a maxarpa binary file")
-            vocab = str(z["vocab"]).split("\n")
-            n = int(z["order"])
-            trie = Trie(len(vocab), [])
-            for k in range(1, n + 1):
-                trie.nodes.append(OrderNodes(**{f: z[f"{f}_{k}"] for f in FIELDS}))
-    except (OSError, ValueError, KeyError, zipfile.BadZipFile, EOFError) as err:
+        layout = _member_layout(path)
+        size = os.path.getsize(path)
+        if mmap:
+            with open(path, "rb") as fh:
+                buffer = mmap_module.mmap(fh.fileno(), 0, access=mmap_module.ACCESS_READ)
+
+        def get(name: str) -> np.ndarray:
+            if name not in layout:
+                raise FormatError(path, None, f"not a maxarpa binary file (no {name!r})")
+            offset, dtype, shape, fortran = layout[name]
+            count = int(np.prod(shape, dtype=np.int64))
+            if offset + count * dtype.itemsize > size:
+                raise FormatError(path, None, f"truncated maxarpa binary file ({name})")
+            if mmap:
+                flat = np.frombuffer(buffer, dtype=dtype, count=count, offset=offset)
+            else:
+                with open(path, "rb") as fh:
+                    fh.seek(offset)
+                    flat = np.fromfile(fh, dtype=dtype, count=count)
+            return flat.reshape(shape, order="F" if fortran else "C")
+
+        magic = str(get("magic")[()]) if "magic" in layout else ""
+        if magic not in READABLE_MAGICS:
+            raise FormatError(path, None, "not a maxarpa binary file")
+        if "vocab_utf8" in layout:
+            vocab = bytes(get("vocab_utf8")).decode("utf-8", "surrogateescape").split("\n")
+        else:
+            vocab = str(get("vocab")[()]).split("\n")
+        n = int(get("order")[()])
+        trie = Trie(len(vocab), [])
+        for k in range(1, n + 1):
+            trie.nodes.append(OrderNodes(**{f: get(f"{f}_{k}") for f in FIELDS}))
+    except (OSError, ValueError, KeyError, zipfile.BadZipFile, EOFError, struct.error) as err:
         if isinstance(err, FormatError):
             raise
         raise FormatError(path, None, f"corrupt maxarpa binary file ({err})") from None
+    _check_shapes(trie, path)
     return Model(vocab, trie, path)
+
+
+def _check_shapes(trie: Trie, path: str) -> None:
+    """Every order's arrays agree in length and the key/row dtypes are the expected ones."""
+    for k, node in enumerate(trie.nodes, start=1):
+        m = len(node.keys)
+        if node.keys.dtype != np.uint64 or node.rows.shape != (m, k):
+            raise FormatError(path, None, f"corrupt maxarpa binary file (order {k} keys/rows)")
+        for f in ("log10p", "log10bow", "listed", "mf", "mbow"):
+            if getattr(node, f).shape != (m,):
+                raise FormatError(path, None, f"corrupt maxarpa binary file ({f}_{k})")
+    if trie.nodes and len(trie.nodes[0].keys) != trie.vocab_size:
+        raise FormatError(path, None, "corrupt maxarpa binary file (vocabulary size)")

@@ -8,6 +8,7 @@ half-written output (writers use a temporary file and a rename).
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from collections.abc import Sequence
@@ -17,10 +18,11 @@ import numpy as np
 
 from maxarpa.arpa import format_log10
 from maxarpa.errors import MaxArpaError
-from maxarpa.maxarpa_format import write_max_arpa
-from maxarpa.model import Model
+from maxarpa.load import convert, load
+from maxarpa.output import TerminatedBySignal
 
 EXIT_BAD_INPUT = 2
+EXIT_VERIFY_FAILED = 1
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -42,6 +44,11 @@ def build_parser() -> argparse.ArgumentParser:
         "query", help="read n-grams on stdin, print log10p<TAB>max_log10p per line"
     )
     query.add_argument("model", help="ARPA or MAX-ARPA file")
+    verify = sub.add_parser(
+        "verify", help="recompute the bounds of a MAX-ARPA or binary file and compare them "
+        "with the stored ones (exit 0: equal; 1: the first differing n-gram is printed)"
+    )
+    verify.add_argument("model", help="MAX-ARPA (plain or compressed) or binary (.npz) file")
     return parser
 
 
@@ -50,26 +57,19 @@ def cmd_convert(args: argparse.Namespace) -> int:
     start = time.perf_counter()
     if show:
         print(f"reading {args.input} ...", file=sys.stderr)
-    model = Model.load(args.input) if args.binary else Model.from_arpa(args.input)
-    if args.binary:
-        from maxarpa.binary_format import write_binary
-
-        write_binary(model, args.output)
+    if args.binary or not show:
+        convert(args.input, args.output, binary=args.binary)
         return 0
-    total = sum(len(node.keys) for node in model.trie.nodes)
-    if show:
-        from tqdm import tqdm
+    from tqdm import tqdm
 
-        with tqdm(total=total, unit="ngram", desc="writing", file=sys.stderr) as bar:
-            write_max_arpa(model, args.output, progress=bar.update)
-        print(f"done in {time.perf_counter() - start:.1f} s", file=sys.stderr)
-    else:
-        write_max_arpa(model, args.output)
+    with tqdm(unit="ngram", desc="converting", file=sys.stderr) as bar:
+        convert(args.input, args.output, progress=bar.update)
+    print(f"done in {time.perf_counter() - start:.1f} s", file=sys.stderr)
     return 0
 
 
 def cmd_info(args: argparse.Namespace) -> int:
-    model = Model.load(args.model)
+    model = load(args.model)
     blanks = [int((~node.listed).sum()) for node in model.trie.nodes]
     facts = {
         "model": str(args.model),
@@ -95,12 +95,12 @@ def cmd_info(args: argparse.Namespace) -> int:
 
 
 def cmd_query(args: argparse.Namespace) -> int:
-    model = Model.load(args.model)
+    model = load(args.model)
     n = model.order
     contexts: list[list[int]] = []
     words: list[int] = []
-    for lineno, line in enumerate(sys.stdin, start=1):
-        tokens = line.split()
+    for lineno, raw in enumerate(sys.stdin.buffer, start=1):
+        tokens = raw.decode("utf-8", "surrogateescape").split()  # words are bytes (arpa.py)
         if not tokens:
             raise MaxArpaError(f"<stdin>:{lineno}: empty query line")
         ctx = model.ids(tokens[:-1][-(n - 1) :] if n > 1 else []).tolist()
@@ -118,19 +118,49 @@ def cmd_query(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_verify(args: argparse.Namespace) -> int:
+    from maxarpa.binary_format import is_binary, read_binary
+    from maxarpa.checks import check_structure, verify_bounds
+    from maxarpa.maxarpa_format import is_max_arpa, read_max_arpa
+
+    if is_binary(args.model):
+        model = read_binary(args.model)
+        check_structure(model.trie, model.source)
+    elif is_max_arpa(args.model):
+        model = read_max_arpa(args.model)
+    else:
+        raise MaxArpaError(f"{args.model}: not a MAX-ARPA or binary file (an ARPA file has no "
+                           "stored bounds to verify)")
+    problem = verify_bounds(model.trie, model.vocab, model.eos_id)
+    if problem is not None:
+        print(f"maxarpa: {args.model}: bounds differ from the recomputed ones: {problem}",
+              file=sys.stderr)
+        return EXIT_VERIFY_FAILED
+    print(f"{args.model}: ok, every stored bound equals its recomputation")
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    handlers = {"convert": cmd_convert, "info": cmd_info, "query": cmd_query}
+    handlers = {"convert": cmd_convert, "info": cmd_info, "query": cmd_query,
+                "verify": cmd_verify}
     try:
-        return handlers[args.command](args)
+        status = handlers[args.command](args)
+        sys.stdout.flush()  # a closed pipe must surface here, not at interpreter exit
+        return status
     except MaxArpaError as err:
         print(f"maxarpa: {err}", file=sys.stderr)
         return EXIT_BAD_INPUT
     except KeyboardInterrupt:
         print("maxarpa: interrupted", file=sys.stderr)
         return 130
-    except BrokenPipeError:
+    except BrokenPipeError:  # `maxarpa query ... | head -1`: the reader left; exit quietly
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())  # so the interpreter's final flush is silent
         return 0
+    except TerminatedBySignal as err:  # SIGTERM/SIGHUP while writing: the output was cleaned
+        print(f"maxarpa: terminated by signal {err.signum}; no output written", file=sys.stderr)
+        return 128 + err.signum
     except OSError as err:
         name = getattr(err, "filename", None) or Path(getattr(args, "output", "")).name
         print(f"maxarpa: {name}: {err.strerror or err}", file=sys.stderr)

@@ -9,6 +9,8 @@ import math
 BOS = "<s>"
 EOS = "</s>"
 UNK = "<unk>"
+UNK_CAPITALS = "<UNK>"
+"""CMU-Cambridge writes the unknown word in capitals; it counts as <unk> when <unk> is absent."""
 
 LN10 = math.log(10.0)
 """Multiply a log10 value by this to get a natural-log value."""

@@ -9,58 +9,80 @@ that reads back to the same float64, so read-then-write reproduces a file byte f
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 
-from maxarpa.arpa import atomic_writer, format_log10, lookup_ids, read_text
+from maxarpa.arpa import format_log10, lookup_ids, open_binary, read_text
 from maxarpa.errors import FormatError
-from maxarpa.model import MAX_ARPA_MAGIC, Model
+from maxarpa.model import Model
+from maxarpa.output import atomic_output, compression_of, text_stream
 from maxarpa.table import OrderNodes, Trie
 
+MAX_ARPA_MAGIC = "\\max-arpa\\"
 VERSION = "version 1"
 _COUNT_RE = re.compile(r"^(ngram|blank)\s+(\d+)\s*=\s*(\d+)$")
-_SECTION_RE = re.compile(r"^\\(\d+)-(grams|blanks):$")
+
+
+def is_max_arpa(path: str | Path) -> bool:
+    """True when the first non-blank line of the (decompressed) file is the MAX-ARPA marker."""
+    try:
+        with open_binary(path) as fh:
+            for _ in range(1000):
+                line = fh.readline(4096)
+                if not line:
+                    return False
+                if line.strip():
+                    return line.strip() == MAX_ARPA_MAGIC.encode()
+    except Exception:  # unreadable or corrupt: the ARPA reader reports it, with its line
+        return False
+    return False
 
 
 def write_max_arpa(
     model: Model, path: str | Path, progress: Callable[[int], None] | None = None
 ) -> None:
-    """Write `model` as MAX-ARPA to `path` via a temporary file and a rename."""
-    fh, tmp = atomic_writer(path)
-    try:
-        with fh:
-            fh.write(f"{MAX_ARPA_MAGIC}\n{VERSION}\n\n\\data\\\n")
-            nodes = model.trie.nodes
-            for k, node in enumerate(nodes, start=1):
-                fh.write(f"ngram {k}={int(node.listed.sum())}\n")
-            for k, node in enumerate(nodes, start=1):
-                if k > 1:
-                    fh.write(f"blank {k}={int((~node.listed).sum())}\n")
-            vocab = model.vocab
-            words: list[str] = []
-            for k, node in enumerate(nodes, start=1):
-                words = _node_words(node, k, vocab, words, model.trie.vocab_size)
-                texts = _format_values(node)
-                for kind, mask in (("grams", node.listed), ("blanks", ~node.listed)):
-                    if kind == "blanks" and k == 1:
-                        continue
-                    fh.write(f"\n\\{k}-{kind}:\n")
-                    idx = np.flatnonzero(mask).tolist()
-                    lp, bow, mf, mbow = (col for col in texts)
-                    fh.write("".join(
-                        f"{lp[i]}\t{words[i]}\t{bow[i]}\t{mf[i]}\t{mbow[i]}\n" for i in idx
-                    ))
-                    if progress:
-                        progress(len(idx))
-            fh.write("\n\\end\\\n")
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    """Write `model` as MAX-ARPA (log10 values) to `path`.
+
+    Args:
+        model: the model with its bounds.
+        path: the output; a `.gz`, `.bz2` or `.xz` suffix compresses it, another compression
+            suffix is refused. Written through a temporary file and a rename, removed on any
+            error or termination signal.
+        progress: called with the number of n-grams of each section written.
+
+    Raises:
+        OutputError: a compression suffix that cannot be honoured.
+        OSError: the file cannot be written (the message names `path`).
+    """
+    compression = compression_of(path)
+    with atomic_output(path) as tmp, open(tmp, "wb") as raw, text_stream(raw, compression) as fh:
+        fh.write(f"{MAX_ARPA_MAGIC}\n{VERSION}\n\n\\data\\\n")
+        nodes = model.trie.nodes
+        for k, node in enumerate(nodes, start=1):
+            fh.write(f"ngram {k}={int(node.listed.sum())}\n")
+        for k, node in enumerate(nodes, start=1):
+            if k > 1:
+                fh.write(f"blank {k}={int((~node.listed).sum())}\n")
+        vocab = model.vocab
+        words: list[str] = []
+        for k, node in enumerate(nodes, start=1):
+            words = _node_words(node, k, vocab, words, model.trie.vocab_size)
+            texts = _format_values(node)
+            for kind, mask in (("grams", node.listed), ("blanks", ~node.listed)):
+                if kind == "blanks" and k == 1:
+                    continue
+                fh.write(f"\n\\{k}-{kind}:\n")
+                idx = np.flatnonzero(mask).tolist()
+                lp, bow, mf, mbow = (col for col in texts)
+                fh.write("".join(
+                    f"{lp[i]}\t{words[i]}\t{bow[i]}\t{mf[i]}\t{mbow[i]}\n" for i in idx
+                ))
+                if progress:
+                    progress(len(idx))
+        fh.write("\n\\end\\\n")
 
 
 def _node_words(
@@ -93,7 +115,11 @@ def _format_values(node: OrderNodes) -> list[list[str]]:
 
 
 def read_max_arpa(path: str | Path) -> Model:
-    """Read a MAX-ARPA file; the bounds come from the file, nothing is recomputed.
+    """Read a MAX-ARPA file (plain or compressed); the bounds come from the file, nothing is
+    recomputed or checked here (`maxarpa.load` checks them).
+
+    Returns:
+        The model (log10 values); its `source` is `path`.
 
     The whole text is read at once and each section is split in one call: per-line Python
     work is what dominates ARPA parsing, and the fixed field count makes it unnecessary.
@@ -147,6 +173,10 @@ def read_max_arpa(path: str | Path) -> Model:
             keys = trie.key(suffix, rows[:, 0])
             perm = np.argsort(keys)
             keys = keys[perm]
+            twice = np.flatnonzero(keys[1:] == keys[:-1])
+            if len(twice):
+                words = " ".join(vocab[w] for w in rows[perm[twice[0]]].tolist())
+                raise FormatError(path, None, f"the {k}-gram {words!r} is listed twice")
         trie.nodes.append(
             OrderNodes(
                 keys, rows[perm], values[perm, 0], values[perm, 1], listed[perm],

@@ -1,42 +1,58 @@
 """The in-memory model: backoff probabilities and max-backoff bounds, one query or a batch.
 
 Why batch walks: the decoder asks for hundreds of (context, word) pairs at once; each order of
-a batch walk is one numpy `searchsorted`, so Python overhead is paid per order, not per query.
-All values are log10.
+a batch walk is one vectorised hash lookup (table.HashIndex), so Python overhead is paid per
+order, not per query. All values are log10.
+
+This module knows no file format: the readers (arpa, maxarpa_format, binary_format) build a
+Model, and `maxarpa.load` picks the reader, so nothing here imports them at module level.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from maxarpa.arpa import open_text, read_arpa
+from maxarpa.arpa import read_arpa
 from maxarpa.bound import compute_bounds
-from maxarpa.constants import BOS, EOS, UNK
+from maxarpa.constants import BOS, EOS, UNK, UNK_CAPITALS
 from maxarpa.errors import UnknownWordError
 from maxarpa.table import Trie, build_trie
 
-MAX_ARPA_MAGIC = "\\max-arpa\\"
+if TYPE_CHECKING:
+    from maxarpa.config import Config
 
 
 class Model:
-    """A backoff n-gram model with exact max-backoff bounds (log10 everywhere)."""
+    """A backoff n-gram model with exact max-backoff bounds (log10 everywhere).
+
+    Make one with `maxarpa.load` (any file format). Attributes: `vocab` (words in id order),
+    `word_to_id`, `bos_id`/`eos_id`/`unk_id` (None when absent; `maxarpa.load` guarantees
+    <s> and </s> unless told otherwise, see `maxarpa.Config`), `trie` (the table), `source`.
+    """
 
     def __init__(self, vocab: list[str], trie: Trie, source: str = "") -> None:
         self.vocab = vocab
         self.trie = trie
         self.source = source
         self.word_to_id = {w: i for i, w in enumerate(vocab)}
-        self.unk_id = self.word_to_id.get(UNK)
+        unk = self.word_to_id.get(UNK)
+        self.unk_id = unk if unk is not None else self.word_to_id.get(UNK_CAPITALS)
         self.bos_id = self.word_to_id.get(BOS)
         self.eos_id = self.word_to_id.get(EOS)
 
     # ----- construction -------------------------------------------------------------------
     @classmethod
     def from_arpa(cls, path: str | Path) -> Model:
-        """Read an ARPA file and compute the max-backoff bounds."""
+        """Read an ARPA file and compute the max-backoff bounds, with no strictness checks
+        (a missing <s> stays missing); `maxarpa.load` is the checked entry point.
+
+        Raises:
+            FormatError: the file is malformed (the message names the file and line).
+        """
         data = read_arpa(path)
         trie = build_trie(data, str(path))
         model = cls(data.vocab, trie, str(path))
@@ -44,22 +60,21 @@ class Model:
         return model
 
     @classmethod
-    def load(cls, path: str | Path) -> Model:
-        """Load an ARPA, MAX-ARPA (plain or compressed) or maxarpa binary (.npz) file; the
-        kind is detected from the content, not the name."""
-        from maxarpa.binary_format import is_binary, read_binary
+    def load(cls, path: str | Path, *, mmap: bool = False, config: Config | None = None
+             ) -> Model:
+        """Alias of `maxarpa.load` (which see), kept for existing callers.
 
-        if is_binary(path):
-            return read_binary(path)
-        if is_max_arpa(path):
-            from maxarpa.maxarpa_format import read_max_arpa
+        Imported when called, not at module level: `maxarpa.load` sits above the format
+        readers, which import this module.
+        """
+        from maxarpa.load import load
 
-            return read_max_arpa(path)
-        return cls.from_arpa(path)
+        return load(path, mmap=mmap, config=config)
 
     # ----- facts ---------------------------------------------------------------------------
     @property
     def order(self) -> int:
+        """The model order n (length of the longest n-gram)."""
         return self.trie.order
 
     @property
@@ -69,11 +84,22 @@ class Model:
 
     @property
     def positive_backoffs(self) -> int:
+        """How many nodes have a log10 backoff above 0 (where a max over listed n-grams would
+        not be a bound)."""
         return int(sum((node.log10bow > 0).sum() for node in self.trie.nodes))
 
     # ----- ids -----------------------------------------------------------------------------
-    def word_id(self, word: str) -> int:
-        """Id of `word`; unknown words map to <unk>, as in KenLM."""
+    def word_id(self, word: str | bytes) -> int:
+        """Id of `word`; unknown words map to <unk> (or <UNK>), as in KenLM.
+
+        A word is the str its bytes decode to as UTF-8 with errors="surrogateescape" (see
+        maxarpa.arpa); `bytes` are decoded that way here.
+
+        Raises:
+            UnknownWordError: `word` is not in the vocabulary and the model has no <unk>.
+        """
+        if isinstance(word, bytes):
+            word = word.decode("utf-8", "surrogateescape")
         wid = self.word_to_id.get(word)
         if wid is not None:
             return wid
@@ -83,7 +109,15 @@ class Model:
             )
         return self.unk_id
 
+    def is_known(self, word: str | bytes) -> bool:
+        """True when `word` is in the vocabulary itself (not merely mapped to <unk>); what a
+        caller uses to count out-of-vocabulary tokens. <unk> itself counts as known."""
+        if isinstance(word, bytes):
+            word = word.decode("utf-8", "surrogateescape")
+        return word in self.word_to_id
+
     def ids(self, words: Sequence[str]) -> np.ndarray:
+        """Word ids (int32) of `words`, each as `word_id`."""
         return np.fromiter((self.word_id(w) for w in words), dtype=np.int32, count=len(words))
 
     def _context_array(self, context: Sequence[str]) -> np.ndarray:
@@ -92,20 +126,44 @@ class Model:
 
     # ----- scalar queries ------------------------------------------------------------------
     def log10p(self, word: str, context: Sequence[str]) -> float:
-        """log10 p(word | context) with backoff (eq. 7 of the paper); KenLM's value."""
+        """log10 p(word | context) with backoff (eq. 7 of the paper); KenLM's value.
+
+        Args:
+            word: the predicted word (unknown words score as <unk>).
+            context: the preceding words, oldest first; only the last n-1 are used. A
+                context starting with <s> is the sentence start.
+
+        Returns:
+            The log10 probability.
+
+        Raises:
+            UnknownWordError: an unknown word and no <unk>.
+        """
         return float(self.log10p_batch(self._context_array(context), self.ids([word]))[0])
 
     def max_log10p(self, word: str, context: Sequence[str]) -> float:
-        """max over every left extension z of log10 p(word | z + context)."""
+        """The max-backoff bound: max over every left extension z of log10 p(word | z +
+        context) (z empty included; none when `context` starts with <s>). Arguments and
+        errors as `log10p`; returns a log10 value >= `log10p(word, context)`."""
         return float(self.max_log10p_batch(self._context_array(context), self.ids([word]))[0])
 
     # ----- batch queries -------------------------------------------------------------------
     def log10p_batch(self, contexts: np.ndarray, words: np.ndarray) -> np.ndarray:
-        """log10 p for each row: `contexts` (B, k) ids left-padded with -1, `words` (B,)."""
+        """log10 p for each row.
+
+        Args:
+            contexts: (B, k) word ids, oldest first, left-padded with -1; columns beyond the
+                last n-1 are ignored.
+            words: (B,) word ids.
+
+        Returns:
+            (B,) float64 log10 probabilities.
+        """
         return self._walk(contexts, words, want_max=False)
 
     def max_log10p_batch(self, contexts: np.ndarray, words: np.ndarray) -> np.ndarray:
-        """Max-backoff log10 bound for each row; same layout as `log10p_batch`."""
+        """Max-backoff log10 bound for each row (see `max_log10p`); same layout and return
+        type as `log10p_batch`."""
         return self._walk(contexts, words, want_max=True)
 
     def _walk(self, contexts: np.ndarray, words: np.ndarray, want_max: bool) -> np.ndarray:
@@ -183,14 +241,3 @@ class Model:
                 slack[sel] = node.mbow[ctx_node[sel]] - node.log10bow[ctx_node[sel]]
         return np.where(full_match, mf, logp + slack)
 
-
-def is_max_arpa(path: str | Path) -> bool:
-    """True when the first non-blank line is the MAX-ARPA marker."""
-    try:
-        with open_text(path) as fh:
-            for line in fh:
-                if line.strip():
-                    return line.strip() == MAX_ARPA_MAGIC
-    except Exception:  # a corrupt file is reported by the ARPA reader, with its line
-        return False
-    return False

@@ -2,7 +2,8 @@
 
 Why this shape (after KenLM's sorted trie): an n-gram a1..ak is stored at order k under the key
 `index(a2..ak) * V + a1`, where index(a2..ak) is its suffix's row at order k-1. Walking a query
-from the newest word backwards is then one `searchsorted` per order over the whole batch. The
+from the newest word backwards is then one vectorised hash lookup (HashIndex, built lazily per
+order) over the whole batch; the keys are kept sorted so that files are deterministic. The
 table holds every listed n-gram plus every suffix of one ("blank" nodes, not listed), so that
 every walk is suffix-closed; a blank's probability is its backed-off value and its backoff is
 0 (log10), SRILM's meaning for a missing context.
@@ -10,11 +11,11 @@ every walk is suffix-closed; a blank's probability is its backed-off value and i
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
-from maxarpa.arpa import ArpaData
+from maxarpa.arpa import ArpaData, ngram_lines
 from maxarpa.errors import FormatError
 
 
@@ -27,8 +28,9 @@ class OrderNodes:
     log10p: np.ndarray  # float64: listed value, or the backed-off value for a blank
     log10bow: np.ndarray  # float64: 0 for blanks and missing columns
     listed: np.ndarray  # bool
-    mf: np.ndarray | None = None  # max log10 prob over left extensions (bound.py)
-    mbow: np.ndarray | None = None  # max accumulated log10 backoff over left extensions
+    # Filled by bound.compute_bounds (or read from a file); empty until then.
+    mf: np.ndarray = field(default_factory=lambda: np.empty(0))  # max log10 p over extensions
+    mbow: np.ndarray = field(default_factory=lambda: np.empty(0))  # max log10 backoff sum
 
 
 _MIX = np.uint64(0x9E3779B97F4A7C15)  # 2^64 / golden ratio: Fibonacci hashing
@@ -167,8 +169,10 @@ def build_trie(data: ArpaData, path: str = "<arpa>") -> Trie:
     for k in range(n, 0, -1):
         own = data.orders[k - 1]
         m = len(own.log10p)
-        if m and len(unique_rows(own.ids)[1]) != m:
-            raise FormatError(path, None, f"the {k}-gram section lists an n-gram twice")
+        if m:
+            first_seen = unique_rows(own.ids)[1]
+            if len(first_seen) != m:
+                raise duplicate_error(data, k, first_seen, path)
         parts = [own.ids] if k == n else [own.ids, rows[k][:, 1:]]
         combined = np.concatenate(parts) if len(parts) > 1 else own.ids
         if len(combined) == 0:
@@ -207,6 +211,17 @@ def build_trie(data: ArpaData, path: str = "<arpa>") -> Trie:
         if k > 1:
             fill_blank_probabilities(trie, k)
     return trie
+
+
+def duplicate_error(data: ArpaData, k: int, first_seen: np.ndarray, path: str) -> FormatError:
+    """The error for a k-gram listed twice, naming it and the lines of both listings."""
+    repeat = np.ones(len(data.orders[k - 1].log10p), dtype=bool)
+    repeat[first_seen] = False
+    words = [data.vocab[w] for w in data.orders[k - 1].ids[int(np.argmax(repeat))].tolist()]
+    lines = ngram_lines(path, k, words) if path != "<arpa>" else []
+    where = lines[1] if len(lines) == 2 else None
+    also = f" (first listed at line {lines[0]})" if len(lines) == 2 else ""
+    return FormatError(path, where, f"duplicate {k}-gram {' '.join(words)!r}{also}")
 
 
 def fill_blank_probabilities(trie: Trie, k: int) -> None:

@@ -1,6 +1,6 @@
 """Models and lattices shared by the arsdecode tests (full model, ARS, automaton, CLI).
 
-Import the fixtures into a test module with `from ars_fixtures import real_lms, random_lms`.
+Registered once as a plugin by conftest (`pytest_plugins`); test modules just name the fixtures.
 
 - `real_lms`: modified Kneser-Ney 3-, 4- and 5-gram models trained once per session by lmplz on
   the first sentences of State of the Union (conftest's `state_union_sentences`), each loaded both
@@ -53,7 +53,7 @@ def _kenlm_or_none(path: Path) -> kenlm.Model | None:
 
 
 @pytest.fixture(scope="session")
-def real_lms(lmplz, state_union_sentences, tmp_path_factory) -> dict[int, LM]:
+def real_lms(state_union_sentences, lmplz, tmp_path_factory) -> dict[int, LM]:
     """lmplz 3-, 4- and 5-gram models on State of the Union, keyed by order."""
     train = state_union_sentences[:N_TRAIN_ARS]
     d = tmp_path_factory.mktemp("ars_real")

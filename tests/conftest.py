@@ -1,8 +1,14 @@
 """Shared fixtures: real KenLM-trained models, and writing ARPA text to (compressed) files.
 
 The real models are trained once per session with lmplz on normalised State of the Union
-sentences read straight from the NLTK zip. A missing lmplz or corpus is an error, not a skip:
-these tests are the evidence that maxarpa agrees with KenLM on real models.
+sentences read from the NLTK corpus. A missing lmplz is an error (`make test` builds it, and
+these tests are the evidence that maxarpa agrees with KenLM on real models). A missing corpus
+is a skip with one clear reason: a fresh clone without the data still runs every other test
+(the POS code path is covered by the committed fixture tests/data/tagged_fixture.txt).
+
+Corpora are looked up, in order, in `$STATE_UNION_ZIP` (that one file), `../shared/data/nltk`
+relative to the repository, then each `$NLTK_DATA` entry (its `corpora/` subfolder, or the
+entry itself), as `<name>.zip` or an extracted `<name>/` folder, as NLTK does.
 """
 
 from __future__ import annotations
@@ -11,7 +17,6 @@ import bz2
 import gzip
 import itertools
 import lzma
-import os
 import re
 import sys
 import zipfile
@@ -24,9 +29,13 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 if str(REPO_ROOT) not in sys.path:  # data_prep is a top-level folder, not an installed package
     sys.path.insert(0, str(REPO_ROOT))
 
+from corpora import find_corpus  # noqa: E402
 from data_prep.lmplz import LmplzError, find_tool, train_arpa  # noqa: E402
 
-STATE_UNION_ZIP = Path(os.environ.get("STATE_UNION_ZIP", "/work/shared/data/nltk/state_union.zip"))
+# Fixtures shared by the arsdecode test modules, registered once for the whole session (a
+# module-level import in each test file would rebuild the session fixtures per module).
+pytest_plugins = ["ars_fixtures"]
+
 N_TRAIN = 3000
 N_HELD_OUT = 300
 
@@ -45,14 +54,21 @@ def normalise_sentences(text: str) -> list[str]:
     return out
 
 
-def read_state_union(path: Path = STATE_UNION_ZIP) -> list[str]:
-    if not path.is_file():
-        pytest.fail(f"corpus {path} is missing (set STATE_UNION_ZIP)", pytrace=False)
+def read_state_union(path: Path | None = None) -> list[str]:
+    """Normalised sentences of the state_union corpus; skips the test when it is absent."""
+    path = path or find_corpus("state_union")
+    if path is None:
+        pytest.skip("NLTK corpus state_union not found (../shared/data/nltk, $NLTK_DATA/corpora "
+                    "or $STATE_UNION_ZIP)")
+    texts: list[bytes] = []
+    if path.is_dir():
+        texts = [p.read_bytes() for p in sorted(path.rglob("*.txt"))]
+    else:
+        with zipfile.ZipFile(path) as zf:
+            texts = [zf.read(n) for n in sorted(zf.namelist()) if n.endswith(".txt")]
     sents: list[str] = []
-    with zipfile.ZipFile(path) as zf:
-        for name in sorted(zf.namelist()):
-            if name.endswith(".txt"):
-                sents.extend(normalise_sentences(zf.read(name).decode("latin-1")))
+    for data in texts:
+        sents.extend(normalise_sentences(data.decode("latin-1")))
     return sents
 
 
@@ -81,7 +97,7 @@ def state_union_sentences() -> list[str]:
 
 
 @pytest.fixture(scope="session")
-def real_models(lmplz, state_union_sentences, tmp_path_factory) -> RealModels:
+def real_models(state_union_sentences, lmplz, tmp_path_factory) -> RealModels:
     """3-gram and 5-gram modified Kneser-Ney models trained with lmplz."""
     train = state_union_sentences[:N_TRAIN]
     # Held out: sentences from the far end of the corpus (different decades and speakers).
@@ -130,3 +146,14 @@ class ArpaWriter:
 @pytest.fixture(scope="session")
 def write_arpa(tmp_path_factory) -> ArpaWriter:
     return ArpaWriter(tmp_path_factory.mktemp("arpa"))
+
+
+# Fixtures that train or read real models (lmplz on a corpus, or the NLTK POS corpora): a test
+# that uses one is slow by construction, so it is marked here rather than test by test.
+SLOW_FIXTURES = frozenset({"real_models", "real_lms", "cli_models", "pos_models", "split"})
+
+
+def pytest_collection_modifyitems(config, items) -> None:
+    for item in items:
+        if SLOW_FIXTURES.intersection(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.slow)

@@ -15,19 +15,15 @@ import random
 import numpy as np
 import pytest
 
-import ars_fixtures
 from ars_fixtures import make_lattice, random_lm_with_options
 from arsdecode.ars import decode
 from arsdecode.full import full_decode
 from arsdecode.lattice import Lattice
 from brute import brute_kenlm, brute_model
 
-real_lms = ars_fixtures.real_lms  # session fixtures
-random_lms = ars_fixtures.random_lms
-
 TIGHT = 1e-9
 KENLM_TOL = 1e-4  # KenLM keeps float32 probabilities
-VARIANTS = ["fresh", "paper"]
+VARIANTS = ["all-edges", "paper"]
 
 
 def check_decode(model, lattice: Lattice, variant: str, *, kenlm_too: bool = True) -> None:

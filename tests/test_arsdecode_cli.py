@@ -15,14 +15,13 @@ from pathlib import Path
 
 import pytest
 
-import ars_fixtures
 from ars_fixtures import make_lattice
+from arsdecode.api import DEFAULT_LM
 from brute import brute_model
 
-real_lms = ars_fixtures.real_lms  # session fixture
-
 TIGHT = 1e-9
-DECODE_KEYS = {"tokens", "log_p", "log_q", "iterations", "states", "ngrams_by_order", "seconds"}
+DECODE_KEYS = {"tokens", "log_p", "log_q", "iterations", "states", "ngrams_by_order", "timing",
+               "certified", "oov"}
 SAMPLE_KEYS = {"samples", "log_p", "trials", "acceptance_rate", "log_Z", "log_Z_ci"}
 
 
@@ -84,7 +83,8 @@ def test_decode_json_matches_brute_force(real_lms, cli_models, cli_lattices, kin
         assert isinstance(obj["states"], int) and obj["states"] >= 1
         assert isinstance(obj["ngrams_by_order"], dict)
         assert all(int(k) >= 1 and v >= 0 for k, v in obj["ngrams_by_order"].items())
-        assert obj["seconds"] >= 0
+        assert obj["timing"]["seconds"] >= 0 and obj["certified"] is True
+        assert obj["oov"] == {"count": 0, "tokens": []}
 
 
 @pytest.mark.parametrize("kind", ["arpa", "maxarpa"])
@@ -96,6 +96,8 @@ def test_sample_json_is_reproducible(real_lms, cli_models, cli_lattices, kind):
     a, b = run_json(*args), run_json(*args)
     assert SAMPLE_KEYS <= set(a), sorted(a)
     assert {k: a[k] for k in SAMPLE_KEYS} == {k: b[k] for k in SAMPLE_KEYS}
+    a.pop("timing"), b.pop("timing")
+    assert a == b  # only "timing" may differ between runs with one seed
     assert len(a["samples"]) == len(a["log_p"]) == 50
     for toks, lp in zip(a["samples"], a["log_p"], strict=True):
         assert abs(ref.score(toks) - lp) <= TIGHT, (toks, lp)
@@ -152,3 +154,154 @@ def check_error(proc: subprocess.CompletedProcess, what: str) -> None:
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1, (what, proc.stderr)
     assert "Traceback" not in proc.stderr, (what, proc.stderr)
+
+
+# ---- issue 9 C and E on the embedded model (no lmplz or corpus needed) ------------------
+
+EMBEDDED = str(DEFAULT_LM)
+OOV_LATTICE = {"positions": [[["the", -0.1], ["a", -1.0], ["qqzzx", -0.5]],
+                             [["nation", -0.2], ["people", -0.3]],
+                             [["is", 0.0], ["was", -0.4], ["blorfx", -1.0]]]}
+
+
+@pytest.fixture(scope="module")
+def small_lattice(tmp_path_factory) -> Path:
+    path = tmp_path_factory.mktemp("small") / "lat.json"
+    path.write_text(json.dumps(OOV_LATTICE))
+    return path
+
+
+def test_oov_tokens_are_counted_in_json_and_stderr(small_lattice):
+    proc = run("decode", "--lm", EMBEDDED, "--lattice", str(small_lattice), "--json")
+    assert proc.returncode == 0, proc.stderr
+    obj = json.loads(proc.stdout)
+    assert obj["oov"] == {"count": 2, "tokens": ["qqzzx", "blorfx"]}
+    assert "2 lattice candidate(s)" in proc.stderr and "qqzzx" in proc.stderr
+    proc = run("sample", "--lm", EMBEDDED, "--lattice", str(small_lattice), "-n", "3", "--json")
+    assert json.loads(proc.stdout)["oov"]["count"] == 2
+
+
+def test_decode_stopped_early_exits_3_and_says_so(small_lattice):
+    proc = run("decode", "--lm", EMBEDDED, "--lattice", str(small_lattice),
+               "--max-iterations", "1")
+    assert proc.returncode == 3, proc.stderr
+    assert "UNCERTIFIED" in proc.stdout and "UNCERTIFIED" in proc.stderr
+    for bad in ("0", "-1"):
+        proc = run("decode", "--lm", EMBEDDED, "--lattice", str(small_lattice),
+                   "--max-iterations", bad)
+        check_error(proc, f"--max-iterations {bad}")
+        assert "--max-iterations" in proc.stderr
+
+
+@pytest.mark.parametrize("flag", ["--fst", "--graphml"])
+def test_unwritable_output_fails_before_the_work(small_lattice, tmp_path, flag):
+    target = tmp_path / "no_such_dir" / "q.out"
+    proc = run("decode", "--lm", EMBEDDED, "--lattice", str(small_lattice), flag, str(target))
+    check_error(proc, flag)
+    assert str(target) in proc.stderr and ".tmp" not in proc.stderr
+
+
+def test_outputs_are_written_whole(small_lattice, tmp_path):
+    fst, graphml = tmp_path / "q.fst", tmp_path / "q.graphml"
+    proc = run("decode", "--lm", EMBEDDED, "--lattice", str(small_lattice), "--fst", str(fst),
+               "--graphml", str(graphml))
+    assert proc.returncode == 0, proc.stderr
+    import networkx as nx
+    import pynini
+
+    assert pynini.Fst.read(str(fst)).num_states() >= 4
+    assert nx.read_graphml(graphml).number_of_nodes() >= 4
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["q.fst", "q.graphml"]  # no temp file
+
+
+def test_write_atomic_keeps_the_old_file_and_names_the_user_path(tmp_path):
+    import errno
+
+    from arsdecode.cli_options import write_atomic
+
+    out = tmp_path / "result.fst"
+    out.write_text("old")
+
+    def full_disk(tmp: str) -> None:
+        Path(tmp).write_text("partial")
+        raise OSError(errno.ENOSPC, "No space left on device", tmp)
+
+    with pytest.raises(OSError) as info:
+        write_atomic(out, full_disk)
+    assert info.value.filename == str(out) and info.value.errno == errno.ENOSPC
+    assert out.read_text() == "old"
+    assert [p.name for p in tmp_path.iterdir()] == ["result.fst"]
+
+
+def test_broken_pipe_exits_quietly(small_lattice):
+    proc = subprocess.run(
+        f"{sys.executable} -m arsdecode sample --lm {EMBEDDED} --lattice {small_lattice} "
+        "-n 200000 --jsonl | head -1", shell=True, capture_output=True, text=True, timeout=300,
+        executable="/bin/bash",
+    )
+    assert len(proc.stdout.splitlines()) == 1
+    assert "Broken pipe" not in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
+    proc = subprocess.run(
+        f"set -o pipefail; {sys.executable} -m arsdecode sample --lm {EMBEDDED} "
+        f"--lattice {small_lattice} -n 200000 | head -1", shell=True, capture_output=True,
+        text=True, timeout=300, executable="/bin/bash",
+    )
+    assert proc.returncode == 0, proc.stderr
+
+
+def test_streamed_samples_survive_an_interrupt(small_lattice):
+    """--jsonl writes each sample as accepted; SIGINT exits 130 and keeps the lines."""
+    import signal
+    import time
+
+    p = subprocess.Popen(
+        [sys.executable, "-m", "arsdecode", "sample", "--lm", EMBEDDED, "--lattice",
+         str(small_lattice), "-n", "100000000", "--jsonl", "--seed", "4"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        # A job started in the background by a shell inherits SIGINT ignored; Python then
+        # installs no handler. Give the child the default disposition, as in a terminal.
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
+    first = p.stdout.readline()  # blocks until the first sample is out
+    time.sleep(0.5)
+    p.send_signal(signal.SIGINT)
+    rest, err = p.communicate(timeout=60)
+    assert p.returncode == 130, err
+    lines = [first, *rest.splitlines()]
+    assert len(lines) >= 2
+    for line in lines:
+        obj = json.loads(line)
+        assert set(obj) == {"tokens", "log_p"} and len(obj["tokens"]) == 3
+    assert "interrupted" in err and "Traceback" not in err
+
+
+def test_jsonl_same_samples_as_json(small_lattice):
+    common = ("sample", "--lm", EMBEDDED, "--lattice", str(small_lattice), "-n", "20",
+              "--seed", "9")
+    streamed = [json.loads(x) for x in run(*common, "--jsonl").stdout.splitlines()]
+    whole = json.loads(run(*common, "--json").stdout)
+    assert [s["tokens"] for s in streamed] == whole["samples"]
+    assert [s["log_p"] for s in streamed] == whole["log_p"]
+
+
+@pytest.mark.parametrize("command", ["decode", "sample", "sms", "tag"])
+def test_help_explains_units_variant_and_defaults(command):
+    text = " ".join(run(command, "--help").stdout.split())
+    assert "natural log (ln)" in text and "log10" in text
+    assert "--variant" in text and "Algorithm 2" in text and "(default:" in text
+    if command in ("decode", "sms"):
+        assert "--max-iterations" in text and "exit status" in text
+    if command in ("decode", "sample"):
+        assert '{"positions"' in text
+
+
+def test_only_project_errors_are_bad_input(small_lattice, monkeypatch):
+    """A bug (a plain ValueError from numpy, say) keeps its traceback: it is not exit 2."""
+    import arsdecode.cli as cli
+
+    def broken(*args, **kwargs):
+        raise ValueError("operands could not be broadcast together")
+
+    monkeypatch.setattr(cli, "decode", broken)
+    with pytest.raises(ValueError, match="broadcast"):
+        cli.main(["decode", "--lm", EMBEDDED, "--lattice", str(small_lattice)])

@@ -20,19 +20,15 @@ import numpy as np
 import pynini
 import pytest
 
-import ars_fixtures
 from ars_fixtures import make_lattice
 from arsdecode.automaton import QAutomaton
 from arsdecode.inference import log_partition, sample_paths, viterbi
 from arsdecode.target import Target
 from brute import brute_kenlm, brute_model, chi_square_pvalue
 
-real_lms = ars_fixtures.real_lms  # session fixtures
-random_lms = ars_fixtures.random_lms
-
 TIGHT = 1e-9
 FST_REL = 1e-8  # pynini prints weights (and converts them to float) with 9 significant digits
-VARIANTS = ["fresh", "paper"]
+VARIANTS = ["all-edges", "paper"]
 
 
 def logsumexp(x: np.ndarray) -> float:
@@ -62,7 +58,7 @@ def models(real_lms, random_lms):
 
 @pytest.mark.parametrize("variant", VARIANTS)
 def test_refinement_invariants_on_every_path(real_lms, random_lms, variant):
-    rng = random.Random(12 if variant == "fresh" else 13)
+    rng = random.Random(12 if variant == "all-edges" else 13)
     nrng = np.random.default_rng(12)
     for model in models(real_lms, random_lms):
         for _ in range(4):
@@ -191,3 +187,4 @@ def test_unknown_variant_is_rejected(random_lms):
     lattice = make_lattice(random.Random(0), model)
     with pytest.raises(ValueError):
         QAutomaton(model.lm, lattice, variant="nope")
+    assert QAutomaton(model.lm, lattice, variant="fresh").variant == "all-edges"  # old name

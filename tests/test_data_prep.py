@@ -15,11 +15,12 @@ from pathlib import Path
 import pytest
 
 from arsdecode.tasks.sms import is_typable, parse_observation, word_to_keys
+from corpora import find_corpus as find_test_corpus
+from corpora import needs_corpus
 from data_prep.corpus import (
     PUNCTUATION,
     CorpusError,
     corpus_sentences,
-    default_data_dir,
     find_corpus,
     iter_documents,
     load_sentences,
@@ -34,9 +35,7 @@ from data_prep.prepare_sms import (
     split_heldout,
 )
 
-needs_data = pytest.mark.skipif(
-    not (default_data_dir() / "state_union.zip").is_file(), reason="NLTK corpus zips not present"
-)
+needs_data = needs_corpus("state_union")
 
 
 @pytest.mark.parametrize(
@@ -98,15 +97,15 @@ def test_unzipped_brown_directory(tmp_path: Path) -> None:
     assert list(corpus_sentences("brown", tmp_path)) == [["the", "jury", "said", "no", "."]]
 
 
-@needs_data
+@needs_corpus("abc")
 def test_nltk_data_layout(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     (tmp_path / "corpora").mkdir()
-    (tmp_path / "corpora" / "abc.zip").symlink_to(default_data_dir() / "abc.zip")
+    (tmp_path / "corpora" / "abc.zip").symlink_to(find_test_corpus("abc"))
     monkeypatch.setenv("NLTK_DATA", str(tmp_path))
     assert find_corpus("abc", tmp_path / "elsewhere") == tmp_path / "corpora" / "abc.zip"
 
 
-@needs_data
+@needs_corpus("brown")
 def test_real_brown_first_sentence() -> None:
     first = next(iter(corpus_sentences("brown")))
     assert " ".join(first) == (
@@ -117,9 +116,11 @@ def test_real_brown_first_sentence() -> None:
 
 @pytest.fixture(scope="module")
 def state_union() -> list[list[str]]:
-    if not (default_data_dir() / "state_union.zip").is_file():
-        pytest.skip("NLTK corpus zips not present")
-    return load_sentences(["state_union"])
+    path = find_test_corpus("state_union")
+    if path is None:
+        pytest.skip("NLTK corpus state_union not found in ../shared/data/nltk or "
+                    "$NLTK_DATA/corpora")
+    return load_sentences(["state_union"], path.parent)
 
 
 def test_state_union_tokens_are_typable(state_union: list[list[str]]) -> None:
@@ -129,8 +130,12 @@ def test_state_union_tokens_are_typable(state_union: list[list[str]]) -> None:
         assert s and s[0] not in PUNCTUATION
         for w in s:
             assert is_typable(w) and (w in PUNCTUATION or w[0].isalpha()), (w, s)
-    with zipfile.ZipFile(default_data_dir() / "state_union.zip") as zf:
-        assert len([m for m in zf.namelist() if m.endswith(".txt")]) == 65
+    path = find_test_corpus("state_union")
+    if path.is_dir():
+        assert len(list(path.rglob("*.txt"))) == 65
+    else:
+        with zipfile.ZipFile(path) as zf:
+            assert len([m for m in zf.namelist() if m.endswith(".txt")]) == 65
 
 
 def test_test_set_is_reproducible(state_union: list[list[str]]) -> None:
@@ -161,7 +166,8 @@ def _digest(path: Path) -> str:
 def test_pipeline_end_to_end(tmp_path: Path) -> None:
     runs = []
     for name in ("a", "b"):
-        manifest = prepare(tmp_path / name, orders=[2], seed=3, maxarpa=False)
+        manifest = prepare(tmp_path / name, orders=[2], seed=3, maxarpa=False,
+                           data_dir=find_test_corpus("state_union").parent)
         runs.append(manifest)
     assert runs[0] == runs[1]
     for f in ("train.txt", "heldout.txt", "lm.2.arpa", "test.jsonl", "manifest.json"):
@@ -179,14 +185,14 @@ def test_pipeline_end_to_end(tmp_path: Path) -> None:
 def test_embedded_model_regenerates_identically(tmp_path: Path) -> None:
     if not EMBEDDED_PATH.is_file():
         pytest.skip("embedded ARPA model not present (converted or removed)")
-    info = make_embedded(tmp_path / "m.arpa.gz")
+    info = make_embedded(tmp_path / "m.arpa.gz", find_test_corpus("state_union").parent)
     assert _digest(tmp_path / "m.arpa.gz") == _digest(EMBEDDED_PATH)
     assert info["total_ngrams"] <= 150_000 and set(info["ngrams"]) == {1, 2, 3, 4, 5}
 
 
+@needs_data
 def test_first_state_union_document() -> None:
     # Reading the first state_union document must not read the whole archive.
-    if not (default_data_dir() / "state_union.zip").is_file():
-        pytest.skip("NLTK corpus zips not present")
-    ((name, text),) = itertools.islice(iter_documents("state_union"), 1)
+    data_dir = find_test_corpus("state_union").parent
+    ((name, text),) = itertools.islice(iter_documents("state_union", data_dir), 1)
     assert name == "state_union/1945-Truman.txt" and "Mr. Speaker" in text

@@ -30,9 +30,6 @@ from maxarpa.constants import BOS
 from maxarpa.maxarpa_format import write_max_arpa
 from maxarpa.model import Model
 
-real_lms = ars_fixtures.real_lms  # session fixtures
-random_lms = ars_fixtures.random_lms
-
 TIGHT = 1e-9
 KENLM_TOL = 1e-4  # KenLM keeps float32 probabilities
 

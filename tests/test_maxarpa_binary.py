@@ -47,3 +47,75 @@ def test_cli_convert_binary_and_corrupt_file(tmp_path):
     proc = subprocess.run([sys.executable, "-m", "maxarpa", "info", str(bad)],
                           capture_output=True, text=True)
     assert proc.returncode == 2 and "bad.npz" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def _random_queries(model, size=500, seed=0):
+    rng = np.random.default_rng(seed)
+    ctx = rng.integers(-1, len(model.vocab), size=(size, model.order - 1)).astype(np.int32)
+    ctx = np.sort(ctx, axis=1)  # -1 padding stays on the left
+    return ctx, rng.integers(0, len(model.vocab), size=size).astype(np.int32)
+
+
+def test_mmap_binary_is_read_only_aligned_and_answers_identically(tmp_path):
+    import maxarpa
+    from arsdecode.cli import DEFAULT_LM
+
+    model = maxarpa.load(DEFAULT_LM)
+    out = tmp_path / "m.npz"
+    maxarpa.convert(DEFAULT_LM, out, binary=True)
+    mapped = maxarpa.load(out, mmap=True)
+    copied = maxarpa.load(out)
+    for node, node_c in zip(mapped.trie.nodes, copied.trie.nodes, strict=True):
+        for f in FIELDS:
+            arr = getattr(node, f)
+            assert not arr.flags.writeable, f
+            assert not arr.flags.owndata, f  # a view of the mapping, not a copy
+            assert arr.ctypes.data % 64 == 0, f
+            assert getattr(node_c, f).flags.writeable, f
+            with pytest.raises(ValueError):
+                arr[...] = arr
+    ctx, words = _random_queries(model)
+    for other in (mapped, copied):
+        assert other.vocab == model.vocab
+        assert np.array_equal(model.max_log10p_batch(ctx, words),
+                              other.max_log10p_batch(ctx, words))
+        assert np.array_equal(model.log10p_batch(ctx, words), other.log10p_batch(ctx, words))
+
+
+def test_version1_npz_written_by_numpy_still_loads(tmp_path):
+    """Files of the first binary version (np.savez, vocab as one numpy string) stay readable,
+    with and without mmap."""
+    from arsdecode.cli import DEFAULT_LM
+
+    model = Model.load(DEFAULT_LM)
+    arrays = {"magic": np.array("maxarpa-binary-1"), "vocab": np.array("\n".join(model.vocab)),
+              "order": np.array(model.order)}
+    for k, node in enumerate(model.trie.nodes, start=1):
+        for f in FIELDS:
+            arrays[f"{f}_{k}"] = getattr(node, f)
+    out = tmp_path / "v1.npz"
+    np.savez(out, **arrays)
+    ctx, words = _random_queries(model, seed=1)
+    for mmap in (False, True):
+        back = read_binary(out, mmap=mmap)
+        assert back.vocab == model.vocab
+        assert np.array_equal(model.max_log10p_batch(ctx, words),
+                              back.max_log10p_batch(ctx, words))
+
+
+def test_truncated_or_compressed_binary_is_refused(tmp_path):
+    from arsdecode.cli import DEFAULT_LM
+
+    model = Model.load(DEFAULT_LM)
+    out = tmp_path / "m.npz"
+    write_binary(model, out)
+    data = out.read_bytes()
+    cut = tmp_path / "cut.npz"
+    cut.write_bytes(data[: len(data) // 2])
+    for mmap in (False, True):
+        with pytest.raises(FormatError, match="cut.npz"):
+            read_binary(cut, mmap=mmap)
+    squeezed = tmp_path / "z.npz"
+    np.savez_compressed(squeezed, magic=np.array("maxarpa-binary-2"))
+    with pytest.raises(FormatError, match="compressed"):
+        read_binary(squeezed, mmap=True)

@@ -218,15 +218,6 @@ def test_empty_file_raises_format_error(tmp_path):
     assert info.value.path == str(path)
 
 
-def test_non_utf8_raises_format_error_with_line(tmp_path):
-    path = tmp_path / "latin1.arpa"
-    path.write_bytes(edited(l9="-0.4\tcaf\xe9\t0.2").encode("latin-1"))
-    with pytest.raises(FormatError) as info:
-        Model.load(path)
-    assert info.value.path == str(path)
-    assert info.value.line == 9
-
-
 @pytest.mark.parametrize(
     "compress, corrupt",
     [

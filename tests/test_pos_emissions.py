@@ -20,8 +20,8 @@ import pytest
 from arsdecode.lattice import Lattice
 from arsdecode.tasks.pos import TnTEmissions, read_tagged, score_tags, write_tagged
 from arsdecode.tasks.pos_suffix import SuffixTrie
+from corpora import corpus_dir_or_skip
 from data_prep.pos_data import (
-    default_data_dir,
     deleted_interpolation_arpa,
     ngram_counts,
     parse_mrg,
@@ -33,7 +33,7 @@ from maxarpa.model import Model
 
 @pytest.fixture(scope="module")
 def split() -> tuple[list, list]:
-    data_dir = default_data_dir()
+    data_dir = corpus_dir_or_skip("treebank", "conll2000")
     train = read_treebank(data_dir) + read_conll2000(data_dir, "train")
     return train, read_conll2000(data_dir, "test")
 

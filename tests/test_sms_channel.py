@@ -28,16 +28,16 @@ from arsdecode.tasks.sms import (
     log_channel_table,
     log_emission,
     parse_observation,
-    read_arpa_vocab,
     sample_observation,
     sample_sentence,
     word_to_keys,
 )
+from maxarpa.model import Model
 
 
 @pytest.fixture(scope="module")
 def vocab() -> list[str]:
-    return read_arpa_vocab(default_model_path())
+    return list(Model.load(default_model_path()).vocab)
 
 
 @pytest.fixture(scope="module")

@@ -44,9 +44,11 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
+from arsdecode.errors import ModelError, ObservationError, OptionError
 from arsdecode.lattice import Lattice
 from arsdecode.tasks.pos_suffix import (
     RARE_MAX_COUNT,
@@ -54,6 +56,7 @@ from arsdecode.tasks.pos_suffix import (
     SUFFIX_MAX_LEN,
     WORD_CLASSES,
     SuffixTrie,
+    WordClass,
     tnt_theta,
     word_class,
 )
@@ -62,6 +65,10 @@ FORMAT = "arsdecode.pos.TnTEmissions"
 FORMAT_VERSION = 2  # 2 added suffix_alpha; version 1 files meant TnT theta (None)
 
 TaggedSentence = Sequence[tuple[str, str]]
+
+
+class PosModelError(ModelError):
+    """The POS models are missing, incomplete or not POS models."""
 
 
 class TnTEmissions:
@@ -82,9 +89,9 @@ class TnTEmissions:
         for w, tc in lexicon.items():
             for t, n in tc.items():
                 if not isinstance(n, int) or n < 0 or not t or t != "".join(t.split()):
-                    raise ValueError(f"bad lexicon entry {w!r}: {t!r} -> {n!r}")
+                    raise ModelError(f"bad lexicon entry {w!r}: {t!r} -> {n!r}")
         if not lexicon:
-            raise ValueError("cannot build emissions from an empty training set")
+            raise ModelError("cannot build emissions from an empty training set")
         self._lexicon = lexicon
         self.rare_max_count = int(rare_max_count)
         self.suffix_max_len = int(suffix_max_len)
@@ -98,7 +105,7 @@ class TnTEmissions:
                 counts[self._index[t]] += n
         self._tag_counts = counts
         total = float(counts.sum())
-        theta = tnt_theta(counts)
+        theta = tnt_theta(counts.tolist())
 
         rare: dict[str, list[tuple[str, Mapping[str, int]]]] = {k: [] for k in WORD_CLASSES}
         hapax = Counter[str]()
@@ -126,7 +133,7 @@ class TnTEmissions:
         self._unk_class_mass = {
             k: p_unk[k] * self._tries[k].root * total / counts for k in WORD_CLASSES
         }
-        self._unk_mass = sum(self._unk_class_mass.values())
+        self._unk_mass: np.ndarray = np.sum(list(self._unk_class_mass.values()), axis=0)
         with np.errstate(divide="ignore"):
             self._log_known_scale = np.log1p(-self._unk_mass) - np.log(counts)
         self._cache: dict[str, tuple[tuple[str, float], ...]] = {}
@@ -135,7 +142,7 @@ class TnTEmissions:
 
     @classmethod
     def train(
-        cls, sentences: Iterable[TaggedSentence], **settings: float | int | bool | None
+        cls, sentences: Iterable[TaggedSentence], **settings: Any
     ) -> TnTEmissions:
         """Estimate from tagged sentences `[[(word, tag), ...], ...]`; `settings` as __init__
         (rare_max_count, suffix_max_len, suffix_alpha, sentence_initial)."""
@@ -143,7 +150,7 @@ class TnTEmissions:
         for sent in sentences:
             for word, tag in sent:
                 if not word or not tag:
-                    raise ValueError(f"empty word or tag in training pair {(word, tag)!r}")
+                    raise ObservationError(f"empty word or tag in training pair {(word, tag)!r}")
                 lexicon[word][tag] += 1
         return cls(lexicon, **settings)
 
@@ -170,16 +177,16 @@ class TnTEmissions:
 
     @classmethod
     def load(cls, path: str | Path) -> TnTEmissions:
-        """Read a model written by `save`; a wrong file is a one-line ValueError."""
+        """Read a model written by `save`; a wrong file is a one-line PosModelError."""
         try:
             with gzip.open(path, "rt", encoding="utf-8") as f:
                 obj = json.load(f)
         except (OSError, EOFError, json.JSONDecodeError) as err:
-            raise ValueError(f"{path}: cannot read POS emission model: {err}") from None
+            raise PosModelError(f"{path}: cannot read POS emission model: {err}") from None
         if not isinstance(obj, dict) or obj.get("format") != FORMAT:
-            raise ValueError(f"{path}: not a POS emission model ({FORMAT})")
+            raise PosModelError(f"{path}: not a POS emission model ({FORMAT})")
         if obj.get("version") not in (1, FORMAT_VERSION):
-            raise ValueError(f"{path}: unsupported model version {obj.get('version')!r}")
+            raise PosModelError(f"{path}: unsupported model version {obj.get('version')!r}")
         settings = {"suffix_alpha": None, **obj["settings"]}  # version 1: TnT's theta
         return cls(obj["lexicon"], **settings)
 
@@ -216,7 +223,7 @@ class TnTEmissions:
             for t, n in sorted(tc.items())
         }
 
-    def unknown_class(self, word: str) -> str:
+    def unknown_class(self, word: str) -> WordClass:
         """Which suffix trie an unknown `word` uses ("upper" or "lower")."""
         return self._class_map[word_class(word)]
 
@@ -256,7 +263,7 @@ class TnTEmissions:
         if hit is not None:
             return hit
         if not word:
-            raise ValueError("empty word")
+            raise ObservationError("empty word")
         lookup = word
         if initial and self.sentence_initial and word not in self._lexicon:
             if word.lower() in self._lexicon:
@@ -266,7 +273,7 @@ class TnTEmissions:
         else:
             cands = self.unknown_log_emissions(word)
         if not cands:
-            raise ValueError(f"no tag can emit the word {word!r} under this model")
+            raise ObservationError(f"no tag can emit the word {word!r} under this model")
         result = tuple(cands.items())
         if len(self._cache) > 200_000:
             self._cache.clear()
@@ -281,11 +288,11 @@ class TnTEmissions:
         (TnT-style pruning, mostly of unknown words' ~29 candidates); that approximates.
         """
         if isinstance(words, str):
-            raise ValueError("lattice() expects a sequence of words, not one string")
+            raise ObservationError("lattice() expects a sequence of words, not one string")
         if len(words) == 0:
-            raise ValueError("cannot build a POS lattice for an empty sentence")
+            raise ObservationError("cannot build a POS lattice for an empty sentence")
         if beam is not None and not beam >= 0:
-            raise ValueError(f"beam must be a non-negative number of nats, got {beam!r}")
+            raise OptionError(f"beam must be a non-negative number of nats, got {beam!r}")
         positions = []
         for i, w in enumerate(words):
             cands = self.candidates(w, initial=(i == 0))
@@ -313,7 +320,7 @@ def read_tagged(path: str | Path) -> list[list[tuple[str, str]]]:
                 continue
             parts = line.split("\t")
             if len(parts) != 2 or not parts[0] or not parts[1]:
-                raise ValueError(f"{path}:{lineno}: expected 'word<TAB>tag', got {line!r}")
+                raise ObservationError(f"{path}:{lineno}: expected 'word<TAB>tag', got {line!r}")
             current.append((parts[0], parts[1]))
     if current:
         sentences.append(current)
@@ -329,7 +336,7 @@ def write_tagged(sentences: Iterable[TaggedSentence], path: str | Path) -> int:
         for sent in sentences:
             for word, tag in sent:
                 if "\t" in word or "\n" in word or not word:
-                    raise ValueError(f"word {word!r} cannot be written in the tagged format")
+                    raise ObservationError(f"word {word!r} cannot be written in the tagged format")
                 f.write(f"{word}\t{tag}\n")
                 n += 1
             f.write("\n")
@@ -382,7 +389,7 @@ def score_tags(
     tokens = correct = known_tokens = known_correct = 0
     for i, (g, p) in enumerate(zip(gold, predicted, strict=True)):
         if len(g) != len(p):
-            raise ValueError(f"sentence {i}: {len(p)} predicted tags for {len(g)} words")
+            raise ObservationError(f"sentence {i}: {len(p)} predicted tags for {len(g)} words")
         for (word, tag), guess in zip(g, p, strict=True):
             ok = tag == guess
             tokens += 1

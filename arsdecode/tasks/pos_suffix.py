@@ -36,16 +36,20 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Literal
 
 import numpy as np
+
+from arsdecode.errors import OptionError
 
 RARE_MAX_COUNT = 10
 SUFFIX_MAX_LEN = 10
 SUFFIX_ALPHA: float | None = 50.0
-WORD_CLASSES = ("upper", "lower")
+WordClass = Literal["upper", "lower"]
+WORD_CLASSES: tuple[WordClass, ...] = ("upper", "lower")
 
 
-def word_class(word: str) -> str:
+def word_class(word: str) -> WordClass:
     """TnT keeps separate tries for capitalised and other words: "upper" or "lower"."""
     return "upper" if word[:1].isupper() else "lower"
 
@@ -87,7 +91,7 @@ class SuffixTrie:
         `alpha` is the Dirichlet strength of successive abstraction; None uses TnT's `theta`.
         """
         if alpha is not None and not alpha > 0:
-            raise ValueError(f"suffix alpha must be positive (or None for TnT), got {alpha!r}")
+            raise OptionError(f"suffix alpha must be positive (or None for TnT), got {alpha!r}")
         index = {t: i for i, t in enumerate(tags)}
         counts: dict[str, np.ndarray] = {"": np.zeros(len(tags))}
         for word, tag_counts in rare_words:

@@ -34,7 +34,6 @@ decoding). Pruned lattices keep the unrenormalised channel probabilities.
 
 from __future__ import annotations
 
-import gzip
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -44,7 +43,7 @@ from pathlib import Path
 
 import numpy as np
 
-from arsdecode.errors import ObservationError
+from arsdecode.errors import ObservationError, OptionError
 from arsdecode.lattice import Lattice
 from maxarpa.constants import BOS, EOS, UNK
 
@@ -87,13 +86,13 @@ def is_typable(word: str) -> bool:
 def word_to_keys(word: str) -> str:
     """The noiseless key string of `word`, e.g. "money" -> "66639"."""
     if not is_typable(word):
-        raise ValueError(f"word {word!r} cannot be typed on the keypad")
+        raise ObservationError(f"word {word!r} cannot be typed on the keypad")
     return "".join(CHAR_TO_KEY[c] for c in word)
 
 
 def _check_k(k: float) -> float:
     if not (isinstance(k, (int, float)) and math.isfinite(k) and k >= 0):
-        raise ValueError(f"noise parameter k must be a finite number >= 0, got {k!r}")
+        raise OptionError(f"noise parameter k must be a finite number >= 0, got {k!r}")
     return float(k)
 
 
@@ -234,7 +233,7 @@ class KeypadChannel:
         if top_k is None:
             return words, scores
         if top_k < 1:
-            raise ValueError(f"top_k must be >= 1, got {top_k}")
+            raise OptionError(f"top_k must be >= 1, got {top_k}")
         order = np.argsort(-scores, kind="stable")[:top_k]
         return tuple(words[i] for i in order), scores[order]
 
@@ -253,30 +252,6 @@ def build_lattice(
 ) -> Lattice:
     """One-shot lattice; build a `KeypadChannel` instead when decoding many observations."""
     return KeypadChannel.from_vocab(vocab, k).build_lattice(observation, top_k)
-
-
-def read_arpa_vocab(path: str | Path) -> list[str]:
-    """The unigrams of an ARPA (or MAX-ARPA) file, plain or gzip, in file order."""
-    path = Path(path)
-    opener = gzip.open if path.suffix == ".gz" else open
-    vocab: list[str] = []
-    in_unigrams = False
-    with opener(path, "rt", encoding="utf-8") as f:
-        for line in f:
-            line = line.strip()
-            if line.startswith("\\"):
-                if in_unigrams:
-                    break
-                in_unigrams = line == "\\1-grams:"
-                continue
-            if in_unigrams and line:
-                fields = line.split("\t")
-                if len(fields) < 2:
-                    fields = line.split()
-                vocab.append(fields[1])
-    if not vocab:
-        raise ValueError(f"{path}: no \\1-grams: section found")
-    return vocab
 
 
 def default_model_path() -> Path:

@@ -1,0 +1,1 @@
+"""Renderers for the experiment pages: plots and Markdown, from results JSON alone."""

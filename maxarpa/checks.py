@@ -1,0 +1,125 @@
+"""Checks that stored bounds are bounds: cheap ones on every load, a full recomputation on demand.
+
+Why: a MAX-ARPA or binary file carries mf and mbow, and the decoder certifies its answer with
+them. A file whose bounds were edited, truncated or written by a buggy tool would make a false
+certificate. `check_stored_bounds` runs on every load of such a file: vectorised, linear in the
+table, it tests necessary conditions of the recurrences in bound.py, so any bound lowered below
+what the recurrences force is refused. `verify_bounds` (the `maxarpa verify` command) recomputes
+every bound from the file's own log10p and backoffs and compares them bit for bit.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from maxarpa.bound import compute_bounds, group_max
+from maxarpa.errors import FormatError
+from maxarpa.table import OrderNodes, Trie, fill_blank_probabilities
+
+
+def ngram_text(vocab: list[str], node: OrderNodes, i: int) -> str:
+    """The words of row `i` of an order, oldest first, as one string."""
+    return " ".join(vocab[w] for w in node.rows[i].tolist())
+
+
+def _first_bad(bad: np.ndarray) -> int | None:
+    hits = np.flatnonzero(bad)
+    return int(hits[0]) if len(hits) else None
+
+
+def check_structure(trie: Trie, path: str) -> None:
+    """The keys, rows and parent links of every order are consistent (binary files).
+
+    A MAX-ARPA text file gets its keys from the word text, so this holds by construction;
+    a binary file's arrays are taken as they are, so a corrupt one is caught here rather
+    than answering queries from the wrong rows.
+    """
+    v = np.uint64(trie.vocab_size)
+    for k, node in enumerate(trie.nodes, start=1):
+        m = len(node.keys)
+        if node.rows.dtype.kind not in "iu" or node.listed.dtype != np.bool_:
+            raise FormatError(path, None, f"order {k}: rows or listed have the wrong type")
+        for f in ("log10p", "log10bow", "mf", "mbow"):
+            arr = getattr(node, f)
+            if arr.dtype != np.float64 or np.isnan(arr).any() or (arr == np.inf).any():
+                raise FormatError(path, None, f"order {k}: {f} holds NaN, +inf or non-floats")
+        if m == 0:
+            continue
+        if (node.rows < 0).any() or (node.rows >= trie.vocab_size).any():
+            raise FormatError(path, None, f"order {k}: a word id is outside the vocabulary")
+        if k == 1:
+            if not np.array_equal(node.keys, np.arange(m, dtype=np.uint64)) or not (
+                np.array_equal(node.rows[:, 0], np.arange(m))
+            ):
+                raise FormatError(path, None, "order 1: unigram keys are not the word ids")
+            continue
+        if (node.keys[1:] <= node.keys[:-1]).any():
+            raise FormatError(path, None, f"order {k}: keys are not strictly increasing")
+        parent = node.keys // v
+        below = trie.nodes[k - 2]
+        if (parent >= np.uint64(len(below.keys))).any():
+            raise FormatError(path, None, f"order {k}: a key points past order {k - 1}")
+        parent = parent.astype(np.int64)
+        if not np.array_equal((node.keys % v).astype(np.int64), node.rows[:, 0]) or not (
+            np.array_equal(below.rows[parent], node.rows[:, 1:])
+        ):
+            raise FormatError(path, None, f"order {k}: keys and word rows disagree")
+
+
+def check_stored_bounds(trie: Trie, vocab: list[str], path: str) -> None:
+    """Refuse stored bounds that break a necessary condition of the recurrences (bound.py).
+
+    On every row of every order: mf >= log10p (z empty), mbow >= bow + max(0, mbow of each
+    child) (the mbow recurrence, as an inequality so that looser bounds remain acceptable),
+    and mf(c.w) >= mf(a.c.w) for each child a.c.w. Raises a one-line FormatError naming the
+    first n-gram that fails.
+    """
+    v = np.uint64(trie.vocab_size)
+    n = trie.order
+    for k in range(n, 0, -1):
+        node = trie.nodes[k - 1]
+        m = len(node.keys)
+        if k < n and len(trie.nodes[k].keys):
+            above = trie.nodes[k]
+            parent = (above.keys // v).astype(np.int64)
+            child_mbow = group_max(above.mbow, parent, m)
+            child_mf = group_max(above.mf, parent, m)
+        else:
+            child_mbow = child_mf = np.full(m, -np.inf)
+        tests = (
+            ("mf < log10p", node.mf < node.log10p),
+            ("mbow < backoff", node.mbow < node.log10bow),
+            ("mbow below its recurrence", node.mbow < node.log10bow + np.maximum(0.0, child_mbow)),
+            ("mf below the mf of a longer n-gram ending it", node.mf < child_mf),
+        )
+        for what, bad in tests:
+            i = _first_bad(bad)
+            if i is not None:
+                raise FormatError(
+                    path, None, f"stored bounds are not bounds: {what} for the {k}-gram "
+                    f"{ngram_text(vocab, node, i)!r} (run `maxarpa verify`)"
+                )
+
+
+def verify_bounds(trie: Trie, vocab: list[str], eos_id: int | None) -> str | None:
+    """Recompute blank log10p, mbow and mf from the stored listed log10p and backoffs, and
+    compare with the stored values exactly. Returns None when all agree, else a one-line
+    description of the first disagreement (order, n-gram, field, stored and recomputed)."""
+    fresh = Trie(trie.vocab_size, [])
+    for k, node in enumerate(trie.nodes, start=1):
+        log10p = np.where(node.listed, node.log10p, np.nan)
+        fresh.nodes.append(OrderNodes(node.keys, node.rows, log10p,
+                                      np.asarray(node.log10bow, dtype=np.float64),
+                                      node.listed))
+        if k > 1:
+            fill_blank_probabilities(fresh, k)
+    compute_bounds(fresh, eos_id)
+    for k, (old, new) in enumerate(zip(trie.nodes, fresh.nodes), start=1):
+        for field in ("log10p", "mbow", "mf"):
+            a, b = getattr(old, field), getattr(new, field)
+            i = _first_bad(~((a == b) | (np.isnan(a) & np.isnan(b))))
+            if i is not None:
+                kind = "listed" if old.listed[i] else "blank"
+                return (f"{kind} {k}-gram {ngram_text(vocab, old, i)!r}: stored {field} "
+                        f"{float(a[i])!r}, recomputed {float(b[i])!r}")
+    return None

@@ -1,0 +1,98 @@
+"""decode_many: the same results as per-sentence decode, and the method dispatch."""
+
+from __future__ import annotations
+
+import math
+import random
+
+import pytest
+
+import ars_fixtures
+from ars_fixtures import make_lattice
+from arsdecode import corpus
+from arsdecode.ars import decode
+from arsdecode.corpus import decode_many
+from arsdecode.errors import NoPathError, OptionError
+from arsdecode.full import FullTooLarge, full_decode, full_log_partition
+from arsdecode.lattice import Lattice
+from maxarpa.model import Model
+
+real_lms = ars_fixtures.real_lms
+random_lms = ars_fixtures.random_lms
+
+FIELDS = ("tokens", "log_p", "log_q", "iterations", "states", "ngrams_by_order", "trace",
+          "certified", "method")
+
+
+@pytest.mark.parametrize("variant", ["all-edges", "paper"])
+def test_decode_many_equals_decode(real_lms, random_lms, variant):
+    rng = random.Random(31)
+    for model in [real_lms[3], real_lms[5], random_lms[3], random_lms[6]]:
+        lattices = [make_lattice(rng, model, max_len=7, max_width=6) for _ in range(12)]
+        lattices = [lat for lat in lattices if math.isfinite(full_log_partition(model.lm, lat))]
+        many = decode_many(model.lm, lattices, method="ars", variant=variant)
+        assert len(many) == len(lattices)
+        for lat, got in zip(lattices, many, strict=True):
+            want = decode(model.lm, lat, variant=variant)
+            for f in FIELDS:
+                assert getattr(got, f) == getattr(want, f), (model.name, f, lat.to_json_obj())
+        capped = decode_many(model.lm, lattices, method="ars", max_iterations=1)
+        for lat, got in zip(lattices, capped, strict=True):
+            want = decode(model.lm, lat, max_iterations=1)
+            assert (got.tokens, got.certified, got.iterations) == (
+                want.tokens, want.certified, want.iterations)
+
+
+def test_methods_agree_and_auto_records_its_choice(real_lms, monkeypatch):
+    model = real_lms[4]
+    rng = random.Random(7)
+    lattices = [make_lattice(rng, model, max_len=6, max_width=5) for _ in range(10)]
+    lattices = [lat for lat in lattices if math.isfinite(full_log_partition(model.lm, lat))]
+    ars = decode_many(model.lm, lattices, method="ars")
+    full = decode_many(model.lm, lattices, method="full")
+    auto = decode_many(model.lm, lattices)
+    for a, f, x in zip(ars, full, auto, strict=True):
+        assert a.method == "ars" and f.method == "full"
+        assert abs(a.log_p - f.log_p) <= 1e-9 and f.certified
+        assert x.method == "full"  # a few hundred pairs: within corpus.FULL_PAIRS_MAX
+        assert x.tokens == f.tokens and x.log_p == f.log_p
+    monkeypatch.setattr(corpus, "FULL_PAIRS_MAX", 3)  # the full DP gives up: ARS runs
+    small = decode_many(model.lm, lattices)
+    for a, x, lat in zip(ars, small, lattices, strict=True):
+        try:
+            full_decode(model.lm, lat, max_pairs=3)
+            want = "full"
+        except FullTooLarge:
+            want = "ars"
+        assert x.method == want
+        if want == "ars":
+            assert (x.tokens, x.log_p, x.iterations) == (a.tokens, a.log_p, a.iterations)
+    assert any(x.method == "ars" for x in small)
+
+
+def test_bad_method_and_impossible_lattice(tmp_path, random_lms):
+    lat = make_lattice(random.Random(0), random_lms[0])
+    with pytest.raises(OptionError):
+        decode_many(random_lms[0].lm, [lat], method="beam")
+    path = tmp_path / "impossible.arpa"
+    path.write_text(ars_fixtures.IMPOSSIBLE_ARPA)
+    lm = Model.load(path)
+    bad = Lattice.from_lists([[("a", 0.0)], [("a", -1.0)]])
+    for method in ("ars", "full"):
+        with pytest.raises(NoPathError, match="lattice 1"):
+            decode_many(lm, [Lattice.from_lists([[("zz", 0.0)]]), bad], method=method)
+    assert decode_many(lm, []) == []
+
+
+def test_pruning_changes_nothing_but_work(real_lms, random_lms):
+    rng = random.Random(8)
+    for model in [real_lms[4], random_lms[5]]:
+        for _ in range(15):
+            lat = make_lattice(rng, model, max_len=8, max_width=8)
+            try:
+                a = decode(model.lm, lat, prune=True)
+            except NoPathError:
+                continue
+            b = decode(model.lm, lat, prune=False)
+            for f in FIELDS:
+                assert getattr(a, f) == getattr(b, f), (model.name, f, lat.to_json_obj())
