@@ -2,7 +2,7 @@
 # Set-up on a fresh Debian machine, in two sizes:
 #   install.sh demo   a virtualenv in .venv with this project and only what decoding needs
 #                     (numpy, pynini, networkx, tqdm, and the compiled part built by pip):
-#                     no Boost, no KenLM. About a minute.
+#                     no Boost, no KenLM (mostly download time; about 20 s of CPU).
 #   install.sh test   (default) everything: the demo set-up, Debian build packages, KenLM's
 #                     Python module built with MAX_ORDER=10 (the default build caps n-gram
 #                     order at 6 and pip caches that build, hence --no-cache-dir), lmplz and
