@@ -59,6 +59,7 @@ class DecodeResult:
             "log_p": self.log_p,
             "log_q": self.log_q,
             "certified": self.certified,
+            "method": self.method,
             "iterations": self.iterations,
             "states": self.states,
             "ngrams_by_order": {str(k): v for k, v in self.ngrams_by_order.items()},

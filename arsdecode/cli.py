@@ -14,10 +14,10 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 
-from arsdecode import __version__
+from arsdecode import __version__, corpus
 from arsdecode.api import DEFAULT_LM as DEFAULT_LM  # re-exported for older callers
 from arsdecode.api import load_lm
-from arsdecode.ars import decode, sample
+from arsdecode.ars import sample
 from arsdecode.cli_options import (
     EXIT_BAD_INPUT,
     EXIT_INTERRUPTED,
@@ -29,6 +29,7 @@ from arsdecode.cli_options import (
     Parser,
     add_engine_options,
     add_max_iterations,
+    add_method_option,
     add_sampling_options,
     check_writable,
     epilog,
@@ -60,6 +61,7 @@ def add_decode_parser(sub: argparse._SubParsersAction) -> None:
     d.add_argument("--graphml", default=None, metavar="OUT",
                    help="also write the final q-automaton as GraphML (networkx, ln weights)")
     add_engine_options(d)
+    add_method_option(d)
     d.set_defaults(handler=cmd_decode)
 
 
@@ -116,15 +118,15 @@ def cmd_decode(args: argparse.Namespace) -> int:
     for path in outputs:  # before the work: a bad path must not cost a decode
         check_writable(path)
     lattice, lm, oov = load_lattice_and_lm(args)
-    r = decode(lm, lattice, variant=args.variant, max_iterations=args.max_iterations,
-               keep_automaton=bool(outputs))
+    r = corpus.decode(lm, lattice, method=args.method, variant=args.variant,
+                      max_iterations=args.max_iterations, keep_automaton=bool(outputs))
     # The result is printed before the files are written, so a failed write never loses it.
     if args.json:
         print_json({**r.to_json(), "oov": oov})
     else:
         print(" ".join(r.tokens))
         status = "certified" if r.certified else "UNCERTIFIED"
-        print(f"log_p={r.log_p:.6f} ({status}, ln) iterations={r.iterations} "
+        print(f"log_p={r.log_p:.6f} ({status}, ln) method={r.method} iterations={r.iterations} "
               f"states={r.states} seconds={r.seconds:.3f}", flush=True)
     qa = r.automaton
     if outputs and qa is None:  # keep_automaton=True above whenever a file is asked for

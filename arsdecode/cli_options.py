@@ -22,6 +22,7 @@ from typing import Any, NoReturn
 
 from arsdecode.ars import decode
 from arsdecode.automaton import VARIANTS
+from arsdecode.corpus import METHODS
 from arsdecode.lattice import Lattice
 
 EXIT_OK = 0
@@ -139,6 +140,16 @@ def variant_help() -> str:
 def add_engine_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--variant", choices=VARIANTS, default=DEFAULT_VARIANT, help=variant_help())
     p.add_argument("--json", action="store_true", help="print one JSON object (ln fields)")
+
+
+def add_method_option(p: argparse.ArgumentParser) -> None:
+    """--method: which exact decoder runs (both give the same optimum; the result says which)."""
+    p.add_argument("--method", choices=METHODS, default="auto",
+                   help="exact decoding method: 'ars' (adaptive rejection over a refined "
+                        "q-automaton), 'full' (the merged full-model Viterbi on the compiled "
+                        "core), or 'auto' (default: 'full' when its predicted cost is small, as "
+                        "for POS tags or top-K candidate lists, else 'ars'); --fst, --graphml "
+                        "and --trace need 'ars'")
 
 
 def add_sampling_options(p: argparse.ArgumentParser, default_ar: float) -> None:

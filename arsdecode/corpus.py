@@ -7,14 +7,16 @@ across sentences: one `log_prob` query for the paths to score, one `log_prob` an
 `log_bound` query for the rows to (re)fill. The model answers row by row, so every sentence
 gets exactly the numbers `ars.decode` would get, and the same result (tested).
 
-Method choice (`method="auto"`): the merged full DP (`arsdecode.full`) costs one model query
-per (state, candidate) pair, and its merged state count is only known as it runs (KenLM-style
-merging cuts the literal count by orders of magnitude on real models, so the literal count is a
-poor predictor: measured in bench/bench_sms_decode.py, it picked the faster method on 31 of 60
-lattices). `auto` therefore runs the full DP with a budget of `FULL_PAIRS_MAX` pairs per
-position and falls back to ARS when a position exceeds it; the wasted work is at most the
-positions before that one. Small candidate lists (POS tagging, top-K SMS) stay on the full DP,
-full candidate lists go to ARS. Each result's `method` says which one ran.
+Method choice (`method="auto"`). The merged full DP (KenLM-style state merging) runs on the
+compiled core (`arsdecode.fast_full`), all lattices in one call; its cost is its (state,
+candidate) pairs. Before running anything, `predicted_pairs` bounds that cost per lattice from
+the candidate widths and the model's number of useful contexts per length
+(`tag_fast.predicted_states`, an upper bound that ranks lattices by real cost with Spearman
+0.97-0.99, bench/bench_pos.py). Lattices under `AUTO_FULL_PAIRS` go to the full DP, the rest
+to ARS; the threshold is validated in bench/bench_auto.py, which times both methods on every
+lattice and reports how often `auto` picked the faster one. Small candidate lists (POS
+tagging, top-K SMS) stay on the full DP, full candidate lists over large vocabularies go to
+ARS. Each result's `method` says which one ran.
 """
 
 from __future__ import annotations
@@ -27,9 +29,10 @@ from typing import Literal
 import numpy as np
 
 from arsdecode.ars import DEFAULT_TOL, DecodeResult
+from arsdecode.ars import decode as ars_decode
 from arsdecode.automaton import DEFAULT_VARIANT, FillRequest, QAutomaton, Variant
 from arsdecode.errors import NoPathError, OptionError
-from arsdecode.full import FullTooLarge, full_decode
+from arsdecode.full import full_decode
 from arsdecode.inference import prune_hopeless, viterbi_indices
 from arsdecode.lattice import Lattice
 from arsdecode.model import TargetModel, as_target_model
@@ -37,7 +40,7 @@ from arsdecode.target import Target
 
 Method = Literal["auto", "ars", "full"]
 METHODS: tuple[str, ...] = ("auto", "ars", "full")
-FULL_PAIRS_MAX = 20_000  # auto: the full DP gives up past this many pairs at one position
+AUTO_FULL_PAIRS = 2_000_000  # auto: predicted full-DP pairs above this go to ARS (bench_auto)
 
 
 def _check_method(method: str) -> None:
@@ -64,28 +67,116 @@ def decode_many(
     """
     _check_method(method)
     model = as_target_model(lm)
-    methods = [method] * len(lattices)
     results: list[DecodeResult | None] = [None] * len(lattices)
-    budget = FULL_PAIRS_MAX if method == "auto" else None
-    for k, lat in enumerate(lattices):
-        if methods[k] != "ars":
-            try:
-                f = full_decode(model, lat, max_pairs=budget)
-            except FullTooLarge:
-                methods[k] = "ars"
-                continue
-            except NoPathError as err:
-                raise NoPathError(f"lattice {k}: {err}") from None
-            results[k] = DecodeResult(
-                tokens=f.tokens, log_p=f.log_p, log_q=f.log_p, iterations=1,
-                states=f.dp_states, ngrams_by_order={}, trace=[(f.log_p, f.log_p)],
-                seconds=f.seconds, certified=True, method="full",
-            )
+    methods = choose_methods(model, lattices) if method == "auto" else [method] * len(lattices)
+    full = [k for k, m in enumerate(methods) if m == "full"]
+    if full:
+        for k, r in zip(full, _full_native(model, [lattices[k] for k in full], full),
+                        strict=True):
+            results[k] = r
     ars = [k for k, m in enumerate(methods) if m == "ars"]
     for k, r in zip(ars, _ars_lockstep(model, [lattices[k] for k in ars], variant,
                                        max_iterations, tol, ars), strict=True):
         results[k] = r
     return [r for r in results if r is not None]
+
+
+def decode(lm, lattice: Lattice, *, method: Method = "auto", **options) -> DecodeResult:
+    """The exact argmax of p on one lattice by the method `method` picks (natural log).
+
+    "ars" is Algorithm 1 (`arsdecode.ars.decode`, which takes `options`: variant,
+    max_iterations, tol, on_iteration, keep_automaton, prune); "full" is the merged full DP on
+    the compiled core; "auto" chooses by `choose_methods`. The result's `method` says which ran.
+    Raises NoPathError if every path has probability zero.
+    """
+    _check_method(method)
+    needs_ars = [k for k in ("on_iteration", "keep_automaton") if options.get(k)]
+    if method == "full" and needs_ars:
+        raise OptionError(f"{needs_ars[0]} needs the q-automaton, which only method 'ars' builds")
+    if method == "auto":
+        method = "ars" if needs_ars else choose_methods(as_target_model(lm), [lattice])[0]
+    if method == "ars":
+        return ars_decode(lm, lattice, **options)
+    return _full_native(as_target_model(lm), [lattice], [0])[0]
+
+
+def predicted_pairs(model: TargetModel, lattices: Sequence[Lattice]) -> np.ndarray:
+    """Upper bound on the merged full DP's (state, candidate) pairs per lattice.
+
+    States per position are bounded as in `tag_fast.predicted_states` (the empty context, one
+    per token sequence of the last j positions capped by the number of useful contexts of
+    length j, and the `<s>`-initial family), each times the next position's width.
+    """
+    from arsdecode.fast_full import full_dp
+
+    lm = _maxarpa_model(model)
+    lens = np.asarray(full_dp(lm).arrays[1])
+    n1 = max(model.order - 1, 0)
+    useful = np.bincount(lens, minlength=n1 + 2).astype(np.float64)
+    out = np.zeros(len(lattices))
+    for s, lat in enumerate(lattices):
+        w = np.asarray(lat.widths, dtype=np.float64)
+        total = w[0]  # the start state times the first width
+        for i in range(1, len(w) + 1):
+            prod, states = 1.0, 1.0
+            for j in range(1, min(i, n1) + 1):
+                prod *= w[i - j]
+                states += min(prod, useful[j])
+            if i + 1 <= n1:
+                states += min(prod, useful[i + 1])
+            total += states * (w[i] if i < len(w) else 1.0)
+        out[s] = total
+    return out
+
+
+def choose_methods(model: TargetModel, lattices: Sequence[Lattice]) -> list[str]:
+    """"full" where the predicted full-DP cost is at most AUTO_FULL_PAIRS, else "ars"."""
+    if _maxarpa_model(model) is None:  # the compiled full DP needs a maxarpa model
+        return ["ars"] * len(lattices)
+    cost = predicted_pairs(model, lattices)
+    return ["full" if c <= AUTO_FULL_PAIRS else "ars" for c in cost.tolist()]
+
+
+def _maxarpa_model(model: TargetModel):
+    return getattr(model, "model", None)
+
+
+def _full_native(model: TargetModel, lattices: Sequence[Lattice], labels) -> list[DecodeResult]:
+    """The merged full DP on the compiled core, every lattice in one call."""
+    from arsdecode.fast_full import FlatLattices, run_flat
+
+    lm = _maxarpa_model(model)
+    if lm is None:  # a target with no compiled tables: the numpy reference DP
+        out = []
+        for k, lat in zip(labels, lattices, strict=True):
+            try:
+                f = full_decode(model, lat)
+            except NoPathError as err:
+                raise NoPathError(f"lattice {k}: {err}") from None
+            out.append(_full_result(f.tokens, f.log_p, f.dp_states, f.seconds))
+        return out
+    start = time.perf_counter()
+    flat = FlatLattices.from_lattices(lm, lattices)
+    res = run_flat(lm, flat, viterbi=True)
+    seconds = (time.perf_counter() - start) / max(len(lattices), 1)
+    out = []
+    choice = res.choice.tolist()
+    for s, lat in enumerate(lattices):
+        if not math.isfinite(res.score[s]):
+            raise NoPathError(f"lattice {labels[s]}: every path has probability 0 under the model")
+        p0 = int(flat.sent_off[s])
+        tokens = [lat.tokens[i][choice[p0 + i]] for i in range(len(lat))]
+        out.append(_full_result(tokens, float(res.score[s]), int(res.dp_states[s]), seconds))
+    return out
+
+
+def _full_result(tokens: list[str], log_p: float, states: int, seconds: float) -> DecodeResult:
+    """A full-DP optimum as a DecodeResult: exact by construction, so log_q = log_p."""
+    return DecodeResult(
+        tokens=tokens, log_p=log_p, log_q=log_p, iterations=1, states=states,
+        ngrams_by_order={}, trace=[(log_p, log_p)], seconds=seconds, certified=True,
+        method="full",
+    )
 
 
 class _Run:

@@ -75,9 +75,12 @@ class NgramWalk(Protocol):
 class MaxArpaLM:
     """`TargetModel` over a maxarpa.Model: backoff n-gram with max-backoff bounds.
 
-    log10 becomes ln in `_ln` only, so q's exact edges and p's factors (both `log_prob`) are
-    the same float64 numbers. `walk` is the seam for a compiled n-gram walk: any object with
-    maxarpa's `log10p_batch` / `max_log10p_batch` returning the same values.
+    By default the queries run on the compiled walk (`arsdecode.native`), whose tables hold
+    the model's values converted from log10 to ln once, when the adapter is built. `walk`
+    replaces it by any object with maxarpa's log10 `log10p_batch` / `max_log10p_batch` (e.g.
+    the maxarpa.Model itself, the numpy reference), converted to ln in `_ln`. Either way q's
+    exact edges and p's factors both come from `log_prob`, so they are the same float64
+    numbers and the certificate compares like with like.
     """
 
     def __init__(self, model: Model, walk: NgramWalk | None = None) -> None:
@@ -87,7 +90,15 @@ class MaxArpaLM:
                 "boundaries are needed to score a path"
             )
         self.model = model
-        self.walk: NgramWalk = walk if walk is not None else model
+        self.walk: NgramWalk | None = walk
+        if walk is None:
+            from arsdecode.native import native_ngram
+
+            fast = native_ngram(model)
+            self._log_prob, self._log_bound = fast.log_prob, fast.log_bound
+        else:
+            self._log_prob = lambda c, w: self._ln(walk.log10p_batch(c, w))
+            self._log_bound = lambda c, w: self._ln(walk.max_log10p_batch(c, w))
         self.order = model.order
         self.bos = int(model.bos_id)
         self.eos = int(model.eos_id)
@@ -108,10 +119,10 @@ class MaxArpaLM:
         return LN10 * log10
 
     def log_prob(self, contexts: np.ndarray, words: np.ndarray) -> np.ndarray:
-        return self._ln(self.walk.log10p_batch(contexts, words))
+        return self._log_prob(contexts, words)
 
     def log_bound(self, contexts: np.ndarray, words: np.ndarray) -> np.ndarray:
-        return self._ln(self.walk.max_log10p_batch(contexts, words))
+        return self._log_bound(contexts, words)
 
     def is_exact(self, position: int, context: Sequence[int]) -> bool:
         n = len(context)

@@ -181,6 +181,9 @@ def main() -> None:
           f"{r['convert_s'] / r['build_binary_s']:>8.2f}")
     print(f"{'peak memory (MiB)':34}{r['convert_mib']:>12.0f}{r['build_binary_mib']:>12.0f}"
           f"{r['convert_mib'] / r['build_binary_mib']:>8.2f}")
+    arpa_mib = arpa.stat().st_size / 2**20
+    print(f"{'convert peak vs ARPA size (MiB)':34}{r['convert_mib']:>12.0f}{arpa_mib:>12.0f}"
+          f"{r['convert_mib'] / arpa_mib:>8.2f}   (KenLM column: the ARPA file; goal <= 2)")
     print(f"{'load MAX-ARPA vs ARPA+bounds (s)':34}{r['load_maxarpa_s']:>12.2f}"
           f"{r['load_arpa_and_bound_s']:>12.2f}"
           f"{r['load_maxarpa_s'] / r['load_arpa_and_bound_s']:>8.2f}   (KenLM column: maxarpa)")

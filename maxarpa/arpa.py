@@ -180,80 +180,127 @@ def read_arpa(path: str | Path) -> ArpaData:
     return _read_arpa_streaming(path)
 
 
-_MARK_RE = re.compile(r"^\\(?:(\d+)-grams:|end\\)[ \t]*$", re.M)
-_DATA_RE = re.compile(r"^[ \t]*\\data\\[ \t]*$", re.M)
-_CHUNK = 200_000
+_CHUNK_BYTES = 8 << 20  # lines are parsed in blocks of about this many bytes
 
 
 def _read_arpa_fast(path: str) -> ArpaData | None:
-    """Whole-section parsing; None whenever the careful reader should take over."""
+    """Block-wise parsing of the raw bytes; None whenever the careful reader should take over.
+
+    Why bytes, in blocks: decoding a whole file to str, then holding every line and every
+    field as a Python object, cost about 4x the file in memory. Here only one block of lines
+    (about 8 MB) is alive as Python objects; words are looked up as bytes and decoded once
+    per vocabulary entry; numbers go from bytes to float64 in numpy. The result arrays are
+    allocated once, from the header's counts. Any irregularity in a block (a line width that
+    is not uniform, an unknown word, a bad number, a count that does not match) returns None,
+    and the line-by-line reader reports the exact line.
+    """
     try:
-        text = read_text(path)
-    except FormatError:  # the streaming reader reports it, with the line
+        fh = open_binary(path)
+    except FormatError:
         return None
-    marks = list(_MARK_RE.finditer(text))
-    if not marks or marks[-1].group(1) is not None:
+    try:
+        with fh:
+            return _parse_blocks(fh)
+    except (OSError, EOFError, zlib.error, lzma.LZMAError, ValueError, KeyError):
         return None
-    data_mark = _DATA_RE.search(text, 0, marks[0].start())
-    if data_mark is None:
+
+
+def _parse_blocks(fh: io.BufferedIOBase) -> ArpaData | None:
+    for raw in fh:  # everything before \data\ is skipped, as SRILM and Sphinx do
+        if raw.strip() == b"\\data\\":
+            break
+    else:
         return None
-    head = text[data_mark.end() : marks[0].start()].split("\n")
     counts: list[int] = []
-    for line in head:
-        t = line.strip()
-        if not t:
+    line = b""
+    for line in fh:
+        text = line.strip()
+        if not text:
             continue
-        m = _COUNT_RE.match(t)
-        if not m or int(m.group(1)) != len(counts) + 1:
+        m = _COUNT_RE.match(text.decode("ascii", "replace"))
+        if not m:
+            break
+        if int(m.group(1)) != len(counts) + 1:
             return None
         counts.append(int(m.group(2)))
-    if len(marks) != len(counts) + 1:
+    if not counts:
         return None
-    vocab: list[str] = []
-    word_id: dict[str, int] = {}
-    orders: list[OrderArrays] = []
-    for k, (mark, nxt) in enumerate(zip(marks, marks[1:]), start=1):
-        if mark.group(1) is None or int(mark.group(1)) != k:
-            return None
-        lines = [ln for ln in text[mark.end() : nxt.start()].split("\n") if ln.strip()]
-        if len(lines) != counts[k - 1]:
-            return None
-        ids = np.empty((len(lines), k), dtype=np.int32)
-        logp = np.empty(len(lines))
-        bow = np.zeros(len(lines))
-        for lo in range(0, len(lines), _CHUNK):
-            chunk = lines[lo : lo + _CHUNK]
-            flat = "\n".join(chunk).split()
-            if len(flat) == (k + 2) * len(chunk):
-                width = k + 2
-            elif len(flat) == (k + 1) * len(chunk):
-                width = k + 1
-            else:
-                return None
-            hi = lo + len(chunk)
-            try:
-                logp[lo:hi] = np.array(flat[0::width], dtype=np.float64)
-                if width == k + 2:
-                    bow[lo:hi] = np.array(flat[k + 1 :: width], dtype=np.float64)
-                if k == 1:
-                    words = flat[1::width]
-                    for w in words:
-                        if w in word_id:
-                            return None
-                        word_id[w] = len(vocab)
-                        vocab.append(w)
-                    ids[lo:hi, 0] = np.arange(len(vocab) - len(words), len(vocab))
-                else:
-                    for j in range(k):
-                        ids[lo:hi, j] = lookup_ids(flat[1 + j :: width], word_id)
-            except (ValueError, KeyError):
-                return None
+    word_id: dict[bytes, int] = {}
+    vocab: list[bytes] = []
+    arrays = [(np.empty((c, k), np.int32), np.empty(c), np.zeros(c))
+              for k, c in enumerate(counts, start=1)]
+    filled = [0] * len(counts)
+    section = 0  # the order being read; 0 before the first section header
+    ended = False
+    pending = [line]  # the line that ended the header block
+    while not ended:
+        block = pending + fh.readlines(_CHUNK_BYTES)
+        pending = []
+        if not block:
+            return None  # no \end\
+        lines = [b for b in block if b.strip()]
+        marks = [i for i, b in enumerate(lines) if b.startswith(b"\\")]
+        for start, stop in zip([-1, *marks], [*marks, len(lines)]):
+            body = lines[start + 1 : stop]
+            if body:
+                if section == 0:
+                    return None
+                k = section
+                ids, logp, bow = arrays[k - 1]
+                if filled[k - 1] + len(body) > counts[k - 1]:
+                    return None
+                if not _parse_block(body, k, ids, logp, bow, filled[k - 1], word_id, vocab):
+                    return None
+                filled[k - 1] += len(body)
+            if stop < len(lines):
+                mark = lines[stop].strip()
+                if mark == b"\\end\\":
+                    ended = True
+                    break
+                if mark != f"\\{section + 1}-grams:".encode() or section >= len(counts):
+                    return None
+                section += 1
+    if section != len(counts) or filled != counts:
+        return None
+    orders = []
+    for ids, logp, bow in arrays:
         if np.isnan(logp).any() or np.isnan(bow).any() or (logp == np.inf).any():
             return None
         if (bow == np.inf).any():
             return None
         orders.append(OrderArrays(ids, logp, bow))
-    return ArpaData(vocab, orders)
+    return ArpaData([w.decode(ENCODING, ERRORS) for w in vocab], orders)
+
+
+def _parse_block(
+    lines: list[bytes], k: int, ids: np.ndarray, logp: np.ndarray, bow: np.ndarray, lo: int,
+    word_id: dict[bytes, int], vocab: list[bytes],
+) -> bool:
+    """Fill rows lo.. of the arrays from one block of same-width lines; False if irregular."""
+    flat = b" ".join(lines).split()
+    if len(flat) == (k + 2) * len(lines):
+        width = k + 2
+    elif len(flat) == (k + 1) * len(lines):
+        width = k + 1
+    else:
+        return False
+    hi = lo + len(lines)
+    logp[lo:hi] = np.array(flat[0::width]).astype(np.float64)
+    if width == k + 2:
+        bow[lo:hi] = np.array(flat[k + 1 :: width]).astype(np.float64)
+    if k == 1:
+        words = flat[1::width]
+        for w in words:
+            if w in word_id:
+                return False
+            word_id[w] = len(vocab)
+            vocab.append(w)
+        ids[lo:hi, 0] = np.arange(len(vocab) - len(words), len(vocab))
+    else:
+        for j in range(k):
+            col = flat[1 + j :: width]
+            ids[lo:hi, j] = np.fromiter(map(word_id.__getitem__, col), np.int32, len(col))
+    return True
 
 
 def _read_arpa_streaming(path: str | Path) -> ArpaData:

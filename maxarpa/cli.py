@@ -69,7 +69,7 @@ def cmd_convert(args: argparse.Namespace) -> int:
 
 
 def cmd_info(args: argparse.Namespace) -> int:
-    model = load(args.model)
+    model = load(args.model, mmap=True)  # a binary model is mapped, not copied
     blanks = [int((~node.listed).sum()) for node in model.trie.nodes]
     facts = {
         "model": str(args.model),
@@ -95,7 +95,7 @@ def cmd_info(args: argparse.Namespace) -> int:
 
 
 def cmd_query(args: argparse.Namespace) -> int:
-    model = load(args.model)
+    model = load(args.model, mmap=True)  # a binary model is mapped, not copied
     n = model.order
     contexts: list[list[int]] = []
     words: list[int] = []

@@ -23,6 +23,7 @@ from maxarpa.table import OrderNodes, Trie
 
 MAX_ARPA_MAGIC = "\\max-arpa\\"
 VERSION = "version 1"
+WRITE_CHUNK = 200_000  # lines formatted and written at a time
 _COUNT_RE = re.compile(r"^(ngram|blank)\s+(\d+)\s*=\s*(\d+)$")
 
 
@@ -70,18 +71,20 @@ def write_max_arpa(
         words: list[str] = []
         for k, node in enumerate(nodes, start=1):
             words = _node_words(node, k, vocab, words, model.trie.vocab_size)
-            texts = _format_values(node)
             for kind, mask in (("grams", node.listed), ("blanks", ~node.listed)):
                 if kind == "blanks" and k == 1:
                     continue
                 fh.write(f"\n\\{k}-{kind}:\n")
-                idx = np.flatnonzero(mask).tolist()
-                lp, bow, mf, mbow = (col for col in texts)
-                fh.write("".join(
-                    f"{lp[i]}\t{words[i]}\t{bow[i]}\t{mf[i]}\t{mbow[i]}\n" for i in idx
-                ))
-                if progress:
-                    progress(len(idx))
+                idx = np.flatnonzero(mask)
+                for lo in range(0, len(idx), WRITE_CHUNK):  # bounded transient text
+                    sel = idx[lo : lo + WRITE_CHUNK]
+                    lp, bow, mf, mbow = _format_values(node, sel)
+                    fh.write("".join(
+                        f"{lp[j]}\t{words[i]}\t{bow[j]}\t{mf[j]}\t{mbow[j]}\n"
+                        for j, i in enumerate(sel.tolist())
+                    ))
+                    if progress:
+                        progress(len(sel))
         fh.write("\n\\end\\\n")
 
 
@@ -100,14 +103,14 @@ def _node_words(
     return [vocab[a] + " " + below[p] for a, p in zip(first, parent)]
 
 
-def _format_values(node: OrderNodes) -> list[list[str]]:
-    """logp, bow, mf, mbow of every node as text (`format_log10` semantics).
+def _format_values(node: OrderNodes, sel: np.ndarray) -> list[list[str]]:
+    """logp, bow, mf, mbow of the nodes `sel` as text (`format_log10` semantics).
 
     Why through unique values: mf and mbow mostly repeat logp and bow, and backoffs repeat a
     lot, so formatting each distinct float once saves most of the (slow) float-to-text work.
     """
-    m = len(node.keys)
-    stacked = np.concatenate([node.log10p, node.log10bow, node.mf, node.mbow])
+    m = len(sel)
+    stacked = np.concatenate([node.log10p[sel], node.log10bow[sel], node.mf[sel], node.mbow[sel]])
     uniq, inverse = np.unique(stacked, return_inverse=True)
     texts = [format_log10(v) for v in uniq.tolist()]
     table = np.array(texts, dtype=object)[inverse.ravel()]

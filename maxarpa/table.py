@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from maxarpa.arpa import ArpaData, ngram_lines
+from maxarpa.arpa import ArpaData, OrderArrays, ngram_lines
 from maxarpa.errors import FormatError
 
 
@@ -49,8 +49,9 @@ def unique_rows(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Unique rows of a 2-D int32 array and the index of each one's first occurrence.
 
     Why hashes: sorting 64-bit row hashes is several times faster than sorting rows as raw
-    bytes. Exactness does not rest on the hash: equal-hash groups are verified row by row,
-    and any collision falls back to the byte-wise sort.
+    bytes. Exactness does not rest on the hash: equal-hash groups are verified row by row
+    (one column at a time, to keep the transient copies small), and any collision falls
+    back to the byte-wise sort.
     """
     a = np.ascontiguousarray(a)
     if len(a) == 0:
@@ -61,7 +62,7 @@ def unique_rows(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     starts = np.flatnonzero(np.r_[True, hs[1:] != hs[:-1]])
     first = np.minimum.reduceat(order, starts)
     group_first = np.repeat(first, np.diff(np.r_[starts, len(order)]))
-    if np.array_equal(a[order], a[group_first]):
+    if all(np.array_equal(a[order, j], a[group_first, j]) for j in range(a.shape[1])):
         first.sort()  # rows in order of first occurrence
         return a[first], first
     view = a.view(np.dtype((np.void, a.dtype.itemsize * a.shape[1]))).ravel()
@@ -158,7 +159,12 @@ class Trie:
 
 
 def build_trie(data: ArpaData, path: str = "<arpa>") -> Trie:
-    """Build the suffix-closed trie, adding blank nodes for unlisted suffixes of listed n-grams."""
+    """Build the suffix-closed trie, adding blank nodes for unlisted suffixes of listed n-grams.
+
+    Consumes `data.orders`: each order's arrays are released (replaced by empty ones) once
+    they have been copied into the table, so that the ARPA arrays and the table are not
+    both alive at full size (conversion peak memory, issue 10).
+    """
     n = len(data.orders)
     vocab_size = len(data.vocab)
     rows: list[np.ndarray] = [np.empty((0, k + 1), np.int32) for k in range(n)]
@@ -169,10 +175,6 @@ def build_trie(data: ArpaData, path: str = "<arpa>") -> Trie:
     for k in range(n, 0, -1):
         own = data.orders[k - 1]
         m = len(own.log10p)
-        if m:
-            first_seen = unique_rows(own.ids)[1]
-            if len(first_seen) != m:
-                raise duplicate_error(data, k, first_seen, path)
         parts = [own.ids] if k == n else [own.ids, rows[k][:, 1:]]
         combined = np.concatenate(parts) if len(parts) > 1 else own.ids
         if len(combined) == 0:
@@ -186,11 +188,16 @@ def build_trie(data: ArpaData, path: str = "<arpa>") -> Trie:
             by_id = np.argsort(uniq[:, 0], kind="stable")
             uniq, first = uniq[by_id], first[by_id]
         is_listed = first < m
+        if int(is_listed.sum()) != m:  # own rows come first, so fewer distinct ones: a repeat
+            raise duplicate_error(data, k, unique_rows(own.ids)[1], path)
         src = np.where(is_listed, first, 0)
         rows[k - 1] = uniq
         logp[k - 1] = np.where(is_listed, own.log10p[src] if m else np.nan, np.nan)
         bow[k - 1] = np.where(is_listed, own.log10bow[src] if m else 0.0, 0.0)
         listed[k - 1] = is_listed
+        # (np.empty, not a [:0] slice: a slice is a view that would keep the array alive)
+        data.orders[k - 1] = OrderArrays(np.empty((0, k), np.int32), np.empty(0), np.empty(0))
+        del own, combined, parts, uniq, first, src
     if len(rows[0]) != vocab_size or not np.array_equal(rows[0][:, 0], np.arange(vocab_size)):
         raise FormatError(path, None, "every word of a higher order must be among the 1-grams")
     trie = Trie(vocab_size, [])
@@ -210,6 +217,10 @@ def build_trie(data: ArpaData, path: str = "<arpa>") -> Trie:
         trie.nodes.append(node)
         if k > 1:
             fill_blank_probabilities(trie, k)
+        # The node holds its own (permuted) copies; the staging arrays can go.
+        rows[k - 1], logp[k - 1] = np.empty((0, k), np.int32), np.empty(0)
+        bow[k - 1], listed[k - 1] = np.empty(0), np.empty(0, bool)
+        del r
     return trie
 
 

@@ -183,9 +183,15 @@ def test_oov_tokens_are_counted_in_json_and_stderr(small_lattice):
 
 def test_decode_stopped_early_exits_3_and_says_so(small_lattice):
     proc = run("decode", "--lm", EMBEDDED, "--lattice", str(small_lattice),
-               "--max-iterations", "1")
+               "--max-iterations", "1", "--method", "ars")
     assert proc.returncode == 3, proc.stderr
     assert "UNCERTIFIED" in proc.stdout and "UNCERTIFIED" in proc.stderr
+    # The full DP has no iterations to stop: the same lattice is certified, exit 0.
+    proc = run("decode", "--lm", EMBEDDED, "--lattice", str(small_lattice),
+               "--max-iterations", "1", "--method", "full", "--json")
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout)
+    assert out["certified"] and out["method"] == "full"
     for bad in ("0", "-1"):
         proc = run("decode", "--lm", EMBEDDED, "--lattice", str(small_lattice),
                    "--max-iterations", bad)
@@ -302,6 +308,6 @@ def test_only_project_errors_are_bad_input(small_lattice, monkeypatch):
     def broken(*args, **kwargs):
         raise ValueError("operands could not be broadcast together")
 
-    monkeypatch.setattr(cli, "decode", broken)
+    monkeypatch.setattr(cli.corpus, "decode", broken)
     with pytest.raises(ValueError, match="broadcast"):
         cli.main(["decode", "--lm", EMBEDDED, "--lattice", str(small_lattice)])

@@ -13,12 +13,11 @@ from arsdecode import corpus
 from arsdecode.ars import decode
 from arsdecode.corpus import decode_many
 from arsdecode.errors import NoPathError, OptionError
-from arsdecode.full import FullTooLarge, full_decode, full_log_partition
+from arsdecode.fast_full import FlatLattices, run_flat
+from arsdecode.full import full_log_partition
 from arsdecode.lattice import Lattice
+from arsdecode.model import as_target_model
 from maxarpa.model import Model
-
-real_lms = ars_fixtures.real_lms
-random_lms = ars_fixtures.random_lms
 
 FIELDS = ("tokens", "log_p", "log_q", "iterations", "states", "ngrams_by_order", "trace",
           "certified", "method")
@@ -51,23 +50,26 @@ def test_methods_agree_and_auto_records_its_choice(real_lms, monkeypatch):
     ars = decode_many(model.lm, lattices, method="ars")
     full = decode_many(model.lm, lattices, method="full")
     auto = decode_many(model.lm, lattices)
-    for a, f, x in zip(ars, full, auto, strict=True):
+    for a, f, x, lat in zip(ars, full, auto, lattices, strict=True):
         assert a.method == "ars" and f.method == "full"
         assert abs(a.log_p - f.log_p) <= 1e-9 and f.certified
-        assert x.method == "full"  # a few hundred pairs: within corpus.FULL_PAIRS_MAX
+        assert x.method == "full"  # a few hundred pairs: far below corpus.AUTO_FULL_PAIRS
         assert x.tokens == f.tokens and x.log_p == f.log_p
-    monkeypatch.setattr(corpus, "FULL_PAIRS_MAX", 3)  # the full DP gives up: ARS runs
-    small = decode_many(model.lm, lattices)
-    for a, x, lat in zip(ars, small, lattices, strict=True):
-        try:
-            full_decode(model.lm, lat, max_pairs=3)
-            want = "full"
-        except FullTooLarge:
-            want = "ars"
-        assert x.method == want
-        if want == "ars":
-            assert (x.tokens, x.log_p, x.iterations) == (a.tokens, a.log_p, a.iterations)
-    assert any(x.method == "ars" for x in small)
+        one = corpus.decode(model.lm, lat)  # the single-lattice entry point agrees
+        assert (one.tokens, one.log_p, one.method) == (x.tokens, x.log_p, "full")
+    monkeypatch.setattr(corpus, "AUTO_FULL_PAIRS", 0)  # every lattice over budget: ARS runs
+    for a, x in zip(ars, decode_many(model.lm, lattices), strict=True):
+        assert x.method == "ars"
+        assert (x.tokens, x.log_p, x.iterations) == (a.tokens, a.log_p, a.iterations)
+
+
+def test_predicted_pairs_bound_the_full_dp(real_lms, random_lms):
+    rng = random.Random(3)
+    for model in [real_lms[3], real_lms[5], random_lms[2], random_lms[6]]:
+        lattices = [make_lattice(rng, model, max_len=8, max_width=7) for _ in range(20)]
+        predicted = corpus.predicted_pairs(as_target_model(model.lm), lattices)
+        real = run_flat(model.lm, FlatLattices.from_lattices(model.lm, lattices)).pairs
+        assert (predicted >= real).all(), (model.name, predicted, real)
 
 
 def test_bad_method_and_impossible_lattice(tmp_path, random_lms):

@@ -14,12 +14,14 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from arsdecode.ars import decode, sample
+from arsdecode import corpus
+from arsdecode.ars import sample
 from arsdecode.cli_options import (
     EXIT_OK,
     EXIT_STATUS_HELP,
     UNITS_HELP,
     add_engine_options,
+    add_method_option,
     add_sampling_options,
     check_writable,
     epilog,
@@ -29,7 +31,10 @@ from arsdecode.cli_options import (
     write_atomic,
 )
 from arsdecode.errors import ObservationError, OptionError
+from arsdecode.tag_fast import tag_many
 from arsdecode.tasks.pos_models import ENV_VAR, PREFERRED_ORDER, load_models
+
+FILE_CHUNK = 1000  # sentences per compiled call in --file mode (bounds memory, shows progress)
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -58,6 +63,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="draw N exact samples; print them and posterior tag marginals")
     add_sampling_options(p, default_ar=0.6)
     add_engine_options(p)
+    add_method_option(p)
     p.set_defaults(handler=run)
 
 
@@ -78,7 +84,7 @@ def tag_one(args: argparse.Namespace, lm, emissions, words: list[str]) -> int:
     start = time.perf_counter()
     lattice = emissions.lattice(words)
     if args.sample is None:
-        r = decode(lm, lattice, variant=args.variant)
+        r = corpus.decode(lm, lattice, method=args.method, variant=args.variant)
         if args.json:
             print_json(tag_json(words, r.tokens, r.log_p, time.perf_counter() - start))
         else:
@@ -138,16 +144,22 @@ def tag_file(args: argparse.Namespace, lm, emissions) -> int:
     with src:
         lines = [line for line in src.read().splitlines() if line.split()]
     blocks: list[str] = []
-    for line in tqdm(lines, unit="sent", disable=not sys.stderr.isatty(), file=sys.stderr):
-        words = line.split()
-        start = time.perf_counter()
-        r = decode(lm, emissions.lattice(words), variant=args.variant)
-        if args.conll:
-            blocks.append("".join(f"{w}\t{t}\n" for w, t in zip(words, r.tokens)) + "\n")
-        elif args.json:
-            print_json(tag_json(words, r.tokens, r.log_p, time.perf_counter() - start))
-        else:
-            print(" ".join(f"{w}/{t}" for w, t in zip(words, r.tokens)))
+    sentences = [line.split() for line in lines]
+    with tqdm(total=len(sentences), unit="sent", disable=not sys.stderr.isatty(),
+              file=sys.stderr) as bar:
+        for lo in range(0, len(sentences), FILE_CHUNK):  # the corpus API, a chunk at a time
+            chunk = sentences[lo : lo + FILE_CHUNK]
+            start = time.perf_counter()
+            r = tag_many(lm, emissions, chunk, method=args.method)
+            each = (time.perf_counter() - start) / len(chunk)
+            for words, tags, log_p in zip(chunk, r.tags, r.log_p.tolist(), strict=True):
+                if args.conll:
+                    blocks.append("".join(f"{w}\t{t}\n" for w, t in zip(words, tags)) + "\n")
+                elif args.json:
+                    print_json(tag_json(words, tags, log_p, each))
+                else:
+                    print(" ".join(f"{w}/{t}" for w, t in zip(words, tags)))
+            bar.update(len(chunk))
     if args.conll:
         text = "".join(blocks)
         write_atomic(args.conll, lambda tmp: Path(tmp).write_text(text, encoding="utf-8"))

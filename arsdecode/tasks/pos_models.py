@@ -2,8 +2,9 @@
 
 Why one lookup: the CLI (`arsdecode tag`) and the library (`arsdecode.tag`) must find the same
 models, and a directory the user named must never be silently replaced by another one. A model
-directory holds `emissions.json.gz` and a tag LM `tags.{order}.maxarpa[.gz]` or
-`tags.{order}.arpa[.gz]` (MAX-ARPA preferred; log10 as every model file).
+directory holds `emissions.json.gz` and a tag LM `tags.{order}.npz` (maxarpa's binary, made by
+`maxarpa convert --binary`; loads without parsing), `tags.{order}.maxarpa[.gz]` or
+`tags.{order}.arpa[.gz]`, preferred in that order (log10 as every model file).
 """
 
 from __future__ import annotations
@@ -21,8 +22,8 @@ SHIPPED_DIR = Path(__file__).resolve().parents[1] / "data" / "pos"
 """The tagger shipped with the package (trained on UD English Web Treebank, CC BY-SA 4.0)."""
 
 PREFERRED_ORDER = 5
-_LM_NAME = re.compile(r"^tags\.(\d+)\.(maxarpa|arpa)(\.gz)?$")
-_SUFFIXES = ("maxarpa.gz", "maxarpa", "arpa.gz", "arpa")
+_LM_NAME = re.compile(r"^tags\.(\d+)\.(npz|maxarpa|arpa)(\.gz)?$")
+_SUFFIXES = ("npz", "maxarpa.gz", "maxarpa", "arpa.gz", "arpa")
 
 
 def models_dir(arg: str | Path | None = None) -> Path:

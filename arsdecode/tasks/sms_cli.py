@@ -11,8 +11,9 @@ import argparse
 import sys
 import time
 
+from arsdecode import corpus
 from arsdecode.api import DEFAULT_LM, load_lm
-from arsdecode.ars import decode, sample
+from arsdecode.ars import sample
 from arsdecode.cli_options import (
     EXIT_OK,
     EXIT_STATUS_HELP,
@@ -20,6 +21,7 @@ from arsdecode.cli_options import (
     UNITS_HELP,
     add_engine_options,
     add_max_iterations,
+    add_method_option,
     add_sampling_options,
     epilog,
     non_negative_float,
@@ -52,6 +54,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     add_max_iterations(p)
     add_sampling_options(p, default_ar=0.2)
     add_engine_options(p)
+    add_method_option(p)
     p.set_defaults(handler=run)
 
 
@@ -96,8 +99,9 @@ def run_decode(args: argparse.Namespace, lm, channel, load_seconds: float) -> in
         if iteration == 1 or iteration % every == 0:
             print(f"{iteration:>5}  log_q={log_q:>10.3f}  log_p={log_p:>10.3f}  {' '.join(tokens)}")
 
-    r = decode(lm, lattice, variant=args.variant, max_iterations=args.max_iterations,
-               on_iteration=show if every else None)
+    r = corpus.decode(lm, lattice, method=args.method, variant=args.variant,
+                      max_iterations=args.max_iterations,
+                      on_iteration=show if every else None)
     if args.json:
         out = r.to_json()
         out["timing"]["load_seconds"] = load_seconds
@@ -105,7 +109,8 @@ def run_decode(args: argparse.Namespace, lm, channel, load_seconds: float) -> in
     else:
         print(" ".join(r.tokens))
         status = "certified" if r.certified else "UNCERTIFIED"
-        print(f"log_p={r.log_p:.4f} ({status}, ln) iterations={r.iterations} states={r.states} "
+        print(f"log_p={r.log_p:.4f} ({status}, ln) method={r.method} "
+              f"iterations={r.iterations} states={r.states} "
               f"seconds={r.seconds:.3f} (model load {load_seconds:.2f} s)")
     sys.stdout.flush()
     if not r.certified:

@@ -1,0 +1,183 @@
+"""The full model's Viterbi and log partition on the compiled core, many lattices per call.
+
+Why: arsdecode.full is the numpy reference, one lattice at a time with per-position Python
+work. This front end flattens a whole corpus of lattices into arrays (per-sentence offsets,
+per-position offsets, candidate ids, ln emissions) and runs one compiled call over them, on the
+same merged state space: a context is cut to its longest *useful* suffix (a proper prefix of a
+listed n-gram, or a listed n-gram with a nonzero backoff), which changes no score and commutes
+with appending a word (see arsdecode.full's docstring).
+
+Tie-breaking is deterministic but not arsdecode.full's: the first best predecessor in creation
+order wins (see `arsdecode.native._core.FullDP`). Scores agree with arsdecode.full to rounding
+(the tables are in ln, summed in the same order as maxarpa's walk).
+
+The compiled DP of a model (`full_dp(lm)`) keeps a transition cache that grows across calls and
+runs without the GIL: do not call it on the same model from two threads at once.
+"""
+
+from __future__ import annotations
+
+import weakref
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from arsdecode.errors import NoPathError
+from arsdecode.lattice import Lattice
+from arsdecode.native import _core, native_ngram
+from maxarpa.model import Model
+from maxarpa.table import row_hashes, unique_rows
+
+_EMPTY_KEY = np.uint64(2**64 - 1)  # the empty context's key: never a real parent * V + word
+
+
+@dataclass(frozen=True)
+class FlatLattices:
+    """Many lattices as flat arrays (the layout `_core.FullDP.run` takes)."""
+
+    sent_off: np.ndarray  # (S + 1,) int64: positions of sentence s are sent_off[s]:sent_off[s+1]
+    pos_off: np.ndarray  # (P + 1,) int64: candidates of position p are pos_off[p]:pos_off[p+1]
+    cand_ids: np.ndarray  # (C,) int64 model word ids
+    cand_emis: np.ndarray  # (C,) float64 ln emissions, -inf = forbidden
+
+    @classmethod
+    def from_lattices(cls, lm: Model, lattices: Sequence[Lattice]) -> FlatLattices:
+        widths = [w for lat in lattices for w in lat.widths]
+        sent_off = np.zeros(len(lattices) + 1, dtype=np.int64)
+        np.cumsum([len(lat) for lat in lattices], out=sent_off[1:])
+        pos_off = np.zeros(len(widths) + 1, dtype=np.int64)
+        np.cumsum(widths, out=pos_off[1:])
+        toks = [t for lat in lattices for pos in lat.tokens for t in pos]
+        emis = [lat.log_emissions[i] for lat in lattices for i in range(len(lat))]
+        return cls(
+            sent_off,
+            pos_off,
+            lm.ids(toks).astype(np.int64),
+            np.concatenate(emis).astype(np.float64) if emis else np.empty(0),
+        )
+
+
+@dataclass(frozen=True)
+class BatchResult:
+    """Per position the chosen candidate index; per sentence the score and state counts."""
+
+    choice: np.ndarray  # (P,) int32, -1 where the sentence has no path
+    score: np.ndarray  # (S,) ln p of the best path (Viterbi) or ln Z; -inf: no path
+    dp_states: np.ndarray  # (S,) merged states built, the start state included
+    max_states: np.ndarray  # (S,) the most states at one position
+    pairs: np.ndarray  # (S,) (state, candidate) pairs visited: the DP's cost
+
+
+def useful_context_tables(lm: Model) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """All useful contexts with a global id (0 = empty context), prefix-closed.
+
+    Returns (rows, lens, keys): rows (N, n-1) int64 left-padded with -1, lens (N,) int32,
+    keys (N,) uint64 = gid(prefix) * V + last word.
+    """
+    trie = lm.trie
+    n, v = trie.order, np.uint64(trie.vocab_size)
+    width = max(n - 1, 0)
+    # U_j = prefixes of listed (j+1)-grams, prefixes of U_{j+1}, listed j-grams with bow != 0:
+    # top-down, so each level dedupes about two orders' worth of rows, not all longer n-grams.
+    level: dict[int, np.ndarray] = {}
+    above = np.empty((0, width + 1), dtype=np.int32)
+    for j in range(width, 0, -1):
+        node_up, node = trie.nodes[j], trie.nodes[j - 1]
+        parts = [node_up.rows[node_up.listed][:, :j].astype(np.int32), above[:, :j],
+                 node.rows[node.listed & (node.log10bow != 0)].astype(np.int32)]
+        rows = np.concatenate(parts)
+        above = unique_rows(rows)[0] if len(rows) else rows
+        level[j] = above
+    all_rows = [np.full((1, width), -1, dtype=np.int64)]
+    all_lens = [np.zeros(1, dtype=np.int32)]
+    all_keys = [np.array([_EMPTY_KEY], dtype=np.uint64)]
+    next_gid = 1
+    prev_rows, prev_gids = np.empty((0, 0), dtype=np.int32), np.zeros(1, dtype=np.int64)
+    for j in range(1, width + 1):
+        rows = level[j]
+        g = _parent_gids(rows, prev_rows, prev_gids)
+        keys = g.astype(np.uint64) * v + rows[:, -1].astype(np.uint64)
+        gids = np.arange(next_gid, next_gid + len(rows), dtype=np.int64)
+        next_gid += len(rows)
+        padded = np.full((len(rows), width), -1, dtype=np.int64)
+        padded[:, width - j :] = rows
+        all_rows.append(padded)
+        all_lens.append(np.full(len(rows), j, dtype=np.int32))
+        all_keys.append(keys)
+        prev_rows, prev_gids = rows, gids
+    keys = np.concatenate(all_keys)
+    return np.ascontiguousarray(np.concatenate(all_rows)), np.concatenate(all_lens), keys
+
+
+def _parent_gids(rows: np.ndarray, prev_rows: np.ndarray, prev_gids: np.ndarray) -> np.ndarray:
+    """gid of each row's prefix rows[:, :-1] among the previous level (prev_rows, prev_gids).
+
+    Matched by 64-bit row hash and verified row by row; a hash collision falls back to a dict.
+    """
+    j = rows.shape[1]
+    if j == 1 or len(rows) == 0:
+        return np.zeros(len(rows), dtype=np.int64)
+    prefix = np.ascontiguousarray(rows[:, :-1])
+    h_prev = row_hashes(prev_rows)
+    order = np.argsort(h_prev)
+    hs = h_prev[order]
+    h = row_hashes(prefix)
+    pos = np.minimum(np.searchsorted(hs, h), len(hs) - 1)
+    cand = order[pos]
+    ok = (hs[pos] == h) & (prev_rows[cand] == prefix).all(axis=1)
+    if not ok.all():
+        index = {tuple(r): i for i, r in enumerate(prev_rows.tolist())}
+        for i in np.flatnonzero(~ok):
+            hit = index.get(tuple(prefix[i].tolist()))
+            if hit is None:
+                raise AssertionError("useful contexts must be prefix-closed")
+            cand[i] = hit
+    return prev_gids[cand]
+
+
+_DP: weakref.WeakKeyDictionary[Model, _core.FullDP] = weakref.WeakKeyDictionary()
+
+
+def full_dp(lm: Model) -> _core.FullDP:
+    """The compiled DP for `lm`, built once per model (its transition cache persists)."""
+    hit = _DP.get(lm)
+    if hit is None:
+        rows, lens, keys = useful_context_tables(lm)
+        slots, bits = _core.build_hash(keys)
+        hit = _core.FullDP(native_ngram(lm).core, rows, lens, keys, slots, bits)
+        _DP[lm] = hit
+    return hit
+
+
+def run_flat(lm: Model, flat: FlatLattices, *, viterbi: bool = True) -> BatchResult:
+    """One compiled call over every lattice in `flat`."""
+    if lm.bos_id is None or lm.eos_id is None:
+        raise ValueError(f"{lm.source}: the model has no <s> or </s>")
+    choice, score, states, widest, pairs = full_dp(lm).run(
+        flat.sent_off, flat.pos_off, flat.cand_ids, flat.cand_emis, lm.bos_id, lm.eos_id,
+        viterbi,
+    )
+    return BatchResult(choice, score, states, widest, pairs)
+
+
+def full_decode_many(lm: Model, lattices: Sequence[Lattice]) -> list[tuple[list[str], float]]:
+    """Best path and its ln p for every lattice (arsdecode.full.full_decode's values).
+
+    Raises NoPathError naming the first lattice whose paths all have probability zero.
+    """
+    flat = FlatLattices.from_lattices(lm, lattices)
+    res = run_flat(lm, flat, viterbi=True)
+    out = []
+    for s, lat in enumerate(lattices):
+        if not np.isfinite(res.score[s]):
+            raise NoPathError(f"lattice {s}: every path has probability zero")
+        p0 = flat.sent_off[s]
+        picks = res.choice[p0 : p0 + len(lat)]
+        out.append(([lat.tokens[i][int(c)] for i, c in enumerate(picks)], float(res.score[s])))
+    return out
+
+
+def full_log_partition_many(lm: Model, lattices: Sequence[Lattice]) -> np.ndarray:
+    """ln Z of every lattice (-inf where no path has nonzero probability)."""
+    return run_flat(lm, FlatLattices.from_lattices(lm, lattices), viterbi=False).score

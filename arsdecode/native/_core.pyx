@@ -1,0 +1,339 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
+# distutils: language = c++
+"""arsdecode's compiled core: the batched n-gram walk and the merged full-model DP.
+
+Plain functions on arrays; arsdecode/native/__init__.py builds the tables from a maxarpa model.
+Natural log throughout (the tables are converted from log10 once, by the wrapper).
+"""
+
+import numpy as np
+
+include "_ngram.pxi"
+include "_fulldp.pxi"
+
+cdef long long DENSE_MAX_VOCAB = 4096  # dense transition rows up to this vocabulary size
+
+
+cdef class NgramCore:
+    """The tables of one n-gram model; `walk` answers a batch of (context, word) rows."""
+
+    cdef NgramTables t
+    cdef readonly object arrays  # keeps the buffers alive
+
+    def __init__(self, int order, long long vocab, long long[::1] node_off,
+                 unsigned long long[::1] keys, int[::1] slots, long long[::1] slot_off,
+                 int[::1] bits, double[::1] lp, double[::1] lbow, double[::1] lmf,
+                 double[::1] lmbow):
+        if node_off.shape[0] != order + 1 or slot_off.shape[0] != order + 1 \
+                or bits.shape[0] != order:
+            raise ValueError("NgramCore: offset arrays do not match the order")
+        n = node_off[order]
+        if not (keys.shape[0] == lp.shape[0] == lbow.shape[0] == lmf.shape[0]
+                == lmbow.shape[0] == n) or slots.shape[0] != slot_off[order]:
+            raise ValueError("NgramCore: value arrays do not match the offsets")
+        self.arrays = (node_off, keys, slots, slot_off, bits, lp, lbow, lmf, lmbow)
+        self.t.order = order
+        self.t.vocab = vocab
+        self.t.node_off = &node_off[0]
+        self.t.keys = &keys[0] if n else NULL
+        self.t.slots = &slots[0] if slots.shape[0] else NULL
+        self.t.slot_off = &slot_off[0]
+        self.t.bits = &bits[0]
+        self.t.lp = &lp[0] if n else NULL
+        self.t.lbow = &lbow[0] if n else NULL
+        self.t.lmf = &lmf[0] if n else NULL
+        self.t.lmbow = &lmbow[0] if n else NULL
+
+    @property
+    def order(self) -> int:
+        return self.t.order
+
+    def walk(self, const long long[:, ::1] contexts, const long long[::1] words, bint want_max):
+        """ln p (or the ln max-backoff bound) of each row; contexts (B, k) left-padded with -1."""
+        cdef Py_ssize_t b = words.shape[0], i
+        cdef int width = <int>contexts.shape[1]
+        if contexts.shape[0] != b:
+            raise ValueError("contexts must be (B, k) with one row per word")
+        out = np.empty(b, dtype=np.float64)
+        cdef double[::1] o = out
+        cdef long long dummy = -1
+        cdef const long long *row
+        for i in range(b):
+            if words[i] < 0 or words[i] >= self.t.vocab:
+                raise ValueError(f"word id {words[i]} out of range")
+        with nogil:
+            for i in range(b):
+                row = &contexts[i, 0] if width else &dummy
+                o[i] = ng_walk(&self.t, row, width, words[i], want_max)
+        return out
+
+
+cdef class FullDP:
+    """Viterbi and log partition of the full model over merged states, for many lattices.
+
+    Tie-breaking (deterministic): the states of a position are numbered in order of first
+    creation, enumerating the previous position's states in their order and each state's
+    candidates in lattice order; a state keeps the first predecessor pair reaching its maximum
+    (a later pair replaces it only if strictly greater); the final state is the first maximum.
+    """
+
+    cdef NgramCore core
+    cdef UsefulTables u
+    cdef readonly object arrays
+    cdef TransMap cache          # (gid, word) -> (next gid, ln p) for large vocabularies
+    cdef bint dense              # small vocabulary (tags): one dense row of V per visited gid
+    cdef vector[int] block_of    # gid -> its row in dnext/dlp, or -1
+    cdef vector[int] dnext       # next gid, or -2 while not computed
+    cdef vector[double] dlp
+    cdef vector[double] dbows    # per block: the state's context backoffs (walk B, once)
+    cdef vector[int] dctx_depth  # per block: how many context suffixes were found
+    cdef long long n_trans
+    cdef vector[int] fail        # gid -> longest proper useful suffix (failure link)
+
+    def __init__(self, NgramCore core, long long[:, ::1] rows, int[::1] lens,
+                 unsigned long long[::1] keys, int[::1] slots, int bits):
+        cdef long long n_ctx = lens.shape[0]
+        cdef Py_ssize_t i
+        if n_ctx < 1 or keys.shape[0] != n_ctx or rows.shape[0] != n_ctx:
+            raise ValueError("FullDP: useful-context arrays disagree")
+        if rows.shape[1] != core.t.order - 1 or rows.shape[1] > 63:
+            raise ValueError("FullDP: context width must be order - 1 (at most 63)")
+        if slots.shape[0] != (1 << bits):
+            raise ValueError("FullDP: hash slots must number 2**bits")
+        self.core = core
+        self.arrays = (rows, lens, keys, slots)
+        self.u.width = <int>rows.shape[1]
+        self.u.n_ctx = n_ctx
+        self.u.rows = &rows[0, 0] if rows.shape[1] else NULL
+        self.u.lens = &lens[0]
+        self.u.keys = &keys[0]
+        self.u.slots = &slots[0]
+        self.u.nslots = slots.shape[0]
+        self.u.bits = bits
+        self.dense = core.t.vocab <= DENSE_MAX_VOCAB
+        if self.dense:
+            self.block_of = vector[int](n_ctx, -1)
+        self.n_trans = 0
+        for i in range(1, n_ctx):  # gids must ascend with length for the failure links
+            if lens[i] < lens[i - 1] or lens[i] < 1:
+                raise ValueError("FullDP: useful contexts must be ordered by length")
+        self.fail = vector[int](n_ctx, 0)
+        with nogil:
+            uc_fail_links(&self.u, core.t.vocab, self.fail.data())
+
+    cdef inline void _trans(self, long long gid, long long word, long long *nxt,
+                            double *lp) noexcept nogil:
+        cdef TransMap.iterator it
+        cdef long long dummy = -1
+        cdef const long long *row
+        cdef long long V = self.core.t.vocab
+        cdef long long b, idx, node, ctx_node
+        cdef int depth, j
+        cdef double bow_sum
+        cdef unsigned long long key = <unsigned long long>gid * <unsigned long long>V \
+            + <unsigned long long>word
+        if self.dense:
+            b = self.block_of[gid]
+            row = (self.u.rows + gid * self.u.width) if self.u.width else &dummy
+            if b < 0:
+                b = <long long>(self.dnext.size() // V)
+                self.block_of[gid] = <int>b
+                self.dnext.resize((b + 1) * V, -2)
+                self.dlp.resize((b + 1) * V, 0.0)
+                self.dbows.resize((b + 1) * (self.u.width + 1), 0.0)
+                self.dctx_depth.push_back(ng_context_bows(
+                    &self.core.t, row, self.u.width,
+                    self.dbows.data() + b * (self.u.width + 1), &ctx_node))
+            idx = b * V + word
+            if self.dnext[idx] != -2:
+                nxt[0] = self.dnext[idx]
+                lp[0] = self.dlp[idx]
+                return
+            # ng_walk(.., want_max=False) with the state's walk B done once per state.
+            node = ng_walk_a(&self.core.t, row, self.u.width, word, &depth)
+            bow_sum = 0.0
+            for j in range(depth, self.dctx_depth[b] + 1):
+                bow_sum += self.dbows[b * (self.u.width + 1) + j - 1]
+            lp[0] = self.core.t.lp[self.core.t.node_off[depth - 1] + node] + bow_sum
+            nxt[0] = uc_cut_append(&self.u, self.fail.data(), V, gid, word)
+            self.n_trans += 1
+            self.dnext[idx] = <int>nxt[0]
+            self.dlp[idx] = lp[0]
+            return
+        else:
+            it = self.cache.find(key)
+            if it != self.cache.end():
+                nxt[0] = deref(it).second.first
+                lp[0] = deref(it).second.second
+                return
+        row = (self.u.rows + gid * self.u.width) if self.u.width else &dummy
+        lp[0] = ng_walk(&self.core.t, row, self.u.width, word, False)
+        nxt[0] = uc_cut_append(&self.u, self.fail.data(), V, gid, word)
+        self.n_trans += 1
+        self.cache[key] = Trans(nxt[0], lp[0])
+
+    def cache_size(self) -> int:
+        """Transitions (state, word) computed and cached so far."""
+        return self.n_trans
+
+    def run(self, const long long[::1] sent_off, const long long[::1] pos_off,
+            const long long[::1] cand_ids, const double[::1] cand_emis, long long bos,
+            long long eos, bint viterbi):
+        """Decode (viterbi) or sum (log partition) every lattice.
+
+        sent_off (S+1) indexes positions, pos_off (P+1) indexes candidates; cand_ids are model
+        word ids, cand_emis ln emissions (-inf = forbidden). Returns (choice, score, dp_states,
+        max_states): choice (P,) int32 candidate index within its position (-1 where no path,
+        or when summing), score (S,) the best ln p or ln Z (-inf: no path), dp_states (S,) the
+        merged states built (start state included), max_states (S,) the widest position,
+        pairs (S,) the (state, candidate) pairs visited (the DP's cost).
+        """
+        cdef Py_ssize_t S = sent_off.shape[0] - 1, P = pos_off.shape[0] - 1
+        cdef Py_ssize_t C = cand_ids.shape[0], i
+        cdef long long V = self.core.t.vocab
+        if S < 0 or P < 0 or sent_off[S] != P or pos_off[P] != C or cand_emis.shape[0] != C:
+            raise ValueError("FullDP.run: offsets disagree with the array lengths")
+        if not (0 <= bos < V and 0 <= eos < V):
+            raise ValueError("FullDP.run: <s> or </s> id out of range")
+        for i in range(C):
+            if cand_ids[i] < 0 or cand_ids[i] >= V:
+                raise ValueError(f"FullDP.run: word id {cand_ids[i]} out of range")
+        choice = np.full(P, -1, dtype=np.int32)
+        score = np.full(S, -np.inf)
+        states = np.zeros(S, dtype=np.int64)
+        widest = np.zeros(S, dtype=np.int64)
+        pairs = np.zeros(S, dtype=np.int64)
+        cdef int[::1] ch = choice
+        cdef double[::1] sc = score
+        cdef long long[::1] st = states, wd = widest, pr = pairs
+        cdef vector[int] local_of = vector[int](self.u.n_ctx, -1)
+        cdef vector[long long] cur_g, nxt_g, bp_prev
+        cdef vector[double] cur_a, nxt_a, nxt_s
+        cdef vector[int] bp_cand
+        cdef vector[long long] layer_off
+        cdef Py_ssize_t s, p, c, si, l, k, p0, p1
+        cdef long long g, ng, state
+        cdef double a, e, lp, tot, best, m
+        cdef bint dead
+        with nogil:
+            for s in range(S):
+                p0 = sent_off[s]
+                p1 = sent_off[s + 1]
+                cur_g.clear()
+                cur_a.clear()
+                bp_prev.clear()
+                bp_cand.clear()
+                layer_off.clear()
+                if self.u.width:
+                    self._trans(0, bos, &g, &lp)
+                else:
+                    g = 0
+                cur_g.push_back(g)
+                cur_a.push_back(0.0)
+                st[s] = 1
+                wd[s] = 1
+                dead = False
+                for p in range(p0, p1):
+                    nxt_g.clear()
+                    nxt_a.clear()
+                    nxt_s.clear()
+                    layer_off.push_back(bp_prev.size())
+                    pr[s] += <long long>cur_g.size() * (pos_off[p + 1] - pos_off[p])
+                    for si in range(<Py_ssize_t>cur_g.size()):
+                        g = cur_g[si]
+                        a = cur_a[si]
+                        for c in range(pos_off[p], pos_off[p + 1]):
+                            e = cand_emis[c]
+                            if not isfinite(e):
+                                continue
+                            self._trans(g, cand_ids[c], &ng, &lp)
+                            lp = lp + e
+                            if not isfinite(lp):
+                                continue
+                            tot = a + lp
+                            l = local_of[ng]
+                            if l < 0:
+                                local_of[ng] = <int>nxt_g.size()
+                                nxt_g.push_back(ng)
+                                nxt_a.push_back(tot)
+                                nxt_s.push_back(1.0)
+                                bp_prev.push_back(si)
+                                bp_cand.push_back(<int>(c - pos_off[p]))
+                            elif viterbi:
+                                if tot > nxt_a[l]:
+                                    nxt_a[l] = tot
+                                    bp_prev[layer_off.back() + l] = si
+                                    bp_cand[layer_off.back() + l] = <int>(c - pos_off[p])
+                            else:  # streaming logsumexp: nxt_a is the max, nxt_s the scaled sum
+                                m = nxt_a[l]
+                                if tot > m:
+                                    nxt_s[l] = nxt_s[l] * exp(m - tot) + 1.0
+                                    nxt_a[l] = tot
+                                else:
+                                    nxt_s[l] = nxt_s[l] + exp(tot - m)
+                    for l in range(<Py_ssize_t>nxt_g.size()):
+                        local_of[nxt_g[l]] = -1
+                    if nxt_g.size() == 0:
+                        dead = True
+                        break
+                    if not viterbi:
+                        for l in range(<Py_ssize_t>nxt_g.size()):
+                            nxt_a[l] = nxt_a[l] + log(nxt_s[l])
+                    st[s] += nxt_g.size()
+                    if <long long>nxt_g.size() > wd[s]:
+                        wd[s] = nxt_g.size()
+                    cur_g.swap(nxt_g)
+                    cur_a.swap(nxt_a)
+                if dead:
+                    continue
+                best = -INFINITY
+                state = -1
+                m = -INFINITY
+                nxt_a.clear()
+                for si in range(<Py_ssize_t>cur_g.size()):
+                    self._trans(cur_g[si], eos, &ng, &lp)
+                    tot = cur_a[si] + lp
+                    if viterbi:
+                        if tot > best:
+                            best = tot
+                            state = si
+                    else:
+                        nxt_a.push_back(tot)
+                        if tot > m:
+                            m = tot
+                if viterbi:
+                    if state < 0:
+                        continue
+                    sc[s] = best
+                    for k in range(p1 - p0 - 1, -1, -1):
+                        l = layer_off[k] + state
+                        ch[p0 + k] = bp_cand[l]
+                        state = bp_prev[l]
+                else:
+                    if not isfinite(m):
+                        continue
+                    a = 0.0
+                    for si in range(<Py_ssize_t>nxt_a.size()):
+                        a = a + exp(nxt_a[si] - m)
+                    sc[s] = m + log(a)
+        return choice, score, states, widest, pairs
+
+
+def build_hash(const unsigned long long[::1] keys):
+    """Open-addressing slots for `keys` (row -> slot by Fibonacci hashing, linear probing), the
+    layout of maxarpa.table.HashIndex (2**bits >= 2 * len(keys) slots); returns (slots, bits)."""
+    cdef Py_ssize_t m = keys.shape[0], i
+    cdef int bits = 4
+    while (1 << bits) < 2 * m:
+        bits += 1
+    slots_arr = np.full(1 << bits, -1, dtype=np.int32)
+    cdef int[::1] slots = slots_arr
+    cdef unsigned long long mask = (1ULL << bits) - 1
+    cdef unsigned long long pos
+    with nogil:
+        for i in range(m):
+            pos = (keys[i] * ARS_MIX) >> (64 - bits)
+            while slots[pos] >= 0:
+                pos = (pos + 1) & mask
+            slots[pos] = <int>i
+    return slots_arr, bits

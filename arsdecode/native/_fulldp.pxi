@@ -1,0 +1,86 @@
+# The full-model dynamic program over merged (KenLM-style) context states, many lattices a call.
+#
+# A state is a "useful context" (arsdecode.full): a proper prefix of a listed n-gram, or a listed
+# n-gram with a nonzero backoff. Useful contexts are prefix-closed, so each has a global id (gid)
+# found by walking from its oldest word: key = gid(prefix) * V + word in an open-addressing hash
+# (gid 0 is the empty context). cut(c.w), the next state, is the longest useful suffix of c.w;
+# (gid, word) -> (next gid, ln p) is cached across sentences and calls.
+
+from cython.operator cimport dereference as deref
+from libc.math cimport exp, log, isfinite, INFINITY
+from libcpp.pair cimport pair
+from libcpp.unordered_map cimport unordered_map
+from libcpp.vector cimport vector
+
+ctypedef unsigned long long u64
+ctypedef long long i64
+ctypedef pair[i64, double] Trans
+ctypedef unordered_map[u64, Trans] TransMap
+
+
+cdef struct UsefulTables:
+    int width                       # n - 1
+    long long n_ctx
+    const long long *rows           # (n_ctx, width) word ids, left-padded with -1
+    const int *lens                 # (n_ctx,)
+    const unsigned long long *keys  # (n_ctx,) parent gid * V + last word (gid 0: unused)
+    const int *slots
+    long long nslots
+    int bits
+
+
+cdef inline long long uc_find(const UsefulTables *u, unsigned long long key) noexcept nogil:
+    cdef unsigned long long mask = <unsigned long long>(u.nslots - 1)
+    cdef unsigned long long pos = (key * ARS_MIX) >> (64 - u.bits)
+    cdef int idx
+    while True:
+        idx = u.slots[pos]
+        if idx < 0:
+            return -1
+        if u.keys[idx] == key:
+            return idx
+        pos = (pos + 1) & mask
+
+
+cdef inline long long uc_cut_append(const UsefulTables *u, const int *fail, long long vocab,
+                                    long long gid, long long word) noexcept nogil:
+    """gid of cut(context(gid) . word): its longest useful suffix (0 = the empty context).
+
+    Useful contexts are prefix-closed, so a useful suffix of c.w is s.w with s a useful suffix
+    of c; those are gid's failure chain (fail[g] = longest proper useful suffix of g, as in
+    Aho-Corasick). Starting from gid itself unless c.w would exceed n - 1 words.
+    """
+    cdef long long g, c
+    if u.width == 0:
+        return 0
+    g = gid if u.lens[gid] < u.width else fail[gid]
+    while True:
+        c = uc_find(u, <unsigned long long>g * <unsigned long long>vocab + <unsigned long long>word)
+        if c >= 0:
+            return c
+        if g == 0:
+            return 0
+        g = fail[g]
+
+
+cdef void uc_fail_links(const UsefulTables *u, long long vocab, int *fail) noexcept nogil:
+    """fail[x] for every gid, in gid order (gids ascend with length): x = p.w gets the first
+    child by w along p's failure chain, else the empty context."""
+    cdef long long x, p, w, g, c
+    fail[0] = 0
+    for x in range(1, u.n_ctx):
+        p = <long long>(u.keys[x] // <unsigned long long>vocab)
+        w = <long long>(u.keys[x] % <unsigned long long>vocab)
+        if p == 0:
+            fail[x] = 0
+            continue
+        g = fail[p]
+        while True:
+            c = uc_find(u, <unsigned long long>g * <unsigned long long>vocab + <unsigned long long>w)
+            if c >= 0:
+                fail[x] = <int>c
+                break
+            if g == 0:
+                fail[x] = 0
+                break
+            g = fail[g]

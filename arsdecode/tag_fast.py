@@ -1,0 +1,181 @@
+"""Batched exact POS tagging: every sentence's lattice in flat arrays, one compiled DP call.
+
+Why: tagging a file sentence by sentence pays Python and numpy overhead per sentence and per
+position (`emissions.lattice` + `ars.decode`). Here the candidates of each distinct word are
+looked up once (TnTEmissions.candidates, mapped to model ids), all lattices are concatenated
+into the flat layout of arsdecode.fast_full, and the merged full-model Viterbi runs over all of
+them in one call of the compiled core. The result is exact: the same maximum as
+arsdecode.full.full_decode on every sentence (ties broken as documented in fast_full).
+
+`method="ars"` runs the existing per-sentence ARS decoder instead (the baseline the benchmark
+compares with). `predicted_states` is the cheap cost estimate of the merged DP (an upper bound
+on its state count, from the lattice widths and the number of useful contexts per length); the
+benchmark reports it next to the real count.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from arsdecode.errors import NoPathError
+from arsdecode.fast_full import FlatLattices, full_dp, run_flat
+from maxarpa.model import Model
+
+METHODS = ("auto", "full", "ars")
+
+
+@dataclass(frozen=True)
+class TagManyResult:
+    """Tags per sentence, their ln p (the exact optimum), and which method ran."""
+
+    tags: list[list[str]]
+    log_p: np.ndarray  # (S,) ln p of each sentence's best tag sequence
+    method: str
+    dp_states: np.ndarray | None = None  # (S,) merged states built ("full" only)
+    max_states: np.ndarray | None = None  # (S,) widest position ("full" only)
+    pairs: np.ndarray | None = None  # (S,) (state, candidate) pairs visited ("full" only)
+
+
+class _CandidateTable:
+    """word -> (model ids, ln emissions, tag strings), looked up once per distinct word."""
+
+    def __init__(self, lm: Model, emissions) -> None:
+        self.lm = lm
+        self.emissions = emissions
+        self.tag_id = {t: lm.word_id(t) for t in emissions.tags}
+        self.cache: dict[tuple[str, bool], tuple[list[int], list[float], tuple[str, ...]]] = {}
+
+    def get(self, word: str, initial: bool) -> tuple[list[int], list[float], tuple[str, ...]]:
+        key = (word, initial)
+        hit = self.cache.get(key)
+        if hit is None:
+            cands = self.emissions.candidates(word, initial=initial)
+            tags = tuple(t for t, _ in cands)
+            ids = [self.tag_id[t] if t in self.tag_id else self.lm.word_id(t) for t in tags]
+            hit = self.cache[key] = (ids, [e for _, e in cands], tags)
+        return hit
+
+
+def flatten(lm: Model, emissions, sentences: Sequence[Sequence[str]],
+            table: _CandidateTable | None = None) -> tuple[FlatLattices, list[tuple[str, ...]]]:
+    """The flat lattices of every sentence and, per position, its candidate tags."""
+    table = table or _CandidateTable(lm, emissions)
+    ids: list[int] = []
+    emis: list[float] = []
+    widths: list[int] = []
+    tags: list[tuple[str, ...]] = []
+    lengths: list[int] = []
+    for s, words in enumerate(sentences):
+        if isinstance(words, str) or len(words) == 0:
+            raise ValueError(f"sentence {s}: expected a non-empty sequence of words")
+        lengths.append(len(words))
+        for i, w in enumerate(words):
+            ci, ce, ct = table.get(w, i == 0)
+            ids.extend(ci)
+            emis.extend(ce)
+            widths.append(len(ci))
+            tags.append(ct)
+    sent_off = np.zeros(len(lengths) + 1, dtype=np.int64)
+    np.cumsum(lengths, out=sent_off[1:])
+    pos_off = np.zeros(len(widths) + 1, dtype=np.int64)
+    np.cumsum(widths, out=pos_off[1:])
+    flat = FlatLattices(sent_off, pos_off, np.asarray(ids, dtype=np.int64),
+                        np.asarray(emis, dtype=np.float64))
+    return flat, tags
+
+
+def tag_many(lm: Model, emissions, sentences: Sequence[Sequence[str]], *,
+             method: str = "auto") -> TagManyResult:
+    """Exact best tag sequence of every sentence (list of words) under lm x emissions.
+
+    "full" runs the merged full DP on every sentence in one compiled call; "ars" runs ARS per
+    sentence; "auto" (default) sends a sentence to ARS only when the full DP's predicted cost
+    (`predicted_states` times the widest position) exceeds `corpus.AUTO_FULL_PAIRS`, which on
+    tag models is rare. `method` of the result is the one that ran ("mixed" if both did).
+
+    Raises:
+        ValueError: unknown method, an empty sentence, or a word no tag can emit.
+        NoPathError: a sentence whose tag sequences all have probability zero.
+    """
+    if method not in METHODS:
+        raise ValueError(f"method must be one of {METHODS}, got {method!r}")
+    if method == "ars":
+        return _tag_ars(lm, emissions, sentences)
+    flat, cand_tags = flatten(lm, emissions, sentences)
+    if method == "auto":
+        from arsdecode.corpus import AUTO_FULL_PAIRS
+
+        widths = np.diff(flat.pos_off)
+        widest = np.maximum.reduceat(widths, flat.sent_off[:-1]) if len(widths) else widths
+        over = np.flatnonzero(predicted_states(lm, flat) * widest > AUTO_FULL_PAIRS).tolist()
+        if over:
+            return _tag_mixed(lm, emissions, sentences, over)
+    res = run_flat(lm, flat, viterbi=True)
+    bad = np.flatnonzero(~np.isfinite(res.score))
+    if len(bad):
+        raise NoPathError(f"sentence {int(bad[0])}: every tag sequence has probability zero")
+    choice = res.choice.tolist()
+    tags = [cand_tags[p][c] for p, c in enumerate(choice)]
+    off = flat.sent_off.tolist()
+    per_sentence = [tags[off[s] : off[s + 1]] for s in range(len(off) - 1)]
+    return TagManyResult(per_sentence, res.score, "full", res.dp_states, res.max_states,
+                         res.pairs)
+
+
+def _tag_ars(lm: Model, emissions, sentences: Sequence[Sequence[str]]) -> TagManyResult:
+    from arsdecode.ars import decode
+
+    out, lps = [], []
+    for words in sentences:
+        r = decode(lm, emissions.lattice(list(words)))
+        out.append(list(r.tokens))
+        lps.append(r.log_p)
+    return TagManyResult(out, np.asarray(lps, dtype=np.float64), "ars")
+
+
+def _tag_mixed(lm: Model, emissions, sentences: Sequence[Sequence[str]],
+               over: list[int]) -> TagManyResult:
+    """ARS on the sentences in `over`, the full DP on the rest (in one call)."""
+    heavy = set(over)
+    light = [s for s in range(len(sentences)) if s not in heavy]
+    tags: list[list[str]] = [[] for _ in sentences]
+    log_p = np.empty(len(sentences))
+    parts = [(over, _tag_ars(lm, emissions, [sentences[s] for s in over]))]
+    if light:
+        parts.append((light, tag_many(lm, emissions, [sentences[s] for s in light],
+                                      method="full")))
+    for idx, res in parts:
+        for k, s in enumerate(idx):
+            tags[s] = res.tags[k]
+            log_p[s] = res.log_p[k]
+    return TagManyResult(tags, log_p, "mixed" if light else "ars")
+
+
+def predicted_states(lm: Model, flat: FlatLattices) -> np.ndarray:
+    """Upper bound on the merged DP's states per sentence, computed from widths alone.
+
+    After i tokens a state is a useful context that is a suffix of `<s> x_1..x_i` of length
+    j <= n - 1: the empty one, one of prod(last j widths) token sequences for j <= i, or the
+    <s>-initial one of length i + 1. So there are at most 1 + sum_j min(prod, U_j) (+ the
+    <s> family), U_j the number of useful contexts of length j. The start state counts 1.
+    """
+    lens = np.asarray(full_dp(lm).arrays[1])
+    n1 = max(lm.order - 1, 0)
+    u = np.bincount(lens, minlength=n1 + 2).astype(np.float64)
+    widths = np.diff(flat.pos_off).astype(np.float64)
+    out = np.ones(len(flat.sent_off) - 1)
+    for s in range(len(out)):
+        w = widths[flat.sent_off[s] : flat.sent_off[s + 1]]
+        for i in range(1, len(w) + 1):
+            prod, total = 1.0, 1.0
+            for j in range(1, min(i, n1) + 1):
+                prod *= w[i - j]
+                total += min(prod, u[j])
+            if i + 1 <= n1:
+                total += min(prod, u[i + 1])
+            out[s] += total
+    return out
+

@@ -1,0 +1,122 @@
+"""Does `method="auto"` pick the faster exact decoder? (issue 10: a validated cost estimate)
+
+For every lattice, both exact methods run (ARS, and the merged full DP on the compiled core),
+each result is checked to have the same ln p (to 1e-9), and each is timed (best of 3 runs,
+the compiled DP's transition cache reset by a fresh model object per lattice family). Then
+`corpus.choose_methods` is asked which it would run, from `corpus.predicted_pairs` alone.
+Printed: how often auto picked the faster method, and auto's total time against an oracle
+that always picks the faster one (ratio >= 1; 1.00 is perfect), per lattice family.
+
+Families: SMS lattices of the state_union test set (full candidate lists, and top-K = 3, 10,
+30, 100) and, if the POS models exist, POS lattices of the WSJ test set at orders 3, 5, 9.
+
+Usage: python bench/bench_auto.py [--sms work/sms] [--pos work/pos] [--per-family 20]
+  work/sms from `python -m data_prep.prepare_sms --out work/sms --corpora state_union`,
+  work/pos from `python -m data_prep.pos_data --out work/pos`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+
+def best_time(fn, repeats: int = 3) -> tuple[float, object]:
+    best, out = float("inf"), None
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        out = fn()
+        best = min(best, time.perf_counter() - t0)
+    return best, out
+
+
+def run_family(name: str, lm, lattices) -> dict:
+    from arsdecode import corpus
+    from arsdecode.ars import decode
+    from arsdecode.model import as_target_model
+
+    model = as_target_model(lm)
+    chosen = corpus.choose_methods(model, lattices)
+    predicted = corpus.predicted_pairs(model, lattices)
+    right = 0
+    t_auto = t_oracle = t_ars = t_full = 0.0
+    for lat, pick, pred in zip(lattices, chosen, predicted.tolist(), strict=True):
+        ta, ra = best_time(lambda lat=lat: decode(lm, lat))
+        tf, rf = best_time(lambda lat=lat: corpus.decode(lm, lat, method="full"))
+        if abs(ra.log_p - rf.log_p) > 1e-9:
+            raise SystemExit(f"{name}: methods disagree: {ra.log_p} vs {rf.log_p}")
+        faster = "ars" if ta < tf else "full"
+        right += pick == faster
+        t_auto += ta if pick == "ars" else tf
+        t_oracle += min(ta, tf)
+        t_ars += ta
+        t_full += tf
+        del pred
+    n = len(lattices)
+    return {"family": name, "lattices": n, "auto_right": right,
+            "auto_vs_oracle": t_auto / t_oracle if t_oracle else float("nan"),
+            "ars_s": t_ars, "full_s": t_full, "auto_s": t_auto,
+            "full_chosen": sum(c == "full" for c in chosen)}
+
+
+def sms_families(path: Path, per_family: int):
+    from arsdecode.tasks.sms import KeypadChannel
+    from maxarpa.model import Model
+
+    lm = Model.load(path / "lm.5.maxarpa")
+    channel = KeypadChannel.from_vocab(lm.vocab)
+    records = [json.loads(x) for x in open(path / "test.jsonl", encoding="utf-8")]
+    records = [r for r in records if 4 <= len(r["observation"].split()) <= 10][:per_family]
+    for top_k in (3, 10, 30, 100, None):
+        lats = [channel.build_lattice(r["observation"], top_k=top_k) for r in records]
+        yield f"sms top-K={top_k or 'all'}", lm, lats
+
+
+def pos_families(path: Path, per_family: int):
+    from arsdecode.tasks.pos_models import load_models
+    from data_prep.pos_data import default_data_dir, read_conll2000
+
+    sents = read_conll2000(default_data_dir(), "test")[:per_family]
+    for order in (3, 5, 9):
+        lm, em = load_models(path, order)
+        yield f"pos n={order}", lm, [em.lattice([w for w, _ in s]) for s in sents]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--sms", type=Path, default=REPO / "work" / "sms")
+    ap.add_argument("--pos", type=Path, default=REPO / "work" / "pos")
+    ap.add_argument("--per-family", type=int, default=20)
+    args = ap.parse_args()
+    rows = []
+    if (args.sms / "lm.5.maxarpa").is_file():
+        rows += [run_family(*f) for f in sms_families(args.sms, args.per_family)]
+    else:
+        print(f"(no SMS data in {args.sms}: skipped)")
+    if args.pos.is_dir():
+        try:
+            rows += [run_family(*f) for f in pos_families(args.pos, args.per_family)]
+        except (ImportError, OSError) as err:
+            print(f"(POS skipped: {err})")
+    print(f"{'family':<18}{'n':>4}{'auto right':>12}{'auto/oracle':>13}{'full chosen':>13}"
+          f"{'ARS s':>9}{'full s':>9}")
+    for r in rows:
+        print(f"{r['family']:<18}{r['lattices']:>4}{r['auto_right']:>12}"
+              f"{r['auto_vs_oracle']:>13.2f}{r['full_chosen']:>13}{r['ars_s']:>9.2f}"
+              f"{r['full_s']:>9.2f}")
+    total = sum(r["lattices"] for r in rows)
+    right = sum(r["auto_right"] for r in rows)
+    auto = sum(r["auto_s"] for r in rows)
+    oracle = sum(r["auto_s"] / r["auto_vs_oracle"] for r in rows if r["auto_vs_oracle"] > 0)
+    print(f"auto picked the faster method on {right}/{total}; auto / oracle time "
+          f"{auto / oracle:.2f}" if total else "no lattices")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,182 @@
+"""POS speed (issue 10, goal 1): batched exact tagging on the compiled core vs NLTK TnT and ARS.
+
+WSJ section 20 (CoNLL-2000 test.txt, the test.tsv written by data_prep.pos_data). Per order n:
+  - in-process `tag_many` (merged full DP, one compiled call): first call (tables built, the
+    transition cache empty) and warm call, tokens/s;
+  - the whole process of the CLI equivalent: a fresh `python -c` that loads the tag LM and
+    the emissions, reads the words and tags them all;
+  - the existing per-sentence ARS `decode` on the first --ars-sentences sentences;
+  - exactness: ln p of every sentence equal to arsdecode.full.full_decode's (1e-9), tags equal
+    or tied (--check-full, slow: the numpy reference runs sentence by sentence);
+  - the merged state space: states per position (mean, max), (state, candidate) pairs, and the
+    cheap width-based prediction `predicted_states` against the real count.
+NLTK TnT (N=1000, trained on the same train.tsv in this run) is the baseline; ratios are
+printed against it.
+
+Usage: python bench/bench_pos.py [--pos-dir work/pos] [--orders 3 5 9] [--check-full]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+CLI_EQUIVALENT = """
+import sys, time
+sys.path.insert(0, {repo!r})
+from maxarpa.model import Model
+from arsdecode.tasks.pos import TnTEmissions
+from arsdecode.tag_fast import tag_many
+lm = Model.load({lm!r})
+em = TnTEmissions.load({em!r})
+with open({words!r}, encoding="utf-8") as f:
+    sents = [line.split() for line in f if line.strip()]
+r = tag_many(lm, em, sents)
+sys.stdout.write("".join(" ".join(t) + "\\n" for t in r.tags))
+"""
+
+
+CPU: dict[str, float] = {}  # CPU seconds of the last timed() call / child process
+
+
+def timed(fn):
+    """(result, wall seconds); CPU["last"] gets the CPU seconds (contention-free-ish)."""
+    c0 = time.process_time()
+    t0 = time.perf_counter()
+    out = fn()
+    CPU["last"] = time.process_time() - c0
+    return out, time.perf_counter() - t0
+
+
+def run_child(code: str) -> tuple[str, float]:
+    """stdout and wall seconds of a fresh python; CPU["last"] = its user + system seconds."""
+    t0 = time.perf_counter()
+    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    out = proc.stdout.read()
+    _, status, usage = os.wait4(proc.pid, 0)
+    if os.waitstatus_to_exitcode(status) != 0:
+        raise SystemExit("the CLI-equivalent process failed")
+    CPU["last"] = usage.ru_utime + usage.ru_stime
+    return out, time.perf_counter() - t0
+
+
+def tnt_rate(pos_dir: Path, test_words: list[list[str]], tokens: int) -> float:
+    from nltk.tag.tnt import TnT
+
+    from arsdecode.tasks.pos import read_tagged
+
+    tagger = TnT(N=1000)
+    tagger.train(read_tagged(pos_dir / "train.tsv"))
+    _, s = timed(lambda: [tagger.tag(ws) for ws in test_words])
+    print(f"NLTK TnT (N=1000, trained here): {s:.2f} s, {tokens / s:,.0f} tokens/s"
+          f" (CPU {CPU['last']:.2f} s, {tokens / CPU['last']:,.0f} tokens/CPU-s)")
+    return tokens / s, tokens / CPU["last"]
+
+
+def main() -> int:
+    from arsdecode.ars import decode
+    from arsdecode.tag_fast import flatten, predicted_states, tag_many
+    from arsdecode.tasks.pos import TnTEmissions, read_tagged
+    from maxarpa.model import Model
+
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--pos-dir", type=Path, default=REPO / "work" / "pos")
+    ap.add_argument("--orders", type=int, nargs="+", default=[3, 5, 9])
+    ap.add_argument("--ars-sentences", type=int, default=200)
+    ap.add_argument("--check-full", action="store_true")
+    ap.add_argument("--binary", action="store_true",
+                    help="load tags.N.npz (maxarpa convert --binary) instead of tags.N.maxarpa")
+    args = ap.parse_args()
+    test = read_tagged(args.pos_dir / "test.tsv")
+    words = [[w for w, _ in s] for s in test]
+    tokens = sum(map(len, words))
+    words_file = args.pos_dir / "test.words.txt"
+    words_file.write_text("".join(" ".join(ws) + "\n" for ws in words), encoding="utf-8")
+    print(f"test set: {len(words)} sentences, {tokens} tokens")
+    tnt, tnt_cpu = tnt_rate(args.pos_dir, words, tokens)
+    em_path = args.pos_dir / "emissions.json.gz"
+    em = TnTEmissions.load(em_path)
+    rows = []
+    for n in args.orders:
+        lm_path = args.pos_dir / f"tags.{n}.{'npz' if args.binary else 'maxarpa'}"
+        lm, load_s = timed(lambda p=lm_path: Model.load(p))
+        first, s1 = timed(lambda lm=lm: tag_many(lm, em, words))
+        c1 = CPU["last"]
+        warm, s2 = timed(lambda lm=lm: tag_many(lm, em, words))
+        c2 = CPU["last"]
+        assert warm.tags == first.tags
+        code = CLI_EQUIVALENT.format(repo=str(REPO), lm=str(lm_path), em=str(em_path),
+                                     words=str(words_file))
+        stdout, whole = run_child(code)
+        cw = CPU["last"]
+        assert stdout.split("\n")[: len(words)] == [" ".join(t) for t in warm.tags]
+        k = min(args.ars_sentences, len(words))
+        ars, ars_s = timed(lambda lm=lm, k=k: [decode(lm, em.lattice(ws)) for ws in words[:k]])
+        ca = CPU["last"]
+        ars_tokens = sum(map(len, words[:k]))
+        assert all(abs(a.log_p - warm.log_p[i]) <= 1e-9 for i, a in enumerate(ars))
+        flat, _ = flatten(lm, em, words)
+        pred = predicted_states(lm, flat)
+        bound_ok = bool((warm.dp_states <= pred).all())
+        tight = np.median(warm.dp_states / pred)
+        per_pos = warm.dp_states.sum() / tokens
+        print(f"\n== n={n} (model load {load_s:.2f} s) ==")
+        for label, wall, cpu, toks, note in (
+            ("tag_many in-process, warm ", s2, c2, tokens, ""),
+            ("tag_many in-process, first", s1, c1, tokens, "  (tables + cache built)"),
+            ("whole process (CLI equiv.)", whole, cw, tokens, "  (model load included)"),
+            ("ARS decode per sentence   ", ars_s, ca, ars_tokens, f"  (first {k} sentences)"),
+        ):
+            print(f"{label}: {wall:6.2f} s {toks / wall:9,.0f} tok/s x{toks / wall / tnt:5.2f} TnT"
+                  f" | CPU {cpu:6.2f} s {toks / cpu:9,.0f} tok/s x{toks / cpu / tnt_cpu:5.2f}"
+                  f" TnT{note}")
+        print(f"tag_many warm vs ARS (CPU): x{(tokens / c2) / (ars_tokens / ca):.1f}")
+        print(f"merged states per position: mean {per_pos:.1f}, max {int(warm.max_states.max())};"
+              f" pairs {int(warm.pairs.sum()):,}; prediction is an upper bound: {bound_ok},"
+              f" median real/predicted {tight:.3f}, Spearman "
+              f"{_spearman(warm.pairs, pred):.3f} (pairs vs predicted states)")
+        if args.check_full:
+            (diff_tags, diff_lp), full_s = timed(
+                lambda lm=lm, w=warm: _check_full(lm, em, words, w))
+            print(f"arsdecode.full on all sentences: {full_s:.1f} s, {tokens / full_s:,.0f}"
+                  f" tokens/s; ln p differs (>1e-9) in {diff_lp}, tags differ in {diff_tags}"
+                  " (ties)")
+        rows.append((n, tokens / c2, tokens / c1, tokens / cw, whole))
+    print("\nsummary (CPU tokens/s, ratio to TnT's CPU tokens/s): warm, first call, whole process")
+    for n, r_in, r_first, r_whole, whole in rows:
+        print(f"n={n}: {r_in:9,.0f} ({r_in / tnt_cpu:.2f}x)  {r_first:9,.0f} "
+              f"({r_first / tnt_cpu:.2f}x)  {r_whole:9,.0f} ({r_whole / tnt_cpu:.2f}x);"
+              f" whole process wall {whole:.1f} s")
+    return 0
+
+
+def _spearman(a: np.ndarray, b: np.ndarray) -> float:
+    ra = np.argsort(np.argsort(a)).astype(float)
+    rb = np.argsort(np.argsort(b)).astype(float)
+    return float(np.corrcoef(ra, rb)[0, 1])
+
+
+def _check_full(lm, em, words, warm) -> tuple[int, int]:
+    from arsdecode.full import full_decode
+
+    diff_tags = diff_lp = 0
+    for i, ws in enumerate(words):
+        ref = full_decode(lm, em.lattice(ws))
+        if abs(ref.log_p - warm.log_p[i]) > 1e-9:
+            diff_lp += 1
+        if ref.tokens != warm.tags[i]:
+            diff_tags += 1
+    return diff_tags, diff_lp
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,18 @@
+"""Build arsdecode's compiled core (Cython -> C++); everything else is in pyproject.toml."""
+
+from Cython.Build import cythonize
+from setuptools import Extension, setup
+
+setup(
+    ext_modules=cythonize(
+        [
+            Extension(
+                "arsdecode.native._core",
+                ["arsdecode/native/_core.pyx"],
+                language="c++",
+                extra_compile_args=["-O3", "-std=c++17"],
+            )
+        ],
+        compiler_directives={"language_level": 3},
+    )
+)

@@ -1,0 +1,113 @@
+"""The compiled merged full-model DP (arsdecode.fast_full) against arsdecode.full and brute force.
+
+Many lattices go through one call; each must get arsdecode.full's optimum (1e-9) with a path
+that brute-force enumeration scores at that optimum, and the same ln Z. Models: random ARPA
+models with positive backoffs, missing prefixes and -inf probabilities, and the embedded
+state_union 5-gram.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import ars_fixtures
+from ars_fixtures import IMPOSSIBLE_ARPA, LM, make_lattice, random_lm_with_options
+from arsdecode.errors import NoPathError
+from arsdecode.fast_full import (
+    FlatLattices,
+    full_decode_many,
+    full_log_partition_many,
+    run_flat,
+)
+from arsdecode.full import full_decode, full_log_partition
+from arsdecode.lattice import Lattice
+from brute import brute_model
+from maxarpa.model import Model
+
+random_lms = ars_fixtures.random_lms
+TIGHT = 1e-9
+EMBEDDED = Path(__file__).resolve().parent.parent / "arsdecode/data/state_union.5gram.maxarpa.gz"
+
+
+def check_batch(lm: Model, lattices: list[Lattice], *, brute: bool) -> None:
+    """One call for every lattice; compare each with full.py (and brute force when small)."""
+    flat = FlatLattices.from_lattices(lm, lattices)
+    best = run_flat(lm, flat, viterbi=True)
+    log_z = full_log_partition_many(lm, lattices)
+    for s, lat in enumerate(lattices):
+        ref_z = full_log_partition(lm, lat)
+        if ref_z == -math.inf:
+            assert best.score[s] == -math.inf and log_z[s] == -math.inf
+            with pytest.raises(NoPathError):
+                full_decode(lm, lat)
+            continue
+        ref = full_decode(lm, lat)
+        assert best.score[s] == pytest.approx(ref.log_p, abs=TIGHT), (s, lat.to_json_obj())
+        assert log_z[s] == pytest.approx(ref_z, abs=TIGHT)
+        assert best.dp_states[s] == ref.dp_states  # the same merged state space
+        picks = best.choice[flat.sent_off[s] : flat.sent_off[s + 1]]
+        tokens = [lat.tokens[i][c] for i, c in enumerate(picks)]
+        if brute:
+            b = brute_model(lm, lat)
+            assert b.score(tokens) == pytest.approx(best.score[s], abs=TIGHT)
+            assert abs(b.best_log_p - best.score[s]) <= TIGHT
+            assert abs(b.log_Z - log_z[s]) <= TIGHT
+
+
+def test_matches_full_and_brute_on_random_positive_backoff_models(random_lms):
+    rng = random.Random(11)
+    for model in random_lms:
+        check_batch(model.lm, [make_lattice(rng, model) for _ in range(15)], brute=True)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_matches_full_and_brute_with_missing_prefixes_and_zero_probabilities(
+    tmp_path_factory, seed
+):
+    model = random_lm_with_options(
+        tmp_path_factory.mktemp("opt"), 500 + seed, order=random.Random(seed).randint(2, 5),
+        drop_prefix_contexts=True, neg_inf_fraction=0.15,
+    )
+    rng = random.Random(seed)
+    check_batch(model.lm, [make_lattice(rng, model) for _ in range(12)], brute=True)
+
+
+def test_matches_full_on_the_embedded_5gram_in_one_call():
+    lm = Model.load(EMBEDDED)
+    sents = [["the", "united", "states", "of", "america", "is", "strong"],
+             ["we", "must", "not", "fail", "in", "this", "great", "task"]]
+    model = LM("su5", EMBEDDED, lm, None, [w for w in lm.vocab[:400] if w not in ("<s>", "</s>")],
+               sents)
+    rng = random.Random(2)
+    lattices = [make_lattice(rng, model, max_len=7, max_width=5) for _ in range(30)]
+    check_batch(lm, lattices, brute=False)
+    small = [lat for lat in lattices if lat.num_paths() <= 300][:8]
+    check_batch(lm, small, brute=True)
+
+
+def test_decode_many_returns_tokens_and_reports_a_dead_lattice(tmp_path):
+    path = tmp_path / "impossible.arpa"
+    path.write_text(IMPOSSIBLE_ARPA)
+    lm = Model.load(path)
+    ok = Lattice.from_lists([[("zz", -0.1)], [("a", -0.2)]])  # zz is <unk>
+    dead = Lattice.from_lists([[("a", 0.0)]])  # p(a | <s>) = 0
+    assert full_decode_many(lm, [ok])[0][0] == full_decode(lm, ok).tokens
+    res = run_flat(lm, FlatLattices.from_lattices(lm, [ok, dead, ok]))
+    assert np.isfinite(res.score[[0, 2]]).all() and res.score[1] == -math.inf
+    assert (res.choice[2] == -1) and (res.choice[[0, 1, 3, 4]] >= 0).all()
+    with pytest.raises(NoPathError, match="lattice 1"):
+        full_decode_many(lm, [ok, dead])
+
+
+def test_ties_go_to_the_first_candidate():
+    lm = Model.load(EMBEDDED)
+    # Two unknown words both map to <unk>: identical scores, so the first candidate must win.
+    lat = Lattice.from_lists([[("zzqx1", -1.0), ("zzqx2", -1.0)], [("nation", 0.0)]])
+    assert full_decode_many(lm, [lat])[0][0] == ["zzqx1", "nation"]
+    lat = Lattice.from_lists([[("zzqx2", -1.0), ("zzqx1", -1.0)], [("nation", 0.0)]])
+    assert full_decode_many(lm, [lat])[0][0] == ["zzqx2", "nation"]

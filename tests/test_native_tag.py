@@ -1,0 +1,80 @@
+"""Batched POS tagging on the compiled core (arsdecode.tag_fast) against the exact decoders.
+
+The models are built from the NLTK corpora by data_prep.pos_data into a temporary directory
+(nothing derived from the treebank is committed). Every sentence's ln p must equal
+arsdecode.full.full_decode's, tags equal unless tied; ARS agrees on a sample.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from arsdecode.full import full_decode
+from arsdecode.tag_fast import flatten, predicted_states, tag_many
+from arsdecode.tasks.pos import TnTEmissions, read_tagged
+from data_prep.pos_data import default_data_dir, prepare
+from maxarpa.model import Model
+
+
+@pytest.fixture(scope="module")
+def pos3(tmp_path_factory):
+    out = tmp_path_factory.mktemp("pos_native")
+    prepare(out, default_data_dir(), orders=[3])
+    lm = Model.load(out / "tags.3.maxarpa")
+    em = TnTEmissions.load(out / "emissions.json.gz")
+    words = [[w for w, _ in s] for s in read_tagged(out / "test.tsv")]
+    return lm, em, words
+
+
+def test_tag_many_equals_the_full_model_decoder(pos3):
+    lm, em, words = pos3
+    sents = words[:300]
+    r = tag_many(lm, em, sents)
+    assert r.method == "full" and len(r.tags) == len(sents)
+    for i, ws in enumerate(sents):
+        ref = full_decode(lm, em.lattice(ws))
+        assert r.log_p[i] == pytest.approx(ref.log_p, abs=1e-9), i
+        assert r.tags[i] == ref.tokens or abs(r.log_p[i] - ref.log_p) <= 1e-12, i
+        assert r.dp_states[i] == ref.dp_states
+
+
+def test_tag_many_agrees_with_ars_and_with_itself(pos3):
+    lm, em, words = pos3
+    sents = [ws for ws in words if len(ws) <= 12][:20]
+    full = tag_many(lm, em, sents)
+    ars = tag_many(lm, em, sents, method="ars")
+    assert ars.method == "ars"
+    np.testing.assert_allclose(ars.log_p, full.log_p, atol=1e-9, rtol=0)
+    # Batching must not change any sentence's answer.
+    one_by_one = [tag_many(lm, em, [ws]).tags[0] for ws in sents]
+    assert one_by_one == full.tags
+
+
+def test_predicted_states_bound_the_real_count(pos3):
+    lm, em, words = pos3
+    sents = words[:200]
+    r = tag_many(lm, em, sents)
+    pred = predicted_states(lm, flatten(lm, em, sents)[0])
+    assert (r.dp_states <= pred).all()
+
+
+def test_bad_input(pos3):
+    lm, em, _ = pos3
+    with pytest.raises(ValueError, match="method"):
+        tag_many(lm, em, [["a"]], method="beam")
+    with pytest.raises(ValueError, match="sentence 1"):
+        tag_many(lm, em, [["The", "dog"], []])
+
+
+def test_missing_extension_fails_loudly():
+    code = (
+        "import sys; sys.modules['arsdecode.native._core'] = None\n"
+        "import arsdecode.native\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert proc.returncode != 0
+    assert "compiled core" in proc.stderr and "pip install -e ." in proc.stderr
