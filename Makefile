@@ -1,16 +1,21 @@
-# The two set-up commands of the README:
-#   make demo   installs everything, then decodes an SMS with the embedded state_union model
-#   make test   installs everything, then runs the test suite
+# The set-up commands of the README:
+#   make demo   installs only what decoding needs (no KenLM), then decodes an SMS with the
+#               embedded state_union model and tags a sentence with the shipped EWT tagger
+#   make test   installs everything (KenLM module, lmplz), then runs the test suite
 VENV ?= .venv
 PY := $(VENV)/bin/python
 
-.PHONY: install demo test lint bench
+.PHONY: install install-demo demo test lint bench wheel
 
 install:
-	bash scripts/install.sh
+	bash scripts/install.sh test
 
-demo: install
+install-demo:
+	bash scripts/install.sh demo
+
+demo: install-demo
 	$(VENV)/bin/arsdecode sms "3637 843 66639 39478 *"
+	$(VENV)/bin/arsdecode tag "The dog barked ."
 
 test: install
 	$(PY) -m pytest -q -p no:cacheprovider
@@ -22,3 +27,7 @@ bench: install
 	$(PY) bench/bench_maxarpa.py
 	$(PY) bench/bench_ars.py
 	$(PY) bench/bench_variants.py
+
+wheel: install
+	$(PY) -m pip install -q build
+	$(PY) -m build --outdir dist .

@@ -56,6 +56,7 @@ from collections.abc import Sequence  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 import numpy as np  # noqa: E402
+from pos_ewt_report import keep_block  # noqa: E402
 from progress_log import progress, say  # noqa: E402
 
 from arsdecode.ars import decode, sample  # noqa: E402
@@ -901,7 +902,8 @@ def render(res: dict, dev: dict | None, doc: Path, imgs: list[Path]) -> None:
     w(f"Run wall time (jobs): {res['wall_seconds'] / 60:.1f} min on {res['machine']['jobs']} "
       "worker processes.")
     doc.parent.mkdir(parents=True, exist_ok=True)
-    doc.write_text("\n".join(L) + "\n", encoding="utf-8")
+    # The EWT section belongs to pos_ewt.py; keep it.
+    doc.write_text(keep_block(doc, "\n".join(L) + "\n", "ewt"), encoding="utf-8")
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -1,12 +1,41 @@
 #!/usr/bin/env bash
-# One-step set-up on a fresh Debian machine: system packages, a virtualenv in .venv, KenLM's
-# Python module built with MAX_ORDER=10 (the default build caps n-gram order at 6 and pip
-# caches that build, hence --no-cache-dir), lmplz/build_binary, and this project.
-# Idempotent: each step is skipped when already done.
+# Set-up on a fresh Debian machine, in two sizes:
+#   install.sh demo   a virtualenv in .venv with this project and only what decoding needs
+#                     (numpy, pynini, networkx, tqdm, and the compiled part built by pip):
+#                     no Boost, no KenLM (mostly download time; about 20 s of CPU).
+#   install.sh test   (default) everything: the demo set-up, Debian build packages, KenLM's
+#                     Python module built with MAX_ORDER=10 (the default build caps n-gram
+#                     order at 6 and pip caches that build, hence --no-cache-dir), lmplz and
+#                     build_binary, and the dev extras. The tests and data_prep need these.
+# Idempotent: each step is skipped when already done (the project install is redone when
+# pyproject.toml is newer than its stamp).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+MODE="${1:-test}"
 VENV="${VENV:-.venv}"
 PY="${PYTHON:-python3}"
+case "$MODE" in
+  demo|test) ;;
+  *) echo "usage: $0 [demo|test]" >&2; exit 2 ;;
+esac
+
+if [[ ! -x "$VENV/bin/python" ]]; then
+  echo "[install] virtualenv $VENV"
+  "$PY" -m venv "$VENV"
+fi
+VPY="$VENV/bin/python"
+
+# The project (editable) with its runtime dependencies only; `test` adds the dev extras below.
+stamp="$VENV/.installed-demo"
+if [[ ! -f "$stamp" || pyproject.toml -nt "$stamp" ]]; then
+  echo "[install] arsdecode + maxarpa (numpy, pynini, networkx, tqdm)"
+  "$VPY" -m pip install -q -e .
+  touch "$stamp"
+fi
+if [[ "$MODE" == demo ]]; then
+  echo "[install] done (demo)"
+  exit 0
+fi
 
 need_apt=0
 for f in /usr/include/boost/program_options.hpp /usr/include/boost/thread.hpp \
@@ -22,13 +51,6 @@ if [[ $need_apt == 1 ]]; then
     libboost-thread-dev libboost-test-dev zlib1g-dev libbz2-dev liblzma-dev >/dev/null
 fi
 
-if [[ ! -x "$VENV/bin/python" ]]; then
-  echo "[install] virtualenv $VENV"
-  "$PY" -m venv "$VENV"
-  "$VENV/bin/pip" install -q --upgrade pip
-fi
-VPY="$VENV/bin/python"
-
 if [[ ! -f "$VENV/.kenlm-max-order-10" ]]; then
   echo "[install] kenlm Python module with MAX_ORDER=10 (builds from source, ~1 min)"
   "$VPY" -m pip uninstall -y -q kenlm >/dev/null 2>&1 || true
@@ -39,6 +61,10 @@ fi
 echo "[install] lmplz and build_binary"
 PYTHON="$VPY" bash data_prep/build_kenlm_tools.sh .tools
 
-echo "[install] arsdecode + maxarpa"
-"$VPY" -m pip install -q -e ".[dev]"
+stamp="$VENV/.installed-test"
+if [[ ! -f "$stamp" || pyproject.toml -nt "$stamp" ]]; then
+  echo "[install] dev extras (pytest, hypothesis, scipy, ruff, matplotlib, nltk)"
+  "$VPY" -m pip install -q -e ".[dev]"
+  touch "$stamp"
+fi
 echo "[install] done"
