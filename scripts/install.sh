@@ -8,7 +8,7 @@
 #                     order at 6 and pip caches that build, hence --no-cache-dir), lmplz and
 #                     build_binary, and the dev extras. The tests and data_prep need these.
 # Idempotent: each step is skipped when already done (the project install is redone when
-# pyproject.toml is newer than its stamp).
+# pyproject.toml, setup.py or the compiled core's sources are newer than its stamp).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 MODE="${1:-test}"
@@ -27,7 +27,7 @@ VPY="$VENV/bin/python"
 
 # The project (editable) with its runtime dependencies only; `test` adds the dev extras below.
 stamp="$VENV/.installed-demo"
-if [[ ! -f "$stamp" || pyproject.toml -nt "$stamp" ]]; then
+if [[ ! -f "$stamp" || -n "$(find pyproject.toml setup.py arsdecode/native -newer "$stamp" 2>/dev/null)" ]]; then
   echo "[install] arsdecode + maxarpa (numpy, pynini, networkx, tqdm)"
   "$VPY" -m pip install -q -e .
   touch "$stamp"
@@ -62,7 +62,7 @@ echo "[install] lmplz and build_binary"
 PYTHON="$VPY" bash data_prep/build_kenlm_tools.sh .tools
 
 stamp="$VENV/.installed-test"
-if [[ ! -f "$stamp" || pyproject.toml -nt "$stamp" ]]; then
+if [[ ! -f "$stamp" || -n "$(find pyproject.toml setup.py arsdecode/native -newer "$stamp" 2>/dev/null)" ]]; then
   echo "[install] dev extras (pytest, hypothesis, scipy, ruff, matplotlib, nltk)"
   "$VPY" -m pip install -q -e ".[dev]"
   touch "$stamp"

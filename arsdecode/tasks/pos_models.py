@@ -21,7 +21,7 @@ ENV_VAR = "ARSDECODE_POS_MODELS"
 SHIPPED_DIR = Path(__file__).resolve().parents[1] / "data" / "pos"
 """The tagger shipped with the package (trained on UD English Web Treebank, CC BY-SA 4.0)."""
 
-PREFERRED_ORDER = 5
+PREFERRED_ORDER = 4  # the shipped EWT tagger's order, chosen on EWT dev (data_prep.ewt)
 _LM_NAME = re.compile(r"^tags\.(\d+)\.(npz|maxarpa|arpa)(\.gz)?$")
 _SUFFIXES = ("npz", "maxarpa.gz", "maxarpa", "arpa.gz", "arpa")
 
