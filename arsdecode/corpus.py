@@ -82,15 +82,24 @@ def decode_many(
     return [r for r in results if r is not None]
 
 
-def decode(lm, lattice: Lattice, *, method: Method = "auto", **options) -> DecodeResult:
+def decode(lm, lattice: Lattice, *, method: Method = "auto", k: int | None = None, **options):
     """The exact argmax of p on one lattice by the method `method` picks (natural log).
 
     "ars" is Algorithm 1 (`arsdecode.ars.decode`, which takes `options`: variant,
     max_iterations, tol, on_iteration, keep_automaton, prune); "full" is the merged full DP on
-    the compiled core; "auto" chooses by `choose_methods`. The result's `method` says which ran.
+    the compiled core; "auto" chooses by `choose_methods`. Returns a DecodeResult whose
+    `method` says which ran. With `k`, returns instead the K best distinct paths, each exact
+    and certified (`arsdecode.kbest.decode_kbest`, a KBestResult, always by ARS).
     Raises NoPathError if every path has probability zero.
     """
     _check_method(method)
+    if k is not None:
+        from arsdecode.kbest import decode_kbest
+
+        if method == "full":
+            raise OptionError("k-best decoding runs on the q-automaton: use method 'ars' or 'auto'")
+        return decode_kbest(lm, lattice, k, **{o: v for o, v in options.items()
+                                               if o in ("variant", "max_iterations", "tol")})
     needs_ars = [k for k in ("on_iteration", "keep_automaton") if options.get(k)]
     if method == "full" and needs_ars:
         raise OptionError(f"{needs_ars[0]} needs the q-automaton, which only method 'ars' builds")

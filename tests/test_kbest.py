@@ -160,3 +160,22 @@ def test_cli_nbest_json_is_the_brute_force_top_k(tmp_path):
     for got, (want, _) in zip(out["nbest"], top, strict=True):
         assert abs(got["log_p"] - want) <= 1e-9
     assert out["tokens"] == out["nbest"][0]["tokens"] and out["certified"]
+
+
+def test_public_decode_with_k_is_decode_kbest(random_lms):
+    """`arsdecode.decode(lm, lattice, k=K)` is the certified K-best, as brute force ranks it."""
+    import arsdecode
+
+    model = random_lms[2]
+    rng = random.Random(77)
+    for _ in range(10):
+        lat = make_lattice(rng, model, max_len=4, max_width=3)
+        try:
+            r = arsdecode.decode(model.lm, lat, k=4)
+        except NoPathError:
+            continue
+        brute = brute_model(model.lm, lat)
+        want = sorted((lp for lp in brute.log_p if lp > -math.inf), reverse=True)[:4]
+        assert r.certified and len(r.paths) == len(want)
+        for got, lp in zip(r.paths, want, strict=True):
+            assert abs(got.log_p - lp) <= 1e-9
