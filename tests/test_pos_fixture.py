@@ -149,8 +149,11 @@ def test_cli_sample_marginals(fixture_models):
     assert proc.returncode == 0, proc.stderr
     out = json.loads(proc.stdout)
     assert len(out["samples"]) == 50
-    for dist in out["marginals"]:
-        assert math.isclose(sum(dist.values()), 1.0)
+    assert len(out["marginals"]) == 4
+    for pos in out["marginals"]:  # [token, p, lo, hi], sorted by p, as `arsdecode marginals`
+        assert math.isclose(sum(p for _, p, _, _ in pos), 1.0)
+        assert all(lo <= p <= hi for _, p, lo, hi in pos)
+        assert [p for _, p, _, _ in pos] == sorted((p for _, p, _, _ in pos), reverse=True)
     proc = run_tag("The dog barked .", "--models", str(fixture_models), "--sample", "0")
     assert proc.returncode == 2 and "--sample" in proc.stderr
 

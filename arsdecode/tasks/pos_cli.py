@@ -11,7 +11,6 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from collections import Counter
 from pathlib import Path
 
 import arsdecode.corpus as corpus
@@ -31,6 +30,7 @@ from arsdecode.cli_options import (
     write_atomic,
 )
 from arsdecode.errors import ObservationError, OptionError
+from arsdecode.marginals import marginals_from_samples, marginals_json
 from arsdecode.tag_fast import tag_many
 from arsdecode.tasks.pos_models import ENV_VAR, PREFERRED_ORDER, load_models
 
@@ -96,22 +96,21 @@ def tag_one(args: argparse.Namespace, lm, emissions, words: list[str]) -> int:
 def sample_one(args: argparse.Namespace, lm, lattice, words: list[str], start: float) -> int:
     r = sample(lm, lattice, args.sample, args.seed, batch=args.batch,
                target_ar=args.target_ar, ar_window=args.ar_window, variant=args.variant)
-    marginals = tag_marginals(r.samples)
+    marginals = marginals_from_samples(r.samples)  # the code `arsdecode marginals` runs
     seconds = time.perf_counter() - start
     if args.json:
         print_json({"tokens": words, "samples": r.samples, "log_p": r.log_p,
-                    "marginals": marginals, "trials": r.trials,
+                    "marginals": marginals_json(marginals), "trials": r.trials,
                     "acceptance_rate": r.acceptance_rate, "log_Z": r.log_Z,
                     "log_Z_ci": list(r.log_Z_ci), "timing": {"seconds": seconds}})
         return EXIT_OK
-    counts = Counter(tuple(s) for s in r.samples)
     print("count  tags")
-    for tags, c in counts.most_common(10):
+    for tags, c, _ in r.ranked()[:10]:
         print(f"{c:>5}  {' '.join(tags)}")
-    print("\nposterior tag marginals (from exact samples):")
-    for w, dist in zip(words, marginals):
-        top = sorted(dist.items(), key=lambda kv: -kv[1])[:3]
-        print(f"{w:<15} " + "  ".join(f"{t} {p:.3f}" for t, p in top))
+    print("\nposterior tag marginals from the exact samples (95% interval):")
+    for w, pos in zip(words, marginals):
+        print(f"{w:<15} " + "  ".join(f"{m.token} {m.p:.3f} [{m.lo:.3f}, {m.hi:.3f}]"
+                                      for m in pos[:3]))
     print(f"\nsamples={len(r.samples)} trials={r.trials} "
           f"acceptance_rate={r.acceptance_rate:.3f} seconds={seconds:.2f}")
     return EXIT_OK
@@ -120,17 +119,6 @@ def sample_one(args: argparse.Namespace, lm, lattice, words: list[str], start: f
 def tag_json(words: list[str], tags: list[str], log_p: float, seconds: float) -> dict:
     """One tagged sentence: {"tokens", "tags", "log_p" (ln), "timing": {"seconds"}}."""
     return {"tokens": words, "tags": tags, "log_p": log_p, "timing": {"seconds": seconds}}
-
-
-def tag_marginals(samples: list[list[str]]) -> list[dict[str, float]]:
-    """Per position, the fraction of samples with each tag (a Monte Carlo posterior)."""
-    if not samples:
-        return []
-    out = []
-    for i in range(len(samples[0])):
-        c = Counter(s[i] for s in samples)
-        out.append({t: k / len(samples) for t, k in c.most_common()})
-    return out
 
 
 def tag_file(args: argparse.Namespace, lm, emissions) -> int:
