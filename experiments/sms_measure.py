@@ -286,7 +286,7 @@ def embedded_timings(records: Sequence[dict], seed: int) -> dict:
 PROFILED = {  # share of one decode's time, by library function (cumulative, may overlap)
     "viterbi": ("viterbi_indices",),
     "refine": ("refine_indices",),
-    "lm_queries": ("log10p_batch", "max_log10p_batch"),
+    "lm_queries": ("log_prob", "log_bound"),  # MaxArpaLM: the compiled n-gram walk
 }
 
 

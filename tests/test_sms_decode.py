@@ -95,10 +95,10 @@ def test_library_sms_decode_equals_cli(lm):
 
 def test_cli_max_iterations_is_not_a_certificate():
     """Issue 9 E: a decode stopped by --max-iterations says so and exits 3."""
-    proc = run_sms("3637 843 66639 39478 *", "--max-iterations", "1")
+    proc = run_sms("3637 843 66639 39478 *", "--max-iterations", "1", "--method", "ars")
     assert proc.returncode == 3, proc.stderr
     assert "UNCERTIFIED" in proc.stdout and "UNCERTIFIED" in proc.stderr
-    proc = run_sms("3637 843 66639 39478 *", "--max-iterations", "1", "--json")
+    proc = run_sms("3637 843 66639 39478 *", "--max-iterations", "1", "--method", "ars", "--json")
     assert proc.returncode == 3
     assert json.loads(proc.stdout)["certified"] is False
     help_text = run_sms("--help").stdout
