@@ -49,6 +49,7 @@ class TaskSpec:
     seed: int = 0  # sample: run seed; item seeds derive from (seed, id)
     variant: str | None = None  # None: the engine's default refinement variant
     max_iterations: int | None = None
+    method: str = "auto"  # decode/tag: the exact method, as `arsdecode decode --method`
     batch: int = 100
     target_ar: float = 0.2
     ar_window: int = 100
@@ -121,10 +122,11 @@ def _lattice(spec: TaskSpec, item: Item, emissions) -> tuple[Any, list[str] | No
 
 def solve_one(spec: TaskSpec, lm, item: Item, lattice) -> dict:
     """The fields of the single-item command for one lattice."""
-    from arsdecode.ars import decode, sample
+    from arsdecode.ars import sample
+    from arsdecode.corpus import decode
 
     start = time.perf_counter()
-    engine = {} if spec.variant is None else {"variant": spec.variant}
+    engine = _engine(spec)
     if spec.task == "sample":
         seed = item_seed(spec.seed, item.id)
         r = sample(lm, lattice, spec.n, seed, batch=spec.batch, target_ar=spec.target_ar,
@@ -132,19 +134,42 @@ def solve_one(spec: TaskSpec, lm, item: Item, lattice) -> dict:
         return {"samples": r.samples, "log_p": r.log_p, "seed": seed, "trials": r.trials,
                 "acceptance_rate": r.acceptance_rate, "log_Z": r.log_Z,
                 "seconds": time.perf_counter() - start}
-    r = decode(lm, lattice, max_iterations=spec.max_iterations, **engine)
+    r = decode(lm, lattice, method=spec.method,  # type: ignore[arg-type]
+               max_iterations=spec.max_iterations, **engine)
+    return _decode_fields(r, time.perf_counter() - start)
+
+
+def _engine(spec: TaskSpec) -> dict[str, Any]:
+    return {} if spec.variant is None else {"variant": spec.variant}
+
+
+def _decode_fields(r, seconds: float) -> dict:
+    """The fields of `arsdecode decode --json` that a batch line carries."""
     return {"tokens": r.tokens, "log_p": r.log_p, "log_q": r.log_q, "certified": r.certified,
-            "iterations": r.iterations, "states": r.states,
-            "seconds": time.perf_counter() - start}
+            "iterations": r.iterations, "states": r.states, "method": r.method,
+            "seconds": seconds}
 
 
 def solve_chunk(spec: TaskSpec, lm, items: list[Item], lattices: list) -> list[dict | str]:
     """All lattices of a chunk in one call: a result dict, or an error message, per item.
 
-    A per-item loop for now; this is the one place to call `arsdecode.corpus.decode_many`
-    (shared automaton work across a chunk) once it exists, keeping the per-item loop as the
-    fallback when it rejects one item of the chunk.
+    Decoding runs `arsdecode.corpus.decode_many` on the whole chunk (the compiled full DP in
+    one call, ARS in lockstep with batched queries; each item's result is the one the
+    single-item command gives). If it rejects one item (say, a lattice with no possible
+    path), the chunk is redone item by item so only that item becomes an error line.
     """
+    if spec.task != "sample" and items:
+        from arsdecode.corpus import decode_many
+
+        start = time.perf_counter()
+        try:
+            results = decode_many(lm, lattices, method=spec.method,  # type: ignore[arg-type]
+                                  max_iterations=spec.max_iterations, **_engine(spec))
+        except ValueError:  # the library's input errors: find the item, one at a time
+            pass
+        else:
+            each = (time.perf_counter() - start) / len(items)
+            return [_decode_fields(r, each) for r in results]
     out: list[dict | str] = []
     for item, lattice in zip(items, lattices):
         try:

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from arsdecode.automaton import VARIANTS
 from arsdecode.batch import DEFAULT_CHUNK, TASKS, BatchError, TaskSpec, run_batch
-from arsdecode.cli_options import add_sampling_options
+from arsdecode.cli_options import add_method_option, add_sampling_options
 
 CACHE_DIR_NAME = ".arsdecode-models"
 
@@ -54,7 +54,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--variant", choices=VARIANTS, default=None,
                    help="refinement variant (default: the engine's)")
     p.add_argument("--max-iterations", type=int, default=None,
-                   help="decode: stop uncertified after this many")
+                   help="decode: stop uncertified after this many (method 'ars')")
+    add_method_option(p)
     p.add_argument("--models", default=None, help="--task tag: directory of the POS models")
     p.add_argument("--order", type=int, default=None,
                    help="--task tag: tag LM order (default: as `arsdecode tag`)")
@@ -115,6 +116,7 @@ def run(args: argparse.Namespace) -> int:
     spec = TaskSpec(
         task=args.task, lm=str(binary_model(lm, cache)), emissions=emissions, n=args.n,
         seed=args.seed, variant=args.variant, max_iterations=args.max_iterations,
+        method=args.method,
         batch=args.batch, target_ar=args.target_ar, ar_window=args.ar_window,
     )
     stats = run_batch(spec, args.in_path, out, workers=args.workers or 1,

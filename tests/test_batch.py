@@ -20,10 +20,11 @@ import numpy as np
 import pytest
 
 import maxarpa
-from arsdecode.ars import decode, sample
+from arsdecode.ars import sample
 from arsdecode.batch import BatchError, TaskSpec, item_seed, read_done, run_batch
 from arsdecode.batch_io import ChunkWriter
 from arsdecode.cli import DEFAULT_LM
+from arsdecode.corpus import decode
 from arsdecode.lattice import Lattice
 from arsdecode.tasks.sms import KeypadChannel, sample_sentence
 
@@ -36,7 +37,7 @@ SENTENCES = [
     "we will not fail .",
     "the american people want jobs .",
 ]
-DECODE_FIELDS = ("tokens", "log_p", "log_q", "certified", "iterations", "states")
+DECODE_FIELDS = ("tokens", "log_p", "log_q", "certified", "iterations", "states", "method")
 SAMPLE_FIELDS = ("samples", "log_p", "seed", "trials", "acceptance_rate", "log_Z")
 
 
