@@ -90,3 +90,20 @@ class Facts:
         self.ar = f"AR-{self.window} ≥ {100 * self.target:.0f}%"
         self.lengths = range(1, self.long + 1)
 
+
+
+def by_length_table(rows_in: Sequence[dict], lengths: Sequence[int], orders: Sequence[int],
+                    counts: Sequence[str]) -> str:
+    """Per length and order: the mean of each field in `counts`, then the median seconds."""
+    g = group(rows_in, "order", "length")
+    rows = []
+    for length in lengths:
+        row: list = [length]
+        for n in orders:
+            rs = g.get((n, length), [])
+            row += [fmt(mean([r[c] for r in rs]), 1 if c == "iterations" else 0)
+                    for c in counts]
+            row.append(fmt(median([r["seconds"] for r in rs]), 3))
+        rows.append(row)
+    return md_table(["length"] + [f"{h} n={n}" for n in orders
+                                  for h in (*counts, "median s")], rows)

@@ -15,6 +15,7 @@ from report.sms_format import (
     PAPER_SECONDS,
     TARGETS,
     Facts,
+    by_length_table,
     fmt,
     group,
     md_table,
@@ -142,18 +143,8 @@ def fig2(res: dict, f: Facts, image: str) -> list[str]:
     cfg, dec = res["config"], res["decoding"]
     out = ["## Fig. 2 — exact decoding: iterations and states against length\n",
            f"![Fig. 2]({image})\n"]
+    out += [by_length_table(dec, f.lengths, f.orders, ("iterations", "states")), ""]
     g = group(dec, "order", "length")
-    rows = []
-    for length in f.lengths:
-        row: list = [length]
-        for n in f.orders:
-            rs = g.get((n, length), [])
-            row += [fmt(mean([r["iterations"] for r in rs]), 1),
-                    fmt(mean([r["states"] for r in rs]), 0),
-                    fmt(median([r["seconds"] for r in rs]), 3)]
-        rows.append(row)
-    out += [md_table(["length"] + [f"{h} n={n}" for n in f.orders
-                                   for h in ("iterations", "states", "median s")], rows), ""]
     out.append("Paper (Fig. 2): qualitative trend — iterations and states grow with sentence "
                "length and with the model order, while the states stay a tiny fraction of the "
                f"full model's. Timings here come from the sweep, which ran {f.opts['jobs']} "

@@ -15,8 +15,8 @@ from report.sms_format import (
     PAPER_SECONDS,
     TARGETS,
     Facts,
+    by_length_table,
     fmt,
-    group,
     md_table,
     mean,
     median,
@@ -122,18 +122,7 @@ def fig3cd(res: dict, f: Facts, image: str) -> list[str]:
            (f"Up to {per} sentences per length" if per else "Every test sentence")
            + f", K = {f.k}, B = 100; n = {', '.join(map(str, f.orders))}.\n",
            f"![Fig. 3c/3d]({image})\n"]
-    g = group(rows_in, "order", "length")
-    rows = []
-    for length in f.lengths:
-        row: list = [length]
-        for n in f.orders:
-            rs = g.get((n, length), [])
-            row += [fmt(mean([r["trials"] for r in rs]), 0),
-                    fmt(mean([r["states"] for r in rs]), 0),
-                    fmt(median([r["seconds"] for r in rs]), 3)]
-        rows.append(row)
-    out += [md_table(["length"] + [f"{h} n={n}" for n in f.orders
-                                   for h in ("trials", "states", "median s")], rows), ""]
+    out += [by_length_table(rows_in, f.lengths, f.orders, ("trials", "states")), ""]
     unreached = sum(not r["reached"] for r in rows_in)
     out.append(f"All runs reached the target: {unreached == 0} ({unreached} did not). Paper "
                "(Fig. 3c/3d): qualitative — trials and states grow with length and order.\n")
