@@ -39,6 +39,7 @@ from arsdecode.cli_options import (
     report_uncertified,
     warn_oov,
     write_atomic,
+    write_line,
 )
 from arsdecode.errors import ArsDecodeError, OptionError
 from arsdecode.lattice import Lattice
@@ -189,8 +190,7 @@ def cmd_sample(args: argparse.Namespace) -> int:
         if args.jsonl:
             print_json({"tokens": tokens, "log_p": log_p})
         elif not args.json:
-            sys.stdout.write(f"{log_p:.4f}\t{' '.join(tokens)}\n")
-            sys.stdout.flush()
+            write_line(f"{log_p:.4f}\t{' '.join(tokens)}")
 
     try:
         r = sample(lm, lattice, args.n, args.seed, batch=args.batch, target_ar=args.target_ar,

@@ -13,6 +13,7 @@ import inspect
 import json
 import math
 import os
+import signal
 import sys
 import tempfile
 import textwrap
@@ -175,9 +176,33 @@ def add_max_iterations(p: argparse.ArgumentParser) -> None:
 
 
 def print_json(obj: object) -> None:
-    """One JSON object per line, flushed (so a pipe sees it at once)."""
-    sys.stdout.write(json.dumps(obj) + "\n")
-    sys.stdout.flush()
+    """One JSON object per line, flushed (so a pipe sees it at once).
+
+    Ctrl-C is held back while the line is written: a KeyboardInterrupt raised inside a
+    buffered write would cut the line and lose its start, and streamed output (`sample
+    --jsonl`) promises whole lines up to the interrupt. The pending signal fires right after.
+    """
+    write_line(json.dumps(obj))
+
+
+def write_line(text: str) -> None:
+    """Write one whole line to stdout and flush, with Ctrl-C held back (see `print_json`)."""
+    text += "\n"
+    held = _hold_sigint()
+    try:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+    finally:
+        if held:
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+
+
+def _hold_sigint() -> bool:
+    """Block SIGINT in this thread if the platform can (POSIX); True if it was blocked."""
+    if not hasattr(signal, "pthread_sigmask"):
+        return False
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    return True
 
 
 def warn(message: str) -> None:

@@ -374,14 +374,17 @@ def test_cluster_every_id_once_equal_to_single_items(tmp_path, cluster, model_pa
 
 @pytest.mark.slow
 def test_cli_local_cluster_interrupted_then_resumed(tmp_path, model_path, many, many_decoded):
+    pytest.importorskip("distributed")
     src = write_jsonl(tmp_path / "in.jsonl", many)
     out = tmp_path / "out.jsonl"
     args = ("--lm", str(model_path), "--in", str(src), "--out", str(out), "--workers", "2",
             "--chunk-size", "4")
     proc = subprocess.Popen([sys.executable, "-m", "arsdecode", "batch", *args],
-                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+                            stderr=subprocess.PIPE, text=True, start_new_session=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
         wait_for(lambda: count_lines(out) >= 20 or proc.poll() is not None)
+        assert proc.poll() is None, proc.stderr.read()
         os.killpg(proc.pid, signal.SIGINT)  # as a Ctrl-C at the terminal: the whole group
         assert proc.wait(timeout=120) == 130
     finally:

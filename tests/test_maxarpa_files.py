@@ -91,7 +91,10 @@ def test_a_termination_signal_while_writing_leaves_no_file(tmp_path, signum):
 
     out = tmp_path / "big.maxarpa.xz"  # xz keeps the writer busy for a while
     proc = subprocess.Popen([sys.executable, "-m", "maxarpa", "convert", "--quiet",
-                             str(DEFAULT_LM), str(out)], stderr=subprocess.PIPE, text=True)
+                             str(DEFAULT_LM), str(out)], stderr=subprocess.PIPE, text=True,
+                            # A background job inherits SIGINT ignored; a terminal gives the
+                            # default disposition, which is what this test is about.
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     deadline = time.monotonic() + 120
     while not any(name.endswith(".tmp") for name in os.listdir(tmp_path)):
         assert proc.poll() is None, "finished before its temporary file was seen"
