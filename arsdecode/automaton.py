@@ -25,9 +25,9 @@ Variants of Algorithm 2 (`refine`):
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, cast
 
 import numpy as np
 
@@ -137,6 +137,7 @@ class QAutomaton:
         # Candidates still in play for decoding (see `prune_columns`); all, unless pruned.
         self.alive = [np.ones(len(t), dtype=bool) for t in lattice.tokens]
         self.pruned = False
+        self.on_exact_fill: Callable[[tuple[int, ...], np.ndarray, np.ndarray], None] | None
         self.on_exact_fill = None  # optional callback(context_row, words, values), apply_fill
         # The reverse edge index for the incremental Viterbi (`Layer.pointing_at`, `dirty`);
         # a sampling-only automaton skips it, and Viterbi then runs the full sweep.
@@ -332,6 +333,7 @@ class QAutomaton:
         history = [self.bos] + [int(self.cand_ids[i][j]) for i, j in enumerate(idx)]
         deferred = pending is not None
         pending = pending if deferred else []
+        assert pending is not None
         start_pending = len(pending)
         only: dict[tuple[int, int], int] = {}
         s = 0
@@ -400,7 +402,7 @@ class QAutomaton:
             for j, w in enumerate(self.cand_ids[i].tolist()):
                 table.setdefault(w, []).append(j)
             self._columns[i] = table
-        return self._columns[i].get(word_id, [])
+        return cast("dict[int, list[int]]", self._columns[i]).get(word_id, [])
 
     # ----- facts ---------------------------------------------------------------------------
     def num_states(self) -> int:

@@ -6,7 +6,7 @@ pynini / networkx are imported only when an export is asked for.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -49,7 +49,9 @@ def to_fst(qa: QAutomaton):
     """The automaton as a pynini Fst with log64 arcs (weight = -ln q, OpenFst's
     convention), input = output = token; symbol table attached. -inf edges are left out.
     """
-    import pynini
+    import pynini as _pynini
+
+    pynini: Any = _pynini  # pynini's stubs do not re-export SymbolTable/Weight/Arc
 
     syms = pynini.SymbolTable()
     syms.add_symbol("<eps>")

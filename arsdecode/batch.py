@@ -129,10 +129,10 @@ def solve_one(spec: TaskSpec, lm, item: Item, lattice) -> dict:
     engine = _engine(spec)
     if spec.task == "sample":
         seed = item_seed(spec.seed, item.id)
-        r = sample(lm, lattice, spec.n, seed, batch=spec.batch, target_ar=spec.target_ar,
+        s = sample(lm, lattice, spec.n, seed, batch=spec.batch, target_ar=spec.target_ar,
                    ar_window=spec.ar_window, **engine)
-        return {"samples": r.samples, "log_p": r.log_p, "seed": seed, "trials": r.trials,
-                "acceptance_rate": r.acceptance_rate, "log_Z": r.log_Z,
+        return {"samples": s.samples, "log_p": s.log_p, "seed": seed, "trials": s.trials,
+                "acceptance_rate": s.acceptance_rate, "log_Z": s.log_Z,
                 "seconds": time.perf_counter() - start}
     r = decode(lm, lattice, method=spec.method,  # type: ignore[arg-type]
                max_iterations=spec.max_iterations, **engine)

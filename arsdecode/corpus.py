@@ -25,7 +25,7 @@ import math
 import time
 import weakref
 from collections.abc import Sequence
-from typing import Literal
+from typing import Literal, cast
 
 import numpy as np
 
@@ -104,7 +104,8 @@ def decode(lm, lattice: Lattice, *, method: Method = "auto", k: int | None = Non
     if method == "full" and needs_ars:
         raise OptionError(f"{needs_ars[0]} needs the q-automaton, which only method 'ars' builds")
     if method == "auto":
-        method = "ars" if needs_ars else choose_methods(as_target_model(lm), [lattice])[0]
+        chosen = "ars" if needs_ars else choose_methods(as_target_model(lm), [lattice])[0]
+        method = cast(Method, chosen)
     if method == "ars":
         return ars_decode(lm, lattice, **options)
     return _full_native(as_target_model(lm), [lattice], [0])[0]

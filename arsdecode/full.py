@@ -136,7 +136,7 @@ def _sweep(
         with quiet():
             total = alpha[prev] + score
         order = np.argsort(group, kind="stable")
-        prev, cand, score, group, total = (a[order] for a in (prev, cand, score, group, total))
+        prev, cand, score, group, total = (a[order] for a in (prev, cand, score, group, total))  # type: ignore[assignment]  # mixed-dtype arrays permuted together
         starts = np.flatnonzero(np.r_[True, group[1:] != group[:-1]])
         ctx = nxt[order][starts]
         alpha = semiring.segment_sum(total, starts)

@@ -20,7 +20,7 @@ starting with it is a suffix of a longer history whose probabilities differ.
 from __future__ import annotations
 
 import weakref
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Protocol, runtime_checkable
 
 import numpy as np
@@ -91,6 +91,8 @@ class MaxArpaLM:
             )
         self.model = model
         self.walk: NgramWalk | None = walk
+        self._log_prob: Callable[[np.ndarray, np.ndarray], np.ndarray]
+        self._log_bound: Callable[[np.ndarray, np.ndarray], np.ndarray]
         if walk is None:
             from arsdecode.native import native_ngram
 

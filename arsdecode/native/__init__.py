@@ -21,7 +21,7 @@ import weakref
 import numpy as np
 
 try:
-    from arsdecode.native import _core
+    from arsdecode.native import _core  # type: ignore[attr-defined]  # compiled extension, no stubs
 except ImportError as err:  # pragma: no cover - exercised only on a broken install
     raise ImportError(
         "arsdecode's compiled core (arsdecode.native._core) is not built or does not load "
