@@ -173,7 +173,7 @@ def _maxarpa_model(model: TargetModel):
 
 def _full_native(model: TargetModel, lattices: Sequence[Lattice], labels) -> list[DecodeResult]:
     """The merged full DP on the compiled core, every lattice in one call."""
-    from arsdecode.fast_full import FlatLattices, run_flat
+    from arsdecode.fast_full import decode_lattices
 
     lm = _maxarpa_model(model)
     if lm is None:  # a target with no compiled tables: the numpy reference DP
@@ -186,18 +186,9 @@ def _full_native(model: TargetModel, lattices: Sequence[Lattice], labels) -> lis
             out.append(_full_result(f.tokens, f.log_p, f.dp_states, f.seconds))
         return out
     start = time.perf_counter()
-    flat = FlatLattices.from_lattices(lm, lattices)
-    res = run_flat(lm, flat, viterbi=True)
+    decoded = decode_lattices(lm, lattices, labels)
     seconds = (time.perf_counter() - start) / max(len(lattices), 1)
-    out = []
-    choice = res.choice.tolist()
-    for s, lat in enumerate(lattices):
-        if not math.isfinite(res.score[s]):
-            raise NoPathError(f"lattice {labels[s]}: every path has probability 0 under the model")
-        p0 = int(flat.sent_off[s])
-        tokens = [lat.tokens[i][choice[p0 + i]] for i in range(len(lat))]
-        out.append(_full_result(tokens, float(res.score[s]), int(res.dp_states[s]), seconds))
-    return out
+    return [_full_result(tokens, log_p, states, seconds) for tokens, log_p, states in decoded]
 
 
 def _full_result(tokens: list[str], log_p: float, states: int, seconds: float) -> DecodeResult:

@@ -166,15 +166,27 @@ def full_decode_many(lm: Model, lattices: Sequence[Lattice]) -> list[tuple[list[
 
     Raises NoPathError naming the first lattice whose paths all have probability zero.
     """
+    return [(tokens, log_p) for tokens, log_p, _ in decode_lattices(lm, lattices)]
+
+
+def decode_lattices(lm: Model, lattices: Sequence[Lattice], labels: Sequence | None = None
+                    ) -> list[tuple[list[str], float, int]]:
+    """(best path, its ln p, merged states built) per lattice, from one compiled call.
+
+    Raises NoPathError naming (by `labels[s]`, default its index) the first lattice whose
+    paths all have probability zero.
+    """
     flat = FlatLattices.from_lattices(lm, lattices)
     res = run_flat(lm, flat, viterbi=True)
+    choice = res.choice.tolist()
     out = []
     for s, lat in enumerate(lattices):
         if not np.isfinite(res.score[s]):
-            raise NoPathError(f"lattice {s}: every path has probability zero")
-        p0 = flat.sent_off[s]
-        picks = res.choice[p0 : p0 + len(lat)]
-        out.append(([lat.tokens[i][int(c)] for i, c in enumerate(picks)], float(res.score[s])))
+            label = labels[s] if labels is not None else s
+            raise NoPathError(f"lattice {label}: every path has probability zero")
+        p0 = int(flat.sent_off[s])
+        tokens = [lat.tokens[i][choice[p0 + i]] for i in range(len(lat))]
+        out.append((tokens, float(res.score[s]), int(res.dp_states[s])))
     return out
 
 
