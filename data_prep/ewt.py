@@ -34,6 +34,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from arsdecode.tasks.pos import TnTEmissions, write_tagged
+from arsdecode.tasks.pos_models import PREFERRED_ORDER
 from data_prep.lmplz import REPO_ROOT
 from data_prep.pos_data import (
     DataError,
@@ -53,7 +54,8 @@ SETTINGS: dict[str, float | int | bool | None] = {
     "suffix_alpha": 10.0,
     "sentence_initial": True,
 }
-DEFAULT_ORDER = 4  # chosen on EWT dev (best of 2..5); `arsdecode tag --order` picks another
+# The order `arsdecode tag` uses by default, chosen on EWT dev; one constant, in the library.
+DEFAULT_ORDER = PREFERRED_ORDER
 # Orders shipped in the package: 2..5 take 2.7 MB gzipped; 6..9 would add ~23 MB.
 SHIP_ORDERS = (2, 3, 4, 5)
 WSJ_TAG_MAP = {"(": "-LRB-", ")": "-RRB-"}
