@@ -86,10 +86,6 @@ def _group_rows(rows: np.ndarray) -> tuple[int, np.ndarray]:
     return len(uniq), inverse.ravel().astype(np.int64)
 
 
-class FullTooLarge(Exception):
-    """The full DP gave up: a position has more (state, candidate) pairs than allowed."""
-
-
 def _sweep(
     lm: TargetModel,
     lattice: Lattice,
@@ -97,10 +93,8 @@ def _sweep(
     semiring: type[Semiring],
     minimize: bool,
     keep: bool,
-    max_pairs: int | None = None,
 ) -> _Sweep:
-    """The forward dynamic program in `semiring`; with `MaxPlus` also the back pointers.
-    Raises FullTooLarge if a position would have more than `max_pairs` pairs."""
+    """The forward dynamic program in `semiring`; with `MaxPlus` also the back pointers."""
     w = max(lm.order - 1, 0)
     cut = minimize and w > 0
     ctx = np.full((1, w), -1, dtype=np.int64)
@@ -118,8 +112,6 @@ def _sweep(
         valid = np.flatnonzero(emis > -np.inf)
         ids = lm.ids(list(toks))[valid]
         m = len(ctx)
-        if max_pairs is not None and m * len(valid) > max_pairs:
-            raise FullTooLarge(f"position {i}: {m} states x {len(valid)} candidates")
         prev = np.repeat(np.arange(m), len(valid))
         cand = np.tile(valid, m)
         word = np.tile(ids, m)
@@ -155,18 +147,14 @@ def _sweep(
 
 
 # ----- public API --------------------------------------------------------------------------
-def full_decode(
-    lm, lattice: Lattice, *, minimize: bool = True, max_pairs: int | None = None
-) -> FullDecodeResult:
+def full_decode(lm, lattice: Lattice, *, minimize: bool = True) -> FullDecodeResult:
     """The best path of the full model (Viterbi), with its ln p including </s> and emissions.
 
     Ties are broken deterministically (the smallest state row, then the first pair).
-    Raises NoPathError if every path has probability zero, and FullTooLarge if a position
-    has more than `max_pairs` (merged state, candidate) pairs (the corpus API's `auto`).
+    Raises NoPathError if every path has probability zero.
     """
     t0 = time.perf_counter()
-    sw = _sweep(as_target_model(lm), lattice, semiring=MaxPlus, minimize=minimize, keep=False,
-                max_pairs=max_pairs)
+    sw = _sweep(as_target_model(lm), lattice, semiring=MaxPlus, minimize=minimize, keep=False)
     best = int(np.argmax(sw.alpha))
     log_p = float(sw.alpha[best])
     if not math.isfinite(log_p):
