@@ -230,12 +230,23 @@ def _run_in_process(spec: TaskSpec, chunks: Iterator[list[Item]]) -> Iterator[li
 def _run_on_dask(client, spec: TaskSpec, chunks: Iterator[list[Item]], ordered: bool
                  ) -> Iterator[list[str]]:
     """Chunks as they finish (or in input order), with a bounded number in flight so the
-    input is streamed and the client's memory stays flat."""
+    input is streamed and the client's memory stays flat.
+
+    A chunk that kills the workers running it repeatedly (Dask's KilledWorker, after
+    `distributed.scheduler.allowed-failures` retries; typically an item that runs out of
+    memory) is split: each of its items is retried on its own, and only an item that still
+    kills its workers becomes an error line. One pathological lattice costs its own line, not
+    the run.
+    """
     from distributed import KilledWorker, as_completed
 
-    pending = as_completed()  # (with_results=True raced a tornado stream assertion in tests)
-    index_of: dict[Any, int] = {}
-    lines_of: dict[int, str] = {}  # chunk index -> "lines A-B", for the error of a lost chunk
+    # This client's loop, explicitly: as_completed() defaults to the process's *default*
+    # client, which is another one when the caller has a Client of its own open (the
+    # futures' events then get awaited on two loops and fail).
+    pending = as_completed(loop=client.loop)
+    job_of: dict[Any, tuple[int, int | None]] = {}  # future -> (chunk index, item or None)
+    items_of: dict[int, list[Item]] = {}  # chunks in flight, by index
+    split: dict[int, dict[int, list[str]]] = {}  # split chunks: item position -> its lines
     buffered: dict[int, list[str]] = {}
     next_index = next_out = 0
     exhausted = False
@@ -245,39 +256,60 @@ def _run_on_dask(client, spec: TaskSpec, chunks: Iterator[list[Item]], ordered: 
         # Three chunks per worker thread keep every worker busy while results travel back;
         # asked again each time, since workers may join or leave an external cluster.
         window = max(4, 3 * sum(client.nthreads().values()))
-        while not exhausted and len(index_of) + len(buffered) < window:
+        while not exhausted and len(items_of) + len(buffered) < window:
             chunk = next(chunks, None)
             if chunk is None:
                 exhausted = True
                 return
-            fut = client.submit(run_chunk, spec, chunk, pure=False)
-            index_of[fut] = next_index
-            lines_of[next_index] = f"lines {chunk[0].lineno}-{chunk[-1].lineno}"
+            items_of[next_index] = chunk
+            submit(next_index, None, chunk)
             next_index += 1
-            pending.add(fut)
+
+    def submit(index: int, position: int | None, chunk: list[Item]) -> None:
+        fut = client.submit(run_chunk, spec, chunk, pure=False)
+        job_of[fut] = (index, position)
+        pending.add(fut)
+
+    def finished(index: int, lines: list[str]) -> Iterator[list[str]]:
+        del items_of[index]
+        if not ordered:
+            yield lines
+            return
+        nonlocal next_out
+        buffered[index] = lines
+        while next_out in buffered:
+            yield buffered.pop(next_out)
+            next_out += 1
 
     fill()
     for fut in pending:
-        index = index_of.pop(fut)
+        index, position = job_of.pop(fut)
         try:
             lines = fut.result()  # a bug in a task re-raises here with its traceback
-        except KilledWorker:  # Dask gave up: the chunk took down several workers
-            raise BatchError(f"{lines_of[index]} of the input killed the workers running them "
-                             "repeatedly (out of memory?); results so far are kept") from None
-        del lines_of[index]
-        if not ordered:
-            yield lines
-        else:
-            buffered[index] = lines
-            while next_out in buffered:
-                yield buffered.pop(next_out)
-                next_out += 1
+        except KilledWorker:
+            items = items_of[index]
+            if position is None and len(items) > 1:  # isolate the item that kills workers
+                split[index] = {}
+                for k, item in enumerate(items):
+                    submit(index, k, [item])
+                continue
+            item = items[0 if position is None else position]
+            lines = [json.dumps({"id": item.id, "line": item.lineno, "error": (
+                f"line {item.lineno}: killed the workers running it repeatedly "
+                "(out of memory?)")})]
+        if position is not None:
+            split[index][position] = lines
+            if len(split[index]) < len(items_of[index]):
+                continue
+            parts = split.pop(index)
+            lines = [line for k in sorted(parts) for line in parts[k]]
+        yield from finished(index, lines)
         fill()
 
 
 def _dask_client(workers: int, scheduler: str | None):
     try:
-        from distributed import Client, LocalCluster
+        from distributed import Client
     except ImportError:
         raise BatchError("Dask is not installed: pip install 'arsdecode[batch]', or use "
                          "--workers 1") from None
@@ -286,19 +318,35 @@ def _dask_client(workers: int, scheduler: str | None):
             return Client(scheduler, timeout="30s"), None
         except (OSError, ValueError) as err:  # unreachable, timed out, or a malformed address
             raise BatchError(f"cannot reach the Dask scheduler {scheduler}: {err}") from None
-    import logging
-
     # Worker processes inherit an ignored SIGINT, so a Ctrl-C at the terminal (sent to the whole
     # process group) reaches only the client, which stops cleanly and closes the cluster.
     main = threading.current_thread() is threading.main_thread()
     previous = signal.signal(signal.SIGINT, signal.SIG_IGN) if main else None
     try:
-        cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
-                               dashboard_address=None, silence_logs=logging.ERROR)
+        cluster = local_cluster(workers)
     finally:
         if main:
             signal.signal(signal.SIGINT, previous)
     return Client(cluster), cluster
+
+
+def local_cluster(workers: int):
+    """A LocalCluster of `workers` single-threaded processes, for `--workers N`.
+
+    Worker saturation 1.0: the scheduler hands a worker its next chunk only when the last one
+    is done, so a worker that dies was holding exactly the chunk it ran. (With Dask's default
+    of 1.1 it also holds a queued chunk, which Dask then counts as suspect too: an innocent
+    chunk queued behind one that kills its workers could be given up with it.) A chunk takes
+    seconds, so the scheduler's round trip between chunks costs nothing measurable.
+    """
+    import logging
+
+    import dask
+    from distributed import LocalCluster
+
+    with dask.config.set({"distributed.scheduler.worker-saturation": 1.0}):
+        return LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
+                            dashboard_address=None, silence_logs=logging.ERROR)
 
 
 def run_batch(
@@ -318,8 +366,8 @@ def run_batch(
     LocalCluster of that many single-threaded processes; `scheduler` uses a running cluster.
 
     Raises:
-        BatchError: --out holds lines that are not results, another run holds it, or a chunk
-            killed its workers repeatedly. Output written so far stays valid for a rerun.
+        BatchError: --out holds lines that are not results, or another run holds it. (An
+            item that kills its workers repeatedly becomes an error line; see _run_on_dask.)
     """
     in_path, out_path = Path(in_path), Path(out_path)
     if spec.task not in TASKS:

@@ -443,6 +443,61 @@ def test_a_killed_worker_loses_nothing_and_duplicates_nothing(tmp_path, cluster,
     assert pids[victim] not in client.run(os.getpid).values()
 
 
+def poison_plugin(poison_id):
+    """A worker plugin that kills its worker process (os._exit, as the kernel's OOM killer
+    would) whenever it starts a chunk holding `poison_id`. Defined in a function so that
+    cloudpickle ships the class by value to worker processes that cannot import this file."""
+    from distributed.diagnostics.plugin import WorkerPlugin
+
+    class KillOnPoison(WorkerPlugin):
+        name = "kill-on-poison"
+
+        def setup(self, worker):
+            self.worker = worker
+
+        def transition(self, key, start, finish, **kwargs):
+            if finish != "executing":
+                return
+            args = getattr(self.worker.state.tasks[key].run_spec, "args", ())
+            chunk = args[1] if len(args) == 2 and isinstance(args[1], list) else []
+            if any(getattr(item, "id", None) == poison_id for item in chunk):
+                os._exit(1)
+
+    return KillOnPoison()
+
+
+@pytest.mark.slow
+def test_an_item_that_kills_its_workers_becomes_an_error_line(tmp_path, model_path, items,
+                                                              decoded):
+    """A chunk that keeps killing its workers is split; only the item that still kills them
+    becomes an error line, every other id gets its single-item result, once."""
+    distributed = pytest.importorskip("distributed")
+    import dask
+
+    from arsdecode.batch import local_cluster
+
+    poison = items[5]["id"]
+    src = write_jsonl(tmp_path / "in.jsonl", items[:12])
+    expected = {k: v for k, v in decoded.items()
+                if k in {json.dumps(it["id"]) for it in items[:12]} and k != json.dumps(poison)}
+    with dask.config.set({"distributed.scheduler.allowed-failures": 1}), local_cluster(2) as lc:
+        with distributed.Client(lc) as client:  # closed before run_batch opens its own
+            client.register_plugin(poison_plugin(poison))
+        for ordered, chunk in ((False, 4), (True, 3)):
+            out = tmp_path / f"out-{ordered}.jsonl"
+            stats = run_batch(TaskSpec("decode", str(model_path)), src, out,
+                              scheduler=lc.scheduler_address, chunk_size=chunk, ordered=ordered)
+            assert (stats.written, stats.errors) == (12, 1)
+            lines = read_lines(out)
+            if ordered:
+                assert [line["id"] for line in lines] == [it["id"] for it in items[:12]]
+            bad = [line for line in lines if line["id"] == poison]
+            assert bad == [{"id": poison, "line": 6, "error":
+                            "line 6: killed the workers running it repeatedly (out of memory?)"}]
+            assert_results([line for line in lines if line["id"] != poison], expected,
+                           DECODE_FIELDS)
+
+
 @pytest.mark.slow
 def test_tag_task_on_the_cluster_equals_single_sentences(tmp_path, cluster):
     from arsdecode.tasks.pos import TnTEmissions, read_tagged
