@@ -31,7 +31,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from arsdecode.batch_io import BatchError, ChunkWriter, Item, chunked, read_done, scan_input
+from arsdecode.batch_io import (
+    BatchError,
+    ChunkWriter,
+    Item,
+    chunked,
+    count_lines,
+    read_done,
+    scan_input,
+    tapered_chunks,
+)
 from arsdecode.errors import ArsDecodeError
 
 TASKS = ("decode", "sample", "tag")
@@ -385,15 +394,19 @@ def run_batch(
     written = errors = 0
     try:
         done = read_done(out_path)
-        chunks = chunked(scan_input(in_path, done), chunk_size)
-        first = next(chunks, None)
+        todo = scan_input(in_path, done)
+        first = next(todo, None)
         if first is None:  # all done already: no cluster to start
             return BatchStats(len(done), 0, 0, time.perf_counter() - start)
-        chunks = itertools.chain([first], chunks)
+        todo = itertools.chain([first], todo)
         if workers == 1 and scheduler is None:
-            results = _run_in_process(spec, chunks)
+            results = _run_in_process(spec, chunked(todo, chunk_size))
         else:
             client, cluster = _dask_client(workers, scheduler)
+            def parallel() -> int:  # asked per chunk: an external cluster's workers come and go
+                return sum(client.nthreads().values())
+
+            chunks = tapered_chunks(todo, chunk_size, count_lines(in_path) - len(done), parallel)
             results = _run_on_dask(client, spec, chunks, ordered)
         bar = _progress_bar(in_path, len(done), progress)
         with _StopRequest() as stop:
@@ -449,9 +462,5 @@ def _progress_bar(in_path: Path, done: int, progress: bool | None):
     from tqdm import tqdm
 
     show = sys.stderr.isatty() if progress is None else progress
-    total = None
-    if show:
-        with open(in_path, "rb") as fh:
-            total = max(0, sum(block.count(b"\n") for block in iter(lambda: fh.read(1 << 20), b""))
-                        - done)
+    total = max(0, count_lines(in_path) - done) if show else None
     return tqdm(total=total, unit="item", disable=not show, file=sys.stderr, smoothing=0.1)

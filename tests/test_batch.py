@@ -123,6 +123,18 @@ def test_item_seed_is_a_hash_of_seed_and_id():
     assert item_seed(7, 1) != item_seed(7, "1")  # the id's JSON, not its str()
 
 
+def test_tapered_chunks_shrink_to_single_items_at_the_end():
+    from arsdecode.batch_io import Item, tapered_chunks
+
+    items = [Item(str(i), i, i + 1, "", None) for i in range(100)]
+    sizes = [len(c) for c in tapered_chunks(items, 16, 100, lambda: 2)]
+    assert sum(sizes) == 100 and max(sizes) == 16
+    assert sizes == sorted(sizes, reverse=True) and sizes[-3:] == [1, 1, 1]
+    assert [it for c in tapered_chunks(items, 16, 100, lambda: 2) for it in c] == items
+    # An estimate that is too low (say, blank lines counted out) still yields every item.
+    assert sum(len(c) for c in tapered_chunks(items, 16, 10, lambda: 4)) == 100
+
+
 def test_in_process_decode_equals_single_item(tmp_path, model_path, items, decoded):
     src = write_jsonl(tmp_path / "in.jsonl", items)
     out = tmp_path / "out.jsonl"
