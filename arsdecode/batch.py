@@ -339,6 +339,15 @@ def _dask_client(workers: int, scheduler: str | None):
     return Client(cluster), cluster
 
 
+QUIET_WORKERS = {
+    "distributed.scheduler.worker-saturation": 1.0,
+    "distributed.worker.profile.enabled": False,
+    "distributed.admin.tick.interval": "1s",
+    "distributed.admin.system-monitor.interval": "5s",
+    "distributed.worker.memory.monitor-interval": "1s",
+}
+
+
 def local_cluster(workers: int):
     """A LocalCluster of `workers` single-threaded processes, for `--workers N`.
 
@@ -347,13 +356,19 @@ def local_cluster(workers: int):
     of 1.1 it also holds a queued chunk, which Dask then counts as suspect too: an innocent
     chunk queued behind one that kills its workers could be given up with it.) A chunk takes
     seconds, so the scheduler's round trip between chunks costs nothing measurable.
+
+    Quieter workers: a worker's event loop shares the GIL with the decode. Dask's defaults
+    wake it 50 times a second (the tick watchdog) and sample the decode's stack 100 times a
+    second (the profiler, for a dashboard we do not start); measured on 2 cores, they took
+    0.8 s of each worker's 8 s and slowed the decode itself (bench/bench_batch.py). The memory
+    monitor still runs, once a second, so a worker over its memory limit is still restarted.
     """
     import logging
 
     import dask
     from distributed import LocalCluster
 
-    with dask.config.set({"distributed.scheduler.worker-saturation": 1.0}):
+    with dask.config.set(QUIET_WORKERS):
         return LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
                             dashboard_address=None, silence_logs=logging.ERROR)
 
