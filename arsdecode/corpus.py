@@ -10,9 +10,8 @@ gets exactly the numbers `ars.decode` would get, and the same result (tested).
 Method choice (`method="auto"`). The merged full DP (KenLM-style state merging) runs on the
 compiled core (`arsdecode.fast_full`), all lattices in one call; its cost is its (state,
 candidate) pairs. Before running anything, `predicted_pairs` bounds that cost per lattice from
-the candidate widths and the model's number of useful contexts per length
-(`tag_fast.predicted_states`, an upper bound that ranks lattices by real cost with Spearman
-0.97-0.99, bench/bench_pos.py). Lattices under `AUTO_FULL_PAIRS` go to the full DP, the rest
+the candidate widths and the model's useful contexts per length and last word (one estimator
+for `decode_many` and `tag_many`). Lattices under `AUTO_FULL_PAIRS` go to the full DP, the rest
 to ARS; the threshold is validated in bench/bench_auto.py, which times both methods on every
 lattice and reports how often `auto` picked the faster one. Small candidate lists (POS
 tagging, top-K SMS) stay on the full DP, full candidate lists over large vocabularies go to
@@ -41,7 +40,13 @@ from arsdecode.target import Target
 
 Method = Literal["auto", "ars", "full"]
 METHODS: tuple[str, ...] = ("auto", "ars", "full")
-AUTO_FULL_PAIRS = 30_000_000  # auto: predicted full-DP pairs above this go to ARS (bench_auto)
+# auto: lattices whose predicted full-DP pairs exceed the model's budget go to ARS. Two budgets,
+# because the compiled DP has two transition stores with per-pair costs ~100x apart
+# (bench/bench_auto.py, docs/performance.md section 4): a dense row per state for small
+# vocabularies (tags; native DENSE_MAX_VOCAB = 4096) and a hash map for large ones (words).
+AUTO_FULL_PAIRS = 20_000_000  # large vocabularies: the threshold bench_auto's sweep picks
+AUTO_FULL_PAIRS_SMALL_VOCAB = 1_000_000_000  # tags: every WSJ-20 sentence, n <= 9, is < 5e7
+SMALL_VOCAB = 4096  # = arsdecode.native._core.DENSE_MAX_VOCAB
 
 
 def _check_method(method: str) -> None:
@@ -112,32 +117,55 @@ def decode(lm, lattice: Lattice, *, method: Method = "auto", k: int | None = Non
 
 
 def predicted_pairs(model: TargetModel, lattices: Sequence[Lattice]) -> np.ndarray:
-    """Upper bound on the merged full DP's (state, candidate) pairs per lattice.
+    """Upper bound on the merged full DP's (state, candidate) pairs per lattice."""
+    from arsdecode.fast_full import FlatLattices
 
-    After i tokens, a merged state is the empty context, a useful context of length j that
-    ends with one of position i's candidates (at most the product of the last j widths, and
-    at most the number of useful contexts of length j ending with those candidates), or one of
-    the `<s>`-initial family; each state meets the next position's candidates.
-    """
     lm = _maxarpa_model(model)
-    n1 = max(model.order - 1, 0)
+    return predicted_pairs_flat(lm, FlatLattices.from_lattices(lm, lattices))
+
+
+def predicted_pairs_flat(lm, flat) -> np.ndarray:
+    """Upper bound on the merged full DP's (state, candidate) pairs per lattice of `flat`
+    (an `arsdecode.fast_full.FlatLattices`), vectorised over every position of the corpus.
+
+    After token t of a lattice, a merged state is the empty context, a useful context of
+    length j <= min(t + 1, n - 1) that ends with one of token t's candidates (at most the
+    product of the last j widths, and at most the number of useful contexts of length j
+    ending with those candidates), or one of the `<s>`-initial family (length t + 2 <= n - 1);
+    each state meets the next token's candidates (the end of the lattice counts one).
+    The start state meets the first token's candidates. One estimator serves `decode`,
+    `decode_many` and `tag_many`; it is tested to bound the real count.
+    """
+    n1 = max(lm.order - 1, 0)
     ending = _useful_by_last_word(lm)  # (n1 + 1, V): useful contexts by length and last word
-    useful_by_len = ending.sum(axis=1)
-    out = np.zeros(len(lattices))
-    for s, lat in enumerate(lattices):
-        w = np.asarray(lat.widths, dtype=np.float64)
-        ids = [np.unique(model.ids(list(toks))) for toks in lat.tokens]
-        total = w[0]  # the start state times the first width
-        for i in range(1, len(w) + 1):
-            prod, states = 1.0, 1.0
-            for j in range(1, min(i, n1) + 1):
-                prod *= w[i - j]
-                states += min(prod, float(ending[j, ids[i - 1]].sum()))
-            if i + 1 <= n1:
-                states += min(prod, float(useful_by_len[i + 1]))
-            total += states * (w[i] if i < len(w) else 1.0)
-        out[s] = total
-    return out
+    useful_by_len = np.append(ending.sum(axis=1), 0.0)
+    sent_off = np.asarray(flat.sent_off, dtype=np.int64)
+    pos_off = np.asarray(flat.pos_off, dtype=np.int64)
+    n_pos = len(pos_off) - 1
+    if n_pos == 0:
+        return np.zeros(len(sent_off) - 1)
+    widths = np.diff(pos_off).astype(np.float64)
+    lengths = np.diff(sent_off)
+    local = np.arange(n_pos) - np.repeat(sent_off[:-1], lengths)  # t: index in its lattice
+    starts = pos_off[:-1]
+    ids = np.asarray(flat.cand_ids, dtype=np.int64)
+    prod = np.ones(n_pos)
+    states = np.ones(n_pos)  # the empty context
+    for j in range(1, n1 + 1):
+        ok = local + 1 >= j  # a context of length j needs j tokens
+        shifted = np.ones(n_pos)
+        shifted[j - 1:] = widths[: n_pos - j + 1]  # width of token t - j + 1
+        prod = np.where(ok, prod * shifted, prod)
+        ending_here = np.add.reduceat(ending[j][ids], starts) if len(ids) else np.zeros(n_pos)
+        states += np.where(ok, np.minimum(prod, ending_here), 0.0)
+    family = local + 2 <= n1  # the <s>-initial contexts of length t + 2
+    states += np.where(family, np.minimum(prod, useful_by_len[np.minimum(local + 2, n1 + 1)]),
+                       0.0)
+    last = local == np.repeat(lengths - 1, lengths)
+    following = np.where(last, 1.0, np.append(widths[1:], 1.0))
+    per_pos = states * following
+    out = np.add.reduceat(per_pos, sent_off[:-1]) if n_pos else np.zeros(0)
+    return out + widths[sent_off[:-1]]  # the start state times the first width
 
 
 _ENDING: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
@@ -160,11 +188,18 @@ def _useful_by_last_word(lm) -> np.ndarray:
 
 
 def choose_methods(model: TargetModel, lattices: Sequence[Lattice]) -> list[str]:
-    """"full" where the predicted full-DP cost is at most AUTO_FULL_PAIRS, else "ars"."""
+    """"full" where the predicted full-DP cost is within the model's budget, else "ars"."""
     if _maxarpa_model(model) is None:  # the compiled full DP needs a maxarpa model
         return ["ars"] * len(lattices)
     cost = predicted_pairs(model, lattices)
-    return ["full" if c <= AUTO_FULL_PAIRS else "ars" for c in cost.tolist()]
+    budget = full_pairs_budget(_maxarpa_model(model))
+    return ["full" if c <= budget else "ars" for c in cost.tolist()]
+
+
+def full_pairs_budget(lm) -> float:
+    """The predicted (state, candidate) pairs above which `auto` runs ARS for this model."""
+    small = lm.trie.vocab_size <= SMALL_VOCAB
+    return float(AUTO_FULL_PAIRS_SMALL_VOCAB if small else AUTO_FULL_PAIRS)
 
 
 def _maxarpa_model(model: TargetModel):

@@ -8,9 +8,8 @@ them in one call of the compiled core. The result is exact: the same maximum as
 arsdecode.full.full_decode on every sentence (ties broken as documented in fast_full).
 
 `method="ars"` runs the existing per-sentence ARS decoder instead (the baseline the benchmark
-compares with). `predicted_states` is the cheap cost estimate of the merged DP (an upper bound
-on its state count, from the lattice widths and the number of useful contexts per length); the
-benchmark reports it next to the real count.
+compares with); `"auto"` chooses per sentence by `corpus.predicted_pairs_flat`, the cost
+estimate `decode_many` uses.
 """
 
 from __future__ import annotations
@@ -21,7 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from arsdecode.errors import NoPathError
-from arsdecode.fast_full import FlatLattices, full_dp, run_flat
+from arsdecode.fast_full import FlatLattices, run_flat
 from maxarpa.model import Model
 
 METHODS = ("auto", "full", "ars")
@@ -93,8 +92,9 @@ def tag_many(lm: Model, emissions, sentences: Sequence[Sequence[str]], *,
 
     "full" runs the merged full DP on every sentence in one compiled call; "ars" runs ARS per
     sentence; "auto" (default) sends a sentence to ARS only when the full DP's predicted cost
-    (`predicted_states` times the widest position) exceeds `corpus.AUTO_FULL_PAIRS`, which on
-    tag models is rare. `method` of the result is the one that ran ("mixed" if both did).
+    (`corpus.predicted_pairs_flat`, the estimator `decode_many` uses) exceeds
+    `corpus.full_pairs_budget(lm)`, which on tag models is rare. `method` of the result is the
+    one that ran ("mixed" if both did).
 
     Raises:
         ValueError: unknown method, an empty sentence, or a word no tag can emit.
@@ -106,11 +106,9 @@ def tag_many(lm: Model, emissions, sentences: Sequence[Sequence[str]], *,
         return _tag_ars(lm, emissions, sentences)
     flat, cand_tags = flatten(lm, emissions, sentences)
     if method == "auto":
-        from arsdecode.corpus import AUTO_FULL_PAIRS
+        from arsdecode.corpus import full_pairs_budget, predicted_pairs_flat
 
-        widths = np.diff(flat.pos_off)
-        widest = np.maximum.reduceat(widths, flat.sent_off[:-1]) if len(widths) else widths
-        over = np.flatnonzero(predicted_states(lm, flat) * widest > AUTO_FULL_PAIRS).tolist()
+        over = np.flatnonzero(predicted_pairs_flat(lm, flat) > full_pairs_budget(lm)).tolist()
         if over:
             return _tag_mixed(lm, emissions, sentences, over)
     res = run_flat(lm, flat, viterbi=True)
@@ -153,29 +151,4 @@ def _tag_mixed(lm: Model, emissions, sentences: Sequence[Sequence[str]],
             log_p[s] = res.log_p[k]
     return TagManyResult(tags, log_p, "mixed" if light else "ars")
 
-
-def predicted_states(lm: Model, flat: FlatLattices) -> np.ndarray:
-    """Upper bound on the merged DP's states per sentence, computed from widths alone.
-
-    After i tokens a state is a useful context that is a suffix of `<s> x_1..x_i` of length
-    j <= n - 1: the empty one, one of prod(last j widths) token sequences for j <= i, or the
-    <s>-initial one of length i + 1. So there are at most 1 + sum_j min(prod, U_j) (+ the
-    <s> family), U_j the number of useful contexts of length j. The start state counts 1.
-    """
-    lens = np.asarray(full_dp(lm).arrays[1])
-    n1 = max(lm.order - 1, 0)
-    u = np.bincount(lens, minlength=n1 + 2).astype(np.float64)
-    widths = np.diff(flat.pos_off).astype(np.float64)
-    out = np.ones(len(flat.sent_off) - 1)
-    for s in range(len(out)):
-        w = widths[flat.sent_off[s] : flat.sent_off[s + 1]]
-        for i in range(1, len(w) + 1):
-            prod, total = 1.0, 1.0
-            for j in range(1, min(i, n1) + 1):
-                prod *= w[i - j]
-                total += min(prod, u[j])
-            if i + 1 <= n1:
-                total += min(prod, u[i + 1])
-            out[s] += total
-    return out
 

@@ -37,7 +37,7 @@ def best_time(fn, repeats: int = 3) -> tuple[float, object]:
 
 
 def run_family(name: str, lm, lattices) -> dict:
-    from arsdecode import corpus
+    from arsdecode import corpus, fast_full
     from arsdecode.ars import decode
     from arsdecode.model import as_target_model
 
@@ -46,8 +46,13 @@ def run_family(name: str, lm, lattices) -> dict:
     predicted = corpus.predicted_pairs(model, lattices)
     right = 0
     t_auto = t_oracle = t_ars = t_full = 0.0
+    points = []
     for lat, pick, pred in zip(lattices, chosen, predicted.tolist(), strict=True):
         ta, ra = best_time(lambda lat=lat: decode(lm, lat))
+        fast_full._DP.pop(lm, None)  # a fresh transition cache: what one CLI decode pays
+        t0 = time.perf_counter()
+        corpus.decode(lm, lat, method="full")
+        cold = time.perf_counter() - t0
         tf, rf = best_time(lambda lat=lat: corpus.decode(lm, lat, method="full"))
         if abs(ra.log_p - rf.log_p) > 1e-9:
             raise SystemExit(f"{name}: methods disagree: {ra.log_p} vs {rf.log_p}")
@@ -57,12 +62,28 @@ def run_family(name: str, lm, lattices) -> dict:
         t_oracle += min(ta, tf)
         t_ars += ta
         t_full += tf
-        del pred
+        points.append({"pairs": pred, "ars": ta, "full": tf, "full_cold": cold})
     n = len(lattices)
     return {"family": name, "lattices": n, "auto_right": right,
             "auto_vs_oracle": t_auto / t_oracle if t_oracle else float("nan"),
             "ars_s": t_ars, "full_s": t_full, "auto_s": t_auto,
-            "full_chosen": sum(c == "full" for c in chosen)}
+            "full_chosen": sum(c == "full" for c in chosen), "points": points}
+
+
+def threshold_sweep(rows: list[dict]) -> None:
+    """Auto's total time against the oracle's for other thresholds, with the full DP timed
+    warm (a corpus, its transition cache shared) and cold (one decode in a fresh process)."""
+    points = [p for r in rows for p in r["points"]]
+    print(f"{'threshold':>11}{'right (warm)':>14}{'auto/oracle':>13}{'right (cold)':>14}"
+          f"{'auto/oracle':>13}")
+    for threshold in (3e5, 1e6, 3e6, 1e7, 3e7, 1e8):
+        line = f"{threshold:>11.0e}"
+        for key in ("full", "full_cold"):
+            pick = [p[key] if p["pairs"] <= threshold else p["ars"] for p in points]
+            best = [min(p[key], p["ars"]) for p in points]
+            right = sum(a == b for a, b in zip(pick, best))
+            line += f"{right:>10}/{len(points):<3}{sum(pick) / sum(best):>13.2f}"
+        print(line)
 
 
 def sms_families(path: Path, per_family: int):
@@ -93,6 +114,7 @@ def main() -> None:
     ap.add_argument("--sms", type=Path, default=REPO / "work" / "sms")
     ap.add_argument("--pos", type=Path, default=REPO / "work" / "pos")
     ap.add_argument("--per-family", type=int, default=20)
+    ap.add_argument("--json", type=Path, help="write every lattice's pairs and times here")
     args = ap.parse_args()
     rows = []
     if (args.sms / "lm.5.maxarpa").is_file():
@@ -116,6 +138,10 @@ def main() -> None:
     oracle = sum(r["auto_s"] / r["auto_vs_oracle"] for r in rows if r["auto_vs_oracle"] > 0)
     print(f"auto picked the faster method on {right}/{total}; auto / oracle time "
           f"{auto / oracle:.2f}" if total else "no lattices")
+    if total:
+        threshold_sweep(rows)
+    if args.json:
+        args.json.write_text(json.dumps(rows, indent=1))
 
 
 if __name__ == "__main__":

@@ -9,7 +9,8 @@ WSJ section 20 (CoNLL-2000 test.txt, the test.tsv written by data_prep.pos_data)
   - exactness: ln p of every sentence equal to arsdecode.full.full_decode's (1e-9), tags equal
     or tied (--check-full, slow: the numpy reference runs sentence by sentence);
   - the merged state space: states per position (mean, max), (state, candidate) pairs, and the
-    cheap width-based prediction `predicted_states` against the real count.
+    cheap prediction `corpus.predicted_pairs_flat` (what `auto` decides by) against the real
+    pairs.
 NLTK TnT (N=1000, trained on the same train.tsv in this run) is the baseline; ratios are
 printed against it.
 
@@ -84,7 +85,8 @@ def tnt_rate(pos_dir: Path, test_words: list[list[str]], tokens: int) -> float:
 
 def main() -> int:
     from arsdecode.ars import decode
-    from arsdecode.tag_fast import flatten, predicted_states, tag_many
+    from arsdecode.corpus import predicted_pairs_flat
+    from arsdecode.tag_fast import flatten, tag_many
     from arsdecode.tasks.pos import TnTEmissions, read_tagged
     from maxarpa.model import Model
 
@@ -125,9 +127,9 @@ def main() -> int:
         ars_tokens = sum(map(len, words[:k]))
         assert all(abs(a.log_p - warm.log_p[i]) <= 1e-9 for i, a in enumerate(ars))
         flat, _ = flatten(lm, em, words)
-        pred = predicted_states(lm, flat)
-        bound_ok = bool((warm.dp_states <= pred).all())
-        tight = np.median(warm.dp_states / pred)
+        pred = predicted_pairs_flat(lm, flat)
+        bound_ok = bool((warm.pairs <= pred).all())
+        tight = np.median(warm.pairs / pred)
         per_pos = warm.dp_states.sum() / tokens
         print(f"\n== n={n} (model load {load_s:.2f} s) ==")
         for label, wall, cpu, toks, note in (
@@ -143,7 +145,7 @@ def main() -> int:
         print(f"merged states per position: mean {per_pos:.1f}, max {int(warm.max_states.max())};"
               f" pairs {int(warm.pairs.sum()):,}; prediction is an upper bound: {bound_ok},"
               f" median real/predicted {tight:.3f}, Spearman "
-              f"{_spearman(warm.pairs, pred):.3f} (pairs vs predicted states)")
+              f"{_spearman(warm.pairs, pred):.3f} (pairs vs predicted pairs)")
         if args.check_full:
             (diff_tags, diff_lp), full_s = timed(
                 lambda lm=lm, w=warm: _check_full(lm, em, words, w))

@@ -53,11 +53,12 @@ def test_methods_agree_and_auto_records_its_choice(real_lms, monkeypatch):
     for a, f, x, lat in zip(ars, full, auto, lattices, strict=True):
         assert a.method == "ars" and f.method == "full"
         assert abs(a.log_p - f.log_p) <= 1e-9 and f.certified
-        assert x.method == "full"  # a few hundred pairs: far below corpus.AUTO_FULL_PAIRS
+        assert x.method == "full"  # a few hundred pairs: far below corpus.full_pairs_budget
         assert x.tokens == f.tokens and x.log_p == f.log_p
         one = corpus.decode(model.lm, lat)  # the single-lattice entry point agrees
         assert (one.tokens, one.log_p, one.method) == (x.tokens, x.log_p, "full")
     monkeypatch.setattr(corpus, "AUTO_FULL_PAIRS", 0)  # every lattice over budget: ARS runs
+    monkeypatch.setattr(corpus, "AUTO_FULL_PAIRS_SMALL_VOCAB", 0)
     for a, x in zip(ars, decode_many(model.lm, lattices), strict=True):
         assert x.method == "ars"
         assert (x.tokens, x.log_p, x.iterations) == (a.tokens, a.log_p, a.iterations)

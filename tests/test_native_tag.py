@@ -13,8 +13,9 @@ import sys
 import numpy as np
 import pytest
 
+from arsdecode.corpus import predicted_pairs_flat
 from arsdecode.full import full_decode
-from arsdecode.tag_fast import flatten, predicted_states, tag_many
+from arsdecode.tag_fast import flatten, tag_many
 from arsdecode.tasks.pos import TnTEmissions, read_tagged
 from data_prep.pos_data import DataError, default_data_dir, prepare
 from maxarpa.model import Model
@@ -58,12 +59,12 @@ def test_tag_many_agrees_with_ars_and_with_itself(pos3):
     assert one_by_one == full.tags
 
 
-def test_predicted_states_bound_the_real_count(pos3):
+def test_predicted_pairs_bound_the_real_count(pos3):
     lm, em, words = pos3
     sents = words[:200]
     r = tag_many(lm, em, sents)
-    pred = predicted_states(lm, flatten(lm, em, sents)[0])
-    assert (r.dp_states <= pred).all()
+    pred = predicted_pairs_flat(lm, flatten(lm, em, sents)[0])
+    assert r.pairs is not None and (r.pairs <= pred).all()
 
 
 def test_bad_input(pos3):
