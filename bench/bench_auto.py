@@ -76,7 +76,7 @@ def threshold_sweep(rows: list[dict]) -> None:
     points = [p for r in rows for p in r["points"]]
     print(f"{'threshold':>11}{'right (warm)':>14}{'auto/oracle':>13}{'right (cold)':>14}"
           f"{'auto/oracle':>13}")
-    for threshold in (3e5, 1e6, 3e6, 1e7, 3e7, 1e8):
+    for threshold in (3e5, 1e6, 3e6, 1e7, 2e7, 3e7, 1e8):
         line = f"{threshold:>11.0e}"
         for key in ("full", "full_cold"):
             pick = [p[key] if p["pairs"] <= threshold else p["ars"] for p in points]
