@@ -60,30 +60,47 @@ class _CandidateTable:
 
 def flatten(lm: Model, emissions, sentences: Sequence[Sequence[str]],
             table: _CandidateTable | None = None) -> tuple[FlatLattices, list[tuple[str, ...]]]:
-    """The flat lattices of every sentence and, per position, its candidate tags."""
+    """The flat lattices of every sentence and, per position, its candidate tags.
+
+    Each distinct (word, sentence-initial) is looked up once; the tokens then gather their
+    candidates from those lookups with numpy, not one Python list operation per token.
+    """
     table = table or _CandidateTable(lm, emissions)
-    ids: list[int] = []
-    emis: list[float] = []
-    widths: list[int] = []
-    tags: list[tuple[str, ...]] = []
+    key_of: dict[tuple[str, bool], int] = {}
+    token_key: list[int] = []
     lengths: list[int] = []
     for s, words in enumerate(sentences):
         if isinstance(words, str) or len(words) == 0:
             raise ValueError(f"sentence {s}: expected a non-empty sequence of words")
         lengths.append(len(words))
         for i, w in enumerate(words):
-            ci, ce, ct = table.get(w, i == 0)
-            ids.extend(ci)
-            emis.extend(ce)
-            widths.append(len(ci))
-            tags.append(ct)
-    sent_off = np.zeros(len(lengths) + 1, dtype=np.int64)
-    np.cumsum(lengths, out=sent_off[1:])
+            key = (w, i == 0)
+            k = key_of.get(key)
+            if k is None:
+                k = key_of[key] = len(key_of)
+            token_key.append(k)
+    prepare = getattr(emissions, "prepare", None)
+    if prepare is not None:  # unknown words' suffix posteriors in bulk
+        prepare(w for w, _ in key_of)
+    found = [table.get(w, initial) for w, initial in key_of]  # dicts keep insertion order
+    key_width = np.fromiter((len(ids) for ids, _, _ in found), dtype=np.int64, count=len(found))
+    key_off = np.zeros(len(found) + 1, dtype=np.int64)
+    np.cumsum(key_width, out=key_off[1:])
+    key_ids = np.fromiter((i for ids, _, _ in found for i in ids), dtype=np.int64,
+                          count=int(key_off[-1]))
+    key_emis = np.fromiter((e for _, emis, _ in found for e in emis), dtype=np.float64,
+                           count=int(key_off[-1]))
+    tokens = np.asarray(token_key, dtype=np.int64)
+    widths = key_width[tokens]
     pos_off = np.zeros(len(widths) + 1, dtype=np.int64)
     np.cumsum(widths, out=pos_off[1:])
-    flat = FlatLattices(sent_off, pos_off, np.asarray(ids, dtype=np.int64),
-                        np.asarray(emis, dtype=np.float64))
-    return flat, tags
+    within = np.arange(int(pos_off[-1]), dtype=np.int64) - np.repeat(pos_off[:-1], widths)
+    gather = np.repeat(key_off[:-1][tokens], widths) + within
+    sent_off = np.zeros(len(lengths) + 1, dtype=np.int64)
+    np.cumsum(lengths, out=sent_off[1:])
+    key_tags = [tags for _, _, tags in found]
+    flat = FlatLattices(sent_off, pos_off, key_ids[gather], key_emis[gather])
+    return flat, [key_tags[k] for k in token_key]
 
 
 def tag_many(lm: Model, emissions, sentences: Sequence[Sequence[str]], *,

@@ -32,6 +32,10 @@ if [[ ! -f "$stamp" || -n "$(find pyproject.toml setup.py arsdecode/native -newe
   "$VPY" -m pip install -q -e .
   touch "$stamp"
 fi
+# Bytecode for the project's own modules: an editable install leaves them as sources, and a
+# shell with PYTHONDONTWRITEBYTECODE=1 (as on CI machines) would recompile every module on
+# every CLI call (~0.1 s of a 0.5 s `arsdecode tag --file`). Cheap, and redone every time.
+"$VPY" -m compileall -q arsdecode maxarpa data_prep >/dev/null
 if [[ "$MODE" == demo ]]; then
   echo "[install] done (demo)"
   exit 0

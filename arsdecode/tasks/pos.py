@@ -84,12 +84,20 @@ class TnTEmissions:
         sentence_initial: bool = True,
     ) -> None:
         """Build from word -> {tag: count}. Prefer `train` or `load`."""
-        lexicon = {w: {t: n for t, n in tc.items() if n} for w, tc in lexicon.items()}
-        lexicon = {w: tc for w, tc in lexicon.items() if tc}
+        kept: dict[str, dict[str, int]] = {}
         for w, tc in lexicon.items():
             for t, n in tc.items():
-                if not isinstance(n, int) or n < 0 or not t or t != "".join(t.split()):
+                if not isinstance(n, int) or n < 0:
                     raise ModelError(f"bad lexicon entry {w!r}: {t!r} -> {n!r}")
+            if not all(tc.values()):
+                tc = {t: n for t, n in tc.items() if n}
+            if tc:
+                kept[w] = dict(tc)
+        lexicon = kept
+        for t in {t for tc in lexicon.values() for t in tc}:  # each distinct tag, once
+            if not isinstance(t, str) or not t or t != "".join(t.split()):
+                w = next(w for w, tc in lexicon.items() if t in tc)
+                raise ModelError(f"bad lexicon entry {w!r}: {t!r} -> {lexicon[w][t]!r}")
         if not lexicon:
             raise ModelError("cannot build emissions from an empty training set")
         self._lexicon = lexicon
@@ -136,7 +144,11 @@ class TnTEmissions:
         self._unk_mass: np.ndarray = np.sum(list(self._unk_class_mass.values()), axis=0)
         with np.errstate(divide="ignore"):
             self._log_known_scale = np.log1p(-self._unk_mass) - np.log(counts)
+        # Python floats by tag, for the per-word lookups (numpy scalar indexing costs more).
+        self._known_scale_of = {t: float(x) for t, x in zip(self._tags, self._log_known_scale)}
         self._cache: dict[str, tuple[tuple[str, float], ...]] = {}
+        # Unknown words with the same class and longest matched suffix share their weights.
+        self._unknown_cache: dict[tuple[str, str], dict[str, float]] = {}
 
     # ---- construction and persistence -------------------------------------------------
 
@@ -218,10 +230,8 @@ class TnTEmissions:
         tc = self._lexicon.get(word)
         if tc is None:
             return {}
-        return {
-            t: math.log(n) + float(self._log_known_scale[self._index[t]])
-            for t, n in sorted(tc.items())
-        }
+        scale = self._known_scale_of
+        return {t: math.log(n) + scale[t] for t, n in sorted(tc.items())}
 
     def unknown_class(self, word: str) -> WordClass:
         """Which suffix trie an unknown `word` uses ("upper" or "lower")."""
@@ -248,10 +258,43 @@ class TnTEmissions:
         scale = self._log_unk_scale[k]
         if scale is None:
             return {}
-        p = self._tries[k].posterior(word)
-        return {
-            t: math.log(float(p[i])) + float(scale[i]) for i, t in enumerate(self._tags) if p[i] > 0
-        }
+        trie = self._tries[k]
+        key = (k, word[len(word) - trie.longest_suffix(word):])  # the posterior depends on this
+        hit = self._unknown_cache.get(key)
+        if hit is None:
+            p = trie.posterior(word)
+            hit = {t: math.log(float(p[i])) + float(scale[i])
+                   for i, t in enumerate(self._tags) if p[i] > 0}
+            if len(self._unknown_cache) > 200_000:
+                self._unknown_cache.clear()
+            self._unknown_cache[key] = hit
+        return dict(hit)
+
+    def prepare(self, words: Iterable[str]) -> None:
+        """Compute the unknown words among `words` in bulk (`SuffixTrie.posterior_many`), so
+        that `candidates` then finds them cached: same numbers, fewer numpy calls."""
+        todo: dict[WordClass, dict[str, str]] = {k: {} for k in WORD_CLASSES}  # suffix -> word
+        for word in words:
+            if not word or word in self._lexicon or (
+                    self.sentence_initial and word.lower() in self._lexicon):
+                continue
+            k = self.unknown_class(word)
+            if self._log_unk_scale[k] is None:
+                continue
+            trie = self._tries[k]
+            suffix = word[len(word) - trie.longest_suffix(word):]
+            if (k, suffix) not in self._unknown_cache:
+                todo[k].setdefault(suffix, word)
+        for k, by_suffix in todo.items():
+            if not by_suffix:
+                continue
+            scale = self._log_unk_scale[k]
+            assert scale is not None
+            rows = self._tries[k].posterior_many(list(by_suffix.values()))
+            for suffix, p in zip(by_suffix, rows.tolist(), strict=True):
+                self._unknown_cache[(k, suffix)] = {
+                    t: math.log(x) + float(scale[i])
+                    for i, (t, x) in enumerate(zip(self._tags, p, strict=True)) if x > 0}
 
     def candidates(self, word: str, initial: bool = False) -> tuple[tuple[str, float], ...]:
         """`(tag, ln emission)` for every tag with non-zero emission of `word`.

@@ -33,6 +33,8 @@ Choices, all as in TnT unless noted:
 
 from __future__ import annotations
 
+import bisect
+import itertools
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -61,6 +63,26 @@ def tnt_theta(tag_counts: Sequence[float]) -> float:
         return 0.0
     probs = counts / counts.sum()
     return float(np.std(probs, ddof=1))
+
+
+class SuffixCounts(Mapping[str, np.ndarray]):
+    """suffix -> tag counts (a row of one matrix): the trie's nodes without a dict of arrays."""
+
+    def __init__(self, ids: dict[str, int], matrix: np.ndarray) -> None:
+        self.ids = ids  # suffix -> row of `matrix`
+        self.matrix = matrix
+
+    def __getitem__(self, suffix: str) -> np.ndarray:
+        return self.matrix[self.ids[suffix]]
+
+    def __contains__(self, suffix: object) -> bool:
+        return suffix in self.ids
+
+    def __iter__(self):
+        return iter(self.ids)
+
+    def __len__(self) -> int:
+        return len(self.ids)
 
 
 @dataclass(frozen=True, eq=False)
@@ -93,20 +115,38 @@ class SuffixTrie:
         if alpha is not None and not alpha > 0:
             raise OptionError(f"suffix alpha must be positive (or None for TnT), got {alpha!r}")
         index = {t: i for i, t in enumerate(tags)}
-        counts: dict[str, np.ndarray] = {"": np.zeros(len(tags))}
-        for word, tag_counts in rare_words:
-            vec = np.zeros(len(tags))
-            for tag, n in tag_counts.items():
-                vec[index[tag]] += n
-            counts[""] += vec
-            for i in range(1, min(max_len, len(word)) + 1):
-                suffix = word[-i:]
-                node = counts.get(suffix)
-                if node is None:
-                    counts[suffix] = vec.copy()
-                else:
-                    node += vec
-        return cls(tuple(tags), float(theta), int(max_len), counts,
+        # Vectorised: every (suffix, tag, count) entry is collected in flat lists, then summed
+        # into one (suffixes x tags) matrix by a single bincount. Counts are integers, so the
+        # sums are exact in float64 whatever the order (same values as adding word by word).
+        rare = sorted(rare_words, key=lambda wt: -len(wt[0]))  # longest first: see below
+        words = [w for w, _ in rare]
+        tag_idx = [index[t] for _, tc in rare for t in tc]
+        tag_n = [n for _, tc in rare for n in tc.values()]
+        tag_off = [0, *itertools.accumulate(len(tc) for _, tc in rare)]
+        suffix_id: dict[str, int] = {"": 0}
+        new_id = suffix_id.setdefault
+        occ_word: list[int] = list(range(len(words)))  # the root, for every word
+        occ_suffix: list[int] = [0] * len(words)
+        lengths = [len(w) for w in words]
+        for i in range(1, max_len + 1):  # one pass per suffix length, over the words that long
+            count = bisect.bisect_right(lengths, -i, key=lambda n: -n)  # a prefix: sorted
+            if not count:
+                break
+            occ_word += range(count)
+            occ_suffix += [new_id(w[-i:], len(suffix_id)) for w in words[:count]]
+        n_tags = len(tags)
+        offsets = np.asarray(tag_off, dtype=np.int64)
+        per_word = np.diff(offsets)
+        words = np.asarray(occ_word, dtype=np.int64)
+        reps = per_word[words]  # each occurrence expands to its word's tags
+        entry_suffix = np.repeat(np.asarray(occ_suffix, dtype=np.int64), reps)
+        first = np.repeat(offsets[:-1][words], reps)
+        within = np.arange(len(entry_suffix)) - np.repeat(np.cumsum(reps) - reps, reps)
+        entry = first + within
+        flat = entry_suffix * n_tags + np.asarray(tag_idx, dtype=np.int64)[entry]
+        matrix = np.bincount(flat, weights=np.asarray(tag_n, dtype=np.float64)[entry],
+                             minlength=len(suffix_id) * n_tags).reshape(len(suffix_id), n_tags)
+        return cls(tuple(tags), float(theta), int(max_len), SuffixCounts(suffix_id, matrix),
                    None if alpha is None else float(alpha))
 
     @property
@@ -123,12 +163,35 @@ class SuffixTrie:
 
     def longest_suffix(self, word: str) -> int:
         """Length of the longest suffix of `word` present in the trie (0: root only)."""
+        counts = self.counts
+        present = counts.ids if isinstance(counts, SuffixCounts) else counts  # a plain dict
         n = 0
         for i in range(1, min(self.max_len, len(word)) + 1):
-            if word[-i:] not in self.counts:
+            if word[-i:] not in present:
                 break
             n = i
         return n
+
+    def posterior_many(self, words: Sequence[str]) -> np.ndarray:
+        """`posterior` of every word, one row each, with the same floating-point operations
+        per row, but vectorised over the words at each suffix length (for a corpus's unknown
+        words at once)."""
+        out = np.tile(self.root, (len(words), 1))
+        if not len(words) or not out.any():
+            return out
+        theta, alpha = self.theta, self.alpha
+        depth = [self.longest_suffix(w) for w in words]
+        for i in range(1, max(depth) + 1):
+            rows = [r for r, d in enumerate(depth) if d >= i]
+            node = np.stack([self.counts[words[r][-i:]] for r in rows])
+            total = node.sum(axis=1)[:, None]
+            if alpha is None:
+                out[rows] = (node / total + theta * out[rows]) / (1.0 + theta)
+            else:
+                out[rows] = (node + alpha * out[rows]) / (total + alpha)
+        for r in range(len(words)):
+            out[r] /= math.fsum(out[r])
+        return out
 
     def posterior(self, word: str) -> np.ndarray:
         """P(t | suffix of `word`) over `tags` by successive abstraction; sums to 1 (or all 0
