@@ -14,23 +14,56 @@ returns is a natural log (ln); model files (ARPA, MAX-ARPA) are log10.
     arsdecode.sms_decode("3637 843 *").tokens     # words from noisy keypad digits
 """
 
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
 __version__ = "0.1.0"
 
-from arsdecode.api import load_lm, sms_decode, tag  # noqa: E402
-from arsdecode.ars import DecodeResult, SampleResult, SampleTrace, adapt, sample  # noqa: E402
-from arsdecode.corpus import decode, decode_many  # noqa: E402
-from arsdecode.errors import (  # noqa: E402
-    ArsDecodeError,
-    AutomatonError,
-    LatticeError,
-    ModelError,
-    NoPathError,
-    ObservationError,
-    OptionError,
-    TargetError,
-)
-from arsdecode.kbest import decode_kbest  # noqa: E402
-from arsdecode.lattice import Lattice  # noqa: E402
+# The public names, imported on first use (PEP 562): `import arsdecode` stays light, and a
+# CLI can set up the process (one BLAS thread, see arsdecode.cli) before numpy loads.
+_EXPORTS = {
+    "load_lm": "arsdecode.api", "sms_decode": "arsdecode.api", "tag": "arsdecode.api",
+    "DecodeResult": "arsdecode.ars", "SampleResult": "arsdecode.ars",
+    "SampleTrace": "arsdecode.ars", "adapt": "arsdecode.ars", "sample": "arsdecode.ars",
+    "decode": "arsdecode.corpus", "decode_many": "arsdecode.corpus",
+    "decode_kbest": "arsdecode.kbest", "Lattice": "arsdecode.lattice",
+    **{name: "arsdecode.errors" for name in (
+        "ArsDecodeError", "AutomatonError", "LatticeError", "ModelError", "NoPathError",
+        "ObservationError", "OptionError", "TargetError")},
+}
+
+if TYPE_CHECKING:
+    from arsdecode.api import load_lm, sms_decode, tag
+    from arsdecode.ars import DecodeResult, SampleResult, SampleTrace, adapt, sample
+    from arsdecode.corpus import decode, decode_many
+    from arsdecode.errors import (
+        ArsDecodeError,
+        AutomatonError,
+        LatticeError,
+        ModelError,
+        NoPathError,
+        ObservationError,
+        OptionError,
+        TargetError,
+    )
+    from arsdecode.kbest import decode_kbest
+    from arsdecode.lattice import Lattice
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'arsdecode' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value  # next time, a plain attribute
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_EXPORTS))
+
 
 __all__ = [
     "ArsDecodeError",

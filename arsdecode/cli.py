@@ -14,6 +14,7 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 
+import arsdecode._one_blas_thread  # noqa: F401 (first: before numpy loads)
 from arsdecode import __version__, batch_cli, corpus, marginals_cli
 from arsdecode.api import DEFAULT_LM as DEFAULT_LM  # re-exported for older callers
 from arsdecode.api import load_lm

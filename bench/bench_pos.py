@@ -3,8 +3,8 @@
 WSJ section 20 (CoNLL-2000 test.txt, the test.tsv written by data_prep.pos_data). Per order n:
   - in-process `tag_many` (merged full DP, one compiled call): first call (tables built, the
     transition cache empty) and warm call, tokens/s;
-  - the whole process of the CLI equivalent: a fresh `python -c` that loads the tag LM and
-    the emissions, reads the words and tags them all;
+  - the whole process: `python -m arsdecode tag --file WORDS --models DIR --order n`, the real
+    command (it loads DIR/tags.n.npz when there is one; --binary writes it first);
   - the existing per-sentence ARS `decode` on the first --ars-sentences sentences;
   - exactness: ln p of every sentence equal to arsdecode.full.full_decode's (1e-9), tags equal
     or tied (--check-full, slow: the numpy reference runs sentence by sentence);
@@ -31,19 +31,6 @@ import numpy as np
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-CLI_EQUIVALENT = """
-import sys, time
-sys.path.insert(0, {repo!r})
-from maxarpa.model import Model
-from arsdecode.tasks.pos import TnTEmissions
-from arsdecode.tag_fast import tag_many
-lm = Model.load({lm!r})
-em = TnTEmissions.load({em!r})
-with open({words!r}, encoding="utf-8") as f:
-    sents = [line.split() for line in f if line.strip()]
-r = tag_many(lm, em, sents)
-sys.stdout.write("".join(" ".join(t) + "\\n" for t in r.tags))
-"""
 
 
 CPU: dict[str, float] = {}  # CPU seconds of the last timed() call / child process
@@ -58,14 +45,14 @@ def timed(fn):
     return out, time.perf_counter() - t0
 
 
-def run_child(code: str) -> tuple[str, float]:
-    """stdout and wall seconds of a fresh python; CPU["last"] = its user + system seconds."""
+def run_child(cmd: list[str]) -> tuple[str, float]:
+    """stdout and wall seconds of a fresh process; CPU["last"] = its user + system seconds."""
     t0 = time.perf_counter()
-    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
     out = proc.stdout.read()
     _, status, usage = os.wait4(proc.pid, 0)
     if os.waitstatus_to_exitcode(status) != 0:
-        raise SystemExit("the CLI-equivalent process failed")
+        raise SystemExit(f"{' '.join(cmd)} failed")
     CPU["last"] = usage.ru_utime + usage.ru_stime
     return out, time.perf_counter() - t0
 
@@ -84,10 +71,12 @@ def tnt_rate(pos_dir: Path, test_words: list[list[str]], tokens: int) -> float:
 
 
 def main() -> int:
+    import maxarpa
     from arsdecode.ars import decode
     from arsdecode.corpus import predicted_pairs_flat
     from arsdecode.tag_fast import flatten, tag_many
     from arsdecode.tasks.pos import TnTEmissions, read_tagged
+    from arsdecode.tasks.pos_models import tag_lm_path
     from maxarpa.model import Model
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -110,17 +99,22 @@ def main() -> int:
     rows = []
     for n in args.orders:
         lm_path = args.pos_dir / f"tags.{n}.{'npz' if args.binary else 'maxarpa'}"
+        if args.binary and not lm_path.exists():
+            maxarpa.convert(args.pos_dir / f"tags.{n}.maxarpa", lm_path, binary=True)
+        print(f"(the CLI loads {tag_lm_path(args.pos_dir, n).name})")
         lm, load_s = timed(lambda p=lm_path: Model.load(p))
         first, s1 = timed(lambda lm=lm: tag_many(lm, em, words))
         c1 = CPU["last"]
         warm, s2 = timed(lambda lm=lm: tag_many(lm, em, words))
         c2 = CPU["last"]
         assert warm.tags == first.tags
-        code = CLI_EQUIVALENT.format(repo=str(REPO), lm=str(lm_path), em=str(em_path),
-                                     words=str(words_file))
-        stdout, whole = run_child(code)
+        # The real command, as a user runs it (it loads tags.N.npz when the directory has one).
+        cli = [sys.executable, "-m", "arsdecode", "tag", "--file", str(words_file),
+               "--models", str(args.pos_dir), "--order", str(n)]
+        stdout, whole = run_child(cli)
         cw = CPU["last"]
-        assert stdout.split("\n")[: len(words)] == [" ".join(t) for t in warm.tags]
+        got = [[tok.rsplit("/", 1)[1] for tok in line.split()] for line in stdout.splitlines()]
+        assert got == warm.tags, "the CLI's tags differ from tag_many's"
         k = min(args.ars_sentences, len(words))
         ars, ars_s = timed(lambda lm=lm, k=k: [decode(lm, em.lattice(ws)) for ws in words[:k]])
         ca = CPU["last"]
@@ -135,7 +129,7 @@ def main() -> int:
         for label, wall, cpu, toks, note in (
             ("tag_many in-process, warm ", s2, c2, tokens, ""),
             ("tag_many in-process, first", s1, c1, tokens, "  (tables + cache built)"),
-            ("whole process (CLI equiv.)", whole, cw, tokens, "  (model load included)"),
+            ("whole process `tag --file`", whole, cw, tokens, "  (model load included)"),
             ("ARS decode per sentence   ", ars_s, ca, ars_tokens, f"  (first {k} sentences)"),
         ):
             print(f"{label}: {wall:6.2f} s {toks / wall:9,.0f} tok/s x{toks / wall / tnt:5.2f} TnT"

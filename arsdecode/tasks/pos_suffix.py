@@ -137,10 +137,10 @@ class SuffixTrie:
         n_tags = len(tags)
         offsets = np.asarray(tag_off, dtype=np.int64)
         per_word = np.diff(offsets)
-        words = np.asarray(occ_word, dtype=np.int64)
-        reps = per_word[words]  # each occurrence expands to its word's tags
+        occ = np.asarray(occ_word, dtype=np.int64)
+        reps = per_word[occ]  # each occurrence expands to its word's tags
         entry_suffix = np.repeat(np.asarray(occ_suffix, dtype=np.int64), reps)
-        first = np.repeat(offsets[:-1][words], reps)
+        first = np.repeat(offsets[:-1][occ], reps)
         within = np.arange(len(entry_suffix)) - np.repeat(np.cumsum(reps) - reps, reps)
         entry = first + within
         flat = entry_suffix * n_tags + np.asarray(tag_idx, dtype=np.int64)[entry]
