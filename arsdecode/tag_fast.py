@@ -14,6 +14,7 @@ estimate `decode_many` uses.
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -51,11 +52,29 @@ class _CandidateTable:
         key = (word, initial)
         hit = self.cache.get(key)
         if hit is None:
+            if len(self.cache) > 200_000:  # kept across calls: bound it, as emissions do
+                self.cache.clear()
             cands = self.emissions.candidates(word, initial=initial)
             tags = tuple(t for t, _ in cands)
             ids = [self.tag_id[t] if t in self.tag_id else self.lm.word_id(t) for t in tags]
             hit = self.cache[key] = (ids, [e for _, e in cands], tags)
         return hit
+
+
+_TABLES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # emissions -> {id(lm): table}
+
+
+def _candidate_table(lm: Model, emissions) -> _CandidateTable:
+    """The lookup table of (lm, emissions), kept across calls: a file tagged chunk by chunk
+    looks each distinct word up once, not once per chunk."""
+    try:
+        tables = _TABLES.setdefault(emissions, {})
+    except TypeError:  # emissions that cannot be weakly referenced: no reuse
+        return _CandidateTable(lm, emissions)
+    hit = tables.get(id(lm))
+    if hit is None or hit.lm is not lm:
+        hit = tables[id(lm)] = _CandidateTable(lm, emissions)
+    return hit
 
 
 def flatten(lm: Model, emissions, sentences: Sequence[Sequence[str]],
@@ -65,7 +84,7 @@ def flatten(lm: Model, emissions, sentences: Sequence[Sequence[str]],
     Each distinct (word, sentence-initial) is looked up once; the tokens then gather their
     candidates from those lookups with numpy, not one Python list operation per token.
     """
-    table = table or _CandidateTable(lm, emissions)
+    table = table or _candidate_table(lm, emissions)
     key_of: dict[tuple[str, bool], int] = {}
     token_key: list[int] = []
     lengths: list[int] = []
