@@ -13,6 +13,7 @@ import numpy as np
 
 import arsdecode.dp as dp
 from arsdecode.automaton import QAutomaton
+from arsdecode.native import _core
 from arsdecode.semiring import LogSumExp, MaxPlus, Semiring, quiet
 
 
@@ -36,7 +37,8 @@ def incremental_best_values(qa: QAutomaton) -> list[np.ndarray]:
     layer. A row is recomputed when its own weights or targets changed (`Layer.dirty`) or when
     a state it may point at changed value (`Layer.pointing_at`); every recomputation is the
     same float expression as `dp.backward` with `MaxPlus` (the max taken at its argmax, which
-    is kept for `QAutomaton.prune_columns`), so the values are identical.
+    is kept for `QAutomaton.prune_columns`), so the values are identical. The row maxima run on
+    the compiled core (`_core.best_rows`: one fused pass, numpy's argmax rule for the column).
     """
     if not qa.track_pointers:  # no reverse index: the full sweep (same values)
         return backward_values(qa, MaxPlus)
@@ -61,10 +63,8 @@ def incremental_best_values(qa: QAutomaton) -> list[np.ndarray]:
         if len(rows):
             if i == L:
                 new = layer.weights[rows, 0]
-            else:
-                scores = MaxPlus.times(layer.weights[rows], values[i + 1][layer.targets[rows]])
-                cols = scores.argmax(axis=1)  # the max-plus sum, and where it is reached
-                new = scores[np.arange(len(rows)), cols]
+            else:  # the max-plus sum of each row, and where it is reached (compiled, fused)
+                new, cols = _core.best_rows(layer.weights, layer.targets, values[i + 1], rows)
                 layer.best_col[rows] = cols
             old = layer.best[rows]
             differs = ~((old == new) | (np.isnan(old) & np.isnan(new)))

@@ -10,6 +10,7 @@ import numpy as np
 
 include "_ngram.pxi"
 include "_fulldp.pxi"
+include "_maxplus.pxi"
 
 cdef long long DENSE_MAX_VOCAB = 4096  # dense transition rows up to this vocabulary size
 
