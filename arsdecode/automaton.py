@@ -136,6 +136,9 @@ class QAutomaton:
         self.cand_ids = [self.lm.ids(list(t)) for t in lattice.tokens]
         # Candidates still in play for decoding (see `prune_columns`); all, unless pruned.
         self.alive = [np.ones(len(t), dtype=bool) for t in lattice.tokens]
+        # The alive candidates of each position as column indices: the row maxima of the
+        # incremental Viterbi scan only these (pruned columns are -inf and never win).
+        self.alive_cols = [np.arange(len(t), dtype=np.int64) for t in lattice.tokens]
         self.pruned = False
         self.on_exact_fill: Callable[[tuple[int, ...], np.ndarray, np.ndarray], None] | None
         self.on_exact_fill = None  # optional callback(context_row, words, values), apply_fill
@@ -249,6 +252,7 @@ class QAutomaton:
         """
         layer = self.layers[i]
         self.alive[i][cols] = False
+        self.alive_cols[i] = np.flatnonzero(self.alive[i])
         self.pruned = True
         n = len(layer)
         layer.weights[:n, cols] = -np.inf

@@ -64,7 +64,8 @@ def incremental_best_values(qa: QAutomaton) -> list[np.ndarray]:
             if i == L:
                 new = layer.weights[rows, 0]
             else:  # the max-plus sum of each row, and where it is reached (compiled, fused)
-                new, cols = _core.best_rows(layer.weights, layer.targets, values[i + 1], rows)
+                new, cols = _core.best_rows(layer.weights, layer.targets, values[i + 1], rows,
+                                            qa.alive_cols[i])
                 layer.best_col[rows] = cols
             old = layer.best[rows]
             differs = ~((old == new) | (np.isnan(old) & np.isnan(new)))

@@ -8,22 +8,29 @@
 
 
 def best_rows(const double[:, ::1] weights, const int[:, ::1] targets,
-              const double[::1] values, const long long[::1] rows):
-    """(best (R,) float64, col (R,) int64) of `rows`; see the comment above."""
-    cdef Py_ssize_t R = rows.shape[0], W = weights.shape[1], k, c
-    cdef long long r, n_values = values.shape[0], n_rows = weights.shape[0]
+              const double[::1] values, const long long[::1] rows, const long long[::1] cols):
+    """(best (R,) float64, col (R,) int64) of `rows`, scanning only the columns `cols`
+    (ascending; the others must be -inf, pruned candidates). See the comment above: a pruned
+    column can never be the first maximum unless the row is all -inf, where numpy's argmax
+    answers column 0, and so does this."""
+    cdef Py_ssize_t R = rows.shape[0], W = weights.shape[1], C = cols.shape[0], k, c
+    cdef long long r, n_values = values.shape[0], n_rows = weights.shape[0], j
     cdef double best, s
     cdef long long col
     cdef const double *wrow
     cdef const int *trow
-    if targets.shape[0] != n_rows or targets.shape[1] != W or W < 1:
-        raise ValueError("best_rows: weights and targets must have the same shape, width >= 1")
+    if targets.shape[0] != n_rows or targets.shape[1] != W:
+        raise ValueError("best_rows: weights and targets must have the same shape")
+    for c in range(C):
+        if cols[c] < 0 or cols[c] >= W or (c and cols[c] <= cols[c - 1]):
+            raise ValueError("best_rows: cols must ascend within the row width")
     for k in range(R):
         if rows[k] < 0 or rows[k] >= n_rows:
             raise ValueError(f"best_rows: row {rows[k]} out of range")
-        for c in range(W):
-            if targets[rows[k], c] < 0 or targets[rows[k], c] >= n_values:
-                raise ValueError(f"best_rows: target {targets[rows[k], c]} out of range")
+        for c in range(C):
+            j = targets[rows[k], cols[c]]
+            if j < 0 or j >= n_values:
+                raise ValueError(f"best_rows: target {j} out of range")
     out = np.empty(R, dtype=np.float64)
     out_col = np.empty(R, dtype=np.int64)
     cdef double[::1] ov = out
@@ -33,18 +40,18 @@ def best_rows(const double[:, ::1] weights, const int[:, ::1] targets,
             r = rows[k]
             wrow = &weights[r, 0]
             trow = &targets[r, 0]
-            best = wrow[0] + values[trow[0]]
+            best = -INFINITY
             col = 0
-            if best == best:
-                for c in range(1, W):
-                    s = wrow[c] + values[trow[c]]
-                    if s > best:
-                        best = s
-                        col = c
-                    elif s != s:  # NaN: numpy's argmax stops at the first one
-                        best = s
-                        col = c
-                        break
+            for c in range(C):
+                j = cols[c]
+                s = wrow[j] + values[trow[j]]
+                if s > best:
+                    best = s
+                    col = j
+                elif s != s:  # NaN: numpy's argmax stops at the first one
+                    best = s
+                    col = j
+                    break
             ov[k] = best
             oc[k] = col
     return out, out_col
