@@ -62,9 +62,13 @@ class Layer:
         # targets changed since the last pass, and a row-level reverse index from each state
         # of the next layer to the rows that may point at it (a superset is fine).
         self.dirty: set[int] = set()
+        # Entries whose target moved to a newly created state (weights unchanged): (rows, col).
+        # A row need not be recomputed unless the moved entry was or now beats its maximum.
+        self.touched: list[tuple[np.ndarray, int]] = []
         self.pointing_at: dict[int, set[int]] = {}
         self.best = np.empty(0)  # cached max-product value of each row
         self.best_col = np.empty(0, dtype=np.int64)  # and the column it comes from
+        self.second = np.empty(0)  # an upper bound on the row's other entries
 
     def __len__(self) -> int:
         return len(self.contexts)
@@ -393,9 +397,8 @@ class QAutomaton:
                 moved = src[layer.ctx_len[cur] < len(ctx)]
                 prev.targets[moved, col] = s
                 if track and len(moved):
-                    rows = moved.tolist()
-                    prev.pointing_at.setdefault(s, set()).update(rows)
-                    prev.dirty.update(rows)
+                    prev.pointing_at.setdefault(s, set()).update(moved.tolist())
+                    prev.touched.append((moved, col))
         return s
 
     def position_of_id(self, i: int, word_id: int) -> list[int]:

@@ -44,7 +44,8 @@ def incremental_best_values(qa: QAutomaton) -> list[np.ndarray]:
         return backward_values(qa, MaxPlus)
     L = len(qa.lattice)
     values: list[np.ndarray] = [np.empty(0)] * (L + 1)
-    changed_next: np.ndarray = np.empty(0, dtype=np.int64)
+    changed_next: np.ndarray = np.empty(0, dtype=np.int64)  # states whose value went up
+    lowered_next: np.ndarray = np.empty(0, dtype=np.int64)  # states whose value went down
     for i in range(L, -1, -1):
         layer = qa.layers[i]
         n_states = len(layer)
@@ -54,25 +55,67 @@ def incremental_best_values(qa: QAutomaton) -> list[np.ndarray]:
             layer.best_col = np.concatenate(
                 [layer.best_col, np.zeros(n_states - len(layer.best_col), dtype=np.int64)]
             )
+            layer.second = np.concatenate(
+                [layer.second, np.full(n_states - len(layer.second), np.inf)]
+            )
         rows_set = set(layer.dirty)
+        changed_kept = np.empty(0, dtype=np.int64)
         if i < L:
             for t in changed_next.tolist():
                 rows_set.update(layer.pointing_at.get(t, ()))
+            if len(lowered_next):
+                # A value that went down can change only the rows whose maximum came through
+                # it: every other entry of such a row is unchanged or lower too, so its first
+                # maximum stays where it was (refinement and pruning only lower q). If the
+                # lowered entry still beats `second` (an upper bound on the other entries), it
+                # is still the unique maximum: its new value is the row's, with no scan.
+                through = layer.targets[np.arange(n_states), layer.best_col[:n_states]]
+                hit = np.flatnonzero(np.isin(through, lowered_next))
+                hit = hit[~np.isin(hit, list(rows_set))] if rows_set else hit
+                cols_hit = layer.best_col[hit]
+                entry = MaxPlus.times(layer.weights[hit, cols_hit],
+                                      values[i + 1][layer.targets[hit, cols_hit]])
+                still = entry > layer.second[hit]
+                rows_set.update(hit[~still].tolist())
+                kept = hit[still]
+                changed_kept = kept[entry[still] != layer.best[kept]]
+                layer.best[kept] = entry[still]
+            for moved, col in layer.touched:  # entries whose target moved to a new state
+                score = MaxPlus.times(layer.weights[moved, col],
+                                      values[i + 1][layer.targets[moved, col]])
+                best, best_col = layer.best[moved], layer.best_col[moved]
+                # Recompute a row if the moved entry was its maximum, now exceeds it, or ties
+                # it at an earlier column (numpy's argmax keeps the first maximum).
+                redo = ((best_col == col) | (score > best) | ((score == best) & (col < best_col))
+                        | np.isnan(score) | np.isnan(best))
+                rows_set.update(moved[redo].tolist())
+                keep = moved[~redo]  # `second` stays an upper bound on the row's other entries
+                layer.second[keep] = np.maximum(layer.second[keep], score[~redo])
+        layer.touched.clear()
         layer.dirty.clear()
         rows = np.fromiter(rows_set, dtype=np.int64, count=len(rows_set))
         if len(rows):
             if i == L:
                 new = layer.weights[rows, 0]
             else:  # the max-plus sum of each row, and where it is reached (compiled, fused)
-                new, cols = _core.best_rows(layer.weights, layer.targets, values[i + 1], rows,
-                                            qa.alive_cols[i])
+                new, cols, second = _core.best_rows(layer.weights, layer.targets,
+                                                    values[i + 1], rows, qa.alive_cols[i])
                 layer.best_col[rows] = cols
+                layer.second[rows] = second
             old = layer.best[rows]
             differs = ~((old == new) | (np.isnan(old) & np.isnan(new)))
             layer.best[rows] = new
-            changed_next = rows[differs]
+            lowered = differs & (new < old)
+            # A state valued for the first time (NaN before) is new: the rows pointing at it
+            # are new themselves (dirty) or had an entry moved to it (`touched`), both handled
+            # above, so only values that went up send their pointing rows back (never, in
+            # exact arithmetic: refinement and pruning only lower q).
+            changed_next = rows[differs & ~lowered & ~np.isnan(old)]
+            lowered_next = rows[lowered]
         else:
-            changed_next = rows
+            changed_next = lowered_next = rows
+        if i < L and len(changed_kept):  # rows lowered without a scan, above
+            lowered_next = np.union1d(lowered_next, changed_kept)
         values[i] = layer.best[:n_states]
     return values
 

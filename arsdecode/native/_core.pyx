@@ -62,10 +62,26 @@ cdef class NgramCore:
         for i in range(b):
             if words[i] < 0 or words[i] >= self.t.vocab:
                 raise ValueError(f"word id {words[i]} out of range")
+        # Rows with the context of the row before (a state's whole row of candidates, as the
+        # q-automaton asks) reuse its context walk: same numbers, about half the probes.
+        cdef int w = width if width <= self.t.order - 1 else self.t.order - 1
+        cdef int shift = width - w, ctx_len = 0, ctx_depth = 0, j
+        cdef long long ctx_node = -1
+        cdef double bows[64]
+        cdef bint same
         with nogil:
             for i in range(b):
-                row = &contexts[i, 0] if width else &dummy
-                o[i] = ng_walk(&self.t, row, width, words[i], want_max)
+                row = (&contexts[i, 0] + shift) if w else &dummy
+                same = i > 0
+                if same and w:
+                    for j in range(w):
+                        if contexts[i, shift + j] != contexts[i - 1, shift + j]:
+                            same = False
+                            break
+                if not same:
+                    ctx_depth = ng_context(&self.t, row, w, &ctx_len, bows, &ctx_node)
+                o[i] = ng_walk_in(&self.t, row, w, words[i], want_max, ctx_len, ctx_depth, bows,
+                                  ctx_node)
         return out
 
 

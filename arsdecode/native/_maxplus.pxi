@@ -9,13 +9,14 @@
 
 def best_rows(const double[:, ::1] weights, const int[:, ::1] targets,
               const double[::1] values, const long long[::1] rows, const long long[::1] cols):
-    """(best (R,) float64, col (R,) int64) of `rows`, scanning only the columns `cols`
-    (ascending; the others must be -inf, pruned candidates). See the comment above: a pruned
-    column can never be the first maximum unless the row is all -inf, where numpy's argmax
-    answers column 0, and so does this."""
+    """(best (R,) float64, col (R,) int64, second (R,) float64) of `rows`, scanning only the
+    columns `cols` (ascending; the others must be -inf, pruned candidates). See the comment
+    above: a pruned column can never be the first maximum unless the row is all -inf, where
+    numpy's argmax answers column 0, and so does this. `second` is the maximum over the other
+    columns (equal to `best` on a tie; -inf with a single column)."""
     cdef Py_ssize_t R = rows.shape[0], W = weights.shape[1], C = cols.shape[0], k, c
     cdef long long r, n_values = values.shape[0], n_rows = weights.shape[0], j
-    cdef double best, s
+    cdef double best, s, second
     cdef long long col
     cdef const double *wrow
     cdef const int *trow
@@ -33,25 +34,33 @@ def best_rows(const double[:, ::1] weights, const int[:, ::1] targets,
                 raise ValueError(f"best_rows: target {j} out of range")
     out = np.empty(R, dtype=np.float64)
     out_col = np.empty(R, dtype=np.int64)
+    out_second = np.empty(R, dtype=np.float64)
     cdef double[::1] ov = out
     cdef long long[::1] oc = out_col
+    cdef double[::1] os = out_second
     with nogil:
         for k in range(R):
             r = rows[k]
             wrow = &weights[r, 0]
             trow = &targets[r, 0]
             best = -INFINITY
+            second = -INFINITY
             col = 0
             for c in range(C):
                 j = cols[c]
                 s = wrow[j] + values[trow[j]]
                 if s > best:
+                    second = best
                     best = s
                     col = j
                 elif s != s:  # NaN: numpy's argmax stops at the first one
                     best = s
+                    second = s
                     col = j
                     break
+                elif s > second:
+                    second = s
             ov[k] = best
             oc[k] = col
-    return out, out_col
+            os[k] = second
+    return out, out_col, out_second

@@ -89,30 +89,30 @@ cdef inline int ng_context_bows(const NgramTables *t, const long long *ctx, int 
     return ctx_depth
 
 
-cdef inline double ng_walk(const NgramTables *t, const long long *ctx, int width,
-                           long long word, bint want_max) noexcept nogil:
-    """ln p(word | ctx) or its max-backoff bound; `ctx` holds `width` ids, left-padded with -1.
-
-    The same two walks and the same summation order as Model._walk (see its docstring), so the
-    result is that method's log10 value computed on ln-converted tables.
-    """
-    cdef int n = t.order
-    cdef int j, depth, matched, ctx_len, ctx_depth, k
-    cdef long long node, ctx_node
-    cdef double base, mf, bow_sum
-    cdef double bows[64]
-    if width > n - 1:
-        ctx += width - (n - 1)
-        width = n - 1
-    ctx_len = 0
+cdef inline int ng_context(const NgramTables *t, const long long *ctx, int width, int *ctx_len,
+                           double *bows, long long *ctx_node) noexcept nogil:
+    """What ng_walk needs of the context alone (its length, walk B): shared by every word
+    queried after the same context. `width` must already be at most n - 1."""
+    cdef int j
+    ctx_len[0] = 0
     for j in range(width):
         if ctx[j] >= 0:
-            ctx_len += 1
+            ctx_len[0] += 1
+    return ng_context_bows(t, ctx, width, bows, ctx_node)
+
+
+cdef inline double ng_walk_in(const NgramTables *t, const long long *ctx, int width,
+                              long long word, bint want_max, int ctx_len, int ctx_depth,
+                              const double *bows, long long ctx_node) noexcept nogil:
+    """ng_walk given the context's part (ng_context): walk A and the sums, same order."""
+    cdef int n = t.order
+    cdef int j, depth, matched, k
+    cdef long long node
+    cdef double base, mf, bow_sum
     node = ng_walk_a(t, ctx, width, word, &depth)
     matched = depth - 1
     base = t.lp[t.node_off[depth - 1] + node]
     mf = t.lmf[t.node_off[depth - 1] + node] if want_max else 0.0
-    ctx_depth = ng_context_bows(t, ctx, width, bows, &ctx_node)
     bow_sum = 0.0
     for j in range(matched + 1, ctx_depth + 1):  # backoffs of suffixes longer than v
         bow_sum += bows[j - 1]
@@ -125,3 +125,20 @@ cdef inline double ng_walk(const NgramTables *t, const long long *ctx, int width
         return (base + bow_sum) + (t.lmbow[t.node_off[k - 1] + ctx_node]
                                    - t.lbow[t.node_off[k - 1] + ctx_node])
     return (base + bow_sum) + 0.0
+
+
+cdef inline double ng_walk(const NgramTables *t, const long long *ctx, int width,
+                           long long word, bint want_max) noexcept nogil:
+    """ln p(word | ctx) or its max-backoff bound; `ctx` holds `width` ids, left-padded with -1.
+
+    The same two walks and the same summation order as Model._walk (see its docstring), so the
+    result is that method's log10 value computed on ln-converted tables.
+    """
+    cdef int ctx_len, ctx_depth
+    cdef long long ctx_node
+    cdef double bows[64]
+    if width > t.order - 1:
+        ctx += width - (t.order - 1)
+        width = t.order - 1
+    ctx_depth = ng_context(t, ctx, width, &ctx_len, bows, &ctx_node)
+    return ng_walk_in(t, ctx, width, word, want_max, ctx_len, ctx_depth, bows, ctx_node)
