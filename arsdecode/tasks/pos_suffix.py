@@ -94,6 +94,23 @@ class SuffixCounts(Mapping[str, np.ndarray]):
             hi += 1
         return lo, hi
 
+    def longest(self, word: str) -> int:
+        """Length of the longest suffix of `word` (at most max_len) that some rare word ends
+        with: the longest common prefix of the reversed word with its sorted neighbours."""
+        query = word[::-1][: self._max_len]
+        pos = bisect.bisect_left(self._keys, query)
+        best = 0
+        for k in (pos - 1, pos):
+            if 0 <= k < len(self._keys):
+                key = self._keys[k]
+                n = 0
+                for a, b in zip(query, key):
+                    if a != b:
+                        break
+                    n += 1
+                best = max(best, n)
+        return best
+
     def __getitem__(self, suffix: str) -> np.ndarray:
         lo, hi = self._range(suffix)
         if hi == lo and suffix:
@@ -174,6 +191,8 @@ class SuffixTrie:
     def longest_suffix(self, word: str) -> int:
         """Length of the longest suffix of `word` present in the trie (0: root only)."""
         counts = self.counts
+        if isinstance(counts, SuffixCounts):
+            return counts.longest(word)
         n = 0
         for i in range(1, min(self.max_len, len(word)) + 1):
             if word[-i:] not in counts:
