@@ -124,7 +124,7 @@ def predicted_pairs(model: TargetModel, lattices: Sequence[Lattice]) -> np.ndarr
     return predicted_pairs_flat(lm, FlatLattices.from_lattices(lm, lattices))
 
 
-def predicted_pairs_flat(lm, flat) -> np.ndarray:
+def predicted_pairs_flat(lm, flat, *, tight: bool = True) -> np.ndarray:
     """Upper bound on the merged full DP's (state, candidate) pairs per lattice of `flat`
     (an `arsdecode.fast_full.FlatLattices`), vectorised over every position of the corpus.
 
@@ -134,7 +134,9 @@ def predicted_pairs_flat(lm, flat) -> np.ndarray:
     ending with those candidates), or one of the `<s>`-initial family (length t + 2 <= n - 1);
     each state meets the next token's candidates (the end of the lattice counts one).
     The start state meets the first token's candidates. One estimator serves `decode`,
-    `decode_many` and `tag_many`; it is tested to bound the real count.
+    `decode_many` and `tag_many`; it is tested to bound the real count. `tight=False` drops
+    the "ending with those candidates" count (all useful contexts of length j instead): a
+    looser bound that needs no per-candidate work, enough to clear lattices far under budget.
     """
     n1 = max(lm.order - 1, 0)
     ending = _useful_by_last_word(lm)  # (n1 + 1, V): useful contexts by length and last word
@@ -156,7 +158,10 @@ def predicted_pairs_flat(lm, flat) -> np.ndarray:
         shifted = np.ones(n_pos)
         shifted[j - 1:] = widths[: n_pos - j + 1]  # width of token t - j + 1
         prod = np.where(ok, prod * shifted, prod)
-        ending_here = np.add.reduceat(ending[j][ids], starts) if len(ids) else np.zeros(n_pos)
+        if tight and len(ids):
+            ending_here = np.add.reduceat(ending[j][ids], starts)
+        else:
+            ending_here = np.full(n_pos, useful_by_len[j])
         states += np.where(ok, np.minimum(prod, ending_here), 0.0)
     family = local + 2 <= n1  # the <s>-initial contexts of length t + 2
     states += np.where(family, np.minimum(prod, useful_by_len[np.minimum(local + 2, n1 + 1)]),

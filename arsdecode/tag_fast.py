@@ -144,7 +144,10 @@ def tag_many(lm: Model, emissions, sentences: Sequence[Sequence[str]], *,
     if method == "auto":
         from arsdecode.corpus import full_pairs_budget, predicted_pairs_flat
 
-        over = np.flatnonzero(predicted_pairs_flat(lm, flat) > full_pairs_budget(lm)).tolist()
+        budget = full_pairs_budget(lm)
+        over = np.flatnonzero(predicted_pairs_flat(lm, flat, tight=False) > budget).tolist()
+        if over:  # the cheap bound clears most corpora; the tight one decides the rest
+            over = np.flatnonzero(predicted_pairs_flat(lm, flat) > budget).tolist()
         if over:
             return _tag_mixed(lm, emissions, sentences, over)
     res = run_flat(lm, flat, viterbi=True)

@@ -69,8 +69,11 @@ def test_predicted_pairs_bound_the_full_dp(real_lms, random_lms):
     for model in [real_lms[3], real_lms[5], random_lms[2], random_lms[6]]:
         lattices = [make_lattice(rng, model, max_len=8, max_width=7) for _ in range(20)]
         predicted = corpus.predicted_pairs(as_target_model(model.lm), lattices)
-        real = run_flat(model.lm, FlatLattices.from_lattices(model.lm, lattices)).pairs
+        flat = FlatLattices.from_lattices(model.lm, lattices)
+        real = run_flat(model.lm, flat).pairs
         assert (predicted >= real).all(), (model.name, predicted, real)
+        loose = corpus.predicted_pairs_flat(model.lm, flat, tight=False)
+        assert (loose >= predicted).all(), (model.name, loose, predicted)
 
 
 def test_bad_method_and_impossible_lattice(tmp_path, random_lms):
