@@ -47,6 +47,12 @@ METHODS: tuple[str, ...] = ("auto", "ars", "full")
 AUTO_FULL_PAIRS = 20_000_000  # large vocabularies: the threshold bench_auto's sweep picks
 AUTO_FULL_PAIRS_SMALL_VOCAB = 1_000_000_000  # tags: every WSJ-20 sentence, n <= 9, is < 5e7
 SMALL_VOCAB = 4096  # = arsdecode.native._core.DENSE_MAX_VOCAB
+# The full DP's one-time setup (its useful-context tables) against ARS on the lattices of a
+# call. Measured (docs/performance.md section 4): 0.6-1.5 us per n-gram (0.034 s for the
+# embedded 100k-n-gram model, 0.6 s for 0.8M, 8.0 s for the 5.4M-n-gram 4-corpus 5-gram, 1.2 s
+# for a tag 9-gram), and ARS takes 1.5-13 ms on the lattices auto would give the full DP.
+SETUP_SECONDS_PER_NGRAM = 1e-6
+ARS_SECONDS_PER_LATTICE = 5e-3
 
 
 def _check_method(method: str) -> None:
@@ -193,12 +199,26 @@ def _useful_by_last_word(lm) -> np.ndarray:
 
 
 def choose_methods(model: TargetModel, lattices: Sequence[Lattice]) -> list[str]:
-    """"full" where the predicted full-DP cost is within the model's budget, else "ars"."""
+    """"full" where the predicted full-DP cost is within the model's budget, else "ars";
+    every lattice "ars" when ARS on all of them costs less than building the full DP."""
     if _maxarpa_model(model) is None:  # the compiled full DP needs a maxarpa model
+        return ["ars"] * len(lattices)
+    if setup_outweighs(_maxarpa_model(model), len(lattices)):
         return ["ars"] * len(lattices)
     cost = predicted_pairs(model, lattices)
     budget = full_pairs_budget(_maxarpa_model(model))
     return ["full" if c <= budget else "ars" for c in cost.tolist()]
+
+
+def setup_outweighs(lm, n_lattices: int) -> bool:
+    """Whether building the full DP for `lm` (not built yet in this process) would cost more
+    than ARS on `n_lattices` lattices: a one-off decode or tag on a large model runs ARS
+    (milliseconds) instead of paying seconds of table building. A corpus pays it once."""
+    from arsdecode.fast_full import is_built
+
+    if is_built(lm):
+        return False
+    return n_lattices * ARS_SECONDS_PER_LATTICE < SETUP_SECONDS_PER_NGRAM * sum(lm.counts)
 
 
 def full_pairs_budget(lm) -> float:

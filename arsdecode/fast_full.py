@@ -139,6 +139,11 @@ def _parent_gids(rows: np.ndarray, prev_rows: np.ndarray, prev_gids: np.ndarray)
 _DP: weakref.WeakKeyDictionary[Model, _core.FullDP] = weakref.WeakKeyDictionary()
 
 
+def is_built(lm: Model) -> bool:
+    """Whether `full_dp(lm)` has been built in this process (its setup is then paid)."""
+    return lm in _DP
+
+
 def full_dp(lm: Model) -> _core.FullDP:
     """The compiled DP for `lm`, built once per model (its transition cache persists)."""
     hit = _DP.get(lm)

@@ -138,6 +138,11 @@ def tag_many(lm: Model, emissions, sentences: Sequence[Sequence[str]], *,
     """
     if method not in METHODS:
         raise ValueError(f"method must be one of {METHODS}, got {method!r}")
+    if method == "auto":
+        from arsdecode.corpus import setup_outweighs
+
+        if setup_outweighs(lm, len(sentences)):  # a few sentences on a model not yet set up
+            method = "ars"
     if method == "ars":
         return _tag_ars(lm, emissions, sentences)
     flat, cand_tags = flatten(lm, emissions, sentences)

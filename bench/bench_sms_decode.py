@@ -103,7 +103,8 @@ def main() -> None:
     t_many = time.perf_counter() - t0
     for a, b in zip(many, lattices, strict=True):
         assert a.certified and a.method == "ars", b
-    print(f"state_union {args.order}-gram, lengths 8-10, full candidate lists: "
+    print(f"{args.models.name} {args.order}-gram ({len(lm.vocab):,} words), lengths 8-10, "
+          "full candidate lists: "
           f"{len(lattices)} lattices (median width {statistics.median(widths):.0f}, "
           f"median iterations {statistics.median(its):.0f})")
     print(f"  engine decode   : median {statistics.median(eng):.4f} s, p95 {pct(eng, 95):.4f} s, "
