@@ -37,6 +37,7 @@ from arsdecode.cli_options import (
     oov_report,
     positive_int,
     print_json,
+    progress_bar,
     report_uncertified,
     warn_oov,
     write_atomic,
@@ -178,13 +179,10 @@ def cmd_decode(args: argparse.Namespace) -> int:
 
 
 def cmd_sample(args: argparse.Namespace) -> int:
-    from tqdm import tqdm
-
     if args.json and args.jsonl:
         raise OptionError("--json and --jsonl exclude each other")
     lattice, lm, oov = load_lattice_and_lm(args)
-    bar = tqdm(total=args.n, unit="sample", file=sys.stderr, disable=not sys.stderr.isatty(),
-               leave=False)
+    bar = progress_bar(args.n, "sample", leave=False)
 
     def on_sample(tokens: list[str], log_p: float) -> None:
         bar.update(1)

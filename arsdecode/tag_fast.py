@@ -54,10 +54,10 @@ class _CandidateTable:
         if hit is None:
             if len(self.cache) > 200_000:  # kept across calls: bound it, as emissions do
                 self.cache.clear()
-            cands = self.emissions.candidates(word, initial=initial)
-            tags = tuple(t for t, _ in cands)
-            ids = [self.tag_id[t] if t in self.tag_id else self.lm.word_id(t) for t in tags]
-            hit = self.cache[key] = (ids, [e for _, e in cands], tags)
+            tags, emis = zip(*self.emissions.candidates(word, initial=initial))
+            tag_id = self.tag_id
+            ids = [tag_id[t] if t in tag_id else self.lm.word_id(t) for t in tags]
+            hit = self.cache[key] = (ids, list(emis), tags)
         return hit
 
 

@@ -27,6 +27,7 @@ from arsdecode.cli_options import (
     int_at_least,
     positive_int,
     print_json,
+    progress_bar,
     write_atomic,
 )
 from arsdecode.errors import ObservationError, OptionError
@@ -124,8 +125,6 @@ def tag_json(words: list[str], tags: list[str], log_p: float, seconds: float) ->
 def tag_file(args: argparse.Namespace, lm, emissions) -> int:
     """Tag every non-blank line (blank lines are skipped, in order: JSON/text output has one
     line per tagged sentence). --conll output is written whole, through a temporary file."""
-    from tqdm import tqdm
-
     if args.conll:
         check_writable(args.conll)
     src = sys.stdin if args.file == "-" else open(args.file, encoding="utf-8")
@@ -133,8 +132,7 @@ def tag_file(args: argparse.Namespace, lm, emissions) -> int:
         lines = [line for line in src.read().splitlines() if line.split()]
     blocks: list[str] = []
     sentences = [line.split() for line in lines]
-    with tqdm(total=len(sentences), unit="sent", disable=not sys.stderr.isatty(),
-              file=sys.stderr) as bar:
+    with progress_bar(len(sentences), "sent") as bar:
         for lo in range(0, len(sentences), FILE_CHUNK):  # the corpus API, a chunk at a time
             chunk = sentences[lo : lo + FILE_CHUNK]
             start = time.perf_counter()
