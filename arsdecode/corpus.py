@@ -44,7 +44,7 @@ METHODS: tuple[str, ...] = ("auto", "ars", "full")
 # because the compiled DP has two transition stores with per-pair costs ~100x apart
 # (bench/bench_auto.py, docs/performance.md section 4): a dense row per state for small
 # vocabularies (tags; native DENSE_MAX_VOCAB = 4096) and a hash map for large ones (words).
-AUTO_FULL_PAIRS = 20_000_000  # large vocabularies: the threshold bench_auto's sweep picks
+AUTO_FULL_PAIRS = 3_000_000  # large vocabularies (bench_auto's sweep; see docs/performance.md §4)
 AUTO_FULL_PAIRS_SMALL_VOCAB = 1_000_000_000  # tags: every WSJ-20 sentence, n <= 9, is < 5e7
 SMALL_VOCAB = 4096  # = arsdecode.native._core.DENSE_MAX_VOCAB
 # The full DP's one-time setup (its useful-context tables) against ARS on the lattices of a
