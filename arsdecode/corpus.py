@@ -50,9 +50,11 @@ SMALL_VOCAB = 4096  # = arsdecode.native._core.DENSE_MAX_VOCAB
 # The full DP's one-time setup (its useful-context tables) against ARS on the lattices of a
 # call. Measured (docs/performance.md section 4): 0.6-1.5 us per n-gram (0.034 s for the
 # embedded 100k-n-gram model, 0.6 s for 0.8M, 8.0 s for the 5.4M-n-gram 4-corpus 5-gram, 1.2 s
-# for a tag 9-gram), and ARS takes 1.5-13 ms on the lattices auto would give the full DP.
+# for a tag 9-gram), and ARS takes 2-10 ms on the word lattices auto would give the full DP,
+# 8-40 ms on a POS sentence (bench_auto's families).
 SETUP_SECONDS_PER_NGRAM = 1e-6
 ARS_SECONDS_PER_LATTICE = 5e-3
+ARS_SECONDS_PER_LATTICE_SMALL_VOCAB = 25e-3
 
 
 def _check_method(method: str) -> None:
@@ -218,7 +220,9 @@ def setup_outweighs(lm, n_lattices: int) -> bool:
 
     if is_built(lm):
         return False
-    return n_lattices * ARS_SECONDS_PER_LATTICE < SETUP_SECONDS_PER_NGRAM * sum(lm.counts)
+    small = lm.trie.vocab_size <= SMALL_VOCAB
+    ars = ARS_SECONDS_PER_LATTICE_SMALL_VOCAB if small else ARS_SECONDS_PER_LATTICE
+    return n_lattices * ars < SETUP_SECONDS_PER_NGRAM * sum(lm.counts)
 
 
 def full_pairs_budget(lm) -> float:
