@@ -3,7 +3,7 @@
 WSJ section 20 (CoNLL-2000 test.txt, the test.tsv written by data_prep.pos_data). Per order n:
   - in-process `tag_many` (merged full DP, one compiled call): first call (tables built, the
     transition cache empty) and warm call, tokens/s;
-  - the whole process: `python -m arsdecode tag --file WORDS --models DIR --order n`, the real
+  - the whole process: `arsdecode tag --file WORDS --models DIR --order n`, the installed
     command (it loads DIR/tags.n.npz when there is one; --binary writes it first);
   - the existing per-sentence ARS `decode` on the first --ars-sentences sentences;
   - exactness: ln p of every sentence equal to arsdecode.full.full_decode's (1e-9), tags equal
@@ -114,8 +114,9 @@ def main() -> int:
         c2 = CPU["last"]
         assert warm.tags == first.tags
         # The real command, as a user runs it (it loads tags.N.npz when the directory has one).
-        cli = [sys.executable, "-m", "arsdecode", "tag", "--file", str(words_file),
-               "--models", str(args.pos_dir), "--order", str(n)]
+        script = Path(sys.executable).parent / "arsdecode"  # the installed console script
+        cli = [str(script), "tag", "--file", str(words_file), "--models", str(args.pos_dir),
+               "--order", str(n)]
         whole = cw = float("inf")
         for _ in range(REPEAT):  # best of REPEAT: single processes vary by +-15% here
             stdout, wall = run_child(cli)
