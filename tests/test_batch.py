@@ -538,3 +538,18 @@ def test_tag_task_on_the_cluster_equals_single_sentences(tmp_path, cluster):
         r = decode(lm, emissions.lattice(obj["tokens"]))
         assert (line["tokens"], line["tags"], line["log_p"], line["certified"]) == \
             (obj["tokens"], r.tokens, r.log_p, True)
+
+
+@pytest.mark.slow
+def test_local_cluster_workers_are_quiet():
+    """`--workers N` starts workers without Dask's stack profiler and with slow timers (they
+    contend with the decode for the GIL), and with worker saturation 1.0."""
+    distributed = pytest.importorskip("distributed")
+    import dask
+
+    from arsdecode.batch import QUIET_WORKERS, local_cluster
+
+    with local_cluster(1) as lc, distributed.Client(lc) as client:
+        seen = client.run(lambda: {k: dask.config.get(k) for k in QUIET_WORKERS})
+        assert list(seen.values()) == [QUIET_WORKERS]
+        assert lc.scheduler.WORKER_SATURATION == 1.0
