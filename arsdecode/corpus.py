@@ -177,8 +177,8 @@ def predicted_pairs_flat(lm, flat, *, tight: bool = True) -> np.ndarray:
     last = local == np.repeat(lengths - 1, lengths)
     following = np.where(last, 1.0, np.append(widths[1:], 1.0))
     per_pos = states * following
-    out = np.add.reduceat(per_pos, sent_off[:-1]) if n_pos else np.zeros(0)
-    return out + widths[sent_off[:-1]]  # the start state times the first width
+    # Per lattice, plus the start state times the first width.
+    return np.add.reduceat(per_pos, sent_off[:-1]) + widths[sent_off[:-1]]
 
 
 _ENDING: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
@@ -203,13 +203,11 @@ def _useful_by_last_word(lm) -> np.ndarray:
 def choose_methods(model: TargetModel, lattices: Sequence[Lattice]) -> list[str]:
     """"full" where the predicted full-DP cost is within the model's budget, else "ars";
     every lattice "ars" when ARS on all of them costs less than building the full DP."""
-    if _maxarpa_model(model) is None:  # the compiled full DP needs a maxarpa model
-        return ["ars"] * len(lattices)
-    if setup_outweighs(_maxarpa_model(model), len(lattices)):
+    lm = _maxarpa_model(model)
+    if lm is None or setup_outweighs(lm, len(lattices)):  # the full DP needs a maxarpa model
         return ["ars"] * len(lattices)
     cost = predicted_pairs(model, lattices)
-    budget = full_pairs_budget(_maxarpa_model(model))
-    return ["full" if c <= budget else "ars" for c in cost.tolist()]
+    return ["full" if c <= full_pairs_budget(lm) else "ars" for c in cost.tolist()]
 
 
 def setup_outweighs(lm, n_lattices: int) -> bool:
@@ -220,15 +218,18 @@ def setup_outweighs(lm, n_lattices: int) -> bool:
 
     if is_built(lm):
         return False
-    small = lm.trie.vocab_size <= SMALL_VOCAB
-    ars = ARS_SECONDS_PER_LATTICE_SMALL_VOCAB if small else ARS_SECONDS_PER_LATTICE
+    ars = ARS_SECONDS_PER_LATTICE_SMALL_VOCAB if _small_vocab(lm) else ARS_SECONDS_PER_LATTICE
     return n_lattices * ars < SETUP_SECONDS_PER_NGRAM * sum(lm.counts)
 
 
 def full_pairs_budget(lm) -> float:
     """The predicted (state, candidate) pairs above which `auto` runs ARS for this model."""
-    small = lm.trie.vocab_size <= SMALL_VOCAB
-    return float(AUTO_FULL_PAIRS_SMALL_VOCAB if small else AUTO_FULL_PAIRS)
+    return float(AUTO_FULL_PAIRS_SMALL_VOCAB if _small_vocab(lm) else AUTO_FULL_PAIRS)
+
+
+def _small_vocab(lm) -> bool:
+    """Tag-sized vocabularies: the compiled DP keeps a dense transition row per state."""
+    return lm.trie.vocab_size <= SMALL_VOCAB
 
 
 def _maxarpa_model(model: TargetModel):

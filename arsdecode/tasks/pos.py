@@ -255,46 +255,45 @@ class TnTEmissions:
         Only tags with non-zero weight are returned.
         """
         k = self.unknown_class(word)
-        scale = self._log_unk_scale[k]
-        if scale is None:
+        if self._log_unk_scale[k] is None:
             return {}
-        trie = self._tries[k]
-        key = (k, word[len(word) - trie.longest_suffix(word):])  # the posterior depends on this
-        hit = self._unknown_cache.get(key)
-        if hit is None:
-            p = trie.posterior(word)
-            hit = {t: math.log(float(p[i])) + float(scale[i])
-                   for i, t in enumerate(self._tags) if p[i] > 0}
-            if len(self._unknown_cache) > 200_000:
-                self._unknown_cache.clear()
-            self._unknown_cache[key] = hit
-        return dict(hit)
+        key = self._unknown_key(k, word)
+        if key not in self._unknown_cache:
+            self._fill_unknown(k, {key[1]: word})
+        return dict(self._unknown_cache[key])
 
     def prepare(self, words: Iterable[str]) -> None:
         """Compute the unknown words among `words` in bulk (`SuffixTrie.posterior_many`), so
         that `candidates` then finds them cached: same numbers, fewer numpy calls."""
         todo: dict[WordClass, dict[str, str]] = {k: {} for k in WORD_CLASSES}  # suffix -> word
         for word in words:
-            if not word or word in self._lexicon or (
-                    self.sentence_initial and word.lower() in self._lexicon):
+            if not word or word in self._lexicon:
                 continue
             k = self.unknown_class(word)
             if self._log_unk_scale[k] is None:
                 continue
-            trie = self._tries[k]
-            suffix = word[len(word) - trie.longest_suffix(word):]
-            if (k, suffix) not in self._unknown_cache:
-                todo[k].setdefault(suffix, word)
+            key = self._unknown_key(k, word)
+            if key not in self._unknown_cache:
+                todo[k].setdefault(key[1], word)
         for k, by_suffix in todo.items():
-            if not by_suffix:
-                continue
-            scale = self._log_unk_scale[k]
-            assert scale is not None
-            rows = self._tries[k].posterior_many(list(by_suffix.values()))
-            for suffix, p in zip(by_suffix, rows.tolist(), strict=True):
-                self._unknown_cache[(k, suffix)] = {
-                    t: math.log(x) + float(scale[i])
-                    for i, (t, x) in enumerate(zip(self._tags, p, strict=True)) if x > 0}
+            if by_suffix:
+                self._fill_unknown(k, by_suffix)
+
+    def _unknown_key(self, k: WordClass, word: str) -> tuple[str, str]:
+        """What an unknown word's weights depend on: its class and longest matched suffix."""
+        return k, word[len(word) - self._tries[k].longest_suffix(word):]
+
+    def _fill_unknown(self, k: WordClass, by_suffix: dict[str, str]) -> None:
+        """Cache the weights of one word per longest matched suffix, all in one bulk call."""
+        scale = self._log_unk_scale[k]
+        assert scale is not None
+        if len(self._unknown_cache) + len(by_suffix) > 200_000:
+            self._unknown_cache.clear()
+        rows = self._tries[k].posterior_many(list(by_suffix.values()))
+        for suffix, p in zip(by_suffix, rows.tolist(), strict=True):
+            self._unknown_cache[(k, suffix)] = {
+                t: math.log(x) + float(scale[i])
+                for i, (t, x) in enumerate(zip(self._tags, p, strict=True)) if x > 0}
 
     def candidates(self, word: str, initial: bool = False) -> tuple[tuple[str, float], ...]:
         """`(tag, ln emission)` for every tag with non-zero emission of `word`.

@@ -201,9 +201,10 @@ class SuffixTrie:
         return n
 
     def posterior_many(self, words: Sequence[str]) -> np.ndarray:
-        """`posterior` of every word, one row each, with the same floating-point operations
-        per row, but vectorised over the words at each suffix length (for a corpus's unknown
-        words at once)."""
+        """`posterior` of every word, one row each, vectorised over the words at each suffix
+        length (a corpus's unknown words at once). Each row starts at the root and takes one
+        abstraction step per matched suffix length, then is re-normalised away from the last
+        ulp of rounding so callers can rely on an exact sum."""
         out = np.tile(self.root, (len(words), 1))
         if not len(words) or not out.any():
             return out
@@ -224,15 +225,4 @@ class SuffixTrie:
     def posterior(self, word: str) -> np.ndarray:
         """P(t | suffix of `word`) over `tags` by successive abstraction; sums to 1 (or all 0
         when the class has no rare tokens at all)."""
-        p = self.root
-        if not p.any():
-            return p
-        theta, alpha = self.theta, self.alpha
-        for i in range(1, self.longest_suffix(word) + 1):
-            node = self.counts[word[-i:]]
-            if alpha is None:
-                p = (node / node.sum() + theta * p) / (1.0 + theta)
-            else:
-                p = (node + alpha * p) / (node.sum() + alpha)
-        # Re-normalise away the last ulp of rounding so callers can rely on an exact sum.
-        return p / math.fsum(p)
+        return self.posterior_many([word])[0]
