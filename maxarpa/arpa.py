@@ -180,19 +180,18 @@ def read_arpa(path: str | Path) -> ArpaData:
     return _read_arpa_streaming(path)
 
 
-_CHUNK_BYTES = 8 << 20  # lines are parsed in blocks of about this many bytes
+class _Irregular(Exception):
+    """Something the compiled reader does not handle; the streaming reader takes over."""
 
 
 def _read_arpa_fast(path: str) -> ArpaData | None:
-    """Block-wise parsing of the raw bytes; None whenever the careful reader should take over.
+    """The compiled reader (maxarpa.native); None whenever the careful reader should take over.
 
-    Why bytes, in blocks: decoding a whole file to str, then holding every line and every
-    field as a Python object, cost about 4x the file in memory. Here only one block of lines
-    (about 8 MB) is alive as Python objects; words are looked up as bytes and decoded once
-    per vocabulary entry; numbers go from bytes to float64 in numpy. The result arrays are
-    allocated once, from the header's counts. Any irregularity in a block (a line width that
-    is not uniform, an unknown word, a bad number, a count that does not match) returns None,
-    and the line-by-line reader reports the exact line.
+    Why: splitting lines into Python objects cost about 4x the file in memory and most of a
+    conversion's time. Here the bytes are parsed in place, chunk by chunk, straight into
+    arrays allocated once from the header's counts. Anything irregular (a bad line, an unknown
+    word, a number float() would accept but the strict parser does not, a count that does not
+    match) returns None, and the line-by-line reader reports the exact line, or reads it.
     """
     try:
         fh = open_binary(path)
@@ -200,21 +199,25 @@ def _read_arpa_fast(path: str) -> ArpaData | None:
         return None
     try:
         with fh:
-            return _parse_blocks(fh)
-    except (OSError, EOFError, zlib.error, lzma.LZMAError, ValueError, KeyError):
+            return _parse_native(fh)
+    except (OSError, EOFError, zlib.error, lzma.LZMAError, ValueError, _Irregular):
         return None
 
 
-def _parse_blocks(fh: io.BufferedIOBase) -> ArpaData | None:
+def _parse_native(fh: io.BufferedIOBase) -> ArpaData | None:
+    from maxarpa.native import LineParser, feed_sections
+
+    lineno = 0
     for raw in fh:  # everything before \data\ is skipped, as SRILM and Sphinx do
+        lineno += 1
         if raw.strip() == b"\\data\\":
             break
     else:
         return None
     counts: list[int] = []
-    line = b""
-    for line in fh:
-        text = line.strip()
+    for raw in fh:
+        lineno += 1
+        text = raw.strip()
         if not text:
             continue
         m = _COUNT_RE.match(text.decode("ascii", "replace"))
@@ -223,84 +226,33 @@ def _parse_blocks(fh: io.BufferedIOBase) -> ArpaData | None:
         if int(m.group(1)) != len(counts) + 1:
             return None
         counts.append(int(m.group(2)))
-    if not counts:
+    else:
         return None
-    word_id: dict[bytes, int] = {}
-    vocab: list[bytes] = []
-    arrays = [(np.empty((c, k), np.int32), np.empty(c), np.zeros(c))
+    if not counts or text != b"\\1-grams:":
+        return None
+    arrays = [(np.empty((c, k), np.int32), np.empty(c), np.empty(c))
               for k, c in enumerate(counts, start=1)]
-    filled = [0] * len(counts)
-    section = 0  # the order being read; 0 before the first section header
-    ended = False
-    pending = [line]  # the line that ended the header block
-    while not ended:
-        block = pending + fh.readlines(_CHUNK_BYTES)
-        pending = []
-        if not block:
-            return None  # no \end\
-        lines = [b for b in block if b.strip()]
-        marks = [i for i, b in enumerate(lines) if b.startswith(b"\\")]
-        for start, stop in zip([-1, *marks], [*marks, len(lines)]):
-            body = lines[start + 1 : stop]
-            if body:
-                if section == 0:
-                    return None
-                k = section
-                ids, logp, bow = arrays[k - 1]
-                if filled[k - 1] + len(body) > counts[k - 1]:
-                    return None
-                if not _parse_block(body, k, ids, logp, bow, filled[k - 1], word_id, vocab):
-                    return None
-                filled[k - 1] += len(body)
-            if stop < len(lines):
-                mark = lines[stop].strip()
-                if mark == b"\\end\\":
-                    ended = True
-                    break
-                if mark != f"\\{section + 1}-grams:".encode() or section >= len(counts):
-                    return None
-                section += 1
-    if section != len(counts) or filled != counts:
+    parser = LineParser()
+    section = 1
+    parser.start(1, False, arrays[0][0], [arrays[0][1], arrays[0][2]])
+
+    def on_mark(mark: bytes, lineno: int) -> bool:
+        nonlocal section
+        if parser.filled != counts[section - 1]:
+            raise _Irregular
+        if mark == b"\\end\\" and section == len(counts):
+            return False
+        if section == len(counts) or mark != f"\\{section + 1}-grams:".encode():
+            raise _Irregular
+        section += 1
+        ids, logp, bow = arrays[section - 1]
+        parser.start(section, False, ids, [logp, bow])
+        return True
+
+    if feed_sections(fh, lineno, parser, on_mark) is not None:
         return None
-    orders = []
-    for ids, logp, bow in arrays:
-        if np.isnan(logp).any() or np.isnan(bow).any() or (logp == np.inf).any():
-            return None
-        if (bow == np.inf).any():
-            return None
-        orders.append(OrderArrays(ids, logp, bow))
-    return ArpaData([w.decode(ENCODING, ERRORS) for w in vocab], orders)
-
-
-def _parse_block(
-    lines: list[bytes], k: int, ids: np.ndarray, logp: np.ndarray, bow: np.ndarray, lo: int,
-    word_id: dict[bytes, int], vocab: list[bytes],
-) -> bool:
-    """Fill rows lo.. of the arrays from one block of same-width lines; False if irregular."""
-    flat = b" ".join(lines).split()
-    if len(flat) == (k + 2) * len(lines):
-        width = k + 2
-    elif len(flat) == (k + 1) * len(lines):
-        width = k + 1
-    else:
-        return False
-    hi = lo + len(lines)
-    logp[lo:hi] = np.array(flat[0::width]).astype(np.float64)
-    if width == k + 2:
-        bow[lo:hi] = np.array(flat[k + 1 :: width]).astype(np.float64)
-    if k == 1:
-        words = flat[1::width]
-        for w in words:
-            if w in word_id:
-                return False
-            word_id[w] = len(vocab)
-            vocab.append(w)
-        ids[lo:hi, 0] = np.arange(len(vocab) - len(words), len(vocab))
-    else:
-        for j in range(k):
-            col = flat[1 + j :: width]
-            ids[lo:hi, j] = np.fromiter(map(word_id.__getitem__, col), np.int32, len(col))
-    return True
+    vocab = [w.decode(ENCODING, ERRORS) for w in parser.words()]
+    return ArpaData(vocab, [OrderArrays(*a) for a in arrays])
 
 
 def _read_arpa_streaming(path: str | Path) -> ArpaData:

@@ -33,42 +33,64 @@ def group_max(values: np.ndarray, groups: np.ndarray, size: int) -> np.ndarray:
     return out
 
 
+def children_max(trie: Trie, k: int, values: np.ndarray) -> np.ndarray:
+    """Max of `values` (one per order-k node) over each order-(k-1) node's children.
+
+    The same as group_max over the nodes' parents, without holding the parents array while
+    the result is made (conversion peak memory).
+    """
+    out = np.full(len(trie.nodes[k - 2].keys), -np.inf)
+    if len(values) == 0:
+        return out
+    groups = trie.parents(k)
+    starts = np.flatnonzero(np.r_[True, groups[1:] != groups[:-1]])
+    heads = groups[starts]
+    del groups
+    out[heads] = np.maximum.reduceat(values, starts)
+    return out
+
+
 def compute_mbow(trie: Trie) -> None:
-    """Fill `mbow` for every order, from the highest order down."""
+    """Fill `mbow` for every order, from the highest order down.
+
+    (In place where possible: on a 5M-n-gram model each temporary is tens of MB, and
+    conversion's peak memory is a goal of issue 10.)
+    """
     n = trie.order
-    v = trie._v
     for k in range(n, 0, -1):
         node = trie.nodes[k - 1]
         m = len(node.keys)
         if k == n:
-            child = np.full(m, -np.inf)
+            child = np.zeros(m)
         else:
-            above = trie.nodes[k]
-            child = group_max(above.mbow, (above.keys // v).astype(np.int64), m)
-        node.mbow = node.log10bow + np.maximum(0.0, child)
+            child = children_max(trie, k + 1, trie.nodes[k].mbow)
+            np.maximum(child, 0.0, out=child)
+        child += node.log10bow
+        node.mbow = child
 
 
 def compute_mf(trie: Trie, eos_id: int | None) -> None:
     """Fill `mf` for every order, from the highest order down (needs `mbow`)."""
     n = trie.order
-    v = trie._v
     top = trie.nodes[n - 1]
     top.mf = top.log10p.copy()
     for k in range(n - 1, 0, -1):
         node = trie.nodes[k - 1]
-        above = trie.nodes[k]
-        m = len(node.keys)
-        in_table = group_max(above.mf, (above.keys // v).astype(np.int64), m)
+        mf = children_max(trie, k + 1, trie.nodes[k].mf)  # extensions in the table
+        np.maximum(mf, node.log10p, out=mf)
         out_of_table = best_absent_extension(trie, k, eos_id)
-        node.mf = np.maximum(np.maximum(node.log10p, in_table), node.log10p + out_of_table)
+        out_of_table += node.log10p
+        np.maximum(mf, out_of_table, out=mf)
+        node.mf = mf
 
 
 def best_absent_extension(trie: Trie, k: int, eos_id: int | None) -> np.ndarray:
     """For each order-k node c·w: max MB(a·c) over nodes a·c such that a·c·w is not a node.
 
-    Only positive MB values matter (others are dominated by z empty), so each node scans its
-    context's children in decreasing MB order and stops at the first a with a·c·w absent or at
-    the first MB <= 0. Returns 0 where no positive candidate exists.
+    Only positive MB values matter (others are dominated by z empty), so only nodes a·c with
+    MB > 0 are candidates (few: a positive backoff sum is rare), and each node scans its
+    context's candidates in decreasing MB order, stopping at the first a with a·c·w absent.
+    Returns 0 where no positive candidate exists.
     """
     v = trie._v
     node = trie.nodes[k - 1]
@@ -76,42 +98,36 @@ def best_absent_extension(trie: Trie, k: int, eos_id: int | None) -> np.ndarray:
     result = np.zeros(m)
     if m == 0:
         return result
-    # Children of each context, sorted by decreasing MB: the candidates a·c live at order k.
-    if k == 1:
-        parent = np.zeros(m, dtype=np.int64)  # the root is every unigram's context
-        context = np.zeros(m, dtype=np.int64)
-        score = node.mbow.copy()
-        if eos_id is not None:
-            score[eos_id] = -np.inf  # </s> is never a context
-    else:
-        parent = (node.keys // v).astype(np.int64)
-        context = trie.lookup_rows(node.rows[:, :-1])
-        score = node.mbow
-    order = np.lexsort((-score, parent))
+    score = node.mbow
+    candidates = np.flatnonzero(score > 0)
+    if k == 1 and eos_id is not None:
+        candidates = candidates[candidates != eos_id]  # </s> is never a context
+    if len(candidates) == 0:
+        return result
+    # The candidates a·c grouped by their context c (their parent row), best first.
+    parent = trie.parents(k) if k > 1 else np.zeros(m, dtype=np.int64)  # k=1: the root
+    cand_parent = parent[candidates]
+    del parent
+    order = candidates[np.lexsort((-score[candidates], cand_parent))]
+    context = trie.lookup_rows(node.rows[:, :-1]) if k > 1 else np.zeros(m, dtype=np.int64)
     # Group boundaries by counting (parents are dense row ids), not by binary search.
-    group_size = np.bincount(parent, minlength=int(max(parent.max(), context.max())) + 1)
-    group_start = np.r_[0, np.cumsum(group_size)[:-1]]
+    group_size = np.bincount(cand_parent, minlength=int(max(cand_parent.max(), context.max())) + 1)
+    group_start = np.cumsum(group_size) - group_size
     safe = np.maximum(context, 0)
-    starts = group_start[safe]
-    ends = starts + group_size[safe]
-    active = np.flatnonzero((context >= 0) & (ends > starts))
+    size = np.where(context >= 0, group_size[safe], 0)
+    active = np.flatnonzero(size > 0)
+    starts = group_start[safe[active]]
+    ends = starts + size[active]
+    del context, safe, size
     rank = np.zeros(len(active), dtype=np.int64)
     while len(active):
-        cand = order[starts[active] + rank]
-        cand_score = score[cand]
-        positive = cand_score > 0
-        active, rank, cand, cand_score = (
-            active[positive], rank[positive], cand[positive], cand_score[positive]
-        )
-        if not len(active):
-            break
+        cand = order[starts + rank]
         first_word = (node.keys[cand] % v).astype(np.int64) if k > 1 else cand
         present = trie.find(k + 1, trie.key(active, first_word)) >= 0
         done = ~present
-        result[active[done]] = cand_score[done]
-        active, rank = active[present], rank[present] + 1
-        more = starts[active] + rank < ends[active]
-        active, rank = active[more], rank[more]
+        result[active[done]] = score[cand[done]]
+        more = present & (starts + rank + 1 < ends)
+        active, starts, ends, rank = active[more], starts[more], ends[more], rank[more] + 1
     return result
 
 

@@ -8,6 +8,7 @@ half-written output (writers use a temporary file and a rename).
 from __future__ import annotations
 
 import argparse
+import ctypes
 import os
 import sys
 import time
@@ -140,8 +141,27 @@ def cmd_verify(args: argparse.Namespace) -> int:
     return 0
 
 
+def return_freed_memory() -> None:
+    """Have glibc give every large freed array back to the system at once.
+
+    Why: after a large block is freed, glibc raises its mmap threshold (up to 32 MiB), so
+    later numpy temporaries below it come from the heap, and the heap keeps their memory
+    when they are freed. Converting a 5.4M-n-gram model then peaked 5% higher and stayed
+    ~70 MiB above its live arrays. A fixed threshold (which also turns the dynamic one off)
+    keeps every array of 128 KiB or more in its own mapping. On another C library, nothing
+    happens. Only the command line does this: it changes the whole process.
+    """
+    try:
+        mallopt = ctypes.CDLL(None).mallopt
+    except (OSError, AttributeError):
+        return
+    m_mmap_threshold = -3  # from glibc's malloc.h
+    mallopt(m_mmap_threshold, 128 * 1024)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    return_freed_memory()
     handlers = {"convert": cmd_convert, "info": cmd_info, "query": cmd_query,
                 "verify": cmd_verify}
     try:

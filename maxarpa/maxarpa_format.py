@@ -9,16 +9,19 @@ that reads back to the same float64, so read-then-write reproduces a file byte f
 
 from __future__ import annotations
 
+import io
+import lzma
 import re
+import zlib
 from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 
-from maxarpa.arpa import format_log10, lookup_ids, open_binary, read_text
+from maxarpa.arpa import ENCODING, ERRORS, open_binary
 from maxarpa.errors import FormatError
 from maxarpa.model import Model
-from maxarpa.output import atomic_output, compression_of, text_stream
+from maxarpa.output import atomic_output, byte_stream, compression_of
 from maxarpa.table import OrderNodes, Trie
 
 MAX_ARPA_MAGIC = "\\max-arpa\\"
@@ -58,63 +61,38 @@ def write_max_arpa(
         OutputError: a compression suffix that cannot be honoured.
         OSError: the file cannot be written (the message names `path`).
     """
+    from maxarpa.native import format_lines
+
     compression = compression_of(path)
-    with atomic_output(path) as tmp, open(tmp, "wb") as raw, text_stream(raw, compression) as fh:
-        fh.write(f"{MAX_ARPA_MAGIC}\n{VERSION}\n\n\\data\\\n")
-        nodes = model.trie.nodes
+    nodes = model.trie.nodes
+    # The vocabulary as one byte string with offsets, for the compiled writer.
+    encoded = [w.encode(ENCODING, ERRORS) for w in model.vocab]
+    blob = b"".join(encoded)
+    offsets = np.zeros(len(encoded) + 1, dtype=np.int64)
+    np.cumsum([len(w) for w in encoded], out=offsets[1:])
+    keys = [np.ascontiguousarray(node.keys, dtype=np.uint64) for node in nodes]
+    firsts = [np.asarray(node.rows[:, 0], dtype=np.int32) for node in nodes]
+    with atomic_output(path) as tmp, open(tmp, "wb") as raw, byte_stream(raw, compression) as fh:
+        header = [f"{MAX_ARPA_MAGIC}\n{VERSION}\n\n\\data\\\n"]
+        header += [f"ngram {k}={int(node.listed.sum())}\n" for k, node in enumerate(nodes, 1)]
+        header += [f"blank {k}={int((~node.listed).sum())}\n"
+                   for k, node in enumerate(nodes, 1) if k > 1]
+        fh.write("".join(header).encode(ENCODING))
         for k, node in enumerate(nodes, start=1):
-            fh.write(f"ngram {k}={int(node.listed.sum())}\n")
-        for k, node in enumerate(nodes, start=1):
-            if k > 1:
-                fh.write(f"blank {k}={int((~node.listed).sum())}\n")
-        vocab = model.vocab
-        words: list[str] = []
-        for k, node in enumerate(nodes, start=1):
-            words = _node_words(node, k, vocab, words, model.trie.vocab_size)
             for kind, mask in (("grams", node.listed), ("blanks", ~node.listed)):
                 if kind == "blanks" and k == 1:
                     continue
-                fh.write(f"\n\\{k}-{kind}:\n")
+                fh.write(f"\n\\{k}-{kind}:\n".encode(ENCODING))
                 idx = np.flatnonzero(mask)
                 for lo in range(0, len(idx), WRITE_CHUNK):  # bounded transient text
                     sel = idx[lo : lo + WRITE_CHUNK]
-                    lp, bow, mf, mbow = _format_values(node, sel)
-                    fh.write("".join(
-                        f"{lp[j]}\t{words[i]}\t{bow[j]}\t{mf[j]}\t{mbow[j]}\n"
-                        for j, i in enumerate(sel.tolist())
+                    fh.write(format_lines(
+                        k, keys, firsts, model.trie.vocab_size, blob, offsets, sel,
+                        node.log10p, node.log10bow, node.mf, node.mbow,
                     ))
                     if progress:
                         progress(len(sel))
-        fh.write("\n\\end\\\n")
-
-
-def _node_words(
-    node: OrderNodes, k: int, vocab: list[str], below: list[str], vocab_size: int
-) -> list[str]:
-    """The word text of every node of order k, in node order.
-
-    Why recursive: a node is its first word followed by its suffix node one order down, whose
-    text is already built, so each line costs one concatenation instead of a k-word join.
-    """
-    if k == 1:
-        return [vocab[w] for w in node.rows[:, 0].tolist()]
-    first = node.rows[:, 0].tolist()
-    parent = (node.keys // np.uint64(vocab_size)).astype(np.int64).tolist()
-    return [vocab[a] + " " + below[p] for a, p in zip(first, parent)]
-
-
-def _format_values(node: OrderNodes, sel: np.ndarray) -> list[list[str]]:
-    """logp, bow, mf, mbow of the nodes `sel` as text (`format_log10` semantics).
-
-    Why through unique values: mf and mbow mostly repeat logp and bow, and backoffs repeat a
-    lot, so formatting each distinct float once saves most of the (slow) float-to-text work.
-    """
-    m = len(sel)
-    stacked = np.concatenate([node.log10p[sel], node.log10bow[sel], node.mf[sel], node.mbow[sel]])
-    uniq, inverse = np.unique(stacked, return_inverse=True)
-    texts = [format_log10(v) for v in uniq.tolist()]
-    table = np.array(texts, dtype=object)[inverse.ravel()]
-    return [table[c * m : (c + 1) * m].tolist() for c in range(4)]
+        fh.write(b"\n\\end\\\n")
 
 
 def read_max_arpa(path: str | Path) -> Model:
@@ -124,76 +102,159 @@ def read_max_arpa(path: str | Path) -> Model:
     Returns:
         The model (log10 values); its `source` is `path`.
 
-    The whole text is read at once and each section is split in one call: per-line Python
-    work is what dominates ARPA parsing, and the fixed field count makes it unnecessary.
+    The header is read in Python; the n-gram lines go, chunk by chunk, through the compiled
+    parser (maxarpa.native) straight into arrays sized from the header, so no line ever
+    becomes a Python object.
 
     Raises:
         FormatError: naming the file and line of the first problem.
     """
     path = str(path)
-    text = read_text(path)
-    header_end = text.find("\n\\1-grams:")
-    if header_end < 0:
-        raise FormatError(path, text.count("\n") + 1, "no \\1-grams: section")
-    header_lines = text[:header_end].split("\n")
-    listed_counts, blank_counts = _parse_header(header_lines, path)
-    n = len(listed_counts)
-    marks = list(_MARK_RE.finditer(text, header_end))
-    if not marks or marks[-1].group(0) != "\\end\\":
-        raise FormatError(path, text.count("\n") + 1, "truncated file: missing \\end\\")
-    bodies: dict[tuple[int, str], tuple[str, int]] = {}
-    for mark, nxt in zip(marks, marks[1:]):
-        if mark.group(0) == "\\end\\":
+    fh = open_binary(path)
+    try:
+        with fh:
+            return _read_stream(fh, path)
+    except (OSError, EOFError, zlib.error, lzma.LZMAError) as err:
+        raise FormatError(path, None, f"corrupt or truncated compressed data ({err})") from None
+
+
+def _read_stream(fh: io.BufferedIOBase, path: str) -> Model:
+    from maxarpa.native import LineParser, feed_sections
+
+    header_lines: list[str] = []
+    first_mark = ""
+    for raw in fh:
+        text = raw.decode(ENCODING, ERRORS).rstrip("\r\n")
+        if _MARK_RE.match(text.strip()):
+            first_mark = text.strip()
             break
-        key = (int(mark.group(1)), mark.group(2))
-        if not 1 <= key[0] <= n or key in bodies:
-            raise FormatError(path, _line_of(text, mark.start()), f"unexpected {mark.group(0)}")
-        bodies[key] = (text[mark.end() : nxt.start()], mark.start())
-    vocab: list[str] = []
-    word_id: dict[str, int] = {}
-    trie = Trie(listed_counts[0], [])
+        header_lines.append(text)
+    lineno = len(header_lines) + 1  # the first mark's line
+    if not first_mark:
+        raise FormatError(path, len(header_lines), "no \\1-grams: section")
+    listed_counts, blank_counts = _parse_header(header_lines, path)
+    if first_mark != "\\1-grams:":
+        raise FormatError(path, lineno, f"expected \\1-grams:, got {first_mark}")
+    n = len(listed_counts)
+    rows = [np.empty((listed_counts[k - 1] + blank_counts[k - 1], k), np.int32)
+            for k in range(1, n + 1)]
+    values = [[np.empty(len(r)) for _ in range(4)] for r in rows]  # logp, bow, mf, mbow
+    spans = {(k, "grams"): (0, listed_counts[k - 1]) for k in range(1, n + 1)}
+    spans.update({(k, "blanks"): (listed_counts[k - 1], len(rows[k - 1]))
+                  for k in range(2, n + 1)})
+    parser = LineParser()
+    seen: set[tuple[int, str]] = set()
+    current = (1, "grams")
+
+    def begin(section: tuple[int, str]) -> None:
+        nonlocal current
+        k = section[0]
+        lo, hi = spans[section]
+        parser.start(k, True, rows[k - 1][lo:hi], [v[lo:hi] for v in values[k - 1]])
+        seen.add(section)
+        current = section
+
+    def on_mark(mark: bytes, lineno: int) -> bool:
+        k, kind = current
+        lo, hi = spans[current]
+        if parser.filled != hi - lo:
+            raise FormatError(path, lineno, f"\\{k}-{kind}: has {parser.filled} lines, header "
+                              f"says {hi - lo}")
+        text = mark.decode(ENCODING, ERRORS)
+        m = _MARK_RE.match(text)
+        if not m:
+            raise FormatError(path, lineno, f"unexpected line {text[:40]!r}")
+        if text == "\\end\\":
+            for (k, kind), (lo, hi) in spans.items():
+                if hi > lo and (k, kind) not in seen:
+                    raise FormatError(path, lineno, f"no \\{k}-{kind}: section; the header "
+                                      f"says {hi - lo} lines")
+            return False
+        section = (int(m.group(1)), m.group(2))
+        if section not in spans or section in seen:
+            raise FormatError(path, lineno, f"unexpected {text}")
+        begin(section)
+        return True
+
+    begin(current)
+    stop = feed_sections(fh, lineno, parser, on_mark)
+    if stop is not None:
+        if stop.text is None:
+            raise FormatError(path, stop.line, "truncated file: missing \\end\\")
+        lo, hi = spans[current]
+        raise FormatError(path, stop.line, _bad_line(stop.text, current, hi - lo, parser.filled,
+                                                     parser.words))
+    vocab = [w.decode(ENCODING, ERRORS) for w in parser.words()]
+    trie = Trie(len(vocab), [])
     for k in range(1, n + 1):
-        parsed = []
-        for kind, expected in (("grams", listed_counts[k - 1]), ("blanks", blank_counts[k - 1])):
-            body, offset = bodies.get((k, kind), ("", len(text)))
-            if k == 1 and kind == "grams":
-                vocab = _unigram_words(body)
-                word_id = {w: i for i, w in enumerate(vocab)}
-                if len(word_id) != len(vocab):
-                    raise FormatError(path, _line_of(text, offset), "duplicate unigram")
-                trie = Trie(len(vocab), [])
-            parsed.append(_parse_section(body, k, expected, text, offset, path, kind, word_id))
-        rows = np.concatenate([parsed[0][0], parsed[1][0]])
-        values = np.concatenate([parsed[0][1], parsed[1][1]])
-        listed = np.r_[np.ones(len(parsed[0][0]), bool), np.zeros(len(parsed[1][0]), bool)]
+        r = rows[k - 1]
+        logp, bow, mf, mbow = values[k - 1]
+        listed = np.arange(len(r)) < listed_counts[k - 1]
         if k == 1:
-            keys = rows[:, 0].astype(np.uint64)
-            perm = np.arange(len(rows))
+            keys = r[:, 0].astype(np.uint64)
         else:
-            suffix = trie.lookup_rows(rows[:, 1:])
+            suffix = _suffix_rows(trie, r, listed_counts[k - 1])
             if (suffix < 0).any():
                 raise FormatError(path, None, f"a {k}-gram's suffix is missing")
-            keys = trie.key(suffix, rows[:, 0])
-            perm = np.argsort(keys)
-            keys = keys[perm]
-            twice = np.flatnonzero(keys[1:] == keys[:-1])
-            if len(twice):
-                words = " ".join(vocab[w] for w in rows[perm[twice[0]]].tolist())
-                raise FormatError(path, None, f"the {k}-gram {words!r} is listed twice")
-        trie.nodes.append(
-            OrderNodes(
-                keys, rows[perm], values[perm, 0], values[perm, 1], listed[perm],
-                mf=values[perm, 2], mbow=values[perm, 3],
-            )
-        )
+            keys = trie.key(suffix, r[:, 0])
+            if len(keys) > 1 and not (keys[1:] > keys[:-1]).all():  # not in the written order
+                perm = np.argsort(keys, kind="stable")
+                keys, r, listed = keys[perm], r[perm], listed[perm]
+                logp, bow, mf, mbow = logp[perm], bow[perm], mf[perm], mbow[perm]
+                twice = np.flatnonzero(keys[1:] == keys[:-1])
+                if len(twice):
+                    words = " ".join(vocab[w] for w in r[twice[0]].tolist())
+                    raise FormatError(path, None, f"the {k}-gram {words!r} is listed twice")
+        trie.nodes.append(OrderNodes(keys, r, logp, bow, listed, mf=mf, mbow=mbow))
     return Model(vocab, trie, path)
 
 
-_MARK_RE = re.compile(r"^\\(?:(\d+)-(grams|blanks):|end\\)[ \t]*$", re.M)
+def _suffix_rows(trie: Trie, rows: np.ndarray, listed: int) -> np.ndarray:
+    """The row one order down of each row's suffix (-1 where missing).
+
+    Why two ways: in a file as maxarpa writes it, each section is in key order, so one
+    forward scan per section finds every suffix with no hashing (most of a load's time
+    otherwise); a file in any other order is looked up through the hash index.
+    """
+    from maxarpa.native import parents_in_order
+
+    below = np.ascontiguousarray(trie.nodes[-1].rows)
+    grams = parents_in_order(rows[:listed], below)
+    blanks = parents_in_order(rows[listed:], below)
+    if grams is not None and blanks is not None:
+        return np.concatenate([grams, blanks])
+    return trie.lookup_rows(rows[:, 1:])
 
 
-def _line_of(text: str, offset: int) -> int:
-    return text.count("\n", 0, offset) + 1
+_MARK_RE = re.compile(r"^\\(?:(\d+)-(grams|blanks):|end\\)[ \t]*$")
+
+
+def _bad_line(
+    line: bytes, section: tuple[int, str], expected: int, filled: int,
+    vocab: Callable[[], list[bytes]],
+) -> str:
+    """Why the compiled parser rejected `line` of `section` (it only says where)."""
+    k, kind = section
+    if filled == expected:
+        return f"\\{k}-{kind}: more lines than the header's {expected}"
+    fields = line.decode(ENCODING, ERRORS).split()
+    if len(fields) != k + 4:
+        return f"expected {k + 4} fields, got {len(fields)}"
+    for v in (fields[0], *fields[k + 1 :]):
+        try:
+            value = float(v)
+        except ValueError:
+            return f"expected a number, got {v!r}"
+        if value != value or value == float("inf"):
+            return f"value {v!r} is not allowed"
+    words = fields[1 : k + 1]
+    if k == 1 and kind == "grams":
+        return f"duplicate unigram {words[0]!r}"
+    known = set(vocab())
+    for w in words:
+        if w.encode(ENCODING, ERRORS) not in known:
+            return f"word {w!r} is not a 1-gram"
+    return f"malformed line (a number float64 cannot hold?): {line[:60]!r}"
 
 
 def _parse_header(lines: list[str], path: str) -> tuple[list[int], list[int]]:
@@ -230,65 +291,3 @@ def _parse_header(lines: list[str], path: str) -> tuple[list[int], list[int]]:
     return listed, blank
 
 
-def _unigram_words(body: str) -> list[str]:
-    return [line.split()[1] for line in body.split("\n") if line.strip()]
-
-
-CHUNK_LINES = 200_000
-
-
-def _parse_section(
-    body: str, k: int, expected: int, text: str, offset: int, path: str, kind: str,
-    word_id: dict[str, int],
-) -> tuple[np.ndarray, np.ndarray]:
-    """Word-id rows (m, k) and values (m, 4: logp, bow, mf, mbow) of one section.
-
-    Lines are split in chunks, so the transient Python strings stay bounded in memory.
-    """
-    width = k + 4
-    lines = [line for line in body.split("\n") if line.strip()]
-    if len(lines) != expected:
-        raise FormatError(
-            path, _line_of(text, offset), f"\\{k}-{kind}: has {len(lines)} lines, header "
-            f"says {expected}"
-        )
-    rows = np.empty((expected, k), dtype=np.int32)
-    values = np.empty((expected, 4), dtype=np.float64)
-    for lo in range(0, expected, CHUNK_LINES):
-        chunk = lines[lo : lo + CHUNK_LINES]
-        flat = "\n".join(chunk).split()
-        if len(flat) != width * len(chunk):
-            _report_bad_line(body, k, text, offset, path, word_id)
-        hi = lo + len(chunk)
-        try:
-            for j in range(k):
-                rows[lo:hi, j] = lookup_ids(flat[1 + j :: width], word_id)
-            for c, j in enumerate((0, k + 1, k + 2, k + 3)):
-                values[lo:hi, c] = np.array(flat[j::width], dtype=np.float64)
-        except (KeyError, ValueError):
-            _report_bad_line(body, k, text, offset, path, word_id)
-            raise  # unreachable: _report_bad_line raises
-    return rows, values
-
-
-def _report_bad_line(
-    body: str, k: int, text: str, offset: int, path: str, word_id: dict[str, int]
-) -> None:
-    """Find the first bad line of a section and raise a FormatError naming it."""
-    mark_line = _line_of(text, offset)
-    for i, line in enumerate(body.split("\n")):
-        fields = line.split()
-        if not fields:
-            continue
-        where = mark_line + i
-        if len(fields) != k + 4:
-            raise FormatError(path, where, f"expected {k + 4} fields, got {len(fields)}")
-        for w in fields[1 : k + 1]:
-            if w not in word_id:
-                raise FormatError(path, where, f"word {w!r} is not a 1-gram")
-        for v in (fields[0], *fields[k + 1 :]):
-            try:
-                float(v)
-            except ValueError:
-                raise FormatError(path, where, f"expected a number, got {v!r}") from None
-    raise FormatError(path, mark_line, "malformed section")

@@ -135,20 +135,15 @@ def atomic_output(path: str | Path) -> Iterator[Path]:
             raise
 
 
-def text_stream(raw: io.BufferedWriter, compression: str | None) -> io.TextIOWrapper:
-    """A text stream onto the open binary file `raw`, compressed as asked; words are bytes
-    (surrogateescape, see maxarpa.arpa). Closing it finishes the compressed stream (for
-    plain text it closes `raw`, which its own `with` then closes again, harmlessly). The
-    gzip header holds no file name and no time, so equal content gives equal bytes (and
-    the temporary name never leaks into the file)."""
-    stream: io.BufferedIOBase
+def byte_stream(raw: io.BufferedWriter, compression: str | None) -> io.BufferedIOBase:
+    """A byte stream onto the open binary file `raw`, compressed as asked. Closing it
+    finishes the compressed stream (for plain output it is `raw` itself, which its own `with`
+    then closes again, harmlessly). The gzip header holds no file name and no time, so equal
+    content gives equal bytes (and the temporary name never leaks into the file)."""
     if compression == "gz":
-        stream = gzip.GzipFile(filename="", mode="wb", compresslevel=6, fileobj=raw, mtime=0)
-    elif compression == "bz2":
-        stream = bz2.BZ2File(raw, "wb")
-    elif compression == "xz":
-        stream = lzma.LZMAFile(raw, "wb", preset=3)
-    else:
-        stream = raw
-    return io.TextIOWrapper(stream, encoding="utf-8", errors="surrogateescape", newline="\n")
-
+        return gzip.GzipFile(filename="", mode="wb", compresslevel=6, fileobj=raw, mtime=0)
+    if compression == "bz2":
+        return bz2.BZ2File(raw, "wb")
+    if compression == "xz":
+        return lzma.LZMAFile(raw, "wb", preset=3)
+    return raw

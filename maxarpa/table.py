@@ -70,6 +70,10 @@ def unique_rows(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return a[first], first
 
 
+INSERT_CHUNK = 1 << 18  # keys placed in the hash at a time
+LOOKUP_CHUNK = 1 << 18  # rows looked up at a time: ~10 transient arrays of this length
+
+
 class HashIndex:
     """Open-addressing hash from uint64 key to row, built with vectorised linear probing.
 
@@ -83,8 +87,12 @@ class HashIndex:
         self.mask = (1 << self.bits) - 1
         self.keys = keys
         self.slots = np.full(1 << self.bits, -1, dtype=np.int32)
-        pending = np.arange(m, dtype=np.int64)
-        pos = self._home(keys)
+        for lo in range(0, m, INSERT_CHUNK):  # chunks bound the transient arrays
+            self._insert(np.arange(lo, min(lo + INSERT_CHUNK, m), dtype=np.int64))
+
+    def _insert(self, pending: np.ndarray) -> None:
+        """Place rows `pending` by vectorised linear probing (any insertion order is valid)."""
+        pos = self._home(self.keys[pending])
         while len(pending):
             free = self.slots[pos] < 0
             cand_pos = pos[free]
@@ -146,16 +154,27 @@ class Trie:
         return parent.astype(np.uint64) * self._v + word.astype(np.uint64)
 
     def lookup_rows(self, rows: np.ndarray) -> np.ndarray:
-        """Row index of each n-gram in `rows` (m, k) at order k, or -1 where absent."""
+        """Row index of each n-gram in `rows` (m, k) at order k, or -1 where absent.
+
+        Looked up in chunks, so the transient arrays stay small on million-row inputs.
+        """
         m, k = rows.shape
-        idx = rows[:, k - 1].astype(np.int64)
-        for j in range(2, k + 1):
-            ok = idx >= 0
-            found = np.full(m, -1, dtype=np.int64)
-            if ok.any():
-                found[ok] = self.find(j, self.key(idx[ok], rows[ok, k - j]))
-            idx = found
-        return idx
+        out = np.empty(m, dtype=np.int64)
+        for lo in range(0, m, LOOKUP_CHUNK):
+            chunk = rows[lo : lo + LOOKUP_CHUNK]
+            idx = chunk[:, k - 1].astype(np.int64)
+            for j in range(2, k + 1):
+                ok = idx >= 0
+                found = np.full(len(chunk), -1, dtype=np.int64)
+                if ok.any():
+                    found[ok] = self.find(j, self.key(idx[ok], chunk[ok, k - j]))
+                idx = found
+            out[lo : lo + len(chunk)] = idx
+        return out
+
+    def parents(self, order: int) -> np.ndarray:
+        """The row one order down of each node's suffix (key // V), as int64."""
+        return np.floor_divide(self.nodes[order - 1].keys, self._v).view(np.int64)
 
 
 def build_trie(data: ArpaData, path: str = "<arpa>") -> Trie:
@@ -165,6 +184,54 @@ def build_trie(data: ArpaData, path: str = "<arpa>") -> Trie:
     they have been copied into the table, so that the ARPA arrays and the table are not
     both alive at full size (conversion peak memory, issue 10).
     """
+    trie = _build_closed(data)
+    if trie is not None:
+        return trie
+    return _build_with_blanks(data, path)
+
+
+def _build_closed(data: ArpaData) -> Trie | None:
+    """The table of a file that is already suffix-closed (KenLM's and SRILM's unpruned
+    output), or None if it is not (or repeats an n-gram), for the general build.
+
+    Why a separate path: with no blanks to add, each order only needs its keys and one sort,
+    and the ARPA arrays can become the table's arrays, permuted in place: no row hashing, no
+    second copy (issue 10's conversion time and memory). On None, every order permuted so
+    far holds the same n-grams in another order, which the general build does not mind.
+    """
+    n = len(data.orders)
+    vocab_size = len(data.vocab)
+    first = data.orders[0]
+    if len(first.log10p) != vocab_size or not np.array_equal(first.ids[:, 0],
+                                                             np.arange(vocab_size)):
+        return None
+    trie = Trie(vocab_size, [])
+    for k in range(1, n + 1):
+        own = data.orders[k - 1]
+        if k == 1:
+            keys = own.ids[:, 0].astype(np.uint64)
+        else:
+            suffix = trie.lookup_rows(own.ids[:, 1:])
+            if (suffix < 0).any():
+                return None
+            keys = trie.key(suffix, own.ids[:, 0])
+            del suffix
+            perm = np.argsort(keys)
+            keys = keys[perm]
+            if (keys[1:] == keys[:-1]).any():
+                return None
+            for column in (own.ids, own.log10p, own.log10bow):
+                column[...] = column[perm]
+            del perm
+        listed = np.ones(len(keys), dtype=bool)
+        trie.nodes.append(OrderNodes(keys, own.ids, own.log10p, own.log10bow, listed))
+    for k in range(n):  # the table owns the arrays now
+        data.orders[k] = OrderArrays(np.empty((0, k + 1), np.int32), np.empty(0), np.empty(0))
+    return trie
+
+
+def _build_with_blanks(data: ArpaData, path: str) -> Trie:
+    """The general build: blank nodes for every unlisted suffix, and duplicates reported."""
     n = len(data.orders)
     vocab_size = len(data.vocab)
     rows: list[np.ndarray] = [np.empty((0, k + 1), np.int32) for k in range(n)]

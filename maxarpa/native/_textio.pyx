@@ -1,0 +1,175 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
+# distutils: language = c++
+"""maxarpa's compiled text I/O: ARPA and MAX-ARPA lines parsed into arrays, and MAX-ARPA
+lines formatted from arrays. The line grammar lives in textio.hpp; this module only passes
+buffers and arrays across. `maxarpa.native` documents the calling convention."""
+
+from libc.stdint cimport int32_t, int64_t, uint64_t
+from libcpp.string cimport string
+from libcpp.vector cimport vector
+
+import numpy as np
+
+
+cdef extern from "textio.hpp" namespace "mxa" nogil:
+    cdef cppclass Vocab:
+        size_t size() const
+        string word(size_t i) const
+
+    cdef cppclass Section:
+        int k
+        bint max_arpa
+        bint defines_vocab
+        int32_t* ids
+        double* values[4]
+        int64_t capacity
+        int64_t filled
+
+    cdef struct Result:
+        int status
+        int64_t pos
+
+    Result parse_lines(const char* buf, int64_t length, int64_t pos, Section& s, Vocab& v)
+    void append_log10(string& out, double v)
+
+    cdef cppclass OrderView:
+        const uint64_t* keys
+        const int32_t* first
+        int64_t first_stride
+
+    int64_t scan_parents(const int32_t* rows, int64_t m, int k, const int32_t* below,
+                         int64_t m_below, int64_t* parent)
+
+    void append_words(string& out, const OrderView* orders, int k, int64_t i,
+                      uint64_t vocab_size, const char* blob, const int64_t* offsets)
+
+
+NEED_MORE = 0
+AT_MARK = 1
+FAILED = 2
+
+
+cdef class LineParser:
+    """Parses the n-gram lines of one file, section by section, into caller-owned arrays.
+
+    The vocabulary is built by the 1-gram section (word id = line order) and used by the
+    sections after it, so one parser reads one file.
+    """
+
+    cdef Vocab vocab
+    cdef Section section
+    cdef object arrays  # the current section's arrays, kept alive while parsed into
+
+    def start(self, int k, bint max_arpa, int32_t[:, ::1] ids, list values):
+        """Parse the next lines into `ids` (m, k) and `values` (2 float64 arrays for ARPA:
+        log10 p, backoff; 4 for MAX-ARPA: log10 p, backoff, mf, mbow), from row 0."""
+        cdef double[::1] column
+        if ids.shape[1] != k or len(values) != (4 if max_arpa else 2):
+            raise ValueError("LineParser.start: arrays do not match the section")
+        self.arrays = (ids, values)
+        self.section.k = k
+        self.section.max_arpa = max_arpa
+        self.section.defines_vocab = k == 1
+        self.section.capacity = ids.shape[0]
+        self.section.filled = 0
+        self.section.ids = &ids[0, 0] if ids.shape[0] else NULL
+        for c in range(4):
+            self.section.values[c] = NULL
+        for c, array in enumerate(values):
+            column = array
+            if column.shape[0] != ids.shape[0]:
+                raise ValueError("LineParser.start: value arrays do not match the rows")
+            self.section.values[c] = &column[0] if column.shape[0] else NULL
+
+    def parse(self, const unsigned char[::1] buf, Py_ssize_t pos):
+        """Parse complete lines from `pos`: (status, offset). NEED_MORE: every complete line
+        was parsed, `offset` is the first byte of the unfinished one; AT_MARK: `offset` is a
+        line that starts with a backslash; FAILED: `offset` is the first bad line."""
+        cdef Result r
+        cdef int64_t length = buf.shape[0]
+        if pos >= length:
+            return NEED_MORE, pos
+        with nogil:
+            r = parse_lines(<const char*>&buf[0], length, pos, self.section, self.vocab)
+        return r.status, r.pos
+
+    @property
+    def filled(self) -> int:
+        """Rows of the current section parsed so far."""
+        return self.section.filled
+
+    def words(self) -> list:
+        """The vocabulary (bytes), in id order."""
+        return [self.vocab.word(i) for i in range(self.vocab.size())]
+
+
+def format_lines(int k, list keys, list firsts, uint64_t vocab_size, const unsigned char[::1] blob,
+                 const int64_t[::1] offsets, const int64_t[::1] sel, const double[::1] log10p,
+                 const double[::1] log10bow, const double[::1] mf, const double[::1] mbow):
+    """The MAX-ARPA lines (bytes) of the order-k nodes `sel`: "p<TAB>words<TAB>bow<TAB>mf<TAB>mbow".
+
+    keys[j], firsts[j]: the key array and the first-word column of order j+1, for j < k
+    (a node's words are its first word, then its parent's words, parent = key // V).
+    blob, offsets: the vocabulary's bytes, word w at blob[offsets[w]:offsets[w+1]].
+    Numbers are laid out as Python's repr (0 and -inf as "0" and "-inf"), so the output is
+    byte for byte what the Python writer produced.
+    """
+    cdef vector[OrderView] views
+    cdef OrderView view
+    cdef const uint64_t[::1] key_column
+    cdef const int32_t[:] first_column
+    cdef list kept = []
+    for j in range(k):
+        key_column = keys[j]
+        first_column = firsts[j]
+        kept.append((key_column, first_column))
+        view.keys = &key_column[0] if key_column.shape[0] else NULL
+        view.first = &first_column[0] if first_column.shape[0] else NULL
+        view.first_stride = first_column.strides[0] // sizeof(int32_t)
+        views.push_back(view)
+    cdef string out
+    cdef Py_ssize_t m = sel.shape[0], j2
+    cdef int64_t i
+    cdef const char* words = <const char*>&blob[0] if blob.shape[0] else NULL
+    with nogil:
+        out.reserve(m * (24 + 16 * k))
+        for j2 in range(m):
+            i = sel[j2]
+            append_log10(out, log10p[i])
+            out.push_back(b'\t')
+            append_words(out, views.data(), k, i, vocab_size, words, &offsets[0])
+            out.push_back(b'\t')
+            append_log10(out, log10bow[i])
+            out.push_back(b'\t')
+            append_log10(out, mf[i])
+            out.push_back(b'\t')
+            append_log10(out, mbow[i])
+            out.push_back(b'\n')
+    return <bytes>out
+
+
+def repr_log10(double value) -> bytes:
+    """One value as format_lines writes it (for tests against Python's repr)."""
+    cdef string out
+    append_log10(out, value)
+    return <bytes>out
+
+
+def parents_in_order(const int32_t[:, ::1] rows, const int32_t[:, ::1] below):
+    """The row in `below` (m', k-1) of each row's suffix rows[i, 1:], found by one forward
+    scan, which works when `rows` are in MAX-ARPA's written order; None when they are not
+    (or a suffix is missing), and the caller looks the suffixes up instead."""
+    cdef Py_ssize_t m = rows.shape[0]
+    cdef int k = <int>rows.shape[1]
+    if k < 2 or below.shape[1] != k - 1:
+        raise ValueError("parents_in_order: rows must be (m, k) and below (m', k-1)")
+    parent = np.empty(m, dtype=np.int64)
+    if m == 0:
+        return parent
+    if below.shape[0] == 0:
+        return None
+    cdef int64_t[::1] out = parent
+    cdef int64_t failed
+    with nogil:
+        failed = scan_parents(&rows[0, 0], m, k, &below[0, 0], below.shape[0], &out[0])
+    return parent if failed < 0 else None

@@ -1,0 +1,274 @@
+// maxarpa's compiled text reader and writer (ARPA and MAX-ARPA lines <-> arrays).
+//
+// Why C++ and not numpy: the per-line work (splitting fields, one vocabulary lookup per word,
+// one float per number, one float-to-text per value on writing) cost ~26 s of a 27 s
+// conversion of a 5.4M-n-gram file in Python objects (docs/performance.md section 6).
+// Here a line is parsed in place, straight into the preallocated result arrays.
+//
+// The reader is deliberately strict: it accepts what toolkits write (decimal numbers and
+// -inf, whitespace-separated fields, optional ARPA backoff column) and reports anything else
+// as a failure at a byte offset. The Python side then reports the exact problem (ARPA: the
+// streaming reader, which accepts everything float() accepts; MAX-ARPA: the line checker).
+#pragma once
+#include <charconv>
+#include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace mxa {
+
+inline bool is_space(unsigned char c) {
+    // bytes.split()'s whitespace, so the compiled reader splits fields as Python did
+    return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f';
+}
+
+inline bool is_digit(char c) { return c >= '0' && c <= '9'; }
+
+// A decimal number ([+-]digits[.digits][e[+-]digits]) or -inf (any case); false for
+// anything else, including +inf, nan and values out of float64's range.
+inline bool parse_number(const char* b, const char* e, double* out) {
+    const char* p = b;
+    bool neg = false;
+    if (p < e && (*p == '-' || *p == '+')) {
+        neg = *p == '-';
+        ++p;
+    }
+    if (e - p == 3 && (p[0] | 0x20) == 'i' && (p[1] | 0x20) == 'n' && (p[2] | 0x20) == 'f') {
+        if (!neg) return false;
+        *out = -HUGE_VAL;
+        return true;
+    }
+    const char* q = p;
+    bool digits = false;
+    while (q < e && is_digit(*q)) { ++q; digits = true; }
+    if (q < e && *q == '.') {
+        ++q;
+        while (q < e && is_digit(*q)) { ++q; digits = true; }
+    }
+    if (!digits) return false;
+    if (q < e && (*q == 'e' || *q == 'E')) {
+        ++q;
+        if (q < e && (*q == '+' || *q == '-')) ++q;
+        const char* d = q;
+        while (q < e && is_digit(*q)) ++q;
+        if (q == d) return false;
+    }
+    if (q != e) return false;
+    auto r = std::from_chars(b + (*b == '+' ? 1 : 0), e, *out);  // correctly rounded
+    return r.ec == std::errc() && r.ptr == e;
+}
+
+// The words of the 1-gram section, in file order; id = position. An open-addressing table
+// over one byte arena: a lookup is one short hash and usually one memcmp (std::unordered_map
+// took about a third of a parse).
+struct Vocab {
+    std::string arena;                  // every word's bytes, back to back
+    std::vector<uint64_t> offsets{0};   // word i is arena[offsets[i], offsets[i + 1])
+    std::vector<uint64_t> hashes;       // hash of word i
+    std::vector<int32_t> slots = std::vector<int32_t>(1024, -1);  // word ids, -1 = empty
+
+    static uint64_t hash(std::string_view w) {  // FNV-1a, then a final mix of the high bits
+        uint64_t h = 0xcbf29ce484222325ULL;
+        for (unsigned char c : w) h = (h ^ c) * 0x100000001b3ULL;
+        return h ^ (h >> 29);
+    }
+    size_t size() const { return hashes.size(); }
+    std::string word(size_t i) const {
+        return arena.substr(offsets[i], offsets[i + 1] - offsets[i]);
+    }
+    bool equals(int32_t id, std::string_view w) const {
+        uint64_t lo = offsets[id], n = offsets[id + 1] - lo;
+        return n == w.size() && std::memcmp(arena.data() + lo, w.data(), n) == 0;
+    }
+    // The slot holding w, or the empty slot where it would go.
+    size_t probe(std::string_view w, uint64_t h) const {
+        const size_t mask = slots.size() - 1;
+        size_t i = h & mask;
+        while (slots[i] >= 0 && !(hashes[slots[i]] == h && equals(slots[i], w))) i = (i + 1) & mask;
+        return i;
+    }
+    int32_t find(std::string_view w) const { return slots[probe(w, hash(w))]; }
+    // The new word's id, or -1 if it is already there.
+    int32_t add(std::string_view w) {
+        uint64_t h = hash(w);
+        size_t i = probe(w, h);
+        if (slots[i] >= 0) return -1;
+        int32_t id = static_cast<int32_t>(hashes.size());
+        arena.append(w.data(), w.size());
+        offsets.push_back(arena.size());
+        hashes.push_back(h);
+        slots[i] = id;
+        if (2 * hashes.size() > slots.size()) {  // keep the load at most 1/2
+            std::vector<int32_t> bigger(2 * slots.size(), -1);
+            const size_t mask = bigger.size() - 1;
+            for (size_t j = 0; j < hashes.size(); ++j) {
+                size_t k = hashes[j] & mask;
+                while (bigger[k] >= 0) k = (k + 1) & mask;
+                bigger[k] = static_cast<int32_t>(j);
+            }
+            slots.swap(bigger);
+        }
+        return id;
+    }
+};
+
+// Where the lines of one section go. ARPA: values[0] = log10 p, values[1] = backoff (0 when
+// the column is missing). MAX-ARPA: values[0..3] = log10 p, backoff, mf, mbow, all required.
+struct Section {
+    int k = 1;
+    bool max_arpa = false;
+    bool defines_vocab = false;  // the 1-gram section: each word is new, id = its row
+    int32_t* ids = nullptr;      // rows x k, oldest word first
+    double* values[4] = {nullptr, nullptr, nullptr, nullptr};
+    int64_t capacity = 0;        // rows the header announced
+    int64_t filled = 0;
+};
+
+enum Status { NEED_MORE = 0, AT_MARK = 1, FAILED = 2 };
+
+struct Result {
+    int status;
+    int64_t pos;  // NEED_MORE: first unparsed byte; AT_MARK: the mark line; FAILED: the bad line
+};
+
+// Parse the complete lines of buf[pos, len) into the section, up to a line that starts with
+// a backslash (a section mark, left to the caller) or the last newline.
+inline Result parse_lines(const char* buf, int64_t len, int64_t pos, Section& s, Vocab& v) {
+    const int max_fields = s.k + 4;
+    const char* fb[16];
+    const char* fe[16];
+    while (pos < len) {
+        const char* line = buf + pos;
+        const char* nl = static_cast<const char*>(std::memchr(line, '\n', len - pos));
+        if (nl == nullptr) return {NEED_MORE, pos};
+        if (*line == '\\') return {AT_MARK, pos};
+        int nf = 0;
+        const char* p = line;
+        while (true) {
+            while (p < nl && is_space(*p)) ++p;
+            if (p == nl) break;
+            if (nf == max_fields || nf == 16) return {FAILED, pos};
+            fb[nf] = p;
+            while (p < nl && !is_space(*p)) ++p;
+            fe[nf++] = p;
+        }
+        int64_t next = nl - buf + 1;
+        if (nf == 0) {  // a blank line
+            pos = next;
+            continue;
+        }
+        const int k = s.k;
+        bool ok_width = s.max_arpa ? nf == k + 4 : (nf == k + 1 || nf == k + 2);
+        if (!ok_width || s.filled == s.capacity) return {FAILED, pos};
+        const int64_t row = s.filled;
+        if (!parse_number(fb[0], fe[0], &s.values[0][row])) return {FAILED, pos};
+        if (s.max_arpa) {
+            for (int c = 1; c < 4; ++c)
+                if (!parse_number(fb[k + c], fe[k + c], &s.values[c][row])) return {FAILED, pos};
+        } else if (nf == k + 2) {
+            if (!parse_number(fb[k + 1], fe[k + 1], &s.values[1][row])) return {FAILED, pos};
+        } else {
+            s.values[1][row] = 0.0;
+        }
+        int32_t* out = s.ids + row * k;
+        for (int j = 0; j < k; ++j) {
+            std::string_view w(fb[1 + j], fe[1 + j] - fb[1 + j]);
+            int32_t id = s.defines_vocab ? v.add(w) : v.find(w);
+            if (id < 0 || (s.defines_vocab && id != row)) return {FAILED, pos};
+            out[j] = id;
+        }
+        s.filled = row + 1;
+        pos = next;
+    }
+    return {NEED_MORE, pos};
+}
+
+// Python's repr() of a float64 (the shortest text that reads back to the same value, laid
+// out as Python does), with maxarpa's two special cases: 0 (either sign) is "0", -inf "-inf".
+inline void append_log10(std::string& out, double v) {
+    if (v == 0.0) { out += '0'; return; }
+    if (std::isinf(v)) { out += v < 0 ? "-inf" : "inf"; return; }
+    if (std::isnan(v)) { out += "nan"; return; }
+    char buf[64];
+    auto r = std::to_chars(buf, buf + sizeof buf, v, std::chars_format::scientific);
+    *r.ptr = '\0';
+    const char* p = buf;
+    if (*p == '-') { out += '-'; ++p; }
+    char digits[32];
+    int nd = 0;
+    digits[nd++] = *p++;
+    if (*p == '.') {
+        ++p;
+        while (*p != 'e') digits[nd++] = *p++;
+    }
+    int exp10 = std::atoi(p + 1);  // after the 'e'; handles the sign
+    int decpt = exp10 + 1;          // value = 0.DIGITS x 10^decpt
+    if (decpt <= -4 || decpt > 16) {  // Python's 'r' format switches to an exponent here
+        out += digits[0];
+        if (nd > 1) {
+            out += '.';
+            out.append(digits + 1, nd - 1);
+        }
+        out += 'e';
+        out += exp10 < 0 ? '-' : '+';
+        int a = exp10 < 0 ? -exp10 : exp10;
+        if (a < 10) out += '0';
+        out += std::to_string(a);
+    } else if (decpt <= 0) {
+        out += "0.";
+        out.append(-decpt, '0');
+        out.append(digits, nd);
+    } else if (decpt < nd) {
+        out.append(digits, decpt);
+        out += '.';
+        out.append(digits + decpt, nd - decpt);
+    } else {
+        out.append(digits, nd);
+        out.append(decpt - nd, '0');
+        out += ".0";
+    }
+}
+
+// One order of the table, for writing: a node's words are its first word followed by the
+// words of its parent one order down (parent = key / V).
+struct OrderView {
+    const uint64_t* keys = nullptr;
+    const int32_t* first = nullptr;
+    int64_t first_stride = 1;  // rows[:, 0] is a strided column of the (m, k) rows
+};
+
+inline void append_words(std::string& out, const OrderView* orders, int k, int64_t i,
+                         uint64_t vocab_size, const char* blob, const int64_t* offsets) {
+    for (int order = k; order >= 1; --order) {
+        const OrderView& o = orders[order - 1];
+        int32_t w = o.first[i * o.first_stride];
+        out.append(blob + offsets[w], offsets[w + 1] - offsets[w]);
+        if (order > 1) {
+            out += ' ';
+            i = static_cast<int64_t>(o.keys[i] / vocab_size);
+        }
+    }
+}
+
+// The parent row (one order down) of each order-k row, when the rows are in the order
+// MAX-ARPA writes them (sorted by key, so parents never decrease): one forward scan of the
+// rows below, O(m + m_below) with no hashing. Returns -1, or the first row for which the scan
+// fails (the rows are in another order, or a suffix is missing): the caller looks those up.
+inline int64_t scan_parents(const int32_t* rows, int64_t m, int k, const int32_t* below,
+                            int64_t m_below, int64_t* parent) {
+    int64_t p = 0;
+    const size_t width = sizeof(int32_t) * (k - 1);
+    for (int64_t i = 0; i < m; ++i) {
+        const int32_t* suffix = rows + i * k + 1;
+        while (p < m_below && std::memcmp(below + p * (k - 1), suffix, width) != 0) ++p;
+        if (p == m_below) return i;
+        parent[i] = p;
+    }
+    return -1;
+}
+
+}  // namespace mxa
