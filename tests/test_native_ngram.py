@@ -126,3 +126,46 @@ def test_bad_input_is_rejected():
         nm.log_prob(np.zeros((1, 4)), np.array([lm.trie.vocab_size]))
     with pytest.raises(ValueError):
         nm.log_prob(np.zeros(4), np.zeros(4))
+
+
+def runs_of_contexts(lm: Model, rng: np.random.Generator, contexts: int, width: int):
+    """Rows as the q-automaton asks for them: each context followed by a run of many words."""
+    ctx, _ = random_rows(lm, rng, contexts, width)
+    run = max(64, lm.trie.vocab_size)
+    words = np.concatenate([rng.permutation(np.resize(np.arange(lm.trie.vocab_size), run))
+                            for _ in range(contexts)]).astype(np.int64)
+    return np.repeat(ctx, run, axis=0), words
+
+
+def check_shortcut(lm: Model, rng: np.random.Generator, width: int) -> int:
+    """Long runs of one context (the unigram shortcut) give the very bits of the same rows
+    in an order with no runs (the plain walk, itself tested against maxarpa above)."""
+    ctx, words = runs_of_contexts(lm, rng, 12, width)
+    mixed = rng.permutation(len(words))
+    used = 0
+    for want_max in (False, True):
+        core = NativeNgram.from_model(lm).core
+        in_runs = core.walk(ctx, words, want_max)
+        used += core.shortcut_rows
+        core = NativeNgram.from_model(lm).core
+        plain = np.empty_like(in_runs)
+        plain[mixed] = core.walk(ctx[mixed], words[mixed], want_max)
+        assert core.shortcut_rows == 0  # shuffled: no run is long enough
+        assert np.array_equal(in_runs, plain)  # bit for bit, -inf included
+    return used
+
+
+def test_unigram_shortcut_is_bit_identical_on_the_embedded_5gram():
+    lm = Model.load(EMBEDDED)
+    assert check_shortcut(lm, np.random.default_rng(3), lm.order - 1) > 0
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(0, 2**32 - 1), st.integers(2, 5), st.sampled_from([0.0, 0.5, 1.0]))
+def test_unigram_shortcut_is_bit_identical_on_random_models(tmp_path_factory, seed, order,
+                                                             positive):
+    text = random_arpa_text(random.Random(seed), order, 40, positive, density=0.3)
+    path = tmp_path_factory.mktemp("sc") / "m.arpa"
+    path.write_text(text)
+    lm = Model.load(path)
+    check_shortcut(lm, np.random.default_rng(seed), max(lm.order - 1, 1))

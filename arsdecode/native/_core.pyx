@@ -12,7 +12,8 @@ include "_ngram.pxi"
 include "_fulldp.pxi"
 include "_maxplus.pxi"
 
-cdef long long DENSE_MAX_VOCAB = 4096  # dense transition rows up to this vocabulary size
+cdef long long DENSE_MAX_VOCAB = 4096
+cdef long long SHORTCUT_MIN_RUN = 32  # rows of one context before walk's unigram shortcut  # dense transition rows up to this vocabulary size
 
 
 cdef class NgramCore:
@@ -20,6 +21,9 @@ cdef class NgramCore:
 
     cdef NgramTables t
     cdef readonly object arrays  # keeps the buffers alive
+    cdef vector[long long] next_off  # bigram successors: word x's are next_word[next_off[x]:..]
+    cdef vector[int] next_word
+    cdef readonly long long shortcut_rows  # rows walk answered by the unigram shortcut
 
     def __init__(self, int order, long long vocab, long long[::1] node_off,
                  unsigned long long[::1] keys, int[::1] slots, long long[::1] slot_off,
@@ -44,6 +48,32 @@ cdef class NgramCore:
         self.t.lbow = &lbow[0] if n else NULL
         self.t.lmf = &lmf[0] if n else NULL
         self.t.lmbow = &lmbow[0] if n else NULL
+        self._index_successors()
+
+    cdef void _index_successors(self):
+        """Group the bigram nodes x.w by their first word x (a counting sort of the keys,
+        key = w * V + x): which words can follow x, for walk's unigram shortcut."""
+        cdef long long V = self.t.vocab, lo, hi, i, x
+        cdef unsigned long long key
+        self.next_off.assign(V + 1, 0)
+        if self.t.order < 2:
+            return
+        lo = self.t.node_off[1]
+        hi = self.t.node_off[2]
+        self.next_word.assign(hi - lo, 0)
+        cdef vector[long long] fill
+        fill.assign(V, 0)
+        with nogil:
+            for i in range(lo, hi):
+                self.next_off[<long long>(self.t.keys[i] % <unsigned long long>V) + 1] += 1
+            for x in range(V):
+                self.next_off[x + 1] += self.next_off[x]
+                fill[x] = self.next_off[x]
+            for i in range(lo, hi):
+                key = self.t.keys[i]
+                x = <long long>(key % <unsigned long long>V)
+                self.next_word[fill[x]] = <int>(key // <unsigned long long>V)
+                fill[x] += 1
 
     @property
     def order(self) -> int:
@@ -64,24 +94,61 @@ cdef class NgramCore:
                 raise ValueError(f"word id {words[i]} out of range")
         # Rows with the context of the row before (a state's whole row of candidates, as the
         # q-automaton asks) reuse its context walk: same numbers, about half the probes.
+        # A long run of one context takes the unigram shortcut: a word w that cannot follow
+        # the context's last word x (no bigram x.w) matches only its unigram in walk A, so its
+        # answer is ng_walk_in's own formula with matched = 0, from the unigram's ln p and
+        # the context's backoff sum, added in the same order (bit-identical); only x's
+        # successors take the walk. On a 54k vocabulary most candidates are not successors.
         cdef int w = width if width <= self.t.order - 1 else self.t.order - 1
         cdef int shift = width - w, ctx_len = 0, ctx_depth = 0, j
-        cdef long long ctx_node = -1
+        cdef long long ctx_node = -1, run_end = 0, x, k, word, shortcut_start = -1
         cdef double bows[64]
-        cdef bint same
+        cdef double bow_sum0 = 0.0, extra = 0.0
+        cdef bint same, shortcut = False
+        cdef vector[long long] stamp
+        if self.t.order >= 2 and b >= SHORTCUT_MIN_RUN:
+            stamp.assign(self.t.vocab, -1)
         with nogil:
             for i in range(b):
                 row = (&contexts[i, 0] + shift) if w else &dummy
-                same = i > 0
-                if same and w:
-                    for j in range(w):
-                        if contexts[i, shift + j] != contexts[i - 1, shift + j]:
-                            same = False
-                            break
+                same = i > 0 and i < run_end
                 if not same:
+                    run_end = i + 1
+                    while run_end < b and w:
+                        for j in range(w):
+                            if contexts[run_end, shift + j] != contexts[i, shift + j]:
+                                break
+                        else:
+                            run_end += 1
+                            continue
+                        break
+                    if not w:
+                        run_end = b
                     ctx_depth = ng_context(&self.t, row, w, &ctx_len, bows, &ctx_node)
-                o[i] = ng_walk_in(&self.t, row, w, words[i], want_max, ctx_len, ctx_depth, bows,
-                                  ctx_node)
+                    shortcut = False
+                    if ctx_len >= 1 and stamp.size() and run_end - i >= SHORTCUT_MIN_RUN:
+                        x = row[w - 1]
+                        if x >= 0 and self.next_off[x + 1] - self.next_off[x] <= 8 * (run_end - i):
+                            shortcut = True
+                            for k in range(self.next_off[x], self.next_off[x + 1]):
+                                stamp[self.next_word[k]] = i
+                            bow_sum0 = 0.0
+                            for j in range(1, ctx_depth + 1):
+                                bow_sum0 += bows[j - 1]
+                            extra = 0.0
+                            if ctx_depth == ctx_len and ctx_len <= self.t.order - 1:
+                                extra = (self.t.lmbow[self.t.node_off[ctx_len - 1] + ctx_node]
+                                         - self.t.lbow[self.t.node_off[ctx_len - 1] + ctx_node])
+                            shortcut_start = i
+                word = words[i]
+                if shortcut and stamp[word] != shortcut_start:
+                    self.shortcut_rows += 1
+                    o[i] = self.t.lp[word] + bow_sum0
+                    if want_max:
+                        o[i] = o[i] + extra
+                else:
+                    o[i] = ng_walk_in(&self.t, row, w, word, want_max, ctx_len, ctx_depth, bows,
+                                      ctx_node)
         return out
 
 
