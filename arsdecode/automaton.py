@@ -386,7 +386,7 @@ class QAutomaton:
         layer.own_weight[s] = False
         track = self.track_pointers
         if track and i < len(self.lattice):
-            for t in np.unique(layer.targets[s]).tolist():
+            for t in np.flatnonzero(np.bincount(layer.targets[s])).tolist():  # its targets
                 layer.pointing_at.setdefault(t, set()).add(s)
         prev = self.layers[i - 1]
         sources = prev.by_suffix.get(ctx[:-1])

@@ -70,8 +70,13 @@ def incremental_best_values(qa: QAutomaton) -> list[np.ndarray]:
                 # lowered entry still beats `second` (an upper bound on the other entries), it
                 # is still the unique maximum: its new value is the row's, with no scan.
                 through = layer.targets[np.arange(n_states), layer.best_col[:n_states]]
-                hit = np.flatnonzero(np.isin(through, lowered_next))
-                hit = hit[~np.isin(hit, list(rows_set))] if rows_set else hit
+                is_lowered = np.zeros(len(values[i + 1]), dtype=bool)
+                is_lowered[lowered_next] = True
+                hit = np.flatnonzero(is_lowered[through])
+                if rows_set:
+                    queued = np.zeros(n_states, dtype=bool)
+                    queued[list(rows_set)] = True
+                    hit = hit[~queued[hit]]
                 cols_hit = layer.best_col[hit]
                 entry = MaxPlus.times(layer.weights[hit, cols_hit],
                                       values[i + 1][layer.targets[hit, cols_hit]])
