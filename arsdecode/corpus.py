@@ -89,10 +89,35 @@ def decode_many(
                         strict=True):
             results[k] = r
     ars = [k for k, m in enumerate(methods) if m == "ars"]
-    for k, r in zip(ars, _ars_lockstep(model, [lattices[k] for k in ars], variant,
-                                       max_iterations, tol, ars), strict=True):
-        results[k] = r
+    start = time.perf_counter()
+    for group in _lockstep_groups(ars, [sum(lattices[k].widths) for k in ars]):
+        for k, r in zip(group, _ars_lockstep(model, [lattices[k] for k in group], variant,
+                                             max_iterations, tol, group, start), strict=True):
+            results[k] = r
     return [r for r in results if r is not None]
+
+
+LOCKSTEP_CANDIDATES = 20_000  # candidates (summed over positions) decoded in lockstep at most
+
+
+def _lockstep_groups(items: list[int], sizes: list[int]) -> list[list[int]]:
+    """Consecutive runs of `items` whose summed `sizes` stay within LOCKSTEP_CANDIDATES (an
+    item larger than that alone).
+
+    Why: lockstep pays the per-query overhead once for many small lattices, but every
+    automaton of a group stays in memory until the group ends; on a large vocabulary
+    (thousands of candidates per position, hundreds of MB an automaton) twenty lattices in
+    lockstep took 1.6x the memory and 1.3x the time of one at a time.
+    """
+    groups: list[list[int]] = []
+    total = 0
+    for item, size in zip(items, sizes, strict=True):
+        if not groups or total + size > LOCKSTEP_CANDIDATES:
+            groups.append([])
+            total = 0
+        groups[-1].append(item)
+        total += size
+    return groups
 
 
 def decode(lm, lattice: Lattice, *, method: Method = "auto", k: int | None = None, **options):
@@ -295,9 +320,10 @@ def _answer(model: TargetModel, requests: list[tuple[QAutomaton, FillRequest]]) 
             pos += len(r.words)
 
 
-def _ars_lockstep(model, lattices, variant, max_iterations, tol, labels) -> list[DecodeResult]:
-    """Algorithm 1 (decoding) on every lattice, one iteration at a time for all of them."""
-    start = time.perf_counter()
+def _ars_lockstep(model, lattices, variant, max_iterations, tol, labels,
+                  start: float) -> list[DecodeResult]:
+    """Algorithm 1 (decoding) on every lattice, one iteration at a time for all of them;
+    `seconds` of each result counts from `start`."""
     runs = [_Run(model, lat, variant) for lat in lattices]
     _answer(model, [(r.qa, q) for r in runs for q in r.qa.fill_requests(r.qa.unfilled)])
     width = max(model.order - 1, 0)
@@ -360,3 +386,6 @@ def _finish(r: _Run, iteration: int, certified: bool, start: float) -> None:
         certified=certified,
         method="ars",
     )
+    # The automaton is done with: release it now, not when the group's slowest finishes.
+    r.qa = None  # type: ignore[assignment]
+    r.target = None  # type: ignore[assignment]

@@ -24,7 +24,12 @@ FIELDS = ("tokens", "log_p", "log_q", "iterations", "states", "ngrams_by_order",
 
 
 @pytest.mark.parametrize("variant", ["all-edges", "paper"])
-def test_decode_many_equals_decode(real_lms, random_lms, variant):
+@pytest.mark.parametrize("group", [None, 30], ids=["one-group", "groups-of-30-candidates"])
+def test_decode_many_equals_decode(real_lms, random_lms, variant, group, monkeypatch):
+    """Field for field, whether the lattices run in one lockstep group or in several."""
+    if group is not None:
+        monkeypatch.setattr(corpus, "LOCKSTEP_CANDIDATES", group)
+        assert len(corpus._lockstep_groups(list(range(4)), [20, 20, 5, 40])) == 3
     rng = random.Random(31)
     for model in [real_lms[3], real_lms[5], random_lms[3], random_lms[6]]:
         lattices = [make_lattice(rng, model, max_len=7, max_width=6) for _ in range(12)]
