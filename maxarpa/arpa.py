@@ -1,11 +1,13 @@
 r"""Streaming reader and writer for ARPA text (and the shared line grammar of MAX-ARPA).
 
-Why streaming with flat lists: a 10M n-gram file must not become 10M Python tuples; each
-section is read into flat lists and turned into numpy arrays once, at the section's end.
-The reader accepts what real toolkits write: gzip/bzip2/xz compression, any text before
-`\data\` (QuickLM and CMU-Cambridge headers, `#` comments, IRSTLM's `ARPA` first line; SRILM
-and Sphinx skip it too), IRSTLM's `ngram 1= 12` spacing, `-inf` and `-99` probabilities, missing
-backoff columns, and words in any byte encoding.
+Why two readers: a 10M n-gram file must not become 10M Python objects, so the common path is
+the compiled parser (maxarpa.native), which fills arrays sized from the header; the careful
+line-by-line reader below takes over whenever the compiled one declines a file, and is the
+one that names the line of a problem. Together they accept what real toolkits write:
+gzip/bzip2/xz compression, any text before `\data\` (QuickLM and CMU-Cambridge headers, `#`
+comments, IRSTLM's `ARPA` first line; SRILM and Sphinx skip it too), IRSTLM's `ngram 1= 12`
+spacing, `-inf` and `-99` probabilities, missing backoff columns, and words in any byte
+encoding.
 
 Words are bytes, as in KenLM and SRILM. Text is decoded as UTF-8 with errors="surrogateescape":
 a UTF-8 word is the str it spells, and a word in another encoding (a Latin-1 `chr\xe9tien`)

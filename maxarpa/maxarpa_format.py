@@ -2,9 +2,10 @@
 
 Why the format lists blank nodes: the bound of an unlisted suffix of a listed n-gram is needed
 by queries, and storing it means loading never recomputes a maximum. Every line of order k has
-exactly k + 4 fields (logp, k words, bow, mf, mbow), which lets a section be parsed with one
-`split` instead of a Python loop per line. Floats are written with `repr`, the shortest text
-that reads back to the same float64, so read-then-write reproduces a file byte for byte.
+exactly k + 4 fields (logp, k words, bow, mf, mbow), so the compiled parser (maxarpa.native)
+reads every line the same way. Floats are written as Python's `repr` lays them out (the
+shortest text that reads back to the same float64), so read-then-write reproduces a file byte
+for byte; the compiled writer produces those very bytes.
 """
 
 from __future__ import annotations
