@@ -64,7 +64,7 @@ class BatchResult:
 
     choice: np.ndarray  # (P,) int32, -1 where the sentence has no path
     score: np.ndarray  # (S,) ln p of the best path (Viterbi) or ln Z; -inf: no path
-    dp_states: np.ndarray  # (S,) merged states built, the start state included
+    dp_states: np.ndarray  # (S,) merged states built (after pruning), the start state included
     max_states: np.ndarray  # (S,) the most states at one position
     pairs: np.ndarray  # (S,) (state, candidate) pairs visited: the DP's cost
 
@@ -155,13 +155,21 @@ def full_dp(lm: Model) -> _core.FullDP:
     return hit
 
 
-def run_flat(lm: Model, flat: FlatLattices, *, viterbi: bool = True) -> BatchResult:
-    """One compiled call over every lattice in `flat`."""
+def run_flat(lm: Model, flat: FlatLattices, *, viterbi: bool = True,
+             prune: bool = True) -> BatchResult:
+    """One compiled call over every lattice in `flat`.
+
+    `prune` (Viterbi only) drops the (state, candidate) pairs whose score so far plus an upper
+    bound on any completion (bigram max-backoff bounds, one backward pass over the lattice)
+    falls below the exact score of a known path: the best score is the same number, with
+    fewer states built (`_core.FullDP.run`). `prune=False` builds the whole merged state
+    space, as arsdecode.full does.
+    """
     if lm.bos_id is None or lm.eos_id is None:
         raise ValueError(f"{lm.source}: the model has no <s> or </s>")
     choice, score, states, widest, pairs = full_dp(lm).run(
         flat.sent_off, flat.pos_off, flat.cand_ids, flat.cand_emis, lm.bos_id, lm.eos_id,
-        viterbi,
+        viterbi, prune,
     )
     return BatchResult(choice, score, states, widest, pairs)
 

@@ -14,7 +14,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from arpa_reference import random_arpa_text
 from ars_fixtures import IMPOSSIBLE_ARPA, LM, make_lattice, random_lm_with_options
 from arsdecode.errors import NoPathError
 from arsdecode.fast_full import (
@@ -35,7 +38,10 @@ EMBEDDED = Path(__file__).resolve().parent.parent / "arsdecode/data/state_union.
 def check_batch(lm: Model, lattices: list[Lattice], *, brute: bool) -> None:
     """One call for every lattice; compare each with full.py (and brute force when small)."""
     flat = FlatLattices.from_lattices(lm, lattices)
-    best = run_flat(lm, flat, viterbi=True)
+    whole = run_flat(lm, flat, viterbi=True, prune=False)
+    best = run_flat(lm, flat, viterbi=True)  # pruned by bounds: the same numbers, fewer states
+    assert np.array_equal(best.score, whole.score)
+    assert (best.dp_states <= whole.dp_states).all()
     log_z = full_log_partition_many(lm, lattices)
     for s, lat in enumerate(lattices):
         ref_z = full_log_partition(lm, lat)
@@ -47,7 +53,7 @@ def check_batch(lm: Model, lattices: list[Lattice], *, brute: bool) -> None:
         ref = full_decode(lm, lat)
         assert best.score[s] == pytest.approx(ref.log_p, abs=TIGHT), (s, lat.to_json_obj())
         assert log_z[s] == pytest.approx(ref_z, abs=TIGHT)
-        assert best.dp_states[s] == ref.dp_states  # the same merged state space
+        assert whole.dp_states[s] == ref.dp_states  # the same merged state space
         picks = best.choice[flat.sent_off[s] : flat.sent_off[s + 1]]
         tokens = [lat.tokens[i][c] for i, c in enumerate(picks)]
         if brute:
@@ -73,6 +79,42 @@ def test_matches_full_and_brute_with_missing_prefixes_and_zero_probabilities(
     )
     rng = random.Random(seed)
     check_batch(model.lm, [make_lattice(rng, model) for _ in range(12)], brute=True)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    seed=st.integers(0, 10**6),
+    order=st.integers(1, 5),
+    vocab=st.integers(2, 6),
+    positive=st.sampled_from([0.0, 0.5, 1.0]),
+    drop_prefix=st.booleans(),
+    neg_inf=st.sampled_from([0.0, 0.2]),
+)
+def test_bound_pruning_keeps_the_optimum_on_random_models(
+    tmp_path_factory, seed, order, vocab, positive, drop_prefix, neg_inf
+):
+    """Pruning by bigram max-backoff bounds is exact: with backoffs above 1 (positive log10),
+    missing prefixes and zero probabilities, the pruned DP's best score is the unpruned one,
+    bit for bit, and brute force scores its path at that optimum."""
+    rng = random.Random(seed)
+    path = tmp_path_factory.mktemp("prune") / "m.arpa"
+    path.write_text(random_arpa_text(rng, order, vocab, positive, drop_prefix,
+                                     neg_inf_fraction=neg_inf))
+    lm = Model.load(path)
+    model = LM("prune", path, lm, None, [w for w in lm.vocab if w not in ("<s>", "</s>")], [])
+    lattices = [make_lattice(rng, model, max_len=6, max_width=4) for _ in range(8)]
+    flat = FlatLattices.from_lattices(lm, lattices)
+    whole = run_flat(lm, flat, prune=False)
+    pruned = run_flat(lm, flat)
+    assert np.array_equal(pruned.score, whole.score)
+    assert (pruned.dp_states <= whole.dp_states).all()
+    for s, lat in enumerate(lattices):
+        b = brute_model(lm, lat)
+        assert b.best_log_p == pruned.score[s] or abs(b.best_log_p - pruned.score[s]) <= TIGHT
+        if np.isfinite(pruned.score[s]):
+            picks = pruned.choice[flat.sent_off[s] : flat.sent_off[s + 1]]
+            tokens = [lat.tokens[i][c] for i, c in enumerate(picks)]
+            assert b.score(tokens) == pytest.approx(pruned.score[s], abs=TIGHT)
 
 
 def test_matches_full_on_the_embedded_5gram_in_one_call():

@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 from arsdecode.corpus import predicted_pairs_flat
+from arsdecode.fast_full import run_flat
 from arsdecode.full import full_decode
 from arsdecode.tag_fast import flatten, tag_many
 from arsdecode.tasks.pos import TnTEmissions, read_tagged
@@ -40,11 +41,17 @@ def test_tag_many_equals_the_full_model_decoder(pos3):
     sents = words[:300]
     r = tag_many(lm, em, sents)
     assert r.method == "full" and len(r.tags) == len(sents)
+    whole = run_flat(lm, flatten(lm, em, sents)[0], prune=False)
+    np.testing.assert_array_equal(whole.score, r.log_p)  # bound pruning: the same numbers
+    ref_states = 0
     for i, ws in enumerate(sents):
         ref = full_decode(lm, em.lattice(ws))
         assert r.log_p[i] == pytest.approx(ref.log_p, abs=1e-9), i
         assert r.tags[i] == ref.tokens or abs(r.log_p[i] - ref.log_p) <= 1e-12, i
-        assert r.dp_states[i] == ref.dp_states
+        assert whole.dp_states[i] == ref.dp_states
+        assert r.dp_states[i] <= ref.dp_states
+        ref_states += ref.dp_states
+    assert r.dp_states.sum() < 0.8 * ref_states  # the bounds do prune on real sentences
 
 
 def test_tag_many_agrees_with_ars_and_with_itself(pos3):

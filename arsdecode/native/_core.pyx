@@ -12,8 +12,11 @@ include "_ngram.pxi"
 include "_fulldp.pxi"
 include "_maxplus.pxi"
 
-cdef long long DENSE_MAX_VOCAB = 4096
-cdef long long SHORTCUT_MIN_RUN = 32  # rows of one context before walk's unigram shortcut  # dense transition rows up to this vocabulary size
+cdef long long DENSE_MAX_VOCAB = 4096  # dense transition rows up to this vocabulary size
+cdef long long SHORTCUT_MIN_RUN = 32  # rows of one context before walk's unigram shortcut
+# Bound pruning (FullDP.run) computes the completion bounds of a sentence from the bigram
+# max-backoff bound of every pair of adjacent candidates; above this many pairs it is skipped.
+cdef long long PRUNE_MAX_BOUND_PAIRS = 1000000
 
 
 cdef class NgramCore:
@@ -173,6 +176,8 @@ cdef class FullDP:
     cdef vector[int] dctx_depth  # per block: how many context suffixes were found
     cdef long long n_trans
     cdef vector[int] fail        # gid -> longest proper useful suffix (failure link)
+    cdef vector[int] ub_row_of   # dense: x + 1 -> its row of bigram bounds in ub_rows, or -1
+    cdef vector[double] ub_rows  # dense: ln w(y | x), the max-backoff bound, for every y
 
     def __init__(self, NgramCore core, long long[:, ::1] rows, int[::1] lens,
                  unsigned long long[::1] keys, int[::1] slots, int bits):
@@ -202,8 +207,86 @@ cdef class FullDP:
             if lens[i] < lens[i - 1] or lens[i] < 1:
                 raise ValueError("FullDP: useful contexts must be ordered by length")
         self.fail = vector[int](n_ctx, 0)
+        if self.dense:
+            self.ub_row_of = vector[int](core.t.vocab + 1, -1)
         with nogil:
             uc_fail_links(&self.u, core.t.vocab, self.fail.data())
+
+    cdef inline double _bound(self, long long x, long long y) noexcept nogil:
+        """ln w(y | x): the max-backoff bound of y after a context ending in x (x = -1: any
+        context), i.e. the max of p(y | z x) over every left extension z. A dense vocabulary
+        keeps x's whole row, computed on first use."""
+        cdef long long ctx = x, V = self.core.t.vocab, r, k, ctx_node
+        cdef int ctx_len, ctx_depth
+        cdef double bows[64]
+        if not self.dense:
+            return ng_walk(&self.core.t, &ctx, 1, y, True)
+        r = self.ub_row_of[x + 1]
+        if r < 0:
+            r = <long long>(self.ub_rows.size() // V)
+            self.ub_row_of[x + 1] = <int>r
+            self.ub_rows.resize((r + 1) * V)
+            if self.core.t.order >= 2:
+                ctx_depth = ng_context(&self.core.t, &ctx, 1, &ctx_len, bows, &ctx_node)
+                for k in range(V):
+                    self.ub_rows[r * V + k] = ng_walk_in(&self.core.t, &ctx, 1, k, True,
+                                                         ctx_len, ctx_depth, bows, ctx_node)
+            else:
+                for k in range(V):
+                    self.ub_rows[r * V + k] = ng_walk(&self.core.t, &ctx, 1, k, True)
+        return self.ub_rows[r * V + y]
+
+    cdef double _completion_bounds(self, long long p0, long long p1,
+                                   const long long *pos_off, const long long *cand_ids,
+                                   const double *cand_emis, long long eos, long long start,
+                                   double *H) noexcept nogil:
+        """Bounds for exact pruning of one sentence (positions p0..p1-1); returns a lower
+        bound on its best score (-inf: none, do not prune).
+
+        H[c - pos_off[p0]] is an upper bound on the score of the rest of the sentence after
+        candidate c: the best path through the lattice when each transition weighs its bigram
+        max-backoff bound (a backward max-plus pass). Whatever longer context precedes c, the
+        true factors are at most these bounds. The lower bound is the exact score of one path,
+        the greedy one that picks, position by position, the candidate with the best exact
+        score so far plus H.
+        """
+        cdef long long p, c, c2, base = pos_off[p0], g, ng, bc, bg
+        cdef double best, v, lp, tot, bt
+        for c in range(pos_off[p1 - 1], pos_off[p1]):
+            H[c - base] = self._bound(cand_ids[c], eos)
+        for p in range(p1 - 2, p0 - 1, -1):
+            for c in range(pos_off[p], pos_off[p + 1]):
+                best = -INFINITY
+                for c2 in range(pos_off[p + 1], pos_off[p + 2]):
+                    if not isfinite(cand_emis[c2]):
+                        continue
+                    v = self._bound(cand_ids[c], cand_ids[c2]) + cand_emis[c2] + H[c2 - base]
+                    if v > best:
+                        best = v
+                H[c - base] = best
+        g = start
+        tot = 0.0
+        for p in range(p0, p1):
+            best = -INFINITY
+            bc = -1
+            bg = 0
+            bt = 0.0
+            for c in range(pos_off[p], pos_off[p + 1]):
+                if not isfinite(cand_emis[c]) or not isfinite(H[c - base]):
+                    continue
+                self._trans(g, cand_ids[c], &ng, &lp)
+                v = tot + (lp + cand_emis[c])
+                if isfinite(v) and v + H[c - base] > best:
+                    best = v + H[c - base]
+                    bc = c
+                    bg = ng
+                    bt = v
+            if bc < 0:
+                return -INFINITY
+            g = bg
+            tot = bt
+        self._trans(g, eos, &ng, &lp)
+        return tot + lp
 
     cdef inline void _trans(self, long long gid, long long word, long long *nxt,
                             double *lp) noexcept nogil:
@@ -262,8 +345,16 @@ cdef class FullDP:
 
     def run(self, const long long[::1] sent_off, const long long[::1] pos_off,
             const long long[::1] cand_ids, const double[::1] cand_emis, long long bos,
-            long long eos, bint viterbi):
+            long long eos, bint viterbi, bint prune=True):
         """Decode (viterbi) or sum (log partition) every lattice.
+
+        With `prune` (Viterbi only), a (state, candidate) pair is dropped when its score so far
+        plus an upper bound on any completion (`_completion_bounds`) falls below the exact score
+        of a known path, minus a relative margin of 1e-9 for rounding: no optimal path is ever
+        dropped, so the best score is the same number as without pruning. Among exactly tied
+        optimal paths the one returned may differ, since dropped pairs change the creation order
+        of the surviving states. With a dense vocabulary a pair is tested before its transition
+        is computed, using the bigram bound of the state's last word.
 
         sent_off (S+1) indexes positions, pos_off (P+1) indexes candidates; cand_ids are model
         word ids, cand_emis ln emissions (-inf = forbidden). Returns (choice, score, dp_states,
@@ -295,14 +386,31 @@ cdef class FullDP:
         cdef vector[double] cur_a, nxt_a, nxt_s
         cdef vector[int] bp_cand
         cdef vector[long long] layer_off
+        cdef vector[double] H
         cdef Py_ssize_t s, p, c, si, l, k, p0, p1
-        cdef long long g, ng, state
-        cdef double a, e, lp, tot, best, m
+        cdef long long g, ng, state, last, bound_pairs
+        cdef double a, e, lp, tot, best, m, thr
         cdef bint dead
         with nogil:
             for s in range(S):
                 p0 = sent_off[s]
                 p1 = sent_off[s + 1]
+                thr = -INFINITY
+                if viterbi and prune and p1 > p0:
+                    bound_pairs = 0
+                    for p in range(p0, p1 - 1):
+                        bound_pairs += (pos_off[p + 1] - pos_off[p]) * (pos_off[p + 2]
+                                                                        - pos_off[p + 1])
+                    if self.dense or bound_pairs <= PRUNE_MAX_BOUND_PAIRS:
+                        H.resize(pos_off[p1] - pos_off[p0])
+                        if self.u.width:
+                            self._trans(0, bos, &g, &lp)
+                        else:
+                            g = 0
+                        thr = self._completion_bounds(p0, p1, &pos_off[0], &cand_ids[0],
+                                                      &cand_emis[0], eos, g, H.data())
+                        if isfinite(thr):
+                            thr = thr - 1e-9 * (1.0 + fabs(thr))
                 cur_g.clear()
                 cur_a.clear()
                 bp_prev.clear()
@@ -326,15 +434,23 @@ cdef class FullDP:
                     for si in range(<Py_ssize_t>cur_g.size()):
                         g = cur_g[si]
                         a = cur_a[si]
+                        last = self.u.rows[g * self.u.width + self.u.width - 1] \
+                            if self.u.width else -1
                         for c in range(pos_off[p], pos_off[p + 1]):
                             e = cand_emis[c]
                             if not isfinite(e):
                                 continue
+                            if thr > -INFINITY:
+                                if self.dense and (a + self._bound(last, cand_ids[c]) + e
+                                                   + H[c - pos_off[p0]]) < thr:
+                                    continue
                             self._trans(g, cand_ids[c], &ng, &lp)
                             lp = lp + e
                             if not isfinite(lp):
                                 continue
                             tot = a + lp
+                            if thr > -INFINITY and tot + H[c - pos_off[p0]] < thr:
+                                continue
                             l = local_of[ng]
                             if l < 0:
                                 local_of[ng] = <int>nxt_g.size()
