@@ -25,9 +25,11 @@ from arsdecode.fast_full import (
     full_decode_many,
     full_log_partition_many,
     run_flat,
+    useful_context_tables,
 )
 from arsdecode.full import full_decode, full_log_partition
 from arsdecode.lattice import Lattice
+from arsdecode.native import _core, native_ngram
 from brute import brute_model
 from maxarpa.model import Model
 
@@ -85,7 +87,7 @@ def test_matches_full_and_brute_with_missing_prefixes_and_zero_probabilities(
 @given(
     seed=st.integers(0, 10**6),
     order=st.integers(1, 5),
-    vocab=st.integers(2, 6),
+    vocab=st.integers(2, 7),
     positive=st.sampled_from([0.0, 0.5, 1.0]),
     drop_prefix=st.booleans(),
     neg_inf=st.sampled_from([0.0, 0.2]),
@@ -95,26 +97,37 @@ def test_bound_pruning_keeps_the_optimum_on_random_models(
 ):
     """Pruning by bigram max-backoff bounds is exact: with backoffs above 1 (positive log10),
     missing prefixes and zero probabilities, the pruned DP's best score is the unpruned one,
-    bit for bit, and brute force scores its path at that optimum."""
+    bit for bit, and brute force scores its path at that optimum. Both transition stores and
+    both bound passes run: dense (tags) and sparse (large vocabularies, whose pass groups the
+    words that do not follow a candidate), the latter also with words repeated at a position
+    (unknown words that all become <unk>)."""
     rng = random.Random(seed)
     path = tmp_path_factory.mktemp("prune") / "m.arpa"
     path.write_text(random_arpa_text(rng, order, vocab, positive, drop_prefix,
                                      neg_inf_fraction=neg_inf))
     lm = Model.load(path)
     model = LM("prune", path, lm, None, [w for w in lm.vocab if w not in ("<s>", "</s>")], [])
-    lattices = [make_lattice(rng, model, max_len=6, max_width=4) for _ in range(8)]
+    oov = ["zzq1", "zzq2"] if lm.unk_id is not None else []
+    lattices = [make_lattice(rng, model, max_len=6, max_width=5, extra_words=oov)
+                for _ in range(8)]
     flat = FlatLattices.from_lattices(lm, lattices)
-    whole = run_flat(lm, flat, prune=False)
-    pruned = run_flat(lm, flat)
-    assert np.array_equal(pruned.score, whole.score)
-    assert (pruned.dp_states <= whole.dp_states).all()
-    for s, lat in enumerate(lattices):
-        b = brute_model(lm, lat)
-        assert b.best_log_p == pruned.score[s] or abs(b.best_log_p - pruned.score[s]) <= TIGHT
-        if np.isfinite(pruned.score[s]):
-            picks = pruned.choice[flat.sent_off[s] : flat.sent_off[s + 1]]
-            tokens = [lat.tokens[i][c] for i, c in enumerate(picks)]
-            assert b.score(tokens) == pytest.approx(pruned.score[s], abs=TIGHT)
+    rows, lens, keys = useful_context_tables(lm)
+    slots, bits = _core.build_hash(keys)
+    args = (flat.sent_off, flat.pos_off, flat.cand_ids, flat.cand_emis, lm.bos_id, lm.eos_id,
+            True)
+    for dense in (True, False):
+        dp = _core.FullDP(native_ngram(lm).core, rows, lens, keys, slots, bits, dense)
+        _, whole_score, whole_states, _, _ = dp.run(*args, False)
+        choice, score, states, _, _ = dp.run(*args, True)
+        assert np.array_equal(score, whole_score), dense
+        assert (states <= whole_states).all()
+        for s, lat in enumerate(lattices):
+            b = brute_model(lm, lat)
+            assert b.best_log_p == score[s] or abs(b.best_log_p - score[s]) <= TIGHT
+            if np.isfinite(score[s]):
+                picks = choice[flat.sent_off[s] : flat.sent_off[s + 1]]
+                tokens = [lat.tokens[i][c] for i, c in enumerate(picks)]
+                assert b.score(tokens) == pytest.approx(score[s], abs=TIGHT)
 
 
 def test_matches_full_on_the_embedded_5gram_in_one_call():

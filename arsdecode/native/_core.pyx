@@ -14,9 +14,6 @@ include "_maxplus.pxi"
 
 cdef long long DENSE_MAX_VOCAB = 4096  # dense transition rows up to this vocabulary size
 cdef long long SHORTCUT_MIN_RUN = 32  # rows of one context before walk's unigram shortcut
-# Bound pruning (FullDP.run) computes the completion bounds of a sentence from the bigram
-# max-backoff bound of every pair of adjacent candidates; above this many pairs it is skipped.
-cdef long long PRUNE_MAX_BOUND_PAIRS = 1000000
 
 
 cdef class NgramCore:
@@ -178,9 +175,14 @@ cdef class FullDP:
     cdef vector[int] fail        # gid -> longest proper useful suffix (failure link)
     cdef vector[int] ub_row_of   # dense: x + 1 -> its row of bigram bounds in ub_rows, or -1
     cdef vector[double] ub_rows  # dense: ln w(y | x), the max-backoff bound, for every y
+    cdef vector[long long] stamp      # sparse bound pass: word -> epoch of the position it is at
+    cdef vector[long long] stamp_idx  # sparse bound pass: word -> its candidate there
+    cdef long long epoch
 
     def __init__(self, NgramCore core, long long[:, ::1] rows, int[::1] lens,
-                 unsigned long long[::1] keys, int[::1] slots, int bits):
+                 unsigned long long[::1] keys, int[::1] slots, int bits, dense=None):
+        """`dense` (default: vocabulary <= DENSE_MAX_VOCAB) picks the transition store and
+        the bound pass; the tests force each on small models."""
         cdef long long n_ctx = lens.shape[0]
         cdef Py_ssize_t i
         if n_ctx < 1 or keys.shape[0] != n_ctx or rows.shape[0] != n_ctx:
@@ -199,10 +201,11 @@ cdef class FullDP:
         self.u.slots = &slots[0]
         self.u.nslots = slots.shape[0]
         self.u.bits = bits
-        self.dense = core.t.vocab <= DENSE_MAX_VOCAB
+        self.dense = core.t.vocab <= DENSE_MAX_VOCAB if dense is None else bool(dense)
         if self.dense:
             self.block_of = vector[int](n_ctx, -1)
         self.n_trans = 0
+        self.epoch = 0
         for i in range(1, n_ctx):  # gids must ascend with length for the failure links
             if lens[i] < lens[i - 1] or lens[i] < 1:
                 raise ValueError("FullDP: useful contexts must be ordered by length")
@@ -236,6 +239,94 @@ cdef class FullDP:
                     self.ub_rows[r * V + k] = ng_walk(&self.core.t, &ctx, 1, k, True)
         return self.ub_rows[r * V + y]
 
+    cdef void _backward_plain(self, long long a0, long long a1, long long a2,
+                              const long long *cand_ids, const double *cand_emis, double *H,
+                              long long base) noexcept nogil:
+        """One step of the backward bound pass: H of candidates a0..a1-1 from those of the
+        next position a1..a2-1, every pair through `_bound`."""
+        cdef long long c, c2
+        cdef double best, v
+        for c in range(a0, a1):
+            best = -INFINITY
+            for c2 in range(a1, a2):
+                if not isfinite(cand_emis[c2]):
+                    continue
+                v = self._bound(cand_ids[c], cand_ids[c2]) + cand_emis[c2] + H[c2 - base]
+                if v > best:
+                    best = v
+            H[c - base] = best
+
+    cdef bint _backward_sparse(self, long long a0, long long a1, long long a2,
+                               const long long *cand_ids, const double *cand_emis, double *H,
+                               long long base) noexcept nogil:
+        """`_backward_plain` for a large vocabulary, without the product of the two widths.
+
+        Why it holds: a word y that never follows x (no bigram x.y in the table, which is
+        suffix-closed) matches only its unigram, so its bound after x is the unigram's ln p
+        plus x's backoff terms (ng_walk_in with matched = 0), the same for every such y. The
+        best such y is the first non-successor of x in one sort of the next position by
+        unigram ln p + emission + H; only x's successors take the walk. The grouping may move
+        the maximum by rounding, which the pruning margin covers. Returns False (nothing done)
+        when a word repeats at the next position.
+        """
+        cdef const NgramTables *t = &self.core.t
+        cdef long long V = t.vocab, c, c2, x, y, k, r, nsucc, best_free
+        cdef double best, v
+        cdef vector[Ranked] ranked  # (-(ln p1(y) + e + H), candidate)
+        self.epoch += 1
+        if self.stamp.size() == 0:
+            self.stamp.assign(V, -1)
+            self.stamp_idx.assign(V, -1)
+        for c2 in range(a1, a2):
+            y = cand_ids[c2]
+            if self.stamp[y] == self.epoch:
+                return False
+            self.stamp[y] = self.epoch
+            self.stamp_idx[y] = c2
+            if isfinite(cand_emis[c2]) and isfinite(H[c2 - base]):
+                v = t.lp[y] + cand_emis[c2] + H[c2 - base]
+                if isfinite(v):
+                    ranked.push_back(Ranked(-v, c2))
+        sort(ranked.begin(), ranked.end())
+        for c in range(a0, a1):
+            x = cand_ids[c]
+            best = -INFINITY
+            nsucc = self.core.next_off[x + 1] - self.core.next_off[x]
+            if nsucc <= a2 - a1:  # x's successors that stand at the next position
+                for k in range(self.core.next_off[x], self.core.next_off[x + 1]):
+                    y = self.core.next_word[k]
+                    if self.stamp[y] != self.epoch:
+                        continue
+                    c2 = self.stamp_idx[y]
+                    if not isfinite(cand_emis[c2]):
+                        continue
+                    v = self._bound(x, y) + cand_emis[c2] + H[c2 - base]
+                    if v > best:
+                        best = v
+            else:  # the next position's words that follow x
+                for c2 in range(a1, a2):
+                    y = cand_ids[c2]
+                    if not isfinite(cand_emis[c2]) or ng_find(
+                            t, 2, <unsigned long long>y * <unsigned long long>V
+                            + <unsigned long long>x) < 0:
+                        continue
+                    v = self._bound(x, y) + cand_emis[c2] + H[c2 - base]
+                    if v > best:
+                        best = v
+            for r in range(<long long>ranked.size()):  # the best word that does not follow x
+                c2 = ranked[r].second
+                y = cand_ids[c2]
+                if ng_find(t, 2, <unsigned long long>y * <unsigned long long>V
+                           + <unsigned long long>x) >= 0:
+                    continue
+                v = ((t.lp[y] + t.lbow[x]) + (t.lmbow[x] - t.lbow[x])) + cand_emis[c2] \
+                    + H[c2 - base]
+                if v > best:
+                    best = v
+                break
+            H[c - base] = best
+        return True
+
     cdef double _completion_bounds(self, long long p0, long long p1,
                                    const long long *pos_off, const long long *cand_ids,
                                    const double *cand_emis, long long eos, long long start,
@@ -250,20 +341,15 @@ cdef class FullDP:
         the greedy one that picks, position by position, the candidate with the best exact
         score so far plus H.
         """
-        cdef long long p, c, c2, base = pos_off[p0], g, ng, bc, bg
+        cdef long long p, c, base = pos_off[p0], g, ng, bc, bg
         cdef double best, v, lp, tot, bt
         for c in range(pos_off[p1 - 1], pos_off[p1]):
             H[c - base] = self._bound(cand_ids[c], eos)
         for p in range(p1 - 2, p0 - 1, -1):
-            for c in range(pos_off[p], pos_off[p + 1]):
-                best = -INFINITY
-                for c2 in range(pos_off[p + 1], pos_off[p + 2]):
-                    if not isfinite(cand_emis[c2]):
-                        continue
-                    v = self._bound(cand_ids[c], cand_ids[c2]) + cand_emis[c2] + H[c2 - base]
-                    if v > best:
-                        best = v
-                H[c - base] = best
+            if self.dense or self.core.t.order < 2 or not self._backward_sparse(
+                    pos_off[p], pos_off[p + 1], pos_off[p + 2], cand_ids, cand_emis, H, base):
+                self._backward_plain(pos_off[p], pos_off[p + 1], pos_off[p + 2], cand_ids,
+                                     cand_emis, H, base)
         g = start
         tot = 0.0
         for p in range(p0, p1):
@@ -388,7 +474,7 @@ cdef class FullDP:
         cdef vector[long long] layer_off
         cdef vector[double] H
         cdef Py_ssize_t s, p, c, si, l, k, p0, p1
-        cdef long long g, ng, state, last, bound_pairs
+        cdef long long g, ng, state, last
         cdef double a, e, lp, tot, best, m, thr
         cdef bint dead
         with nogil:
@@ -397,20 +483,15 @@ cdef class FullDP:
                 p1 = sent_off[s + 1]
                 thr = -INFINITY
                 if viterbi and prune and p1 > p0:
-                    bound_pairs = 0
-                    for p in range(p0, p1 - 1):
-                        bound_pairs += (pos_off[p + 1] - pos_off[p]) * (pos_off[p + 2]
-                                                                        - pos_off[p + 1])
-                    if self.dense or bound_pairs <= PRUNE_MAX_BOUND_PAIRS:
-                        H.resize(pos_off[p1] - pos_off[p0])
-                        if self.u.width:
-                            self._trans(0, bos, &g, &lp)
-                        else:
-                            g = 0
-                        thr = self._completion_bounds(p0, p1, &pos_off[0], &cand_ids[0],
-                                                      &cand_emis[0], eos, g, H.data())
-                        if isfinite(thr):
-                            thr = thr - 1e-9 * (1.0 + fabs(thr))
+                    H.resize(pos_off[p1] - pos_off[p0])
+                    if self.u.width:
+                        self._trans(0, bos, &g, &lp)
+                    else:
+                        g = 0
+                    thr = self._completion_bounds(p0, p1, &pos_off[0], &cand_ids[0],
+                                                  &cand_emis[0], eos, g, H.data())
+                    if isfinite(thr):
+                        thr = thr - 1e-9 * (1.0 + fabs(thr))
                 cur_g.clear()
                 cur_a.clear()
                 bp_prev.clear()
