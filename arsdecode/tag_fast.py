@@ -2,7 +2,7 @@
 
 Why: tagging a file sentence by sentence pays Python and numpy overhead per sentence and per
 position (`emissions.lattice` + `ars.decode`). Here the candidates of each distinct word are
-looked up once (TnTEmissions.candidates, mapped to model ids), all lattices are concatenated
+looked up once (TnTEmissions.candidate_rows, mapped to model ids), all lattices are concatenated
 into the flat layout of arsdecode.fast_full, and the merged full-model Viterbi runs over all of
 them in one call of the compiled core. The result is exact: the same maximum as
 arsdecode.full.full_decode on every sentence (ties broken as documented in fast_full).
@@ -14,7 +14,6 @@ estimate `decode_many` uses.
 
 from __future__ import annotations
 
-import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -22,6 +21,7 @@ import numpy as np
 
 from arsdecode.errors import NoPathError
 from arsdecode.fast_full import FlatLattices, run_flat
+from arsdecode.tasks.pos_table import CandidateRows
 from maxarpa.model import Model
 
 METHODS = ("auto", "full", "ars")
@@ -39,87 +39,58 @@ class TagManyResult:
     pairs: np.ndarray | None = None  # (S,) (state, candidate) pairs visited ("full" only)
 
 
-class _CandidateTable:
-    """word -> (model ids, ln emissions, tag strings), looked up once per distinct word."""
+def flatten(lm: Model, emissions, sentences: Sequence[Sequence[str]]
+            ) -> tuple[FlatLattices, np.ndarray]:
+    """The flat lattices of every sentence and, per candidate, its tag (a str array aligned
+    with `cand_ids`).
 
-    def __init__(self, lm: Model, emissions) -> None:
-        self.lm = lm
-        self.emissions = emissions
-        self.tag_id = {t: lm.word_id(t) for t in emissions.tags}
-        self.cache: dict[tuple[str, bool], tuple[list[int], list[float], tuple[str, ...]]] = {}
-
-    def get(self, word: str, initial: bool) -> tuple[list[int], list[float], tuple[str, ...]]:
-        key = (word, initial)
-        hit = self.cache.get(key)
-        if hit is None:
-            if len(self.cache) > 200_000:  # kept across calls: bound it, as emissions do
-                self.cache.clear()
-            tags, emis = zip(*self.emissions.candidates(word, initial=initial))
-            tag_id = self.tag_id
-            ids = [tag_id[t] if t in tag_id else self.lm.word_id(t) for t in tags]
-            hit = self.cache[key] = (ids, list(emis), tags)
-        return hit
-
-
-_TABLES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # emissions -> {id(lm): table}
-
-
-def _candidate_table(lm: Model, emissions) -> _CandidateTable:
-    """The lookup table of (lm, emissions), kept across calls: a file tagged chunk by chunk
-    looks each distinct word up once, not once per chunk."""
-    try:
-        tables = _TABLES.setdefault(emissions, {})
-    except TypeError:  # emissions that cannot be weakly referenced: no reuse
-        return _CandidateTable(lm, emissions)
-    hit = tables.get(id(lm))
-    if hit is None or hit.lm is not lm:
-        hit = tables[id(lm)] = _CandidateTable(lm, emissions)
-    return hit
-
-
-def flatten(lm: Model, emissions, sentences: Sequence[Sequence[str]],
-            table: _CandidateTable | None = None) -> tuple[FlatLattices, list[tuple[str, ...]]]:
-    """The flat lattices of every sentence and, per position, its candidate tags.
-
-    Each distinct (word, sentence-initial) is looked up once; the tokens then gather their
-    candidates from those lookups with numpy, not one Python list operation per token.
+    Each distinct (word, sentence-initial) is looked up once: through the emission model's
+    bulk `candidate_rows` when it has one (TnTEmissions: one dict lookup per known word,
+    unknown words in bulk), else `candidates` per word. The tokens then gather their
+    candidates with numpy, not one Python list operation per token.
     """
-    table = table or _candidate_table(lm, emissions)
-    key_of: dict[tuple[str, bool], int] = {}
+    key_of: dict[str | tuple[str], int] = {}  # a word, or (word,) at the start of a sentence
     token_key: list[int] = []
     lengths: list[int] = []
     for s, words in enumerate(sentences):
         if isinstance(words, str) or len(words) == 0:
             raise ValueError(f"sentence {s}: expected a non-empty sequence of words")
         lengths.append(len(words))
-        for i, w in enumerate(words):
-            key = (w, i == 0)
-            k = key_of.get(key)
-            if k is None:
-                k = key_of[key] = len(key_of)
-            token_key.append(k)
-    prepare = getattr(emissions, "prepare", None)
-    if prepare is not None:  # unknown words' suffix posteriors in bulk
-        prepare(w for w, _ in key_of)
-    found = [table.get(w, initial) for w, initial in key_of]  # dicts keep insertion order
-    key_width = np.fromiter((len(ids) for ids, _, _ in found), dtype=np.int64, count=len(found))
-    key_off = np.zeros(len(found) + 1, dtype=np.int64)
-    np.cumsum(key_width, out=key_off[1:])
-    key_ids = np.fromiter((i for ids, _, _ in found for i in ids), dtype=np.int64,
-                          count=int(key_off[-1]))
-    key_emis = np.fromiter((e for _, emis, _ in found for e in emis), dtype=np.float64,
-                           count=int(key_off[-1]))
-    tokens = np.asarray(token_key, dtype=np.int64)
-    widths = key_width[tokens]
-    pos_off = np.zeros(len(widths) + 1, dtype=np.int64)
-    np.cumsum(widths, out=pos_off[1:])
-    within = np.arange(int(pos_off[-1]), dtype=np.int64) - np.repeat(pos_off[:-1], widths)
-    gather = np.repeat(key_off[:-1][tokens], widths) + within
+        token_key.append(key_of.setdefault((words[0],), len(key_of)))
+        token_key.extend([key_of.setdefault(w, len(key_of)) for w in words[1:]])
+    initial = [isinstance(k, tuple) for k in key_of]  # dicts keep insertion order
+    words = [k[0] if isinstance(k, tuple) else k for k in key_of]
+    bulk = getattr(emissions, "candidate_rows", None)
+    if bulk is not None:
+        table, key_row = bulk(words, initial)
+        names = tuple(emissions.tags)
+    else:
+        table, key_row, names = _candidate_rows(emissions, words, initial)
+    cands = table.take(key_row[np.asarray(token_key, dtype=np.int64)])
+    model_id = np.array([lm.word_id(t) for t in names], dtype=np.int64)
     sent_off = np.zeros(len(lengths) + 1, dtype=np.int64)
     np.cumsum(lengths, out=sent_off[1:])
-    key_tags = [tags for _, _, tags in found]
-    flat = FlatLattices(sent_off, pos_off, key_ids[gather], key_emis[gather])
-    return flat, [key_tags[k] for k in token_key]
+    flat = FlatLattices(sent_off, cands.offsets, model_id[cands.tag], cands.log_emission)
+    return flat, np.array(names, dtype=object)[cands.tag]
+
+
+def _candidate_rows(emissions, words: list[str], initial: list[bool]
+                    ) -> tuple[CandidateRows, np.ndarray, tuple[str, ...]]:
+    """`candidate_rows` for an emission model with only `candidates(word, initial)`:
+    (table, row of each word, the tag strings the table's tag indices name)."""
+    index: dict[str, int] = {}
+    widths, tags, log_emissions = [], [], []
+    for w, first in zip(words, initial):
+        cands = emissions.candidates(w, initial=first)
+        widths.append(len(cands))
+        for t, e in cands:
+            tags.append(index.setdefault(t, len(index)))
+            log_emissions.append(e)
+    offsets = np.zeros(len(words) + 1, dtype=np.int64)
+    np.cumsum(widths, out=offsets[1:])
+    table = CandidateRows(offsets, np.array(tags, dtype=np.intp),
+                          np.array(log_emissions, dtype=np.float64))
+    return table, np.arange(len(words)), tuple(index)
 
 
 def tag_many(lm: Model, emissions, sentences: Sequence[Sequence[str]], *,
@@ -159,8 +130,7 @@ def tag_many(lm: Model, emissions, sentences: Sequence[Sequence[str]], *,
     bad = np.flatnonzero(~np.isfinite(res.score))
     if len(bad):
         raise NoPathError(f"sentence {int(bad[0])}: every tag sequence has probability zero")
-    choice = res.choice.tolist()
-    tags = [cand_tags[p][c] for p, c in enumerate(choice)]
+    tags = cand_tags[flat.pos_off[:-1] + res.choice].tolist()
     off = flat.sent_off.tolist()
     per_sentence = [tags[off[s] : off[s + 1]] for s in range(len(off) - 1)]
     return TagManyResult(per_sentence, res.score, "full", res.dp_states, res.max_states,

@@ -42,7 +42,6 @@ import json
 import math
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -50,6 +49,13 @@ import numpy as np
 
 from arsdecode.errors import ModelError, ObservationError, OptionError
 from arsdecode.lattice import Lattice
+from arsdecode.tasks.pos_eval import (  # noqa: F401 (re-exported: they lived here)
+    Accuracy,
+    TaggedSentence,
+    read_tagged,
+    score_tags,
+    write_tagged,
+)
 from arsdecode.tasks.pos_suffix import (
     RARE_MAX_COUNT,
     SUFFIX_ALPHA,
@@ -57,14 +63,15 @@ from arsdecode.tasks.pos_suffix import (
     WORD_CLASSES,
     SuffixTrie,
     WordClass,
+    by_reversal,
     tnt_theta,
+    upper_mask,
     word_class,
 )
+from arsdecode.tasks.pos_table import CandidateRows, Lexicon, unknown_rows
 
 FORMAT = "arsdecode.pos.TnTEmissions"
 FORMAT_VERSION = 2  # 2 added suffix_alpha; version 1 files meant TnT theta (None)
-
-TaggedSentence = Sequence[tuple[str, str]]
 
 
 class PosModelError(ModelError):
@@ -83,50 +90,38 @@ class TnTEmissions:
         suffix_alpha: float | None = SUFFIX_ALPHA,
         sentence_initial: bool = True,
     ) -> None:
-        """Build from word -> {tag: count}. Prefer `train` or `load`."""
-        kept: dict[str, dict[str, int]] = {}
-        for w, tc in lexicon.items():
-            for t, n in tc.items():
-                if not isinstance(n, int) or n < 0:
-                    raise ModelError(f"bad lexicon entry {w!r}: {t!r} -> {n!r}")
-            if not all(tc.values()):
-                tc = {t: n for t, n in tc.items() if n}
-            if tc:
-                kept[w] = dict(tc)
-        lexicon = kept
-        for t in {t for tc in lexicon.values() for t in tc}:  # each distinct tag, once
-            if not isinstance(t, str) or not t or t != "".join(t.split()):
-                w = next(w for w, tc in lexicon.items() if t in tc)
-                raise ModelError(f"bad lexicon entry {w!r}: {t!r} -> {lexicon[w][t]!r}")
-        if not lexicon:
-            raise ModelError("cannot build emissions from an empty training set")
-        self._lexicon = lexicon
+        """Build from word -> {tag: count}. Prefer `train` or `load`.
+
+        The lexicon is kept as arrays (`pos_table.Lexicon`) and every statistic is computed
+        from them with numpy: a per-entry Python loop here was most of a tagger's start-up.
+        """
+        lex = Lexicon.from_mapping(lexicon)
+        self._lex = lex
+        self._row_of = dict(zip(lex.words, range(len(lex.words))))  # word -> row of the tables
         self.rare_max_count = int(rare_max_count)
         self.suffix_max_len = int(suffix_max_len)
         self.suffix_alpha = None if suffix_alpha is None else float(suffix_alpha)
         self.sentence_initial = bool(sentence_initial)
-        self._tags = tuple(sorted({t for tc in lexicon.values() for t in tc}))
+        self._tags = lex.tags
         self._index = {t: i for i, t in enumerate(self._tags)}
-        counts = np.zeros(len(self._tags))
-        for tc in lexicon.values():
-            for t, n in tc.items():
-                counts[self._index[t]] += n
+        counts = lex.tag_counts()
         self._tag_counts = counts
         total = float(counts.sum())
         theta = tnt_theta(counts.tolist())
 
-        rare: dict[str, list[tuple[str, Mapping[str, int]]]] = {k: [] for k in WORD_CLASSES}
-        hapax = Counter[str]()
-        for w, tc in lexicon.items():
-            n = sum(tc.values())
-            if n <= self.rare_max_count:
-                rare[word_class(w)].append((w, tc))
-            if n == 1:
-                hapax[word_class(w)] += 1
-        self._tries = {
-            k: SuffixTrie.build(self._tags, rare[k], theta, self.suffix_max_len, self.suffix_alpha)
-            for k in WORD_CLASSES
-        }
+        word_counts = lex.word_counts()
+        upper = np.array(upper_mask(lex.words), dtype=bool)
+        in_class = {"upper": upper, "lower": ~upper}
+        rare = word_counts <= self.rare_max_count
+        hapax = {k: int(np.count_nonzero(in_class[k] & (word_counts == 1)))
+                 for k in WORD_CLASSES}
+        self._tries = {}
+        for k in WORD_CLASSES:
+            rows = np.flatnonzero(rare & in_class[k])
+            order, reversed_words = by_reversal([lex.words[r] for r in rows.tolist()])
+            self._tries[k] = SuffixTrie.from_sorted(
+                self._tags, reversed_words, lex.vectors(rows[order]), theta,
+                self.suffix_max_len, self.suffix_alpha)
         # A class with no rare tokens cannot be estimated; its unknown words use the other trie.
         live = [k for k in WORD_CLASSES if self._tries[k].total > 0]
         self._class_map = {k: k if k in live else (live[0] if live else k) for k in WORD_CLASSES}
@@ -144,11 +139,16 @@ class TnTEmissions:
         self._unk_mass: np.ndarray = np.sum(list(self._unk_class_mass.values()), axis=0)
         with np.errstate(divide="ignore"):
             self._log_known_scale = np.log1p(-self._unk_mass) - np.log(counts)
-        # Python floats by tag, for the per-word lookups (numpy scalar indexing costs more).
-        self._known_scale_of = {t: float(x) for t, x in zip(self._tags, self._log_known_scale)}
+        # Python floats by tag index, for the per-word lookups (numpy scalars cost more).
+        self._known_scale_of = self._log_known_scale.tolist()
         self._cache: dict[str, tuple[tuple[str, float], ...]] = {}
         # Unknown words with the same class and longest matched suffix share their weights.
         self._unknown_cache: dict[tuple[str, str], dict[str, float]] = {}
+        # The bulk path (`candidate_rows`): row w of the table is known word w; unknown words'
+        # rows are appended after them as corpora ask, one per (class, longest suffix).
+        self._known = lex.known_rows(self._log_known_scale)
+        self._table = self._known
+        self._unknown_row: dict[tuple[str, str], int] = {}
 
     # ---- construction and persistence -------------------------------------------------
 
@@ -179,7 +179,7 @@ class TnTEmissions:
                 "suffix_alpha": self.suffix_alpha,
                 "sentence_initial": self.sentence_initial,
             },
-            "lexicon": self._lexicon,
+            "lexicon": self._lex.to_mapping(),
         }
         tmp = path.with_name(path.name + ".tmp")
         with gzip.open(tmp, "wt", encoding="utf-8") as f:
@@ -219,19 +219,21 @@ class TnTEmissions:
 
     def is_known(self, word: str) -> bool:
         """Whether `word` (exact string) occurred in training."""
-        return word in self._lexicon
+        return word in self._row_of
 
     @property
     def vocabulary(self) -> frozenset[str]:
-        return frozenset(self._lexicon)
+        return frozenset(self._row_of)
 
     def known_log_emissions(self, word: str) -> dict[str, float]:
-        """ln p(word | t) for the tags seen with a known word ({} if unknown)."""
-        tc = self._lexicon.get(word)
-        if tc is None:
+        """ln p(word | t) for the tags seen with a known word ({} if unknown), in tag order."""
+        r = self._row_of.get(word)
+        if r is None:
             return {}
-        scale = self._known_scale_of
-        return {t: math.log(n) + scale[t] for t, n in sorted(tc.items())}
+        lo, hi = self._lex.offsets[r : r + 2].tolist()
+        tags, scale = self._tags, self._known_scale_of
+        return {tags[t]: math.log(n) + scale[t]
+                for t, n in zip(self._lex.tag[lo:hi].tolist(), self._lex.count[lo:hi].tolist())}
 
     def unknown_class(self, word: str) -> WordClass:
         """Which suffix trie an unknown `word` uses ("upper" or "lower")."""
@@ -259,41 +261,23 @@ class TnTEmissions:
             return {}
         key = self._unknown_key(k, word)
         if key not in self._unknown_cache:
-            self._fill_unknown(k, {key[1]: word})
+            self._fill_unknown(k, key[1], word)
         return dict(self._unknown_cache[key])
-
-    def prepare(self, words: Iterable[str]) -> None:
-        """Compute the unknown words among `words` in bulk (`SuffixTrie.posterior_many`), so
-        that `candidates` then finds them cached: same numbers, fewer numpy calls."""
-        todo: dict[WordClass, dict[str, str]] = {k: {} for k in WORD_CLASSES}  # suffix -> word
-        for word in words:
-            if not word or word in self._lexicon:
-                continue
-            k = self.unknown_class(word)
-            if self._log_unk_scale[k] is None:
-                continue
-            key = self._unknown_key(k, word)
-            if key not in self._unknown_cache:
-                todo[k].setdefault(key[1], word)
-        for k, by_suffix in todo.items():
-            if by_suffix:
-                self._fill_unknown(k, by_suffix)
 
     def _unknown_key(self, k: WordClass, word: str) -> tuple[str, str]:
         """What an unknown word's weights depend on: its class and longest matched suffix."""
         return k, word[len(word) - self._tries[k].longest_suffix(word):]
 
-    def _fill_unknown(self, k: WordClass, by_suffix: dict[str, str]) -> None:
-        """Cache the weights of one word per longest matched suffix, all in one bulk call."""
+    def _fill_unknown(self, k: WordClass, suffix: str, word: str) -> None:
+        """Cache the weights of `word`, whose longest matched suffix is `suffix`."""
         scale = self._log_unk_scale[k]
         assert scale is not None
-        if len(self._unknown_cache) + len(by_suffix) > 200_000:
+        if len(self._unknown_cache) >= 200_000:
             self._unknown_cache.clear()
-        rows = self._tries[k].posterior_many(list(by_suffix.values()))
-        for suffix, p in zip(by_suffix, rows.tolist(), strict=True):
-            self._unknown_cache[(k, suffix)] = {
-                t: math.log(x) + float(scale[i])
-                for i, (t, x) in enumerate(zip(self._tags, p, strict=True)) if x > 0}
+        p = self._tries[k].posterior(word).tolist()
+        self._unknown_cache[(k, suffix)] = {
+            t: math.log(x) + float(scale[i])
+            for i, (t, x) in enumerate(zip(self._tags, p, strict=True)) if x > 0}
 
     def candidates(self, word: str, initial: bool = False) -> tuple[tuple[str, float], ...]:
         """`(tag, ln emission)` for every tag with non-zero emission of `word`.
@@ -307,10 +291,10 @@ class TnTEmissions:
         if not word:
             raise ObservationError("empty word")
         lookup = word
-        if initial and self.sentence_initial and word not in self._lexicon:
-            if word.lower() in self._lexicon:
+        if initial and self.sentence_initial and word not in self._row_of:
+            if word.lower() in self._row_of:
                 lookup = word.lower()
-        if lookup in self._lexicon:
+        if lookup in self._row_of:
             cands = self.known_log_emissions(lookup)
         else:
             cands = self.unknown_log_emissions(word)
@@ -321,6 +305,66 @@ class TnTEmissions:
             self._cache.clear()
         self._cache[key] = result
         return result
+
+    def candidate_rows(self, words: Sequence[str], initial: Sequence[bool]
+                       ) -> tuple[CandidateRows, np.ndarray]:
+        """The candidates of many words at once: `(table, rows)`, where row `rows[j]` of the
+        table is exactly `candidates(words[j], initial[j])` (tags as indices into `tags`, the
+        same floats in the same order).
+
+        Why: `candidates` builds Python tuples word by word; a tagger of whole files
+        (`arsdecode.tag_fast`) instead looks each distinct word up here once (one dict lookup
+        if known) and gathers its tokens' candidates with numpy. Unknown words' rows are
+        computed in bulk and kept, one per (class, longest matched suffix), across calls.
+
+        Raises:
+            ObservationError: an empty word, or a word no tag can emit.
+        """
+        if "" in words:
+            raise ObservationError("empty word")
+        row_of = self._row_of
+        rows = [row_of.get(w, -1) for w in words]
+        if self.sentence_initial:  # the sentence-initial rule, as in `candidates`
+            for j in [j for j, r in enumerate(rows) if r < 0 and initial[j]]:
+                rows[j] = row_of.get(words[j].lower(), -1)
+        unknown = [j for j, r in enumerate(rows) if r < 0]
+        if unknown:
+            for j, r in zip(unknown, self._unknown_rows([words[j] for j in unknown])):
+                rows[j] = r
+        found = np.array(rows, dtype=np.int64)
+        empty = np.flatnonzero(self._table.widths[found] == 0)
+        if len(empty):
+            word = words[int(empty[0])]
+            raise ObservationError(f"no tag can emit the word {word!r} under this model")
+        return self._table, found
+
+    def _unknown_rows(self, words: list[str]) -> list[int]:
+        """Rows of `self._table` for unknown words, adding the missing ones in one
+        `posterior_many` call per class (the same rows as one word at a time)."""
+        if len(self._unknown_row) + len(words) > 200_000:  # bound what is kept across calls
+            self._table, self._unknown_row = self._known, {}
+        keys = []
+        todo: dict[WordClass, dict[str, tuple[str, int]]] = {k: {} for k in WORD_CLASSES}
+        for w in words:
+            k = self.unknown_class(w)
+            if self._log_unk_scale[k] is None:
+                raise ObservationError(f"no tag can emit the word {w!r} under this model")
+            depth = self._tries[k].longest_suffix(w)
+            key = (k, w[len(w) - depth:])
+            if key not in self._unknown_row:
+                todo[k].setdefault(key[1], (w, depth))  # suffix -> one word with it
+            keys.append(key)
+        for k, by_suffix in todo.items():
+            scale = self._log_unk_scale[k]
+            if not by_suffix or scale is None:
+                continue
+            first, depths = zip(*by_suffix.values())
+            new = unknown_rows(self._tries[k].posterior_many(first, depths), scale)
+            start = len(self._table)
+            self._table = self._table.concat(new)
+            for r, suffix in enumerate(by_suffix, start=start):
+                self._unknown_row[(k, suffix)] = r
+        return [self._unknown_row[key] for key in keys]
 
     def lattice(self, words: Sequence[str], beam: float | None = None) -> Lattice:
         """One position per word, candidates = tags with non-zero emission, weights in ln.
@@ -343,100 +387,3 @@ class TnTEmissions:
                 cands = tuple(c for c in cands if c[1] >= top - beam)
             positions.append(list(cands))
         return Lattice.from_lists(positions, source="pos lattice")
-
-
-# ---- data files and evaluation ---------------------------------------------------------
-
-
-def read_tagged(path: str | Path) -> list[list[tuple[str, str]]]:
-    """Read `word<TAB>tag` lines, sentences separated by blank lines (CoNLL layout)."""
-    sentences: list[list[tuple[str, str]]] = []
-    current: list[tuple[str, str]] = []
-    with open(path, encoding="utf-8") as f:
-        for lineno, line in enumerate(f, 1):
-            line = line.rstrip("\n")
-            if not line.strip():
-                if current:
-                    sentences.append(current)
-                    current = []
-                continue
-            parts = line.split("\t")
-            if len(parts) != 2 or not parts[0] or not parts[1]:
-                raise ObservationError(f"{path}:{lineno}: expected 'word<TAB>tag', got {line!r}")
-            current.append((parts[0], parts[1]))
-    if current:
-        sentences.append(current)
-    return sentences
-
-
-def write_tagged(sentences: Iterable[TaggedSentence], path: str | Path) -> int:
-    """Write sentences in the layout `read_tagged` reads; returns the token count."""
-    n = 0
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "w", encoding="utf-8") as f:
-        for sent in sentences:
-            for word, tag in sent:
-                if "\t" in word or "\n" in word or not word:
-                    raise ObservationError(f"word {word!r} cannot be written in the tagged format")
-                f.write(f"{word}\t{tag}\n")
-                n += 1
-            f.write("\n")
-    return n
-
-
-@dataclass(frozen=True)
-class Accuracy:
-    """Tagging accuracy, split by whether the (exact) word string occurred in training."""
-
-    tokens: int
-    correct: int
-    known_tokens: int
-    known_correct: int
-
-    @property
-    def all(self) -> float:
-        return self.correct / self.tokens if self.tokens else float("nan")
-
-    @property
-    def known(self) -> float:
-        return self.known_correct / self.known_tokens if self.known_tokens else float("nan")
-
-    @property
-    def unknown_tokens(self) -> int:
-        return self.tokens - self.known_tokens
-
-    @property
-    def unknown(self) -> float:
-        n = self.unknown_tokens
-        return (self.correct - self.known_correct) / n if n else float("nan")
-
-    def as_dict(self) -> dict[str, float | int]:
-        return {
-            "accuracy": self.all,
-            "known_accuracy": self.known,
-            "unknown_accuracy": self.unknown,
-            "tokens": self.tokens,
-            "known_tokens": self.known_tokens,
-            "unknown_tokens": self.unknown_tokens,
-        }
-
-
-def score_tags(
-    gold: Iterable[TaggedSentence],
-    predicted: Iterable[Sequence[str]],
-    vocabulary: frozenset[str] | set[str],
-) -> Accuracy:
-    """Compare predicted tag sequences with gold sentences; raise on a length mismatch."""
-    tokens = correct = known_tokens = known_correct = 0
-    for i, (g, p) in enumerate(zip(gold, predicted, strict=True)):
-        if len(g) != len(p):
-            raise ObservationError(f"sentence {i}: {len(p)} predicted tags for {len(g)} words")
-        for (word, tag), guess in zip(g, p, strict=True):
-            ok = tag == guess
-            tokens += 1
-            correct += ok
-            if word in vocabulary:
-                known_tokens += 1
-                known_correct += ok
-    return Accuracy(tokens, correct, known_tokens, known_correct)

@@ -55,6 +55,11 @@ def word_class(word: str) -> WordClass:
     return "upper" if word[:1].isupper() else "lower"
 
 
+def upper_mask(words: Sequence[str]) -> list[bool]:
+    """`word_class(w) == "upper"` for every word, without a function call per word."""
+    return [w[:1].isupper() for w in words]
+
+
 def tnt_theta(tag_counts: Sequence[float]) -> float:
     """Standard deviation (s - 1 denominator) of the unconditional ML tag probabilities."""
     counts = np.asarray(tag_counts, dtype=np.float64)
@@ -62,6 +67,14 @@ def tnt_theta(tag_counts: Sequence[float]) -> float:
         return 0.0
     probs = counts / counts.sum()
     return float(np.std(probs, ddof=1))
+
+
+def by_reversal(words: Sequence[str]) -> tuple[list[int], list[str]]:
+    """The order `SuffixCounts` keeps, where the words ending with one suffix are contiguous:
+    (indices of `words` sorted by the reversed word, the reversed words in that order)."""
+    reversed_words = [w[::-1] for w in words]
+    order = sorted(range(len(words)), key=reversed_words.__getitem__)
+    return order, [reversed_words[k] for k in order]
 
 
 class SuffixCounts(Mapping[str, np.ndarray]):
@@ -75,7 +88,9 @@ class SuffixCounts(Mapping[str, np.ndarray]):
     """
 
     def __init__(self, reversed_words: list[str], cumulative: np.ndarray, max_len: int) -> None:
-        self._keys = reversed_words  # sorted; word k's tag counts are cumulative[k + 1] - [k]
+        # Sorted; word k's tag counts are cumulative[:, k + 1] - cumulative[:, k] (one row per
+        # tag: a running sum along contiguous memory costs half the one across rows).
+        self._keys = reversed_words
         self._cumulative = cumulative
         self._max_len = max_len
 
@@ -115,7 +130,14 @@ class SuffixCounts(Mapping[str, np.ndarray]):
         lo, hi = self._range(suffix)
         if hi == lo and suffix:
             raise KeyError(suffix)
-        return self._cumulative[hi] - self._cumulative[lo]
+        return self._cumulative[:, hi] - self._cumulative[:, lo]
+
+    def many(self, suffixes: Sequence[str]) -> np.ndarray:
+        """`self[s]` of every suffix (all present), one row each, by one numpy gather: the
+        same numbers as row by row, without a numpy call (or a search) per repeated suffix."""
+        ranges = {s: self._range(s) for s in dict.fromkeys(suffixes)}
+        lo, hi = zip(*map(ranges.__getitem__, suffixes))
+        return (self._cumulative[:, list(hi)] - self._cumulative[:, list(lo)]).T
 
     def __contains__(self, suffix: object) -> bool:
         if not isinstance(suffix, str):
@@ -163,16 +185,33 @@ class SuffixTrie:
 
         `alpha` is the Dirichlet strength of successive abstraction; None uses TnT's `theta`.
         """
+        index = {t: i for i, t in enumerate(tags)}
+        rare = list(rare_words)
+        order, reversed_words = by_reversal([w for w, _ in rare])
+        vectors = np.zeros((len(tags), len(rare)))
+        for k, i in enumerate(order):
+            for tag, n in rare[i][1].items():
+                vectors[index[tag], k] += n
+        return cls.from_sorted(tags, reversed_words, vectors, theta, max_len, alpha)
+
+    @classmethod
+    def from_sorted(
+        cls,
+        tags: Sequence[str],
+        reversed_words: list[str],
+        vectors: np.ndarray,
+        theta: float,
+        max_len: int = SUFFIX_MAX_LEN,
+        alpha: float | None = SUFFIX_ALPHA,
+    ) -> SuffixTrie:
+        """As `build`, from the rare words reversed and sorted (`by_reversal`; not checked)
+        and their tag counts as the columns of `vectors` (float64, one row per tag, same
+        order): what `TnTEmissions` has at hand, with no mapping per word."""
         if alpha is not None and not alpha > 0:
             raise OptionError(f"suffix alpha must be positive (or None for TnT), got {alpha!r}")
-        index = {t: i for i, t in enumerate(tags)}
-        rare = sorted(rare_words, key=lambda wt: wt[0][::-1])  # by reversal: see SuffixCounts
-        vectors = np.zeros((len(rare) + 1, len(tags)))
-        for k, (_, tag_counts) in enumerate(rare, start=1):
-            for tag, n in tag_counts.items():
-                vectors[k, index[tag]] += n
-        counts = SuffixCounts([w[::-1] for w, _ in rare], np.cumsum(vectors, axis=0),
-                              int(max_len))
+        cumulative = np.zeros((len(tags), len(reversed_words) + 1))
+        np.cumsum(vectors, axis=1, out=cumulative[:, 1:])
+        counts = SuffixCounts(reversed_words, cumulative, int(max_len))
         return cls(tuple(tags), float(theta), int(max_len), counts,
                    None if alpha is None else float(alpha))
 
@@ -200,27 +239,42 @@ class SuffixTrie:
             n = i
         return n
 
-    def posterior_many(self, words: Sequence[str]) -> np.ndarray:
+    def posterior_many(self, words: Sequence[str],
+                       depths: Sequence[int] | None = None) -> np.ndarray:
         """`posterior` of every word, one row each, vectorised over the words at each suffix
         length (a corpus's unknown words at once). Each row starts at the root and takes one
         abstraction step per matched suffix length, then is re-normalised away from the last
-        ulp of rounding so callers can rely on an exact sum."""
+        ulp of rounding so callers can rely on an exact sum. `depths`, if given, are the
+        words' `longest_suffix` (a caller that already has them saves the search).
+
+        Rows are independent: a word's row is the same whatever else is in `words`. The words
+        are processed deepest first, so the rows still abstracting at length i are a prefix
+        of the array (slices, not gathers)."""
         out = np.tile(self.root, (len(words), 1))
         if not len(words) or not out.any():
             return out
         theta, alpha = self.theta, self.alpha
-        depth = [self.longest_suffix(w) for w in words]
-        for i in range(1, max(depth) + 1):
-            rows = [r for r, d in enumerate(depth) if d >= i]
-            node = np.stack([self.counts[words[r][-i:]] for r in rows])
+        depth = [self.longest_suffix(w) for w in words] if depths is None else list(depths)
+        order = sorted(range(len(words)), key=depth.__getitem__, reverse=True)
+        deepest = [words[r] for r in order]
+        depth = [depth[r] for r in order]
+        many = getattr(self.counts, "many", None)
+        m = len(words)
+        for i in range(1, depth[0] + 1):
+            while depth[m - 1] < i:  # rows :m have a matched suffix of length i
+                m -= 1
+            suffixes = [w[-i:] for w in deepest[:m]]
+            node = many(suffixes) if many else np.stack([self.counts[s] for s in suffixes])
             total = node.sum(axis=1)[:, None]
             if alpha is None:
-                out[rows] = (node / total + theta * out[rows]) / (1.0 + theta)
+                out[:m] = (node / total + theta * out[:m]) / (1.0 + theta)
             else:
-                out[rows] = (node + alpha * out[rows]) / (total + alpha)
-        for r in range(len(words)):
-            out[r] /= math.fsum(out[r])
-        return out
+                out[:m] = (node + alpha * out[:m]) / (total + alpha)
+        sums = [math.fsum(row) for row in out.tolist()]  # exact sums, as row by row
+        out /= np.array(sums)[:, None]
+        result = np.empty_like(out)
+        result[order] = out
+        return result
 
     def posterior(self, word: str) -> np.ndarray:
         """P(t | suffix of `word`) over `tags` by successive abstraction; sums to 1 (or all 0
