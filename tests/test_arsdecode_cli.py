@@ -307,10 +307,42 @@ def test_help_explains_units_variant_and_defaults(command):
 def test_only_project_errors_are_bad_input(small_lattice, monkeypatch):
     """A bug (a plain ValueError from numpy, say) keeps its traceback: it is not exit 2."""
     import arsdecode.cli as cli
+    import arsdecode.lattice_cli as lattice_cli
 
     def broken(*args, **kwargs):
         raise ValueError("operands could not be broadcast together")
 
-    monkeypatch.setattr(cli.corpus, "decode", broken)
+    monkeypatch.setattr(lattice_cli.corpus, "decode", broken)
     with pytest.raises(ValueError, match="broadcast"):
         cli.main(["decode", "--lm", EMBEDDED, "--lattice", str(small_lattice)])
+
+
+def test_each_command_is_registered_under_its_name():
+    """COMMANDS names each command's module without importing it; the names must be the
+    ones the modules register, and the full parser (for --help) has them all, in order."""
+    import arsdecode.cli as cli
+
+    def choices(parser) -> list[str]:
+        sub = next(a for a in parser._actions if a.dest == "command")
+        return list(sub.choices)
+
+    assert choices(cli.build_parser()) == list(cli.COMMANDS)
+    for name in cli.COMMANDS:
+        assert choices(cli.build_parser(name)) == [name]
+    listed = [line.split()[0] for line in run("--help").stdout.splitlines()
+              if line.startswith("    ") and not line.startswith("     ")]
+    assert listed == list(cli.COMMANDS)
+
+
+def test_a_command_imports_only_its_own_module():
+    code = ("import sys\n"
+            "from arsdecode.cli import build_parser\n"
+            "build_parser('tag').parse_args(['tag', 'The dog .'])\n"
+            "print(sorted(m for m in sys.modules if m.startswith('arsdecode')))\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    loaded = set(json.loads(proc.stdout.replace("'", '"')))
+    assert "arsdecode.tasks.pos_cli" in loaded
+    for other in ("lattice_cli", "batch_cli", "batch", "marginals_cli", "tasks.sms_cli", "api"):
+        assert f"arsdecode.{other}" not in loaded, other
