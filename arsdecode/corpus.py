@@ -8,14 +8,16 @@ across sentences: one `log_prob` query for the paths to score, one `log_prob` an
 gets exactly the numbers `ars.decode` would get, and the same result (tested).
 
 Method choice (`method="auto"`). The merged full DP (KenLM-style state merging) runs on the
-compiled core (`arsdecode.fast_full`), all lattices in one call; its cost is its (state,
-candidate) pairs. Before running anything, `predicted_pairs` bounds that cost per lattice from
-the candidate widths and the model's useful contexts per length and last word (one estimator
-for `decode_many` and `tag_many`). Lattices under `AUTO_FULL_PAIRS` go to the full DP, the rest
-to ARS; the threshold is validated in bench/bench_auto.py, which times both methods on every
-lattice and reports how often `auto` picked the faster one. Small candidate lists (POS
-tagging, top-K SMS) stay on the full DP, full candidate lists over large vocabularies go to
-ARS. Each result's `method` says which one ran.
+compiled core (`arsdecode.fast_full`), all lattices in one call, pruned by max-backoff bounds;
+its cost is its (state, candidate) pairs, which pruning makes impossible to predict well
+beforehand (the unpruned count, `predicted_pairs`, overestimates it by up to 1000x on SMS).
+So auto measures instead of predicting: it runs the pruned full DP on every lattice with a
+budget of pairs per lattice (`full_pairs_budget`, about what ARS costs on such a lattice), and
+a lattice that exceeds it is abandoned there and decoded by ARS. The worst case is the budget
+plus ARS; the budgets are validated in bench/bench_auto.py, which times both methods on every
+lattice. One exception, decided before any work: when building the full DP's tables for a
+model (once per process) would cost more than ARS on every lattice of the call, ARS runs them
+all (`setup_outweighs`). Each result's `method` says which one ran.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ import math
 import time
 import weakref
 from collections.abc import Sequence
-from typing import Literal, cast
+from typing import Literal
 
 import numpy as np
 
@@ -40,12 +42,12 @@ from arsdecode.target import Target
 
 Method = Literal["auto", "ars", "full"]
 METHODS: tuple[str, ...] = ("auto", "ars", "full")
-# auto: lattices whose predicted full-DP pairs exceed the model's budget go to ARS. Two budgets,
-# because the compiled DP has two transition stores with per-pair costs ~100x apart
-# (bench/bench_auto.py, docs/performance.md section 4): a dense row per state for small
-# vocabularies (tags; native DENSE_MAX_VOCAB = 4096) and a hash map for large ones (words).
-AUTO_FULL_PAIRS = 3_000_000  # large vocabularies (bench_auto's sweep; see docs/performance.md §4)
-AUTO_FULL_PAIRS_SMALL_VOCAB = 1_000_000_000  # tags: every WSJ-20 sentence, n <= 9, is < 5e7
+# auto: the pruned full DP abandons a lattice past this many (state, candidate) pairs, and ARS
+# decodes it. Two budgets, because the compiled DP has two transition stores with per-pair
+# costs far apart (bench/bench_auto.py, docs/performance.md section 4): a dense row per state
+# for small vocabularies (tags; native DENSE_MAX_VOCAB = 4096) and a hash map for large ones.
+AUTO_FULL_PAIRS = 200_000  # large vocabularies
+AUTO_FULL_PAIRS_SMALL_VOCAB = 2_000_000  # tags
 SMALL_VOCAB = 4096  # = arsdecode.native._core.DENSE_MAX_VOCAB
 # The full DP's one-time setup (its useful-context tables) against ARS on the lattices of a
 # call. Measured (docs/performance.md section 4): 0.6-1.5 us per n-gram (0.034 s for the
@@ -82,13 +84,12 @@ def decode_many(
     _check_method(method)
     model = as_target_model(lm)
     results: list[DecodeResult | None] = [None] * len(lattices)
-    methods = choose_methods(model, lattices) if method == "auto" else [method] * len(lattices)
-    full = [k for k, m in enumerate(methods) if m == "full"]
-    if full:
-        for k, r in zip(full, _full_native(model, [lattices[k] for k in full], full),
-                        strict=True):
-            results[k] = r
-    ars = [k for k, m in enumerate(methods) if m == "ars"]
+    budget = auto_pairs_budget(model, len(lattices)) if method == "auto" else None
+    if method == "full" or budget is not None:
+        everything = list(range(len(lattices)))
+        for k, r in enumerate(_full_native(model, lattices, everything, budget)):
+            results[k] = r  # None: abandoned past the budget, for ARS below
+    ars = [k for k, r in enumerate(results) if r is None]
     start = time.perf_counter()
     for group in _lockstep_groups(ars, [sum(lattices[k].widths) for k in ars]):
         for k, r in zip(group, _ars_lockstep(model, [lattices[k] for k in group], variant,
@@ -125,7 +126,8 @@ def decode(lm, lattice: Lattice, *, method: Method = "auto", k: int | None = Non
 
     "ars" is Algorithm 1 (`arsdecode.ars.decode`, which takes `options`: variant,
     max_iterations, tol, on_iteration, keep_automaton, prune); "full" is the merged full DP on
-    the compiled core; "auto" chooses by `choose_methods`. Returns a DecodeResult whose
+    the compiled core; "auto" runs the full DP within `auto_pairs_budget`, else ARS (the
+    module docstring says why). Returns a DecodeResult whose
     `method` says which ran. With `k`, returns instead the K best distinct paths, each exact
     and certified (`arsdecode.kbest.decode_kbest`, a KBestResult, always by ARS).
     Raises NoPathError if every path has probability zero.
@@ -141,16 +143,18 @@ def decode(lm, lattice: Lattice, *, method: Method = "auto", k: int | None = Non
     needs_ars = [k for k in ("on_iteration", "keep_automaton") if options.get(k)]
     if method == "full" and needs_ars:
         raise OptionError(f"{needs_ars[0]} needs the q-automaton, which only method 'ars' builds")
-    if method == "auto":
-        chosen = "ars" if needs_ars else choose_methods(as_target_model(lm), [lattice])[0]
-        method = cast(Method, chosen)
-    if method == "ars":
-        return ars_decode(lm, lattice, **options)
-    return _full_native(as_target_model(lm), [lattice], [0])[0]
+    model = as_target_model(lm)
+    budget = auto_pairs_budget(model, 1) if method == "auto" and not needs_ars else None
+    if method == "full" or budget is not None:
+        result = _full_native(model, [lattice], [0], budget)[0]
+        if result is not None:
+            return result
+    return ars_decode(lm, lattice, **options)
 
 
 def predicted_pairs(model: TargetModel, lattices: Sequence[Lattice]) -> np.ndarray:
-    """Upper bound on the merged full DP's (state, candidate) pairs per lattice."""
+    """Upper bound on the merged full DP's (state, candidate) pairs per lattice, unpruned: the
+    size of the merged state space (bench/bench_pos.py reports it; auto does not use it)."""
     from arsdecode.fast_full import FlatLattices
 
     lm = _maxarpa_model(model)
@@ -225,14 +229,14 @@ def _useful_by_last_word(lm) -> np.ndarray:
     return hit
 
 
-def choose_methods(model: TargetModel, lattices: Sequence[Lattice]) -> list[str]:
-    """"full" where the predicted full-DP cost is within the model's budget, else "ars";
-    every lattice "ars" when ARS on all of them costs less than building the full DP."""
+def auto_pairs_budget(model: TargetModel, n_lattices: int) -> float | None:
+    """auto's pair budget per lattice for the full DP on `model`, or None when auto runs ARS
+    on all `n_lattices` lattices: no compiled tables for this target (not a maxarpa model), or
+    building them would cost more than ARS on every lattice of the call."""
     lm = _maxarpa_model(model)
-    if lm is None or setup_outweighs(lm, len(lattices)):  # the full DP needs a maxarpa model
-        return ["ars"] * len(lattices)
-    cost = predicted_pairs(model, lattices)
-    return ["full" if c <= full_pairs_budget(lm) else "ars" for c in cost.tolist()]
+    if lm is None or setup_outweighs(lm, n_lattices):
+        return None
+    return full_pairs_budget(lm)
 
 
 def setup_outweighs(lm, n_lattices: int) -> bool:
@@ -248,7 +252,7 @@ def setup_outweighs(lm, n_lattices: int) -> bool:
 
 
 def full_pairs_budget(lm) -> float:
-    """The predicted (state, candidate) pairs above which `auto` runs ARS for this model."""
+    """The (state, candidate) pairs past which `auto` abandons a lattice's full DP for ARS."""
     return float(AUTO_FULL_PAIRS_SMALL_VOCAB if _small_vocab(lm) else AUTO_FULL_PAIRS)
 
 
@@ -261,8 +265,10 @@ def _maxarpa_model(model: TargetModel):
     return getattr(model, "model", None)
 
 
-def _full_native(model: TargetModel, lattices: Sequence[Lattice], labels) -> list[DecodeResult]:
-    """The merged full DP on the compiled core, every lattice in one call."""
+def _full_native(model: TargetModel, lattices: Sequence[Lattice], labels,
+                 max_pairs: float | None = None) -> list[DecodeResult | None]:
+    """The merged full DP on the compiled core, every lattice in one call; None for a lattice
+    abandoned past `max_pairs` pairs (only the compiled DP abandons)."""
     from arsdecode.fast_full import decode_lattices
 
     lm = _maxarpa_model(model)
@@ -276,9 +282,9 @@ def _full_native(model: TargetModel, lattices: Sequence[Lattice], labels) -> lis
             out.append(_full_result(f.tokens, f.log_p, f.dp_states, f.seconds))
         return out
     start = time.perf_counter()
-    decoded = decode_lattices(lm, lattices, labels)
+    decoded = decode_lattices(lm, lattices, labels, max_pairs)
     seconds = (time.perf_counter() - start) / max(len(lattices), 1)
-    return [_full_result(tokens, log_p, states, seconds) for tokens, log_p, states in decoded]
+    return [None if d is None else _full_result(d[0], d[1], d[2], seconds) for d in decoded]
 
 
 def _full_result(tokens: list[str], log_p: float, states: int, seconds: float) -> DecodeResult:

@@ -156,8 +156,11 @@ def full_dp(lm: Model) -> _core.FullDP:
 
 
 def run_flat(lm: Model, flat: FlatLattices, *, viterbi: bool = True,
-             prune: bool = True) -> BatchResult:
+             prune: bool = True, max_pairs: float | None = None) -> BatchResult:
     """One compiled call over every lattice in `flat`.
+
+    `max_pairs` abandons a lattice once its (state, candidate) pairs exceed it: its score is
+    NaN and its choices -1 (`corpus`'s auto method then decodes it by ARS).
 
     `prune` (Viterbi only) drops the (state, candidate) pairs whose score so far plus an upper
     bound on any completion (bigram max-backoff bounds, one backward pass over the lattice)
@@ -169,7 +172,7 @@ def run_flat(lm: Model, flat: FlatLattices, *, viterbi: bool = True,
         raise ValueError(f"{lm.source}: the model has no <s> or </s>")
     choice, score, states, widest, pairs = full_dp(lm).run(
         flat.sent_off, flat.pos_off, flat.cand_ids, flat.cand_emis, lm.bos_id, lm.eos_id,
-        viterbi, prune,
+        viterbi, prune, -1 if max_pairs is None else int(min(max_pairs, 2**62)),
     )
     return BatchResult(choice, score, states, widest, pairs)
 
@@ -179,21 +182,26 @@ def full_decode_many(lm: Model, lattices: Sequence[Lattice]) -> list[tuple[list[
 
     Raises NoPathError naming the first lattice whose paths all have probability zero.
     """
-    return [(tokens, log_p) for tokens, log_p, _ in decode_lattices(lm, lattices)]
+    return [(d[0], d[1]) for d in decode_lattices(lm, lattices) if d is not None]
 
 
-def decode_lattices(lm: Model, lattices: Sequence[Lattice], labels: Sequence | None = None
-                    ) -> list[tuple[list[str], float, int]]:
-    """(best path, its ln p, merged states built) per lattice, from one compiled call.
+def decode_lattices(lm: Model, lattices: Sequence[Lattice], labels: Sequence | None = None,
+                    max_pairs: float | None = None
+                    ) -> list[tuple[list[str], float, int] | None]:
+    """(best path, its ln p, merged states built) per lattice, from one compiled call; None
+    for a lattice abandoned past `max_pairs` (see `run_flat`).
 
     Raises NoPathError naming (by `labels[s]`, default its index) the first lattice whose
     paths all have probability zero.
     """
     flat = FlatLattices.from_lattices(lm, lattices)
-    res = run_flat(lm, flat, viterbi=True)
+    res = run_flat(lm, flat, viterbi=True, max_pairs=max_pairs)
     choice = res.choice.tolist()
-    out = []
+    out: list[tuple[list[str], float, int] | None] = []
     for s, lat in enumerate(lattices):
+        if np.isnan(res.score[s]):
+            out.append(None)
+            continue
         if not np.isfinite(res.score[s]):
             label = labels[s] if labels is not None else s
             raise NoPathError(f"lattice {label}: every path has probability zero")

@@ -98,10 +98,9 @@ def tag_many(lm: Model, emissions, sentences: Sequence[Sequence[str]], *,
     """Exact best tag sequence of every sentence (list of words) under lm x emissions.
 
     "full" runs the merged full DP on every sentence in one compiled call; "ars" runs ARS per
-    sentence; "auto" (default) sends a sentence to ARS only when the full DP's predicted cost
-    (`corpus.predicted_pairs_flat`, the estimator `decode_many` uses) exceeds
-    `corpus.full_pairs_budget(lm)`, which on tag models is rare. `method` of the result is the
-    one that ran ("mixed" if both did).
+    sentence; "auto" (default) runs the full DP with `corpus.full_pairs_budget(lm)` pairs per
+    sentence, and ARS on a sentence that exceeds it (rare on tag models), as `decode_many`
+    does. `method` of the result is the one that ran ("mixed" if both did).
 
     Raises:
         ValueError: unknown method, an empty sentence, or a word no tag can emit.
@@ -117,16 +116,15 @@ def tag_many(lm: Model, emissions, sentences: Sequence[Sequence[str]], *,
     if method == "ars":
         return _tag_ars(lm, emissions, sentences)
     flat, cand_tags = flatten(lm, emissions, sentences)
+    budget = None
     if method == "auto":
-        from arsdecode.corpus import full_pairs_budget, predicted_pairs_flat
+        from arsdecode.corpus import full_pairs_budget
 
         budget = full_pairs_budget(lm)
-        over = np.flatnonzero(predicted_pairs_flat(lm, flat, tight=False) > budget).tolist()
-        if over:  # the cheap bound clears most corpora; the tight one decides the rest
-            over = np.flatnonzero(predicted_pairs_flat(lm, flat) > budget).tolist()
-        if over:
-            return _tag_mixed(lm, emissions, sentences, over)
-    res = run_flat(lm, flat, viterbi=True)
+    res = run_flat(lm, flat, viterbi=True, max_pairs=budget)
+    over = np.flatnonzero(np.isnan(res.score)).tolist()  # abandoned past the budget
+    if over:
+        return _tag_mixed(lm, emissions, sentences, over)
     bad = np.flatnonzero(~np.isfinite(res.score))
     if len(bad):
         raise NoPathError(f"sentence {int(bad[0])}: every tag sequence has probability zero")

@@ -67,6 +67,16 @@ def test_methods_agree_and_auto_records_its_choice(real_lms, monkeypatch):
     for a, x in zip(ars, decode_many(model.lm, lattices), strict=True):
         assert x.method == "ars"
         assert (x.tokens, x.log_p, x.iterations) == (a.tokens, a.log_p, a.iterations)
+    # A budget between the lattices' costs: the full DP abandons the dearer ones, ARS takes them.
+    pairs = run_flat(model.lm, FlatLattices.from_lattices(model.lm, lattices)).pairs
+    budget = float(sorted(pairs)[len(pairs) // 2])
+    assert pairs.min() <= budget < pairs.max()
+    monkeypatch.setattr(corpus, "AUTO_FULL_PAIRS", budget)
+    mixed = decode_many(model.lm, lattices)
+    for a, f, x, cost in zip(ars, full, mixed, pairs, strict=True):
+        assert x.method == ("full" if cost <= budget else "ars")
+        assert (x.tokens, x.log_p) == ((f.tokens, f.log_p) if cost <= budget
+                                       else (a.tokens, a.log_p))
 
 
 def test_predicted_pairs_bound_the_full_dp(real_lms, random_lms):
@@ -75,7 +85,7 @@ def test_predicted_pairs_bound_the_full_dp(real_lms, random_lms):
         lattices = [make_lattice(rng, model, max_len=8, max_width=7) for _ in range(20)]
         predicted = corpus.predicted_pairs(as_target_model(model.lm), lattices)
         flat = FlatLattices.from_lattices(model.lm, lattices)
-        real = run_flat(model.lm, flat).pairs
+        real = run_flat(model.lm, flat, prune=False).pairs
         assert (predicted >= real).all(), (model.name, predicted, real)
         loose = corpus.predicted_pairs_flat(model.lm, flat, tight=False)
         assert (loose >= predicted).all(), (model.name, loose, predicted)

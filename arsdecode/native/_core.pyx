@@ -431,7 +431,7 @@ cdef class FullDP:
 
     def run(self, const long long[::1] sent_off, const long long[::1] pos_off,
             const long long[::1] cand_ids, const double[::1] cand_emis, long long bos,
-            long long eos, bint viterbi, bint prune=True):
+            long long eos, bint viterbi, bint prune=True, long long max_pairs=-1):
         """Decode (viterbi) or sum (log partition) every lattice.
 
         With `prune` (Viterbi only), a (state, candidate) pair is dropped when its score so far
@@ -441,6 +441,9 @@ cdef class FullDP:
         optimal paths the one returned may differ, since dropped pairs change the creation order
         of the surviving states. With a dense vocabulary a pair is tested before its transition
         is computed, using the bigram bound of the state's last word.
+
+        `max_pairs` >= 0 abandons a sentence as soon as its (state, candidate) pairs exceed it:
+        its score is NaN and its choices -1 (the caller decodes it another way).
 
         sent_off (S+1) indexes positions, pos_off (P+1) indexes candidates; cand_ids are model
         word ids, cand_emis ln emissions (-inf = forbidden). Returns (choice, score, dp_states,
@@ -512,6 +515,10 @@ cdef class FullDP:
                     nxt_s.clear()
                     layer_off.push_back(bp_prev.size())
                     pr[s] += <long long>cur_g.size() * (pos_off[p + 1] - pos_off[p])
+                    if 0 <= max_pairs < pr[s]:  # over budget: abandoned, score NaN
+                        sc[s] = NAN
+                        dead = True
+                        break
                     for si in range(<Py_ssize_t>cur_g.size()):
                         g = cur_g[si]
                         a = cur_a[si]

@@ -7,7 +7,7 @@
 # (gid, word) -> (next gid, ln p) is cached across sentences and calls.
 
 from cython.operator cimport dereference as deref
-from libc.math cimport exp, fabs, log, isfinite, INFINITY
+from libc.math cimport exp, fabs, log, isfinite, INFINITY, NAN
 from libcpp.algorithm cimport sort
 from libcpp.pair cimport pair
 from libcpp.unordered_map cimport unordered_map
