@@ -138,13 +138,15 @@ def tag_file(args: argparse.Namespace, lm, emissions) -> int:
             start = time.perf_counter()
             r = tag_many(lm, emissions, chunk, method=args.method)
             each = (time.perf_counter() - start) / len(chunk)
+            if not (args.conll or args.json):  # one write per chunk, not a print per line
+                sys.stdout.write("".join(" ".join(map("/".join, zip(words, tags))) + "\n"
+                                         for words, tags in zip(chunk, r.tags, strict=True)))
+                sys.stdout.flush()
             for words, tags, log_p in zip(chunk, r.tags, r.log_p.tolist(), strict=True):
                 if args.conll:
                     blocks.append("".join(f"{w}\t{t}\n" for w, t in zip(words, tags)) + "\n")
                 elif args.json:
                     print_json(tag_json(words, tags, log_p, each))
-                else:
-                    print(" ".join(f"{w}/{t}" for w, t in zip(words, tags)))
             bar.update(len(chunk))
     if args.conll:
         text = "".join(blocks)

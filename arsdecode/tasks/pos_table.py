@@ -82,7 +82,7 @@ class Lexicon:
         if len(count) and count.min() < 0:
             _raise_first_bad_count(lexicon)
         words = list(lexicon)
-        widths = np.array([len(tc) for tc in per_word], dtype=np.int64)
+        widths = np.array(list(map(len, per_word)), dtype=np.int64)
         names = [t for tc in per_word for t in tc]
         if not count.all():  # drop zero counts, then words with no entry left
             keep = count > 0
@@ -104,8 +104,12 @@ class Lexicon:
         tag = np.array([index[t] for t in names], dtype=np.intp)
         offsets = np.zeros(len(words) + 1, dtype=np.int64)
         np.cumsum(widths, out=offsets[1:])
-        order = np.lexsort((tag, np.repeat(np.arange(len(words)), widths)))  # tags ascending
-        return cls(words, tags, offsets, tag[order], count[order])
+        ascending = np.diff(tag) > 0
+        ascending[offsets[1:-1] - 1] = True  # a word's first tag follows the previous word's
+        if not ascending.all():  # (saved files are: their keys are sorted)
+            order = np.lexsort((tag, np.repeat(np.arange(len(words)), widths)))
+            tag, count = tag[order], count[order]
+        return cls(words, tags, offsets, tag, count)
 
     def to_mapping(self) -> dict[str, dict[str, int]]:
         """The lexicon as word -> {tag: count} (what `save` writes)."""
