@@ -46,8 +46,8 @@ METHODS: tuple[str, ...] = ("auto", "ars", "full")
 # decodes it. Two budgets, because the compiled DP has two transition stores with per-pair
 # costs far apart (bench/bench_auto.py, docs/performance.md section 4): a dense row per state
 # for small vocabularies (tags; native DENSE_MAX_VOCAB = 4096) and a hash map for large ones.
-AUTO_FULL_PAIRS = 200_000  # large vocabularies
-AUTO_FULL_PAIRS_SMALL_VOCAB = 2_000_000  # tags
+AUTO_FULL_PAIRS = 30_000  # large vocabularies (bench_auto sweep: 3e4 best of 1e3..1e9)
+AUTO_FULL_PAIRS_SMALL_VOCAB = 2_000_000  # tags (every budget >= 1e4 is within 1% of the oracle)
 SMALL_VOCAB = 4096  # = arsdecode.native._core.DENSE_MAX_VOCAB
 # The full DP's one-time setup (its useful-context tables) against ARS on the lattices of a
 # call. Measured (docs/performance.md section 4): 0.6-1.5 us per n-gram (0.034 s for the
