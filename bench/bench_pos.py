@@ -9,8 +9,8 @@ WSJ section 20 (CoNLL-2000 test.txt, the test.tsv written by data_prep.pos_data)
   - exactness: ln p of every sentence equal to arsdecode.full.full_decode's (1e-9), tags equal
     or tied (--check-full, slow: the numpy reference runs sentence by sentence);
   - the merged state space: states per position (mean, max), (state, candidate) pairs, and the
-    cheap prediction `corpus.predicted_pairs_flat` (what `auto` decides by) against the real
-    pairs.
+    prediction `corpus.predicted_pairs_flat` (an upper bound on the unpruned pairs) against the
+    real pairs; and the bound pruning of the full DP (pairs and warm time, pruned vs not).
 NLTK TnT (N=1000, trained on the same train.tsv in this run) is the baseline; ratios are
 printed against it.
 
@@ -79,6 +79,7 @@ def main() -> int:
     import maxarpa
     from arsdecode.ars import decode
     from arsdecode.corpus import predicted_pairs_flat
+    from arsdecode.fast_full import run_flat
     from arsdecode.tag_fast import flatten, tag_many
     from arsdecode.tasks.pos import TnTEmissions, read_tagged
     from arsdecode.tasks.pos_models import tag_lm_path
@@ -129,7 +130,13 @@ def main() -> int:
         ars_tokens = sum(map(len, words[:k]))
         assert all(abs(a.log_p - warm.log_p[i]) <= 1e-9 for i, a in enumerate(ars))
         flat, _ = flatten(lm, em, words)
+        unpruned, s_off = timed(lambda lm=lm, flat=flat: run_flat(lm, flat, prune=False))
+        pruned, s_on = timed(lambda lm=lm, flat=flat: run_flat(lm, flat))
+        pruning = (f"bound pruning (warm DP, same arrays): pairs {int(unpruned.pairs.sum()):,} ->"
+                   f" {int(pruned.pairs.sum()):,}, {s_off:.3f} s -> {s_on:.3f} s, scores"
+                   f" identical: {bool(np.array_equal(unpruned.score, pruned.score))}")
         pred = predicted_pairs_flat(lm, flat)
+        bound_ok_unpruned = bool((unpruned.pairs <= pred).all())
         bound_ok = bool((warm.pairs <= pred).all())
         tight = np.median(warm.pairs / pred)
         per_pos = warm.dp_states.sum() / tokens
@@ -144,6 +151,7 @@ def main() -> int:
                   f" | CPU {cpu:6.2f} s {toks / cpu:9,.0f} tok/s x{toks / cpu / tnt_cpu:5.2f}"
                   f" TnT{note}")
         print(f"tag_many warm vs ARS (CPU): x{(tokens / c2) / (ars_tokens / ca):.1f}")
+        print(pruning + f"; unpruned pairs within the prediction: {bound_ok_unpruned}")
         print(f"merged states per position: mean {per_pos:.1f}, max {int(warm.max_states.max())};"
               f" pairs {int(warm.pairs.sum()):,}; prediction is an upper bound: {bound_ok},"
               f" median real/predicted {tight:.3f}, Spearman "
