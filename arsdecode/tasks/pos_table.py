@@ -129,7 +129,7 @@ class Lexicon:
 
     def vectors(self, words: np.ndarray) -> np.ndarray:
         """Tag counts of the words with indices `words`, float64, one row per tag and one
-        column per word (the layout `SuffixTrie.from_vectors` takes)."""
+        column per word (the layout `SuffixTrie.from_sorted` takes)."""
         offsets, entries = gather_rows(self.offsets, words)
         out = np.zeros((len(self.tags), len(words)))
         column = np.repeat(np.arange(len(words)), np.diff(offsets))
