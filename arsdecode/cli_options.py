@@ -148,9 +148,10 @@ def add_method_option(p: argparse.ArgumentParser) -> None:
     p.add_argument("--method", choices=METHODS, default="auto",
                    help="exact decoding method: 'ars' (adaptive rejection over a refined "
                         "q-automaton), 'full' (the merged full-model Viterbi on the compiled "
-                        "core), or 'auto' (default: 'full' when its predicted cost is small, as "
-                        "for POS tags or top-K candidate lists, else 'ars'); --fst, --graphml "
-                        "and --trace need 'ars'")
+                        "core, pruned by max-backoff bounds), or 'auto' (default: 'full' within "
+                        "a budget of work per lattice, then 'ars' for a lattice that exceeds "
+                        "it; 'ars' for a one-off call on a large model); --fst, --graphml and "
+                        "--trace need 'ars'")
 
 
 def add_sampling_options(p: argparse.ArgumentParser, default_ar: float) -> None:

@@ -98,7 +98,7 @@ def tag_many(lm: Model, emissions, sentences: Sequence[Sequence[str]], *,
     """Exact best tag sequence of every sentence (list of words) under lm x emissions.
 
     "full" runs the merged full DP on every sentence in one compiled call; "ars" runs ARS per
-    sentence; "auto" (default) runs the full DP with `corpus.full_pairs_budget(lm)` pairs per
+    sentence; "auto" (default) runs the full DP with `method_choice.full_pairs_budget(lm)` pairs per
     sentence, and ARS on a sentence that exceeds it (rare on tag models), as `decode_many`
     does. `method` of the result is the one that ran ("mixed" if both did).
 
@@ -109,7 +109,7 @@ def tag_many(lm: Model, emissions, sentences: Sequence[Sequence[str]], *,
     if method not in METHODS:
         raise ValueError(f"method must be one of {METHODS}, got {method!r}")
     if method == "auto":
-        from arsdecode.corpus import setup_outweighs
+        from arsdecode.method_choice import setup_outweighs
 
         if setup_outweighs(lm, len(sentences)):  # a few sentences on a model not yet set up
             method = "ars"
@@ -118,7 +118,7 @@ def tag_many(lm: Model, emissions, sentences: Sequence[Sequence[str]], *,
     flat, cand_tags = flatten(lm, emissions, sentences)
     budget = None
     if method == "auto":
-        from arsdecode.corpus import full_pairs_budget
+        from arsdecode.method_choice import full_pairs_budget
 
         budget = full_pairs_budget(lm)
     res = run_flat(lm, flat, viterbi=True, max_pairs=budget)

@@ -1,7 +1,7 @@
 """Does `method="auto"` run the faster exact decoder? (issue 10: a validated cost rule)
 
 auto runs the bound-pruned full DP on every lattice with a budget of (state, candidate) pairs
-(`corpus.full_pairs_budget`), and ARS on a lattice that exceeds it (see arsdecode/corpus.py).
+(`method_choice.full_pairs_budget`), and ARS on a lattice that exceeds it (see arsdecode/corpus.py).
 For every lattice, both exact methods run (ARS, best of 3; the pruned full DP on the compiled
 core on a *new* lattice: tables built, transition cache empty), each result is checked to have
 the same ln p (to 1e-9), and auto itself is timed the same way. Printed per family: how often
@@ -40,7 +40,7 @@ def best_time(fn, repeats: int = 3) -> tuple[float, object]:
 
 
 def run_family(name: str, lm, lattices) -> dict:
-    from arsdecode import corpus, fast_full
+    from arsdecode import corpus, fast_full, method_choice
     from arsdecode.ars import decode
     from arsdecode.native import _core, native_ngram
 
@@ -91,7 +91,7 @@ def run_family(name: str, lm, lattices) -> dict:
             "auto_vs_oracle": t_auto / t_oracle if t_oracle else float("nan"),
             "ars_s": t_ars, "full_s": t_full, "auto_s": t_auto,
             "full_chosen": full_chosen, "points": points, "cold_call": calls,
-            "budget": corpus.full_pairs_budget(lm)}
+            "budget": method_choice.full_pairs_budget(lm)}
 
 
 def budget_sweep(rows: list[dict]) -> None:

@@ -9,7 +9,7 @@ import pytest
 
 import ars_fixtures
 from ars_fixtures import make_lattice
-from arsdecode import corpus
+from arsdecode import corpus, method_choice
 from arsdecode.ars import decode
 from arsdecode.corpus import decode_many
 from arsdecode.errors import NoPathError, OptionError
@@ -58,12 +58,12 @@ def test_methods_agree_and_auto_records_its_choice(real_lms, monkeypatch):
     for a, f, x, lat in zip(ars, full, auto, lattices, strict=True):
         assert a.method == "ars" and f.method == "full"
         assert abs(a.log_p - f.log_p) <= 1e-9 and f.certified
-        assert x.method == "full"  # a few hundred pairs: far below corpus.full_pairs_budget
+        assert x.method == "full"  # a few hundred pairs: far below method_choice.full_pairs_budget
         assert x.tokens == f.tokens and x.log_p == f.log_p
         one = corpus.decode(model.lm, lat)  # the single-lattice entry point agrees
         assert (one.tokens, one.log_p, one.method) == (x.tokens, x.log_p, "full")
-    monkeypatch.setattr(corpus, "AUTO_FULL_PAIRS", 0)  # every lattice over budget: ARS runs
-    monkeypatch.setattr(corpus, "AUTO_FULL_PAIRS_SMALL_VOCAB", 0)
+    monkeypatch.setattr(method_choice, "AUTO_FULL_PAIRS", 0)  # every lattice over budget: ARS runs
+    monkeypatch.setattr(method_choice, "AUTO_FULL_PAIRS_SMALL_VOCAB", 0)
     for a, x in zip(ars, decode_many(model.lm, lattices), strict=True):
         assert x.method == "ars"
         assert (x.tokens, x.log_p, x.iterations) == (a.tokens, a.log_p, a.iterations)
@@ -71,7 +71,7 @@ def test_methods_agree_and_auto_records_its_choice(real_lms, monkeypatch):
     pairs = run_flat(model.lm, FlatLattices.from_lattices(model.lm, lattices)).pairs
     budget = float(sorted(pairs)[len(pairs) // 2])
     assert pairs.min() <= budget < pairs.max()
-    monkeypatch.setattr(corpus, "AUTO_FULL_PAIRS", budget)
+    monkeypatch.setattr(method_choice, "AUTO_FULL_PAIRS", budget)
     mixed = decode_many(model.lm, lattices)
     for a, f, x, cost in zip(ars, full, mixed, pairs, strict=True):
         assert x.method == ("full" if cost <= budget else "ars")
