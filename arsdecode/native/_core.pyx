@@ -485,6 +485,11 @@ cdef class FullDP:
                 p0 = sent_off[s]
                 p1 = sent_off[s + 1]
                 thr = -INFINITY
+                if 0 <= max_pairs < pos_off[p1] - pos_off[p0]:
+                    # Every position has at least one state, so the pairs are at least the
+                    # candidates: over budget before any work (the bound pass included).
+                    sc[s] = NAN
+                    continue
                 if viterbi and prune and p1 > p0:
                     H.resize(pos_off[p1] - pos_off[p0])
                     if self.u.width:
