@@ -98,9 +98,9 @@ def tag_many(lm: Model, emissions, sentences: Sequence[Sequence[str]], *,
     """Exact best tag sequence of every sentence (list of words) under lm x emissions.
 
     "full" runs the merged full DP on every sentence in one compiled call; "ars" runs ARS per
-    sentence; "auto" (default) runs the full DP with `method_choice.full_pairs_budget(lm)` pairs per
-    sentence, and ARS on a sentence that exceeds it (rare on tag models), as `decode_many`
-    does. `method` of the result is the one that ran ("mixed" if both did).
+    sentence; "auto" (default) runs the full DP with `method_choice.full_pairs_budget(lm)`
+    pairs per sentence, and ARS on a sentence that exceeds it (rare on tag models), as
+    `decode_many` does. `method` of the result is the one that ran ("mixed" if both did).
 
     Raises:
         ValueError: unknown method, an empty sentence, or a word no tag can emit.
@@ -122,17 +122,23 @@ def tag_many(lm: Model, emissions, sentences: Sequence[Sequence[str]], *,
 
         budget = full_pairs_budget(lm)
     res = run_flat(lm, flat, viterbi=True, max_pairs=budget)
-    over = np.flatnonzero(np.isnan(res.score)).tolist()  # abandoned past the budget
-    if over:
-        return _tag_mixed(lm, emissions, sentences, over)
-    bad = np.flatnonzero(~np.isfinite(res.score))
+    over = np.isnan(res.score)  # abandoned past the budget: ARS below
+    bad = np.flatnonzero(~np.isfinite(res.score) & ~over)
     if len(bad):
         raise NoPathError(f"sentence {int(bad[0])}: every tag sequence has probability zero")
-    tags = cand_tags[flat.pos_off[:-1] + res.choice].tolist()
+    tags = cand_tags[flat.pos_off[:-1] + res.choice].tolist()  # garbage where abandoned
     off = flat.sent_off.tolist()
     per_sentence = [tags[off[s] : off[s + 1]] for s in range(len(off) - 1)]
-    return TagManyResult(per_sentence, res.score, "full", res.dp_states, res.max_states,
-                         res.pairs)
+    if not over.any():
+        return TagManyResult(per_sentence, res.score, "full", res.dp_states, res.max_states,
+                             res.pairs)
+    heavy = np.flatnonzero(over).tolist()
+    by_ars = _tag_ars(lm, emissions, [sentences[s] for s in heavy])
+    log_p = res.score.copy()
+    for k, s in enumerate(heavy):
+        per_sentence[s] = by_ars.tags[k]
+        log_p[s] = by_ars.log_p[k]
+    return TagManyResult(per_sentence, log_p, "ars" if over.all() else "mixed")
 
 
 def _tag_ars(lm: Model, emissions, sentences: Sequence[Sequence[str]]) -> TagManyResult:
@@ -144,23 +150,3 @@ def _tag_ars(lm: Model, emissions, sentences: Sequence[Sequence[str]]) -> TagMan
         out.append(list(r.tokens))
         lps.append(r.log_p)
     return TagManyResult(out, np.asarray(lps, dtype=np.float64), "ars")
-
-
-def _tag_mixed(lm: Model, emissions, sentences: Sequence[Sequence[str]],
-               over: list[int]) -> TagManyResult:
-    """ARS on the sentences in `over`, the full DP on the rest (in one call)."""
-    heavy = set(over)
-    light = [s for s in range(len(sentences)) if s not in heavy]
-    tags: list[list[str]] = [[] for _ in sentences]
-    log_p = np.empty(len(sentences))
-    parts = [(over, _tag_ars(lm, emissions, [sentences[s] for s in over]))]
-    if light:
-        parts.append((light, tag_many(lm, emissions, [sentences[s] for s in light],
-                                      method="full")))
-    for idx, res in parts:
-        for k, s in enumerate(idx):
-            tags[s] = res.tags[k]
-            log_p[s] = res.log_p[k]
-    return TagManyResult(tags, log_p, "mixed" if light else "ars")
-
-

@@ -13,6 +13,7 @@ import sys
 import numpy as np
 import pytest
 
+from arsdecode import method_choice
 from arsdecode.corpus import predicted_pairs_flat
 from arsdecode.fast_full import run_flat
 from arsdecode.full import full_decode
@@ -64,6 +65,23 @@ def test_tag_many_agrees_with_ars_and_with_itself(pos3):
     # Batching must not change any sentence's answer.
     one_by_one = [tag_many(lm, em, [ws]).tags[0] for ws in sents]
     assert one_by_one == full.tags
+
+
+def test_auto_hands_sentences_over_budget_to_ars(pos3, monkeypatch):
+    """With a budget between the sentences' costs, the dearer ones come back from ARS, the rest
+    from the one full-DP call, all with the full DP's optimum and in input order."""
+    lm, em, words = pos3
+    sents = [ws for ws in words if len(ws) <= 15][:30]
+    full = tag_many(lm, em, sents, method="full")
+    budget = float(np.median(full.pairs))
+    assert full.pairs.min() <= budget < full.pairs.max()
+    monkeypatch.setattr(method_choice, "AUTO_FULL_PAIRS_SMALL_VOCAB", budget)
+    mixed = tag_many(lm, em, sents)
+    assert mixed.method == "mixed"
+    np.testing.assert_allclose(mixed.log_p, full.log_p, atol=1e-9, rtol=0)
+    for s, cost in enumerate(full.pairs):
+        if cost <= budget:  # the full DP's own answer, bit for bit
+            assert mixed.tags[s] == full.tags[s] and mixed.log_p[s] == full.log_p[s]
 
 
 def test_predicted_pairs_bound_the_real_count(pos3):
