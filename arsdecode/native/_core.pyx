@@ -270,7 +270,7 @@ cdef class FullDP:
         when a word repeats at the next position.
         """
         cdef const NgramTables *t = &self.core.t
-        cdef long long V = t.vocab, c, c2, x, y, k, r, nsucc, best_free
+        cdef long long V = t.vocab, c, c2, x, y, k, r, nsucc
         cdef double best, v
         cdef vector[Ranked] ranked  # (-(ln p1(y) + e + H), candidate)
         self.epoch += 1
@@ -490,12 +490,12 @@ cdef class FullDP:
                     # candidates: over budget before any work (the bound pass included).
                     sc[s] = NAN
                     continue
+                if self.u.width:  # the start state, cut(<s>)
+                    self._trans(0, bos, &g, &lp)
+                else:
+                    g = 0
                 if viterbi and prune and p1 > p0:
                     H.resize(pos_off[p1] - pos_off[p0])
-                    if self.u.width:
-                        self._trans(0, bos, &g, &lp)
-                    else:
-                        g = 0
                     thr = self._completion_bounds(p0, p1, &pos_off[0], &cand_ids[0],
                                                   &cand_emis[0], eos, g, H.data())
                     if isfinite(thr):
@@ -505,10 +505,6 @@ cdef class FullDP:
                 bp_prev.clear()
                 bp_cand.clear()
                 layer_off.clear()
-                if self.u.width:
-                    self._trans(0, bos, &g, &lp)
-                else:
-                    g = 0
                 cur_g.push_back(g)
                 cur_a.push_back(0.0)
                 st[s] = 1
