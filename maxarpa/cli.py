@@ -8,43 +8,69 @@ half-written output (writers use a temporary file and a rename).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import ctypes
 import os
+import re
+import shutil
+import signal
 import sys
+import tempfile
 import time
-from collections.abc import Sequence
+import warnings
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any, BinaryIO
 
-import numpy as np
-
-from maxarpa.arpa import format_log10
-from maxarpa.errors import MaxArpaError
-from maxarpa.load import convert, load
-from maxarpa.output import TerminatedBySignal
+from maxarpa.arpa import ENCODING, ERRORS, open_binary
+from maxarpa.binary_format import is_binary, write_binary
+from maxarpa.cli_config import add_config_options, config_from_args, with_flag_hints
+from maxarpa.errors import MaxArpaError, UnknownWordError
+from maxarpa.load import load
+from maxarpa.maxarpa_format import write_max_arpa
+from maxarpa.model import Model
+from maxarpa.output import OutputError, TerminatedBySignal, check_output
+from maxarpa.query import Totals, ngram_answer, sentence_answer
+from maxarpa.spool import STDIN, display_name, needs_spooling, spooled, under_name
 
 EXIT_BAD_INPUT = 2
 EXIT_VERIFY_FAILED = 1
+STDOUT = "-"
+_COUNT = re.compile(rb"^\s*ngram\s+\d+\s*=\s*(\d+)\s*$")
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="maxarpa", description="ARPA n-gram models with exact max-backoff bounds (log10)."
+        prog="maxarpa", description="ARPA n-gram models with exact max-backoff bounds (log10).",
+        epilog="A model argument may be `-` (standard input) or a pipe (`<(zcat m.arpa.gz)`); "
+               "it is read once. Exit status: 0 success, 1 `verify` found a differing bound, "
+               "2 bad input (one line on stderr).",
     )
     sub = parser.add_subparsers(dest="command", required=True)
     conv = sub.add_parser("convert", help="convert an ARPA file to MAX-ARPA")
-    conv.add_argument("input", help="ARPA file (plain, .gz, .bz2 or .xz); with --binary, "
-                      "also MAX-ARPA")
-    conv.add_argument("output", help="MAX-ARPA file to write")
+    conv.add_argument("input", help="ARPA file (plain, .gz, .bz2 or .xz; `-`: standard input); "
+                      "with --binary, also MAX-ARPA")
+    conv.add_argument("output", help="MAX-ARPA file to write (`-`: standard output, text only)")
     conv.add_argument("--quiet", action="store_true", help="no progress bar")
     conv.add_argument("--binary", action="store_true",
                       help="write the binary companion (.npz arrays) instead of MAX-ARPA text")
+    add_config_options(conv)
     info = sub.add_parser("info", help="order, vocabulary, counts and positive backoffs")
-    info.add_argument("model", help="ARPA or MAX-ARPA file")
+    info.add_argument("model", help="ARPA or MAX-ARPA file (`-`: standard input)")
     info.add_argument("--json", action="store_true", help="print one JSON object")
+    add_config_options(info)
     query = sub.add_parser(
-        "query", help="read n-grams on stdin, print log10p<TAB>max_log10p per line"
+        "query", help="answer each input line as it arrives: log10p<TAB>max_log10p of an "
+        "n-gram, or with --sentence KenLM's per-word scores, totals and perplexity"
     )
-    query.add_argument("model", help="ARPA or MAX-ARPA file")
+    query.add_argument("model", help="ARPA, MAX-ARPA or binary file")
+    query.add_argument("input", nargs="?", default=STDIN,
+                       help="the lines to answer (default `-`: standard input)")
+    query.add_argument("--sentence", action="store_true",
+                       help="each line is a sentence (between <s> and </s>), as KenLM's "
+                            "`query`: word=id length log10p per word, then Total and OOV; "
+                            "perplexities at the end. An empty line is an empty sentence")
+    add_config_options(query)
     verify = sub.add_parser(
         "verify", help="recompute the bounds of a MAX-ARPA or binary file and compare them "
         "with the stored ones (exit 0: equal; 1: the first differing n-gram is printed)"
@@ -54,23 +80,106 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def cmd_convert(args: argparse.Namespace) -> int:
+    """Convert; input that can be read only once (`-`, a pipe) is first copied once, so its
+    header can be read for the progress total and then parsed."""
+    if needs_spooling(args.input):
+        name = display_name(args.input)
+        with spooled(args.input) as copy:
+            return under_name(lambda: convert_file(args, copy, name), copy, name)
+    return convert_file(args, args.input, args.input)
+
+
+def convert_file(args: argparse.Namespace, input: str | Path, name: str) -> int:
+    """Read `input` (shown as `name`) and write args.output, with progress bars (on a
+    terminal) whose totals are known: the \\data\\ counts while reading, the rows while
+    writing."""
+    config = config_from_args(args)
+    to_stdout = args.output == STDOUT
+    if to_stdout and args.binary:
+        raise OutputError("-: a binary model cannot go to standard output (it is read back "
+                          "by memory-mapping a file); give a file name")
+    if not to_stdout:
+        check_output(input, args.output, binary=args.binary)
     show = sys.stderr.isatty() and not args.quiet
     start = time.perf_counter()
+    with progress_bar(show, header_total(input), "reading") as bar:
+        model = load(input, config=config)
+        bar.total = total = sum(model.counts)
+        bar.update(total - bar.n)
+    rows = sum(len(node.keys) for node in model.trie.nodes)
+    with progress_bar(show, rows, "writing") as bar:
+        if to_stdout:
+            write_to_stdout(model, bar.update)
+        elif args.binary:
+            write_binary(model, args.output)
+            bar.update(rows)
+        else:
+            write_max_arpa(model, args.output, progress=bar.update)
     if show:
-        print(f"reading {args.input} ...", file=sys.stderr)
-    if args.binary or not show:
-        convert(args.input, args.output, binary=args.binary)
-        return 0
-    from tqdm import tqdm
-
-    with tqdm(unit="ngram", desc="converting", file=sys.stderr) as bar:
-        convert(args.input, args.output, progress=bar.update)
-    print(f"done in {time.perf_counter() - start:.1f} s", file=sys.stderr)
+        print(f"{name}: done in {time.perf_counter() - start:.1f} s", file=sys.stderr)
     return 0
 
 
+def write_to_stdout(model: Model, progress: Callable[[int], None]) -> None:
+    """MAX-ARPA text on standard output: written to a private temporary file first (the
+    writer needs a file), then copied, so an error while formatting sends nothing."""
+    with tempfile.TemporaryDirectory(prefix="maxarpa-output-") as folder:
+        tmp = Path(folder) / "model.maxarpa"
+        write_max_arpa(model, tmp, progress=progress)
+        sys.stdout.flush()
+        with open(tmp, "rb") as fh:
+            shutil.copyfileobj(fh, sys.stdout.buffer, 1 << 20)
+
+
+def header_total(path: str | Path) -> int | None:
+    """The sum of the `ngram k=N` counts at the head of a text model, read without parsing
+    the file; None when there is none (a binary model, a malformed file: the reader then
+    reports it)."""
+    if is_binary(path):
+        return None
+    total, seen = 0, False
+    try:
+        with open_binary(path) as fh:
+            for _ in range(10_000):
+                line = fh.readline(4096)
+                if not line or line.startswith(b"\\1-grams:"):
+                    break
+                m = _COUNT.match(line)
+                if m:
+                    total, seen = total + int(m.group(1)), True
+    except Exception:  # unreadable or corrupt: the reader reports it, with its line
+        return None
+    return total if seen else None
+
+
+class _NoBar:
+    """A progress bar nobody sees (stderr is not a terminal, or --quiet)."""
+
+    def __init__(self, total: int | None) -> None:
+        self.total, self.n = total, 0
+
+    def update(self, n: int = 1) -> None:
+        self.n += n
+
+    def __enter__(self) -> _NoBar:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        pass
+
+
+def progress_bar(show: bool, total: int | None, desc: str) -> Any:
+    """tqdm on stderr when `show`, else a silent counter with the same interface."""
+    if not show:
+        return _NoBar(total)
+    from tqdm import tqdm
+
+    return tqdm(total=total, unit="ngram", desc=desc, file=sys.stderr)
+
+
 def cmd_info(args: argparse.Namespace) -> int:
-    model = load(args.model, mmap=True)  # a binary model is mapped, not copied
+    # a binary model is mapped, not copied
+    model = load(args.model, mmap=True, config=config_from_args(args))
     blanks = [int((~node.listed).sum()) for node in model.trie.nodes]
     facts = {
         "model": str(args.model),
@@ -96,27 +205,39 @@ def cmd_info(args: argparse.Namespace) -> int:
 
 
 def cmd_query(args: argparse.Namespace) -> int:
-    model = load(args.model, mmap=True)  # a binary model is mapped, not copied
-    n = model.order
-    contexts: list[list[int]] = []
-    words: list[int] = []
-    for lineno, raw in enumerate(sys.stdin.buffer, start=1):
-        tokens = raw.decode("utf-8", "surrogateescape").split()  # words are bytes (arpa.py)
-        if not tokens:
-            raise MaxArpaError(f"<stdin>:{lineno}: empty query line")
-        ctx = model.ids(tokens[:-1][-(n - 1) :] if n > 1 else []).tolist()
-        contexts.append([-1] * (n - 1 - len(ctx)) + ctx)
-        words.append(model.word_id(tokens[-1]))
-    if not words:
-        return 0
-    ctx_arr = np.asarray(contexts, dtype=np.int32).reshape(len(words), n - 1)
-    word_arr = np.asarray(words, dtype=np.int32)
-    logp = model.log10p_batch(ctx_arr, word_arr)
-    maxp = model.max_log10p_batch(ctx_arr, word_arr)
-    out = sys.stdout
-    for a, b in zip(logp.tolist(), maxp.tolist()):
-        out.write(f"{format_log10(a)}\t{format_log10(b)}\n")
+    """Answer each line as soon as it is read, flushed, so a caller can converse with the
+    process line by line; see maxarpa.query for the two output formats."""
+    if args.model == STDIN and args.input == STDIN:
+        raise MaxArpaError("-: the model and the queries cannot both come from standard "
+                           "input; give the model as a file")
+    model = load(args.model, mmap=True, config=config_from_args(args))  # a binary is mapped
+    name = display_name(args.input)
+    totals = Totals()
+    source = sys.stdin.buffer if args.input == STDIN else open_input(args.input)
+    with source:
+        for lineno, raw in enumerate(iter(source.readline, b""), start=1):
+            tokens = raw.decode(ENCODING, ERRORS).split()  # words are bytes (arpa.py)
+            try:
+                answer = (sentence_answer(model, tokens, totals) if args.sentence
+                          else ngram_answer(model, tokens))
+            except UnknownWordError as err:
+                word = str(err).split("unknown word ", 1)[-1].split(" and the model", 1)[0]
+                raise MaxArpaError(
+                    f"{name}:{lineno}: unknown word {word} and the model {model.source} has no "
+                    "<unk>; --unknown-missing accept adds one (see --help)") from None
+            sys.stdout.write(answer + "\n")
+            sys.stdout.flush()
+    if args.sentence:
+        sys.stdout.write(totals.summary() + "\n")
     return 0
+
+
+def open_input(path: str) -> BinaryIO:
+    """The query input file, or a one-line error naming it."""
+    try:
+        return open(path, "rb")
+    except OSError as err:
+        raise MaxArpaError(f"{path}: cannot open: {err.strerror}") from None
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
@@ -162,6 +283,9 @@ def return_freed_memory() -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     return_freed_memory()
+    if hasattr(signal, "SIGXFSZ"):  # past a file-size limit: an OSError we clean up after,
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # not a kill that leaves a temp file
+    warnings.showwarning = show_warning
     handlers = {"convert": cmd_convert, "info": cmd_info, "query": cmd_query,
                 "verify": cmd_verify}
     try:
@@ -169,19 +293,59 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.stdout.flush()  # a closed pipe must surface here, not at interpreter exit
         return status
     except MaxArpaError as err:
-        print(f"maxarpa: {err}", file=sys.stderr)
+        report(with_flag_hints(str(err)))
         return EXIT_BAD_INPUT
     except KeyboardInterrupt:
-        print("maxarpa: interrupted", file=sys.stderr)
+        report("interrupted")
         return 130
     except BrokenPipeError:  # `maxarpa query ... | head -1`: the reader left; exit quietly
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())  # so the interpreter's final flush is silent
         return 0
     except TerminatedBySignal as err:  # SIGTERM/SIGHUP while writing: the output was cleaned
-        print(f"maxarpa: terminated by signal {err.signum}; no output written", file=sys.stderr)
+        report(f"terminated by signal {err.signum}; no output written")
         return 128 + err.signum
     except OSError as err:
-        name = getattr(err, "filename", None) or Path(getattr(args, "output", "")).name
-        print(f"maxarpa: {name}: {err.strerror or err}", file=sys.stderr)
+        name = getattr(err, "filename", None) or getattr(args, "output", None) or "<stdout>"
+        if name == STDOUT:
+            name = "<stdout>"
+        silence_stdout()  # what could not be written must not be retried at exit
+        report(f"{name}: {err.strerror or err}")
         return EXIT_BAD_INPUT
+
+
+def show_warning(message: Warning | str, category: type[Warning], *rest: object) -> None:
+    """A warning (a `Config` action "warn") as one line, `maxarpa: warning: ...`, not
+    Python's two lines naming a source file of maxarpa."""
+    report(f"warning: {message}")
+
+
+def report(message: str) -> None:
+    r"""One line on stderr, `maxarpa: message`, with every word as the bytes it was read as.
+
+    Why: words are str holding surrogates for bytes that are not UTF-8 (maxarpa.arpa), and
+    the library quotes them with repr(), which spells such a byte as the escape `\udce9` and
+    doubles a backslash (`\\1-grams:`). Those two escapes are turned back here and the line
+    is written as bytes with surrogateescape, so a Latin-1 word shows its own byte and a
+    section mark shows as `\1-grams:`, as in the file.
+    """
+    text = _REPR_ESCAPE.sub(_unescape, f"maxarpa: {message}\n")
+    sys.stderr.flush()
+    sys.stderr.buffer.write(text.encode(ENCODING, ERRORS))
+    sys.stderr.buffer.flush()
+
+
+_REPR_ESCAPE = re.compile(r"\\\\|\\udc[89a-f][0-9a-f]")
+
+
+def _unescape(match: re.Match[str]) -> str:
+    escape = match.group(0)
+    return "\\" if escape == "\\\\" else chr(int(escape[2:], 16))
+
+
+def silence_stdout() -> None:
+    """Point stdout at /dev/null, so the interpreter's final flush of what could not be
+    written (a full disk, a closed pipe) raises nothing more."""
+    with contextlib.suppress(OSError, ValueError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())

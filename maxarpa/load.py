@@ -18,6 +18,7 @@ from maxarpa.maxarpa_format import is_max_arpa, read_max_arpa, write_max_arpa
 from maxarpa.model import Model
 from maxarpa.output import check_output
 from maxarpa.specials import apply_config
+from maxarpa.spool import display_name, needs_spooling, spooled, under_name
 
 
 def load(path: str | Path, *, mmap: bool = False, config: Config | None = None) -> Model:
@@ -27,7 +28,9 @@ def load(path: str | Path, *, mmap: bool = False, config: Config | None = None) 
     max-backoff bounds computed; MAX-ARPA and binary files carry them.
 
     Args:
-        path: the model file.
+        path: the model file; `-` is standard input. Standard input, a pipe or another
+            file that can be read only once is first copied to a temporary file
+            (maxarpa.spool), because the content is read twice (sniffed, then parsed).
         mmap: for a binary (.npz) model, map its arrays read-only from the file instead of
             copying them into memory (processes mapping one file share its pages). Ignored
             for text formats, which are always parsed into memory.
@@ -41,6 +44,9 @@ def load(path: str | Path, *, mmap: bool = False, config: Config | None = None) 
             every row, see maxarpa.checks), or it breaks a rule `config` says to raise on;
             the message names the file (and the line or the n-gram).
     """
+    if needs_spooling(path):
+        with spooled(path) as copy:
+            return under_name(lambda: load(copy, config=config), copy, display_name(path))
     config = config if config is not None else DEFAULT_CONFIG
     if is_binary(path):
         model = read_binary(path, mmap=mmap)
@@ -65,7 +71,7 @@ def convert(
     """Read `input` (ARPA, MAX-ARPA or binary) and write it as MAX-ARPA text or binary.
 
     Args:
-        input: the model to read (see `load`).
+        input: the model to read (see `load`; `-` is standard input).
         output: the file to write, through a temporary file beside it and a rename; the
             temporary file is removed on any error and on SIGINT, SIGTERM or SIGHUP.
         binary: write the uncompressed .npz companion (for `load(..., mmap=True)`) instead
