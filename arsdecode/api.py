@@ -13,6 +13,7 @@ from pathlib import Path
 
 from arsdecode.ars import DecodeResult
 from arsdecode.corpus import decode
+from maxarpa.config import Config
 from maxarpa.model import Model
 
 DATA_DIR = Path(__file__).resolve().parent / "data"
@@ -20,14 +21,17 @@ DEFAULT_LM = DATA_DIR / "state_union.5gram.maxarpa.gz"
 """The embedded 5-gram trained on State of the Union (public domain); used by `sms_decode`."""
 
 
-def load_lm(path: str | Path) -> Model:
+def load_lm(path: str | Path, *, config: Config | None = None) -> Model:
     """Load an n-gram model: ARPA, MAX-ARPA (plain or .gz/.bz2/.xz) or maxarpa binary.
 
-    The kind is detected from the content. Returns a `maxarpa.model.Model`, whose queries
-    (`log10p`, `max_log10p`) are log10, as in the file. Raises `maxarpa.errors.MaxArpaError`
-    on a malformed file and OSError when it cannot be read.
+    The kind is detected from the content; `-` or a pipe is read once. `config`
+    (`maxarpa.Config`, None: the defaults, KenLM's) says what to do with an irregular model
+    (no <s>, no <unk>, a log10 p above 0), the same choice the CLI's strictness flags make.
+    Returns a `maxarpa.model.Model`, whose queries (`log10p`, `max_log10p`) are log10, as in
+    the file. Raises `maxarpa.errors.MaxArpaError` on a malformed file (or one `config` says to
+    refuse) and OSError when it cannot be read.
     """
-    return Model.load(path)
+    return Model.load(path, config=config)
 
 
 def sms_decode(

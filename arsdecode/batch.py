@@ -42,6 +42,7 @@ from arsdecode.batch_io import (
     tapered_chunks,
 )
 from arsdecode.errors import ArsDecodeError
+from maxarpa.config import DEFAULT_CONFIG, Config
 
 TASKS = ("decode", "sample", "tag")
 DEFAULT_CHUNK = 16
@@ -62,6 +63,7 @@ class TaskSpec:
     batch: int = 100
     target_ar: float = 0.2
     ar_window: int = 100
+    config: Config = DEFAULT_CONFIG  # strictness of the model, as `--lm`'s flags say
 
 
 @dataclass(frozen=True)
@@ -84,12 +86,12 @@ def item_seed(seed: int, item_id: Any) -> int:
 _WORKER_MODELS: dict[tuple, tuple[Any, Any]] = {}
 
 
-def load_shared_model(path: str):
+def load_shared_model(path: str, config: Config = DEFAULT_CONFIG):
     """The model a worker keeps for the whole run: the binary model's arrays memory-mapped
     read-only, so every worker process on a machine shares one copy in the page cache."""
     import maxarpa
 
-    return maxarpa.load(path, mmap=True)
+    return maxarpa.load(path, mmap=True, config=config)
 
 
 def worker_models(spec: TaskSpec) -> tuple[Any, Any]:
@@ -98,13 +100,14 @@ def worker_models(spec: TaskSpec) -> tuple[Any, Any]:
     Keyed by path, size and mtime: a long-lived worker of an external cluster reloads a model
     file that was rewritten between runs, and drops the older copy."""
     key = tuple((p, *_stamp(p)) for p in (spec.lm, spec.emissions) if p is not None)
+    key += (spec.config,)
     if key not in _WORKER_MODELS:
         emissions = None
         if spec.emissions is not None:
             from arsdecode.tasks.pos import TnTEmissions
 
             emissions = TnTEmissions.load(spec.emissions)
-        lm = load_shared_model(spec.lm)
+        lm = load_shared_model(spec.lm, spec.config)
         for old in [k for k in _WORKER_MODELS if k[0][0] == spec.lm]:
             del _WORKER_MODELS[old]
         _WORKER_MODELS[key] = (lm, emissions)

@@ -14,7 +14,13 @@ from pathlib import Path
 
 from arsdecode.automaton import VARIANTS
 from arsdecode.batch import DEFAULT_CHUNK, TASKS, BatchError, TaskSpec, run_batch
-from arsdecode.cli_options import add_method_option, add_sampling_options
+from arsdecode.cli_options import (
+    add_lm_strictness_options,
+    add_method_option,
+    add_sampling_options,
+    lm_config,
+)
+from maxarpa.config import DEFAULT_CONFIG, Config
 
 CACHE_DIR_NAME = ".arsdecode-models"
 
@@ -51,6 +57,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="items per task: the unit of scheduling, writing and redoing")
     p.add_argument("--model-cache", default=None, metavar="DIR",
                    help="where a text --lm is converted to binary (default: beside --out)")
+    add_lm_strictness_options(p)
     p.add_argument("--variant", choices=VARIANTS, default=None,
                    help="refinement variant (default: the engine's)")
     p.add_argument("--max-iterations", type=int, default=None,
@@ -63,7 +70,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(handler=run)
 
 
-def binary_model(lm: str | Path, cache_dir: Path) -> Path:
+def binary_model(lm: str | Path, cache_dir: Path, config: Config = DEFAULT_CONFIG) -> Path:
     """A binary model for the workers: `lm` itself if it is one, else a conversion made once
     in `cache_dir`, named after the source's path, size and mtime so a changed source is
     converted again and an unchanged one is reused."""
@@ -76,13 +83,17 @@ def binary_model(lm: str | Path, cache_dir: Path) -> Path:
     if is_binary(src):
         return src
     st = src.stat()
-    tag = hashlib.sha256(f"{src}|{st.st_size}|{st.st_mtime_ns}".encode()).hexdigest()[:12]
+    stamp = f"{src}|{st.st_size}|{st.st_mtime_ns}"
+    if config != DEFAULT_CONFIG:  # another strictness can give another table
+        stamp += f"|{config!r}"
+    tag = hashlib.sha256(stamp.encode()).hexdigest()[:12]
     dest = cache_dir.resolve() / f"{src.name}.{tag}.npz"
     if not dest.is_file():
         print(f"arsdecode batch: converting {lm} to the binary model {dest} (once)",
               file=sys.stderr)
         cache_dir.mkdir(parents=True, exist_ok=True)
-        maxarpa.convert(src, dest, binary=True)  # atomic: a temporary file, then rename
+        # atomic: a temporary file, then rename
+        maxarpa.convert(src, dest, binary=True, config=config)
     return dest
 
 
@@ -114,10 +125,12 @@ def run(args: argparse.Namespace) -> int:
     out = Path(args.out)
     cache = Path(args.model_cache) if args.model_cache else out.resolve().parent / CACHE_DIR_NAME
     spec = TaskSpec(
-        task=args.task, lm=str(binary_model(lm, cache)), emissions=emissions, n=args.n,
+        task=args.task, lm=str(binary_model(lm, cache, lm_config(args))), emissions=emissions,
+        n=args.n,
         seed=args.seed, variant=args.variant, max_iterations=args.max_iterations,
         method=args.method,
         batch=args.batch, target_ar=args.target_ar, ar_window=args.ar_window,
+        config=lm_config(args),
     )
     stats = run_batch(spec, args.in_path, out, workers=args.workers or 1,
                       scheduler=args.scheduler, chunk_size=args.chunk_size, ordered=args.ordered)

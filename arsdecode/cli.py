@@ -32,6 +32,7 @@ from arsdecode.cli_options import (
     epilog,
 )
 from arsdecode.errors import ArsDecodeError
+from maxarpa.cli_config import with_flag_hints
 from maxarpa.errors import MaxArpaError
 
 EPILOG = epilog(UNITS_HELP, LATTICE_HELP, EXIT_STATUS_HELP)
@@ -87,7 +88,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return args.handler(args)
     except (ArsDecodeError, MaxArpaError) as err:  # bad input; anything else is a bug
-        print(f"arsdecode: {_first_line(err)}", file=sys.stderr)
+        print(f"arsdecode: {with_flag_hints(_first_line(err))}", file=sys.stderr)
         return EXIT_BAD_INPUT
     except BrokenPipeError:  # `arsdecode ... | head -1`: the reader has all it wanted
         devnull = os.open(os.devnull, os.O_WRONLY)

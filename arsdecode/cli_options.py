@@ -25,6 +25,8 @@ from arsdecode.ars import decode
 from arsdecode.automaton import VARIANTS
 from arsdecode.corpus import METHODS
 from arsdecode.lattice import Lattice
+from maxarpa.cli_config import add_config_options, config_from_args
+from maxarpa.config import Config
 
 EXIT_OK = 0
 EXIT_BAD_INPUT = 2
@@ -171,6 +173,17 @@ def add_max_iterations(p: argparse.ArgumentParser) -> None:
                    help="stop after this many refinements even without a certificate; the "
                         "result is then marked uncertified and the exit status is 3 "
                         "(default: no limit, run until the path is proven best)")
+
+
+def add_lm_strictness_options(p: argparse.ArgumentParser) -> None:
+    """The strictness flags of the model given with --lm, one per `maxarpa.Config` field and
+    named as on `maxarpa convert/info/query` (`--sentence-marker-missing accept`, ...)."""
+    add_config_options(p)
+
+
+def lm_config(args: argparse.Namespace) -> Config:
+    """The `maxarpa.Config` the strictness flags ask for, for `load_lm(..., config=...)`."""
+    return config_from_args(args)
 
 
 # ---- output ----------------------------------------------------------------------------

@@ -19,11 +19,13 @@ from arsdecode.cli_options import (
     LATTICE_HELP,
     UNITS_HELP,
     add_engine_options,
+    add_lm_strictness_options,
     add_max_iterations,
     add_method_option,
     add_sampling_options,
     check_writable,
     epilog,
+    lm_config,
     oov_report,
     positive_int,
     print_json,
@@ -46,6 +48,7 @@ def add_decode_parser(sub: argparse._SubParsersAction) -> None:
     d.add_argument("--lm", required=True, help="ARPA, MAX-ARPA or maxarpa binary model (log10)")
     d.add_argument("--lattice", required=True, help="lattice JSON file (format below)")
     add_max_iterations(d)
+    add_lm_strictness_options(d)
     d.add_argument("--fst", default=None, metavar="OUT",
                    help="also write the final q-automaton as an OpenFst file (log64 arcs, "
                         "weight = -ln q)")
@@ -97,12 +100,13 @@ def add_sample_parser(sub: argparse._SubParsersAction) -> None:
                         "summary goes to stderr")
     add_sampling_options(s, default_ar=0.2)
     add_engine_options(s)
+    add_lm_strictness_options(s)
     s.set_defaults(handler=cmd_sample)
 
 
 def load_lattice_and_lm(args: argparse.Namespace):
     lattice = Lattice.from_json_file(args.lattice)
-    lm = load_lm(args.lm)
+    lm = load_lm(args.lm, config=lm_config(args))
     oov = oov_report(lattice, lm.word_to_id)
     warn_oov(oov)
     return lattice, lm, oov

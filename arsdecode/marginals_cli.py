@@ -18,8 +18,10 @@ from arsdecode.cli_options import (
     LATTICE_HELP,
     UNITS_HELP,
     add_engine_options,
+    add_lm_strictness_options,
     add_sampling_options,
     epilog,
+    lm_config,
     positive_int,
     print_json,
 )
@@ -44,12 +46,13 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="tokens per position in text output")
     add_sampling_options(p, default_ar=0.2)
     add_engine_options(p)
+    add_lm_strictness_options(p)
     p.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> int:
     lattice = Lattice.from_json_file(args.lattice)
-    lm = load_lm(args.lm)
+    lm = load_lm(args.lm, config=lm_config(args))
     r = sample(lm, lattice, args.n, args.seed, batch=args.batch, target_ar=args.target_ar,
                ar_window=args.ar_window, variant=args.variant)
     marg = marginals_from_samples(r.samples, lattice if args.all_candidates else None)

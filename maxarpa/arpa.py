@@ -32,7 +32,6 @@ from pathlib import Path
 import numpy as np
 
 from maxarpa.errors import FormatError
-from maxarpa.output import temp_path
 
 _COUNT_RE = re.compile(r"^ngram\s+(\d+)\s*=\s*(\d+)\s*$")
 _SECTION_RE = re.compile(r"^\\(\d+)-grams:\s*$")
@@ -374,9 +373,3 @@ def format_log10(value: float) -> str:
     if value == 0.0:
         return "0"
     return repr(float(value))
-
-
-def atomic_writer(path: str | Path) -> tuple[io.TextIOWrapper, Path]:
-    """Open a temporary file beside `path`; the caller renames it with `os.replace` on success."""
-    tmp = temp_path(path)
-    return open(tmp, "w", encoding=ENCODING, errors=ERRORS, newline="\n"), tmp

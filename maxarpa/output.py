@@ -111,17 +111,62 @@ def signals_raise() -> Iterator[None]:
                 signal.signal(s, handler)
 
 
-def temp_path(path: str | Path) -> Path:
-    """The temporary name beside `path` (same directory, so the final rename is atomic)."""
+def temp_path(path: str | Path, pid: int | None = None) -> Path:
+    """The temporary name beside `path` (same directory, so the final rename is atomic) of
+    process `pid` (default: this one): `.NAME.PID.tmp`."""
     path = Path(path)
-    return path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    return path.with_name(f".{path.name}.{os.getpid() if pid is None else pid}.tmp")
+
+
+def remove_stale_temporaries(path: str | Path) -> list[Path]:
+    """Delete the temporary files of `path` left by writers that no longer run; return them.
+
+    Why: a writer killed by SIGKILL (or the OOM killer, or a power cut) cannot clean up, and
+    its `.NAME.PID.tmp` beside the output can be as large as the model. Only files of this
+    exact output name are considered, and only when no process with that PID exists; the
+    temporary file of a writer still running (or of a live PID that happens to reuse the
+    number) is left alone.
+    """
+    path = Path(path)
+    folder = path.parent if str(path.parent) else Path(".")
+    prefix, removed = f".{path.name}.", []
+    try:
+        entries = list(folder.iterdir())
+    except OSError:
+        return removed
+    for entry in entries:
+        name = entry.name
+        pid_text = name[len(prefix): -len(".tmp")]
+        if not (name.startswith(prefix) and name.endswith(".tmp") and pid_text.isdigit()):
+            continue
+        pid = int(pid_text)
+        if pid != os.getpid() and not pid_alive(pid):
+            with contextlib.suppress(OSError):
+                entry.unlink()
+                removed.append(entry)
+    return removed
+
+
+def pid_alive(pid: int) -> bool:
+    """True when a process with this PID exists (also one we may not signal)."""
+    if pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 @contextlib.contextmanager
 def atomic_output(path: str | Path) -> Iterator[Path]:
     """Yield a temporary path beside `path`; rename it to `path` when the block succeeds,
     delete it on any exception or termination signal. An OSError names `path`, never the
-    temporary file."""
+    temporary file. Temporary files of `path` left by dead writers are removed first
+    (`remove_stale_temporaries`)."""
+    remove_stale_temporaries(path)
     tmp = temp_path(path)
     with signals_raise():
         try:

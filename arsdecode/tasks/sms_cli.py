@@ -20,10 +20,12 @@ from arsdecode.cli_options import (
     EXIT_UNCERTIFIED,
     UNITS_HELP,
     add_engine_options,
+    add_lm_strictness_options,
     add_max_iterations,
     add_method_option,
     add_sampling_options,
     epilog,
+    lm_config,
     non_negative_float,
     positive_int,
     print_json,
@@ -55,6 +57,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     add_sampling_options(p, default_ar=0.2)
     add_engine_options(p)
     add_method_option(p)
+    add_lm_strictness_options(p)
     p.set_defaults(handler=run)
 
 
@@ -63,7 +66,7 @@ def run(args: argparse.Namespace) -> int:
 
     parse_observation(args.observation)  # reject bad input before loading anything
     start = time.perf_counter()
-    lm = load_lm(args.lm or DEFAULT_LM)
+    lm = load_lm(args.lm or DEFAULT_LM, config=lm_config(args))
     load_seconds = time.perf_counter() - start
     channel = KeypadChannel.from_vocab(lm.vocab, k=args.k)
     if args.sample is not None:
