@@ -13,7 +13,6 @@ import ctypes
 import os
 import re
 import shutil
-import signal
 import sys
 import tempfile
 import time
@@ -283,8 +282,6 @@ def return_freed_memory() -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     return_freed_memory()
-    if hasattr(signal, "SIGXFSZ"):  # past a file-size limit: an OSError we clean up after,
-        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # not a kill that leaves a temp file
     warnings.showwarning = show_warning
     handlers = {"convert": cmd_convert, "info": cmd_info, "query": cmd_query,
                 "verify": cmd_verify}

@@ -10,8 +10,9 @@ Modes:
 - sentence (`--sentence`), as KenLM's `query`: the line is a sentence, scored between <s> and
   </s>; print `word=id length log10p` for each word and </s> (tab-separated), then
   `Total: <sum of log10p> OOV: <count>`. `length` is the longest listed n-gram that scored the
-  word; an out-of-vocabulary word is scored as <unk> and shows <unk>'s id (KenLM's <unk> is
-  id 0) and counts in OOV. At the end, perplexities as KenLM prints them.
+  word; a word scored as <unk> (out of the vocabulary, or `<unk>` itself) shows <unk>'s id
+  (KenLM's <unk> is id 0) and counts in OOV, as in KenLM. At the end, perplexities as KenLM
+  prints them.
 """
 
 from __future__ import annotations
@@ -69,7 +70,7 @@ def sentence_answer(model: Model, tokens: list[str], totals: Totals) -> str:
     n = model.order
     words = [*tokens, EOS]
     ids = [model.word_id(w) for w in words]
-    known = [model.is_known(w) for w in words]
+    known = [wid != model.unk_id for wid in ids]  # KenLM: a word scored as <unk> is an OOV
     history = [model.word_id(BOS), *ids]
     width = max(n - 1, 0)
     ctx = np.full((len(words), width), -1, dtype=np.int64)
