@@ -17,19 +17,19 @@ import sys
 import tempfile
 import time
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any
 
 from maxarpa.arpa import ENCODING, ERRORS, open_binary
 from maxarpa.binary_format import is_binary, write_binary
 from maxarpa.cli_config import add_config_options, config_from_args, with_flag_hints
-from maxarpa.errors import MaxArpaError, UnknownWordError
+from maxarpa.errors import MaxArpaError
 from maxarpa.load import load
 from maxarpa.maxarpa_format import write_max_arpa
 from maxarpa.model import Model
 from maxarpa.output import OutputError, TerminatedBySignal, check_output
-from maxarpa.query import Totals, ngram_answer, sentence_answer
+from maxarpa.query import Totals, first_unknown, ngram_answers, sentence_answers
 from maxarpa.spool import STDIN, display_name, needs_spooling, spooled, under_name
 
 EXIT_BAD_INPUT = 2
@@ -204,37 +204,64 @@ def cmd_info(args: argparse.Namespace) -> int:
 
 
 def cmd_query(args: argparse.Namespace) -> int:
-    """Answer each line as soon as it is read, flushed, so a caller can converse with the
-    process line by line; see maxarpa.query for the two output formats."""
+    """Answer the lines as soon as they are read, flushed, so a caller can converse with the
+    process line by line; lines that arrive together (a file) are answered as one batch. See
+    maxarpa.query for the two output formats."""
     if args.model == STDIN and args.input == STDIN:
         raise MaxArpaError("-: the model and the queries cannot both come from standard "
                            "input; give the model as a file")
     model = load(args.model, mmap=True, config=config_from_args(args))  # a binary is mapped
     name = display_name(args.input)
     totals = Totals()
-    source = sys.stdin.buffer if args.input == STDIN else open_input(args.input)
-    with source:
-        for lineno, raw in enumerate(iter(source.readline, b""), start=1):
-            tokens = raw.decode(ENCODING, ERRORS).split()  # words are bytes (arpa.py)
-            try:
-                answer = (sentence_answer(model, tokens, totals) if args.sentence
-                          else ngram_answer(model, tokens))
-            except UnknownWordError as err:
-                word = str(err).split("unknown word ", 1)[-1].split(" and the model", 1)[0]
+    fd = sys.stdin.fileno() if args.input == STDIN else open_input(args.input)
+    first = 1
+    try:
+        for raw_lines in arriving_lines(fd):
+            lines = [raw.decode(ENCODING, ERRORS).split() for raw in raw_lines]  # bytes words
+            unknown = first_unknown(model, lines)
+            if unknown is not None:
+                index, word = unknown
+                answered = (sentence_answers(model, lines[:index], totals) if args.sentence
+                            else ngram_answers(model, lines[:index]))
+                sys.stdout.write("".join(a + "\n" for a in answered))
+                sys.stdout.flush()
                 raise MaxArpaError(
-                    f"{name}:{lineno}: unknown word {word} and the model {model.source} has no "
-                    "<unk>; --unknown-missing accept adds one (see --help)") from None
-            sys.stdout.write(answer + "\n")
+                    f"{name}:{first + index}: unknown word '{word}' and the model "
+                    f"{model.source} has no <unk>; --unknown-missing accept adds one")
+            answers = (sentence_answers(model, lines, totals) if args.sentence
+                       else ngram_answers(model, lines))
+            sys.stdout.write("".join(a + "\n" for a in answers))
             sys.stdout.flush()
+            first += len(lines)
+    finally:
+        if args.input != STDIN:
+            os.close(fd)
     if args.sentence:
         sys.stdout.write(totals.summary() + "\n")
     return 0
 
 
-def open_input(path: str) -> BinaryIO:
-    """The query input file, or a one-line error naming it."""
+def arriving_lines(fd: int, chunk: int = 1 << 16) -> Iterator[list[bytes]]:
+    """The lines of `fd` in groups, each group as soon as it has arrived: one read returns
+    what is there (a whole file chunk, or the one line an interactive caller wrote). A last
+    line without a newline is yielded at the end."""
+    rest = b""
+    while True:
+        data = os.read(fd, chunk)
+        if not data:
+            break
+        lines = (rest + data).split(b"\n")
+        rest = lines.pop()
+        if lines:
+            yield lines
+    if rest:
+        yield [rest]
+
+
+def open_input(path: str) -> int:
+    """A descriptor of the query input file, or a one-line error naming it."""
     try:
-        return open(path, "rb")
+        return os.open(path, os.O_RDONLY)
     except OSError as err:
         raise MaxArpaError(f"{path}: cannot open: {err.strerror}") from None
 

@@ -1,18 +1,20 @@
 """What `maxarpa query` prints for one input line, in its two modes.
 
 Why a module of its own: the command line reads lines as they arrive and must answer each one
-at once (a caller may write a line and wait for its answer before writing the next), so the
-answer of a line is a pure function of the model and that line, kept apart from the I/O.
+at once (a caller may write a line and wait for its answer before writing the next), while a
+file of a million queries must not cost a million separate lookups. So the answers of a batch
+of lines (all the lines that have arrived) are a pure function of the model and those lines,
+computed with one batched lookup, kept apart from the I/O.
 
 Modes:
 - n-gram (the default, unchanged): the line is an n-gram; print `log10p<TAB>max_log10p` of
   its last word given the words before it.
 - sentence (`--sentence`), as KenLM's `query`: the line is a sentence, scored between <s> and
   </s>; print `word=id length log10p` for each word and </s> (tab-separated), then
-  `Total: <sum of log10p> OOV: <count>`. `length` is the longest listed n-gram that scored the
-  word; a word scored as <unk> (out of the vocabulary, or `<unk>` itself) shows <unk>'s id
-  (KenLM's <unk> is id 0) and counts in OOV, as in KenLM. At the end, perplexities as KenLM
-  prints them.
+  `Total: <sum of log10p> OOV: <count>`. `length` is the longest n-gram of the table that
+  scored the word; a word scored as <unk> (out of the vocabulary, or `<unk>` itself) shows
+  <unk>'s id (KenLM's <unk> is id 0) and counts in OOV, as in KenLM. At the end, perplexities
+  as KenLM prints them.
 """
 
 from __future__ import annotations
@@ -27,17 +29,36 @@ from maxarpa.constants import BOS, EOS
 from maxarpa.model import Model
 
 
-def ngram_answer(model: Model, tokens: list[str]) -> str:
-    """`log10p<TAB>max_log10p` of the last token given the ones before (an empty line gives
-    an empty answer line, so answers stay aligned with questions)."""
-    if not tokens:
-        return ""
-    n = model.order
-    ctx = model.ids(tokens[:-1][-(n - 1):] if n > 1 else []).reshape(1, -1)
-    word = model.ids(tokens[-1:])
-    logp = float(model.log10p_batch(ctx, word)[0])
-    maxp = float(model.max_log10p_batch(ctx, word)[0])
-    return f"{format_log10(logp)}\t{format_log10(maxp)}"
+def first_unknown(model: Model, lines: list[list[str]]) -> tuple[int, str] | None:
+    """(index of the line, word) of the first word the model cannot score (it is not in the
+    vocabulary and the model has no <unk>), or None."""
+    if model.unk_id is not None:
+        return None
+    for i, tokens in enumerate(lines):
+        for word in tokens:
+            if not model.is_known(word):
+                return i, word
+    return None
+
+
+def ngram_answers(model: Model, lines: list[list[str]]) -> list[str]:
+    """For each line, `log10p<TAB>max_log10p` of its last token given the ones before (an
+    empty line gets an empty answer, so answers stay aligned with questions)."""
+    width = max(model.order - 1, 0)
+    asked = [i for i, tokens in enumerate(lines) if tokens]
+    ctx = np.full((len(asked), width), -1, dtype=np.int64)
+    words = np.empty(len(asked), dtype=np.int64)
+    for row, i in enumerate(asked):
+        context = lines[i][:-1][-width:] if width else []
+        if context:
+            ctx[row, width - len(context):] = model.ids(context)
+        words[row] = model.word_id(lines[i][-1])
+    logp = model.log10p_batch(ctx, words).tolist()
+    maxp = model.max_log10p_batch(ctx, words).tolist()
+    answers = [""] * len(lines)
+    for row, i in enumerate(asked):
+        answers[i] = f"{format_log10(logp[row])}\t{format_log10(maxp[row])}"
+    return answers
 
 
 @dataclass
@@ -64,50 +85,63 @@ def _perplexity(log10p: float, tokens: int) -> float:
     return 10.0 ** (-log10p / tokens)
 
 
-def sentence_answer(model: Model, tokens: list[str], totals: Totals) -> str:
-    """KenLM's per-sentence line for `tokens` (possibly empty: then only </s> is scored), and
-    the sentence added to `totals`."""
-    n = model.order
-    words = [*tokens, EOS]
-    ids = [model.word_id(w) for w in words]
-    known = [wid != model.unk_id for wid in ids]  # KenLM: a word scored as <unk> is an OOV
-    history = [model.word_id(BOS), *ids]
-    width = max(n - 1, 0)
-    ctx = np.full((len(words), width), -1, dtype=np.int64)
-    for i in range(len(words)):
-        recent = history[max(0, i + 1 - width): i + 1] if width else []
-        if recent:
-            ctx[i, width - len(recent):] = recent
-    logp = model.log10p_batch(ctx, np.asarray(ids, dtype=np.int64))
-    cells = []
-    total = 0.0
-    for i, (word, wid, is_known) in enumerate(zip(words, ids, known)):
-        p = float(logp[i])
-        length = matched_length(model, ctx[i], wid)
-        cells.append(f"{word}={wid} {length} {format_log10(p)}")
-        total += p
-        totals.tokens += 1
-        if not is_known:
-            totals.oov += 1
-            totals.oov_log10p += p
-    totals.log10p += total
-    oov = sum(not k for k in known)
-    return "\t".join(cells) + f"\tTotal: {format_log10(total)} OOV: {oov}"
+def sentence_answers(model: Model, lines: list[list[str]], totals: Totals) -> list[str]:
+    """KenLM's per-sentence line for each line of tokens (an empty one is the empty sentence:
+    only </s> is scored), each sentence added to `totals`."""
+    width = max(model.order - 1, 0)
+    bos = model.word_id(BOS)
+    sentences = [[model.word_id(w) for w in [*tokens, EOS]] for tokens in lines]
+    count = sum(len(ids) for ids in sentences)
+    ctx = np.full((count, width), -1, dtype=np.int64)
+    words = np.empty(count, dtype=np.int64)
+    row = 0
+    for ids in sentences:
+        history = [bos, *ids]
+        for i, wid in enumerate(ids):
+            recent = history[max(0, i + 1 - width): i + 1] if width else []
+            if recent:
+                ctx[row, width - len(recent):] = recent
+            words[row] = wid
+            row += 1
+    logp = model.log10p_batch(ctx, words).tolist()
+    lengths = matched_lengths(model, ctx, words).tolist()
+    answers, row = [], 0
+    for tokens, ids in zip(lines, sentences):
+        cells, total, oov = [], 0.0, 0
+        for word, wid in zip([*tokens, EOS], ids):
+            p = logp[row]
+            cells.append(f"{word}={wid} {lengths[row]} {format_log10(p)}")
+            total += p
+            if wid == model.unk_id:  # KenLM: a word scored as <unk> is an OOV
+                oov += 1
+                totals.oov_log10p += p
+            row += 1
+        totals.log10p += total
+        totals.oov += oov
+        totals.tokens += len(ids)
+        answers.append("\t".join(cells) + f"\tTotal: {format_log10(total)} OOV: {oov}")
+    return answers
 
 
-def matched_length(model: Model, context: np.ndarray, wid: int) -> int:
-    """Length of the longest listed n-gram `z w` with `z` a suffix of `context` (ids, oldest
-    first, -1 padding): the n-gram KenLM reports as having scored `w`."""
+def matched_lengths(model: Model, contexts: np.ndarray, words: np.ndarray) -> np.ndarray:
+    """For each row, the length of the longest n-gram `z w` of the table with `z` a suffix of
+    the context (ids, oldest first, -1 padding): the n-gram KenLM reports as having scored
+    `w`. A blank node (the unlisted suffix of a listed n-gram) counts, as in KenLM, which
+    fills such n-grams in with their backed-off values."""
     trie = model.trie
-    node = wid
-    length = 1
-    for j, word in enumerate(context[::-1].tolist(), start=1):
-        if word < 0 or j >= trie.order:
+    width = contexts.shape[1]
+    node = np.asarray(words, dtype=np.int64).copy()
+    length = np.ones(len(node), dtype=np.int64)
+    active = np.arange(len(node))
+    for j in range(1, min(width, trie.order - 1) + 1):
+        word = contexts[active, width - j]
+        keep = word >= 0
+        active, word = active[keep], word[keep]
+        if not len(active):
             break
-        found = int(trie.find(j + 1, trie.key(np.array([node]), np.array([word])))[0])
-        if found < 0:
-            break
-        node = found
-        if trie.nodes[j].listed[found]:
-            length = j + 1
+        found = trie.find(j + 1, trie.key(node[active], word))
+        hit = found >= 0
+        active, found = active[hit], found[hit]
+        node[active] = found
+        length[active] = j + 1
     return length

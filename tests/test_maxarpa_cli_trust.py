@@ -156,15 +156,20 @@ def test_sentence_mode_matches_kenlm(streamed):
     kenlm = pytest.importorskip("kenlm")
     path = needs_shared(KENLM_TEST)
     model = load(path)
+    sentences = list(SENTENCES)
     if streamed:
-        lines = _converse(["query", "--sentence", path], SENTENCES)
-    else:
-        proc = run(["query", "--sentence", path], stdin="\n".join(SENTENCES) + "\n")
+        lines = _converse(["query", "--sentence", path], sentences)
+    else:  # and random sentences: every n-gram length, blank suffix nodes, OOVs
+        rng = random.Random(4)
+        vocab = [w for w in model.vocab if w not in ("<s>", "</s>")] + ["oov1", "oov2"]
+        sentences += [" ".join(rng.choice(vocab) for _ in range(rng.randint(1, 8)))
+                      for _ in range(500)]
+        proc = run(["query", "--sentence", path], stdin="\n".join(sentences) + "\n")
         assert proc.returncode == 0, err_text(proc)
-        lines = proc.stdout.decode().splitlines()[: len(SENTENCES)]
+        lines = proc.stdout.decode().splitlines()[: len(sentences)]
     ref = kenlm.Model(str(path))
     total_p, total_oov, total_oov_p, tokens = 0.0, 0, 0.0, 0
-    for sentence, line in zip(SENTENCES, lines):
+    for sentence, line in zip(sentences, lines, strict=True):
         words, total, oov = _parse_sentence_line(line)
         expected = list(ref.full_scores(sentence))
         assert [w[0] for w in words] == [*sentence.split(), "</s>"]
@@ -180,7 +185,7 @@ def test_sentence_mode_matches_kenlm(streamed):
         total_p, total_oov, tokens = total_p + total, total_oov + oov, tokens + len(words)
     if not streamed:
         summary = dict(line.split(":\t") for line in proc.stdout.decode().splitlines()
-                       [len(SENTENCES):])
+                       [len(sentences):])
         assert int(summary["OOVs"]) == total_oov and int(summary["Tokens"]) == tokens
         assert float(summary["Perplexity including OOVs"]) == pytest.approx(
             10 ** (-total_p / tokens), rel=1e-9)
