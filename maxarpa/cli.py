@@ -181,7 +181,7 @@ def cmd_info(args: argparse.Namespace) -> int:
     model = load(args.model, mmap=True, config=config_from_args(args))
     blanks = [int((~node.listed).sum()) for node in model.trie.nodes]
     facts = {
-        "model": str(args.model),
+        "model": display_name(args.model),
         "order": model.order,
         "vocab_size": len(model.vocab),
         "ngrams_by_order": {str(k): c for k, c in enumerate(model.counts, start=1)},

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import fcntl
 import gzip
+import json
 import os
 import pty
 import random
@@ -69,6 +70,21 @@ def test_process_substitution_is_read_once(tmp_path):
     proc = subprocess.run(["bash", "-c", script], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert re.search(r"^ngram 2\t2$", proc.stdout, re.M)
+
+
+def test_arsdecode_lm_from_dev_stdin(tmp_path):
+    lattice = tmp_path / "lattice.json"
+    lattice.write_text('{"positions": [[["a", 0.0]]]}')
+    proc = subprocess.run([PY, "-m", "arsdecode", "decode", "--lm", "/dev/stdin", "--lattice",
+                           str(lattice), "--json"], input=VALID, capture_output=True, text=True,
+                          timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["tokens"] == ["a"]
+
+
+def test_info_names_stdin(tmp_path):
+    proc = run(["info", "-"], stdin=VALID)
+    assert proc.returncode == 0 and proc.stdout.decode().startswith("model\t<stdin>\n")
 
 
 def test_piped_malformed_model_names_stdin_not_a_temporary_file():
