@@ -236,3 +236,17 @@ def test_a_path_scored_above_its_bound_is_an_error_naming_the_context(files):
             raised += 1
             assert "<unk>" in str(err) and "\n" not in str(err)
     assert raised > 0
+
+
+def test_a_matching_digest_is_trusted_as_written_and_nothing_else_is(files, tmp_path):
+    """Trusted: a mapped .npz keeps its bounds mapped in place (nothing recomputed). Without
+    the digest member the same arrays are recomputed into memory."""
+    npz = tmp_path / "tri.npz"
+    trusted = maxarpa.load(npz, mmap=True)
+    assert all(not node.mf.flags.writeable for node in trusted.trie.nodes)
+    with np.load(npz) as z:
+        np.savez(tmp_path / "nodigest.npz", **{n: z[n] for n in z.files if n != "digest"})
+    recomputed = maxarpa.load(tmp_path / "nodigest.npz", mmap=True)
+    assert all(node.mf.flags.writeable for node in recomputed.trie.nodes)
+    for a, b in zip(trusted.trie.nodes, recomputed.trie.nodes, strict=True):
+        assert np.array_equal(a.mf, b.mf) and np.array_equal(a.mbow, b.mbow)
