@@ -19,14 +19,14 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 
 import arsdecode.evidence as evidence
 from arsdecode.automaton import DEFAULT_VARIANT, QAutomaton, Variant
-from arsdecode.errors import NoPathError, OptionError
+from arsdecode.errors import BoundViolationError, NoPathError, OptionError
 from arsdecode.inference import log_partition, prune_hopeless, sample_indices, viterbi_indices
 from arsdecode.lattice import Lattice
 from arsdecode.model import TargetModel, as_target_model
@@ -137,6 +137,44 @@ class SampleResult:
         }
 
 
+def check_bound(qa: QAutomaton, target: Target, idx: Sequence[int], log_q: float,
+                log_p: float, tol: float = DEFAULT_TOL) -> None:
+    """Raise BoundViolationError if p(x) > q(x) beyond `tol` on the path `idx`.
+
+    Why: q >= p is what every certificate and every acceptance ratio rests on. One-sided,
+    the decoder's test `log q - log p <= tol` also passes when p exceeds q, certifying a path
+    on a broken bound, and a sampler that clips p/q to 1 silently draws from the wrong
+    distribution. So wherever a path is scored under both, a violation is an error that
+    names where q fell below p: the first factor (position, word, context) whose p term
+    exceeds its q edge, found by rescoring the path factor by factor.
+    """
+    if not log_p > log_q + tol:
+        return
+    lattice = target.lattice
+    L = len(idx)
+    words = [int(target.token_ids[i][j]) for i, j in enumerate(idx)]
+    factors = target.factors(words)
+    states = qa.states_on_path(idx)
+    history = ["<s>", *(lattice.tokens[i][j] for i, j in enumerate(idx))]
+    width = max(target.width, 0)
+    for i in range(L + 1):
+        col = idx[i] if i < L else 0
+        q_term = float(qa.layers[i].weights[states[i], col])
+        p_term = factors[i] + (float(lattice.log_emissions[i][col]) if i < L else 0.0)
+        if p_term > q_term + tol:
+            word = lattice.tokens[i][col] if i < L else "</s>"
+            context = " ".join(history[max(0, i + 1 - width) : i + 1])
+            bound_context = " ".join(qa.context_tokens(i, states[i])) or "(empty)"
+            raise BoundViolationError(
+                f"the bound is below the model at position {i + 1}: ln p({word} | {context}) "
+                f"= {p_term!r} > its bound ln q = {q_term!r} (q's context: {bound_context}); "
+                "the model's max-backoff bounds are wrong (check the file with "
+                "`maxarpa verify`)")
+    raise BoundViolationError(
+        f"the bound is below the model on the path {' '.join(history[1:])!r}: ln p = "
+        f"{log_p!r} > ln q = {log_q!r}; the model's max-backoff bounds are wrong")
+
+
 def decode(
     lm: Model | TargetModel,
     lattice: Lattice,
@@ -169,29 +207,51 @@ def decode(
     qa.fill_pending()
     prune = (not keep_automaton) if prune is None else prune
     best_log_p = -math.inf  # p of the best path seen: a lower bound on the optimum
+    best_idx: list[int] | None = None  # that path
     trace: list[tuple[float, float]] = []
     iteration = 0
     certified = False
-    while True:
-        iteration += 1
-        idx, log_q = viterbi_indices(qa)
-        log_p = target.log_p_indices(idx)
-        trace.append((log_q, log_p))
-        if on_iteration is not None:
-            on_iteration(iteration, [lattice.tokens[i][j] for i, j in enumerate(idx)], log_q, log_p)
-        if log_q == -math.inf:
-            raise NoPathError("every path of the lattice has probability 0 under the model")
-        if log_q - log_p <= tol:
-            certified = True
-            break
-        if prune and log_p > best_log_p:  # drop candidates that cannot beat it (exact)
-            best_log_p = log_p
-            prune_hopeless(qa, best_log_p)
-        if not qa.refine_indices(idx):
-            certified = log_q - log_p <= 1e-6  # only float noise is left on an exact path
-            break
-        if max_iterations is not None and iteration >= max_iterations:
-            break
+    try:
+        while True:
+            iteration += 1
+            idx, log_q = viterbi_indices(qa)
+            log_p = target.log_p_indices(idx)
+            trace.append((log_q, log_p))
+            if on_iteration is not None:
+                on_iteration(iteration, [lattice.tokens[i][j] for i, j in enumerate(idx)],
+                             log_q, log_p)
+            if log_q == -math.inf:
+                raise NoPathError("every path of the lattice has probability 0 under the model")
+            check_bound(qa, target, idx, log_q, log_p, tol)  # the certificate is two-sided
+            improved = log_p > best_log_p
+            if improved:
+                best_log_p, best_idx = log_p, idx
+            if log_q - log_p <= tol:
+                certified = True
+                break
+            if prune and improved:  # drop candidates that cannot beat it (exact)
+                prune_hopeless(qa, best_log_p)
+            if not qa.refine_indices(idx):
+                certified = log_q - log_p <= 1e-6  # only float noise is left on an exact path
+                break
+            if max_iterations is not None and iteration >= max_iterations:
+                break
+    except KeyboardInterrupt:
+        if best_idx is None:  # no path scored yet: nothing to report
+            raise
+        # Every log q(x*) seen bounds the optimum from above (q >= p); the least is the gap's top.
+        bound = min(q for q, _ in trace)
+        raise DecodeInterrupted(DecodeResult(
+            tokens=[lattice.tokens[i][j] for i, j in enumerate(best_idx)],
+            log_p=float(best_log_p),
+            log_q=float(bound),
+            iterations=iteration,
+            states=-1,  # the automaton may be mid-refinement: its size is not reported
+            ngrams_by_order={},
+            trace=trace,
+            seconds=time.perf_counter() - start,
+            certified=False,
+        )) from None
     return DecodeResult(
         tokens=[lattice.tokens[i][j] for i, j in enumerate(idx)],
         log_p=float(log_p),
@@ -204,6 +264,26 @@ def decode(
         certified=certified,
         automaton=qa if keep_automaton else None,
     )
+
+
+class DecodeInterrupted(KeyboardInterrupt):
+    """Ctrl-C during `decode`, carrying the best path found so far.
+
+    Why a KeyboardInterrupt: code that does not know this class still stops as on any
+    interrupt; code that does (the `arsdecode decode` CLI) reports the partial answer.
+    `result` is a DecodeResult with `certified=False` whose tokens and `log_p` are the best
+    exactly scored path seen, and whose `log_q` is the least log q(x*) seen, an upper bound
+    on the optimum; `gap` = log_q - log_p >= 0 bounds how far the path can be from the best
+    (natural log). `states` is -1: the automaton may have been interrupted mid-refinement.
+    """
+
+    def __init__(self, result: DecodeResult) -> None:
+        super().__init__("interrupted")
+        self.result = result
+
+    @property
+    def gap(self) -> float:
+        return self.result.log_q - self.result.log_p
 
 
 def sample(
@@ -323,12 +403,17 @@ def _adaptive_rejection(
         n_states = qa.num_states()
         batch_log_q = qa.log_q_batch(paths)
         batch_log_p = target.log_p_batch(paths)
+        broken = np.flatnonzero(batch_log_p > batch_log_q + DEFAULT_TOL)
+        if len(broken):  # p/q > 1 is never clipped: the bound itself is wrong
+            t = int(broken[0])
+            check_bound(qa, target, paths[t].tolist(), float(batch_log_q[t]),
+                        float(batch_log_p[t]))
         for row, u_t, log_q, log_p in zip(
             paths.tolist(), u.tolist(), batch_log_q.tolist(), batch_log_p.tolist()
         ):
-            ratio = 0.0 if log_p == -math.inf else math.exp(min(0.0, log_p - log_q))
+            ratio = 0.0 if log_p == -math.inf else math.exp(log_p - log_q)
             ok = u_t < ratio
-            ratios.append(ratio if log_p == -math.inf else math.exp(log_p - log_q))
+            ratios.append(ratio)
             accepted.append(ok)
             states.append(n_states)
             log_zq.append(log_z)

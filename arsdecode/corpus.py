@@ -294,6 +294,9 @@ def _ars_lockstep(model, lattices, variant, max_iterations, tol, labels,
                   start: float) -> list[DecodeResult]:
     """Algorithm 1 (decoding) on every lattice, one iteration at a time for all of them;
     `seconds` of each result counts from `start`."""
+    from arsdecode.ars import check_bound  # imported here: only the lockstep loop needs them
+    from arsdecode.errors import BoundViolationError
+
     runs = [_Run(model, lat, variant) for lat in lattices]
     _answer(model, [(r.qa, q) for r in runs for q in r.qa.fill_requests(r.qa.unfilled)])
     width = max(model.order - 1, 0)
@@ -319,6 +322,10 @@ def _ars_lockstep(model, lattices, variant, max_iterations, tol, labels,
             if r.log_q == -math.inf:
                 label = labels[runs.index(r)]
                 raise NoPathError(f"lattice {label}: every path has probability 0 under the model")
+            try:  # the certificate is two-sided, as in ars.decode
+                check_bound(r.qa, r.target, r.idx, r.log_q, r.log_p, tol)
+            except BoundViolationError as err:
+                raise BoundViolationError(f"lattice {labels[runs.index(r)]}: {err}") from None
             if r.log_q - r.log_p <= tol:  # certificate: q(x*) = p(x*) and q >= p
                 _finish(r, iteration, True, start)
                 continue

@@ -42,3 +42,10 @@ class ModelError(ArsDecodeError):
 
 class OptionError(ArsDecodeError):
     """An argument value outside its documented range (a CLI option or a keyword argument)."""
+
+
+class BoundViolationError(ArsDecodeError):
+    """A path scored higher under the target p than under its supposed upper bound q: the
+    model's bounds are wrong (a hand-edited or corrupt MAX-ARPA table, a TargetModel whose
+    `log_bound` is not a bound). Raised instead of certifying or sampling on a broken bound;
+    the message names the position, the word and its context."""

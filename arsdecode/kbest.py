@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from arsdecode.ars import DEFAULT_TOL
+from arsdecode.ars import DEFAULT_TOL, check_bound
 from arsdecode.automaton import DEFAULT_VARIANT, QAutomaton, Variant
 from arsdecode.errors import NoPathError, OptionError
 from arsdecode.lattice import Lattice
@@ -114,6 +114,8 @@ def decode_kbest(
         idx = np.asarray([p for p, _ in best], dtype=np.int64)
         log_q = qa.log_q_batch(idx)
         log_p = target.log_p_batch(idx)
+        for row, lq, lp in zip(idx.tolist(), log_q.tolist(), log_p.tolist(), strict=True):
+            check_bound(qa, target, row, lq, lp, tol)  # q >= p, or no certificate at all
         gap = np.where(log_p == -np.inf, np.inf, log_q - log_p)
         inexact = [list(p) for (p, _), g in zip(best, gap) if g > tol]
         if not inexact:

@@ -11,8 +11,9 @@ import sys
 
 from arsdecode import corpus
 from arsdecode.api import load_lm
-from arsdecode.ars import sample
+from arsdecode.ars import DecodeInterrupted, sample
 from arsdecode.cli_options import (
+    EXIT_INTERRUPTED,
     EXIT_OK,
     EXIT_STATUS_HELP,
     EXIT_UNCERTIFIED,
@@ -119,8 +120,11 @@ def cmd_decode(args: argparse.Namespace) -> int:
     lattice, lm, oov = load_lattice_and_lm(args)
     if args.nbest is not None:
         return print_nbest(args, lm, lattice, oov)
-    r = corpus.decode(lm, lattice, method=args.method, variant=args.variant,
-                      max_iterations=args.max_iterations, keep_automaton=bool(outputs))
+    try:
+        r = corpus.decode(lm, lattice, method=args.method, variant=args.variant,
+                          max_iterations=args.max_iterations, keep_automaton=bool(outputs))
+    except DecodeInterrupted as stop:
+        return print_interrupted(args, stop, oov)
     # The result is printed before the files are written, so a failed write never loses it.
     if args.json:
         print_json({**r.to_json(), "oov": oov})
@@ -143,6 +147,27 @@ def cmd_decode(args: argparse.Namespace) -> int:
         report_uncertified(r.iterations)
         return EXIT_UNCERTIFIED
     return EXIT_OK
+
+
+def print_interrupted(args: argparse.Namespace, stop: DecodeInterrupted, oov: dict) -> int:
+    """Ctrl-C during an ARS decode: the best path found so far, marked UNCERTIFIED, with its
+    bound gap (ln q(x*) - ln p(path): the path is at most that far below the optimum).
+
+    Why print it: a long decode's best exact path is often the answer, and the gap says how
+    much it could still be off; printing nothing threw that away. No --fst/--graphml file
+    is written (the automaton may be mid-refinement). Exit status 130, as any interrupt.
+    """
+    r = stop.result
+    if args.json:
+        print_json({**r.to_json(), "interrupted": True, "gap": stop.gap, "oov": oov})
+    else:
+        print(" ".join(r.tokens))
+        print(f"log_p={r.log_p:.6f} (UNCERTIFIED: interrupted, ln) gap={stop.gap:.6f} "
+              f"method={r.method} iterations={r.iterations} seconds={r.seconds:.3f}",
+              flush=True)
+    print(f"arsdecode: interrupted: UNCERTIFIED, the path above is the best found so far; the "
+          f"optimum is at most {stop.gap:.6g} (ln) above its log_p", file=sys.stderr)
+    return EXIT_INTERRUPTED
 
 
 def cmd_sample(args: argparse.Namespace) -> int:

@@ -14,8 +14,9 @@ map the same file share its pages through the OS page cache: one copy in RAM per
 
 Layout: members `magic` (the string MAGIC), `order`, `vocab_utf8` (uint8: the words joined
 by "\\n", encoded as UTF-8 with surrogateescape, so non-UTF-8 words keep their bytes), and
-for each order k the arrays `keys_k rows_k log10p_k log10bow_k listed_k mf_k mbow_k`.
-Version-1 files (vocab as one numpy string) are still read.
+for each order k the arrays `keys_k rows_k log10p_k log10bow_k listed_k mf_k mbow_k`, and
+`digest` (the string "sha256:<hex>" of maxarpa.digest over those arrays; readers that predate
+it ignore the member). Version-1 files (vocab as one numpy string) are still read.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from pathlib import Path
 
 import numpy as np
 
+from maxarpa.digest import ALGORITHM, digest_to_write
 from maxarpa.errors import FormatError
 from maxarpa.model import Model
 from maxarpa.output import atomic_output, check_output
@@ -57,8 +59,11 @@ def encode_vocab(vocab: list[str]) -> np.ndarray:
     return np.frombuffer("\n".join(vocab).encode("utf-8", "surrogateescape"), dtype=np.uint8)
 
 
-def write_binary(model: Model, path: str | Path) -> None:
+def write_binary(model: Model, path: str | Path, *, bounds_verified: bool = False) -> None:
     """Write the model's table as an uncompressed, 64-byte aligned .npz at `path`.
+
+    The `digest` member is written as for MAX-ARPA text (`write_max_arpa`, which see for
+    `bounds_verified`): only for a table whose bounds are exact.
 
     Written to a temporary file beside `path`, then renamed, so a failure (or SIGINT,
     SIGTERM, SIGHUP) never leaves a half-written model or a temporary file behind.
@@ -67,6 +72,7 @@ def write_binary(model: Model, path: str | Path) -> None:
         OutputError: `path` has a compression suffix (a binary model is never compressed).
     """
     path = Path(path)
+    digest = digest_to_write(model.vocab, model.trie, model.eos_id, bounds_verified)
     arrays: dict[str, np.ndarray] = {
         "magic": np.array(MAGIC),
         "order": np.array(model.order),
@@ -75,6 +81,8 @@ def write_binary(model: Model, path: str | Path) -> None:
     for k, node in enumerate(model.trie.nodes, start=1):
         for field in FIELDS:
             arrays[f"{field}_{k}"] = np.ascontiguousarray(getattr(node, field))
+    if digest is not None:
+        arrays["digest"] = np.array(f"{ALGORITHM}:{digest}")
     check_output(None, path, binary=True)
     with atomic_output(path) as tmp, open(tmp, "wb") as fh, zipfile.ZipFile(
         fh, "w", zipfile.ZIP_STORED, allowZip64=True
@@ -123,7 +131,18 @@ def _member_layout(path: str) -> dict[str, tuple[int, np.dtype, tuple[int, ...],
 
 
 def read_binary(path: str | Path, mmap: bool = False) -> Model:
-    """Load a model written by `write_binary` (log10 values, as in MAX-ARPA).
+    """Load a model written by `write_binary` (log10 values, as in MAX-ARPA); nothing is
+    recomputed or checked but the array shapes (`maxarpa.load` checks the rest).
+
+    Raises:
+        FormatError: the file is not a maxarpa binary, or is truncated or corrupt.
+    """
+    return read_binary_with_digest(path, mmap=mmap)[0]
+
+
+def read_binary_with_digest(path: str | Path, mmap: bool = False
+                            ) -> tuple[Model, tuple[str, str] | None]:
+    """`read_binary`, and the file's `digest` member as (algorithm, hex), None if absent.
 
     Args:
         path: the .npz file.
@@ -167,6 +186,7 @@ def read_binary(path: str | Path, mmap: bool = False) -> Model:
             vocab = bytes(get("vocab_utf8")).decode("utf-8", "surrogateescape").split("\n")
         else:
             vocab = str(get("vocab")[()]).split("\n")
+        digest = _split_digest(str(get("digest")[()])) if "digest" in layout else None
         n = int(get("order")[()])
         trie = Trie(len(vocab), [])
         for k in range(1, n + 1):
@@ -176,7 +196,13 @@ def read_binary(path: str | Path, mmap: bool = False) -> Model:
             raise
         raise FormatError(path, None, f"corrupt maxarpa binary file ({err})") from None
     _check_shapes(trie, path)
-    return Model(vocab, trie, path)
+    return Model(vocab, trie, path), digest
+
+
+def _split_digest(text: str) -> tuple[str, str] | None:
+    """"algorithm:hex" as a pair; None for anything else (an untrusted file, not an error)."""
+    algorithm, _, hexdigest = text.partition(":")
+    return (algorithm, hexdigest) if hexdigest else None
 
 
 def _check_shapes(trie: Trie, path: str) -> None:

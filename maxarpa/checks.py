@@ -5,7 +5,8 @@ them. A file whose bounds were edited, truncated or written by a buggy tool woul
 certificate. `check_stored_bounds` runs on every load of such a file: vectorised, linear in the
 table, it tests necessary conditions of the recurrences in bound.py, so any bound lowered below
 what the recurrences force is refused. `verify_bounds` (the `maxarpa verify` command) recomputes
-every bound from the file's own log10p and backoffs and compares them bit for bit.
+every bound from the file's own log10p and backoffs and compares them bit for bit;
+`recompute_bounds` is what `maxarpa.load` uses on a file without a matching digest.
 """
 
 from __future__ import annotations
@@ -106,6 +107,15 @@ def verify_bounds(trie: Trie, vocab: list[str], eos_id: int | None) -> str | Non
     """Recompute blank log10p, mbow and mf from the stored listed log10p and backoffs, and
     compare with the stored values exactly. Returns None when all agree, else a one-line
     description of the first disagreement (order, n-gram, field, stored and recomputed)."""
+    problem = suffix_mismatch(trie)
+    if problem is not None:
+        return problem
+    return first_difference(trie, recompute_bounds(trie, eos_id), vocab)
+
+
+def suffix_mismatch(trie: Trie) -> str | None:
+    """None when every row's words after the first are its parent's row (what the keys
+    say), else which row disagrees. The recomputation reads the parents through the keys."""
     v = np.uint64(trie.vocab_size)
     for k in range(2, trie.order + 1):
         node, below = trie.nodes[k - 1], trie.nodes[k - 2]
@@ -113,6 +123,17 @@ def verify_bounds(trie: Trie, vocab: list[str], eos_id: int | None) -> str | Non
         bad = _first_bad((below.rows[parent] != node.rows[:, 1:]).any(axis=1))
         if bad is not None:
             return f"{k}-gram row {bad}: its words disagree with its key's suffix"
+    return None
+
+
+def recompute_bounds(trie: Trie, eos_id: int | None) -> Trie:
+    """A new table with `trie`'s keys, rows, listed log10p and backoffs, and every blank
+    log10p, mbow and mf computed afresh (bound.py), as for an ARPA file.
+
+    Why from the listed values only: they are the model; everything else is derived from
+    them, so a derived value that was edited or written wrong is simply replaced. The keys
+    and rows arrays are shared with `trie`, not copied (they may be memory-mapped).
+    """
     fresh = Trie(trie.vocab_size, [])
     for k, node in enumerate(trie.nodes, start=1):
         log10p = np.where(node.listed, node.log10p, np.nan)
@@ -122,7 +143,13 @@ def verify_bounds(trie: Trie, vocab: list[str], eos_id: int | None) -> str | Non
         if k > 1:
             fill_blank_probabilities(fresh, k)
     compute_bounds(fresh, eos_id)
-    for k, (old, new) in enumerate(zip(trie.nodes, fresh.nodes), start=1):
+    return fresh
+
+
+def first_difference(stored: Trie, fresh: Trie, vocab: list[str]) -> str | None:
+    """The first n-gram whose stored log10p, mbow or mf is not bit for bit the recomputed
+    one, as one line naming the n-gram, the field and both values; None if all agree."""
+    for k, (old, new) in enumerate(zip(stored.nodes, fresh.nodes), start=1):
         for field in ("log10p", "mbow", "mf"):
             a, b = getattr(old, field), getattr(new, field)
             i = _first_bad(~((a == b) | (np.isnan(a) & np.isnan(b))))

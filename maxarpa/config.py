@@ -14,6 +14,8 @@ from typing import Literal
 
 Action = Literal["raise", "warn", "accept"]
 ACTIONS: tuple[str, ...] = ("raise", "warn", "accept")
+Untrusted = Literal["recompute", "refuse"]
+UNTRUSTED: tuple[str, ...] = ("recompute", "refuse")
 
 
 class MaxArpaWarning(UserWarning):
@@ -40,22 +42,35 @@ class Config:
             (`Model.word_id`). With "warn" (KenLM's default, COMPLAIN) or "accept", a `<unk>`
             unigram is added with log10 p = `unknown_missing_log10p`, backoff 0, no extensions.
         unknown_missing_log10p: log10 p of that added `<unk>`; KenLM's default is -100.
-        verify_bounds: recompute every bound stored in a MAX-ARPA or binary file on load and
-            refuse the file if one differs (what `maxarpa verify` does). Default False: every
-            load already refuses bounds that break a necessary condition of the recurrences
-            (mf >= log10p, the mbow recurrence, mf >= the mf of each longer n-gram); the one
-            term those checks cannot see cheaply (a positive backoff reached through an
-            absent extension) is checked only by this full recomputation, which costs about
-            as much as computing the bounds from ARPA. Turn it on for files you did not make.
+        untrusted_bounds: what to do with a MAX-ARPA or binary file that carries no digest,
+            or one that does not match its numbers (maxarpa.digest): a file this package did
+            not write, wrote before digests (all files before issue 19), or a hand-edited one.
+            Such a file is first given the cheap checks (mf >= log10p, the mbow recurrence,
+            mf >= the mf of each longer n-gram; a failure is refused, naming the n-gram).
+            Then "recompute" (default, the safe one that still loads every old file): its
+            blank log10p, mf and mbow are recomputed from its own listed log10p and backoffs,
+            as an ARPA file's are, so a wrong bound can never certify a wrong path; it costs
+            about as much as computing the bounds from ARPA. "refuse": the same
+            recomputation, and a FormatError naming the first n-gram whose stored value
+            differs (what `maxarpa verify` reports); a file whose bounds are all exact loads.
+            A file whose digest matches is trusted as written: it holds the numbers this
+            package computed, and none of this runs.
+        verify_bounds: also recompute the bounds of a file whose digest matches, and refuse
+            it if one differs (an untrusted file is then refused as with "refuse"). Default
+            False: the digest already proves the file is as written.
     """
 
     sentence_marker_missing: Action = "raise"
     positive_log_probability: Action = "raise"
     unknown_missing: Action = "raise"
     unknown_missing_log10p: float = -100.0
+    untrusted_bounds: Untrusted = "recompute"
     verify_bounds: bool = False
 
     def __post_init__(self) -> None:
+        if self.untrusted_bounds not in UNTRUSTED:
+            raise ValueError(f"Config.untrusted_bounds must be one of {UNTRUSTED}, "
+                             f"got {self.untrusted_bounds!r}")
         for name in ("sentence_marker_missing", "positive_log_probability", "unknown_missing"):
             if getattr(self, name) not in ACTIONS:
                 raise ValueError(f"Config.{name} must be one of {ACTIONS}, "

@@ -10,11 +10,18 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from maxarpa.binary_format import is_binary, read_binary, write_binary
-from maxarpa.checks import check_stored_bounds, check_structure, verify_bounds
+from maxarpa.binary_format import is_binary, read_binary_with_digest, write_binary
+from maxarpa.checks import (
+    check_stored_bounds,
+    check_structure,
+    first_difference,
+    recompute_bounds,
+    suffix_mismatch,
+)
 from maxarpa.config import DEFAULT_CONFIG, Config
+from maxarpa.digest import ALGORITHM, table_digest
 from maxarpa.errors import FormatError
-from maxarpa.maxarpa_format import is_max_arpa, read_max_arpa, write_max_arpa
+from maxarpa.maxarpa_format import is_max_arpa, read_max_arpa_with_digest, write_max_arpa
 from maxarpa.model import Model
 from maxarpa.output import check_output
 from maxarpa.specials import apply_config
@@ -25,7 +32,10 @@ def load(path: str | Path, *, mmap: bool = False, config: Config | None = None) 
     """Open an ARPA, MAX-ARPA or maxarpa binary model; the kind is read from the content.
 
     ARPA and MAX-ARPA may be plain or gzip/bzip2/xz compressed. An ARPA file gets its
-    max-backoff bounds computed; MAX-ARPA and binary files carry them.
+    max-backoff bounds computed; MAX-ARPA and binary files carry them. Stored bounds are
+    used as they are only when the file's digest matches its numbers (maxarpa.digest: the
+    file is as this package wrote it); otherwise they are checked and recomputed, or the
+    file is refused (`Config.untrusted_bounds`), so no file can make a false certificate.
 
     Args:
         path: the model file; `-` is standard input. Standard input, a pipe or another
@@ -40,28 +50,56 @@ def load(path: str | Path, *, mmap: bool = False, config: Config | None = None) 
         The model. Every value it reports is a log10 probability or backoff.
 
     Raises:
-        FormatError: the file is malformed, its stored bounds are not bounds (checked on
-            every row, see maxarpa.checks), or it breaks a rule `config` says to raise on;
+        FormatError: the file is malformed, its stored bounds are not bounds (an untrusted
+            file, checked on every row, see maxarpa.checks), differ from their recomputation
+            where `config` says to refuse that, or it breaks a rule `config` says to raise on;
             the message names the file (and the line or the n-gram).
     """
     if needs_spooling(path):
         with spooled(path) as copy:
             return under_name(lambda: load(copy, config=config), copy, display_name(path))
     config = config if config is not None else DEFAULT_CONFIG
-    if is_binary(path):
-        model = read_binary(path, mmap=mmap)
-        check_structure(model.trie, model.source)
+    binary = is_binary(path)
+    if binary:
+        model, digest = read_binary_with_digest(path, mmap=mmap)
     elif is_max_arpa(path):
-        model = read_max_arpa(path)
+        model, digest = read_max_arpa_with_digest(path)
     else:
         return apply_config(Model.from_arpa(path), config)
-    check_stored_bounds(model.trie, model.vocab, model.source)
-    if config.verify_bounds:
-        problem = verify_bounds(model.trie, model.vocab, model.eos_id)
-        if problem is not None:
-            raise FormatError(model.source, None, f"stored bounds differ from the recomputed "
-                              f"ones: {problem}")
+    if digest is None:
+        distrust: str | None = "the file carries no digest"
+    elif digest != (ALGORITHM, table_digest(model.vocab, model.trie)):
+        distrust = "the file's digest does not match its numbers"
+    else:
+        distrust = None  # as this package wrote it
+    if binary and (distrust is not None or config.verify_bounds):
+        # A binary file's keys and rows are taken as they are: checked before any use.
+        # With a matching digest they are the arrays this package wrote, so the check is
+        # skipped; that saves about what the digest costs (bench/bench_maxarpa.py --digest).
+        check_structure(model.trie, model.source)
+    if distrust is not None or config.verify_bounds:
+        model = _recomputed(model, config, distrust)
     return apply_config(model, config)
+
+
+def _recomputed(model: Model, config: Config, distrust: str | None) -> Model:
+    """The model with its blank log10p, mf and mbow recomputed from its listed values, after
+    the cheap checks (an untrusted file failing one is refused, naming the n-gram); refused
+    instead if a stored value differs and `config` says to refuse (naming the first one).
+    `distrust` says why the file is not trusted (None: it is, but verify_bounds is set)."""
+    if distrust is not None:
+        check_stored_bounds(model.trie, model.vocab, model.source)
+    problem = suffix_mismatch(model.trie)
+    if problem is not None:
+        raise FormatError(model.source, None, problem)
+    fresh = recompute_bounds(model.trie, model.eos_id)
+    if config.verify_bounds or config.untrusted_bounds == "refuse":
+        problem = first_difference(model.trie, fresh, model.vocab)
+        if problem is not None:
+            why = distrust if distrust is not None else "verify_bounds is set"
+            raise FormatError(model.source, None, f"stored bounds differ from the recomputed "
+                              f"ones ({why}): {problem}")
+    return Model(model.vocab, fresh, model.source)
 
 
 def convert(
@@ -92,8 +130,8 @@ def convert(
     """
     check_output(input, output, binary=binary)
     model = load(input, config=config)
-    if binary:
-        write_binary(model, output)
+    if binary:  # `load` leaves no unchecked bound: the writers need not check them again
+        write_binary(model, output, bounds_verified=True)
     else:
-        write_max_arpa(model, output, progress=progress)
+        write_max_arpa(model, output, progress=progress, bounds_verified=True)
     return model

@@ -20,6 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from maxarpa.arpa import ENCODING, ERRORS, open_binary
+from maxarpa.digest import ALGORITHM, digest_to_write
 from maxarpa.errors import FormatError
 from maxarpa.model import Model
 from maxarpa.output import atomic_output, byte_stream, compression_of
@@ -29,6 +30,8 @@ MAX_ARPA_MAGIC = "\\max-arpa\\"
 VERSION = "version 1"
 WRITE_CHUNK = 200_000  # lines formatted and written at a time
 _COUNT_RE = re.compile(r"^(ngram|blank)\s+(\d+)\s*=\s*(\d+)$")
+_DIGEST_RE = re.compile(rb"^digest[ \t]+(\S+)[ \t]+([0-9a-f]+)[ \t]*$")
+TAIL_BYTES = 4096  # how far past \end\ a reader looks for the digest line
 
 
 def is_max_arpa(path: str | Path) -> bool:
@@ -47,7 +50,8 @@ def is_max_arpa(path: str | Path) -> bool:
 
 
 def write_max_arpa(
-    model: Model, path: str | Path, progress: Callable[[int], None] | None = None
+    model: Model, path: str | Path, progress: Callable[[int], None] | None = None, *,
+    bounds_verified: bool = False,
 ) -> None:
     """Write `model` as MAX-ARPA (log10 values) to `path`.
 
@@ -57,6 +61,12 @@ def write_max_arpa(
             suffix is refused. Written through a temporary file and a rename, removed on any
             error or termination signal.
         progress: called with the number of n-grams of each section written.
+        bounds_verified: the caller knows the bounds are exact (`maxarpa.load` made the
+            model); otherwise they are recomputed first (maxarpa.digest.digest_to_write).
+
+    The line after `\\end\\` is `digest sha256 <hex>` (maxarpa.digest), which lets `maxarpa.load`
+    trust the bounds without recomputing them; a table whose bounds are not exact gets none.
+    It follows the end mark because every earlier reader of the format stops there.
 
     Raises:
         OutputError: a compression suffix that cannot be honoured.
@@ -65,6 +75,7 @@ def write_max_arpa(
     from maxarpa.native import format_lines
 
     compression = compression_of(path)
+    digest = digest_to_write(model.vocab, model.trie, model.eos_id, bounds_verified)
     nodes = model.trie.nodes
     # The vocabulary as one byte string with offsets, for the compiled writer.
     encoded = [w.encode(ENCODING, ERRORS) for w in model.vocab]
@@ -94,6 +105,8 @@ def write_max_arpa(
                     if progress:
                         progress(len(sel))
         fh.write(b"\n\\end\\\n")
+        if digest is not None:
+            fh.write(f"digest {ALGORITHM} {digest}\n".encode(ENCODING))
 
 
 def read_max_arpa(path: str | Path) -> Model:
@@ -102,6 +115,17 @@ def read_max_arpa(path: str | Path) -> Model:
 
     Returns:
         The model (log10 values); its `source` is `path`.
+
+    Raises:
+        FormatError: naming the file and line of the first problem.
+    """
+    return read_max_arpa_with_digest(path)[0]
+
+
+def read_max_arpa_with_digest(path: str | Path) -> tuple[Model, tuple[str, str] | None]:
+    """`read_max_arpa`, and the file's digest line as (algorithm, hex digest), None if absent.
+
+    The digest is only read here; `maxarpa.load` compares it with the table's.
 
     The header is read in Python; the n-gram lines go, chunk by chunk, through the compiled
     parser (maxarpa.native) straight into arrays sized from the header, so no line ever
@@ -119,7 +143,7 @@ def read_max_arpa(path: str | Path) -> Model:
         raise FormatError(path, None, f"corrupt or truncated compressed data ({err})") from None
 
 
-def _read_stream(fh: io.BufferedIOBase, path: str) -> Model:
+def _read_stream(fh: io.BufferedIOBase, path: str) -> tuple[Model, tuple[str, str] | None]:
     from maxarpa.native import LineParser, feed_sections
 
     header_lines: list[str] = []
@@ -178,7 +202,8 @@ def _read_stream(fh: io.BufferedIOBase, path: str) -> Model:
         return True
 
     begin(current)
-    stop = feed_sections(fh, lineno, parser, on_mark)
+    tail = bytearray()
+    stop = feed_sections(fh, lineno, parser, on_mark, tail)
     if stop is not None:
         if stop.text is None:
             raise FormatError(path, stop.line, "truncated file: missing \\end\\")
@@ -207,7 +232,21 @@ def _read_stream(fh: io.BufferedIOBase, path: str) -> Model:
                     words = " ".join(vocab[w] for w in r[twice[0]].tolist())
                     raise FormatError(path, None, f"the {k}-gram {words!r} is listed twice")
         trie.nodes.append(OrderNodes(keys, r, logp, bow, listed, mf=mf, mbow=mbow))
-    return Model(vocab, trie, path)
+    return Model(vocab, trie, path), _digest_line(tail, fh)
+
+
+def _digest_line(tail: bytearray, fh: io.BufferedIOBase) -> tuple[str, str] | None:
+    """The first non-blank line after `\\end\\` as (algorithm, hex), if it is a digest line.
+
+    Text other than a digest line after the end mark is ignored, as it always was.
+    """
+    if len(tail) < TAIL_BYTES:
+        tail += fh.read(TAIL_BYTES - len(tail))
+    for line in bytes(tail[:TAIL_BYTES]).splitlines():
+        if line.strip():
+            m = _DIGEST_RE.match(line.strip())
+            return (m.group(1).decode(), m.group(2).decode()) if m else None
+    return None
 
 
 def _suffix_rows(trie: Trie, rows: np.ndarray, listed: int) -> np.ndarray:

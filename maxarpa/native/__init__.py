@@ -44,7 +44,7 @@ class Stop:
 
 def feed_sections(
     fh: io.BufferedIOBase, lines_before: int, parser: LineParser,
-    on_mark: Callable[[bytes, int], bool],
+    on_mark: Callable[[bytes, int], bool], tail: bytearray | None = None,
 ) -> Stop | None:
     """Feed the rest of `fh` to `parser`, chunk by chunk; None once `on_mark` says to stop.
 
@@ -55,6 +55,8 @@ def feed_sections(
         on_mark: called with each line that starts with a backslash (stripped) and its line
             number; it switches the parser's section and returns True, or returns False at
             the end mark. It may raise to reject a mark.
+        tail: if given, receives the bytes already read past the end mark's line (the
+            MAX-ARPA digest line follows `\\end\\`); the rest is still in `fh`.
 
     Returns:
         None when `on_mark` returned False; otherwise the line the parser rejected, or
@@ -72,6 +74,8 @@ def feed_sections(
             if status == FAILED:
                 return Stop(lineno, buf[at:nl])
             if not on_mark(buf[at:nl].strip(), lineno):
+                if tail is not None:
+                    tail += buf[nl + 1 :]
                 return None
             pos = nl + 1
             continue

@@ -1,0 +1,85 @@
+"""The digest of a model's numeric content, written into every MAX-ARPA and binary file.
+
+Why: the decoder certifies its answer with the stored bounds mf and mbow, and the cheap load
+checks (maxarpa.checks) cannot see every wrong bound (a positive backoff reached through an
+absent extension). Recomputing every bound on every load costs about as much as building the
+model from ARPA. A digest is far cheaper: a file whose digest matches its arrays holds exactly
+the numbers this package wrote, and this package only writes bounds it computed (or
+recomputed) from the file's own probabilities and backoffs. A file without a digest, or with
+one that does not match (hand-edited, written by another tool), is not trusted: `maxarpa.load`
+recomputes its bounds or refuses it (`Config.untrusted_bounds`).
+
+The digest is not a signature: whoever edits a file and recomputes the digest on purpose gets
+what they wrote. It guards against edits, truncation and foreign writers, not against forgery.
+
+What is hashed (SHA-256, hardware-accelerated on current x86 and ARM): a version tag, the
+vocabulary (the words' bytes joined by newlines), the order, and for each order its node count
+and the arrays keys (uint64), rows (int32), log10p, log10bow, mf, mbow (float64) and listed
+(bool), little-endian, in the table's order. The hash is over the arrays as a reader builds
+them, so a text file and a binary file of one table carry the same digest.
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+import numpy as np
+
+from maxarpa.checks import verify_bounds
+from maxarpa.table import Trie
+
+ALGORITHM = "sha256"
+_TAG = b"maxarpa-digest-1\n"
+_LAYOUT = (("keys", "<u8"), ("rows", "<i4"), ("log10p", "<f8"), ("log10bow", "<f8"),
+           ("mf", "<f8"), ("mbow", "<f8"), ("listed", "?"))
+
+
+def table_digest(vocab: list[str], trie: Trie) -> str:
+    """The hex digest of the table's numeric content (see the module docstring).
+
+    Arrays already in the hashed dtype and contiguous (as every reader builds them) are hashed
+    in place, without a copy; memory-mapped arrays are read once from the page cache.
+    """
+    h = hashlib.new(ALGORITHM)
+    h.update(_TAG)
+    h.update("\n".join(vocab).encode("utf-8", "surrogateescape"))
+    h.update(f"\norder {trie.order}\n".encode())
+    for node in trie.nodes:
+        h.update(f"{len(node.keys)}\n".encode())
+        for field, dtype in _LAYOUT:
+            arr = getattr(node, field)
+            if arr.dtype.kind != np.dtype(dtype).kind:  # a corrupt file: hash as is, no cast
+                h.update(f"unexpected {arr.dtype.str}".encode())
+                dtype = arr.dtype
+            h.update(memoryview(np.ascontiguousarray(arr, dtype=dtype)).cast("B"))
+    return h.hexdigest()
+
+
+def without_negative_zeros(trie: Trie) -> None:
+    """Replace each float array of the table that holds a -0.0 by a copy with 0.0 there.
+
+    Why: the MAX-ARPA writer prints both zeros as `0`, which reads back as +0.0, so a digest
+    of a table holding -0.0 (an ARPA file may say `-0`) would never match its own text file.
+    Writers call this before hashing; the values are equal, so no query changes.
+    """
+    for node in trie.nodes:
+        for field in ("log10p", "log10bow", "mf", "mbow"):
+            arr = getattr(node, field)
+            if len(arr) and np.signbit(arr[arr == 0]).any():
+                setattr(node, field, arr + 0.0)
+
+
+def digest_to_write(vocab: list[str], trie: Trie, eos_id: int | None,
+                    bounds_verified: bool) -> str | None:
+    """The digest a writer stamps on the file, or None when the bounds are not known exact.
+
+    Why the check: a digest tells every later load to trust the bounds, so it is only given
+    to bounds this package computed. `bounds_verified` says the caller knows they are (a
+    model from `maxarpa.load`, which computes, trusts by digest or recomputes every bound);
+    otherwise (a table from the raw readers, or edited in memory) they are recomputed here and
+    a table that differs is written without a digest, to be recomputed or refused on load.
+    """
+    without_negative_zeros(trie)  # `0` is written for both zeros: hash what reads back
+    if not bounds_verified and verify_bounds(trie, vocab, eos_id) is not None:
+        return None
+    return table_digest(vocab, trie)
