@@ -15,7 +15,7 @@ map the same file share its pages through the OS page cache: one copy in RAM per
 Layout: members `magic` (the string MAGIC), `order`, `vocab_utf8` (uint8: the words joined
 by "\\n", encoded as UTF-8 with surrogateescape, so non-UTF-8 words keep their bytes), and
 for each order k the arrays `keys_k rows_k log10p_k log10bow_k listed_k mf_k mbow_k`, and
-`digest` (the string "sha256:<hex>" of maxarpa.digest over those arrays; readers that predate
+`digest` (the string "xxh3_128:<hex>" of maxarpa.digest over those arrays; readers that predate
 it ignore the member). Version-1 files (vocab as one numpy string) are still read.
 """
 

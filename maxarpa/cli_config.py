@@ -13,6 +13,7 @@ import argparse
 import dataclasses
 import math
 import re
+import typing
 
 from maxarpa.config import ACTIONS, Config
 
@@ -25,6 +26,9 @@ FIELD_HELP: dict[str, str] = {
                        "unknown word), warn or accept (add <unk> with "
                        "--unknown-missing-log10p)",
     "unknown_missing_log10p": "log10 p of the <unk> added to a model without one",
+    "untrusted_bounds": "a MAX-ARPA or binary file without a matching digest (not written by "
+                        "maxarpa, or edited): recompute its bounds (safe) or refuse it, naming "
+                        "the first wrong n-gram",
     "verify_bounds": "recompute every bound stored in a MAX-ARPA or binary file and refuse the "
                      "file if one differs (slow; for files you did not make)",
 }
@@ -54,6 +58,7 @@ def add_config_options(parser: argparse.ArgumentParser) -> None:
     is given."""
     group = parser.add_argument_group(
         "model strictness (maxarpa.Config; one flag per field, defaults as KenLM)")
+    hints = typing.get_type_hints(Config)
     for field in dataclasses.fields(Config):
         help_text = FIELD_HELP[field.name] + f" (default: {field.default})"
         if field.type in ("bool", bool):
@@ -62,9 +67,10 @@ def add_config_options(parser: argparse.ArgumentParser) -> None:
         elif field.type in ("float", float):
             group.add_argument(flag_name(field.name), dest=_dest(field.name), type=log10_value,
                                default=None, metavar="LOG10P", help=help_text)
-        else:
-            group.add_argument(flag_name(field.name), dest=_dest(field.name), choices=ACTIONS,
-                               default=None, metavar="{" + ",".join(ACTIONS) + "}",
+        else:  # a Literal of words: its own choices (raise/warn/accept, recompute/refuse)
+            choices = typing.get_args(hints[field.name]) or ACTIONS
+            group.add_argument(flag_name(field.name), dest=_dest(field.name), choices=choices,
+                               default=None, metavar="{" + ",".join(choices) + "}",
                                help=help_text)
 
 

@@ -10,9 +10,12 @@ one that does not match (hand-edited, written by another tool), is not trusted: 
 recomputes its bounds or refuses it (`Config.untrusted_bounds`).
 
 The digest is not a signature: whoever edits a file and recomputes the digest on purpose gets
-what they wrote. It guards against edits, truncation and foreign writers, not against forgery.
+what they wrote. It guards against edits, truncation and foreign writers, not against forgery,
+which no unkeyed hash could stop. Hence XXH3-128 rather than SHA-256: it detects accidental
+change as surely and runs at memory speed (0.01 s against 0.13 s for 160 MB here), which keeps
+the check a small share of loading a binary file, which is little more than reading its bytes.
 
-What is hashed (SHA-256, hardware-accelerated on current x86 and ARM): a version tag, the
+What is hashed (XXH3-128, from the `xxhash` package): a version tag, the
 vocabulary (the words' bytes joined by newlines), the order, and for each order its node count
 and the arrays keys (uint64), rows (int32), log10p, log10bow, mf, mbow (float64) and listed
 (bool), little-endian, in the table's order. The hash is over the arrays as a reader builds
@@ -21,14 +24,13 @@ them, so a text file and a binary file of one table carry the same digest.
 
 from __future__ import annotations
 
-import hashlib
-
 import numpy as np
+import xxhash
 
 from maxarpa.checks import verify_bounds
 from maxarpa.table import Trie
 
-ALGORITHM = "sha256"
+ALGORITHM = "xxh3_128"
 _TAG = b"maxarpa-digest-1\n"
 _LAYOUT = (("keys", "<u8"), ("rows", "<i4"), ("log10p", "<f8"), ("log10bow", "<f8"),
            ("mf", "<f8"), ("mbow", "<f8"), ("listed", "?"))
@@ -40,7 +42,7 @@ def table_digest(vocab: list[str], trie: Trie) -> str:
     Arrays already in the hashed dtype and contiguous (as every reader builds them) are hashed
     in place, without a copy; memory-mapped arrays are read once from the page cache.
     """
-    h = hashlib.new(ALGORITHM)
+    h = xxhash.xxh3_128()
     h.update(_TAG)
     h.update("\n".join(vocab).encode("utf-8", "surrogateescape"))
     h.update(f"\norder {trie.order}\n".encode())

@@ -64,7 +64,7 @@ def write_max_arpa(
         bounds_verified: the caller knows the bounds are exact (`maxarpa.load` made the
             model); otherwise they are recomputed first (maxarpa.digest.digest_to_write).
 
-    The line after `\\end\\` is `digest sha256 <hex>` (maxarpa.digest), which lets `maxarpa.load`
+    The line after `\\end\\` is `digest xxh3_128 <hex>` (maxarpa.digest), which lets `maxarpa.load`
     trust the bounds without recomputing them; a table whose bounds are not exact gets none.
     It follows the end mark because every earlier reader of the format stops there.
 
