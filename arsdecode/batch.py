@@ -117,9 +117,9 @@ def _stamp(path: str) -> tuple[int, int]:
 
 
 def _lattice(spec: TaskSpec, item: Item, emissions) -> tuple[Any, list[str] | None]:
-    from arsdecode.lattice import Lattice
+    from arsdecode.lattice import Lattice, json_constant
 
-    obj = json.loads(item.text)
+    obj = json.loads(item.text, parse_constant=json_constant)  # the grammar of lattice files
     where = f"line {item.lineno}"
     if spec.task != "tag":
         return Lattice.from_json_obj(obj, source=where), None

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from arsdecode.errors import ArsDecodeError
+from arsdecode.lattice import json_constant
 
 
 class BatchError(ArsDecodeError):
@@ -90,10 +91,6 @@ class ChunkWriter:
 
 # ---- the input file ---------------------------------------------------------------------
 
-def _no_constants(name: str) -> float:
-    raise ValueError(f"{name} is not valid JSON")
-
-
 def scan_input(path: Path, done: set[str]) -> Iterator[Item]:
     """The items of `path` not yet in `done`, in input order. Lines that are not a JSON object
     with a string or integer id, and repeated ids, become items that carry their error."""
@@ -104,7 +101,7 @@ def scan_input(path: Path, done: set[str]) -> Iterator[Item]:
                 continue
             key, item_id, error = f"#line:{lineno}", None, None
             try:
-                obj = json.loads(raw, parse_constant=_no_constants)
+                obj = json.loads(raw, parse_constant=json_constant)
                 cand = obj.get("id") if isinstance(obj, dict) else None
                 if not isinstance(obj, dict):
                     error = "expected a JSON object"

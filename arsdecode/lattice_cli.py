@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 from arsdecode import corpus
 from arsdecode.api import load_lm
@@ -22,6 +23,8 @@ from arsdecode.cli_options import (
     add_max_iterations,
     add_method_option,
     add_sampling_options,
+    check_batch_fits,
+    check_fits,
     check_writable,
     epilog,
     oov_report,
@@ -64,7 +67,11 @@ def print_nbest(args: argparse.Namespace, lm, lattice: Lattice, oov: dict) -> in
     """`decode --nbest K`: the single best stays in tokens/log_p; the K best go in "nbest"."""
     from arsdecode.kbest import decode_kbest, nbest_json
 
-    kb = decode_kbest(lm, lattice, args.nbest, variant=args.variant,
+    # No more paths than the lattice has; the K-lists of k-best Viterbi hold, per state of
+    # the widest layer, K scores of every candidate (and the K paths come back as lists).
+    k = min(args.nbest, lattice.num_paths())
+    check_fits("--nbest", args.nbest, 24 * max(lattice.widths) + 16 * len(lattice) + 200, k)
+    kb = decode_kbest(lm, lattice, k, variant=args.variant,
                       max_iterations=args.max_iterations)
     best = kb.paths[0]
     if args.json:
@@ -110,6 +117,9 @@ def load_lattice_and_lm(args: argparse.Namespace):
 
 def cmd_decode(args: argparse.Namespace) -> int:
     outputs = [p for p in (args.fst, args.graphml) if p]
+    if outputs and args.method == "full":
+        raise OptionError("--fst and --graphml write the q-automaton, which only --method ars "
+                          "(or auto) builds")
     for path in outputs:  # before the work: a bad path must not cost a decode
         check_writable(path)
     lattice, lm, oov = load_lattice_and_lm(args)
@@ -129,7 +139,10 @@ def cmd_decode(args: argparse.Namespace) -> int:
     if outputs and qa is None:  # keep_automaton=True above whenever a file is asked for
         raise AssertionError("decode did not keep the automaton")
     if args.fst and qa is not None:
-        write_atomic(args.fst, qa.write_fst)
+        # Serialised here, written by Python: OpenFst's own writer reports a full disk as
+        # "Write failed" lines on stderr that name the temporary file.
+        data = qa.to_fst().write_to_string()
+        write_atomic(args.fst, lambda tmp: Path(tmp).write_bytes(data))
     if args.graphml and qa is not None:
         import networkx as nx
 
@@ -145,6 +158,7 @@ def cmd_sample(args: argparse.Namespace) -> int:
     if args.json and args.jsonl:
         raise OptionError("--json and --jsonl exclude each other")
     lattice, lm, oov = load_lattice_and_lm(args)
+    check_batch_fits(args.batch, lattice)
     bar = progress_bar(args.n, "sample", leave=False)
 
     def on_sample(tokens: list[str], log_p: float) -> None:

@@ -19,6 +19,7 @@ from arsdecode.cli_options import (
     UNITS_HELP,
     add_engine_options,
     add_sampling_options,
+    check_batch_fits,
     epilog,
     positive_int,
     print_json,
@@ -49,6 +50,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     lattice = Lattice.from_json_file(args.lattice)
+    check_batch_fits(args.batch, lattice)
     lm = load_lm(args.lm)
     r = sample(lm, lattice, args.n, args.seed, batch=args.batch, target_ar=args.target_ar,
                ar_window=args.ar_window, variant=args.variant)

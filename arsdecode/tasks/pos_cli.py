@@ -22,6 +22,7 @@ from arsdecode.cli_options import (
     add_engine_options,
     add_method_option,
     add_sampling_options,
+    check_batch_fits,
     check_writable,
     epilog,
     int_at_least,
@@ -95,6 +96,7 @@ def tag_one(args: argparse.Namespace, lm, emissions, words: list[str]) -> int:
 
 
 def sample_one(args: argparse.Namespace, lm, lattice, words: list[str], start: float) -> int:
+    check_batch_fits(args.batch, lattice)
     r = sample(lm, lattice, args.sample, args.seed, batch=args.batch,
                target_ar=args.target_ar, ar_window=args.ar_window, variant=args.variant)
     marginals = marginals_from_samples(r.samples)  # the code `arsdecode marginals` runs

@@ -1,0 +1,180 @@
+"""The `arsdecode` command line on hostile input and full disks (issue 19, sections C and D).
+
+Why subprocesses and real files: the promise is about what a user sees, one line on stderr,
+exit status 2, no traceback, and nothing half-written, so each test runs the real command on
+the shipped model and checks exactly that. Full disks are real too: /dev/full, or a file-size
+limit (RLIMIT_FSIZE) set in the child, which makes write() fail as a full disk does.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import resource
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from arsdecode.api import DEFAULT_LM
+
+EMBEDDED = str(DEFAULT_LM)
+LATTICE = {"positions": [[["the", -0.1], ["a", -1.0]], [["nation", -0.2], ["people", -0.3]],
+                         [["is", 0.0], ["was", -0.4]]]}
+
+
+def run(*args: str, timeout: float = 120, **kwargs) -> subprocess.CompletedProcess:
+    streams = {"stdout": subprocess.PIPE, "stderr": subprocess.PIPE, **kwargs}
+    return subprocess.run([sys.executable, "-m", "arsdecode", *args], text=True,
+                          timeout=timeout, **streams)
+
+
+def check_error(proc: subprocess.CompletedProcess, *words: str) -> None:
+    """Exit 2, one stderr line that names each of `words`, no traceback."""
+    assert proc.returncode == 2, (proc.returncode, proc.stderr)
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1, proc.stderr
+    assert "Traceback" not in proc.stderr
+    for w in words:
+        assert w in lines[0], (w, lines[0])
+
+
+@pytest.fixture()
+def lattice(tmp_path) -> Path:
+    path = tmp_path / "lat.json"
+    path.write_text(json.dumps(LATTICE))
+    return path
+
+
+def file_size_limit(limit: int):
+    """preexec_fn: writes beyond `limit` bytes fail with EFBIG, as on a full disk."""
+    def apply() -> None:
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+    return apply
+
+
+# ---- C: lattices that are not UTF-8, gzip lattices, stdin --------------------------------
+
+
+def test_lattice_not_utf8_is_one_line(tmp_path):
+    path = tmp_path / "latin1.json"
+    path.write_bytes('{"positions": [[["caf\u00e9", -0.1]]]}'.encode("latin-1"))
+    check_error(run("decode", "--lm", EMBEDDED, "--lattice", str(path)), str(path), "UTF-8")
+
+
+def test_gzip_lattice_is_read_when_named_gz(tmp_path, lattice):
+    gz = tmp_path / "lat.json.gz"
+    gz.write_bytes(gzip.compress(lattice.read_bytes()))
+    plain = run("decode", "--lm", EMBEDDED, "--lattice", str(lattice), "--json")
+    packed = run("decode", "--lm", EMBEDDED, "--lattice", str(gz), "--json")
+    assert packed.returncode == 0, packed.stderr
+    assert json.loads(packed.stdout)["tokens"] == json.loads(plain.stdout)["tokens"]
+    # gzip bytes under another name: one line that says what the bytes are
+    wrong = tmp_path / "lat.json"
+    wrong.write_bytes(gz.read_bytes())
+    check_error(run("decode", "--lm", EMBEDDED, "--lattice", str(wrong)), str(wrong), "gzip")
+    broken = tmp_path / "broken.json.gz"
+    broken.write_bytes(gz.read_bytes()[:20])
+    check_error(run("decode", "--lm", EMBEDDED, "--lattice", str(broken)), str(broken))
+
+
+def test_lattice_dash_is_stdin(lattice):
+    proc = run("decode", "--lm", EMBEDDED, "--lattice", "-", "--json",
+               input=lattice.read_text())
+    assert proc.returncode == 0, proc.stderr
+    want = run("decode", "--lm", EMBEDDED, "--lattice", str(lattice), "--json")
+    assert json.loads(proc.stdout)["tokens"] == json.loads(want.stdout)["tokens"]
+    check_error(run("decode", "--lm", EMBEDDED, "--lattice", "-", input="{"), "<stdin>")
+
+
+def test_duplicate_token_error_names_the_token(tmp_path):
+    path = tmp_path / "dup.json"
+    path.write_text(json.dumps({"positions": [[["the", -0.1], ["nation", -1.0],
+                                               ["the", -2.0]]]}))
+    check_error(run("decode", "--lm", EMBEDDED, "--lattice", str(path)), "'the'", "position 0")
+
+
+# ---- C: sizes that cannot fit ----------------------------------------------------------
+
+
+@pytest.mark.parametrize("command,option,value", [
+    ("sample", "--batch", "99999999999"),
+    ("sample", "--batch", "100000000"),
+    ("marginals", "--batch", "100000000"),
+])
+def test_sampling_batch_that_cannot_fit_is_refused(lattice, command, option, value):
+    proc = run(command, "--lm", EMBEDDED, "--lattice", str(lattice), "-n", "1", option, value)
+    check_error(proc, f"{option} {value}", "memory")
+
+
+@pytest.mark.parametrize("value", ["99999999999999999999", "9999999999"])
+def test_nbest_that_cannot_fit_is_refused(tmp_path, value):
+    wide = tmp_path / "wide.json"  # 3^30 paths: K cannot be cut down to the paths there are
+    wide.write_text(json.dumps({"positions": [[["the", -0.1], ["a", -1.0], ["of", -0.5]]] * 30}))
+    check_error(run("decode", "--lm", EMBEDDED, "--lattice", str(wide), "--nbest", value),
+                f"--nbest {value}", "memory")
+
+
+def test_nbest_beyond_the_paths_of_the_lattice_lists_them_all(lattice):
+    proc = run("decode", "--lm", EMBEDDED, "--lattice", str(lattice), "--nbest", "9999999999",
+               "--json")
+    assert proc.returncode == 0, proc.stderr
+    nbest = json.loads(proc.stdout)["nbest"]
+    assert len({tuple(p["tokens"]) for p in nbest}) == 8  # every path, once
+
+
+@pytest.mark.parametrize("command", [("sms", "843", "--sample", "2"),
+                                     ("tag", "The dog", "--sample", "2")])
+def test_task_sampling_batch_that_cannot_fit_is_refused(command):
+    check_error(run(*command, "--batch", "99999999999"), "--batch 99999999999", "memory")
+
+
+def test_sms_k_that_overflows_the_channel_is_refused():
+    proc = run("sms", "843", "--k", "1e308")
+    check_error(proc, "--k", "1e308")
+    assert "RuntimeWarning" not in proc.stderr
+
+
+# ---- C: full disks ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("args", [
+    ("sample", "-n", "300", "--json"),
+    ("sample", "-n", "300"),
+    ("sample", "-n", "300", "--jsonl"),
+    ("marginals", "-n", "300", "--json"),
+    ("decode", "--nbest", "8"),
+])
+def test_output_that_does_not_fit_exits_2(lattice, tmp_path, args):
+    """A disk that fills up part-way through the output: exit 2 and one line, even when
+    Python runs unbuffered (PYTHONUNBUFFERED=1, where a short write was silently lost)."""
+    out = tmp_path / "out.txt"
+    with open(out, "w") as fh:
+        proc = subprocess.run(
+            [sys.executable, "-m", "arsdecode", args[0], "--lm", EMBEDDED, "--lattice",
+             str(lattice), *args[1:]], stdout=fh, stderr=subprocess.PIPE, text=True,
+            timeout=120, preexec_fn=file_size_limit(150),
+            env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    check_error(proc, "File too large")
+    with open("/dev/full", "w") as full:
+        proc = run(args[0], "--lm", EMBEDDED, "--lattice", str(lattice), *args[1:],
+                   stdout=full)
+    check_error(proc, "No space left on device")
+
+
+@pytest.mark.parametrize("flag", ["--fst", "--graphml"])
+def test_automaton_file_on_a_full_disk_leaves_nothing(lattice, tmp_path, flag):
+    out_dir = tmp_path / "out"
+    out_dir.mkdir()
+    target = out_dir / "q.out"
+    proc = subprocess.run(
+        [sys.executable, "-m", "arsdecode", "decode", "--lm", EMBEDDED, "--lattice",
+         str(lattice), flag, str(target)], capture_output=True, text=True, timeout=120,
+        preexec_fn=file_size_limit(100))
+    check_error(proc, str(target), "File too large")
+    assert ".tmp" not in proc.stderr
+    assert list(out_dir.iterdir()) == []  # no partial file, no temporary file
