@@ -34,6 +34,7 @@ from arsdecode.cli_options import (
     epilog,
 )
 from arsdecode.errors import ArsDecodeError
+from arsdecode.termination import Terminated, raise_on_termination
 from maxarpa.errors import MaxArpaError
 
 EPILOG = epilog(UNITS_HELP, LATTICE_HELP, EXIT_STATUS_HELP)
@@ -98,6 +99,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     command = argv[0] if argv and argv[0] in COMMANDS else None  # else the full parser
     args = build_parser(command).parse_args(argv)
     buffer_stdout()
+    raise_on_termination()
     try:
         return args.handler(args)
     except (ArsDecodeError, MaxArpaError) as err:  # bad input; anything else is a bug
@@ -116,6 +118,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             where = ""
         print(f"arsdecode: {where}{err.strerror or err}", file=sys.stderr)
         return EXIT_BAD_INPUT
+    except Terminated as err:  # SIGTERM/SIGHUP, handled as Ctrl-C is
+        print(f"arsdecode: terminated by {err.name}", file=sys.stderr)
+        return err.exit_status
     except KeyboardInterrupt:
         print("arsdecode: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED

@@ -27,6 +27,7 @@ from arsdecode.automaton import VARIANTS
 from arsdecode.corpus import METHODS
 from arsdecode.errors import OptionError
 from arsdecode.lattice import Lattice
+from arsdecode.termination import TERMINATION_SIGNALS
 
 EXIT_OK = 0
 EXIT_BAD_INPUT = 2
@@ -184,15 +185,16 @@ def add_engine_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="print one JSON object (ln fields)")
 
 
-def add_method_option(p: argparse.ArgumentParser) -> None:
-    """--method: which exact decoder runs (both give the same optimum; the result says which)."""
+def add_method_option(p: argparse.ArgumentParser, needs_ars: str = "") -> None:
+    """--method: which exact decoder runs (both give the same optimum; the result says which).
+    `needs_ars` names this command's options that only 'ars' can serve (its help says so)."""
     p.add_argument("--method", choices=METHODS, default="auto",
                    help="exact decoding method: 'ars' (adaptive rejection over a refined "
                         "q-automaton), 'full' (the merged full-model Viterbi on the compiled "
                         "core, pruned by max-backoff bounds), or 'auto' (default: 'full' within "
                         "a budget of work per lattice, then 'ars' for a lattice that exceeds "
-                        "it; 'ars' for a one-off call on a large model); --fst, --graphml and "
-                        "--trace need 'ars'")
+                        "it; 'ars' for a one-off call on a large model)"
+                        + (f"; {needs_ars} need 'ars'" if needs_ars else ""))
 
 
 def add_sampling_options(p: argparse.ArgumentParser, default_ar: float) -> None:
@@ -254,14 +256,20 @@ def write_line(text: str) -> None:
         sys.stdout.flush()
     finally:
         if held:
-            signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, HELD_SIGNALS)
+
+
+HELD_SIGNALS = {signal.SIGINT, *TERMINATION_SIGNALS}
+"""Signals that raise an exception in the main thread (arsdecode.termination): held back
+while a line is written, so that a stop never cuts one."""
 
 
 def _hold_sigint() -> bool:
-    """Block SIGINT in this thread if the platform can (POSIX); True if it was blocked."""
+    """Block SIGINT (and SIGTERM, SIGHUP) in this thread if the platform can (POSIX); True if
+    they were blocked."""
     if not hasattr(signal, "pthread_sigmask"):
         return False
-    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    signal.pthread_sigmask(signal.SIG_BLOCK, HELD_SIGNALS)
     return True
 
 

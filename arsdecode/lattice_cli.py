@@ -59,7 +59,7 @@ def add_decode_parser(sub: argparse._SubParsersAction) -> None:
                         "k-best Viterbi on q); the JSON gains \"nbest\": [{tokens, log_p}], best "
                         "first, ties by ln p then candidate order")
     add_engine_options(d)
-    add_method_option(d)
+    add_method_option(d, needs_ars="--fst and --graphml")
     d.set_defaults(handler=cmd_decode)
 
 
@@ -160,8 +160,11 @@ def cmd_sample(args: argparse.Namespace) -> int:
     lattice, lm, oov = load_lattice_and_lm(args)
     check_batch_fits(args.batch, lattice)
     bar = progress_bar(args.n, "sample", leave=False)
+    drawn = 0
 
     def on_sample(tokens: list[str], log_p: float) -> None:
+        nonlocal drawn
+        drawn += 1
         bar.update(1)
         if args.jsonl:
             print_json({"tokens": tokens, "log_p": log_p})
@@ -171,6 +174,12 @@ def cmd_sample(args: argparse.Namespace) -> int:
     try:
         r = sample(lm, lattice, args.n, args.seed, batch=args.batch, target_ar=args.target_ar,
                    ar_window=args.ar_window, variant=args.variant, on_sample=on_sample)
+    except KeyboardInterrupt:  # Ctrl-C or SIGTERM: say what was kept
+        kept = "none printed: --json prints at the end (--jsonl streams)" if args.json else (
+            "printed above")
+        print(f"arsdecode: stopped after {drawn} of {args.n} samples ({kept})",
+              file=sys.stderr)
+        raise
     finally:
         bar.close()
     if args.json:

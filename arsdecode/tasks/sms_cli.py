@@ -30,6 +30,7 @@ from arsdecode.cli_options import (
     print_json,
     report_uncertified,
 )
+from arsdecode.errors import OptionError
 
 
 def channel_k(text: str) -> float:
@@ -75,7 +76,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     add_max_iterations(p)
     add_sampling_options(p, default_ar=0.2)
     add_engine_options(p)
-    add_method_option(p)
+    add_method_option(p, needs_ars="--trace")
     p.set_defaults(handler=run)
 
 
@@ -83,6 +84,8 @@ def run(args: argparse.Namespace) -> int:
     from arsdecode.tasks.sms import KeypadChannel, parse_observation
 
     parse_observation(args.observation)  # reject bad input before loading anything
+    if args.trace and args.method == "full":
+        raise OptionError("--trace shows the refinements of ARS: use --method ars (or auto)")
     start = time.perf_counter()
     lm = load_lm(args.lm or DEFAULT_LM)
     load_seconds = time.perf_counter() - start
