@@ -25,7 +25,7 @@ from typing import Any, NoReturn
 from arsdecode.ars import decode
 from arsdecode.automaton import VARIANTS
 from arsdecode.corpus import METHODS
-from arsdecode.errors import OptionError
+from arsdecode.errors import ModelError, OptionError
 from arsdecode.lattice import Lattice
 from arsdecode.termination import TERMINATION_SIGNALS
 
@@ -39,7 +39,8 @@ DEFAULT_VARIANT: str = inspect.signature(decode).parameters["variant"].default
 EXIT_STATUS_HELP = (
     "exit status: 0 success; 2 bad input or options (one line on stderr); "
     "3 decode stopped at --max-iterations without a certificate (the path printed is the best "
-    "found, not proven best); 130 interrupted."
+    "found, not proven best); 130 interrupted (Ctrl-C), 143 terminated (SIGTERM): what was "
+    "already printed is kept."
 )
 UNITS_HELP = (
     "units: every log_p, log_q and log_Z printed by arsdecode is a natural log (ln); model "
@@ -273,6 +274,18 @@ def _hold_sigint() -> bool:
     return True
 
 
+def fixed(x: float, decimals: int) -> str:
+    """`x` with `decimals` decimals, as people read a log probability; from 1e15 in magnitude
+    on (a path through a -1e308 weight, say) in exponent form, not as a 300-digit number.
+
+    Only text output is rounded: JSON keeps every float's shortest round-trip `repr`, the
+    exact value the API returns (a batch line equals the single-item command's output).
+    """
+    if math.isfinite(x) and abs(x) < 1e15:
+        return f"{x:.{decimals}f}"
+    return f"{x:.{decimals}g}"
+
+
 def warn(message: str) -> None:
     print(f"arsdecode: warning: {message}", file=sys.stderr)
 
@@ -298,12 +311,20 @@ def oov_report(lattice: Lattice, vocabulary: Container[str]) -> dict[str, Any]:
     return {"count": count, "tokens": list(seen)}
 
 
-def warn_oov(oov: dict[str, Any]) -> None:
-    if oov["count"]:
-        shown = ", ".join(repr(t) for t in oov["tokens"][:10])
-        more = f" and {len(oov['tokens']) - 10} more" if len(oov["tokens"]) > 10 else ""
-        warn(f"{oov['count']} lattice candidate(s) are not in the model's vocabulary and are "
-             f"scored as <unk>: {shown}{more}")
+def warn_oov(oov: dict[str, Any], lm: Any = None, model_path: str = "") -> None:
+    """Warn that out-of-vocabulary candidates are scored as <unk>; or, when the model `lm`
+    has no <unk> to score them with, raise one ModelError instead (not a warning saying they
+    are scored as <unk> followed by an error saying they cannot be)."""
+    if not oov["count"]:
+        return
+    shown = ", ".join(repr(t) for t in oov["tokens"][:10])
+    more = f" and {len(oov['tokens']) - 10} more" if len(oov["tokens"]) > 10 else ""
+    if lm is not None and getattr(lm, "unk_id", 0) is None:
+        raise ModelError(f"{model_path}: the model has no <unk>, so it cannot score the "
+                         f"{oov['count']} lattice candidate(s) outside its vocabulary: "
+                         f"{shown}{more}")
+    warn(f"{oov['count']} lattice candidate(s) are not in the model's vocabulary and are "
+         f"scored as <unk>: {shown}{more}")
 
 
 def check_writable(path: str | os.PathLike[str]) -> Path:

@@ -27,6 +27,7 @@ from arsdecode.cli_options import (
     check_fits,
     check_writable,
     epilog,
+    fixed,
     oov_report,
     positive_int,
     print_json,
@@ -80,7 +81,7 @@ def print_nbest(args: argparse.Namespace, lm, lattice: Lattice, oov: dict) -> in
                     "nbest": nbest_json(kb), "oov": oov, "timing": {"seconds": kb.seconds}})
     else:
         for rank, p in enumerate(kb.paths, start=1):
-            print(f"{rank}\t{p.log_p:.6f}\t{' '.join(p.tokens)}")
+            print(f"{rank}\t{fixed(p.log_p, 6)}\t{' '.join(p.tokens)}")
         status = "certified" if kb.certified else "UNCERTIFIED"
         print(f"({status}, ln) iterations={kb.iterations} states={kb.states} "
               f"seconds={kb.seconds:.3f}", flush=True)
@@ -111,7 +112,7 @@ def load_lattice_and_lm(args: argparse.Namespace):
     lattice = Lattice.from_json_file(args.lattice)
     lm = load_lm(args.lm)
     oov = oov_report(lattice, lm.word_to_id)
-    warn_oov(oov)
+    warn_oov(oov, lm, args.lm)
     return lattice, lm, oov
 
 
@@ -133,8 +134,9 @@ def cmd_decode(args: argparse.Namespace) -> int:
     else:
         print(" ".join(r.tokens))
         status = "certified" if r.certified else "UNCERTIFIED"
-        print(f"log_p={r.log_p:.6f} ({status}, ln) method={r.method} iterations={r.iterations} "
-              f"states={r.states} seconds={r.seconds:.3f}", flush=True)
+        print(f"log_p={fixed(r.log_p, 6)} ({status}, ln) method={r.method} "
+              f"iterations={r.iterations} states={r.states} seconds={r.seconds:.3f}",
+              flush=True)
     qa = r.automaton
     if outputs and qa is None:  # keep_automaton=True above whenever a file is asked for
         raise AssertionError("decode did not keep the automaton")
@@ -169,7 +171,7 @@ def cmd_sample(args: argparse.Namespace) -> int:
         if args.jsonl:
             print_json({"tokens": tokens, "log_p": log_p})
         elif not args.json:
-            write_line(f"{log_p:.4f}\t{' '.join(tokens)}")
+            write_line(f"{fixed(log_p, 4)}\t{' '.join(tokens)}")
 
     try:
         r = sample(lm, lattice, args.n, args.seed, batch=args.batch, target_ar=args.target_ar,
@@ -185,6 +187,7 @@ def cmd_sample(args: argparse.Namespace) -> int:
     if args.json:
         print_json({**r.to_json(), "oov": oov})
         return EXIT_OK
-    print(f"trials={r.trials} acceptance_rate={r.acceptance_rate:.3f} log_Z={r.log_Z:.4f} (ln) "
-          f"states={r.states} seconds={r.seconds:.2f}", file=sys.stderr)
+    print(f"trials={r.trials} acceptance_rate={r.acceptance_rate:.3f} "
+          f"log_Z={fixed(r.log_Z, 4)} (ln) states={r.states} seconds={r.seconds:.2f}",
+          file=sys.stderr)
     return EXIT_OK

@@ -21,6 +21,7 @@ from arsdecode.cli_options import (
     add_sampling_options,
     check_batch_fits,
     epilog,
+    fixed,
     positive_int,
     print_json,
 )
@@ -32,7 +33,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "marginals", help="posterior marginals with 95%% intervals, and ln Z",
         description="Draw N exact samples of a lattice's paths and report, per position, each "
-                    "token's posterior probability with a 95%% Wilson interval, plus the "
+                    "token's posterior probability with a 95% Wilson interval, plus the "
                     "evidence ln Z with its interval.",
         epilog=epilog(UNITS_HELP, LATTICE_HELP, EXIT_STATUS_HELP),
     )
@@ -63,6 +64,6 @@ def run(args: argparse.Namespace) -> int:
     for i, pos in enumerate(marg):
         cells = "  ".join(f"{m.token} {m.p:.3f} [{m.lo:.3f}, {m.hi:.3f}]" for m in pos[: args.top])
         print(f"{i}\t{cells}")
-    print(f"samples={len(r.samples)} trials={r.trials} log_Z={r.log_Z:.4f} (ln) "
-          f"[{r.log_Z_ci[0]:.4f}, {r.log_Z_ci[1]:.4f}] seconds={r.seconds:.3f}")
+    print(f"samples={len(r.samples)} trials={r.trials} log_Z={fixed(r.log_Z, 4)} (ln) "
+          f"[{fixed(r.log_Z_ci[0], 4)}, {fixed(r.log_Z_ci[1], 4)}] seconds={r.seconds:.3f}")
     return EXIT_OK

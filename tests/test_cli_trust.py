@@ -178,3 +178,136 @@ def test_automaton_file_on_a_full_disk_leaves_nothing(lattice, tmp_path, flag):
     check_error(proc, str(target), "File too large")
     assert ".tmp" not in proc.stderr
     assert list(out_dir.iterdir()) == []  # no partial file, no temporary file
+
+
+# ---- D: messages ------------------------------------------------------------------------
+
+NO_UNK_ARPA = """\\data\\
+ngram 1=4
+ngram 2=2
+
+\\1-grams:
+-1.0\t<s>\t-0.3
+-0.5\t</s>
+-0.6\tthe\t-0.2
+-0.7\tdog\t-0.2
+
+\\2-grams:
+-0.2\t<s> the
+-0.1\tthe dog
+
+\\end\\
+"""
+
+
+def test_model_without_unk_says_one_thing(tmp_path):
+    arpa = tmp_path / "nounk.arpa"
+    arpa.write_text(NO_UNK_ARPA)
+    lat = tmp_path / "lat.json"
+    lat.write_text(json.dumps({"positions": [[["the", -0.1], ["cat", -1.0]], [["dog", 0.0]]]}))
+    proc = run("decode", "--lm", str(arpa), "--lattice", str(lat))
+    check_error(proc, str(arpa), "no <unk>", "'cat'")
+    assert "scored as <unk>" not in proc.stderr
+
+
+def test_help_texts_say_what_the_command_has():
+    marginals = run("marginals", "--help").stdout
+    assert "95%" in marginals and "%%" not in marginals
+    for command in ("decode", "batch", "tag"):
+        assert "--trace" not in run(command, "--help").stdout, command
+    assert "--fst and --graphml need 'ars'" in " ".join(run("decode", "--help").stdout.split())
+    assert "--trace need 'ars'" in " ".join(run("sms", "--help").stdout.split())
+
+
+def test_options_that_need_ars_name_no_internals(lattice, tmp_path):
+    proc = run("decode", "--lm", EMBEDDED, "--lattice", str(lattice), "--method", "full",
+               "--fst", str(tmp_path / "q.fst"))
+    check_error(proc, "--fst", "--method ars")
+    assert "keep_automaton" not in proc.stderr
+    proc = run("sms", "843", "--method", "full", "--trace")
+    check_error(proc, "--trace", "--method ars")
+    assert "on_iteration" not in proc.stderr
+
+
+def test_huge_weights_print_in_exponent_form(tmp_path):
+    path = tmp_path / "huge.json"
+    path.write_text(json.dumps({"positions": [[["the", -1e300], ["a", -1.0]],
+                                              [["people", -1e300]]]}))
+    proc = run("decode", "--lm", EMBEDDED, "--lattice", str(path), "--nbest", "2")
+    assert proc.returncode == 0, proc.stderr
+    assert max(len(line) for line in proc.stdout.splitlines()) < 80, proc.stdout
+    second = proc.stdout.splitlines()[1].split("\t")
+    assert second[2] == "the people" and float(second[1]) == pytest.approx(-2e300)
+    proc = run("sample", "--lm", EMBEDDED, "--lattice", str(path), "-n", "2")
+    assert proc.returncode == 0 and len(proc.stderr) < 200, proc.stderr
+
+
+# ---- D: the Python API and the docs -----------------------------------------------------
+
+
+def test_tag_returns_words_and_tags():
+    import arsdecode
+
+    r = arsdecode.tag("The dog barked .")
+    assert r.words == ["The", "dog", "barked", "."]
+    assert len(r.tags) == 4 and r.tags[0] == "DT" and r.tags == r.tokens
+    assert isinstance(r, arsdecode.DecodeResult) and isinstance(r, arsdecode.TagResult)
+    out = json.loads(json.dumps(r.to_json()))
+    assert out["words"] == r.words and out["tags"] == r.tags
+    assert arsdecode.tag(["The", "dog"]).words == ["The", "dog"]
+
+
+def test_readme_python_example_prints_json(tmp_path):
+    """The README's Python block runs (on the shipped model) and what it prints as the
+    result's JSON is JSON."""
+    import re
+
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    block = re.search(r"^```python\n(.*?)^```", readme, re.S | re.M).group(1)
+    block = block.replace('"model.maxarpa"', repr(EMBEDDED))
+    proc = subprocess.run([sys.executable, "-c", block], capture_output=True, text=True,
+                          timeout=300, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    first, second = proc.stdout.splitlines()[:2]
+    assert json.loads(first)["certified"] is True
+    assert second.startswith("['DT'")
+
+
+def test_guide_says_how_to_reach_the_venv():
+    guide = (Path(__file__).resolve().parent.parent / "docs" / "guide.md").read_text()
+    intro = guide[: guide.index("```")]
+    assert "source .venv/bin/activate" in intro and ".venv/bin/arsdecode" in intro
+
+
+def test_install_stamp_ignores_bytecode_and_build_products(tmp_path):
+    """scripts/install.sh redoes the project install (and the 60 s build of the compiled
+    core) only when a source is newer than its stamp: not for the __pycache__ it writes
+    itself, nor for the build's .cpp and .so."""
+    import os
+    import re
+    import time
+
+    script = (Path(__file__).resolve().parent.parent / "scripts" / "install.sh").read_text()
+    func = re.search(r"^sources_newer_than\(\) \{\n.*?^\}\n", script, re.S | re.M)
+    assert func, "install.sh has no sources_newer_than function"
+    for name in ("pyproject.toml", "setup.py", "arsdecode/native/_core.pyx",
+                 "arsdecode/native/_fulldp.pxi", "maxarpa/native/textio.hpp"):
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text("")
+    stamp = tmp_path / "stamp"
+    stamp.write_text("")
+    later = time.time() + 5
+    for name in ("arsdecode/native/__pycache__/__init__.cpython-311.pyc",
+                 "arsdecode/native/_core.cpp", "arsdecode/native/_core.cpython-311.so"):
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text("")
+        os.utime(tmp_path / name, (later, later))
+
+    def newer() -> str:
+        proc = subprocess.run(["bash", "-c", func.group(0) + 'sources_newer_than "$1"', "_",
+                               str(stamp)], cwd=tmp_path, capture_output=True, text=True)
+        return proc.stdout.strip()
+
+    assert newer() == ""
+    os.utime(tmp_path / "arsdecode/native/_fulldp.pxi", (later, later))
+    assert newer() == "arsdecode/native/_fulldp.pxi"
