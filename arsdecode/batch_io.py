@@ -126,13 +126,21 @@ class ChunkWriter:
         self.fh = fh
 
     def write(self, lines: list[str]) -> None:
+        """Append `lines` whole; a failed write (a full disk) raises an OSError naming the
+        file. What it left is at most an unterminated last line, which the next run cuts."""
         if lines:
-            self.fh.write("".join(line + "\n" for line in lines).encode("utf-8"))
-            self.fh.flush()
-            os.fsync(self.fh.fileno())
+            try:
+                self.fh.write("".join(line + "\n" for line in lines).encode("utf-8"))
+                self.fh.flush()
+                os.fsync(self.fh.fileno())
+            except OSError as err:
+                raise OSError(err.errno, err.strerror or str(err), str(self.path)) from None
 
     def close(self) -> None:
-        self.fh.close()
+        try:
+            self.fh.close()
+        except OSError:  # the buffered bytes of a write that already failed (and was reported)
+            pass
 
 
 class StreamWriter:

@@ -311,3 +311,41 @@ def test_install_stamp_ignores_bytecode_and_build_products(tmp_path):
     assert newer() == ""
     os.utime(tmp_path / "arsdecode/native/_fulldp.pxi", (later, later))
     assert newer() == "arsdecode/native/_fulldp.pxi"
+
+
+@pytest.fixture(scope="module")
+def binary_model(tmp_path_factory) -> Path:
+    import maxarpa
+
+    path = tmp_path_factory.mktemp("model") / "state_union.npz"
+    maxarpa.convert(DEFAULT_LM, path, binary=True)
+    return path
+
+
+def test_conll_and_batch_outputs_on_a_full_disk(tmp_path, binary_model):
+    """tag --conll is written atomically: nothing left. batch --out is appended a chunk at a
+    time: the error names the file, and the next run resumes after the whole lines."""
+    sentences = tmp_path / "s.txt"
+    sentences.write_text("The dog barked .\n" * 20)
+    out_dir = tmp_path / "out"
+    out_dir.mkdir()
+    proc = subprocess.run(
+        [sys.executable, "-m", "arsdecode", "tag", "--file", str(sentences), "--conll",
+         str(out_dir / "t.conll")], capture_output=True, text=True, timeout=120,
+        preexec_fn=file_size_limit(100))
+    check_error(proc, str(out_dir / "t.conll"), "File too large")
+    assert list(out_dir.iterdir()) == []
+    src = tmp_path / "in.jsonl"
+    src.write_text("".join(json.dumps({"id": i, **LATTICE}) + "\n" for i in range(6)))
+    out = out_dir / "o.jsonl"
+    args = [sys.executable, "-m", "arsdecode", "batch", "--lm", str(binary_model), "--in", str(src),
+            "--out", str(out), "--chunk-size", "2"]
+    proc = subprocess.run(args, capture_output=True, text=True, timeout=120,
+                          preexec_fn=file_size_limit(700))
+    check_error(proc, str(out), "File too large")
+    kept = out.read_text().count("\n")
+    assert 1 <= kept < 6
+    proc = subprocess.run(args, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0 and f"{kept} already done" in proc.stderr, proc.stderr
+    assert sorted(json.loads(line)["id"] for line in out.read_text().splitlines()) == list(
+        range(6))
