@@ -107,6 +107,14 @@ def test_in_directory_and_dash_for_stdin_and_stdout(tmp_path, model):
     assert not (tmp_path / "-").exists()
 
 
+def test_sampling_batch_that_cannot_fit_is_refused(tmp_path, model):
+    src = write_items(tmp_path / "in.jsonl", 1)
+    proc = batch("--lm", str(model), "--in", str(src), "--out", str(tmp_path / "o.jsonl"),
+                 "--task", "sample", "--batch", "99999999999")
+    one_line_error(proc, "--batch 99999999999", "memory")
+    assert not (tmp_path / "o.jsonl").exists()
+
+
 @pytest.mark.parametrize("value", ["0", "-1"])
 def test_workers_below_one_are_refused_alike(tmp_path, model, value):
     src = write_items(tmp_path / "in.jsonl", 1)

@@ -91,6 +91,16 @@ def test_lattice_dash_is_stdin(lattice):
     check_error(run("decode", "--lm", EMBEDDED, "--lattice", "-", input="{"), "<stdin>")
 
 
+def test_tag_file_not_utf8_is_one_line(tmp_path):
+    path = tmp_path / "latin1.txt"
+    path.write_bytes("The caf\u00e9 .\n".encode("latin-1"))
+    check_error(run("tag", "--file", str(path)), str(path), "UTF-8")
+    proc = subprocess.run([sys.executable, "-m", "arsdecode", "tag", "--file", "-"],
+                          input=path.read_bytes(), capture_output=True, timeout=120)
+    check_error(subprocess.CompletedProcess(proc.args, proc.returncode, "",
+                                            proc.stderr.decode()), "<stdin>", "UTF-8")
+
+
 def test_duplicate_token_error_names_the_token(tmp_path):
     path = tmp_path / "dup.json"
     path.write_text(json.dumps({"positions": [[["the", -0.1], ["nation", -1.0],

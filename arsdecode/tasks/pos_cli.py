@@ -124,14 +124,24 @@ def tag_json(words: list[str], tags: list[str], log_p: float, seconds: float) ->
     return {"tokens": words, "tags": tags, "log_p": log_p, "timing": {"seconds": seconds}}
 
 
+def read_text(path: str) -> str:
+    """The UTF-8 text of `path` ('-': stdin); text that is not UTF-8 is an ObservationError
+    naming the file and the byte, not a decoding traceback (nor, on stdin, silent U+FFFD)."""
+    name = "<stdin>" if path == "-" else path
+    data = sys.stdin.buffer.read() if path == "-" else Path(path).read_bytes()
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise ObservationError(f"{name}: not UTF-8 text: byte 0x{data[err.start]:02x} at "
+                               f"offset {err.start}") from None
+
+
 def tag_file(args: argparse.Namespace, lm, emissions) -> int:
     """Tag every non-blank line (blank lines are skipped, in order: JSON/text output has one
     line per tagged sentence). --conll output is written whole, through a temporary file."""
     if args.conll:
         check_writable(args.conll)
-    src = sys.stdin if args.file == "-" else open(args.file, encoding="utf-8")
-    with src:
-        lines = [line for line in src.read().splitlines() if line.split()]
+    lines = [line for line in read_text(args.file).splitlines() if line.split()]
     blocks: list[str] = []
     sentences = [line.split() for line in lines]
     with progress_bar(len(sentences), "sent") as bar:
