@@ -10,7 +10,7 @@ returns is a natural log (ln); model files (ARPA, MAX-ARPA) are log10.
     best = arsdecode.decode(lm, lattice)         # DecodeResult: tokens, log_p (ln), method
     top = arsdecode.decode_kbest(lm, lattice, 5)  # the 5 best paths, each certified exact
     draws = arsdecode.sample(lm, lattice, 100, seed=0)   # SampleResult: samples, log_Z (ln)
-    arsdecode.tag("The dog barked .").tokens      # Penn Treebank tags, shipped tagger
+    arsdecode.tag("The dog barked .").tags        # Penn Treebank tags, shipped tagger
     arsdecode.sms_decode("3637 843 *").tokens     # words from noisy keypad digits
 """
 
@@ -25,6 +25,7 @@ __version__ = "0.1.0"
 # CLI can set up the process (one BLAS thread, see arsdecode.cli) before numpy loads.
 _EXPORTS = {
     "load_lm": "arsdecode.api", "sms_decode": "arsdecode.api", "tag": "arsdecode.api",
+    "TagResult": "arsdecode.api",
     "DecodeResult": "arsdecode.ars", "SampleResult": "arsdecode.ars",
     "SampleTrace": "arsdecode.ars", "adapt": "arsdecode.ars", "sample": "arsdecode.ars",
     "decode": "arsdecode.corpus", "decode_many": "arsdecode.corpus",
@@ -35,7 +36,7 @@ _EXPORTS = {
 }
 
 if TYPE_CHECKING:
-    from arsdecode.api import load_lm, sms_decode, tag
+    from arsdecode.api import TagResult, load_lm, sms_decode, tag
     from arsdecode.ars import DecodeResult, SampleResult, SampleTrace, adapt, sample
     from arsdecode.corpus import decode, decode_many
     from arsdecode.errors import (
@@ -77,6 +78,7 @@ __all__ = [
     "OptionError",
     "SampleResult",
     "SampleTrace",
+    "TagResult",
     "TargetError",
     "__version__",
     "adapt",

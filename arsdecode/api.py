@@ -8,6 +8,7 @@ the docs show is what the CLI runs. Results are natural log (ln); model files ar
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass, field, fields
 from functools import lru_cache
 from pathlib import Path
 
@@ -67,19 +68,40 @@ def _default_channel(k: float):
     return lm, KeypadChannel.from_vocab(lm.vocab, k=k)
 
 
+@dataclass(frozen=True)
+class TagResult(DecodeResult):
+    """A tagged sentence: `words` and their `tags` (one per word), with every field of the
+    DecodeResult that found them (`tokens` is the tags too, for older callers).
+
+    Why its own type: a decode result's `tokens` are the hidden layer's symbols, which for a
+    tagger are tags; `result.words` and `result.tags` say which is which, as `arsdecode tag
+    --json` does ("tokens" there are the words).
+    """
+
+    words: list[str] = field(default_factory=list)
+
+    @property
+    def tags(self) -> list[str]:
+        return self.tokens
+
+    def to_json(self) -> dict:
+        """JSON-ready dict (natural logs), with "words" and "tags"."""
+        return {"words": self.words, "tags": self.tags, **super().to_json()}
+
+
 def tag(
     words: Sequence[str] | str,
     *,
     order: int | None = None,
     models: str | Path | None = None,
     **decode_options,
-) -> DecodeResult:
+) -> TagResult:
     """Exact POS tags of one tokenised sentence (a list of words, or one string split on
     spaces) under the TnT-style HMM of the paper's 3.2.
 
     Models are looked up in `models`, then `$ARSDECODE_POS_MODELS`, then the tagger shipped in
-    `arsdecode/data/pos/` (see `arsdecode.tasks.pos_models`). Returns a `DecodeResult` whose
-    `tokens` are the tags (one per word) and whose `log_p` is the natural log of the tag
+    `arsdecode/data/pos/` (see `arsdecode.tasks.pos_models`). Returns a `TagResult`: `words`,
+    `tags` (one per word; also in `tokens`), and `log_p`, the natural log of the tag
     sequence's joint probability with the words (up to a tag-independent constant per unknown
     word, see `arsdecode.tasks.pos`). Raises `ModelError` when no model is found and
     `ObservationError` on an empty sentence.
@@ -92,4 +114,6 @@ def tag(
     if not words:
         raise ObservationError("empty sentence: nothing to tag")
     lm, emissions = load_models(models, order)
-    return decode(lm, emissions.lattice(list(words)), **decode_options)
+    words = list(words)
+    r = decode(lm, emissions.lattice(words), **decode_options)
+    return TagResult(**{f.name: getattr(r, f.name) for f in fields(r)}, words=words)

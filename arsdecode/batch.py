@@ -35,6 +35,7 @@ from arsdecode.batch_io import (
     BatchError,
     ChunkWriter,
     Item,
+    StreamWriter,
     chunked,
     count_lines,
     read_done,
@@ -42,6 +43,7 @@ from arsdecode.batch_io import (
     tapered_chunks,
 )
 from arsdecode.errors import ArsDecodeError
+from arsdecode.termination import Terminated
 from maxarpa.config import DEFAULT_CONFIG, Config
 
 TASKS = ("decode", "sample", "tag")
@@ -120,9 +122,9 @@ def _stamp(path: str) -> tuple[int, int]:
 
 
 def _lattice(spec: TaskSpec, item: Item, emissions) -> tuple[Any, list[str] | None]:
-    from arsdecode.lattice import Lattice
+    from arsdecode.lattice import Lattice, json_constant
 
-    obj = json.loads(item.text)
+    obj = json.loads(item.text, parse_constant=json_constant)  # the grammar of lattice files
     where = f"line {item.lineno}"
     if spec.task != "tag":
         return Lattice.from_json_obj(obj, source=where), None
@@ -148,18 +150,19 @@ def solve_one(spec: TaskSpec, lm, item: Item, lattice) -> dict:
                 "seconds": time.perf_counter() - start}
     r = decode(lm, lattice, method=spec.method,  # type: ignore[arg-type]
                max_iterations=spec.max_iterations, **engine)
-    return _decode_fields(r, time.perf_counter() - start)
+    return _decode_fields(r, {"seconds": time.perf_counter() - start})
 
 
 def _engine(spec: TaskSpec) -> dict[str, Any]:
     return {} if spec.variant is None else {"variant": spec.variant}
 
 
-def _decode_fields(r, seconds: float) -> dict:
-    """The fields of `arsdecode decode --json` that a batch line carries."""
+def _decode_fields(r, timing: dict[str, float]) -> dict:
+    """The fields of `arsdecode decode --json` that a batch line carries, and its time:
+    {"seconds": s} measured for the item, or {"chunk_mean_seconds": s} when only its chunk
+    could be timed (the name says which, so nobody reads a chunk's average as one item's)."""
     return {"tokens": r.tokens, "log_p": r.log_p, "log_q": r.log_q, "certified": r.certified,
-            "iterations": r.iterations, "states": r.states, "method": r.method,
-            "seconds": seconds}
+            "iterations": r.iterations, "states": r.states, "method": r.method, **timing}
 
 
 def solve_chunk(spec: TaskSpec, lm, items: list[Item], lattices: list) -> list[dict | str]:
@@ -180,7 +183,8 @@ def solve_chunk(spec: TaskSpec, lm, items: list[Item], lattices: list) -> list[d
         except ValueError:  # the library's input errors: find the item, one at a time
             pass
         else:
-            each = (time.perf_counter() - start) / len(items)
+            # One compiled call for the whole chunk: no item can be timed on its own.
+            each = {"chunk_mean_seconds": (time.perf_counter() - start) / len(items)}
             return [_decode_fields(r, each) for r in results]
     out: list[dict | str] = []
     for item, lattice in zip(items, lattices):
@@ -376,6 +380,11 @@ def local_cluster(workers: int):
                             dashboard_address=None, silence_logs=logging.ERROR)
 
 
+STDIO = "-"
+"""`--in -` reads the items from stdin; `--out -` writes the results to stdout (no resuming:
+a stream has no lines already done, and cannot be locked or fsynced)."""
+
+
 def run_batch(
     spec: TaskSpec,
     in_path: str | Path,
@@ -386,37 +395,58 @@ def run_batch(
     chunk_size: int = DEFAULT_CHUNK,
     ordered: bool = False,
     progress: bool | None = None,
+    retry_errors: bool = False,
 ) -> BatchStats:
     """Run `spec` over every item of `in_path` not yet in `out_path`, appending to it.
 
     `workers=1` without `scheduler` runs in this process (no Dask); `workers>1` starts a
     LocalCluster of that many single-threaded processes; `scheduler` uses a running cluster.
+    "-" as `in_path` is stdin, as `out_path` stdout. `retry_errors` first drops the error
+    lines from `out_path`, so their items are run again; every other result stays.
+
+    A stop request (Ctrl-C or SIGTERM) ends the run after the chunk being written; the
+    exception then goes on up, after one line on stderr saying how much was written.
 
     Raises:
-        BatchError: --out holds lines that are not results, or another run holds it. (An
-            item that kills its workers repeatedly becomes an error line; see _run_on_dask.)
+        BatchError: --in is missing or a directory, --out holds lines that are not results,
+            or another run holds it. (An item that kills its workers repeatedly becomes an
+            error line; see _run_on_dask.)
     """
+    from_stdin, to_stdout = str(in_path) == STDIO, str(out_path) == STDIO
     in_path, out_path = Path(in_path), Path(out_path)
     if spec.task not in TASKS:
         raise BatchError(f"unknown task {spec.task!r} (one of {', '.join(TASKS)})")
     if chunk_size < 1 or workers < 1 or spec.n < 1 or spec.batch < 1:
         raise BatchError("--chunk-size, --workers, -n and --batch must be at least 1")
-    if not in_path.is_file():
-        raise BatchError(f"{in_path}: no such input file")
-    if out_path.exists() and out_path.resolve() == in_path.resolve():
+    if not from_stdin:
+        if in_path.is_dir():
+            raise BatchError(f"{in_path}: is a directory; --in takes a JSONL file")
+        if not in_path.is_file():
+            raise BatchError(f"{in_path}: no such input file")
+    if not to_stdout and out_path.is_dir():
+        raise BatchError(f"{out_path}: is a directory; --out takes a JSONL file")
+    if (not (from_stdin or to_stdout) and out_path.exists()
+            and out_path.resolve() == in_path.resolve()):
         raise BatchError(f"{out_path}: --out must not be the input file")
     start = time.perf_counter()
-    created = not out_path.exists()
-    writer = ChunkWriter(out_path)  # lock first, then read: no other run can append meanwhile
+    created = not to_stdout and not out_path.exists()
+    # lock first, then read: no other run can append meanwhile
+    writer = StreamWriter() if to_stdout else ChunkWriter(out_path)
     client = cluster = None
     written = errors = 0
     try:
-        done = read_done(out_path)
-        todo = scan_input(in_path, done)
+        done = set() if to_stdout else read_done(out_path, drop_errors=retry_errors)
+        if retry_errors and not to_stdout:
+            writer.reopen()  # read_done replaced the file: append to (and lock) the new one
+        source = sys.stdin.buffer if from_stdin else in_path
+        todo = scan_input(source, done)
         first = next(todo, None)
         if first is None:  # all done already: no cluster to start
             return BatchStats(len(done), 0, 0, time.perf_counter() - start)
         todo = itertools.chain([first], todo)
+        # Lines left to do, an estimate that steers chunk sizes and the progress bar; a
+        # stream cannot be counted ahead, so its chunks stay full-size.
+        remaining = None if from_stdin else count_lines(in_path) - len(done)
         if workers == 1 and scheduler is None:
             results = _run_in_process(spec, chunked(todo, chunk_size))
         else:
@@ -424,9 +454,10 @@ def run_batch(
             def parallel() -> int:  # asked per chunk: an external cluster's workers come and go
                 return sum(client.nthreads().values())
 
-            chunks = tapered_chunks(todo, chunk_size, count_lines(in_path) - len(done), parallel)
+            estimate = remaining if remaining is not None else 2 * chunk_size * parallel()
+            chunks = tapered_chunks(todo, chunk_size, estimate, parallel)
             results = _run_on_dask(client, spec, chunks, ordered)
-        bar = _progress_bar(in_path, len(done), progress)
+        bar = _progress_bar(remaining, progress)
         with _StopRequest() as stop:
             for lines in results:
                 writer.write(lines)
@@ -434,11 +465,14 @@ def run_batch(
                 errors += sum('"error": ' in line for line in lines)  # values escape quotes
                 bar.update(len(lines))
                 if stop.requested:
-                    raise KeyboardInterrupt
+                    raise stop.requested
         bar.close()
-    except BaseException:
+    except BaseException as err:
         if created and written == 0:  # leave no empty file behind a run that could not start
             out_path.unlink(missing_ok=True)
+        if isinstance(err, KeyboardInterrupt):  # Ctrl-C or SIGTERM: say what is kept
+            print(f"arsdecode batch: stopped after writing {written} lines ({errors} errors); "
+                  "the same command resumes the run", file=sys.stderr)
         raise
     finally:
         writer.close()
@@ -450,35 +484,43 @@ def run_batch(
 
 
 class _StopRequest:
-    """The first Ctrl-C (SIGINT) stops the run after the next chunk is written, so the client
-    never leaves a Dask call half-way; a second one interrupts at once. Nothing is lost either
-    way: unwritten chunks are simply redone by the next run."""
+    """The first Ctrl-C (SIGINT) or SIGTERM stops the run after the next chunk is written, so
+    the client never leaves a Dask call half-way; a second one interrupts at once. Nothing is
+    lost either way: unwritten chunks are simply redone by the next run. `requested` is the
+    exception to raise once the chunk is written (KeyboardInterrupt, or `Terminated`)."""
+
+    SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
     def __init__(self) -> None:
-        self.requested = False
-        self.previous: Any = None
+        self.requested: KeyboardInterrupt | None = None
+        self.previous: dict[int, Any] = {}
 
     def _handle(self, signum: int, frame: Any) -> None:
+        stop = Terminated(signum) if signum != signal.SIGINT else KeyboardInterrupt()
         if self.requested:
-            raise KeyboardInterrupt
-        self.requested = True
-        print("arsdecode batch: stopping after the next chunk (Ctrl-C again to stop now)",
+            raise stop
+        self.requested = stop
+        again = "Ctrl-C" if signum == signal.SIGINT else "the signal"
+        print(f"arsdecode batch: stopping after the next chunk ({again} again to stop now)",
               file=sys.stderr)
 
     def __enter__(self) -> _StopRequest:
         if threading.current_thread() is threading.main_thread():
-            self.previous = signal.signal(signal.SIGINT, self._handle)
+            for signum in self.SIGNALS:
+                self.previous[signum] = signal.signal(signum, self._handle)
         return self
 
     def __exit__(self, *exc: object) -> None:
-        if self.previous is not None:
-            signal.signal(signal.SIGINT, self.previous)
+        for signum, handler in self.previous.items():
+            if handler is not None:
+                signal.signal(signum, handler)
 
 
-def _progress_bar(in_path: Path, done: int, progress: bool | None):
-    """tqdm with items/s on a terminal; silent when stderr is piped (unless forced)."""
+def _progress_bar(total: int | None, progress: bool | None):
+    """tqdm with items/s on a terminal; silent when stderr is piped (unless forced). `total`
+    is the lines left to do, None when unknown (stdin)."""
     from tqdm import tqdm
 
     show = sys.stderr.isatty() if progress is None else progress
-    total = max(0, count_lines(in_path) - done) if show else None
+    total = max(0, total) if show and total is not None else None
     return tqdm(total=total, unit="item", disable=not show, file=sys.stderr, smoothing=0.1)

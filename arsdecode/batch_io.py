@@ -9,15 +9,20 @@ under an exclusive lock so that two runs cannot interleave.
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import itertools
 import json
 import os
+import stat
+import sys
+import tempfile
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any, BinaryIO, NamedTuple
 
 from arsdecode.errors import ArsDecodeError
+from arsdecode.lattice import json_constant
 
 
 class BatchError(ArsDecodeError):
@@ -44,12 +49,19 @@ def _line_key(obj: Any) -> str | None:
     return json.dumps(obj["id"])
 
 
-def read_done(path: Path) -> set[str]:
+def read_done(path: Path, drop_errors: bool = False) -> set[str]:
     """Keys of the results already in `path`; an unterminated last line is cut off (a crash
-    mid-write), so what follows is appended after whole lines only."""
+    mid-write), so what follows is appended after whole lines only.
+
+    With `drop_errors` (--retry-errors), the error lines are removed first, so their items
+    count as not done and are run again: the file is rewritten without them, through a
+    temporary file and a rename (a crash leaves the old file whole).
+    """
     done: set[str] = set()
     if not path.exists():
         return done
+    kept: list[bytes] = []
+    dropped = 0
     with open(path, "rb+") as fh:
         end = 0
         for lineno, raw in enumerate(fh, start=1):
@@ -57,54 +69,108 @@ def read_done(path: Path) -> set[str]:
                 break
             end += len(raw)
             try:
-                key = _line_key(json.loads(raw))
+                obj = json.loads(raw)
+                key = _line_key(obj)
             except (ValueError, UnicodeDecodeError):
                 key = None
             if key is None:
                 raise BatchError(f"{path}:{lineno}: not a batch result line; refusing to append")
+            if drop_errors and "error" in obj:
+                dropped += 1
+                continue
+            if drop_errors:
+                kept.append(raw)
             done.add(key)
         fh.truncate(end)
+    if dropped:
+        _replace(path, b"".join(kept))
     return done
+
+
+def _replace(path: Path, data: bytes) -> None:
+    """Write `data` to `path` whole, or not at all (temporary file, fsync, rename)."""
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.chmod(tmp, stat.S_IMODE(os.stat(path).st_mode))
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
 
 
 class ChunkWriter:
     """Appends whole chunks to the output with one write + fsync each; holds an exclusive lock."""
 
     def __init__(self, path: Path) -> None:
-        self.fh = open(path, "ab")
+        self.path = path
+        self.fh = self._open_locked()
+
+    def _open_locked(self) -> BinaryIO:
+        fh = open(self.path, "ab")
         try:
-            fcntl.flock(self.fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+            fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
+            fh.close()
+            raise BatchError(f"{self.path}: another batch run is writing this file") from None
+        return fh
+
+    def reopen(self) -> None:
+        """Append to the file now at `path` (after `read_done` replaced it), locked; the old
+        file's lock is held until the new one is taken."""
+        fh = self._open_locked()
+        self.fh.close()
+        self.fh = fh
+
+    def write(self, lines: list[str]) -> None:
+        """Append `lines` whole; a failed write (a full disk) raises an OSError naming the
+        file. What it left is at most an unterminated last line, which the next run cuts."""
+        if lines:
+            try:
+                self.fh.write("".join(line + "\n" for line in lines).encode("utf-8"))
+                self.fh.flush()
+                os.fsync(self.fh.fileno())
+            except OSError as err:
+                raise OSError(err.errno, err.strerror or str(err), str(self.path)) from None
+
+    def close(self) -> None:
+        try:
             self.fh.close()
-            raise BatchError(f"{path}: another batch run is writing this file") from None
+        except OSError:  # the buffered bytes of a write that already failed (and was reported)
+            pass
+
+
+class StreamWriter:
+    """`--out -`: whole chunks to stdout, flushed (a pipe cannot be locked or fsynced)."""
 
     def write(self, lines: list[str]) -> None:
         if lines:
-            self.fh.write("".join(line + "\n" for line in lines).encode("utf-8"))
-            self.fh.flush()
-            os.fsync(self.fh.fileno())
+            sys.stdout.flush()
+            sys.stdout.buffer.write("".join(line + "\n" for line in lines).encode("utf-8"))
+            sys.stdout.buffer.flush()
 
     def close(self) -> None:
-        self.fh.close()
+        pass
 
 
 # ---- the input file ---------------------------------------------------------------------
 
-def _no_constants(name: str) -> float:
-    raise ValueError(f"{name} is not valid JSON")
-
-
-def scan_input(path: Path, done: set[str]) -> Iterator[Item]:
-    """The items of `path` not yet in `done`, in input order. Lines that are not a JSON object
-    with a string or integer id, and repeated ids, become items that carry their error."""
+def scan_input(source: Path | BinaryIO, done: set[str]) -> Iterator[Item]:
+    """The items of `source` (a path, or a binary stream such as stdin) not yet in `done`, in
+    input order. Lines that are not a JSON object with a string or integer id, and repeated
+    ids, become items that carry their error."""
     first_line: dict[str, int] = {}
-    with open(path, "rb") as fh:
+    opened = open(source, "rb") if isinstance(source, Path) else contextlib.nullcontext(source)
+    with opened as fh:
         for lineno, raw in enumerate(fh, start=1):
             if not raw.strip():
                 continue
             key, item_id, error = f"#line:{lineno}", None, None
             try:
-                obj = json.loads(raw, parse_constant=_no_constants)
+                obj = json.loads(raw, parse_constant=json_constant)
                 cand = obj.get("id") if isinstance(obj, dict) else None
                 if not isinstance(obj, dict):
                     error = "expected a JSON object"

@@ -13,6 +13,7 @@ parser, every module loaded, is built for --help, --version and mistyped command
 from __future__ import annotations
 
 import argparse
+import errno
 import importlib
 import os
 import sys
@@ -29,9 +30,11 @@ from arsdecode.cli_options import (
     LATTICE_HELP,
     UNITS_HELP,
     Parser,
+    buffer_stdout,
     epilog,
 )
 from arsdecode.errors import ArsDecodeError
+from arsdecode.termination import Terminated, raise_on_termination
 from maxarpa.cli_config import with_flag_hints
 from maxarpa.errors import MaxArpaError
 
@@ -81,23 +84,44 @@ def _first_line(err: BaseException) -> str:
     return text.splitlines()[0] if text else type(err).__name__
 
 
+OUTPUT_ERRNOS = frozenset({errno.ENOSPC, errno.EFBIG, errno.EDQUOT, errno.EIO})
+"""Errors of a write that cannot go on (full disk, file size limit, quota, device error)."""
+
+
+def _drop_stdout() -> None:
+    """Point stdout at /dev/null, so that the interpreter's final flush of output that can no
+    longer be written is silent (no "Exception ignored" after our one line)."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     command = argv[0] if argv and argv[0] in COMMANDS else None  # else the full parser
     args = build_parser(command).parse_args(argv)
+    buffer_stdout()
+    raise_on_termination()
     try:
         return args.handler(args)
     except (ArsDecodeError, MaxArpaError) as err:  # bad input; anything else is a bug
         print(f"arsdecode: {with_flag_hints(_first_line(err))}", file=sys.stderr)
         return EXIT_BAD_INPUT
     except BrokenPipeError:  # `arsdecode ... | head -1`: the reader has all it wanted
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())  # so the interpreter's final flush is silent
+        _drop_stdout()
         return EXIT_OK
     except OSError as err:
-        name = f"{err.filename}: " if err.filename else ""
-        print(f"arsdecode: {name}{err.strerror or err}", file=sys.stderr)
+        if err.filename:
+            where = f"{err.filename}: "
+        elif err.errno in OUTPUT_ERRNOS:  # a write to stdout (files name themselves)
+            where = "cannot write the output: "
+            _drop_stdout()
+        else:
+            where = ""
+        print(f"arsdecode: {where}{err.strerror or err}", file=sys.stderr)
         return EXIT_BAD_INPUT
+    except Terminated as err:  # SIGTERM/SIGHUP, handled as Ctrl-C is
+        print(f"arsdecode: terminated by {err.name}", file=sys.stderr)
+        return err.exit_status
     except KeyboardInterrupt:
         print("arsdecode: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED

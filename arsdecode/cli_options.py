@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import inspect
+import io
 import json
 import math
 import os
@@ -24,7 +25,9 @@ from typing import Any, NoReturn
 from arsdecode.ars import decode
 from arsdecode.automaton import VARIANTS
 from arsdecode.corpus import METHODS
+from arsdecode.errors import ModelError, OptionError
 from arsdecode.lattice import Lattice
+from arsdecode.termination import TERMINATION_SIGNALS
 from maxarpa.cli_config import add_config_options, config_from_args
 from maxarpa.config import Config
 
@@ -38,7 +41,8 @@ DEFAULT_VARIANT: str = inspect.signature(decode).parameters["variant"].default
 EXIT_STATUS_HELP = (
     "exit status: 0 success; 2 bad input or options (one line on stderr); "
     "3 decode stopped at --max-iterations without a certificate (the path printed is the best "
-    "found, not proven best); 130 interrupted."
+    "found, not proven best); 130 interrupted (Ctrl-C), 143 terminated (SIGTERM): what was "
+    "already printed is kept."
 )
 UNITS_HELP = (
     "units: every log_p, log_q and log_Z printed by arsdecode is a natural log (ln); model "
@@ -127,6 +131,45 @@ def non_negative_float(text: str) -> float:
     return value
 
 
+def available_memory() -> int:
+    """Bytes of memory this process could still use: MemAvailable on Linux, else the
+    physical memory."""
+    try:
+        with open("/proc/meminfo") as fh:
+            for line in fh:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+
+
+def check_fits(option: str, value: int, bytes_each: int, count: int | None = None) -> None:
+    """Refuse a size option whose working memory cannot fit in this machine's memory.
+
+    Why before the work: numpy raises a traceback for an array that cannot be allocated, and
+    one that merely exceeds the memory grows until the OOM killer ends the process with
+    nothing said. `bytes_each` is the measured cost of one unit (a trial, a path) for the
+    lattice at hand, `count` the units `value` comes to (default `value`); the estimate is a
+    floor, so a refused value could never have run.
+    """
+    need, have = (value if count is None else count) * bytes_each, available_memory()
+    if need > have:
+        raise OptionError(f"{option} {value} needs about {_gigabytes(need)} of memory; this "
+                          f"machine has {_gigabytes(have)} available")
+
+
+def _gigabytes(n: int) -> str:
+    return f"{n / 1e9:,.1f} GB"
+
+
+def check_batch_fits(batch: int, lattice: Lattice) -> None:
+    """--batch B: each pass holds B trials as arrays and Python lists, measured at 530 bytes
+    a trial for a 3-position lattice (1.65 GB of RSS at B = 3 million); 300 + 64 L is below
+    that."""
+    check_fits("--batch", batch, 300 + 64 * len(lattice))
+
+
 def variant_help() -> str:
     parts = []
     for v in VARIANTS:
@@ -145,15 +188,16 @@ def add_engine_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="print one JSON object (ln fields)")
 
 
-def add_method_option(p: argparse.ArgumentParser) -> None:
-    """--method: which exact decoder runs (both give the same optimum; the result says which)."""
+def add_method_option(p: argparse.ArgumentParser, needs_ars: str = "") -> None:
+    """--method: which exact decoder runs (both give the same optimum; the result says which).
+    `needs_ars` names this command's options that only 'ars' can serve (its help says so)."""
     p.add_argument("--method", choices=METHODS, default="auto",
                    help="exact decoding method: 'ars' (adaptive rejection over a refined "
                         "q-automaton), 'full' (the merged full-model Viterbi on the compiled "
                         "core, pruned by max-backoff bounds), or 'auto' (default: 'full' within "
                         "a budget of work per lattice, then 'ars' for a lattice that exceeds "
-                        "it; 'ars' for a one-off call on a large model); --fst, --graphml and "
-                        "--trace need 'ars'")
+                        "it; 'ars' for a one-off call on a large model)"
+                        + (f"; {needs_ars} need 'ars'" if needs_ars else ""))
 
 
 def add_sampling_options(p: argparse.ArgumentParser, default_ar: float) -> None:
@@ -189,6 +233,24 @@ def lm_config(args: argparse.Namespace) -> Config:
 # ---- output ----------------------------------------------------------------------------
 
 
+def buffer_stdout() -> None:
+    """Put a real buffer between sys.stdout and its file when Python runs unbuffered.
+
+    Why: with `python -u` or PYTHONUNBUFFERED=1, sys.stdout writes straight to the raw file,
+    and a short write (a disk that fills up half-way through a line) is silently dropped: the
+    run exits 0 with truncated output. A BufferedWriter retries short writes and raises the
+    error (ENOSPC, EFBIG), which the CLI reports. Write-through and line buffering keep the
+    unbuffered behaviour: every line reaches the file at once.
+    """
+    out = sys.stdout
+    if out is not sys.__stdout__:  # a caller (a test, an embedding program) chose its own
+        return
+    if isinstance(out, io.TextIOWrapper) and isinstance(out.buffer, io.RawIOBase):
+        sys.stdout = io.TextIOWrapper(io.BufferedWriter(out.buffer), encoding=out.encoding,
+                                      errors=out.errors, line_buffering=True,
+                                      write_through=True)
+
+
 def print_json(obj: object) -> None:
     """One JSON object per line, flushed (so a pipe sees it at once).
 
@@ -208,15 +270,33 @@ def write_line(text: str) -> None:
         sys.stdout.flush()
     finally:
         if held:
-            signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, HELD_SIGNALS)
+
+
+HELD_SIGNALS = {signal.SIGINT, *TERMINATION_SIGNALS}
+"""Signals that raise an exception in the main thread (arsdecode.termination): held back
+while a line is written, so that a stop never cuts one."""
 
 
 def _hold_sigint() -> bool:
-    """Block SIGINT in this thread if the platform can (POSIX); True if it was blocked."""
+    """Block SIGINT (and SIGTERM, SIGHUP) in this thread if the platform can (POSIX); True if
+    they were blocked."""
     if not hasattr(signal, "pthread_sigmask"):
         return False
-    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    signal.pthread_sigmask(signal.SIG_BLOCK, HELD_SIGNALS)
     return True
+
+
+def fixed(x: float, decimals: int) -> str:
+    """`x` with `decimals` decimals, as people read a log probability; from 1e15 in magnitude
+    on (a path through a -1e308 weight, say) in exponent form, not as a 300-digit number.
+
+    Only text output is rounded: JSON keeps every float's shortest round-trip `repr`, the
+    exact value the API returns (a batch line equals the single-item command's output).
+    """
+    if math.isfinite(x) and abs(x) < 1e15:
+        return f"{x:.{decimals}f}"
+    return f"{x:.{decimals}g}"
 
 
 def warn(message: str) -> None:
@@ -244,12 +324,20 @@ def oov_report(lattice: Lattice, vocabulary: Container[str]) -> dict[str, Any]:
     return {"count": count, "tokens": list(seen)}
 
 
-def warn_oov(oov: dict[str, Any]) -> None:
-    if oov["count"]:
-        shown = ", ".join(repr(t) for t in oov["tokens"][:10])
-        more = f" and {len(oov['tokens']) - 10} more" if len(oov["tokens"]) > 10 else ""
-        warn(f"{oov['count']} lattice candidate(s) are not in the model's vocabulary and are "
-             f"scored as <unk>: {shown}{more}")
+def warn_oov(oov: dict[str, Any], lm: Any = None, model_path: str = "") -> None:
+    """Warn that out-of-vocabulary candidates are scored as <unk>; or, when the model `lm`
+    has no <unk> to score them with, raise one ModelError instead (not a warning saying they
+    are scored as <unk> followed by an error saying they cannot be)."""
+    if not oov["count"]:
+        return
+    shown = ", ".join(repr(t) for t in oov["tokens"][:10])
+    more = f" and {len(oov['tokens']) - 10} more" if len(oov["tokens"]) > 10 else ""
+    if lm is not None and getattr(lm, "unk_id", 0) is None:
+        raise ModelError(f"{model_path}: the model has no <unk>, so it cannot score the "
+                         f"{oov['count']} lattice candidate(s) outside its vocabulary: "
+                         f"{shown}{more}")
+    warn(f"{oov['count']} lattice candidate(s) are not in the model's vocabulary and are "
+         f"scored as <unk>: {shown}{more}")
 
 
 def check_writable(path: str | os.PathLike[str]) -> Path:

@@ -6,8 +6,10 @@ same object, and every check on it (empty, NaN, no candidates) must happen once,
 
 from __future__ import annotations
 
+import gzip
 import json
 import math
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
@@ -92,7 +94,8 @@ class Lattice:
                 toks.append(tok)
                 ws.append(w)
             if len(set(toks)) != len(toks):
-                raise LatticeError(f"{where} lists a token twice")
+                twice = next(t for k, t in enumerate(toks) if t in toks[:k])
+                raise LatticeError(f"{where} lists the token {twice!r} twice")
             arr = np.asarray(ws, dtype=np.float64)
             if not np.any(np.isfinite(arr)):
                 raise LatticeError(f"{where}: every candidate has weight -inf")
@@ -112,18 +115,41 @@ class Lattice:
 
     @classmethod
     def from_json_file(cls, path: str | Path) -> Lattice:
-        """Read a lattice JSON file; any problem is a one-line LatticeError naming the file."""
+        """Read a lattice JSON file ('-' for stdin; gzip-compressed if its name ends in .gz);
+        any problem is a one-line LatticeError naming the file.
+
+        Why bytes first: the file must be UTF-8 JSON, and a file that is not (gzip bytes
+        under a .json name, a Latin-1 token) has to be reported like any other bad input,
+        with the file and the byte offset, not as a decoding traceback.
+        """
+        name = "<stdin>" if str(path) == "-" else str(path)
         try:
-            text = Path(path).read_text(encoding="utf-8")
-        except OSError as err:
-            raise LatticeError(f"{path}: cannot read lattice: {err.strerror}") from None
+            if str(path) == "-":
+                data = sys.stdin.buffer.read()
+            elif str(path).endswith(".gz"):
+                with gzip.open(path, "rb") as fh:
+                    data = fh.read()
+            else:
+                data = Path(path).read_bytes()
+        except OSError as err:  # gzip.BadGzipFile is an OSError too
+            reason = err.strerror or str(err).splitlines()[0]
+            raise LatticeError(f"{name}: cannot read lattice: {reason}") from None
+        except EOFError:
+            raise LatticeError(f"{name}: cannot read lattice: truncated gzip file") from None
         try:
-            obj = json.loads(text, parse_constant=_reject_constant)
+            text = data.decode("utf-8")
+        except UnicodeDecodeError as err:
+            hint = " (gzip data: name the file *.gz)" if data[:2] == b"\x1f\x8b" else ""
+            raise LatticeError(
+                f"{name}: not UTF-8 text: byte 0x{data[err.start]:02x} at offset "
+                f"{err.start}{hint}") from None
+        try:
+            obj = json.loads(text, parse_constant=json_constant)
         except json.JSONDecodeError as err:
-            raise LatticeError(f"{path}:{err.lineno}: invalid JSON: {err.msg}") from None
+            raise LatticeError(f"{name}:{err.lineno}: invalid JSON: {err.msg}") from None
         except ValueError as err:
-            raise LatticeError(f"{path}: {err}") from None
-        return cls.from_json_obj(obj, source=str(path))
+            raise LatticeError(f"{name}: {err}") from None
+        return cls.from_json_obj(obj, source=name)
 
     def to_json_obj(self) -> dict:
         return {
@@ -151,7 +177,9 @@ class Lattice:
         return math.prod(self.widths)
 
 
-def _reject_constant(name: str) -> float:
+def json_constant(name: str) -> float:
+    """`parse_constant` for lattice JSON (files and batch lines alike): -Infinity is an
+    allowed weight (a candidate the emission model rules out); NaN and Infinity are not."""
     if name == "-Infinity":
         return -math.inf
     raise ValueError(f"weight {name} is not allowed")

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 from arsdecode import corpus
 from arsdecode.api import load_lm
@@ -24,8 +25,11 @@ from arsdecode.cli_options import (
     add_max_iterations,
     add_method_option,
     add_sampling_options,
+    check_batch_fits,
+    check_fits,
     check_writable,
     epilog,
+    fixed,
     lm_config,
     oov_report,
     positive_int,
@@ -60,7 +64,7 @@ def add_decode_parser(sub: argparse._SubParsersAction) -> None:
                         "k-best Viterbi on q); the JSON gains \"nbest\": [{tokens, log_p}], best "
                         "first, ties by ln p then candidate order")
     add_engine_options(d)
-    add_method_option(d)
+    add_method_option(d, needs_ars="--fst and --graphml")
     d.set_defaults(handler=cmd_decode)
 
 
@@ -68,7 +72,11 @@ def print_nbest(args: argparse.Namespace, lm, lattice: Lattice, oov: dict) -> in
     """`decode --nbest K`: the single best stays in tokens/log_p; the K best go in "nbest"."""
     from arsdecode.kbest import decode_kbest, nbest_json
 
-    kb = decode_kbest(lm, lattice, args.nbest, variant=args.variant,
+    # No more paths than the lattice has; the K-lists of k-best Viterbi hold, per state of
+    # the widest layer, K scores of every candidate (and the K paths come back as lists).
+    k = min(args.nbest, lattice.num_paths())
+    check_fits("--nbest", args.nbest, 24 * max(lattice.widths) + 16 * len(lattice) + 200, k)
+    kb = decode_kbest(lm, lattice, k, variant=args.variant,
                       max_iterations=args.max_iterations)
     best = kb.paths[0]
     if args.json:
@@ -77,7 +85,7 @@ def print_nbest(args: argparse.Namespace, lm, lattice: Lattice, oov: dict) -> in
                     "nbest": nbest_json(kb), "oov": oov, "timing": {"seconds": kb.seconds}})
     else:
         for rank, p in enumerate(kb.paths, start=1):
-            print(f"{rank}\t{p.log_p:.6f}\t{' '.join(p.tokens)}")
+            print(f"{rank}\t{fixed(p.log_p, 6)}\t{' '.join(p.tokens)}")
         status = "certified" if kb.certified else "UNCERTIFIED"
         print(f"({status}, ln) iterations={kb.iterations} states={kb.states} "
               f"seconds={kb.seconds:.3f}", flush=True)
@@ -109,12 +117,15 @@ def load_lattice_and_lm(args: argparse.Namespace):
     lattice = Lattice.from_json_file(args.lattice)
     lm = load_lm(args.lm, config=lm_config(args))
     oov = oov_report(lattice, lm.word_to_id)
-    warn_oov(oov)
+    warn_oov(oov, lm, args.lm)
     return lattice, lm, oov
 
 
 def cmd_decode(args: argparse.Namespace) -> int:
     outputs = [p for p in (args.fst, args.graphml) if p]
+    if outputs and args.method == "full":
+        raise OptionError("--fst and --graphml write the q-automaton, which only --method ars "
+                          "(or auto) builds")
     for path in outputs:  # before the work: a bad path must not cost a decode
         check_writable(path)
     lattice, lm, oov = load_lattice_and_lm(args)
@@ -131,13 +142,17 @@ def cmd_decode(args: argparse.Namespace) -> int:
     else:
         print(" ".join(r.tokens))
         status = "certified" if r.certified else "UNCERTIFIED"
-        print(f"log_p={r.log_p:.6f} ({status}, ln) method={r.method} iterations={r.iterations} "
-              f"states={r.states} seconds={r.seconds:.3f}", flush=True)
+        print(f"log_p={fixed(r.log_p, 6)} ({status}, ln) method={r.method} "
+              f"iterations={r.iterations} states={r.states} seconds={r.seconds:.3f}",
+              flush=True)
     qa = r.automaton
     if outputs and qa is None:  # keep_automaton=True above whenever a file is asked for
         raise AssertionError("decode did not keep the automaton")
     if args.fst and qa is not None:
-        write_atomic(args.fst, qa.write_fst)
+        # Serialised here, written by Python: OpenFst's own writer reports a full disk as
+        # "Write failed" lines on stderr that name the temporary file.
+        data = qa.to_fst().write_to_string()
+        write_atomic(args.fst, lambda tmp: Path(tmp).write_bytes(data))
     if args.graphml and qa is not None:
         import networkx as nx
 
@@ -174,23 +189,34 @@ def cmd_sample(args: argparse.Namespace) -> int:
     if args.json and args.jsonl:
         raise OptionError("--json and --jsonl exclude each other")
     lattice, lm, oov = load_lattice_and_lm(args)
+    check_batch_fits(args.batch, lattice)
     bar = progress_bar(args.n, "sample", leave=False)
+    drawn = 0
 
     def on_sample(tokens: list[str], log_p: float) -> None:
+        nonlocal drawn
+        drawn += 1
         bar.update(1)
         if args.jsonl:
             print_json({"tokens": tokens, "log_p": log_p})
         elif not args.json:
-            write_line(f"{log_p:.4f}\t{' '.join(tokens)}")
+            write_line(f"{fixed(log_p, 4)}\t{' '.join(tokens)}")
 
     try:
         r = sample(lm, lattice, args.n, args.seed, batch=args.batch, target_ar=args.target_ar,
                    ar_window=args.ar_window, variant=args.variant, on_sample=on_sample)
+    except KeyboardInterrupt:  # Ctrl-C or SIGTERM: say what was kept
+        kept = "none printed: --json prints at the end (--jsonl streams)" if args.json else (
+            "printed above")
+        print(f"arsdecode: stopped after {drawn} of {args.n} samples ({kept})",
+              file=sys.stderr)
+        raise
     finally:
         bar.close()
     if args.json:
         print_json({**r.to_json(), "oov": oov})
         return EXIT_OK
-    print(f"trials={r.trials} acceptance_rate={r.acceptance_rate:.3f} log_Z={r.log_Z:.4f} (ln) "
-          f"states={r.states} seconds={r.seconds:.2f}", file=sys.stderr)
+    print(f"trials={r.trials} acceptance_rate={r.acceptance_rate:.3f} "
+          f"log_Z={fixed(r.log_Z, 4)} (ln) states={r.states} seconds={r.seconds:.2f}",
+          file=sys.stderr)
     return EXIT_OK

@@ -20,7 +20,9 @@ from arsdecode.cli_options import (
     add_engine_options,
     add_lm_strictness_options,
     add_sampling_options,
+    check_batch_fits,
     epilog,
+    fixed,
     lm_config,
     positive_int,
     print_json,
@@ -33,7 +35,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "marginals", help="posterior marginals with 95%% intervals, and ln Z",
         description="Draw N exact samples of a lattice's paths and report, per position, each "
-                    "token's posterior probability with a 95%% Wilson interval, plus the "
+                    "token's posterior probability with a 95% Wilson interval, plus the "
                     "evidence ln Z with its interval.",
         epilog=epilog(UNITS_HELP, LATTICE_HELP, EXIT_STATUS_HELP),
     )
@@ -53,6 +55,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     lattice = Lattice.from_json_file(args.lattice)
     lm = load_lm(args.lm, config=lm_config(args))
+    check_batch_fits(args.batch, lattice)
+    lm = load_lm(args.lm)
     r = sample(lm, lattice, args.n, args.seed, batch=args.batch, target_ar=args.target_ar,
                ar_window=args.ar_window, variant=args.variant)
     marg = marginals_from_samples(r.samples, lattice if args.all_candidates else None)
@@ -64,6 +68,6 @@ def run(args: argparse.Namespace) -> int:
     for i, pos in enumerate(marg):
         cells = "  ".join(f"{m.token} {m.p:.3f} [{m.lo:.3f}, {m.hi:.3f}]" for m in pos[: args.top])
         print(f"{i}\t{cells}")
-    print(f"samples={len(r.samples)} trials={r.trials} log_Z={r.log_Z:.4f} (ln) "
-          f"[{r.log_Z_ci[0]:.4f}, {r.log_Z_ci[1]:.4f}] seconds={r.seconds:.3f}")
+    print(f"samples={len(r.samples)} trials={r.trials} log_Z={fixed(r.log_Z, 4)} (ln) "
+          f"[{fixed(r.log_Z_ci[0], 4)}, {fixed(r.log_Z_ci[1], 4)}] seconds={r.seconds:.3f}")
     return EXIT_OK

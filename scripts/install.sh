@@ -25,9 +25,19 @@ if [[ ! -x "$VENV/bin/python" ]]; then
 fi
 VPY="$VENV/bin/python"
 
+# The sources of the project install, printed if any is newer than the stamp file $1: then
+# the install (which builds the compiled core, ~60 s) is redone. Sources only: the
+# __pycache__ that compileall writes below, and the build's .cpp and .so, are newer than the
+# stamp after every run, and made every second `make demo` rebuild the core.
+sources_newer_than() {
+  find pyproject.toml setup.py arsdecode/native maxarpa/native -type f \
+    \( -name '*.pyx' -o -name '*.pxi' -o -name '*.pxd' -o -name '*.hpp' -o -name '*.py' \
+       -o -name pyproject.toml \) -newer "$1" -print 2>/dev/null
+}
+
 # The project (editable) with its runtime dependencies only; `test` adds the dev extras below.
 stamp="$VENV/.installed-demo"
-if [[ ! -f "$stamp" || -n "$(find pyproject.toml setup.py arsdecode/native -newer "$stamp" 2>/dev/null)" ]]; then
+if [[ ! -f "$stamp" || -n "$(sources_newer_than "$stamp")" ]]; then
   echo "[install] arsdecode + maxarpa (numpy, pynini, networkx, tqdm)"
   "$VPY" -m pip install -q -e .
   touch "$stamp"
@@ -66,7 +76,7 @@ echo "[install] lmplz and build_binary"
 PYTHON="$VPY" bash data_prep/build_kenlm_tools.sh .tools
 
 stamp="$VENV/.installed-test"
-if [[ ! -f "$stamp" || -n "$(find pyproject.toml setup.py arsdecode/native -newer "$stamp" 2>/dev/null)" ]]; then
+if [[ ! -f "$stamp" || -n "$(sources_newer_than "$stamp")" ]]; then
   echo "[install] dev extras (pytest, hypothesis, scipy, ruff, matplotlib, nltk)"
   "$VPY" -m pip install -q -e ".[dev]"
   touch "$stamp"

@@ -22,6 +22,7 @@ from arsdecode.cli_options import (
     add_engine_options,
     add_method_option,
     add_sampling_options,
+    check_batch_fits,
     check_writable,
     epilog,
     int_at_least,
@@ -95,6 +96,7 @@ def tag_one(args: argparse.Namespace, lm, emissions, words: list[str]) -> int:
 
 
 def sample_one(args: argparse.Namespace, lm, lattice, words: list[str], start: float) -> int:
+    check_batch_fits(args.batch, lattice)
     r = sample(lm, lattice, args.sample, args.seed, batch=args.batch,
                target_ar=args.target_ar, ar_window=args.ar_window, variant=args.variant)
     marginals = marginals_from_samples(r.samples)  # the code `arsdecode marginals` runs
@@ -122,14 +124,24 @@ def tag_json(words: list[str], tags: list[str], log_p: float, seconds: float) ->
     return {"tokens": words, "tags": tags, "log_p": log_p, "timing": {"seconds": seconds}}
 
 
+def read_text(path: str) -> str:
+    """The UTF-8 text of `path` ('-': stdin); text that is not UTF-8 is an ObservationError
+    naming the file and the byte, not a decoding traceback (nor, on stdin, silent U+FFFD)."""
+    name = "<stdin>" if path == "-" else path
+    data = sys.stdin.buffer.read() if path == "-" else Path(path).read_bytes()
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise ObservationError(f"{name}: not UTF-8 text: byte 0x{data[err.start]:02x} at "
+                               f"offset {err.start}") from None
+
+
 def tag_file(args: argparse.Namespace, lm, emissions) -> int:
     """Tag every non-blank line (blank lines are skipped, in order: JSON/text output has one
     line per tagged sentence). --conll output is written whole, through a temporary file."""
     if args.conll:
         check_writable(args.conll)
-    src = sys.stdin if args.file == "-" else open(args.file, encoding="utf-8")
-    with src:
-        lines = [line for line in src.read().splitlines() if line.split()]
+    lines = [line for line in read_text(args.file).splitlines() if line.split()]
     blocks: list[str] = []
     sentences = [line.split() for line in lines]
     with progress_bar(len(sentences), "sent") as bar:
@@ -146,7 +158,11 @@ def tag_file(args: argparse.Namespace, lm, emissions) -> int:
                 if args.conll:
                     blocks.append("".join(f"{w}\t{t}\n" for w, t in zip(words, tags)) + "\n")
                 elif args.json:
-                    print_json(tag_json(words, tags, log_p, each))
+                    line = tag_json(words, tags, log_p, each)
+                    # Tagged a chunk at a time (one compiled call): no sentence has a time of
+                    # its own, so the field says it is the chunk's mean.
+                    line["timing"] = {"chunk_mean_seconds": each, "chunk_sentences": len(chunk)}
+                    print_json(line)
             bar.update(len(chunk))
     if args.conll:
         text = "".join(blocks)

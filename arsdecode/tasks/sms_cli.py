@@ -24,6 +24,7 @@ from arsdecode.cli_options import (
     add_max_iterations,
     add_method_option,
     add_sampling_options,
+    check_batch_fits,
     epilog,
     lm_config,
     non_negative_float,
@@ -31,6 +32,27 @@ from arsdecode.cli_options import (
     print_json,
     report_uncertified,
 )
+from arsdecode.errors import OptionError
+
+
+def channel_k(text: str) -> float:
+    """--k: a finite number >= 0 whose channel table is finite too.
+
+    Why the table is checked: a huge k (say 1e308) overflows k * distance, every weight of
+    the channel becomes 0 and its log -inf; numpy would only warn and the decode would run on
+    a channel that rules out every word.
+    """
+    import numpy as np
+
+    from arsdecode.tasks.sms import log_channel_table
+
+    k = non_negative_float(text)
+    with np.errstate(all="ignore"):
+        finite = bool(np.isfinite(log_channel_table(k)).all())
+    if not finite:
+        raise argparse.ArgumentTypeError(
+            f"too large, the channel weights 1 / (k * distance + 1) underflow to 0, got {text}")
+    return k
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -43,7 +65,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--lm", default=None,
                    help="ARPA, MAX-ARPA or binary model (default: the embedded State of the "
                         "Union 5-gram)")
-    p.add_argument("--k", type=non_negative_float, default=64.0,
+    p.add_argument("--k", type=channel_k, default=64.0,
                    help="channel sharpness (paper: 64)")
     p.add_argument("--top-k", type=positive_int, default=None,
                    help="keep the K most likely words per position (default: all when "
@@ -58,6 +80,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     add_engine_options(p)
     add_method_option(p)
     add_lm_strictness_options(p)
+    add_method_option(p, needs_ars="--trace")
     p.set_defaults(handler=run)
 
 
@@ -65,6 +88,8 @@ def run(args: argparse.Namespace) -> int:
     from arsdecode.tasks.sms import KeypadChannel, parse_observation
 
     parse_observation(args.observation)  # reject bad input before loading anything
+    if args.trace and args.method == "full":
+        raise OptionError("--trace shows the refinements of ARS: use --method ars (or auto)")
     start = time.perf_counter()
     lm = load_lm(args.lm or DEFAULT_LM, config=lm_config(args))
     load_seconds = time.perf_counter() - start
@@ -77,6 +102,7 @@ def run(args: argparse.Namespace) -> int:
 def run_sample(args: argparse.Namespace, lm, channel, load_seconds: float) -> int:
     top_k = args.top_k if args.top_k is not None else 100
     lattice = channel.build_lattice(args.observation, top_k=top_k)
+    check_batch_fits(args.batch, lattice)
     r = sample(lm, lattice, args.sample, args.seed, batch=args.batch,
                target_ar=args.target_ar, ar_window=args.ar_window, variant=args.variant)
     ranked = r.ranked()
