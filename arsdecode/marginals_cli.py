@@ -54,9 +54,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     lattice = Lattice.from_json_file(args.lattice)
-    lm = load_lm(args.lm, config=lm_config(args))
     check_batch_fits(args.batch, lattice)
-    lm = load_lm(args.lm)
+    lm = load_lm(args.lm, config=lm_config(args))
     r = sample(lm, lattice, args.n, args.seed, batch=args.batch, target_ar=args.target_ar,
                ar_window=args.ar_window, variant=args.variant)
     marg = marginals_from_samples(r.samples, lattice if args.all_candidates else None)

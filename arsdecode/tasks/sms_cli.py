@@ -78,9 +78,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     add_max_iterations(p)
     add_sampling_options(p, default_ar=0.2)
     add_engine_options(p)
-    add_method_option(p)
-    add_lm_strictness_options(p)
     add_method_option(p, needs_ars="--trace")
+    add_lm_strictness_options(p)
     p.set_defaults(handler=run)
 
 
