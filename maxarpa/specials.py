@@ -14,7 +14,7 @@ import numpy as np
 from maxarpa.checks import ngram_text
 from maxarpa.config import Config, complain
 from maxarpa.constants import BOS, EOS, UNK
-from maxarpa.errors import FormatError
+from maxarpa.errors import FormatError, shown
 from maxarpa.model import Model
 from maxarpa.table import OrderNodes, Trie
 
@@ -28,7 +28,7 @@ def apply_config(model: Model, config: Config) -> Model:
         if len(bad):
             gram = ngram_text(model.vocab, node, int(bad[0]))
             message = (f"{path}: {len(bad)} listed {k}-gram(s) have log10 p > 0, the first is "
-                       f"{gram!r} (log10 p = {float(node.log10p[bad[0]])!r})")
+                       f"{shown(gram)} (log10 p = {float(node.log10p[bad[0]])!r})")
             complain(config.positive_log_probability, message,
                      FormatError(path, None, message.split(": ", 1)[1] +
                                  "; Config(positive_log_probability='accept') keeps them"))
