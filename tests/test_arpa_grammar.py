@@ -15,6 +15,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from test_maxarpa_properties import PROPS
 
 import maxarpa
 from maxarpa import FormatError
@@ -246,3 +249,23 @@ def test_max_arpa_numbers_follow_the_same_grammar(tmp_path):
         with pytest.raises(FormatError) as err:
             read_max_arpa(bad)
         assert str(err.value) == f"{bad}:{at + 1}: expected a number, got '{number}'"
+
+
+PIECES = [" ", "\t", "\n", "\r", "\\", "-", "+", ".", "e", "E", "0", "7", "inf", "Infinity",
+          "nan", "_", "\u0661", "\u3000", "\u00a0", "\x85", "a", "<s>", "</s>", "ngram ", "=",
+          "\\1-grams:", "\\2-grams:", "\\end\\", "\\data\\", "\n\n", "1e999", "1e-999"]
+
+
+@settings(PROPS, max_examples=400)
+@given(st.lists(st.tuples(st.integers(0, 10**6), st.sampled_from(PIECES), st.integers(0, 3)),
+                min_size=1, max_size=4))
+def test_both_readers_agree_on_mutated_files(tmp_path_factory, edits):
+    """Random insertions and deletions into a valid file: both readers read it alike or
+    both refuse it with one message (or the compiled reader declines what the other refuses)."""
+    text = "\\data\\\nngram 1=4\nngram 2=2\n\n" + BODY.format(bow="0.2")
+    for at, piece, cut in edits:
+        at %= len(text) + 1
+        text = text[:at] + piece + text[at + cut :]
+    path = tmp_path_factory.mktemp("mut") / "m.arpa"
+    path.write_bytes(text.encode("utf-8", "surrogateescape"))
+    both_readers(path)
