@@ -403,10 +403,14 @@ def _number(text: bytes, reader: LineReader) -> float:
 def ngram_lines(path: str | Path, k: int, words: list[str], limit: int = 2) -> list[int]:
     """Line numbers of the first `limit` lines of the `k`-gram section that list `words`.
 
-    Only used to name the lines of an error (a duplicate n-gram), so a second pass over the
-    file is acceptable: the common path never pays for keeping line numbers.
+    Only used to name the lines of an error (a duplicate n-gram, a value too large), so a
+    second pass over the file is acceptable: the common path never pays for keeping line
+    numbers. Empty when `path` is not an ARPA file (MAX-ARPA, binary).
     """
-    reader = LineReader(path)
+    try:
+        reader = LineReader(path)
+    except FormatError:
+        return []
     wanted = [w.encode(ENCODING, ERRORS) for w in words]
     found: list[int] = []
     try:
@@ -423,6 +427,8 @@ def ngram_lines(path: str | Path, k: int, words: list[str], limit: int = 2) -> l
                 found.append(reader.lineno)
                 if len(found) == limit:
                     break
+    except FormatError:  # not ARPA text
+        return []
     finally:
         reader.close()
     return found

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from maxarpa.bound import check_finite
 from maxarpa.checks import ngram_text
 from maxarpa.config import Config, complain
 from maxarpa.constants import BOS, EOS, UNK
@@ -21,8 +22,13 @@ from maxarpa.table import OrderNodes, Trie
 
 def apply_config(model: Model, config: Config) -> Model:
     """Enforce `config` on a model that has its bounds: refuse, warn about or repair each
-    irregular case (see `Config`). Returns `model` itself when nothing needs adding."""
+    irregular case (see `Config`). Returns `model` itself when nothing needs adding.
+
+    Every format's load passes here, so this is also where a model whose values or bounds
+    overflow natural log is refused, whatever the config (`bound.check_finite`).
+    """
     path = model.source
+    check_finite(model.trie, model.vocab, path)
     for k, node in enumerate(model.trie.nodes, start=1):
         bad = np.flatnonzero(node.listed & (node.log10p > 0))
         if len(bad):
