@@ -269,3 +269,73 @@ def test_both_readers_agree_on_mutated_files(tmp_path_factory, edits):
     path = tmp_path_factory.mktemp("mut") / "m.arpa"
     path.write_bytes(text.encode("utf-8", "surrogateescape"))
     both_readers(path)
+
+
+WELL_FORMED = [p for p in FILES if p.name not in BROKEN and p.name not in NO_BOS]
+
+
+def kenlm_layout(path: Path, tmp_path: Path) -> Path:
+    """A copy of `path` in the layout KenLM insists on, made by text alone (not by maxarpa):
+    from `\\data\\` on, each n-gram line as `logp<TAB>words<TAB>backoff`."""
+    from maxarpa.arpa import read_text
+
+    lines = read_text(path).split("\n")
+    start = next(i for i, line in enumerate(lines) if line.strip() == "\\data\\")
+    out, order = [], 0
+    for line in lines[start:]:
+        fields = line.split()
+        if fields and fields[0].endswith("-grams:"):
+            order = int(fields[0][1:].split("-")[0])
+        elif order and len(fields) > order and not fields[0].startswith("\\"):
+            line = "\t".join([fields[0], " ".join(fields[1 : order + 1]), *fields[order + 1 :]])
+        out.append(line.strip())
+    copy = tmp_path / "kenlm_layout.arpa"
+    copy.write_text("\n".join(out), encoding="utf-8", errors="surrogateescape")
+    return copy
+
+
+@needs_corpus
+@pytest.mark.parametrize("path", WELL_FORMED, ids=[p.name for p in WELL_FORMED])
+def test_real_files_score_as_kenlm_does(path, tmp_path):
+    """Each well-formed file KenLM reads: listed n-grams and random sequences score alike."""
+    import random
+
+    import kenlm
+
+    from arpa_reference import kenlm_log10p
+
+    try:
+        km = kenlm.Model(str(path))
+    except Exception:  # KenLM refuses CMU headers and space-separated columns: the layout
+        try:
+            km = kenlm.Model(str(kenlm_layout(path, tmp_path)))
+        except Exception as err:  # and unigram-only models
+            pytest.skip(f"KenLM does not read {path.name}: {str(err).splitlines()[0][:80]}")
+    model, data = maxarpa.load(path), read_arpa(path)
+    rng = random.Random(19)
+
+    def speakable(words):
+        try:
+            [w.encode("utf-8") for w in words]
+        except UnicodeEncodeError:
+            return False
+        return True
+
+    queries = []
+    for order in data.orders:
+        for row in rng.sample(range(len(order.log10p)), min(40, len(order.log10p))):
+            words = [data.vocab[i] for i in order.ids[row].tolist()]
+            queries.append((words[:-1], words[-1]))
+    plain = [w for w in data.vocab if w not in ("<s>", "</s>")]
+    for _ in range(40):
+        sentence = ["<s>", *rng.choices(plain, k=rng.randint(1, model.order + 1))]
+        queries += [(sentence[max(0, i - model.order + 1) : i], sentence[i])
+                    for i in range(1, len(sentence))]
+    checked = 0
+    for context, word in queries:
+        if word == "<s>" or not speakable([*context, word]):
+            continue
+        want = kenlm_log10p(km, word, context)
+        assert model.log10p(word, context) == pytest.approx(want, abs=1e-4), (context, word)
+        checked += 1
+    assert checked > 40
