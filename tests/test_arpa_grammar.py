@@ -339,3 +339,20 @@ def test_real_files_score_as_kenlm_does(path, tmp_path):
         assert model.log10p(word, context) == pytest.approx(want, abs=1e-4), (context, word)
         checked += 1
     assert checked > 40
+
+
+def test_bound_check_messages_print_words_as_bytes(tmp_path):
+    """The load check of stored bounds names a Latin-1 n-gram by its bytes too."""
+    text = ("\\data\\\nngram 1=3\nngram 2=1\n\n\\1-grams:\n-1\t<s>\t-0.2\n-0.5\tchr\xe9tien\n"
+            "-0.7\t</s>\n\n\\2-grams:\n-0.1\t<s> chr\xe9tien\n\n\\end\\\n").encode("latin-1")
+    out = tmp_path / "m.maxarpa"
+    maxarpa.convert(arpa(tmp_path, text), out)
+    lines = out.read_bytes().split(b"\n")
+    at = next(i for i, line in enumerate(lines) if line.startswith(b"-0.1\t<s> chr\xe9tien"))
+    fields = lines[at].split(b"\t")
+    fields[3] = b"-5"  # mf below log10 p
+    lines[at] = b"\t".join(fields)
+    out.write_bytes(b"\n".join(lines))
+    with pytest.raises(FormatError) as err:
+        maxarpa.load(out)
+    assert "mf < log10p for the 2-gram '<s> chr\\xe9tien'" in str(err.value), str(err.value)
