@@ -434,11 +434,6 @@ def ngram_lines(path: str | Path, k: int, words: list[str], limit: int = 2) -> l
     return found
 
 
-def lookup_ids(words: list[str], word_id: dict[str, int]) -> np.ndarray:
-    """Word ids of a column of words; KeyError on an unknown word."""
-    return np.fromiter(map(word_id.__getitem__, words), dtype=np.int32, count=len(words))
-
-
 def format_log10(value: float) -> str:
     """Shortest text that reads back to the same float64 (so files round-trip exactly)."""
     if value == -math.inf:
