@@ -303,6 +303,8 @@ def _read_arpa_fast(path: str) -> ArpaData | None:
             return _parse_native(LineReader(path, fh))
     except (OSError, EOFError, zlib.error, lzma.LZMAError):
         return None
+    except MemoryError:  # a header count no file could hold: the careful reader counts
+        return None
 
 
 def _parse_native(reader: LineReader) -> ArpaData | None:

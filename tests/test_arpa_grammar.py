@@ -356,3 +356,14 @@ def test_bound_check_messages_print_words_as_bytes(tmp_path):
     with pytest.raises(FormatError) as err:
         maxarpa.load(out)
     assert "mf < log10p for the 2-gram '<s> chr\\xe9tien'" in str(err.value), str(err.value)
+
+
+def test_a_header_count_too_large_to_allocate_is_a_count_mismatch(tmp_path):
+    """The compiled reader sizes its arrays from the header; a count of 1e11 must not end in
+    a MemoryError traceback, but in the mismatch it is."""
+    path = arpa(tmp_path, "\\data\\\nngram 1=99999999999\n\n\\1-grams:\n-1\t<s>\n-1\t</s>\n\n"
+                          "\\end\\\n")
+    with pytest.raises(FormatError) as err:
+        read_arpa(path)
+    assert str(err.value) == (f"{path}:8: the 1-gram section has 2 entries but the header "
+                              "says 99999999999")
