@@ -21,7 +21,7 @@ from test_maxarpa_properties import PROPS
 
 import maxarpa
 from maxarpa import FormatError
-from maxarpa.arpa import _read_arpa_fast, _read_arpa_streaming, read_arpa
+from maxarpa.arpa import SPACE, _read_arpa_fast, _read_arpa_streaming, read_arpa
 
 CORPUS = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "arpa"
 FILES = sorted(p for s in ("set1", "set2") for p in (CORPUS / s).glob("*") if p.suffix != ".md")
@@ -367,3 +367,17 @@ def test_a_header_count_too_large_to_allocate_is_a_count_mismatch(tmp_path):
         read_arpa(path)
     assert str(err.value) == (f"{path}:8: the 1-gram section has 2 entries but the header "
                               "says 99999999999")
+
+
+@pytest.mark.parametrize("sep", [bytes([b]) for b in SPACE if b != ord("\n")] + [b"\x1c", b"\x85"])
+def test_the_field_separators_are_the_grammars(tmp_path, sep):
+    """Exactly the bytes of SPACE separate fields (str.split() would also split at \\x1c and
+    at U+0085); any other byte is part of a word, in both readers."""
+    text = (b"\\data\\\nngram 1=2\nngram 2=1\n\n\\1-grams:\n-1\t<s>\n-0.5\tx" + sep +
+            b"y\n\n\\2-grams:\n-0.1\t<s> x" + sep + b"y\n\n\\end\\\n")
+    kind, result = both_readers(arpa(tmp_path, text))
+    if sep in SPACE:
+        assert kind == "refused" and "wrong section, or a backoff that is not a number" in result
+    else:
+        assert kind == "read" and result.vocab[1].encode("utf-8", "surrogateescape") == \
+            b"x" + sep + b"y"
