@@ -164,7 +164,7 @@ def _read_stream(fh: io.BufferedIOBase, path: str) -> Model:
         text = mark.decode(ENCODING, ERRORS)
         m = _MARK_RE.match(text)
         if not m:
-            raise FormatError(path, lineno, f"unexpected line {text[:40]!r}")
+            raise FormatError(path, lineno, f"unexpected line {shown(text[:40])}")
         if text == "\\end\\":
             for (k, kind), (lo, hi) in spans.items():
                 if hi > lo and (k, kind) not in seen:
@@ -253,7 +253,7 @@ def _bad_line(
     for w in words:
         if w.encode(ENCODING, ERRORS) not in known:
             return f"word {shown(w)} is not a 1-gram"
-    return f"malformed line (a number float64 cannot hold?): {line[:60]!r}"
+    return f"malformed line (a number float64 cannot hold?): {shown(line[:60])}"
 
 
 def _parse_header(lines: list[str], path: str) -> tuple[list[int], list[int]]:

@@ -381,3 +381,15 @@ def test_the_field_separators_are_the_grammars(tmp_path, sep):
     else:
         assert kind == "read" and result.vocab[1].encode("utf-8", "surrogateescape") == \
             b"x" + sep + b"y"
+
+
+def test_max_arpa_marks_are_printed_with_one_backslash(tmp_path):
+    from maxarpa.maxarpa_format import read_max_arpa
+
+    out = tmp_path / "m.maxarpa"
+    maxarpa.convert(arpa(tmp_path, "\\data\\\nngram 1=4\nngram 2=2\n\n" + BODY.format(bow="0")),
+                    out)
+    out.write_text(out.read_text().replace("\\2-grams:", "\\2-gramz:"))
+    with pytest.raises(FormatError) as err:
+        read_max_arpa(out)
+    assert str(err.value).endswith("unexpected line '\\2-gramz:'"), str(err.value)
