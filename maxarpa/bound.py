@@ -3,12 +3,8 @@
 Definitions (log10). For a context h, MB(h) = max over left extensions z (z empty included) of
 the backoff accumulated over the contexts z'h, z' a suffix of z:
     MB(h) = bow(h) + max(0, max over nodes a·h of MB(a·h)).
-Unlisted extensions contribute 0, so they are covered by the `max(0, .)`. A context that starts
-with <s> has no left extension (nothing precedes <s> in a sentence), so MB = bow there, and
-mf = L for a node that starts with <s>, even when the file lists n-grams across a sentence
-boundary such as `</s> <s> w` (CMU-Cambridge and CMUCLMTK write them): those are never
-reached, and counting their backoffs would only loosen the bound. (mf of the unigram `<s>`
-itself still maximises over extensions: there `<s>` is the predicted word, not a context.)
+Unlisted extensions contribute 0, so they are covered by the `max(0, .)`; a context that starts
+with <s> has no extension node, which gives MB = bow.
 
 For a node c·w, mf(c·w) = max over every left extension z of log10 p(w | z·c):
     mf(c·w) = max( L,                                   z empty
@@ -57,16 +53,8 @@ def children_max(trie: Trie, k: int, values: np.ndarray) -> np.ndarray:
     return out
 
 
-def starts_with(trie: Trie, k: int, word_id: int | None) -> np.ndarray | slice:
-    """The order-k nodes whose first (oldest) word is `word_id` (an empty slice for None)."""
-    if word_id is None:
-        return slice(0, 0)
-    return np.flatnonzero(trie.nodes[k - 1].rows[:, 0] == word_id)
-
-
-def compute_mbow(trie: Trie, bos_id: int | None = None) -> None:
-    """Fill `mbow` for every order, from the highest order down; a context starting with
-    <s> (`bos_id`) has no extension, so its mbow is its backoff.
+def compute_mbow(trie: Trie) -> None:
+    """Fill `mbow` for every order, from the highest order down.
 
     (In place where possible: on a 5M-n-gram model each temporary is tens of MB, and
     conversion's peak memory is a goal of issue 10.)
@@ -81,15 +69,11 @@ def compute_mbow(trie: Trie, bos_id: int | None = None) -> None:
             child = children_max(trie, k + 1, trie.nodes[k].mbow)
             np.maximum(child, 0.0, out=child)
         child += node.log10bow
-        complete = starts_with(trie, k, bos_id)
-        child[complete] = node.log10bow[complete]
         node.mbow = child
 
 
-def compute_mf(trie: Trie, eos_id: int | None, bos_id: int | None = None) -> None:
-    """Fill `mf` for every order, from the highest order down (needs `mbow`); a node c·w
-    whose context c starts with <s> (`bos_id`) has no extension, so its mf is its log10 p
-    (the unigram <s> is no such node: its context is empty)."""
+def compute_mf(trie: Trie, eos_id: int | None) -> None:
+    """Fill `mf` for every order, from the highest order down (needs `mbow`)."""
     n = trie.order
     top = trie.nodes[n - 1]
     top.mf = top.log10p.copy()
@@ -100,8 +84,6 @@ def compute_mf(trie: Trie, eos_id: int | None, bos_id: int | None = None) -> Non
         out_of_table = best_absent_extension(trie, k, eos_id)
         out_of_table += node.log10p
         np.maximum(mf, out_of_table, out=mf)
-        complete = starts_with(trie, k, bos_id if k > 1 else None)  # `<s>` alone is a word
-        mf[complete] = node.log10p[complete]
         node.mf = mf
 
 
@@ -152,11 +134,10 @@ def best_absent_extension(trie: Trie, k: int, eos_id: int | None) -> np.ndarray:
     return result
 
 
-def compute_bounds(trie: Trie, eos_id: int | None, bos_id: int | None = None) -> None:
-    """Fill mbow then mf on every order of `trie` (`eos_id`: </s>, never a context;
-    `bos_id`: <s>, whose contexts have no extension)."""
-    compute_mbow(trie, bos_id)
-    compute_mf(trie, eos_id, bos_id)
+def compute_bounds(trie: Trie, eos_id: int | None) -> None:
+    """Fill mbow then mf on every order of `trie`."""
+    compute_mbow(trie)
+    compute_mf(trie, eos_id)
 
 
 SUM_TERMS = 2**32

@@ -12,8 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from maxarpa.bound import compute_bounds, group_max, starts_with
-from maxarpa.constants import BOS
+from maxarpa.bound import compute_bounds, group_max
 from maxarpa.errors import FormatError, shown
 from maxarpa.table import OrderNodes, Trie, fill_blank_probabilities
 
@@ -73,13 +72,11 @@ def check_stored_bounds(trie: Trie, vocab: list[str], path: str) -> None:
 
     On every row of every order: mf >= log10p (z empty), mbow >= bow + max(0, mbow of each
     child) (the mbow recurrence, as an inequality so that looser bounds remain acceptable),
-    and mf(c.w) >= mf(a.c.w) for each child a.c.w, except for rows starting with <s>, which
-    have no extension (bound.py). Raises a one-line FormatError naming the first n-gram that
-    fails.
+    and mf(c.w) >= mf(a.c.w) for each child a.c.w. Raises a one-line FormatError naming the
+    first n-gram that fails.
     """
     v = np.uint64(trie.vocab_size)
     n = trie.order
-    bos_id = vocab.index(BOS) if BOS in vocab else None
     for k in range(n, 0, -1):
         node = trie.nodes[k - 1]
         m = len(node.keys)
@@ -90,8 +87,6 @@ def check_stored_bounds(trie: Trie, vocab: list[str], path: str) -> None:
             child_mf = group_max(above.mf, parent, m)
         else:
             child_mbow = child_mf = np.full(m, -np.inf)
-        child_mbow[starts_with(trie, k, bos_id)] = -np.inf  # no extension of an <s> context
-        child_mf[starts_with(trie, k, bos_id if k > 1 else None)] = -np.inf
         tests = (
             ("mf < log10p", node.mf < node.log10p),
             ("mbow < backoff", node.mbow < node.log10bow),
@@ -126,7 +121,7 @@ def verify_bounds(trie: Trie, vocab: list[str], eos_id: int | None) -> str | Non
                                       node.listed))
         if k > 1:
             fill_blank_probabilities(fresh, k)
-    compute_bounds(fresh, eos_id, vocab.index(BOS) if BOS in vocab else None)
+    compute_bounds(fresh, eos_id)
     for k, (old, new) in enumerate(zip(trie.nodes, fresh.nodes), start=1):
         for field in ("log10p", "mbow", "mf"):
             a, b = getattr(old, field), getattr(new, field)

@@ -56,7 +56,7 @@ class Model:
         data = read_arpa(path)
         trie = build_trie(data, str(path))
         model = cls(data.vocab, trie, str(path))
-        compute_bounds(trie, model.eos_id, model.bos_id)
+        compute_bounds(trie, model.eos_id)
         return model
 
     @classmethod
