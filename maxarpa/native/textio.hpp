@@ -171,8 +171,8 @@ struct Result {
     int64_t pos;  // NEED_MORE: first unparsed byte; AT_MARK: the mark line; FAILED: the bad line
 };
 
-// Parse the complete lines of buf[pos, len) into the section, up to a line that starts with
-// a backslash (a section mark, left to the caller) or the last newline.
+// Parse the complete lines of buf[pos, len) into the section, up to a line whose first non-blank
+// byte is a backslash (a section mark, left to the caller) or the last newline.
 inline Result parse_lines(const char* buf, int64_t len, int64_t pos, Section& s, Vocab& v) {
     const int max_fields = s.k + 4;
     std::vector<const char*> fb(max_fields), fe(max_fields);
