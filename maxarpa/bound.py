@@ -20,6 +20,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from maxarpa.arpa import ngram_lines
+from maxarpa.constants import LN10
+from maxarpa.errors import FormatError, shown
 from maxarpa.table import Trie
 
 
@@ -135,3 +138,42 @@ def compute_bounds(trie: Trie, eos_id: int | None) -> None:
     """Fill mbow then mf on every order of `trie`."""
     compute_mbow(trie)
     compute_mf(trie, eos_id)
+
+
+SUM_TERMS = 2**32
+LARGEST_LOG10 = float(np.finfo(np.float64).max) / LN10 / SUM_TERMS
+"""The largest log10 magnitude allowed (about 1.8e298): its natural log (x ln 10, arsdecode's
+unit) summed over SUM_TERMS positions (any lattice) is still finite."""
+
+
+def check_finite(trie: Trie, vocab: list[str], path: str) -> None:
+    """Refuse a model whose values or bounds do not fit float64 in natural log.
+
+    Why: an ARPA backoff of 1e308 is a valid number, but the bounds add backoffs (two such
+    are +inf), arsdecode multiplies every value by ln 10 (1e308 becomes +inf), and a path's
+    score adds one value per position (twelve of 1e307 are +inf): decoding then warns of
+    overflow or calls every path impossible. So every log10 probability, backoff, mbow and
+    mf must be -inf (probability zero) or finite with magnitude at most LARGEST_LOG10, which
+    keeps any sum over a lattice finite. The first offender is named: listed values before
+    accumulated bounds, and the highest order first, where an accumulated overflow starts.
+
+    Raises:
+        FormatError: naming the n-gram, its line (in an ARPA file) and the value.
+    """
+    fields = (("log10p", "log10 probability"), ("log10bow", "backoff"),
+              ("mbow", "max backoff sum (mbow)"), ("mf", "max probability bound (mf)"))
+    for field, what in fields:
+        for k in range(trie.order, 0, -1):
+            node = trie.nodes[k - 1]
+            values = getattr(node, field)
+            bad = np.isnan(values) | ((np.abs(values) > LARGEST_LOG10) & (values != -np.inf))
+            if not bad.any():
+                continue
+            i = int(np.argmax(bad))
+            words = [vocab[w] for w in node.rows[i].tolist()]
+            lines = ngram_lines(path, k, words, limit=1) if node.listed[i] else []
+            cause = ("is not a number" if np.isnan(values[i]) else
+                     f"is {float(values[i])!r} (log10), too large for sums in natural log")
+            raise FormatError(path, lines[0] if lines else None,
+                              f"the {k}-gram {shown(' '.join(words))}: its {what} {cause} "
+                              f"(largest magnitude {LARGEST_LOG10:.4g})")

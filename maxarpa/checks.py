@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from maxarpa.bound import compute_bounds, group_max
-from maxarpa.errors import FormatError
+from maxarpa.errors import FormatError, shown
 from maxarpa.table import OrderNodes, Trie, fill_blank_probabilities
 
 
@@ -99,7 +99,7 @@ def check_stored_bounds(trie: Trie, vocab: list[str], path: str) -> None:
             if i is not None:
                 raise FormatError(
                     path, None, f"stored bounds are not bounds: {what} for the {k}-gram "
-                    f"{ngram_text(vocab, node, i)!r} (run `maxarpa verify`)"
+                    f"{shown(ngram_text(vocab, node, i))} (run `maxarpa verify`)"
                 )
 
 
@@ -155,6 +155,6 @@ def first_difference(stored: Trie, fresh: Trie, vocab: list[str]) -> str | None:
             i = _first_bad(~((a == b) | (np.isnan(a) & np.isnan(b))))
             if i is not None:
                 kind = "listed" if old.listed[i] else "blank"
-                return (f"{kind} {k}-gram {ngram_text(vocab, old, i)!r}: stored {field} "
+                return (f"{kind} {k}-gram {shown(ngram_text(vocab, old, i))}: stored {field} "
                         f"{float(a[i])!r}, recomputed {float(b[i])!r}")
     return None

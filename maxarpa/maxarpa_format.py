@@ -19,9 +19,9 @@ from pathlib import Path
 
 import numpy as np
 
-from maxarpa.arpa import ENCODING, ERRORS, open_binary
+from maxarpa.arpa import ENCODING, ERRORS, open_binary, parse_number
 from maxarpa.digest import ALGORITHM, digest_to_write
-from maxarpa.errors import FormatError
+from maxarpa.errors import FormatError, shown
 from maxarpa.model import Model
 from maxarpa.output import atomic_output, byte_stream, compression_of
 from maxarpa.table import OrderNodes, Trie
@@ -188,7 +188,7 @@ def _read_stream(fh: io.BufferedIOBase, path: str) -> tuple[Model, tuple[str, st
         text = mark.decode(ENCODING, ERRORS)
         m = _MARK_RE.match(text)
         if not m:
-            raise FormatError(path, lineno, f"unexpected line {text[:40]!r}")
+            raise FormatError(path, lineno, f"unexpected line {shown(text[:40])}")
         if text == "\\end\\":
             for (k, kind), (lo, hi) in spans.items():
                 if hi > lo and (k, kind) not in seen:
@@ -230,7 +230,7 @@ def _read_stream(fh: io.BufferedIOBase, path: str) -> tuple[Model, tuple[str, st
                 twice = np.flatnonzero(keys[1:] == keys[:-1])
                 if len(twice):
                     words = " ".join(vocab[w] for w in r[twice[0]].tolist())
-                    raise FormatError(path, None, f"the {k}-gram {words!r} is listed twice")
+                    raise FormatError(path, None, f"the {k}-gram {shown(words)} is listed twice")
         trie.nodes.append(OrderNodes(keys, r, logp, bow, listed, mf=mf, mbow=mbow))
     return Model(vocab, trie, path), _digest_line(tail, fh)
 
@@ -282,19 +282,17 @@ def _bad_line(
         return f"expected {k + 4} fields, got {len(fields)}"
     for v in (fields[0], *fields[k + 1 :]):
         try:
-            value = float(v)
-        except ValueError:
-            return f"expected a number, got {v!r}"
-        if value != value or value == float("inf"):
-            return f"value {v!r} is not allowed"
+            parse_number(v.encode(ENCODING, ERRORS))  # the ARPA number grammar, shared
+        except ValueError as err:
+            return str(err)
     words = fields[1 : k + 1]
     if k == 1 and kind == "grams":
-        return f"duplicate unigram {words[0]!r}"
+        return f"duplicate unigram {shown(words[0])}"
     known = set(vocab())
     for w in words:
         if w.encode(ENCODING, ERRORS) not in known:
-            return f"word {w!r} is not a 1-gram"
-    return f"malformed line (a number float64 cannot hold?): {line[:60]!r}"
+            return f"word {shown(w)} is not a 1-gram"
+    return f"malformed line (a number float64 cannot hold?): {shown(line[:60])}"
 
 
 def _parse_header(lines: list[str], path: str) -> tuple[list[int], list[int]]:

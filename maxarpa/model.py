@@ -19,7 +19,7 @@ import numpy as np
 from maxarpa.arpa import read_arpa
 from maxarpa.bound import compute_bounds
 from maxarpa.constants import BOS, EOS, UNK, UNK_CAPITALS
-from maxarpa.errors import UnknownWordError
+from maxarpa.errors import UnknownWordError, shown
 from maxarpa.table import Trie, build_trie
 
 if TYPE_CHECKING:
@@ -105,7 +105,7 @@ class Model:
             return wid
         if self.unk_id is None:
             raise UnknownWordError(
-                f"{self.source}: unknown word {word!r} and the model has no <unk>"
+                f"{self.source}: unknown word {shown(word)} and the model has no <unk>"
             )
         return self.unk_id
 

@@ -11,24 +11,30 @@ from __future__ import annotations
 
 import numpy as np
 
+from maxarpa.bound import check_finite
 from maxarpa.checks import ngram_text
 from maxarpa.config import Config, complain
 from maxarpa.constants import BOS, EOS, UNK
-from maxarpa.errors import FormatError
+from maxarpa.errors import FormatError, shown
 from maxarpa.model import Model
 from maxarpa.table import OrderNodes, Trie
 
 
 def apply_config(model: Model, config: Config) -> Model:
     """Enforce `config` on a model that has its bounds: refuse, warn about or repair each
-    irregular case (see `Config`). Returns `model` itself when nothing needs adding."""
+    irregular case (see `Config`). Returns `model` itself when nothing needs adding.
+
+    Every format's load passes here, so this is also where a model whose values or bounds
+    overflow natural log is refused, whatever the config (`bound.check_finite`).
+    """
     path = model.source
+    check_finite(model.trie, model.vocab, path)
     for k, node in enumerate(model.trie.nodes, start=1):
         bad = np.flatnonzero(node.listed & (node.log10p > 0))
         if len(bad):
             gram = ngram_text(model.vocab, node, int(bad[0]))
             message = (f"{path}: {len(bad)} listed {k}-gram(s) have log10 p > 0, the first is "
-                       f"{gram!r} (log10 p = {float(node.log10p[bad[0]])!r})")
+                       f"{shown(gram)} (log10 p = {float(node.log10p[bad[0]])!r})")
             complain(config.positive_log_probability, message,
                      FormatError(path, None, message.split(": ", 1)[1] +
                                  "; Config(positive_log_probability='accept') keeps them"))

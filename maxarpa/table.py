@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from maxarpa.arpa import ArpaData, OrderArrays, ngram_lines
-from maxarpa.errors import FormatError
+from maxarpa.errors import FormatError, shown
 
 
 @dataclass
@@ -299,7 +299,7 @@ def duplicate_error(data: ArpaData, k: int, first_seen: np.ndarray, path: str) -
     lines = ngram_lines(path, k, words) if path != "<arpa>" else []
     where = lines[1] if len(lines) == 2 else None
     also = f" (first listed at line {lines[0]})" if len(lines) == 2 else ""
-    return FormatError(path, where, f"duplicate {k}-gram {' '.join(words)!r}{also}")
+    return FormatError(path, where, f"duplicate {k}-gram {shown(' '.join(words))}{also}")
 
 
 def fill_blank_probabilities(trie: Trie, k: int) -> None:

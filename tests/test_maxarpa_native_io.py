@@ -101,7 +101,7 @@ UNIGRAMS = "\\data\\\nngram 1=2\nngram 2=1\n\n\\1-grams:\n-1\tw0\t0\n"
 
 
 @pytest.mark.parametrize("lines, why", [
-    ("-0.5\tw1\t-Infinity\n\n\\2-grams:\n-0.1\tw0 w1\n", "a number only float() reads"),
+    ("-0.5\tw1\t0.5_0\n\n\\2-grams:\n-0.1\tw0 w1\n", "a number only float() reads"),
     ("-0.5\tw1\tnan\n\n\\2-grams:\n-0.1\tw0 w1\n", "nan"),
     ("-0.5\tw1\n\n\\2-grams:\n-0.1\tw0 w9\n", "a word that is no unigram"),
     ("-0.5\tw1\n\n\\2-grams:\n-0.1\n", "too few fields"),

@@ -52,9 +52,9 @@ def feed_sections(
         fh: the open (decompressing) stream, positioned after the header.
         lines_before: how many lines of the file precede the stream's position.
         parser: a LineParser whose current section receives the n-gram lines.
-        on_mark: called with each line that starts with a backslash (stripped) and its line
-            number; it switches the parser's section and returns True, or returns False at
-            the end mark. It may raise to reject a mark.
+        on_mark: called with each line whose first non-blank byte is a backslash (stripped)
+            and its line number; it switches the parser's section and returns True, or
+            returns False at the end mark. It may raise to reject a mark.
         tail: if given, receives the bytes already read past the end mark's line (the
             MAX-ARPA digest line follows `\\end\\`); the rest is still in `fh`.
 

@@ -84,7 +84,8 @@ cdef class LineParser:
     def parse(self, const unsigned char[::1] buf, Py_ssize_t pos):
         """Parse complete lines from `pos`: (status, offset). NEED_MORE: every complete line
         was parsed, `offset` is the first byte of the unfinished one; AT_MARK: `offset` is a
-        line that starts with a backslash; FAILED: `offset` is the first bad line."""
+        line whose first non-blank byte is a backslash (a mark); FAILED: `offset` is the
+        first bad line."""
         cdef Result r
         cdef int64_t length = buf.shape[0]
         if pos >= length:

@@ -5,10 +5,12 @@
 // conversion of a 5.4M-n-gram file in Python objects (docs/performance.md section 6).
 // Here a line is parsed in place, straight into the preallocated result arrays.
 //
-// The reader is deliberately strict: it accepts what toolkits write (decimal numbers and
-// -inf, whitespace-separated fields, optional ARPA backoff column) and reports anything else
-// as a failure at a byte offset. The Python side then reports the exact problem (ARPA: the
-// streaming reader, which accepts everything float() accepts; MAX-ARPA: the line checker).
+// The reader follows the one ARPA grammar written down in maxarpa/arpa.py (SPACE, NUMBER_RE,
+// MINUS_INFINITY; docs/max-arpa-format.md): ASCII decimal numbers and -inf/-Infinity,
+// fields separated by ASCII whitespace, an optional ARPA backoff column. Anything else is a
+// failure at a byte offset, and the Python side names the fault (ARPA: the streaming reader,
+// which accepts exactly the same lines; MAX-ARPA: the line checker). Header, counts and
+// section marks are not parsed here: Python judges them, the same code for both readers.
 #pragma once
 #include <charconv>
 #include <cmath>
@@ -28,38 +30,72 @@ inline bool is_space(unsigned char c) {
 
 inline bool is_digit(char c) { return c >= '0' && c <= '9'; }
 
-// A decimal number ([+-]digits[.digits][e[+-]digits]) or -inf (any case); false for
-// anything else, including +inf, nan and values out of float64's range.
+inline bool equals_lower(const char* b, const char* e, const char* lower) {
+    size_t n = std::strlen(lower);
+    if (static_cast<size_t>(e - b) != n) return false;
+    for (size_t i = 0; i < n; ++i)
+        if ((b[i] | 0x20) != lower[i]) return false;
+    return true;
+}
+
+// A number of the ARPA grammar (maxarpa/arpa.py NUMBER_RE): [+-]?(digits[.digits]|.digits)
+// ([eE][+-]?digits)?, or minus infinity spelled -inf or -infinity in any case. False for
+// anything else (+inf, nan, 1_0, non-ASCII digits) and for a value beyond float64's range;
+// a value below it is 0 (with its sign), as Python's float() reads it.
 inline bool parse_number(const char* b, const char* e, double* out) {
+    if (equals_lower(b, e, "-inf") || equals_lower(b, e, "-infinity")) {
+        *out = -HUGE_VAL;
+        return true;
+    }
     const char* p = b;
     bool neg = false;
     if (p < e && (*p == '-' || *p == '+')) {
         neg = *p == '-';
         ++p;
     }
-    if (e - p == 3 && (p[0] | 0x20) == 'i' && (p[1] | 0x20) == 'n' && (p[2] | 0x20) == 'f') {
-        if (!neg) return false;
-        *out = -HUGE_VAL;
-        return true;
-    }
     const char* q = p;
     bool digits = false;
-    while (q < e && is_digit(*q)) { ++q; digits = true; }
+    // The decimal exponent of the first nonzero digit, before the e part (to tell an
+    // underflow from an overflow below); stays unset while only zeros have been seen.
+    bool nonzero = false;
+    long lead = 0, int_digits = 0;
+    while (q < e && is_digit(*q)) {
+        if (!nonzero && *q != '0') { nonzero = true; lead = int_digits; }
+        ++int_digits; ++q; digits = true;
+    }
+    if (nonzero) lead = int_digits - 1 - lead;
     if (q < e && *q == '.') {
         ++q;
-        while (q < e && is_digit(*q)) { ++q; digits = true; }
+        long frac = 0;
+        while (q < e && is_digit(*q)) {
+            ++frac;
+            if (!nonzero && *q != '0') { nonzero = true; lead = -frac; }
+            ++q; digits = true;
+        }
     }
     if (!digits) return false;
+    bool exp_neg = false;
+    long exp10 = 0;
     if (q < e && (*q == 'e' || *q == 'E')) {
         ++q;
-        if (q < e && (*q == '+' || *q == '-')) ++q;
+        if (q < e && (*q == '+' || *q == '-')) exp_neg = *q++ == '-';
         const char* d = q;
-        while (q < e && is_digit(*q)) ++q;
+        while (q < e && is_digit(*q)) {
+            if (exp10 < 100000) exp10 = 10 * exp10 + (*q - '0');  // saturates: far out of range
+            ++q;
+        }
         if (q == d) return false;
     }
     if (q != e) return false;
-    auto r = std::from_chars(b + (*b == '+' ? 1 : 0), e, *out);  // correctly rounded
-    return r.ec == std::errc() && r.ptr == e;
+    auto r = std::from_chars(p, e, *out);  // correctly rounded, as Python's float()
+    if (r.ec == std::errc::result_out_of_range && r.ptr == e) {
+        if (lead + (exp_neg ? -exp10 : exp10) >= 0) return false;  // too large: refused
+        *out = 0.0;  // too small: 0, as float() reads it
+    } else if (r.ec != std::errc() || r.ptr != e) {
+        return false;
+    }
+    if (neg) *out = -*out;
+    return true;
 }
 
 // The words of the 1-gram section, in file order; id = position. An open-addressing table
@@ -135,23 +171,22 @@ struct Result {
     int64_t pos;  // NEED_MORE: first unparsed byte; AT_MARK: the mark line; FAILED: the bad line
 };
 
-// Parse the complete lines of buf[pos, len) into the section, up to a line that starts with
-// a backslash (a section mark, left to the caller) or the last newline.
+// Parse the complete lines of buf[pos, len) into the section, up to a line whose first non-blank
+// byte is a backslash (a section mark, left to the caller) or the last newline.
 inline Result parse_lines(const char* buf, int64_t len, int64_t pos, Section& s, Vocab& v) {
     const int max_fields = s.k + 4;
-    const char* fb[16];
-    const char* fe[16];
+    std::vector<const char*> fb(max_fields), fe(max_fields);
     while (pos < len) {
         const char* line = buf + pos;
         const char* nl = static_cast<const char*>(std::memchr(line, '\n', len - pos));
         if (nl == nullptr) return {NEED_MORE, pos};
-        if (*line == '\\') return {AT_MARK, pos};
         int nf = 0;
         const char* p = line;
         while (true) {
             while (p < nl && is_space(*p)) ++p;
             if (p == nl) break;
-            if (nf == max_fields || nf == 16) return {FAILED, pos};
+            if (nf == 0 && *p == '\\') return {AT_MARK, pos};  // a section mark
+            if (nf == max_fields) return {FAILED, pos};
             fb[nf] = p;
             while (p < nl && !is_space(*p)) ++p;
             fe[nf++] = p;
