@@ -345,26 +345,15 @@ def show_warning(message: Warning | str, category: type[Warning], *rest: object)
 
 
 def report(message: str) -> None:
-    r"""One line on stderr, `maxarpa: message`, with every word as the bytes it was read as.
+    r"""One line on stderr, `maxarpa: message`.
 
-    Why: words are str holding surrogates for bytes that are not UTF-8 (maxarpa.arpa), and
-    the library quotes them with repr(), which spells such a byte as the escape `\udce9` and
-    doubles a backslash (`\\1-grams:`). Those two escapes are turned back here and the line
-    is written as bytes with surrogateescape, so a Latin-1 word shows its own byte and a
-    section mark shows as `\1-grams:`, as in the file.
+    The library quotes words with `maxarpa.errors.shown` (UTF-8 as text, any other byte as
+    `\xe9`, one backslash), so the line is plain text; a stray surrogate (a path given on the
+    command line in another encoding) is written back as its own byte.
     """
-    text = _REPR_ESCAPE.sub(_unescape, f"maxarpa: {message}\n")
     sys.stderr.flush()
-    sys.stderr.buffer.write(text.encode(ENCODING, ERRORS))
+    sys.stderr.buffer.write(f"maxarpa: {message}\n".encode(ENCODING, ERRORS))
     sys.stderr.buffer.flush()
-
-
-_REPR_ESCAPE = re.compile(r"\\\\|\\udc[89a-f][0-9a-f]")
-
-
-def _unescape(match: re.Match[str]) -> str:
-    escape = match.group(0)
-    return "\\" if escape == "\\\\" else chr(int(escape[2:], 16))
 
 
 def silence_stdout() -> None:
