@@ -17,6 +17,7 @@ import pytest
 
 import maxarpa
 from maxarpa import FormatError
+from maxarpa.maxarpa_format import write_max_arpa
 
 TEXT = ("\\data\\\nngram 1=4\nngram 2=3\n\n\\1-grams:\n-1.0\t<unk>\n-99\t<s>\t-0.3\n"
         "-0.5\t</s>\n-0.4\ta\t{a}\n\n\\2-grams:\n-0.1\t<s> a\n-0.2\ta </s>\n-0.3\ta a\t{aa}\n\n"
@@ -49,18 +50,25 @@ def test_backoffs_whose_sum_overflows_name_the_accumulated_bound(tmp_path):
 
 def test_max_arpa_bounds_too_large_are_refused(tmp_path):
     """A MAX-ARPA mf of 1e300 is still a bound (checks.py accepts looser ones), but it does
-    not fit a sum in natural log."""
+    not fit a sum in natural log. Even a file whose digest vouches for it (written here with
+    the digest stamped on purpose) is refused: the finite check runs on every load. An edited
+    file without a matching digest gets its bounds recomputed, so the 1e300 never survives."""
     src, out = arpa(tmp_path, "0.5"), tmp_path / "m.maxarpa"
+    model = maxarpa.load(src)
+    model.trie.nodes[0].mf = model.trie.nodes[0].mf.copy()
+    model.trie.nodes[0].mf[0] = 1e300  # looser than needed, still a bound
+    write_max_arpa(model, out, bounds_verified=True)  # trusted as written
+    with pytest.raises(FormatError, match=r"m.maxarpa: the 1-gram '.*': its max probability "
+                                          r"bound \(mf\) is 1e\+300"):
+        maxarpa.load(out)
     maxarpa.convert(src, out)
     lines = out.read_text().split("\n")
     at = lines.index("\\1-grams:") + 1
     fields = lines[at].split("\t")
-    fields[3] = "1e300"  # mf of the first 1-gram: looser than needed, still a bound
+    fields[3] = "1e300"
     lines[at] = "\t".join(fields)
     out.write_text("\n".join(lines))
-    with pytest.raises(FormatError, match=r"m.maxarpa: the 1-gram '.*': its max probability "
-                                          r"bound \(mf\) is 1e\+300"):
-        maxarpa.load(out)
+    assert maxarpa.load(out).trie.nodes[0].mf[0] == maxarpa.load(src).trie.nodes[0].mf[0]
 
 
 def lattice(tmp_path, length: int):
