@@ -206,11 +206,11 @@ def run_chunk(dp: _core.FullDP, lm: Model, flat: FlatLattices, viterbi: bool = T
                   lm.eos_id, viterbi)
 
 
-def new_dp(lm: Model, dense: bool, max_entries: int = _core.DEFAULT_MAX_ENTRIES):
+def new_dp(lm: Model, dense: bool, max_bytes: int = _core.DEFAULT_MAX_BYTES):
     rows, lens, keys = useful_context_tables(lm)
     slots, bits = _core.build_hash(keys)
     return _core.FullDP(native_ngram(lm).core, rows, lens, keys, slots, bits, dense,
-                        max_entries)
+                        max_bytes)
 
 
 def assert_same(got, want) -> None:
@@ -295,25 +295,28 @@ def test_threads_sharing_the_process_dp_of_a_large_vocabulary(tmp_path):
 
 @pytest.mark.parametrize("dense", [True, False])
 def test_the_transition_cache_stays_within_its_bound(tmp_path, dense):
-    """Over many calls a bounded worker never holds more than `max_entries` entries (it
-    empties its caches when full), while an unbounded one grows past that; answers agree."""
+    """Over many calls a bounded worker never holds more than `max_bytes` (it empties its
+    caches when full), while an unbounded one grows well past that; answers agree."""
     model = random_model(tmp_path, 11, order=5, vocab=30)
     lm = model.lm
-    v = lm.trie.vocab_size
-    bound = 6 * v
     rng = random.Random(8)
     flats = chunks(lm, [make_lattice(rng, model, max_len=10, max_width=6)
                         for _ in range(150)], 5)
-    small, big = new_dp(lm, dense, bound), new_dp(lm, dense)
-    assert small.max_entries == bound and big.max_entries == _core.DEFAULT_MAX_ENTRIES
+    big = new_dp(lm, dense)
+    bound = 6 * big.row_bytes
+    small = new_dp(lm, dense, bound)
+    assert small.max_bytes == bound and big.max_bytes == _core.DEFAULT_MAX_BYTES
     for f in flats:
         assert_same(run_chunk(small, lm, f), run_chunk(big, lm, f))
-        assert small.cache_size() <= bound
-    assert big.cache_size() > 3 * bound  # the bound was reached, many times over
-    assert full_dp(lm).max_entries == _core.DEFAULT_MAX_ENTRIES
+        assert 0 < small.cache_bytes() <= bound
+    assert big.cache_bytes() > 3 * bound  # the bound was reached, many times over
+    assert small.cache_size() > big.cache_size()  # what was dropped was computed again
+    assert full_dp(lm).max_bytes == _core.DEFAULT_MAX_BYTES
 
 
-def test_a_bound_below_one_vocabulary_row_is_refused(tmp_path):
+def test_a_bound_below_one_dense_row_is_refused(tmp_path):
     lm = random_model(tmp_path, 2, order=3, vocab=20).lm
-    with pytest.raises(OptionError, match="max_entries"):
-        new_dp(lm, True, lm.trie.vocab_size - 1)
+    row = 12 * lm.trie.vocab_size + 8 * 2 + 12
+    with pytest.raises(OptionError, match="max_bytes"):
+        new_dp(lm, True, row)
+    assert new_dp(lm, True, row + 56).max_bytes == row + 56

@@ -170,7 +170,8 @@ cdef class NgramCore:
         return out
 
 
-DEFAULT_MAX_ENTRIES = 1 << 22  # FullDP's cache bound per worker (see FullDP)
+DEFAULT_MAX_BYTES = 1 << 29  # FullDP's cache bound per worker, 512 MiB (see FullDP)
+cdef long long SPARSE_ENTRY_BYTES = 56  # one hash-map transition: node, malloc header, bucket
 
 
 cdef class FullDP:
@@ -190,13 +191,15 @@ cdef class FullDP:
     work of a tagging thread, so a lock would run the threads one at a time; the pool costs one
     set of caches per concurrent run (as many as there are threads), each bounded as follows.
 
-    Memory bound: a worker holds at most `max_entries` cache entries (default
-    DEFAULT_MAX_ENTRIES, at least the vocabulary size V). An entry is one cached transition
-    (state, word) -> (next state, ln p): about 50 bytes in the hash map of a large vocabulary;
-    a small one (dense) caches a row of V transitions per visited state (V entries, 12 bytes
-    each) and a row of V bigram bounds per word (V entries, 8 bytes each). When the next entry
-    would pass the bound, the worker empties its caches and starts again: they are memos, so
-    no answer changes, and a long-lived process stays within its bound.
+    Memory bound: a worker's caches hold at most `max_bytes` (default DEFAULT_MAX_BYTES,
+    512 MiB), counted as SPARSE_ENTRY_BYTES (56) per transition (state, word) -> (next state,
+    ln p) in the hash map of a large vocabulary, and for a small (dense) one 12 V + 8 n bytes
+    per visited state (its row of V transitions and its context backoffs) and 8 V per word
+    whose row of bigram bounds the pruning computed. When the next entry would pass the bound,
+    the worker empties its caches and starts again: they are memos, so no answer changes, and
+    a long-lived process stays within its bound. The default is about 4 times what tagging
+    WSJ section 20 at n = 9 fills (1.9 M transitions, 139 MiB counted over two workers; the
+    largest workload measured, see docs/performance.md), so the bound costs nothing there.
     """
 
     cdef NgramCore core
@@ -204,16 +207,18 @@ cdef class FullDP:
     cdef readonly object arrays
     cdef bint dense              # small vocabulary (tags): one dense row of V per visited gid
     cdef vector[int] fail        # gid -> longest proper useful suffix (failure link)
-    cdef readonly long long max_entries
+    cdef readonly long long max_bytes
+    cdef readonly long long row_bytes  # dense: one visited state's transitions and backoffs
     cdef list _idle              # workers not in a run
     cdef list _workers           # every worker made
 
     def __init__(self, NgramCore core, long long[:, ::1] rows, int[::1] lens,
                  unsigned long long[::1] keys, int[::1] slots, int bits, dense=None,
-                 long long max_entries=DEFAULT_MAX_ENTRIES):
+                 long long max_bytes=DEFAULT_MAX_BYTES):
         """`dense` (default: vocabulary <= DENSE_MAX_VOCAB) picks the transition store and
-        the bound pass; the tests force each on small models. `max_entries` bounds each
-        worker's caches (see the class docstring)."""
+        the bound pass; the tests force each on small models. `max_bytes` bounds each
+        worker's caches (see the class docstring); it must hold one dense row and one hash-map
+        entry at least."""
         cdef long long n_ctx = lens.shape[0]
         cdef Py_ssize_t i
         if n_ctx < 1 or keys.shape[0] != n_ctx or rows.shape[0] != n_ctx:
@@ -222,9 +227,10 @@ cdef class FullDP:
             raise ModelError("FullDP: context width must be order - 1")
         if bits < 1 or bits > 62 or slots.shape[0] != (1 << bits):
             raise ModelError("FullDP: hash slots must number 2**bits")
-        if max_entries < core.t.vocab:
-            raise OptionError(f"FullDP: max_entries ({max_entries}) must be at least the "
-                              f"vocabulary size ({core.t.vocab})")
+        row_bytes = 12 * core.t.vocab + 8 * rows.shape[1] + 12
+        if max_bytes < row_bytes + SPARSE_ENTRY_BYTES:
+            raise OptionError(f"FullDP: max_bytes ({max_bytes}) must be at least "
+                              f"{row_bytes + SPARSE_ENTRY_BYTES} for this model")
         self.core = core
         self.arrays = (rows, lens, keys, slots)
         self.u.width = <int>rows.shape[1]
@@ -236,7 +242,8 @@ cdef class FullDP:
         self.u.nslots = slots.shape[0]
         self.u.bits = bits
         self.dense = core.t.vocab <= DENSE_MAX_VOCAB if dense is None else bool(dense)
-        self.max_entries = max_entries
+        self.max_bytes = max_bytes
+        self.row_bytes = row_bytes
         self._idle = []
         self._workers = []
         for i in range(1, n_ctx):  # gids must ascend with length for the failure links
@@ -246,9 +253,15 @@ cdef class FullDP:
         with nogil:
             uc_fail_links(&self.u, core.t.vocab, self.fail.data())
 
+    def cache_bytes(self) -> int:
+        """Bytes the caches hold now (as counted for the bound), over every worker; exact
+        while no run is in progress."""
+        return sum(w.used_bytes for w in self._workers)
+
     def cache_size(self) -> int:
-        """Cache entries held now, over every worker (exact while no run is in progress)."""
-        return sum(w.entries for w in self._workers)
+        """Transitions computed so far, over every worker (each is then cached until its
+        worker reaches the bound)."""
+        return sum(w.n_trans for w in self._workers)
 
     @property
     def workers(self) -> int:
@@ -317,15 +330,16 @@ cdef class FullDP:
 
 cdef class _DPWorker:
     """The caches of one `FullDP.run` at a time (see FullDP): transitions, bigram bounds and
-    the sparse bound pass's stamps, filled without the GIL, at most `max_entries` entries."""
+    the sparse bound pass's stamps, filled without the GIL, at most `max_bytes` of them."""
 
     cdef NgramCore core
     cdef FullDP dp               # the shared tables: kept alive while the worker is
     cdef UsefulTables u          # a copy of dp.u (its pointers are into dp.arrays)
     cdef const int *fail         # dp.fail
     cdef bint dense
-    cdef long long max_entries
-    cdef readonly long long entries   # cache entries held now (see FullDP)
+    cdef long long max_bytes
+    cdef long long row_bytes
+    cdef readonly long long used_bytes  # what the caches hold now, counted as in FullDP
     cdef readonly long long n_trans   # transitions computed since the worker was made
     cdef readonly long long clears    # times the caches were emptied at the bound
     cdef TransMap cache          # (gid, word) -> (next gid, ln p) for large vocabularies
@@ -346,8 +360,9 @@ cdef class _DPWorker:
         self.u = dp.u
         self.fail = dp.fail.data()
         self.dense = dp.dense
-        self.max_entries = dp.max_entries
-        self.entries = 0
+        self.max_bytes = dp.max_bytes
+        self.row_bytes = dp.row_bytes
+        self.used_bytes = 0
         self.n_trans = 0
         self.clears = 0
         self.epoch = 0
@@ -367,7 +382,7 @@ cdef class _DPWorker:
             self.dctx_depth.clear()
             self.ub_row_of.assign(self.core.t.vocab + 1, -1)
             self.ub_rows.clear()
-        self.entries = 0
+        self.used_bytes = 0
         self.clears += 1
 
     cdef inline double _bound(self, long long x, long long y) noexcept nogil:
@@ -381,9 +396,9 @@ cdef class _DPWorker:
             return ng_walk(&self.core.t, &ctx, 1, y, True)
         r = self.ub_row_of[x + 1]
         if r < 0:
-            if self.entries + V > self.max_entries:
+            if self.used_bytes + 8 * V > self.max_bytes:
                 self._clear()
-            self.entries += V
+            self.used_bytes += 8 * V
             r = <long long>(self.ub_rows.size() // V)
             self.ub_row_of[x + 1] = <int>r
             self.ub_rows.resize((r + 1) * V)
@@ -547,9 +562,9 @@ cdef class _DPWorker:
             b = self.block_of[gid]
             row = (self.u.rows + gid * self.u.width) if self.u.width else &dummy
             if b < 0:
-                if self.entries + V > self.max_entries:
+                if self.used_bytes + self.row_bytes > self.max_bytes:
                     self._clear()
-                self.entries += V
+                self.used_bytes += self.row_bytes
                 b = <long long>(self.dnext.size() // V)
                 self.block_of[gid] = <int>b
                 self.dnext.resize((b + 1) * V, -2)
@@ -584,9 +599,9 @@ cdef class _DPWorker:
         lp[0] = ng_walk(&self.core.t, row, self.u.width, word, False)
         nxt[0] = uc_cut_append(&self.u, self.fail, V, gid, word)
         self.n_trans += 1
-        if self.entries >= self.max_entries:
+        if self.used_bytes + SPARSE_ENTRY_BYTES > self.max_bytes:
             self._clear()
-        self.entries += 1
+        self.used_bytes += SPARSE_ENTRY_BYTES
         self.cache[key] = Trans(nxt[0], lp[0])
 
     def run(self, const long long[::1] sent_off, const long long[::1] pos_off,
