@@ -91,7 +91,10 @@ cdef class NgramCore:
 
         Every word id must be in [0, V) and every context id that is read (the last n - 1
         columns) below V, a negative one being padding: the walk indexes the tables with them
-        without bounds checks and without the GIL, so they are checked first (OptionError).
+        without bounds checks, so they are checked before use (OptionError). The words before
+        the GIL is released; a context once per run of rows that share it, where the walk
+        meets it (on the batches of one context the q-automaton asks for, a separate pass
+        over every row cost up to a fifth of the walk), stopping there and raising after.
         """
         cdef Py_ssize_t b = words.shape[0], i
         cdef int width = <int>contexts.shape[1]
@@ -113,13 +116,10 @@ cdef class NgramCore:
         cdef int shift = width - w, ctx_len = 0, ctx_depth = 0, j
         cdef long long ctx_node = -1, run_end = 0, x, k, word, shortcut_start = -1
         cdef double bows[NG_MAX_ORDER]
+        cdef long long bad_row = -1  # a row whose context holds an id >= V (see below)
         for i in range(b):
             if words[i] < 0 or words[i] >= V:
                 raise OptionError(f"word id {words[i]} out of range (vocabulary of {V})")
-            for j in range(shift, width):
-                if contexts[i, j] >= V:
-                    raise OptionError(f"context id {contexts[i, j]} out of range "
-                                      f"(vocabulary of {V})")
         cdef double bow_sum0 = 0.0, extra = 0.0
         cdef bint same, shortcut = False
         cdef vector[long long] stamp
@@ -141,6 +141,11 @@ cdef class NgramCore:
                         break
                     if not w:
                         run_end = b
+                    for j in range(w):
+                        if row[j] >= V:
+                            bad_row = i
+                    if bad_row >= 0:
+                        break
                     ctx_depth = ng_context(&self.t, row, w, &ctx_len, bows, &ctx_node)
                     shortcut = False
                     if ctx_len >= 1 and stamp.size() and run_end - i >= SHORTCUT_MIN_RUN:
@@ -167,6 +172,11 @@ cdef class NgramCore:
                     o[i] = ng_walk_in(&self.t, row, w, word, want_max, ctx_len, ctx_depth, bows,
                                       ctx_node)
         self.shortcut_rows += rows_shortcut  # with the GIL: walks may run in several threads
+        if bad_row >= 0:
+            for j in range(shift, width):
+                if contexts[bad_row, j] >= V:
+                    raise OptionError(f"context id {contexts[bad_row, j]} out of range "
+                                      f"(vocabulary of {V})")
         return out
 
 
@@ -322,8 +332,8 @@ cdef class FullDP:
             worker = _DPWorker(self)
             self._workers.append(worker)
         try:
-            return worker.run(sent_off, pos_off, cand_ids, cand_emis, bos, eos, viterbi, prune,
-                              max_pairs)
+            return worker.run_checked(sent_off, pos_off, cand_ids, cand_emis, bos, eos, viterbi,
+                                      prune, max_pairs)
         finally:
             self._idle.append(worker)
 
@@ -604,10 +614,12 @@ cdef class _DPWorker:
         self.used_bytes += SPARSE_ENTRY_BYTES
         self.cache[key] = Trans(nxt[0], lp[0])
 
-    def run(self, const long long[::1] sent_off, const long long[::1] pos_off,
-            const long long[::1] cand_ids, const double[::1] cand_emis, long long bos,
-            long long eos, bint viterbi, bint prune, long long max_pairs):
-        """FullDP.run on arrays it has checked, with this worker's caches."""
+    cdef tuple run_checked(self, const long long[::1] sent_off, const long long[::1] pos_off,
+                           const long long[::1] cand_ids, const double[::1] cand_emis,
+                           long long bos, long long eos, bint viterbi, bint prune,
+                           long long max_pairs):
+        """FullDP.run on arrays it has checked, with this worker's caches (a cdef method:
+        not callable from Python, so nothing reaches the DP unchecked)."""
         cdef Py_ssize_t S = sent_off.shape[0] - 1, P = pos_off.shape[0] - 1
         choice = np.full(P, -1, dtype=np.int32)
         score = np.full(S, -np.inf)
