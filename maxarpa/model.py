@@ -158,6 +158,9 @@ class Model:
 
         Returns:
             (B,) float64 log10 probabilities.
+
+        Raises:
+            UnknownWordError: a word id outside [0, V) or a context id >= V.
         """
         return self._walk(contexts, words, want_max=False)
 

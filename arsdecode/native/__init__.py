@@ -12,6 +12,10 @@ Public API (plain functions on arrays, natural log):
     NativeNgram.from_model(lm)        tables of a maxarpa.Model, converted from log10 to ln once
     native_ngram(lm)                  the same, cached per model object
     NativeNgram.log_prob(contexts, words) / .log_bound(contexts, words) -> float64 (B,)
+    MAX_ORDER                         the highest model order the core takes (64)
+
+Every id and offset a caller passes is checked before the kernels index with it, raising the
+arsdecode.errors classes (OptionError, LatticeError, ModelError); tests/test_native_safety.py.
 """
 
 from __future__ import annotations

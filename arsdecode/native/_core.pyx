@@ -208,7 +208,7 @@ cdef class FullDP:
     whose row of bigram bounds the pruning computed. When the next entry would pass the bound,
     the worker empties its caches and starts again: they are memos, so no answer changes, and
     a long-lived process stays within its bound. The default is about 4 times what tagging
-    WSJ section 20 at n = 9 fills (1.9 M transitions, 139 MiB counted over two workers; the
+    WSJ section 20 at n = 9 fills (1.9 M transitions, 139 MiB in one worker; the
     largest workload measured, see docs/performance.md), so the bound costs nothing there.
     """
 
