@@ -324,3 +324,45 @@ def test_a_bound_below_one_dense_row_is_refused(tmp_path):
     with pytest.raises(OptionError, match="max_bytes"):
         new_dp(lm, True, row)
     assert new_dp(lm, True, row + 56).max_bytes == row + 56
+
+
+# ----- the tables themselves (public constructors) -----------------------------------------------
+
+
+def test_corrupt_ngram_tables_are_refused(tmp_path):
+    """NgramCore is public: a hash slot naming no row, or a bigram key naming a word >= V,
+    would be read blindly by the walk."""
+    lm = random_model(tmp_path, 4, order=3, vocab=12).lm
+    good = [np.array(a, copy=True) for a in native_ngram(lm).core.arrays]
+    node_off, keys, slots, slot_off = good[:4]
+    v = lm.trie.vocab_size
+    _core.NgramCore(3, v, *good)  # the copies themselves are fine
+    bad = [a.copy() for a in good]
+    bad[2][slot_off[1]] = node_off[2] - node_off[1]  # one past the last bigram row
+    with pytest.raises(ModelError, match="hash slot of order 2 names no row"):
+        _core.NgramCore(3, v, *bad)
+    bad = [a.copy() for a in good]
+    bad[1][node_off[1]] = np.uint64(v * v + 1)  # successor word v
+    with pytest.raises(ModelError, match="bigram key names a word id out of range"):
+        _core.NgramCore(3, v, *bad)
+    with pytest.raises(ModelError, match="one row per word"):
+        _core.NgramCore(3, v + 1, *good)
+
+
+def test_corrupt_useful_context_tables_are_refused(tmp_path):
+    lm = random_model(tmp_path, 5, order=3, vocab=12).lm
+    rows, lens, keys = useful_context_tables(lm)
+    slots, bits = _core.build_hash(keys)
+    core = native_ngram(lm).core
+    bad_rows = rows.copy()
+    bad_rows[-1, -1] = lm.trie.vocab_size
+    with pytest.raises(ModelError, match="word id out of range"):
+        _core.FullDP(core, bad_rows, lens, keys, slots, bits)
+    bad_slots = slots.copy()
+    bad_slots[np.flatnonzero(slots >= 0)[0]] = len(lens)
+    with pytest.raises(ModelError, match="hash slot names no useful context"):
+        _core.FullDP(core, rows, lens, keys, bad_slots, bits)
+    bad_keys = keys.copy()
+    bad_keys[1] = np.uint64(5 * lm.trie.vocab_size + 1)  # parent gid 5 after gid 1
+    with pytest.raises(ModelError, match="parent must come before it"):
+        _core.FullDP(core, rows, lens, bad_keys, slots, bits)

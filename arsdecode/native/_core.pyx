@@ -38,11 +38,12 @@ cdef class NgramCore:
                              f"{NG_MAX_ORDER}" if order > 0 else f"order {order} is not positive")
         if node_off.shape[0] != order + 1 or slot_off.shape[0] != order + 1 \
                 or bits.shape[0] != order:
-            raise ValueError("NgramCore: offset arrays do not match the order")
+            raise ModelError("NgramCore: offset arrays do not match the order")
         n = node_off[order]
         if not (keys.shape[0] == lp.shape[0] == lbow.shape[0] == lmf.shape[0]
                 == lmbow.shape[0] == n) or slots.shape[0] != slot_off[order]:
-            raise ValueError("NgramCore: value arrays do not match the offsets")
+            raise ModelError("NgramCore: value arrays do not match the offsets")
+        _check_ngram_tables(order, vocab, node_off, keys, slots, slot_off, bits)
         self.arrays = (node_off, keys, slots, slot_off, bits, lp, lbow, lmf, lmbow)
         self.t.order = order
         self.t.vocab = vocab
@@ -180,6 +181,34 @@ cdef class NgramCore:
         return out
 
 
+cdef _check_ngram_tables(int order, long long vocab, const long long[::1] node_off,
+                         const unsigned long long[::1] keys, const int[::1] slots,
+                         const long long[::1] slot_off, const int[::1] bits):
+    """ModelError unless the walk can index NgramCore's tables blindly: order 1 has a row per
+    word (its row is the word id), offsets ascend from 0, each order >= 2 has 2**bits hash
+    slots holding -1 or one of its rows, and bigram keys x * V + w name words below V (the
+    successor index divides them). Once per model, linear in its size."""
+    cdef int k
+    cdef long long i, lo, hi, m
+    if vocab < 1 or node_off[0] != 0 or slot_off[0] != 0 or node_off[1] != vocab:
+        raise ModelError("NgramCore: order 1 must have one row per word of the vocabulary")
+    for k in range(1, order + 1):
+        m = node_off[k] - node_off[k - 1]
+        if m < 0 or slot_off[k] < slot_off[k - 1]:
+            raise ModelError(f"NgramCore: offsets decrease at order {k}")
+        if k >= 2 and (bits[k - 1] < 1 or bits[k - 1] > 62
+                       or slot_off[k] - slot_off[k - 1] != (1LL << bits[k - 1])):
+            raise ModelError(f"NgramCore: order {k} must have 2**bits hash slots")
+        for i in range(slot_off[k - 1], slot_off[k]):
+            if slots[i] < -1 or slots[i] >= m:
+                raise ModelError(f"NgramCore: a hash slot of order {k} names no row")
+    if order >= 2:
+        lo, hi = node_off[1], node_off[2]
+        for i in range(lo, hi):
+            if keys[i] // <unsigned long long>vocab >= <unsigned long long>vocab:
+                raise ModelError("NgramCore: a bigram key names a word id out of range")
+
+
 DEFAULT_MAX_BYTES = 1 << 29  # FullDP's cache bound per worker, 512 MiB (see FullDP)
 cdef long long SPARSE_ENTRY_BYTES = 56  # one hash-map transition: node, malloc header, bucket
 
@@ -230,7 +259,7 @@ cdef class FullDP:
         worker's caches (see the class docstring); it must hold one dense row and one hash-map
         entry at least."""
         cdef long long n_ctx = lens.shape[0]
-        cdef Py_ssize_t i
+        cdef Py_ssize_t i, j
         if n_ctx < 1 or keys.shape[0] != n_ctx or rows.shape[0] != n_ctx:
             raise ModelError("FullDP: useful-context arrays disagree")
         if rows.shape[1] != core.t.order - 1:
@@ -257,8 +286,19 @@ cdef class FullDP:
         self._idle = []
         self._workers = []
         for i in range(1, n_ctx):  # gids must ascend with length for the failure links
-            if lens[i] < lens[i - 1] or lens[i] < 1:
+            if lens[i] < lens[i - 1] or lens[i] < 1 or lens[i] > rows.shape[1]:
                 raise ModelError("FullDP: useful contexts must be ordered by length")
+            if keys[i] // <unsigned long long>core.t.vocab >= <unsigned long long>i:
+                raise ModelError("FullDP: a useful context's parent must come before it")
+        if lens[0] != 0:
+            raise ModelError("FullDP: gid 0 must be the empty context")
+        for i in range(n_ctx):  # the DP walks the model with these ids, unchecked
+            for j in range(rows.shape[1]):
+                if rows[i, j] >= core.t.vocab:
+                    raise ModelError("FullDP: a useful context names a word id out of range")
+        for i in range(slots.shape[0]):
+            if slots[i] < -1 or slots[i] >= n_ctx:
+                raise ModelError("FullDP: a hash slot names no useful context")
         self.fail = vector[int](n_ctx, 0)
         with nogil:
             uc_fail_links(&self.u, core.t.vocab, self.fail.data())
