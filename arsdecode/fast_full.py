@@ -11,19 +11,21 @@ Tie-breaking is deterministic but not arsdecode.full's: the first best predecess
 order wins (see `arsdecode.native._core.FullDP`). Scores agree with arsdecode.full to rounding
 (the tables are in ln, summed in the same order as maxarpa's walk).
 
-The compiled DP of a model (`full_dp(lm)`) keeps a transition cache that grows across calls and
-runs without the GIL: do not call it on the same model from two threads at once.
+The compiled DP of a model (`full_dp(lm)`, one per model and process) keeps its transition
+cache across calls and runs without the GIL. It is safe to call from several threads at once:
+each concurrent call uses its own cache, bounded in size (see `arsdecode.native._core.FullDP`).
 """
 
 from __future__ import annotations
 
+import threading
 import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
-from arsdecode.errors import NoPathError
+from arsdecode.errors import LatticeError, NoPathError
 from arsdecode.lattice import Lattice
 from arsdecode.native import _core, native_ngram
 from maxarpa.model import Model
@@ -34,12 +36,23 @@ _EMPTY_KEY = np.uint64(2**64 - 1)  # the empty context's key: never a real paren
 
 @dataclass(frozen=True)
 class FlatLattices:
-    """Many lattices as flat arrays (the layout `_core.FullDP.run` takes)."""
+    """Many lattices as flat arrays (the layout `_core.FullDP.run` takes).
+
+    Checked when made (LatticeError): each offset array starts at 0, never decreases and ends
+    at the length of the array it indexes. Why here as well as in the compiled core: the error
+    then points at the code that built the arrays, not at the later decode.
+    """
 
     sent_off: np.ndarray  # (S + 1,) int64: positions of sentence s are sent_off[s]:sent_off[s+1]
     pos_off: np.ndarray  # (P + 1,) int64: candidates of position p are pos_off[p]:pos_off[p+1]
     cand_ids: np.ndarray  # (C,) int64 model word ids
     cand_emis: np.ndarray  # (C,) float64 ln emissions, -inf = forbidden
+
+    def __post_init__(self) -> None:
+        _check_offsets("sent_off", self.sent_off, len(self.pos_off) - 1)
+        _check_offsets("pos_off", self.pos_off, len(self.cand_ids))
+        if np.ndim(self.cand_ids) != 1 or np.shape(self.cand_emis) != np.shape(self.cand_ids):
+            raise LatticeError("FlatLattices: cand_ids and cand_emis must be 1-D, of one length")
 
     @classmethod
     def from_lattices(cls, lm: Model, lattices: Sequence[Lattice]) -> FlatLattices:
@@ -56,6 +69,16 @@ class FlatLattices:
             lm.ids(toks).astype(np.int64),
             np.concatenate(emis).astype(np.float64) if emis else np.empty(0),
         )
+
+
+def _check_offsets(name: str, off: np.ndarray, end: int) -> None:
+    """LatticeError unless `off` is 1-D, starts at 0, never decreases and ends at `end`."""
+    off = np.asarray(off)
+    if off.ndim != 1 or len(off) == 0 or off[0] != 0 or off[-1] != end:
+        raise LatticeError(f"FlatLattices: {name} must run from 0 to {end}")
+    drops = np.flatnonzero(off[1:] < off[:-1])
+    if len(drops):
+        raise LatticeError(f"FlatLattices: {name} decreases after index {int(drops[0])}")
 
 
 @dataclass(frozen=True)
@@ -137,6 +160,7 @@ def _parent_gids(rows: np.ndarray, prev_rows: np.ndarray, prev_gids: np.ndarray)
 
 
 _DP: weakref.WeakKeyDictionary[Model, _core.FullDP] = weakref.WeakKeyDictionary()
+_DP_LOCK = threading.Lock()  # threads asking for a new model's DP build it once
 
 
 def is_built(lm: Model) -> bool:
@@ -145,13 +169,17 @@ def is_built(lm: Model) -> bool:
 
 
 def full_dp(lm: Model) -> _core.FullDP:
-    """The compiled DP for `lm`, built once per model (its transition cache persists)."""
+    """The compiled DP for `lm`, built once per model (its transition caches persist, bounded;
+    safe to share between threads)."""
     hit = _DP.get(lm)
     if hit is None:
-        rows, lens, keys = useful_context_tables(lm)
-        slots, bits = _core.build_hash(keys)
-        hit = _core.FullDP(native_ngram(lm).core, rows, lens, keys, slots, bits)
-        _DP[lm] = hit
+        with _DP_LOCK:
+            hit = _DP.get(lm)
+            if hit is None:
+                rows, lens, keys = useful_context_tables(lm)
+                slots, bits = _core.build_hash(keys)
+                hit = _core.FullDP(native_ngram(lm).core, rows, lens, keys, slots, bits)
+                _DP[lm] = hit
     return hit
 
 

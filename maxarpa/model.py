@@ -158,6 +158,9 @@ class Model:
 
         Returns:
             (B,) float64 log10 probabilities.
+
+        Raises:
+            UnknownWordError: a word id outside [0, V) or a context id >= V.
         """
         return self._walk(contexts, words, want_max=False)
 
@@ -165,6 +168,22 @@ class Model:
         """Max-backoff log10 bound for each row (see `max_log10p`); same layout and return
         type as `log10p_batch`."""
         return self._walk(contexts, words, want_max=True)
+
+    def _check_ids(self, contexts: np.ndarray, words: np.ndarray) -> None:
+        """UnknownWordError unless every word id is in [0, V) and every context id below V.
+
+        Why: the walk indexes numpy tables with these ids, where a negative word id would
+        silently read another word's row (numpy counts from the end) and a too large one could
+        alias a key of another n-gram. Negative context ids are padding, as documented.
+        """
+        v = self.trie.vocab_size
+        if len(words) and (words.min() < 0 or words.max() >= v):
+            bad = int(words[(words < 0) | (words >= v)][0])
+            raise UnknownWordError(f"{self.source or 'model'}: word id {bad} out of range "
+                                   f"(vocabulary of {v})")
+        if contexts.size and contexts.max() >= v:
+            raise UnknownWordError(f"{self.source or 'model'}: context id "
+                                   f"{int(contexts.max())} out of range (vocabulary of {v})")
 
     def _walk(self, contexts: np.ndarray, words: np.ndarray, want_max: bool) -> np.ndarray:
         """Two walks per batch, each one hash lookup per order on the still-active rows.
@@ -181,6 +200,7 @@ class Model:
             raise ValueError("contexts must be (B, k) with one row per word")
         if contexts.shape[1] > n - 1:
             contexts = contexts[:, contexts.shape[1] - (n - 1) :]
+        self._check_ids(contexts, words)
         b, width = contexts.shape
         ctx_len = (contexts >= 0).sum(axis=1)
         # Walk A: the longest node v·w that is a suffix of c·w; depth = |v| + 1.

@@ -12,10 +12,15 @@ Public API (plain functions on arrays, natural log):
     NativeNgram.from_model(lm)        tables of a maxarpa.Model, converted from log10 to ln once
     native_ngram(lm)                  the same, cached per model object
     NativeNgram.log_prob(contexts, words) / .log_bound(contexts, words) -> float64 (B,)
+    MAX_ORDER                         the highest model order the core takes (64)
+
+Every id and offset a caller passes is checked before the kernels index with it, raising the
+arsdecode.errors classes (OptionError, LatticeError, ModelError); tests/test_native_safety.py.
 """
 
 from __future__ import annotations
 
+import threading
 import weakref
 
 import numpy as np
@@ -29,10 +34,15 @@ except ImportError as err:  # pragma: no cover - exercised only on a broken inst
         " in the source tree, which needs a C++ compiler and Cython"
     ) from err
 
+from arsdecode.errors import ModelError, OptionError
 from maxarpa.constants import LN10
 from maxarpa.model import Model
 
-__all__ = ["NativeNgram", "native_ngram", "_core"]
+__all__ = ["MAX_ORDER", "NativeNgram", "native_ngram", "_core"]
+
+MAX_ORDER: int = _core.MAX_ORDER
+"""The highest model order the compiled core takes (its walks keep a context's backoffs in a
+fixed stack buffer); a higher order is refused when the model's tables are built."""
 
 
 class NativeNgram:
@@ -50,17 +60,21 @@ class NativeNgram:
     def from_model(cls, lm: Model) -> NativeNgram:
         """Copy the trie's keys, hash slots and values (log10 -> ln, once) into flat arrays.
 
-        Raises ValueError if the model has no max-backoff bounds.
+        Raises ModelError (naming the file) if the model has no max-backoff bounds or its
+        order is above MAX_ORDER.
         """
         trie = lm.trie
         n = trie.order
+        if n > MAX_ORDER:
+            raise ModelError(f"{lm.source or 'model'}: order {n} is above the compiled core's "
+                             f"maximum of {MAX_ORDER}")
         node_off = np.zeros(n + 1, dtype=np.int64)
         slot_off = np.zeros(n + 1, dtype=np.int64)
         bits = np.zeros(n, dtype=np.int32)
         keys, slots, lp, lbow, lmf, lmbow = [], [], [], [], [], []
         for k, node in enumerate(trie.nodes, start=1):
             if node.mf is None or node.mbow is None:
-                raise ValueError(f"{lm.source}: the model has no max-backoff bounds")
+                raise ModelError(f"{lm.source or 'model'}: the model has no max-backoff bounds")
             node_off[k] = node_off[k - 1] + len(node.keys)
             keys.append(node.keys.astype(np.uint64))
             if k >= 2:
@@ -85,7 +99,11 @@ class NativeNgram:
         return cls(core, trie.vocab_size, lm.bos_id, lm.eos_id)
 
     def log_prob(self, contexts: np.ndarray, words: np.ndarray) -> np.ndarray:
-        """ln p(word | context) per row; `contexts` (B, k) ids left-padded with -1."""
+        """ln p(word | context) per row; `contexts` (B, k) ids left-padded with -1.
+
+        Raises OptionError for a word id outside [0, V) or a context id >= V (negative context
+        ids are padding); checked in the compiled core before it runs without the GIL.
+        """
         return self.core.walk(_ctx(contexts), _words(words), False)
 
     def log_bound(self, contexts: np.ndarray, words: np.ndarray) -> np.ndarray:
@@ -96,7 +114,7 @@ class NativeNgram:
 def _ctx(contexts: np.ndarray) -> np.ndarray:
     a = np.ascontiguousarray(contexts, dtype=np.int64)
     if a.ndim != 2:
-        raise ValueError("contexts must be a 2-D array (B, k)")
+        raise OptionError("contexts must be a 2-D array (B, k)")
     return a
 
 
@@ -105,11 +123,15 @@ def _words(words: np.ndarray) -> np.ndarray:
 
 
 _CACHE: weakref.WeakKeyDictionary[Model, NativeNgram] = weakref.WeakKeyDictionary()
+_CACHE_LOCK = threading.Lock()  # threads asking for a new model's tables build them once
 
 
 def native_ngram(lm: Model) -> NativeNgram:
     """`NativeNgram.from_model(lm)`, built once per model object."""
     hit = _CACHE.get(lm)
     if hit is None:
-        hit = _CACHE[lm] = NativeNgram.from_model(lm)
+        with _CACHE_LOCK:
+            hit = _CACHE.get(lm)
+            if hit is None:
+                hit = _CACHE[lm] = NativeNgram.from_model(lm)
     return hit

@@ -8,12 +8,16 @@ Natural log throughout (the tables are converted from log10 once, by the wrapper
 
 import numpy as np
 
+from arsdecode.errors import LatticeError, ModelError, OptionError
+
 include "_ngram.pxi"
 include "_fulldp.pxi"
 include "_maxplus.pxi"
 
 cdef long long DENSE_MAX_VOCAB = 4096  # dense transition rows up to this vocabulary size
 cdef long long SHORTCUT_MIN_RUN = 32  # rows of one context before walk's unigram shortcut
+
+MAX_ORDER = NG_MAX_ORDER  # the highest model order NgramCore takes (see _ngram.pxi)
 
 
 cdef class NgramCore:
@@ -29,13 +33,17 @@ cdef class NgramCore:
                  unsigned long long[::1] keys, int[::1] slots, long long[::1] slot_off,
                  int[::1] bits, double[::1] lp, double[::1] lbow, double[::1] lmf,
                  double[::1] lmbow):
+        if not 1 <= order <= NG_MAX_ORDER:
+            raise ModelError(f"order {order} is above the compiled core's maximum of "
+                             f"{NG_MAX_ORDER}" if order > 0 else f"order {order} is not positive")
         if node_off.shape[0] != order + 1 or slot_off.shape[0] != order + 1 \
                 or bits.shape[0] != order:
-            raise ValueError("NgramCore: offset arrays do not match the order")
+            raise ModelError("NgramCore: offset arrays do not match the order")
         n = node_off[order]
         if not (keys.shape[0] == lp.shape[0] == lbow.shape[0] == lmf.shape[0]
                 == lmbow.shape[0] == n) or slots.shape[0] != slot_off[order]:
-            raise ValueError("NgramCore: value arrays do not match the offsets")
+            raise ModelError("NgramCore: value arrays do not match the offsets")
+        _check_ngram_tables(order, vocab, node_off, keys, slots, slot_off, bits)
         self.arrays = (node_off, keys, slots, slot_off, bits, lp, lbow, lmf, lmbow)
         self.t.order = order
         self.t.vocab = vocab
@@ -80,18 +88,24 @@ cdef class NgramCore:
         return self.t.order
 
     def walk(self, const long long[:, ::1] contexts, const long long[::1] words, bint want_max):
-        """ln p (or the ln max-backoff bound) of each row; contexts (B, k) left-padded with -1."""
+        """ln p (or the ln max-backoff bound) of each row; contexts (B, k) left-padded with -1.
+
+        Every word id must be in [0, V) and every context id that is read (the last n - 1
+        columns) below V, a negative one being padding: the walk indexes the tables with them
+        without bounds checks, so they are checked before use (OptionError). The words before
+        the GIL is released; a context once per run of rows that share it, where the walk
+        meets it (on the batches of one context the q-automaton asks for, a separate pass
+        over every row cost up to a fifth of the walk), stopping there and raising after.
+        """
         cdef Py_ssize_t b = words.shape[0], i
         cdef int width = <int>contexts.shape[1]
+        cdef long long V = self.t.vocab, rows_shortcut = 0
         if contexts.shape[0] != b:
-            raise ValueError("contexts must be (B, k) with one row per word")
+            raise OptionError("contexts must be (B, k) with one row per word")
         out = np.empty(b, dtype=np.float64)
         cdef double[::1] o = out
         cdef long long dummy = -1
         cdef const long long *row
-        for i in range(b):
-            if words[i] < 0 or words[i] >= self.t.vocab:
-                raise ValueError(f"word id {words[i]} out of range")
         # Rows with the context of the row before (a state's whole row of candidates, as the
         # q-automaton asks) reuse its context walk: same numbers, about half the probes.
         # A long run of one context takes the unigram shortcut: a word w that cannot follow
@@ -102,7 +116,11 @@ cdef class NgramCore:
         cdef int w = width if width <= self.t.order - 1 else self.t.order - 1
         cdef int shift = width - w, ctx_len = 0, ctx_depth = 0, j
         cdef long long ctx_node = -1, run_end = 0, x, k, word, shortcut_start = -1
-        cdef double bows[64]
+        cdef double bows[NG_MAX_ORDER]
+        cdef long long bad_row = -1  # a row whose context holds an id >= V (see below)
+        for i in range(b):
+            if words[i] < 0 or words[i] >= V:
+                raise OptionError(f"word id {words[i]} out of range (vocabulary of {V})")
         cdef double bow_sum0 = 0.0, extra = 0.0
         cdef bint same, shortcut = False
         cdef vector[long long] stamp
@@ -124,6 +142,11 @@ cdef class NgramCore:
                         break
                     if not w:
                         run_end = b
+                    for j in range(w):
+                        if row[j] >= V:
+                            bad_row = i
+                    if bad_row >= 0:
+                        break
                     ctx_depth = ng_context(&self.t, row, w, &ctx_len, bows, &ctx_node)
                     shortcut = False
                     if ctx_len >= 1 and stamp.size() and run_end - i >= SHORTCUT_MIN_RUN:
@@ -142,14 +165,52 @@ cdef class NgramCore:
                             shortcut_start = i
                 word = words[i]
                 if shortcut and stamp[word] != shortcut_start:
-                    self.shortcut_rows += 1
+                    rows_shortcut += 1
                     o[i] = self.t.lp[word] + bow_sum0
                     if want_max:
                         o[i] = o[i] + extra
                 else:
                     o[i] = ng_walk_in(&self.t, row, w, word, want_max, ctx_len, ctx_depth, bows,
                                       ctx_node)
+        self.shortcut_rows += rows_shortcut  # with the GIL: walks may run in several threads
+        if bad_row >= 0:
+            for j in range(shift, width):
+                if contexts[bad_row, j] >= V:
+                    raise OptionError(f"context id {contexts[bad_row, j]} out of range "
+                                      f"(vocabulary of {V})")
         return out
+
+
+cdef _check_ngram_tables(int order, long long vocab, const long long[::1] node_off,
+                         const unsigned long long[::1] keys, const int[::1] slots,
+                         const long long[::1] slot_off, const int[::1] bits):
+    """ModelError unless the walk can index NgramCore's tables blindly: order 1 has a row per
+    word (its row is the word id), offsets ascend from 0, each order >= 2 has 2**bits hash
+    slots holding -1 or one of its rows, and bigram keys x * V + w name words below V (the
+    successor index divides them). Once per model, linear in its size."""
+    cdef int k
+    cdef long long i, lo, hi, m
+    if vocab < 1 or node_off[0] != 0 or slot_off[0] != 0 or node_off[1] != vocab:
+        raise ModelError("NgramCore: order 1 must have one row per word of the vocabulary")
+    for k in range(1, order + 1):
+        m = node_off[k] - node_off[k - 1]
+        if m < 0 or slot_off[k] < slot_off[k - 1]:
+            raise ModelError(f"NgramCore: offsets decrease at order {k}")
+        if k >= 2 and (bits[k - 1] < 1 or bits[k - 1] > 62
+                       or slot_off[k] - slot_off[k - 1] != (1LL << bits[k - 1])):
+            raise ModelError(f"NgramCore: order {k} must have 2**bits hash slots")
+        for i in range(slot_off[k - 1], slot_off[k]):
+            if slots[i] < -1 or slots[i] >= m:
+                raise ModelError(f"NgramCore: a hash slot of order {k} names no row")
+    if order >= 2:
+        lo, hi = node_off[1], node_off[2]
+        for i in range(lo, hi):
+            if keys[i] // <unsigned long long>vocab >= <unsigned long long>vocab:
+                raise ModelError("NgramCore: a bigram key names a word id out of range")
+
+
+DEFAULT_MAX_BYTES = 1 << 29  # FullDP's cache bound per worker, 512 MiB (see FullDP)
+cdef long long SPARSE_ENTRY_BYTES = 56  # one hash-map transition: node, malloc header, bucket
 
 
 cdef class FullDP:
@@ -159,38 +220,56 @@ cdef class FullDP:
     creation, enumerating the previous position's states in their order and each state's
     candidates in lattice order; a state keeps the first predecessor pair reaching its maximum
     (a later pair replaces it only if strictly greater); the final state is the first maximum.
+
+    Threads: `run` may be called on one FullDP from several threads at once (a Dask worker
+    runs several, and `arsdecode.fast_full.full_dp(lm)` is one object per model and process).
+    The tables (the model's, the useful contexts, the failure links) are read-only once built
+    and shared. The caches `run` fills without the GIL belong to a `_DPWorker`; each run takes
+    an idle worker from a pool (or makes one) and gives it back, so two runs never share a
+    cache and never wait for each other. Why not one lock around `run`: the DP is the whole
+    work of a tagging thread, so a lock would run the threads one at a time; the pool costs one
+    set of caches per concurrent run (as many as there are threads), each bounded as follows.
+
+    Memory bound: a worker's caches hold at most `max_bytes` (default DEFAULT_MAX_BYTES,
+    512 MiB), counted as SPARSE_ENTRY_BYTES (56) per transition (state, word) -> (next state,
+    ln p) in the hash map of a large vocabulary, and for a small (dense) one 12 V + 8 n bytes
+    per visited state (its row of V transitions and its context backoffs) and 8 V per word
+    whose row of bigram bounds the pruning computed. When the next entry would pass the bound,
+    the worker empties its caches and starts again: they are memos, so no answer changes, and
+    a long-lived process stays within its bound. The default is about 4 times what tagging
+    WSJ section 20 at n = 9 fills (1.9 M transitions, 139 MiB in one worker; the
+    largest workload measured, see docs/performance.md), so the bound costs nothing there.
     """
 
     cdef NgramCore core
     cdef UsefulTables u
     cdef readonly object arrays
-    cdef TransMap cache          # (gid, word) -> (next gid, ln p) for large vocabularies
     cdef bint dense              # small vocabulary (tags): one dense row of V per visited gid
-    cdef vector[int] block_of    # gid -> its row in dnext/dlp, or -1
-    cdef vector[int] dnext       # next gid, or -2 while not computed
-    cdef vector[double] dlp
-    cdef vector[double] dbows    # per block: the state's context backoffs (walk B, once)
-    cdef vector[int] dctx_depth  # per block: how many context suffixes were found
-    cdef long long n_trans
     cdef vector[int] fail        # gid -> longest proper useful suffix (failure link)
-    cdef vector[int] ub_row_of   # dense: x + 1 -> its row of bigram bounds in ub_rows, or -1
-    cdef vector[double] ub_rows  # dense: ln w(y | x), the max-backoff bound, for every y
-    cdef vector[long long] stamp      # sparse bound pass: word -> epoch of the position it is at
-    cdef vector[long long] stamp_idx  # sparse bound pass: word -> its candidate there
-    cdef long long epoch
+    cdef readonly long long max_bytes
+    cdef readonly long long row_bytes  # dense: one visited state's transitions and backoffs
+    cdef list _idle              # workers not in a run
+    cdef list _workers           # every worker made
 
     def __init__(self, NgramCore core, long long[:, ::1] rows, int[::1] lens,
-                 unsigned long long[::1] keys, int[::1] slots, int bits, dense=None):
+                 unsigned long long[::1] keys, int[::1] slots, int bits, dense=None,
+                 long long max_bytes=DEFAULT_MAX_BYTES):
         """`dense` (default: vocabulary <= DENSE_MAX_VOCAB) picks the transition store and
-        the bound pass; the tests force each on small models."""
+        the bound pass; the tests force each on small models. `max_bytes` bounds each
+        worker's caches (see the class docstring); it must hold one dense row and one hash-map
+        entry at least."""
         cdef long long n_ctx = lens.shape[0]
-        cdef Py_ssize_t i
+        cdef Py_ssize_t i, j
         if n_ctx < 1 or keys.shape[0] != n_ctx or rows.shape[0] != n_ctx:
-            raise ValueError("FullDP: useful-context arrays disagree")
-        if rows.shape[1] != core.t.order - 1 or rows.shape[1] > 63:
-            raise ValueError("FullDP: context width must be order - 1 (at most 63)")
-        if slots.shape[0] != (1 << bits):
-            raise ValueError("FullDP: hash slots must number 2**bits")
+            raise ModelError("FullDP: useful-context arrays disagree")
+        if rows.shape[1] != core.t.order - 1:
+            raise ModelError("FullDP: context width must be order - 1")
+        if bits < 1 or bits > 62 or slots.shape[0] != (1 << bits):
+            raise ModelError("FullDP: hash slots must number 2**bits")
+        row_bytes = 12 * core.t.vocab + 8 * rows.shape[1] + 12
+        if max_bytes < row_bytes + SPARSE_ENTRY_BYTES:
+            raise OptionError(f"FullDP: max_bytes ({max_bytes}) must be at least "
+                              f"{row_bytes + SPARSE_ENTRY_BYTES} for this model")
         self.core = core
         self.arrays = (rows, lens, keys, slots)
         self.u.width = <int>rows.shape[1]
@@ -202,18 +281,159 @@ cdef class FullDP:
         self.u.nslots = slots.shape[0]
         self.u.bits = bits
         self.dense = core.t.vocab <= DENSE_MAX_VOCAB if dense is None else bool(dense)
-        if self.dense:
-            self.block_of = vector[int](n_ctx, -1)
-        self.n_trans = 0
-        self.epoch = 0
+        self.max_bytes = max_bytes
+        self.row_bytes = row_bytes
+        self._idle = []
+        self._workers = []
         for i in range(1, n_ctx):  # gids must ascend with length for the failure links
-            if lens[i] < lens[i - 1] or lens[i] < 1:
-                raise ValueError("FullDP: useful contexts must be ordered by length")
+            if lens[i] < lens[i - 1] or lens[i] < 1 or lens[i] > rows.shape[1]:
+                raise ModelError("FullDP: useful contexts must be ordered by length")
+            if keys[i] // <unsigned long long>core.t.vocab >= <unsigned long long>i:
+                raise ModelError("FullDP: a useful context's parent must come before it")
+        if lens[0] != 0:
+            raise ModelError("FullDP: gid 0 must be the empty context")
+        for i in range(n_ctx):  # the DP walks the model with these ids, unchecked
+            for j in range(rows.shape[1]):
+                if rows[i, j] >= core.t.vocab:
+                    raise ModelError("FullDP: a useful context names a word id out of range")
+        for i in range(slots.shape[0]):
+            if slots[i] < -1 or slots[i] >= n_ctx:
+                raise ModelError("FullDP: a hash slot names no useful context")
         self.fail = vector[int](n_ctx, 0)
-        if self.dense:
-            self.ub_row_of = vector[int](core.t.vocab + 1, -1)
         with nogil:
             uc_fail_links(&self.u, core.t.vocab, self.fail.data())
+
+    def cache_bytes(self) -> int:
+        """Bytes the caches hold now (as counted for the bound), over every worker; exact
+        while no run is in progress."""
+        return sum(w.used_bytes for w in self._workers)
+
+    def cache_size(self) -> int:
+        """Transitions computed so far, over every worker (each is then cached until its
+        worker reaches the bound)."""
+        return sum(w.n_trans for w in self._workers)
+
+    @property
+    def workers(self) -> int:
+        """Workers made so far: the most runs that were in progress at once."""
+        return len(self._workers)
+
+    def run(self, const long long[::1] sent_off, const long long[::1] pos_off,
+            const long long[::1] cand_ids, const double[::1] cand_emis, long long bos,
+            long long eos, bint viterbi, bint prune=True, long long max_pairs=-1):
+        """Decode (viterbi) or sum (log partition) every lattice.
+
+        With `prune` (Viterbi only), a (state, candidate) pair is dropped when its score so far
+        plus an upper bound on any completion (`_completion_bounds`) falls below the exact score
+        of a known path, minus a relative margin of 1e-9 for rounding: no optimal path is ever
+        dropped, so the best score is the same number as without pruning. Among exactly tied
+        optimal paths the one returned may differ, since dropped pairs change the creation order
+        of the surviving states. With a dense vocabulary a pair is tested before its transition
+        is computed, using the bigram bound of the state's last word.
+
+        `max_pairs` >= 0 abandons a sentence as soon as its (state, candidate) pairs exceed it:
+        its score is NaN and its choices -1 (the caller decodes it another way).
+
+        sent_off (S+1) indexes positions, pos_off (P+1) indexes candidates; cand_ids are model
+        word ids, cand_emis ln emissions (-inf = forbidden). Returns (choice, score, dp_states,
+        max_states): choice (P,) int32 candidate index within its position (-1 where no path,
+        or when summing), score (S,) the best ln p or ln Z (-inf: no path), dp_states (S,) the
+        merged states built (start state included), max_states (S,) the widest position,
+        pairs (S,) the (state, candidate) pairs visited (the DP's cost).
+
+        The DP indexes with these arrays without bounds checks and without the GIL, so they are
+        checked first (LatticeError): both offset arrays start at 0, never decrease and end at
+        the length they index; every word id is in [0, V). Safe to call from several threads
+        (see the class docstring).
+        """
+        cdef Py_ssize_t S = sent_off.shape[0] - 1, P = pos_off.shape[0] - 1
+        cdef Py_ssize_t C = cand_ids.shape[0], i
+        cdef long long V = self.core.t.vocab
+        cdef _DPWorker worker
+        if S < 0 or P < 0 or sent_off[S] != P or pos_off[P] != C or cand_emis.shape[0] != C:
+            raise LatticeError("FullDP.run: offsets disagree with the array lengths")
+        if sent_off[0] != 0 or pos_off[0] != 0:
+            raise LatticeError("FullDP.run: offsets must start at 0")
+        for i in range(S):
+            if sent_off[i + 1] < sent_off[i]:
+                raise LatticeError(f"FullDP.run: sentence offsets decrease after sentence {i}")
+        for i in range(P):
+            if pos_off[i + 1] < pos_off[i]:
+                raise LatticeError(f"FullDP.run: position offsets decrease after position {i}")
+        if not (0 <= bos < V and 0 <= eos < V):
+            raise OptionError("FullDP.run: <s> or </s> id out of range")
+        for i in range(C):
+            if cand_ids[i] < 0 or cand_ids[i] >= V:
+                raise LatticeError(f"FullDP.run: word id {cand_ids[i]} out of range "
+                                   f"(vocabulary of {V})")
+        try:  # pop is atomic: two threads never get the same worker
+            worker = self._idle.pop()
+        except IndexError:
+            worker = _DPWorker(self)
+            self._workers.append(worker)
+        try:
+            return worker.run_checked(sent_off, pos_off, cand_ids, cand_emis, bos, eos, viterbi,
+                                      prune, max_pairs)
+        finally:
+            self._idle.append(worker)
+
+
+cdef class _DPWorker:
+    """The caches of one `FullDP.run` at a time (see FullDP): transitions, bigram bounds and
+    the sparse bound pass's stamps, filled without the GIL, at most `max_bytes` of them."""
+
+    cdef NgramCore core
+    cdef FullDP dp               # the shared tables: kept alive while the worker is
+    cdef UsefulTables u          # a copy of dp.u (its pointers are into dp.arrays)
+    cdef const int *fail         # dp.fail
+    cdef bint dense
+    cdef long long max_bytes
+    cdef long long row_bytes
+    cdef readonly long long used_bytes  # what the caches hold now, counted as in FullDP
+    cdef readonly long long n_trans   # transitions computed since the worker was made
+    cdef readonly long long clears    # times the caches were emptied at the bound
+    cdef TransMap cache          # (gid, word) -> (next gid, ln p) for large vocabularies
+    cdef vector[int] block_of    # gid -> its row in dnext/dlp, or -1
+    cdef vector[int] dnext       # next gid, or -2 while not computed
+    cdef vector[double] dlp
+    cdef vector[double] dbows    # per block: the state's context backoffs (walk B, once)
+    cdef vector[int] dctx_depth  # per block: how many context suffixes were found
+    cdef vector[int] ub_row_of   # dense: x + 1 -> its row of bigram bounds in ub_rows, or -1
+    cdef vector[double] ub_rows  # dense: ln w(y | x), the max-backoff bound, for every y
+    cdef vector[long long] stamp      # sparse bound pass: word -> epoch of the position it is at
+    cdef vector[long long] stamp_idx  # sparse bound pass: word -> its candidate there
+    cdef long long epoch
+
+    def __init__(self, FullDP dp):
+        self.dp = dp
+        self.core = dp.core
+        self.u = dp.u
+        self.fail = dp.fail.data()
+        self.dense = dp.dense
+        self.max_bytes = dp.max_bytes
+        self.row_bytes = dp.row_bytes
+        self.used_bytes = 0
+        self.n_trans = 0
+        self.clears = 0
+        self.epoch = 0
+        if self.dense:
+            self.block_of = vector[int](self.u.n_ctx, -1)
+            self.ub_row_of = vector[int](self.core.t.vocab + 1, -1)
+
+    cdef void _clear(self) noexcept nogil:
+        """Empty the transition and bound caches (at the bound): they are memos, so no answer
+        changes. The vectors keep their capacity, which is within the bound."""
+        self.cache.clear()
+        if self.dense:
+            self.block_of.assign(self.u.n_ctx, -1)
+            self.dnext.clear()
+            self.dlp.clear()
+            self.dbows.clear()
+            self.dctx_depth.clear()
+            self.ub_row_of.assign(self.core.t.vocab + 1, -1)
+            self.ub_rows.clear()
+        self.used_bytes = 0
+        self.clears += 1
 
     cdef inline double _bound(self, long long x, long long y) noexcept nogil:
         """ln w(y | x): the max-backoff bound of y after a context ending in x (x = -1: any
@@ -221,11 +441,14 @@ cdef class FullDP:
         keeps x's whole row, computed on first use."""
         cdef long long ctx = x, V = self.core.t.vocab, r, k, ctx_node
         cdef int ctx_len, ctx_depth
-        cdef double bows[64]
+        cdef double bows[NG_MAX_ORDER]
         if not self.dense:
             return ng_walk(&self.core.t, &ctx, 1, y, True)
         r = self.ub_row_of[x + 1]
         if r < 0:
+            if self.used_bytes + 8 * V > self.max_bytes:
+                self._clear()
+            self.used_bytes += 8 * V
             r = <long long>(self.ub_rows.size() // V)
             self.ub_row_of[x + 1] = <int>r
             self.ub_rows.resize((r + 1) * V)
@@ -389,6 +612,9 @@ cdef class FullDP:
             b = self.block_of[gid]
             row = (self.u.rows + gid * self.u.width) if self.u.width else &dummy
             if b < 0:
+                if self.used_bytes + self.row_bytes > self.max_bytes:
+                    self._clear()
+                self.used_bytes += self.row_bytes
                 b = <long long>(self.dnext.size() // V)
                 self.block_of[gid] = <int>b
                 self.dnext.resize((b + 1) * V, -2)
@@ -408,7 +634,7 @@ cdef class FullDP:
             for j in range(depth, self.dctx_depth[b] + 1):
                 bow_sum += self.dbows[b * (self.u.width + 1) + j - 1]
             lp[0] = self.core.t.lp[self.core.t.node_off[depth - 1] + node] + bow_sum
-            nxt[0] = uc_cut_append(&self.u, self.fail.data(), V, gid, word)
+            nxt[0] = uc_cut_append(&self.u, self.fail, V, gid, word)
             self.n_trans += 1
             self.dnext[idx] = <int>nxt[0]
             self.dlp[idx] = lp[0]
@@ -421,47 +647,20 @@ cdef class FullDP:
                 return
         row = (self.u.rows + gid * self.u.width) if self.u.width else &dummy
         lp[0] = ng_walk(&self.core.t, row, self.u.width, word, False)
-        nxt[0] = uc_cut_append(&self.u, self.fail.data(), V, gid, word)
+        nxt[0] = uc_cut_append(&self.u, self.fail, V, gid, word)
         self.n_trans += 1
+        if self.used_bytes + SPARSE_ENTRY_BYTES > self.max_bytes:
+            self._clear()
+        self.used_bytes += SPARSE_ENTRY_BYTES
         self.cache[key] = Trans(nxt[0], lp[0])
 
-    def cache_size(self) -> int:
-        """Transitions (state, word) computed and cached so far."""
-        return self.n_trans
-
-    def run(self, const long long[::1] sent_off, const long long[::1] pos_off,
-            const long long[::1] cand_ids, const double[::1] cand_emis, long long bos,
-            long long eos, bint viterbi, bint prune=True, long long max_pairs=-1):
-        """Decode (viterbi) or sum (log partition) every lattice.
-
-        With `prune` (Viterbi only), a (state, candidate) pair is dropped when its score so far
-        plus an upper bound on any completion (`_completion_bounds`) falls below the exact score
-        of a known path, minus a relative margin of 1e-9 for rounding: no optimal path is ever
-        dropped, so the best score is the same number as without pruning. Among exactly tied
-        optimal paths the one returned may differ, since dropped pairs change the creation order
-        of the surviving states. With a dense vocabulary a pair is tested before its transition
-        is computed, using the bigram bound of the state's last word.
-
-        `max_pairs` >= 0 abandons a sentence as soon as its (state, candidate) pairs exceed it:
-        its score is NaN and its choices -1 (the caller decodes it another way).
-
-        sent_off (S+1) indexes positions, pos_off (P+1) indexes candidates; cand_ids are model
-        word ids, cand_emis ln emissions (-inf = forbidden). Returns (choice, score, dp_states,
-        max_states): choice (P,) int32 candidate index within its position (-1 where no path,
-        or when summing), score (S,) the best ln p or ln Z (-inf: no path), dp_states (S,) the
-        merged states built (start state included), max_states (S,) the widest position,
-        pairs (S,) the (state, candidate) pairs visited (the DP's cost).
-        """
+    cdef tuple run_checked(self, const long long[::1] sent_off, const long long[::1] pos_off,
+                           const long long[::1] cand_ids, const double[::1] cand_emis,
+                           long long bos, long long eos, bint viterbi, bint prune,
+                           long long max_pairs):
+        """FullDP.run on arrays it has checked, with this worker's caches (a cdef method:
+        not callable from Python, so nothing reaches the DP unchecked)."""
         cdef Py_ssize_t S = sent_off.shape[0] - 1, P = pos_off.shape[0] - 1
-        cdef Py_ssize_t C = cand_ids.shape[0], i
-        cdef long long V = self.core.t.vocab
-        if S < 0 or P < 0 or sent_off[S] != P or pos_off[P] != C or cand_emis.shape[0] != C:
-            raise ValueError("FullDP.run: offsets disagree with the array lengths")
-        if not (0 <= bos < V and 0 <= eos < V):
-            raise ValueError("FullDP.run: <s> or </s> id out of range")
-        for i in range(C):
-            if cand_ids[i] < 0 or cand_ids[i] >= V:
-                raise ValueError(f"FullDP.run: word id {cand_ids[i]} out of range")
         choice = np.full(P, -1, dtype=np.int32)
         score = np.full(S, -np.inf)
         states = np.zeros(S, dtype=np.int64)

@@ -12,6 +12,13 @@ cdef extern from *:
     const unsigned long long ARS_MIX
 
 
+cdef enum:
+    # The highest order the compiled core takes. Why a cap: the walks keep a context's
+    # backoffs in a stack buffer (bows[NG_MAX_ORDER]; walk B writes up to order - 1 of them)
+    # rather than allocating per query; NgramCore refuses a higher order at load.
+    NG_MAX_ORDER = 64
+
+
 cdef struct NgramTables:
     int order
     long long vocab
@@ -136,7 +143,7 @@ cdef inline double ng_walk(const NgramTables *t, const long long *ctx, int width
     """
     cdef int ctx_len, ctx_depth
     cdef long long ctx_node
-    cdef double bows[64]
+    cdef double bows[NG_MAX_ORDER]
     if width > t.order - 1:
         ctx += width - (t.order - 1)
         width = t.order - 1
