@@ -263,20 +263,27 @@ def test_streamed_samples_survive_an_interrupt(small_lattice):
     p = subprocess.Popen(
         [sys.executable, "-m", "arsdecode", "sample", "--lm", EMBEDDED, "--lattice",
          str(small_lattice), "-n", "100000000", "--jsonl", "--seed", "4"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, bufsize=0,
         # A job started in the background by a shell inherits SIGINT ignored; Python then
         # installs no handler. Give the child the default disposition, as in a terminal.
         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
-    first = p.stdout.readline()  # blocks until the first sample is out
-    if not first:  # the child ended before any sample: show why
-        rest, err = p.communicate(timeout=60)
-        raise AssertionError(f"no sample streamed (exit {p.returncode}): {err[-2000:]}")
+    # The first line byte by byte from the unbuffered pipe: a buffered readline would read
+    # ahead, and communicate() reads the file descriptor itself, so what readline had
+    # buffered past the first line would be lost (a cut line in `rest`).
+    first = b""
+    while not first.endswith(b"\n"):  # blocks until the first sample is out
+        byte = p.stdout.read(1)
+        if not byte:  # the child ended before any sample: show why
+            rest, err = p.communicate(timeout=60)
+            raise AssertionError(f"no sample streamed (exit {p.returncode}): {err[-2000:]!r}")
+        first += byte
     time.sleep(0.5)
     p.send_signal(signal.SIGINT)
-    rest, err = p.communicate(timeout=60)
+    rest_bytes, err_bytes = p.communicate(timeout=60)
+    rest, err = rest_bytes.decode(), err_bytes.decode()
     assert p.returncode == 130, err
-    lines = [first, *rest.splitlines()]
+    lines = [first.decode(), *rest.splitlines()]
     assert len(lines) >= 2
     for line in lines:
         obj = json.loads(line)
