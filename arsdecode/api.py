@@ -8,6 +8,7 @@ the docs show is what the CLI runs. Results are natural log (ln); model files ar
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from functools import lru_cache
 from pathlib import Path
 
@@ -88,4 +89,5 @@ def tag(
     if not words:
         raise ObservationError("empty sentence: nothing to tag")
     lm, emissions = load_models(models, order)
-    return decode(lm, emissions.lattice(list(words)), **decode_options)
+    r = decode(lm, emissions.lattice(list(words)), **decode_options)
+    return replace(r, tokens=emissions.penn_tags(r.tokens))  # decoded states -> tags
