@@ -18,6 +18,7 @@ there and the check is: never.
 
 from __future__ import annotations
 
+import math
 import random
 import subprocess
 import sys
@@ -100,3 +101,30 @@ def test_capitalised_unknown_places_are_proper_nouns(order, sentence, word):
         [sys.executable, "-m", "arsdecode", "tag", "--order", str(order), sentence],
         capture_output=True, text=True, cwd=Path(__file__).resolve().parents[1], check=True)
     assert f" {word}/NNP " in f" {proc.stdout.strip()} "
+
+
+LEXICON = {"which": {"WDT": 40}, "Which": {"WDT": 3}, "rich": {"JJ": 2}, "Munich": {"NNP": 1},
+           "wich": {"WDT": 1}, "Apple": {"NNP": 2}, "apple": {"NN": 12}, "thru": {"IN": 2},
+           "tru": {"JJ": 1, "IN": 1}, "blue": {"JJ": 3}, "the": {"DT": 50}, "Ohio": {"NNP": 2}}
+
+
+@pytest.mark.parametrize("alpha", [10.0, None])  # None: TnT's theta, which divides by counts
+def test_case_variants_and_closed_tags_leave_the_suffix_model(alpha):
+    from arsdecode.tasks.pos import TnTEmissions
+
+    plain = TnTEmissions(LEXICON, suffix_alpha=alpha)
+    assert plain.suffix_counts("Zwich")["WDT"] == 3  # "Which" alone
+    assert plain.suffix_counts("snich")["WDT"] == 1  # "wich"
+    skip = TnTEmissions(LEXICON, suffix_alpha=alpha, skip_case_variants=True)
+    assert skip.suffix_counts("Zwich")["WDT"] == 0  # "which" is frequent: "Which" left out
+    assert plain.suffix_counts("Zapple")["NNP"] == 2  # node "pple": "Apple"
+    assert skip.suffix_counts("Zapple")["NNP"] == 3  # "Apple" left out: the root, Munich + Ohio
+    closed = TnTEmissions(LEXICON, suffix_alpha=alpha, skip_case_variants=True,
+                          closed_tags=PENN_CLOSED_TAGS)
+    assert closed.closed_tags == tuple(sorted(PENN_CLOSED_TAGS))
+    for w in ("snich", "Zwich", "bru", "zzz", "Qqq"):
+        cands = dict(closed.candidates(w))
+        assert cands and not CLOSED & set(cands), w
+        assert all(math.isfinite(x) for x in cands.values())
+    assert closed.suffix_counts("bru") == {**dict.fromkeys(closed.tags, 0.0), "JJ": 1.0}
+    assert [t for t, _ in closed.candidates("thru")] == ["IN"]  # known words keep their tags
