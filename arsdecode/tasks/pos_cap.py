@@ -34,6 +34,7 @@ import numpy as np
 
 from arsdecode.errors import ModelError, ObservationError, OptionError
 from arsdecode.lattice import Lattice
+from arsdecode.tasks.pos import TnTEmissions
 from arsdecode.tasks.pos_suffix import WORD_CLASSES, word_class
 from arsdecode.tasks.pos_table import CandidateRows
 
@@ -57,7 +58,7 @@ class CapEmissions:
     `candidate_rows`, `lattice`, plus `penn_tags` for output.
     """
 
-    def __init__(self, em) -> None:  # em: TnTEmissions (not imported: pos imports this module)
+    def __init__(self, em: TnTEmissions) -> None:
         self.em = em
         if {em.unknown_class("A"), em.unknown_class("a")} != set(WORD_CLASSES):
             raise ModelError("capitalised states need rare words of both classes in training "
