@@ -179,7 +179,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not raw.is_file():
         say(f"no {raw}: run without --render-only first")
         return 1
-    splice(args.doc, "ewtcaps", render(json.loads(raw.read_text())))
+    splice(args.doc, "ewtcaps", render(json.loads(raw.read_text())),
+           script="experiments/pos_ewt_caps.py")
     say(f"wrote the ewtcaps block of {args.doc}")
     return 0
 
