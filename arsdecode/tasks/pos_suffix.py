@@ -69,7 +69,7 @@ def case_variants(words: Sequence[str], counts: np.ndarray, rare_max_count: int)
     suffix model is an estimate of how unseen words behave. Kept in the statistics, "Which"
     alone made the capitalised suffix "ich" ~35% WDT, and "He visited Munich yesterday ."
     came out Munich/WDT. Dropping them was better on EWT dev at every order (unknown words
-    +0.4 to +1.2 points with capitalised states; docs/results-pos.md).
+    +0.1 to +1.2 points with capitalised states; docs/results-pos.md).
     """
     count_of = dict(zip(words, counts.tolist()))
     return np.array([w[:1].isupper() and count_of[w] <= rare_max_count
