@@ -149,3 +149,19 @@ def test_every_output_path_prints_penn_tags(model_dir, tmp_path, monkeypatch):
                     emissions=str(model_dir / "emissions.json.gz"))
     item = Item("a", "a", 1, json.dumps({"id": "a", "tokens": words}), None)
     assert json.loads(run_chunk(spec, [item])[0])["tags"] == want
+
+
+def test_shipped_cap_bulk_rows_equal_the_per_word_candidates():
+    from arsdecode.tasks.pos_models import SHIPPED_DIR
+
+    ce = load_emissions(SHIPPED_DIR / "emissions.json.gz")
+    assert isinstance(ce, CapEmissions)
+    words = ["The", "the", "Munich", "munich", "Zürich", "quarbled", "Which", "which", "I",
+             "iPhone", "USA", "u", "McDonald's", "2011", ".", ":)", "Blorfington", "Apple"]
+    for initial in (False, True):
+        table, rows = ce.candidate_rows(words, [initial] * len(words))
+        for w, r in zip(words, rows.tolist()):
+            lo, hi = table.offsets[r], table.offsets[r + 1]
+            got = [(ce.tags[t], e) for t, e in zip(table.tag[lo:hi].tolist(),
+                                                   table.log_emission[lo:hi].tolist())]
+            assert got == list(ce.candidates(w, initial=initial)), (w, initial)

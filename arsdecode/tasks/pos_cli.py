@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
 
@@ -97,7 +98,7 @@ def tag_one(args: argparse.Namespace, lm, emissions, words: list[str]) -> int:
 
 
 def sample_one(args: argparse.Namespace, lm, lattice, words: list[str], start: float,
-               penn_tags=list) -> int:
+               penn_tags: Callable[[Sequence[str]], list[str]] = list) -> int:
     r = sample(lm, lattice, args.sample, args.seed, batch=args.batch,
                target_ar=args.target_ar, ar_window=args.ar_window, variant=args.variant)
     # states -> tags: a position's states all share the word's class, so this is one to one
