@@ -119,8 +119,8 @@ def render(res: dict) -> str:
          "unknown (unknown = unseen in EWT train); bold: the best variant of the row. NLTK "
          "TnT (N = 1000) is trained on the same EWT train. CPU s: lattices + exact decoding of "
          "the whole set in one process (the ARS cross-check not timed). The EWT section "
-         "above, if generated before issue 19, is the plain-state model; its \"caps\" columns "
-         "are the *caps* column here (the same numbers).\n"]
+         "above is the plain-state model (the *plain* column here), but for its "
+         "capitalised-states table, which is the *shipped* column.\n"]
     for s in sets:
         n_unk = res["unknown_tokens"][s]
         L.append(f"### {SET_NAMES[s]} ({n_unk:,} unknown tokens)\n")
