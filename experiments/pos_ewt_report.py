@@ -28,7 +28,8 @@ def splice(doc: Path, name: str, section: str, script: str = "experiments/pos_ew
     text = doc.read_text(encoding="utf-8") if doc.is_file() else ""
     if begin in text and end in text:
         head, rest = text.split(begin, 1)
-        text = head + block + rest.split(end, 1)[1].lstrip("\n")
+        tail = rest.split(end, 1)[1].lstrip("\n")
+        text = head + block + ("\n" + tail if tail else "")
     else:
         text = text + ("\n" if text else "") + block
     tmp = doc.with_name(doc.name + ".tmp")
