@@ -116,4 +116,6 @@ def tag(
     lm, emissions = load_models(models, order)
     words = list(words)
     r = decode(lm, emissions.lattice(words), **decode_options)
-    return TagResult(**{f.name: getattr(r, f.name) for f in fields(r)}, words=words)
+    values = {f.name: getattr(r, f.name) for f in fields(r)}
+    values["tokens"] = emissions.penn_tags(r.tokens)  # decoded states -> tags (tasks.pos_cap)
+    return TagResult(**values, words=words)

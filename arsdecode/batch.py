@@ -106,9 +106,9 @@ def worker_models(spec: TaskSpec) -> tuple[Any, Any]:
     if key not in _WORKER_MODELS:
         emissions = None
         if spec.emissions is not None:
-            from arsdecode.tasks.pos import TnTEmissions
+            from arsdecode.tasks.pos_models import load_emissions
 
-            emissions = TnTEmissions.load(spec.emissions)
+            emissions = load_emissions(spec.emissions)
         lm = load_shared_model(spec.lm, spec.config)
         for old in [k for k in _WORKER_MODELS if k[0][0] == spec.lm]:
             del _WORKER_MODELS[old]
@@ -229,7 +229,8 @@ def run_chunk(spec: TaskSpec, items: list[Item]) -> list[str]:
         if isinstance(answer, str):
             line = {"id": item.id, "line": item.lineno, "error": answer}
         elif spec.task == "tag":  # as `arsdecode tag --json`: the words, then their tags
-            line = {"id": item.id, "tokens": words[k], "tags": answer.pop("tokens"), **answer}
+            tags = emissions.penn_tags(answer.pop("tokens"))  # decoded states -> tags
+            line = {"id": item.id, "tokens": words[k], "tags": tags, **answer}
         else:
             line = {"id": item.id, **answer}
         lines.append(json.dumps(line))

@@ -17,7 +17,10 @@ CoNLL-2000 corpus is found (``--nltk-dir``, default as data_prep.pos_data), wsj2
 section 20, for evaluation only; CoNLL-2000 writes brackets' tags as "(" ")", mapped here to
 EWT's -LRB- -RRB-). Then the model, trained on EWT train: emissions.json.gz
 (`arsdecode.tasks.pos.TnTEmissions` with the settings chosen on EWT dev, see SETTINGS) and
-tags.<n>.arpa / tags.<n>.maxarpa, TnT's deleted-interpolation tag LM of each order n.
+tags.<n>.arpa / tags.<n>.maxarpa / tags.<n>.npz (binary, what `tag --models` prefers), TnT's
+deleted-interpolation tag LM of each order n. With the `capitalisation` setting (TnT's
+capitalisation feature, `arsdecode.tasks.pos_cap`; on for the shipped model) the tag LM is
+over "tag^class" states (class upper or lower, after the word).
 
 ``--ship DIR`` copies the model in the layout `arsdecode tag` looks up: emissions.json.gz and
 tags.<n>.maxarpa.gz (gzip with mtime 0, so a rebuild is byte-identical).
@@ -33,12 +36,14 @@ import sys
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
-from arsdecode.tasks.pos import TnTEmissions, write_tagged
+from arsdecode.tasks.pos import PENN_CLOSED_TAGS, TnTEmissions, write_tagged
+from arsdecode.tasks.pos_cap import cap_sequences
 from arsdecode.tasks.pos_models import PREFERRED_ORDER
 from data_prep.lmplz import REPO_ROOT
 from data_prep.pos_data import (
     DataError,
     arpa_ngram_counts,
+    convert_binary,
     convert_maxarpa,
     default_data_dir,
     deleted_interpolation_arpa,
@@ -48,11 +53,14 @@ from data_prep.pos_data import (
 Sentence = list[tuple[str, str]]
 SPLITS = ("train", "dev", "test")
 # Emission settings of the shipped model, chosen on EWT dev (experiments/pos_ewt.py).
-SETTINGS: dict[str, float | int | bool | None] = {
+SETTINGS: dict[str, float | int | bool | tuple[str, ...] | None] = {
     "rare_max_count": 10,
     "suffix_max_len": 10,
     "suffix_alpha": 10.0,
     "sentence_initial": True,
+    "skip_case_variants": True,  # chosen on EWT dev with capitalisation (docs/results-pos.md)
+    "capitalisation": True,  # TnT's capitalised states: better on EWT dev at every order
+    "closed_tags": PENN_CLOSED_TAGS,  # no unknown word gets a function-word tag
 }
 # The order `arsdecode tag` uses by default, chosen on EWT dev; one constant, in the library.
 DEFAULT_ORDER = PREFERRED_ORDER
@@ -136,17 +144,24 @@ def read_wsj20(nltk_dir: Path) -> list[Sentence]:
 def build_model(
     train: Sequence[Sentence], out: Path, orders: Sequence[int], settings: dict | None = None
 ) -> dict:
-    """emissions.json.gz and tags.<n>.{arpa,maxarpa} under `out`; returns a summary."""
+    """emissions.json.gz and tags.<n>.{arpa,maxarpa,npz} under `out`; returns a summary.
+
+    The tag LMs are over the states the emission model decodes with: tags, or "tag^class"
+    when `settings["capitalisation"]` (arsdecode.tasks.pos_cap)."""
     settings = dict(SETTINGS if settings is None else settings)
     out.mkdir(parents=True, exist_ok=True)
     TnTEmissions.train(train, **settings).save(out / "emissions.json.gz")
-    tag_seqs = [[t for _, t in s] for s in train]
+    if settings.get("capitalisation"):
+        tag_seqs = cap_sequences(train)
+    else:
+        tag_seqs = [[t for _, t in s] for s in train]
     lms: dict[str, dict] = {}
     for order in orders:
         arpa, lambdas = deleted_interpolation_arpa(tag_seqs, order, out / f"tags.{order}.arpa")
         maxarpa = out / f"tags.{order}.maxarpa"
         if not convert_maxarpa(arpa, maxarpa):
             raise DataError(f"cannot convert {arpa} to MAX-ARPA")
+        convert_binary(maxarpa, out / f"tags.{order}.npz")
         lms[str(order)] = {"lambdas": [round(x, 6) for x in lambdas[1:]],
                            "ngram_counts": arpa_ngram_counts(arpa)}
     return {"settings": settings, "lms": lms}

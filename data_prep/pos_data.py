@@ -24,7 +24,10 @@ maximum-likelihood k-gram estimates with Brants's deleted-interpolation weights,
 from order 3 to order n and written as an exact backoff ARPA (`deleted_interpolation_arpa`).
 ``kn`` instead trains lmplz modified Kneser-Ney with ``--discount_fallback`` (no tag occurs once,
 so lmplz cannot estimate the unigram discounts) and optional ``--prune``. Written as
-tags.<order>.arpa, plus tags.<order>.maxarpa when the maxarpa package's converter exists.
+tags.<order>.arpa, plus tags.<order>.maxarpa when the maxarpa package's converter exists, plus
+its binary twin tags.<order>.npz (`maxarpa.convert(..., binary=True)`): the file
+`arsdecode tag --models DIR` prefers (arsdecode.tasks.pos_models), because it loads without
+parsing, where the 9-gram text model takes seconds to read.
 
 Why deleted interpolation although Kneser-Ney has the lower tag perplexity at every order: on a
 development split (``--split dev``: the last fifth of CoNLL-2000 train held out) the HMM tags
@@ -283,6 +286,18 @@ def convert_maxarpa(arpa: Path, out: Path) -> bool:
     return True
 
 
+def convert_binary(maxarpa_path: Path, out: Path) -> Path:
+    """Write the binary tag LM `out` (.npz) from a MAX-ARPA file, through maxarpa's own writer
+    (a temporary file and a rename, so a stopped run never leaves half a model)."""
+    import maxarpa
+
+    try:
+        maxarpa.convert(maxarpa_path, out, binary=True)
+    except maxarpa.MaxArpaError as err:
+        raise DataError(f"{maxarpa_path}: cannot write the binary tag LM {out}: {err}") from None
+    return out
+
+
 def prepare(
     out: Path,
     data_dir: Path,
@@ -361,10 +376,13 @@ def prepare(
             arpa, lambdas = deleted_interpolation_arpa(tag_seqs, order, out / f"tags.{order}.arpa")
             entry["lambdas"] = [round(x, 6) for x in lambdas[1:]]
         maxarpa = out / f"tags.{order}.maxarpa"
+        converted = convert_maxarpa(arpa, maxarpa)
         entry |= {
             "arpa": str(arpa),
             "ngram_counts": arpa_ngram_counts(arpa),
-            "maxarpa": str(maxarpa) if convert_maxarpa(arpa, maxarpa) else None,
+            "maxarpa": str(maxarpa) if converted else None,
+            "binary": str(convert_binary(maxarpa, out / f"tags.{order}.npz")) if converted
+            else None,
         }
         summary["lms"][str(order)] = entry
     (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")

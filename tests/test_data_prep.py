@@ -1,4 +1,5 @@
-"""Corpus reading, keypad normalisation and the reproducible SMS test-set pipeline (real data).
+"""Corpus reading, keypad normalisation and the reproducible SMS test-set pipeline (real data);
+the POS pipeline's binary tag models (data_prep.pos_data, on a tiny corpus).
 
 Why these checks: every later SMS figure depends on the normalisation (what a token is) and on
 the seeded split; a silent change in either would change the experiment without any error.
@@ -196,3 +197,38 @@ def test_first_state_union_document() -> None:
     data_dir = find_test_corpus("state_union").parent
     ((name, text),) = itertools.islice(iter_documents("state_union", data_dir), 1)
     assert name == "state_union/1945-Truman.txt" and "Mr. Speaker" in text
+
+
+MRG = """\
+( (S (NP-SBJ (DT The) (NN dog)) (VP (VBD barked)) (. .)) )
+( (S (NP-SBJ (NNP Rex)) (VP (VBD saw) (NP (DT a) (NN cat))) (. .)) )
+"""
+CONLL = ("A DT B-NP\ncat NN I-NP\nsat VBD B-VP\n. . O\n\n"
+         "The DT B-NP\ndog NN I-NP\nran VBD B-VP\n. . O\n")
+
+
+def test_pos_data_writes_the_binary_tag_models_tag_prefers(tmp_path: Path) -> None:
+    """A user who follows the README (`python -m data_prep.pos_data --out DIR`, then
+    `arsdecode tag --models DIR`) must get the binary tag LM, not parse a text model."""
+    from arsdecode.tasks.pos_models import tag_lm_path
+    from data_prep.pos_data import prepare as prepare_pos
+    from maxarpa import load
+
+    data = tmp_path / "nltk"
+    (data / "treebank" / "combined").mkdir(parents=True)
+    (data / "treebank" / "combined" / "wsj_0001.mrg").write_text(MRG, encoding="utf-8")
+    (data / "conll2000").mkdir()
+    (data / "conll2000" / "train.txt").write_text(CONLL * 3, encoding="utf-8")
+    (data / "conll2000" / "test.txt").write_text(CONLL, encoding="utf-8")
+    out = tmp_path / "pos"
+    summary = prepare_pos(out, data, orders=[2, 3])
+    for n in (2, 3):
+        npz = out / f"tags.{n}.npz"
+        assert summary["lms"][str(n)]["binary"] == str(npz)
+        assert tag_lm_path(out, n) == npz
+        binary, text = load(npz), load(out / f"tags.{n}.maxarpa")
+        assert binary.order == text.order == n
+        for ctx, w in ((["<s>"], "DT"), (["DT"], "NN"), (["NN", "VBD"], "."), (["VBD"], "DT")):
+            assert binary.log10p(w, ctx) == text.log10p(w, ctx)
+            assert binary.max_log10p(w, ctx) == text.max_log10p(w, ctx)
+    assert not list(out.glob("*.tmp"))

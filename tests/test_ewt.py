@@ -17,6 +17,8 @@ import pytest
 from arsdecode.ars import decode
 from arsdecode.full import full_decode
 from arsdecode.tasks.pos import TnTEmissions
+from arsdecode.tasks.pos_cap import CapEmissions
+from arsdecode.tasks.pos_models import load_emissions
 from data_prep.ewt import (
     DEFAULT_ORDER,
     SETTINGS,
@@ -97,18 +99,20 @@ def test_shipped_directory_layout():
 
 @pytest.fixture(scope="module")
 def shipped():
-    em = TnTEmissions.load(SHIP_DIR / "emissions.json.gz")
+    em = load_emissions(SHIP_DIR / "emissions.json.gz")
     lms = {n: Model.load(SHIP_DIR / f"tags.{n}.maxarpa.gz") for n in SHIP_ORDERS}
     return em, lms
 
 
 def test_shipped_emissions_use_the_chosen_settings(shipped):
     em, lms = shipped
-    assert (em.rare_max_count, em.suffix_max_len, em.suffix_alpha, em.sentence_initial) == (
-        SETTINGS["rare_max_count"], SETTINGS["suffix_max_len"], SETTINGS["suffix_alpha"],
-        SETTINGS["sentence_initial"])
+    assert isinstance(em, CapEmissions) and SETTINGS["capitalisation"]
+    base = em.em
+    assert {k: getattr(base, k) for k in SETTINGS} == SETTINGS
     for n, lm in lms.items():
         assert lm.order == n
+        # the tag LM is over exactly the emission model's (tag, class) states
+        assert set(lm.vocab) - {"<s>", "</s>"} == set(em.tags)
 
 
 @needs_ewt
@@ -142,6 +146,6 @@ def test_shipped_tagger_decodes_exactly(shipped, order):
 def test_shipped_default_order_tags_a_plain_sentence(shipped):
     em, lms = shipped
     lattice = em.lattice(["The", "dog", "barked", "."])
-    tags = decode(lms[DEFAULT_ORDER], lattice).tokens
+    tags = em.penn_tags(decode(lms[DEFAULT_ORDER], lattice).tokens)
     assert (tags[0], tags[1], tags[3]) == ("DT", "NN", ".")
     assert tags[2].startswith("VB")  # "barked" is unseen in EWT train: VBD or VBN

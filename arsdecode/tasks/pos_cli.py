@@ -11,6 +11,8 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from collections.abc import Callable, Sequence
+from dataclasses import replace
 from pathlib import Path
 
 import arsdecode.corpus as corpus
@@ -87,18 +89,22 @@ def tag_one(args: argparse.Namespace, lm, emissions, words: list[str]) -> int:
     lattice = emissions.lattice(words)
     if args.sample is None:
         r = corpus.decode(lm, lattice, method=args.method, variant=args.variant)
+        tags = emissions.penn_tags(r.tokens)  # decoded states -> tags (see tasks.pos_cap)
         if args.json:
-            print_json(tag_json(words, r.tokens, r.log_p, time.perf_counter() - start))
+            print_json(tag_json(words, tags, r.log_p, time.perf_counter() - start))
         else:
-            print(" ".join(f"{w}/{t}" for w, t in zip(words, r.tokens)))
+            print(" ".join(f"{w}/{t}" for w, t in zip(words, tags)))
         return EXIT_OK
-    return sample_one(args, lm, lattice, words, start)
+    return sample_one(args, lm, lattice, words, start, emissions.penn_tags)
 
 
-def sample_one(args: argparse.Namespace, lm, lattice, words: list[str], start: float) -> int:
+def sample_one(args: argparse.Namespace, lm, lattice, words: list[str], start: float,
+               penn_tags: Callable[[Sequence[str]], list[str]] = list) -> int:
     check_batch_fits(args.batch, lattice)
     r = sample(lm, lattice, args.sample, args.seed, batch=args.batch,
                target_ar=args.target_ar, ar_window=args.ar_window, variant=args.variant)
+    # states -> tags: a position's states all share the word's class, so this is one to one
+    r = replace(r, samples=[penn_tags(s) for s in r.samples])
     marginals = marginals_from_samples(r.samples)  # the code `arsdecode marginals` runs
     seconds = time.perf_counter() - start
     if args.json:
@@ -149,12 +155,13 @@ def tag_file(args: argparse.Namespace, lm, emissions) -> int:
             chunk = sentences[lo : lo + FILE_CHUNK]
             start = time.perf_counter()
             r = tag_many(lm, emissions, chunk, method=args.method)
+            r_tags = [emissions.penn_tags(t) for t in r.tags]  # states -> tags (pos_cap)
             each = (time.perf_counter() - start) / len(chunk)
             if not (args.conll or args.json):  # one write per chunk, not a print per line
                 sys.stdout.write("".join(" ".join(map("/".join, zip(words, tags))) + "\n"
-                                         for words, tags in zip(chunk, r.tags, strict=True)))
+                                         for words, tags in zip(chunk, r_tags, strict=True)))
                 sys.stdout.flush()
-            for words, tags, log_p in zip(chunk, r.tags, r.log_p.tolist(), strict=True):
+            for words, tags, log_p in zip(chunk, r_tags, r.log_p.tolist(), strict=True):
                 if args.conll:
                     blocks.append("".join(f"{w}\t{t}\n" for w, t in zip(words, tags)) + "\n")
                 elif args.json:

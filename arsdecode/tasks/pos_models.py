@@ -4,7 +4,9 @@ Why one lookup: the CLI (`arsdecode tag`) and the library (`arsdecode.tag`) must
 models, and a directory the user named must never be silently replaced by another one. A model
 directory holds `emissions.json.gz` and a tag LM `tags.{order}.npz` (maxarpa's binary, made by
 `maxarpa convert --binary`; loads without parsing), `tags.{order}.maxarpa[.gz]` or
-`tags.{order}.arpa[.gz]`, preferred in that order (log10 as every model file).
+`tags.{order}.arpa[.gz]`, preferred in that order (log10 as every model file). An emission
+model saved with `capitalisation` (the shipped one) goes with a tag LM over (tag, class) states
+and is loaded as `pos_cap.CapEmissions` (`load_emissions`); older files load as they were.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from arsdecode.tasks.pos import PosModelError, TnTEmissions
+from arsdecode.tasks.pos_cap import CapEmissions
 from maxarpa.model import Model
 
 ENV_VAR = "ARSDECODE_POS_MODELS"
@@ -64,8 +67,18 @@ def tag_lm_path(d: Path, order: int | None) -> Path:
                         f"{', '.join(map(str, orders))})")
 
 
+Emissions = TnTEmissions | CapEmissions
+
+
+def load_emissions(path: str | Path) -> Emissions:
+    """The emission model of `path` as the taggers use it: `CapEmissions` when it was saved
+    with capitalisation (its tag LM is over "tag^class" states), else the `TnTEmissions`."""
+    em = TnTEmissions.load(path)
+    return CapEmissions(em) if em.capitalisation else em
+
+
 def load_models(arg: str | Path | None = None, order: int | None = None
-                ) -> tuple[Model, TnTEmissions]:
+                ) -> tuple[Model, Emissions]:
     """The tag LM and the emission model, found as `models_dir` says; cached per file."""
     d = models_dir(arg)
     lm_path = tag_lm_path(d, order)
@@ -76,5 +89,5 @@ def load_models(arg: str | Path | None = None, order: int | None = None
 
 
 @lru_cache(maxsize=4)
-def _load(lm_path: str, em_path: str) -> tuple[Model, TnTEmissions]:
-    return Model.load(lm_path), TnTEmissions.load(em_path)
+def _load(lm_path: str, em_path: str) -> tuple[Model, Emissions]:
+    return Model.load(lm_path), load_emissions(em_path)
