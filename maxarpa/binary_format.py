@@ -16,6 +16,12 @@ Layout: members `magic` (the string MAGIC), `order`, `vocab_utf8` (uint8: the wo
 by "\\n", encoded as UTF-8 with surrogateescape, so non-UTF-8 words keep their bytes), and
 for each order k the arrays `keys_k rows_k log10p_k log10bow_k listed_k mf_k mbow_k`.
 Version-1 files (vocab as one numpy string) are still read.
+
+Optional members `ctx_lens ctx_keys`: the useful-context tables of the merged full DP
+(`maxarpa.contexts`; their rows are rebuilt from the keys when first used), written by
+default so that a process decoding with the full DP does not build them (about 1 us per
+n-gram, every process). A file without them still loads; the
+tables are then built when first needed, as before.
 """
 
 from __future__ import annotations
@@ -28,6 +34,7 @@ from pathlib import Path
 
 import numpy as np
 
+from maxarpa.contexts import attach, useful_context_tables
 from maxarpa.errors import FormatError
 from maxarpa.model import Model
 from maxarpa.output import atomic_output, check_output
@@ -37,6 +44,7 @@ MAGIC = "maxarpa-binary-2"
 READABLE_MAGICS = ("maxarpa-binary-1", MAGIC)
 ZIP_MAGIC = b"PK\x03\x04"
 FIELDS = ("keys", "rows", "log10p", "log10bow", "listed", "mf", "mbow")
+CONTEXT_MEMBERS = ("ctx_lens", "ctx_keys")  # optional: maxarpa.contexts' tables
 ALIGN = 64
 _LOCAL_HEADER = struct.Struct("<4s2B4HL2L2H")  # the zip local file header (as zipfile's)
 _ZIP64_EXTRA = 20  # zipfile adds this to the local header when force_zip64 is set
@@ -57,8 +65,11 @@ def encode_vocab(vocab: list[str]) -> np.ndarray:
     return np.frombuffer("\n".join(vocab).encode("utf-8", "surrogateescape"), dtype=np.uint8)
 
 
-def write_binary(model: Model, path: str | Path) -> None:
+def write_binary(model: Model, path: str | Path, *, contexts: bool = True) -> None:
     """Write the model's table as an uncompressed, 64-byte aligned .npz at `path`.
+
+    With `contexts` (the default), also the useful-context tables (`maxarpa.contexts`, the
+    stored ones if the model was read with them), so that readers need not build them.
 
     Written to a temporary file beside `path`, then renamed, so a failure (or SIGINT,
     SIGTERM, SIGHUP) never leaves a half-written model or a temporary file behind.
@@ -76,6 +87,10 @@ def write_binary(model: Model, path: str | Path) -> None:
         for field in FIELDS:
             arrays[f"{field}_{k}"] = np.ascontiguousarray(getattr(node, field))
     check_output(None, path, binary=True)
+    if contexts:
+        tables = useful_context_tables(model)
+        arrays.update(zip(CONTEXT_MEMBERS, (np.ascontiguousarray(a) for a in tables[1:]),
+                          strict=True))
     with atomic_output(path) as tmp, open(tmp, "wb") as fh, zipfile.ZipFile(
         fh, "w", zipfile.ZIP_STORED, allowZip64=True
     ) as zf:
@@ -171,12 +186,17 @@ def read_binary(path: str | Path, mmap: bool = False) -> Model:
         trie = Trie(len(vocab), [])
         for k in range(1, n + 1):
             trie.nodes.append(OrderNodes(**{f: get(f"{f}_{k}") for f in FIELDS}))
+        tables = (tuple(get(name) for name in CONTEXT_MEMBERS)
+                  if all(name in layout for name in CONTEXT_MEMBERS) else None)
     except (OSError, ValueError, KeyError, zipfile.BadZipFile, EOFError, struct.error) as err:
         if isinstance(err, FormatError):
             raise
         raise FormatError(path, None, f"corrupt maxarpa binary file ({err})") from None
     _check_shapes(trie, path)
-    return Model(vocab, trie, path)
+    model = Model(vocab, trie, path)
+    if tables is not None:
+        attach(model, *tables)
+    return model
 
 
 def _check_shapes(trie: Trie, path: str) -> None:
