@@ -87,7 +87,8 @@ def tag_one(args: argparse.Namespace, lm, emissions, words: list[str]) -> int:
     if args.sample is None:
         r = corpus.decode(lm, lattice, method=args.method, variant=args.variant)
         if args.json:
-            print_json(tag_json(words, r.tokens, r.log_p, time.perf_counter() - start))
+            print_json(tag_json(words, r.tokens, r.log_p, time.perf_counter() - start,
+                                r.method))
         else:
             print(" ".join(f"{w}/{t}" for w, t in zip(words, r.tokens)))
         return EXIT_OK
@@ -117,9 +118,12 @@ def sample_one(args: argparse.Namespace, lm, lattice, words: list[str], start: f
     return EXIT_OK
 
 
-def tag_json(words: list[str], tags: list[str], log_p: float, seconds: float) -> dict:
-    """One tagged sentence: {"tokens", "tags", "log_p" (ln), "timing": {"seconds"}}."""
-    return {"tokens": words, "tags": tags, "log_p": log_p, "timing": {"seconds": seconds}}
+def tag_json(words: list[str], tags: list[str], log_p: float, seconds: float,
+             method: str) -> dict:
+    """One tagged sentence: {"tokens", "tags", "log_p" (ln), "method" (the exact decoder
+    that ran on it, "full" or "ars": auto's choice is visible), "timing": {"seconds"}}."""
+    return {"tokens": words, "tags": tags, "log_p": log_p, "method": method,
+            "timing": {"seconds": seconds}}
 
 
 def tag_file(args: argparse.Namespace, lm, emissions) -> int:
@@ -142,11 +146,12 @@ def tag_file(args: argparse.Namespace, lm, emissions) -> int:
                 sys.stdout.write("".join(" ".join(map("/".join, zip(words, tags))) + "\n"
                                          for words, tags in zip(chunk, r.tags, strict=True)))
                 sys.stdout.flush()
-            for words, tags, log_p in zip(chunk, r.tags, r.log_p.tolist(), strict=True):
+            for words, tags, log_p, method in zip(chunk, r.tags, r.log_p.tolist(), r.methods,
+                                                  strict=True):
                 if args.conll:
                     blocks.append("".join(f"{w}\t{t}\n" for w, t in zip(words, tags)) + "\n")
                 elif args.json:
-                    print_json(tag_json(words, tags, log_p, each))
+                    print_json(tag_json(words, tags, log_p, each, method))
             bar.update(len(chunk))
     if args.conll:
         text = "".join(blocks)
