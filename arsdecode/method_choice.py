@@ -28,7 +28,10 @@ import numpy as np
 # per-pair costs far apart: a dense row per state for small vocabularies (tags; native
 # DENSE_MAX_VOCAB = 4096) and a hash map for large ones.
 AUTO_FULL_PAIRS = 30_000  # large vocabularies (bench_auto sweep: 3e4 best of 1e3..1e9)
-AUTO_FULL_PAIRS_SMALL_VOCAB = 2_000_000  # tags (every budget >= 1e4 is within 1% of the oracle)
+# Tags: every budget >= 1e4 was within 1% of the oracle on WSJ-20, but out-of-domain text
+# (UD EWT, many unknown words with ~20 candidate tags each) reaches 2.6M pairs on 24-word
+# sentences, which the DP finishes in 0.07 s against ARS's 0.1-1.5 s: 2**23 pairs, ~0.25 s.
+AUTO_FULL_PAIRS_SMALL_VOCAB = 2**23
 SMALL_VOCAB = 4096  # = arsdecode.native._core.DENSE_MAX_VOCAB
 # The ARS estimate per lattice: seconds per position + seconds per candidate (bench_auto: ARS
 # took 0.4-18 ms per position of a word lattice, 1.2-11 ms per position of a tag lattice,
@@ -37,7 +40,8 @@ ARS_SECONDS_PER_POSITION = 1e-3
 ARS_SECONDS_PER_POSITION_SMALL_VOCAB = 2e-3
 ARS_SECONDS_PER_CANDIDATE = 16e-6
 ARS_SECONDS_PER_SQUARED_WIDTH = 4e-9  # 4 x 11,674 random candidates: 3-30e-9 (bench_auto)
-FULL_SECONDS_PER_PAIR = 1e-6  # the compiled DP: 0.3-2 us per pair (bench_auto)
+FULL_SECONDS_PER_PAIR = 1e-6  # the compiled DP, hash-map store: 0.3-2 us per pair
+FULL_SECONDS_PER_PAIR_SMALL_VOCAB = 3e-8  # dense rows (tags): 28 ns per pair on UD EWT
 SETUP_SECONDS_PER_NGRAM = 1e-6  # building the tables: 0.6-1.5 us per n-gram
 
 
@@ -61,12 +65,15 @@ def lattice_sizes(widths_per_lattice) -> tuple[np.ndarray, np.ndarray, np.ndarra
 
 def full_pairs_budgets(lm, positions, candidates, squared_widths) -> np.ndarray:
     """Per lattice, the (state, candidate) pairs past which `auto` abandons its full DP for
-    ARS: the ARS estimate in pairs rounded down to a power of 2, at least the floor of the
-    vocabulary kind. Rounded so that lattices share a few budgets: the compiled core takes
-    one budget per call, and a lattice gets the same budget alone or in a corpus."""
-    floor = AUTO_FULL_PAIRS_SMALL_VOCAB if _small_vocab(lm) else AUTO_FULL_PAIRS
-    pairs = ars_seconds(lm, positions, candidates, squared_widths) / FULL_SECONDS_PER_PAIR
-    return np.maximum(float(floor), np.exp2(np.floor(np.log2(np.maximum(pairs, 1.0)))))
+    ARS: the ARS estimate in pairs rounded down to a power of 2**(1/4), at least the floor of
+    the vocabulary kind. Rounded so that lattices share a few budgets: the compiled core
+    takes one budget per call, and a lattice gets the same budget alone or in a corpus."""
+    small = _small_vocab(lm)
+    floor = AUTO_FULL_PAIRS_SMALL_VOCAB if small else AUTO_FULL_PAIRS
+    per_pair = FULL_SECONDS_PER_PAIR_SMALL_VOCAB if small else FULL_SECONDS_PER_PAIR
+    pairs = ars_seconds(lm, positions, candidates, squared_widths) / per_pair
+    rounded = np.exp2(np.floor(4 * np.log2(np.maximum(pairs, 1.0))) / 4)
+    return np.maximum(float(floor), np.floor(rounded))
 
 
 def setup_seconds(lm) -> float:
