@@ -5,13 +5,14 @@ these questions, and the answers need only the model's size and vocabulary and t
 sizes, not the ARS machinery that `arsdecode.corpus` imports (about 10 ms of a 0.2 s command).
 
 The model (docs/performance.md section 4, fit from bench/bench_auto.py's measurements):
-  - ARS on a lattice costs about `ars_seconds`: a cost per position, per candidate
-    (positions x width) and per squared width (a refinement at a wide position creates a
-    state whose row spans the next position's width, and flat emissions there need many
-    refinements: 4 positions x 11,674 words took seconds). It is a low estimate on purpose
-    (near the fastest lattices of each size): the full DP gets that much time before it is
-    abandoned, so a lattice ARS solves quickly costs auto little more than ARS, and a long or
-    wide lattice, on which ARS is slow (seconds), gives the full DP the room it needs.
+  - ARS on a lattice costs about `ars_seconds`: a cost per position, per candidate, per
+    position x candidate (its iterations grow with the length, and each costs about the size
+    of the automaton, positions x width) and per cubed width (at a wide position with flat
+    emissions the iterations grow with the width too: hundreds on 4 positions x 11,674 words,
+    where ARS took seconds, against tens on SMS candidate lists). It is a low estimate on
+    purpose (near the fastest lattices of each size): the full DP gets that much time before
+    it is abandoned, so a lattice ARS solves quickly costs auto little more than ARS, and a
+    long or wide lattice, on which ARS is slow (seconds), gives the full DP the room it needs.
   - The full DP costs about FULL_SECONDS_PER_PAIR per (state, candidate) pair; its budget on
     a lattice is the ARS estimate in pairs, and never less than a floor per vocabulary kind
     (the budgets bench_auto's sweep validated for short lattices).
@@ -33,37 +34,41 @@ AUTO_FULL_PAIRS = 30_000  # large vocabularies (bench_auto sweep: 3e4 best of 1e
 # sentences, which the DP finishes in 0.07 s against ARS's 0.1-1.5 s: 2**23 pairs, ~0.25 s.
 AUTO_FULL_PAIRS_SMALL_VOCAB = 2**23
 SMALL_VOCAB = 4096  # = arsdecode.native._core.DENSE_MAX_VOCAB
-# The ARS estimate per lattice: seconds per position + seconds per candidate (bench_auto: ARS
-# took 0.4-18 ms per position of a word lattice, 1.2-11 ms per position of a tag lattice,
-# 4-450 us per candidate; the lattices 4 x 11,674 took 0.2-2 s per position).
+# The ARS estimate per lattice (bench_auto's measurements): ARS took 0.4-18 ms per position
+# of a word lattice and 1.2-11 ms per position of a tag lattice; 3-450 us per candidate,
+# growing with the length (60-130 ns per position x candidate on 100-2,000 positions, 1 us
+# on SMS lists of 4-10 positions); 4 positions x 11,674 random candidates took 2-15 s.
 ARS_SECONDS_PER_POSITION = 1e-3
 ARS_SECONDS_PER_POSITION_SMALL_VOCAB = 2e-3
-ARS_SECONDS_PER_CANDIDATE = 16e-6
-ARS_SECONDS_PER_SQUARED_WIDTH = 4e-9  # 4 x 11,674 random candidates: 3-30e-9 (bench_auto)
+ARS_SECONDS_PER_CANDIDATE = 2e-6
+ARS_SECONDS_PER_POSITION_CANDIDATE = 5e-8
+ARS_SECONDS_PER_CUBED_WIDTH = 2.3e-13  # 4 x 11,674: 1.5 s; a 1,755-word SMS list: 1 ms
 FULL_SECONDS_PER_PAIR = 1e-6  # the compiled DP, hash-map store: 0.3-2 us per pair
 FULL_SECONDS_PER_PAIR_SMALL_VOCAB = 3e-8  # dense rows (tags): 28 ns per pair on UD EWT
 SETUP_SECONDS_PER_NGRAM = 1e-6  # building the tables: 0.6-1.5 us per n-gram
 
 
-def ars_seconds(lm, positions, candidates, squared_widths) -> np.ndarray:
+def ars_seconds(lm, positions, candidates, cubed_widths) -> np.ndarray:
     """The estimated ARS time on lattices (arrays, one entry per lattice) of `positions`
-    positions, `candidates` candidates in all and `squared_widths` the sum over positions of
-    the squared width: grows with positions x width, and faster with the width."""
+    positions, `candidates` candidates in all and `cubed_widths` the sum over positions of
+    the cubed width: grows with positions x width, and fast with the width alone."""
     per_position = (ARS_SECONDS_PER_POSITION_SMALL_VOCAB if _small_vocab(lm)
                     else ARS_SECONDS_PER_POSITION)
-    return (per_position * np.asarray(positions, dtype=np.float64)
-            + ARS_SECONDS_PER_CANDIDATE * np.asarray(candidates, dtype=np.float64)
-            + ARS_SECONDS_PER_SQUARED_WIDTH * np.asarray(squared_widths, dtype=np.float64))
+    positions = np.asarray(positions, dtype=np.float64)
+    candidates = np.asarray(candidates, dtype=np.float64)
+    return (per_position * positions + ARS_SECONDS_PER_CANDIDATE * candidates
+            + ARS_SECONDS_PER_POSITION_CANDIDATE * positions * candidates
+            + ARS_SECONDS_PER_CUBED_WIDTH * np.asarray(cubed_widths, dtype=np.float64))
 
 
 def lattice_sizes(widths_per_lattice) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(positions, candidates, squared widths) per lattice, from each lattice's widths."""
-    sizes = np.array([(len(w), sum(w), sum(x * x for x in w)) for w in widths_per_lattice],
+    """(positions, candidates, cubed widths) per lattice, from each lattice's widths."""
+    sizes = np.array([(len(w), sum(w), sum(x**3 for x in w)) for w in widths_per_lattice],
                      dtype=np.float64).reshape(-1, 3)
     return sizes[:, 0], sizes[:, 1], sizes[:, 2]
 
 
-def full_pairs_budgets(lm, positions, candidates, squared_widths) -> np.ndarray:
+def full_pairs_budgets(lm, positions, candidates, cubed_widths) -> np.ndarray:
     """Per lattice, the (state, candidate) pairs past which `auto` abandons its full DP for
     ARS: the ARS estimate in pairs rounded down to a power of 2**(1/4), at least the floor of
     the vocabulary kind. Rounded so that lattices share a few budgets: the compiled core
@@ -71,7 +76,7 @@ def full_pairs_budgets(lm, positions, candidates, squared_widths) -> np.ndarray:
     small = _small_vocab(lm)
     floor = AUTO_FULL_PAIRS_SMALL_VOCAB if small else AUTO_FULL_PAIRS
     per_pair = FULL_SECONDS_PER_PAIR_SMALL_VOCAB if small else FULL_SECONDS_PER_PAIR
-    pairs = ars_seconds(lm, positions, candidates, squared_widths) / per_pair
+    pairs = ars_seconds(lm, positions, candidates, cubed_widths) / per_pair
     rounded = np.exp2(np.floor(4 * np.log2(np.maximum(pairs, 1.0))) / 4)
     return np.maximum(float(floor), np.floor(rounded))
 

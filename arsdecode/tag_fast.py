@@ -152,10 +152,10 @@ def _run_budgeted(lm: Model, flat: FlatLattices) -> BatchResult:
     from arsdecode.method_choice import full_pairs_budgets
 
     sent_off, pos_off = flat.sent_off, flat.pos_off
-    widths = np.diff(pos_off)
-    squares = np.add.reduceat(widths * widths, sent_off[:-1]) if len(widths) else widths
+    widths = np.diff(pos_off).astype(np.float64)
+    cubes = np.add.reduceat(widths**3, sent_off[:-1]) if len(widths) else widths
     budgets = full_pairs_budgets(lm, np.diff(sent_off),
-                                 pos_off[sent_off[1:]] - pos_off[sent_off[:-1]], squares)
+                                 pos_off[sent_off[1:]] - pos_off[sent_off[:-1]], cubes)
     distinct = np.unique(budgets)
     if len(distinct) == 1:
         return run_flat(lm, flat, viterbi=True, max_pairs=float(distinct[0]))
