@@ -23,6 +23,8 @@ The model (docs/performance.md section 4, fit from bench/bench_auto.py's measure
 
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 
 # Floors of the pair budget. Two, because the compiled DP has two transition stores with
@@ -83,10 +85,11 @@ def full_pairs_budgets(lm, positions, candidates, cubed_widths) -> np.ndarray:
 
 def setup_seconds(lm) -> float:
     """The estimated one-time cost of the full DP for `lm` in this process."""
-    from arsdecode.fast_full import is_built
     from maxarpa.contexts import has_stored_tables
 
-    if is_built(lm) or has_stored_tables(lm):
+    # Built only if arsdecode.fast_full was imported: a one-off ARS call need not import it.
+    fast_full = sys.modules.get("arsdecode.fast_full")
+    if (fast_full is not None and fast_full.is_built(lm)) or has_stored_tables(lm):
         return 0.0
     return SETUP_SECONDS_PER_NGRAM * sum(lm.counts)
 
