@@ -12,12 +12,14 @@ compiled core (`arsdecode.fast_full`), all lattices in one call, pruned by max-b
 its cost is its (state, candidate) pairs, which pruning makes impossible to predict well
 beforehand (the unpruned count, `predicted_pairs`, overestimates it by up to 1000x on SMS).
 So auto measures instead of predicting: it runs the pruned full DP on every lattice with a
-budget of pairs per lattice (`full_pairs_budget`, about what ARS costs on such a lattice), and
-a lattice that exceeds it is abandoned there and decoded by ARS. The worst case is the budget
-plus ARS; the budgets are validated in bench/bench_auto.py, which times both methods on every
-lattice. One exception, decided before any work: when building the full DP's tables for a
-model (once per process) would cost more than ARS on every lattice of the call, ARS runs them
-all (`setup_outweighs`). Each result's `method` says which one ran.
+budget of pairs per lattice (`method_choice.full_pairs_budgets`: an estimate of what ARS costs
+on that lattice, which grows with its positions x width, converted to pairs), and a lattice
+that exceeds it is abandoned there and decoded by ARS. The worst case is the budget plus ARS;
+the cost model is fit and validated in bench/bench_auto.py, which times both methods on every
+lattice. One exception, decided before any work: when setting up the full DP for a model
+(once per process; nearly free when the binary model stores its tables) would cost more than
+the estimated ARS time on every lattice of the call, ARS runs them all (`setup_outweighs`).
+Each result's `method` says which one ran.
 """
 
 from __future__ import annotations
@@ -37,7 +39,12 @@ from arsdecode.errors import NoPathError, OptionError
 from arsdecode.full import full_decode
 from arsdecode.inference import prune_hopeless, viterbi_indices
 from arsdecode.lattice import Lattice
-from arsdecode.method_choice import full_pairs_budget, setup_outweighs
+from arsdecode.method_choice import (
+    ars_seconds,
+    full_pairs_budgets,
+    lattice_sizes,
+    setup_outweighs,
+)
 from arsdecode.model import TargetModel, as_target_model
 from arsdecode.target import Target
 
@@ -70,11 +77,14 @@ def decode_many(
     _check_method(method)
     model = as_target_model(lm)
     results: list[DecodeResult | None] = [None] * len(lattices)
-    budget = auto_pairs_budget(model, len(lattices)) if method == "auto" else None
-    if method == "full" or budget is not None:
-        everything = list(range(len(lattices)))
-        for k, r in enumerate(_full_native(model, lattices, everything, budget)):
-            results[k] = r  # None: abandoned past the budget, for ARS below
+    budgets = auto_pairs_budgets(model, lattices) if method == "auto" else None
+    if method == "full":
+        results = list(_full_native(model, lattices, list(range(len(lattices)))))
+    elif budgets is not None:
+        for group, budget in _budget_groups(budgets):
+            for k, r in zip(group, _full_native(model, [lattices[k] for k in group], group,
+                                                budget), strict=True):
+                results[k] = r  # None: abandoned past the budget, for ARS below
     ars = [k for k, r in enumerate(results) if r is None]
     start = time.perf_counter()
     for group in _lockstep_groups(ars, [sum(lattices[k].widths) for k in ars]):
@@ -107,12 +117,21 @@ def _lockstep_groups(items: list[int], sizes: list[int]) -> list[list[int]]:
     return groups
 
 
+def _budget_groups(budgets: np.ndarray) -> list[tuple[list[int], float]]:
+    """The lattices grouped by budget (`full_pairs_budgets` gives a few distinct values):
+    one compiled call per group, as the core takes one budget per call."""
+    groups: dict[float, list[int]] = {}
+    for k, b in enumerate(budgets.tolist()):
+        groups.setdefault(b, []).append(k)
+    return sorted((group, b) for b, group in groups.items())
+
+
 def decode(lm, lattice: Lattice, *, method: Method = "auto", k: int | None = None, **options):
     """The exact argmax of p on one lattice by the method `method` picks (natural log).
 
     "ars" is Algorithm 1 (`arsdecode.ars.decode`, which takes `options`: variant,
     max_iterations, tol, on_iteration, keep_automaton, prune); "full" is the merged full DP on
-    the compiled core; "auto" runs the full DP within `auto_pairs_budget`, else ARS (the
+    the compiled core; "auto" runs the full DP within `auto_pairs_budgets`, else ARS (the
     module docstring says why). Returns a DecodeResult whose
     `method` says which ran. With `k`, returns instead the K best distinct paths, each exact
     and certified (`arsdecode.kbest.decode_kbest`, a KBestResult, always by ARS).
@@ -130,8 +149,9 @@ def decode(lm, lattice: Lattice, *, method: Method = "auto", k: int | None = Non
     if method == "full" and needs_ars:
         raise OptionError(f"{needs_ars[0]} needs the q-automaton, which only method 'ars' builds")
     model = as_target_model(lm)
-    budget = auto_pairs_budget(model, 1) if method == "auto" and not needs_ars else None
-    if method == "full" or budget is not None:
+    budgets = auto_pairs_budgets(model, [lattice]) if method == "auto" and not needs_ars else None
+    if method == "full" or budgets is not None:
+        budget = None if budgets is None else float(budgets[0])
         result = _full_native(model, [lattice], [0], budget)[0]
         if result is not None:
             return result
@@ -215,14 +235,18 @@ def _useful_by_last_word(lm) -> np.ndarray:
     return hit
 
 
-def auto_pairs_budget(model: TargetModel, n_lattices: int) -> float | None:
-    """auto's pair budget per lattice for the full DP on `model`, or None when auto runs ARS
-    on all `n_lattices` lattices: no compiled tables for this target (not a maxarpa model), or
-    building them would cost more than ARS on every lattice of the call."""
+def auto_pairs_budgets(model: TargetModel, lattices: Sequence[Lattice]) -> np.ndarray | None:
+    """auto's pair budget for the full DP on each lattice (`method_choice.full_pairs_budgets`),
+    or None when auto runs ARS on all of them: no compiled tables for this target (not a
+    maxarpa model), or setting them up would cost more than the estimated ARS time on every
+    lattice of the call."""
     lm = _maxarpa_model(model)
-    if lm is None or setup_outweighs(lm, n_lattices):
+    if lm is None:
         return None
-    return full_pairs_budget(lm)
+    sizes = lattice_sizes([lat.widths for lat in lattices])
+    if setup_outweighs(lm, float(ars_seconds(lm, *sizes).sum())):
+        return None
+    return full_pairs_budgets(lm, *sizes)
 
 
 def _maxarpa_model(model: TargetModel):

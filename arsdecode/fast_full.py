@@ -28,10 +28,8 @@ import numpy as np
 from arsdecode.errors import LatticeError, NoPathError
 from arsdecode.lattice import Lattice
 from arsdecode.native import _core, native_ngram
+from maxarpa.contexts import has_stored_tables, useful_context_tables
 from maxarpa.model import Model
-from maxarpa.table import row_hashes, unique_rows
-
-_EMPTY_KEY = np.uint64(2**64 - 1)  # the empty context's key: never a real parent * V + word
 
 
 @dataclass(frozen=True)
@@ -92,73 +90,6 @@ class BatchResult:
     pairs: np.ndarray  # (S,) (state, candidate) pairs visited: the DP's cost
 
 
-def useful_context_tables(lm: Model) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """All useful contexts with a global id (0 = empty context), prefix-closed.
-
-    Returns (rows, lens, keys): rows (N, n-1) int64 left-padded with -1, lens (N,) int32,
-    keys (N,) uint64 = gid(prefix) * V + last word.
-    """
-    trie = lm.trie
-    n, v = trie.order, np.uint64(trie.vocab_size)
-    width = max(n - 1, 0)
-    # U_j = prefixes of listed (j+1)-grams, prefixes of U_{j+1}, listed j-grams with bow != 0:
-    # top-down, so each level dedupes about two orders' worth of rows, not all longer n-grams.
-    level: dict[int, np.ndarray] = {}
-    above = np.empty((0, width + 1), dtype=np.int32)
-    for j in range(width, 0, -1):
-        node_up, node = trie.nodes[j], trie.nodes[j - 1]
-        parts = [node_up.rows[node_up.listed][:, :j].astype(np.int32), above[:, :j],
-                 node.rows[node.listed & (node.log10bow != 0)].astype(np.int32)]
-        rows = np.concatenate(parts)
-        above = unique_rows(rows)[0] if len(rows) else rows
-        level[j] = above
-    all_rows = [np.full((1, width), -1, dtype=np.int64)]
-    all_lens = [np.zeros(1, dtype=np.int32)]
-    all_keys = [np.array([_EMPTY_KEY], dtype=np.uint64)]
-    next_gid = 1
-    prev_rows, prev_gids = np.empty((0, 0), dtype=np.int32), np.zeros(1, dtype=np.int64)
-    for j in range(1, width + 1):
-        rows = level[j]
-        g = _parent_gids(rows, prev_rows, prev_gids)
-        keys = g.astype(np.uint64) * v + rows[:, -1].astype(np.uint64)
-        gids = np.arange(next_gid, next_gid + len(rows), dtype=np.int64)
-        next_gid += len(rows)
-        padded = np.full((len(rows), width), -1, dtype=np.int64)
-        padded[:, width - j :] = rows
-        all_rows.append(padded)
-        all_lens.append(np.full(len(rows), j, dtype=np.int32))
-        all_keys.append(keys)
-        prev_rows, prev_gids = rows, gids
-    keys = np.concatenate(all_keys)
-    return np.ascontiguousarray(np.concatenate(all_rows)), np.concatenate(all_lens), keys
-
-
-def _parent_gids(rows: np.ndarray, prev_rows: np.ndarray, prev_gids: np.ndarray) -> np.ndarray:
-    """gid of each row's prefix rows[:, :-1] among the previous level (prev_rows, prev_gids).
-
-    Matched by 64-bit row hash and verified row by row; a hash collision falls back to a dict.
-    """
-    j = rows.shape[1]
-    if j == 1 or len(rows) == 0:
-        return np.zeros(len(rows), dtype=np.int64)
-    prefix = np.ascontiguousarray(rows[:, :-1])
-    h_prev = row_hashes(prev_rows)
-    order = np.argsort(h_prev)
-    hs = h_prev[order]
-    h = row_hashes(prefix)
-    pos = np.minimum(np.searchsorted(hs, h), len(hs) - 1)
-    cand = order[pos]
-    ok = (hs[pos] == h) & (prev_rows[cand] == prefix).all(axis=1)
-    if not ok.all():
-        index = {tuple(r): i for i, r in enumerate(prev_rows.tolist())}
-        for i in np.flatnonzero(~ok):
-            hit = index.get(tuple(prefix[i].tolist()))
-            if hit is None:
-                raise AssertionError("useful contexts must be prefix-closed")
-            cand[i] = hit
-    return prev_gids[cand]
-
-
 _DP: weakref.WeakKeyDictionary[Model, _core.FullDP] = weakref.WeakKeyDictionary()
 _DP_LOCK = threading.Lock()  # threads asking for a new model's DP build it once
 
@@ -168,15 +99,27 @@ def is_built(lm: Model) -> bool:
     return lm in _DP
 
 
+def setup_is_free(lm: Model) -> bool:
+    """Whether `full_dp(lm)` costs next to nothing to build: already built in this process,
+    or its useful-context tables came stored in the binary model file (`maxarpa.contexts`)."""
+    return lm in _DP or has_stored_tables(lm)
+
+
 def full_dp(lm: Model) -> _core.FullDP:
     """The compiled DP for `lm`, built once per model (its transition caches persist, bounded;
-    safe to share between threads)."""
+    safe to share between threads).
+
+    The useful-context tables come from the binary model file when it stores them (written by
+    `maxarpa convert --binary`), else they are built here (about 1 us per n-gram). The core
+    takes writable arrays, so tables memory-mapped from the file are copied (a memcpy).
+    """
     hit = _DP.get(lm)
     if hit is None:
         with _DP_LOCK:
             hit = _DP.get(lm)
             if hit is None:
-                rows, lens, keys = useful_context_tables(lm)
+                rows, lens, keys = (a if a.flags.writeable else a.copy()
+                                    for a in useful_context_tables(lm))
                 slots, bits = _core.build_hash(keys)
                 hit = _core.FullDP(native_ngram(lm).core, rows, lens, keys, slots, bits)
                 _DP[lm] = hit

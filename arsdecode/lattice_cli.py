@@ -122,6 +122,9 @@ def load_lattice_and_lm(args: argparse.Namespace):
 
 
 def cmd_decode(args: argparse.Namespace) -> int:
+    if args.nbest is not None and args.method == "full":  # k-best runs on the q-automaton
+        raise OptionError("--nbest needs --method ars or auto (the K best paths come from "
+                          "ARS's q-automaton; the full DP finds only the best one)")
     outputs = [p for p in (args.fst, args.graphml) if p]
     if outputs and args.method == "full":
         raise OptionError("--fst and --graphml write the q-automaton, which only --method ars "

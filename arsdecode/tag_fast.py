@@ -8,8 +8,8 @@ them in one call of the compiled core. The result is exact: the same maximum as
 arsdecode.full.full_decode on every sentence (ties broken as documented in fast_full).
 
 `method="ars"` runs the existing per-sentence ARS decoder instead (the baseline the benchmark
-compares with); `"auto"` chooses per sentence by `corpus.predicted_pairs_flat`, the cost
-estimate `decode_many` uses.
+compares with); `"auto"` chooses per sentence by the cost model `decode_many` uses
+(`arsdecode.method_choice`).
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from arsdecode.errors import NoPathError
-from arsdecode.fast_full import FlatLattices, run_flat
+from arsdecode.fast_full import BatchResult, FlatLattices, run_flat
 from arsdecode.tasks.pos_table import CandidateRows
 from maxarpa.model import Model
 
@@ -37,6 +37,7 @@ class TagManyResult:
     dp_states: np.ndarray | None = None  # (S,) merged states built ("full" only)
     max_states: np.ndarray | None = None  # (S,) widest position ("full" only)
     pairs: np.ndarray | None = None  # (S,) (state, candidate) pairs visited ("full" only)
+    methods: tuple[str, ...] = ()  # per sentence, "full" or "ars" (what `tag --json` says)
 
 
 def flatten(lm: Model, emissions, sentences: Sequence[Sequence[str]]
@@ -98,7 +99,7 @@ def tag_many(lm: Model, emissions, sentences: Sequence[Sequence[str]], *,
     """Exact best tag sequence of every sentence (list of words) under lm x emissions.
 
     "full" runs the merged full DP on every sentence in one compiled call; "ars" runs ARS per
-    sentence; "auto" (default) runs the full DP with `method_choice.full_pairs_budget(lm)`
+    sentence; "auto" (default) runs the full DP within `method_choice.full_pairs_budgets`
     pairs per sentence, and ARS on a sentence that exceeds it (rare on tag models), as
     `decode_many` does. `method` of the result is the one that ran ("mixed" if both did).
 
@@ -109,19 +110,20 @@ def tag_many(lm: Model, emissions, sentences: Sequence[Sequence[str]], *,
     if method not in METHODS:
         raise ValueError(f"method must be one of {METHODS}, got {method!r}")
     if method == "auto":
-        from arsdecode.method_choice import setup_outweighs
+        from arsdecode.method_choice import ars_seconds, setup_outweighs
 
-        if setup_outweighs(lm, len(sentences)):  # a few sentences on a model not yet set up
+        lengths = np.array([len(ws) for ws in sentences], dtype=np.float64)
+        # A few short sentences on a model not set up yet: ARS. (At least one candidate per
+        # position: the candidates are counted only once the lattices are built.)
+        if setup_outweighs(lm, float(ars_seconds(lm, lengths, lengths, lengths).sum())):
             method = "ars"
     if method == "ars":
         return _tag_ars(lm, emissions, sentences)
     flat, cand_tags = flatten(lm, emissions, sentences)
-    budget = None
     if method == "auto":
-        from arsdecode.method_choice import full_pairs_budget
-
-        budget = full_pairs_budget(lm)
-    res = run_flat(lm, flat, viterbi=True, max_pairs=budget)
+        res = _run_budgeted(lm, flat)
+    else:
+        res = run_flat(lm, flat, viterbi=True)
     over = np.isnan(res.score)  # abandoned past the budget: ARS below
     bad = np.flatnonzero(~np.isfinite(res.score) & ~over)
     if len(bad):
@@ -131,14 +133,61 @@ def tag_many(lm: Model, emissions, sentences: Sequence[Sequence[str]], *,
     per_sentence = [tags[off[s] : off[s + 1]] for s in range(len(off) - 1)]
     if not over.any():
         return TagManyResult(per_sentence, res.score, "full", res.dp_states, res.max_states,
-                             res.pairs)
+                             res.pairs, ("full",) * len(per_sentence))
     heavy = np.flatnonzero(over).tolist()
     by_ars = _tag_ars(lm, emissions, [sentences[s] for s in heavy])
     log_p = res.score.copy()
     for k, s in enumerate(heavy):
         per_sentence[s] = by_ars.tags[k]
         log_p[s] = by_ars.log_p[k]
-    return TagManyResult(per_sentence, log_p, "ars" if over.all() else "mixed")
+    return TagManyResult(per_sentence, log_p, "ars" if over.all() else "mixed",
+                         methods=tuple("ars" if o else "full" for o in over.tolist()))
+
+
+def _run_budgeted(lm: Model, flat: FlatLattices) -> BatchResult:
+    """The full DP on every sentence of `flat` within its own pair budget
+    (`method_choice.full_pairs_budgets`, which grows with the sentence's positions x width):
+    one compiled call per distinct budget (they are powers of 2, or the floor); an abandoned
+    sentence has score NaN."""
+    from arsdecode.method_choice import full_pairs_budgets
+
+    sent_off, pos_off = flat.sent_off, flat.pos_off
+    widths = np.diff(pos_off).astype(np.float64)
+    cubes = np.add.reduceat(widths**3, sent_off[:-1]) if len(widths) else widths
+    budgets = full_pairs_budgets(lm, np.diff(sent_off),
+                                 pos_off[sent_off[1:]] - pos_off[sent_off[:-1]], cubes)
+    distinct = np.unique(budgets)
+    if len(distinct) == 1:
+        return run_flat(lm, flat, viterbi=True, max_pairs=float(distinct[0]))
+    n = len(sent_off) - 1
+    out = BatchResult(np.empty(len(pos_off) - 1, dtype=np.int32), np.empty(n),
+                      np.zeros(n, dtype=np.int64), np.zeros(n, dtype=np.int64),
+                      np.zeros(n, dtype=np.int64))
+    for budget in distinct.tolist():
+        group = np.flatnonzero(budgets == budget)
+        sub, positions = _subset(flat, group)
+        res = run_flat(lm, sub, viterbi=True, max_pairs=budget)
+        out.choice[positions] = res.choice
+        for mine, theirs in ((out.score, res.score), (out.dp_states, res.dp_states),
+                             (out.max_states, res.max_states), (out.pairs, res.pairs)):
+            mine[group] = theirs
+    return out
+
+
+def _subset(flat: FlatLattices, sentences: np.ndarray) -> tuple[FlatLattices, np.ndarray]:
+    """The flat lattices of `sentences` (indices, ascending) alone, and the indices of their
+    positions in `flat`."""
+    positions, sent_off = _ranges(flat.sent_off, sentences)
+    cands, pos_off = _ranges(flat.pos_off, positions)
+    return FlatLattices(sent_off, pos_off, flat.cand_ids[cands], flat.cand_emis[cands]), positions
+
+
+def _ranges(offsets: np.ndarray, items: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The concatenated ranges offsets[i]:offsets[i + 1] of `items`, and their new offsets."""
+    lengths = offsets[items + 1] - offsets[items]
+    new_off = np.zeros(len(items) + 1, dtype=np.int64)
+    np.cumsum(lengths, out=new_off[1:])
+    return np.repeat(offsets[items] - new_off[:-1], lengths) + np.arange(new_off[-1]), new_off
 
 
 def _tag_ars(lm: Model, emissions, sentences: Sequence[Sequence[str]]) -> TagManyResult:
@@ -149,4 +198,5 @@ def _tag_ars(lm: Model, emissions, sentences: Sequence[Sequence[str]]) -> TagMan
         r = decode(lm, emissions.lattice(list(words)))
         out.append(list(r.tokens))
         lps.append(r.log_p)
-    return TagManyResult(out, np.asarray(lps, dtype=np.float64), "ars")
+    return TagManyResult(out, np.asarray(lps, dtype=np.float64), "ars",
+                         methods=("ars",) * len(out))

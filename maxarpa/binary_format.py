@@ -17,6 +17,15 @@ by "\\n", encoded as UTF-8 with surrogateescape, so non-UTF-8 words keep their b
 for each order k the arrays `keys_k rows_k log10p_k log10bow_k listed_k mf_k mbow_k`, and
 `digest` (the string "xxh3_128:<hex>" of maxarpa.digest over those arrays; readers that predate
 it ignore the member). Version-1 files (vocab as one numpy string) are still read.
+
+Optional members `ctx_lens ctx_keys`: the useful-context tables of the merged full DP
+(`maxarpa.contexts`; their rows are rebuilt from the keys when first used), written by
+default so that a process decoding with the full DP does not build them (about 1 us per
+n-gram, every process). A file without them still loads; the tables are then built when
+first needed, as before. They are used only under `ctx_digest`, the hash of the file's
+`digest` and the two arrays: wrong tables would merge states that differ, so they are
+trusted exactly when the table they describe is (a file whose digest does not match is
+recomputed into a new model, which does not inherit them).
 """
 
 from __future__ import annotations
@@ -29,7 +38,8 @@ from pathlib import Path
 
 import numpy as np
 
-from maxarpa.digest import ALGORITHM, digest_to_write
+from maxarpa.contexts import attach, useful_context_tables
+from maxarpa.digest import ALGORITHM, arrays_digest, digest_to_write
 from maxarpa.errors import FormatError
 from maxarpa.model import Model
 from maxarpa.output import atomic_output, check_output
@@ -39,6 +49,7 @@ MAGIC = "maxarpa-binary-2"
 READABLE_MAGICS = ("maxarpa-binary-1", MAGIC)
 ZIP_MAGIC = b"PK\x03\x04"
 FIELDS = ("keys", "rows", "log10p", "log10bow", "listed", "mf", "mbow")
+CONTEXT_MEMBERS = ("ctx_lens", "ctx_keys")  # optional: maxarpa.contexts' tables
 ALIGN = 64
 _LOCAL_HEADER = struct.Struct("<4s2B4HL2L2H")  # the zip local file header (as zipfile's)
 _ZIP64_EXTRA = 20  # zipfile adds this to the local header when force_zip64 is set
@@ -59,11 +70,15 @@ def encode_vocab(vocab: list[str]) -> np.ndarray:
     return np.frombuffer("\n".join(vocab).encode("utf-8", "surrogateescape"), dtype=np.uint8)
 
 
-def write_binary(model: Model, path: str | Path, *, bounds_verified: bool = False) -> None:
+def write_binary(model: Model, path: str | Path, *, bounds_verified: bool = False,
+                 contexts: bool = True) -> None:
     """Write the model's table as an uncompressed, 64-byte aligned .npz at `path`.
 
     The `digest` member is written as for MAX-ARPA text (`write_max_arpa`, which see for
-    `bounds_verified`): only for a table whose bounds are exact.
+    `bounds_verified`): only for a table whose bounds are exact. With `contexts` (the
+    default), also the useful-context tables (`maxarpa.contexts`, the stored ones if the
+    model was read with them), so that readers need not build them, under `ctx_digest`
+    when the table has a digest (readers use them only then).
 
     Written to a temporary file beside `path`, then renamed, so a failure (or SIGINT,
     SIGTERM, SIGHUP) never leaves a half-written model or a temporary file behind.
@@ -84,6 +99,12 @@ def write_binary(model: Model, path: str | Path, *, bounds_verified: bool = Fals
     if digest is not None:
         arrays["digest"] = np.array(f"{ALGORITHM}:{digest}")
     check_output(None, path, binary=True)
+    if contexts:
+        tables = useful_context_tables(model)
+        stored = [np.ascontiguousarray(a) for a in tables[1:]]
+        arrays.update(zip(CONTEXT_MEMBERS, stored, strict=True))
+        if digest is not None:
+            arrays["ctx_digest"] = np.array(f"{ALGORITHM}:{arrays_digest(digest, stored)}")
     with atomic_output(path) as tmp, open(tmp, "wb") as fh, zipfile.ZipFile(
         fh, "w", zipfile.ZIP_STORED, allowZip64=True
     ) as zf:
@@ -187,16 +208,24 @@ def read_binary_with_digest(path: str | Path, mmap: bool = False
         else:
             vocab = str(get("vocab")[()]).split("\n")
         digest = _split_digest(str(get("digest")[()])) if "digest" in layout else None
+        ctx_digest = (_split_digest(str(get("ctx_digest")[()])) if "ctx_digest" in layout
+                      else None)
         n = int(get("order")[()])
         trie = Trie(len(vocab), [])
         for k in range(1, n + 1):
             trie.nodes.append(OrderNodes(**{f: get(f"{f}_{k}") for f in FIELDS}))
+        tables = (tuple(get(name) for name in CONTEXT_MEMBERS)
+                  if all(name in layout for name in CONTEXT_MEMBERS) else None)
     except (OSError, ValueError, KeyError, zipfile.BadZipFile, EOFError, struct.error) as err:
         if isinstance(err, FormatError):
             raise
         raise FormatError(path, None, f"corrupt maxarpa binary file ({err})") from None
     _check_shapes(trie, path)
-    return Model(vocab, trie, path), digest
+    model = Model(vocab, trie, path)
+    if tables is not None and digest is not None and ctx_digest == (
+            ALGORITHM, arrays_digest(digest[1], list(tables))):
+        attach(model, *tables)
+    return model, digest
 
 
 def _split_digest(text: str) -> tuple[str, str] | None:

@@ -57,6 +57,17 @@ def table_digest(vocab: list[str], trie: Trie) -> str:
     return h.hexdigest()
 
 
+def arrays_digest(parent: str, arrays: list[np.ndarray]) -> str:
+    """The hex digest of `parent` (another digest) followed by `arrays` as stored: for data
+    derived from a table (the full DP's context tables), trusted only with that table."""
+    h = xxhash.xxh3_128()
+    h.update(_TAG + parent.encode("ascii", "replace"))
+    for arr in arrays:
+        h.update(f"\n{arr.dtype.str}{arr.shape}\n".encode())
+        h.update(memoryview(np.ascontiguousarray(arr)).cast("B"))
+    return h.hexdigest()
+
+
 def without_negative_zeros(trie: Trie) -> None:
     """Replace each float array of the table that holds a -0.0 by a copy with 0.0 there.
 

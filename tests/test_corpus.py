@@ -62,6 +62,11 @@ def test_methods_agree_and_auto_records_its_choice(real_lms, monkeypatch):
         assert x.tokens == f.tokens and x.log_p == f.log_p
         one = corpus.decode(model.lm, lat)  # the single-lattice entry point agrees
         assert (one.tokens, one.log_p, one.method) == (x.tokens, x.log_p, "full")
+    # The budget is then the floor alone: no per-lattice ARS estimate on top.
+    for name in ("ARS_SECONDS_PER_POSITION", "ARS_SECONDS_PER_POSITION_SMALL_VOCAB",
+                 "ARS_SECONDS_PER_CANDIDATE", "ARS_SECONDS_PER_CUBED_WIDTH",
+                 "ARS_SECONDS_PER_POSITION_CANDIDATE"):
+        monkeypatch.setattr(method_choice, name, 0.0)
     monkeypatch.setattr(method_choice, "AUTO_FULL_PAIRS", 0)  # every lattice over budget: ARS runs
     monkeypatch.setattr(method_choice, "AUTO_FULL_PAIRS_SMALL_VOCAB", 0)
     for a, x in zip(ars, decode_many(model.lm, lattices), strict=True):

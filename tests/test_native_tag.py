@@ -76,6 +76,10 @@ def test_auto_hands_sentences_over_budget_to_ars(pos3, monkeypatch):
     budget = float(np.median(full.pairs))
     assert full.pairs.min() <= budget < full.pairs.max()
     monkeypatch.setattr(method_choice, "AUTO_FULL_PAIRS_SMALL_VOCAB", budget)
+    for name in ("ARS_SECONDS_PER_POSITION_SMALL_VOCAB", "ARS_SECONDS_PER_CANDIDATE",
+                 "ARS_SECONDS_PER_CUBED_WIDTH",
+                 "ARS_SECONDS_PER_POSITION_CANDIDATE"):
+        monkeypatch.setattr(method_choice, name, 0.0)  # the budget is the floor alone
     mixed = tag_many(lm, em, sents)
     assert mixed.method == "mixed"
     np.testing.assert_allclose(mixed.log_p, full.log_p, atol=1e-9, rtol=0)

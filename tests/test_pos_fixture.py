@@ -122,7 +122,7 @@ def test_cli_json_and_blank_lines(fixture_models, tmp_path):
     assert [r["tokens"] for r in rows] == [["The", "dog", "barked", "."],
                                           ["Mary", "gave", "John", "a", "book", "."]]
     assert rows[0]["tags"] == ["DT", "NN", "VBD", "."]
-    assert all(set(r) == {"tokens", "tags", "log_p", "timing"} for r in rows)
+    assert all(set(r) == {"tokens", "tags", "log_p", "method", "timing"} for r in rows)
     out = tmp_path / "out.conll"
     proc = run_tag("--file", str(f), "--models", str(fixture_models), "--conll", str(out))
     assert proc.returncode == 0, proc.stderr

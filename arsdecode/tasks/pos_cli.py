@@ -91,7 +91,8 @@ def tag_one(args: argparse.Namespace, lm, emissions, words: list[str]) -> int:
         r = corpus.decode(lm, lattice, method=args.method, variant=args.variant)
         tags = emissions.penn_tags(r.tokens)  # decoded states -> tags (see tasks.pos_cap)
         if args.json:
-            print_json(tag_json(words, tags, r.log_p, time.perf_counter() - start))
+            print_json(tag_json(words, tags, r.log_p, time.perf_counter() - start,
+                                r.method))
         else:
             print(" ".join(f"{w}/{t}" for w, t in zip(words, tags)))
         return EXIT_OK
@@ -125,9 +126,12 @@ def sample_one(args: argparse.Namespace, lm, lattice, words: list[str], start: f
     return EXIT_OK
 
 
-def tag_json(words: list[str], tags: list[str], log_p: float, seconds: float) -> dict:
-    """One tagged sentence: {"tokens", "tags", "log_p" (ln), "timing": {"seconds"}}."""
-    return {"tokens": words, "tags": tags, "log_p": log_p, "timing": {"seconds": seconds}}
+def tag_json(words: list[str], tags: list[str], log_p: float, seconds: float,
+             method: str) -> dict:
+    """One tagged sentence: {"tokens", "tags", "log_p" (ln), "method" (the exact decoder
+    that ran on it, "full" or "ars": auto's choice is visible), "timing": {"seconds"}}."""
+    return {"tokens": words, "tags": tags, "log_p": log_p, "method": method,
+            "timing": {"seconds": seconds}}
 
 
 def read_text(path: str) -> str:
@@ -161,11 +165,12 @@ def tag_file(args: argparse.Namespace, lm, emissions) -> int:
                 sys.stdout.write("".join(" ".join(map("/".join, zip(words, tags))) + "\n"
                                          for words, tags in zip(chunk, r_tags, strict=True)))
                 sys.stdout.flush()
-            for words, tags, log_p in zip(chunk, r_tags, r.log_p.tolist(), strict=True):
+            for words, tags, log_p, method in zip(chunk, r_tags, r.log_p.tolist(), r.methods,
+                                                  strict=True):
                 if args.conll:
                     blocks.append("".join(f"{w}\t{t}\n" for w, t in zip(words, tags)) + "\n")
                 elif args.json:
-                    line = tag_json(words, tags, log_p, each)
+                    line = tag_json(words, tags, log_p, each, method)
                     # Tagged a chunk at a time (one compiled call): no sentence has a time of
                     # its own, so the field says it is the chunk's mean.
                     line["timing"] = {"chunk_mean_seconds": each, "chunk_sentences": len(chunk)}

@@ -1,0 +1,139 @@
+"""`auto` chooses by the lattice, not by a constant (issue 19 B).
+
+The families where a constant per-lattice ARS cost and a constant pair budget sent auto to
+ARS, many times slower than the full DP: a long lattice on the shipped 5-gram, a few
+positions with thousands of candidates, one long sentence to `tag --file`. Scaled down to
+run in seconds; each asserts the method auto ran and that its answer is the full DP's. Also
+the tag JSON names the method, and `--nbest` with `--method full` is refused.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+
+import maxarpa
+from arsdecode import corpus, fast_full, method_choice
+from arsdecode.lattice import Lattice
+from arsdecode.tag_fast import tag_many
+from arsdecode.tasks.pos import read_tagged
+from arsdecode.tasks.pos_models import load_models
+from arsdecode.tasks.sms import KeypadChannel, sample_sentence
+
+DATA = Path(__file__).resolve().parent.parent / "arsdecode" / "data"
+SHIPPED_5GRAM = DATA / "state_union.5gram.maxarpa.gz"
+FIXTURE = Path(__file__).parent / "data" / "tagged_fixture.txt"
+
+
+def fresh_model():
+    """The shipped 5-gram, loaded anew: this process has not set up its full DP."""
+    lm = maxarpa.load(SHIPPED_5GRAM)
+    assert not fast_full.is_built(lm)
+    return lm
+
+
+def pairs_of(lm, lattice: Lattice) -> int:
+    return int(fast_full.run_flat(lm, fast_full.FlatLattices.from_lattices(lm, [lattice]))
+               .pairs[0])
+
+
+def assert_auto_runs_full(lm, lattice: Lattice) -> None:
+    auto = corpus.decode(lm, lattice)  # a one-off call: the DP is not set up yet
+    assert auto.method == "full"
+    full = corpus.decode(lm, lattice, method="full")
+    assert (auto.tokens, auto.log_p) == (full.tokens, full.log_p)
+    # The lattice is one a constant budget abandoned: more pairs than the floor.
+    assert pairs_of(lm, lattice) > method_choice.AUTO_FULL_PAIRS
+    [many] = corpus.decode_many(lm, [lattice])
+    assert many.method == "full" and (many.tokens, many.log_p) == (full.tokens, full.log_p)
+
+
+def test_a_long_lattice_runs_the_full_dp():
+    lm = fresh_model()
+    rng = np.random.default_rng(1)
+    words = [w for w in lm.vocab[:3000] if w.isalpha()]
+    observation = sample_sentence(list(rng.choice(words, 1000)), rng)
+    lattice = KeypadChannel.from_vocab(lm.vocab).build_lattice(observation, top_k=10)
+    assert len(lattice) == 1000
+    assert_auto_runs_full(lm, lattice)
+
+
+def test_four_positions_of_the_whole_vocabulary_run_the_full_dp():
+    lm = fresh_model()
+    rng = np.random.default_rng(3)
+    vocab = [w for w in lm.vocab if w not in ("<s>", "</s>")]
+    positions = [list(zip(rng.permutation(vocab).tolist(),
+                          rng.normal(0, 3, len(vocab)).tolist())) for _ in range(4)]
+    assert_auto_runs_full(lm, Lattice.from_lists(positions))
+
+
+def long_sentence(n: int = 1000) -> list[str]:
+    words = [w for s in read_tagged(FIXTURE) for w, _ in s]
+    return (words * (n // len(words) + 1))[:n]
+
+
+def test_one_long_sentence_is_tagged_by_the_full_dp():
+    lm, em = load_models(None, 5)  # the shipped tagger, loaded anew: not set up
+    assert not fast_full.is_built(lm)
+    sentence = long_sentence()
+    auto = tag_many(lm, em, [sentence])
+    assert auto.method == "full" and auto.methods == ("full",)
+    full = tag_many(lm, em, [sentence], method="full")
+    assert auto.tags == full.tags and auto.log_p[0] == full.log_p[0]
+
+
+def run_cli(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "arsdecode", *args], input=stdin,
+                          capture_output=True, text=True)
+
+
+def test_tag_file_json_names_the_method_auto_ran(tmp_path):
+    words = tmp_path / "words.txt"
+    words.write_text(" ".join(long_sentence()) + "\nThe dog barked .\n", encoding="utf-8")
+    short = tmp_path / "short.txt"
+    short.write_text("The dog barked .\n", encoding="utf-8")
+    got = {}
+    for method, path in (("auto", words), ("full", words), ("ars", short)):
+        proc = run_cli("tag", "--file", str(path), "--order", "5", "--json", "--method",
+                       method)
+        assert proc.returncode == 0, proc.stderr
+        got[method] = [json.loads(line) for line in proc.stdout.splitlines()]
+    assert [r["method"] for r in got["auto"]] == ["full", "full"]
+    assert [r["method"] for r in got["full"]] == ["full", "full"]
+    assert [r["method"] for r in got["ars"]] == ["ars"]
+    assert [r["tags"] for r in got["auto"]] == [r["tags"] for r in got["full"]]
+    assert got["ars"][0]["tags"] == got["auto"][1]["tags"]
+    one = run_cli("tag", "The dog barked .", "--json", "--method", "ars")
+    assert one.returncode == 0 and json.loads(one.stdout)["method"] == "ars"
+
+
+def test_nbest_with_method_full_is_refused_in_one_line(tmp_path):
+    lattice = tmp_path / "lat.json"
+    lattice.write_text(json.dumps({"positions": [[["the", 0.0], ["a", -1.0]], [["dog", 0.0]]]}))
+    proc = run_cli("decode", "--lm", str(SHIPPED_5GRAM), "--lattice", str(lattice),
+                   "--nbest", "2", "--method", "full", "--json")
+    assert proc.returncode == 2 and proc.stdout == ""
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and "--nbest" in lines[0] and "ars" in lines[0], proc.stderr
+    ok = run_cli("decode", "--lm", str(SHIPPED_5GRAM), "--lattice", str(lattice),
+                 "--nbest", "2", "--method", "ars", "--json")
+    assert ok.returncode == 0 and len(json.loads(ok.stdout)["nbest"]) == 2
+
+
+def test_a_sentence_of_unknown_words_stays_with_the_full_dp():
+    """Out-of-domain text: every unknown word takes every tag its class's rare words took
+    (46 on the shipped tagger), and the merged states multiply. Ten such words make over
+    2e6 pairs (the old constant budget on tag models), which the dense DP still finishes in a
+    fraction of ARS's time: auto keeps it."""
+    lm, em = load_models(None, 5)
+    rng = np.random.default_rng(0)
+    words = ["".join(rng.choice(list("abcdefghijklmnopqrstuvwxyz"), 7)) for _ in range(10)]
+    full = tag_many(lm, em, [words], method="full")
+    assert full.pairs is not None and full.pairs[0] > 2_000_000
+    auto = tag_many(lm, em, [words])
+    assert auto.methods == ("full",)
+    assert auto.tags == full.tags and auto.log_p[0] == full.log_p[0]

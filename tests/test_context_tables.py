@@ -1,0 +1,85 @@
+"""The full DP's useful-context tables stored in the binary model (issue 19 B).
+
+`maxarpa convert --binary` writes them; a model read from such a file hands them to the full
+DP, which then does not build them. They must be the very tables the run-time builder makes,
+and an old binary without them must still load and decode as before.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import maxarpa
+from arsdecode import corpus, fast_full
+from arsdecode.tasks.sms import KeypadChannel
+from maxarpa import contexts
+from maxarpa.binary_format import write_binary
+from maxarpa.errors import FormatError
+
+DATA = Path(__file__).resolve().parent.parent / "arsdecode" / "data"
+SHIPPED = [DATA / "state_union.5gram.maxarpa.gz", DATA / "pos" / "tags.5.maxarpa.gz"]
+
+
+def convert(src: Path, out: Path) -> None:
+    proc = subprocess.run([sys.executable, "-m", "maxarpa", "convert", "--binary", "--quiet",
+                           str(src), str(out)], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+
+
+@pytest.mark.parametrize("src", SHIPPED, ids=lambda p: p.name)
+@pytest.mark.parametrize("mmap", [False, True], ids=["read", "mmap"])
+def test_convert_binary_stores_the_tables_the_runtime_builds(src, mmap, tmp_path):
+    out = tmp_path / "m.npz"
+    convert(src, out)
+    with zipfile.ZipFile(out) as zf:
+        assert {"ctx_lens.npy", "ctx_keys.npy"} <= set(zf.namelist())
+    model = maxarpa.load(out, mmap=mmap)
+    assert fast_full.setup_is_free(model) and not fast_full.is_built(model)
+    stored = contexts.stored_tables(model)
+    built = contexts.build_tables(maxarpa.load(src))
+    assert stored is not None
+    for a, b in zip(stored, built, strict=True):
+        assert a.dtype == b.dtype and np.array_equal(a, b)
+
+
+def test_decoding_with_stored_tables_equals_building_them(tmp_path):
+    src = SHIPPED[0]
+    with_tables, without = tmp_path / "with.npz", tmp_path / "without.npz"
+    convert(src, with_tables)
+    write_binary(maxarpa.load(src), without, contexts=False)  # an old-style binary
+    old = maxarpa.load(without)
+    assert contexts.stored_tables(old) is None and not fast_full.setup_is_free(old)
+    new = maxarpa.load(with_tables, mmap=True)
+    channel = KeypadChannel.from_vocab(new.vocab)
+    lattices = [channel.build_lattice(obs, top_k=30) for obs in
+                ("4663 8447 2 737 8733", "843 63428 6455 66 843 8447", "2 3273 27 2")]
+    a = corpus.decode_many(new, lattices, method="full")
+    b = corpus.decode_many(old, lattices, method="full")
+    assert fast_full.is_built(old)  # built lazily, as before the tables were stored
+    assert [(r.tokens, r.log_p, r.states) for r in a] == [(r.tokens, r.log_p, r.states)
+                                                           for r in b]
+
+
+def test_corrupt_stored_tables_are_refused_naming_the_file(tmp_path):
+    src = SHIPPED[1]
+    good, out = tmp_path / "good.npz", tmp_path / "bad.npz"
+    convert(src, good)
+    model = maxarpa.load(src)
+    keys = contexts.build_tables(model)[2].copy()
+    keys[-1] = np.uint64(model.trie.vocab_size) * np.uint64(len(keys) + 5)  # no such prefix
+    with zipfile.ZipFile(good) as zin, zipfile.ZipFile(out, "w", zipfile.ZIP_STORED) as zout:
+        for name in zin.namelist():
+            if name == "ctx_keys.npy":
+                with zout.open(name, "w") as fh:
+                    np.lib.format.write_array(fh, keys)
+            else:
+                zout.writestr(name, zin.read(name))
+    loaded = maxarpa.load(out)  # the model itself is intact: the tables are checked when used
+    with pytest.raises(FormatError, match="bad.npz.*useful contexts"):
+        fast_full.full_dp(loaded)
