@@ -80,6 +80,16 @@ def test_corrupt_stored_tables_are_refused_naming_the_file(tmp_path):
                     np.lib.format.write_array(fh, keys)
             else:
                 zout.writestr(name, zin.read(name))
-    loaded = maxarpa.load(out)  # the model itself is intact: the tables are checked when used
+    # The table is intact (its digest matches) but the tables no longer match ctx_digest: they
+    # are not used, and the full DP builds its own, equal to the good file's.
+    loaded = maxarpa.load(out)
+    assert contexts.stored_tables(loaded) is None
+    assert contexts.stored_tables(maxarpa.load(good)) is not None
+    built = contexts.useful_context_tables(loaded)
+    for a, b in zip(built, contexts.build_tables(model), strict=True):
+        assert np.array_equal(a, b)
+    # Tables registered without a digest (a caller's own) are still checked when used.
+    raw = maxarpa.load(out)
+    contexts.attach(raw, contexts.build_tables(model)[1], keys)
     with pytest.raises(FormatError, match="bad.npz.*useful contexts"):
-        fast_full.full_dp(loaded)
+        fast_full.full_dp(raw)
