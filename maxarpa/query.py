@@ -57,8 +57,23 @@ def ngram_answers(model: Model, lines: list[list[str]]) -> list[str]:
     maxp = model.max_log10p_batch(ctx, words).tolist()
     answers = [""] * len(lines)
     for row, i in enumerate(asked):
-        answers[i] = f"{format_log10(logp[row])}\t{format_log10(maxp[row])}"
+        answers[i] = f"{display_log10(logp[row])}\t{display_log10(maxp[row])}"
     return answers
+
+
+DISPLAY_DIGITS = 12
+
+
+def display_log10(value: float) -> str:
+    """A value for people to read: the shortest text of the value rounded to 12 significant
+    digits, so a sum of ARPA numbers prints as `-18.073253906`, not `-18.073253905999998` (the
+    float64 sum's last-bit error). ARPA files carry at most about 8 significant digits, so
+    nothing they say is lost. Files use `format_log10`, which round-trips exactly."""
+    if not math.isfinite(value):
+        return format_log10(value) if value == -math.inf else repr(value)
+    if value == 0.0:
+        return "0"
+    return repr(float(f"{value:.{DISPLAY_DIGITS}g}"))
 
 
 @dataclass
@@ -74,8 +89,8 @@ class Totals:
         """KenLM's closing lines: perplexities including and excluding OOVs, counts."""
         with_oov = _perplexity(self.log10p, self.tokens)
         without = _perplexity(self.log10p - self.oov_log10p, self.tokens - self.oov)
-        return (f"Perplexity including OOVs:\t{with_oov!r}\n"
-                f"Perplexity excluding OOVs:\t{without!r}\n"
+        return (f"Perplexity including OOVs:\t{display_log10(with_oov)}\n"
+                f"Perplexity excluding OOVs:\t{display_log10(without)}\n"
                 f"OOVs:\t{self.oov}\nTokens:\t{self.tokens}")
 
 
@@ -110,7 +125,7 @@ def sentence_answers(model: Model, lines: list[list[str]], totals: Totals) -> li
         cells, total, oov = [], 0.0, 0
         for word, wid in zip([*tokens, EOS], ids):
             p = logp[row]
-            cells.append(f"{word}={wid} {lengths[row]} {format_log10(p)}")
+            cells.append(f"{word}={wid} {lengths[row]} {display_log10(p)}")
             total += p
             if wid == model.unk_id:  # KenLM: a word scored as <unk> is an OOV
                 oov += 1
@@ -119,7 +134,7 @@ def sentence_answers(model: Model, lines: list[list[str]], totals: Totals) -> li
         totals.log10p += total
         totals.oov += oov
         totals.tokens += len(ids)
-        answers.append("\t".join(cells) + f"\tTotal: {format_log10(total)} OOV: {oov}")
+        answers.append("\t".join(cells) + f"\tTotal: {display_log10(total)} OOV: {oov}")
     return answers
 
 

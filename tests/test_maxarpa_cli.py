@@ -14,6 +14,7 @@ import pytest
 
 from arpa_reference import MALFORMED, VALID, parse_arpa, random_arpa_text
 from maxarpa.model import Model
+from maxarpa.query import display_log10
 
 PY = sys.executable
 
@@ -130,8 +131,9 @@ def test_query_prints_api_values(real_models, tmp_path, kind):
         assert len(fields) == 2, line
         toks = q.split()
         w, c = toks[-1], toks[:-1]
-        assert float(fields[0]) == model.log10p(w, c), q
-        assert float(fields[1]) == model.max_log10p(w, c), q
+        # Printed for people: the API's value rounded to 12 significant digits (query.py).
+        assert fields[0] == display_log10(model.log10p(w, c)), q
+        assert fields[1] == display_log10(model.max_log10p(w, c)), q
         assert float(fields[1]) >= float(fields[0])
 
 

@@ -26,6 +26,7 @@ import pytest
 
 from arpa_reference import VALID, edited, random_arpa_text
 from maxarpa import load
+from maxarpa.query import display_log10
 
 PY = sys.executable
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "data" / "arpa"
@@ -218,7 +219,9 @@ def test_sentence_mode_on_a_generated_model(tmp_path):
     out = proc.stdout.decode().splitlines()
     words, total, oov = _parse_sentence_line(out[0])
     assert [(w[0], w[2]) for w in words] == [("a", 2), ("</s>", 2)]
-    assert total == model.log10p("a", ["<s>"]) + model.log10p("</s>", ["<s>", "a"])
+    # -0.1 + -0.2: the float sum is -0.30000000000000004; query prints it for people, -0.3.
+    exact = model.log10p("a", ["<s>"]) + model.log10p("</s>", ["<s>", "a"])
+    assert total == float(display_log10(exact)) == pytest.approx(exact, rel=1e-12)
     words, total, oov = _parse_sentence_line(out[1])  # the empty sentence: </s> after <s>
     assert [w[0] for w in words] == ["</s>"] and total == model.log10p("</s>", ["<s>"])
     words, total, oov = _parse_sentence_line(out[2])
@@ -401,3 +404,19 @@ def test_a_warning_is_one_line_naming_no_source_file(tmp_path):
     text = err_text(proc)
     assert text.startswith("maxarpa: warning: ") and text.count("\n") == 1, text
     assert ".py" not in text
+
+
+def test_query_prints_sums_short_not_with_their_last_bit_error(tmp_path):
+    """A backed-off log10p is a float sum (-0.1 + -0.2 = -0.30000000000000004 in float64);
+    query prints what a person reads, -0.3, as KenLM's query prints a short number."""
+    path = tmp_path / "m.arpa"
+    path.write_text("\\data\\\nngram 1=4\nngram 2=1\n\n\\1-grams:\n-1\t<s>\t-0.5\n"
+                    "-0.5\t</s>\n-0.7\ta\t-0.1\n-0.2\tb\n\n\\2-grams:\n-0.4\t<s> a\n\n"
+                    "\\end\\\n")
+    assert -0.1 + -0.2 != -0.3  # the premise: the sum carries a last-bit error
+    proc = run(["query", path], stdin="a b\n")
+    assert proc.returncode == 0, err_text(proc)
+    log10p, bound = proc.stdout.split()
+    assert log10p == b"-0.3" and float(bound) >= -0.3
+    sentence = run(["query", "--sentence", path], stdin="a b\n")
+    assert b"b=" in sentence.stdout and b"0.30000000000000004" not in sentence.stdout
