@@ -101,8 +101,8 @@ def worker_models(spec: TaskSpec) -> tuple[Any, Any]:
 
     Keyed by path, size and mtime: a long-lived worker of an external cluster reloads a model
     file that was rewritten between runs, and drops the older copy."""
-    key = tuple((p, *_stamp(p)) for p in (spec.lm, spec.emissions) if p is not None)
-    key += (spec.config,)
+    key: tuple = (*((p, *_stamp(p)) for p in (spec.lm, spec.emissions) if p is not None),
+                  spec.config)
     if key not in _WORKER_MODELS:
         emissions = None
         if spec.emissions is not None:
@@ -437,7 +437,7 @@ def run_batch(
     written = errors = 0
     try:
         done = set() if to_stdout else read_done(out_path, drop_errors=retry_errors)
-        if retry_errors and not to_stdout:
+        if retry_errors and isinstance(writer, ChunkWriter):
             writer.reopen()  # read_done replaced the file: append to (and lock) the new one
         source = sys.stdin.buffer if from_stdin else in_path
         todo = scan_input(source, done)

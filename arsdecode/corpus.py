@@ -261,7 +261,7 @@ def _full_native(model: TargetModel, lattices: Sequence[Lattice], labels,
 
     lm = _maxarpa_model(model)
     if lm is None:  # a target with no compiled tables: the numpy reference DP
-        out = []
+        out: list[DecodeResult | None] = []
         for k, lat in zip(labels, lattices, strict=True):
             try:
                 f = full_decode(model, lat)

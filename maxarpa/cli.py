@@ -309,7 +309,7 @@ def return_freed_memory() -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     return_freed_memory()
-    warnings.showwarning = show_warning
+    warnings.showwarning = show_warning  # type: ignore[assignment]  # extra args are ignored
     handlers = {"convert": cmd_convert, "info": cmd_info, "query": cmd_query,
                 "verify": cmd_verify}
     try:
@@ -338,7 +338,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_BAD_INPUT
 
 
-def show_warning(message: Warning | str, category: type[Warning], *rest: object) -> None:
+def show_warning(message: Warning | str, category: type[Warning], *rest: Any) -> None:
     """A warning (a `Config` action "warn") as one line, `maxarpa: warning: ...`, not
     Python's two lines naming a source file of maxarpa."""
     report(f"warning: {message}")

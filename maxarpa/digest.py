@@ -53,7 +53,7 @@ def table_digest(vocab: list[str], trie: Trie) -> str:
             if arr.dtype.kind != np.dtype(dtype).kind:  # a corrupt file: hash as is, no cast
                 h.update(f"unexpected {arr.dtype.str}".encode())
                 dtype = arr.dtype
-            h.update(memoryview(np.ascontiguousarray(arr, dtype=dtype)).cast("B"))
+            h.update(np.ascontiguousarray(arr, dtype=dtype).view(np.uint8).data)
     return h.hexdigest()
 
 
@@ -64,7 +64,7 @@ def arrays_digest(parent: str, arrays: list[np.ndarray]) -> str:
     h.update(_TAG + parent.encode("ascii", "replace"))
     for arr in arrays:
         h.update(f"\n{arr.dtype.str}{arr.shape}\n".encode())
-        h.update(memoryview(np.ascontiguousarray(arr)).cast("B"))
+        h.update(np.ascontiguousarray(arr).view(np.uint8).data)
     return h.hexdigest()
 
 

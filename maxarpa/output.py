@@ -129,7 +129,7 @@ def remove_stale_temporaries(path: str | Path) -> list[Path]:
     """
     path = Path(path)
     folder = path.parent if str(path.parent) else Path(".")
-    prefix, removed = f".{path.name}.", []
+    prefix, removed = f".{path.name}.", list[Path]()
     try:
         entries = list(folder.iterdir())
     except OSError:

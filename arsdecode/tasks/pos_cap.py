@@ -76,7 +76,7 @@ class CapEmissions:
         unk = np.array([em.unknown_mass[t] for t in em.tags])
         unk_c = [np.array([em.unknown_class_mass(probe)[t] for t in em.tags])
                  for probe in ("A", "a")]  # u_c(t) of each class, through a word of the class
-        self._class_row = {c: i for i, c in enumerate(WORD_CLASSES)}
+        self._class_row: dict[str, int] = {c: i for i, c in enumerate(WORD_CLASSES)}
         names: list[str] = []
         index = np.full((2, n_tags), -1, dtype=np.intp)
         log_pc = np.full((2, n_tags), np.nan)
