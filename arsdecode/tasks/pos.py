@@ -56,7 +56,7 @@ import gzip
 import json
 import math
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -433,17 +433,26 @@ class TnTEmissions:
         drops candidates more than `beam` nats below the best emission at their position
         (TnT-style pruning, mostly of unknown words' ~29 candidates); that approximates.
         """
-        if isinstance(words, str):
-            raise ObservationError("lattice() expects a sequence of words, not one string")
-        if len(words) == 0:
-            raise ObservationError("cannot build a POS lattice for an empty sentence")
-        if beam is not None and not beam >= 0:
-            raise OptionError(f"beam must be a non-negative number of nats, got {beam!r}")
-        positions = []
-        for i, w in enumerate(words):
-            cands = self.candidates(w, initial=(i == 0))
-            if beam is not None:
-                top = max(lp for _, lp in cands)
-                cands = tuple(c for c in cands if c[1] >= top - beam)
-            positions.append(list(cands))
-        return Lattice.from_lists(positions, source="pos lattice")
+        return emission_lattice(self.candidates, words, beam)
+
+
+def emission_lattice(candidates: Callable[..., tuple[tuple[str, float], ...]],
+                     words: Sequence[str], beam: float | None = None) -> Lattice:
+    """The POS lattice of `words`: one position per word, its candidates
+    `candidates(word, initial=...)` (hidden symbol, ln emission), cut to `beam` nats below the
+    position's best if given. Shared by the plain and the capitalised emission models, whose
+    candidates differ but whose lattice rules do not."""
+    if isinstance(words, str):
+        raise ObservationError("lattice() expects a sequence of words, not one string")
+    if len(words) == 0:
+        raise ObservationError("cannot build a POS lattice for an empty sentence")
+    if beam is not None and not beam >= 0:
+        raise OptionError(f"beam must be a non-negative number of nats, got {beam!r}")
+    positions = []
+    for i, w in enumerate(words):
+        cands = candidates(w, initial=(i == 0))
+        if beam is not None:
+            top = max(lp for _, lp in cands)
+            cands = tuple(c for c in cands if c[1] >= top - beam)
+        positions.append(list(cands))
+    return Lattice.from_lists(positions, source="pos lattice")

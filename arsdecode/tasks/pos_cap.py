@@ -32,9 +32,9 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from arsdecode.errors import ModelError, ObservationError, OptionError
+from arsdecode.errors import ModelError
 from arsdecode.lattice import Lattice
-from arsdecode.tasks.pos import TnTEmissions
+from arsdecode.tasks.pos import TnTEmissions, emission_lattice
 from arsdecode.tasks.pos_suffix import WORD_CLASSES, word_class
 from arsdecode.tasks.pos_table import CandidateRows
 
@@ -138,20 +138,7 @@ class CapEmissions:
     def lattice(self, words: Sequence[str], beam: float | None = None) -> Lattice:
         """One position per word, candidates = the states with non-zero emission (as
         `TnTEmissions.lattice`, whose `beam` this takes)."""
-        if isinstance(words, str):
-            raise ObservationError("lattice() expects a sequence of words, not one string")
-        if len(words) == 0:
-            raise ObservationError("cannot build a POS lattice for an empty sentence")
-        if beam is not None and not beam >= 0:
-            raise OptionError(f"beam must be a non-negative number of nats, got {beam!r}")
-        positions = []
-        for i, w in enumerate(words):
-            cands = self.candidates(w, initial=(i == 0))
-            if beam is not None:
-                top = max(lp for _, lp in cands)
-                cands = tuple(x for x in cands if x[1] >= top - beam)
-            positions.append(list(cands))
-        return Lattice.from_lists(positions, source="pos lattice")
+        return emission_lattice(self.candidates, words, beam)
 
     def penn_tags(self, states: Sequence[str]) -> list[str]:
         """The tags of decoded states ("NNP^upper" -> "NNP")."""
