@@ -1,7 +1,7 @@
 """Prepare the POS-tagging experiment: train/test files, tag n-gram LMs, emission model.
 
 Usage: python -m data_prep.pos_data --out work/pos [--data-dir DIR] [--orders 2 3 ... 9]
-           [--estimator di|kn] [--split test|dev]
+           [--estimator di|kn] [--split test|dev] [--all-tags-for-unknown]
 
 Data (NLTK corpus zips; licences in the .xml files beside them, nothing derived is committed):
 
@@ -37,6 +37,13 @@ with p(w | t) = c(w, t) / c(t) that favours rare tags whenever the model backs o
 (``--prune 0 0 1``) and unmodified interpolated estimators (Witten-Bell, absolute discounting
 with ML lower orders, deleted interpolation with count-bucketed weights) were also tried on the
 dev split and tag worse; the numbers are in docs/results-pos.md.
+
+Emissions: `TnTEmissions` with ``closed_tags=PENN_CLOSED_TAGS``, as the shipped EWT tagger
+(data_prep.ewt.SETTINGS): closed-class tokens are left out of the suffix statistics, so no
+unknown word gets a function-word tag (DT, IN, WDT, ...). With them in, rare WSJ tokens gave
+unknown words 28-29 of the 45 tags and the merged DP's pairs grew ~4x out of domain
+(docs/performance.md, section 4). ``--all-tags-for-unknown`` restores the paper's plain TnT
+suffix model (every tag a rare word had); summary.json records the setting.
 """
 
 from __future__ import annotations
@@ -56,7 +63,7 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from arsdecode.tasks.pos import TnTEmissions, write_tagged
+from arsdecode.tasks.pos import PENN_CLOSED_TAGS, TnTEmissions, write_tagged
 from data_prep.lmplz import REPO_ROOT, train_arpa
 
 Sentence = list[tuple[str, str]]
@@ -306,11 +313,13 @@ def prepare(
     prune: Sequence[int] = (),
     estimator: str = "di",
     split: str = "test",
+    all_tags_for_unknown: bool = False,
 ) -> dict:
     """Write train/test files, tag LMs and the emission model under `out`; return a summary.
 
     `estimator` "di" (deleted interpolation, default) or "kn" (lmplz; `prune`, `memory`);
-    `split` "test" (CoNLL-2000 test) or "dev" (the last fifth of CoNLL-2000 train held out).
+    `split` "test" (CoNLL-2000 test) or "dev" (the last fifth of CoNLL-2000 train held out);
+    `all_tags_for_unknown` keeps closed-class tags in the suffix model (plain TnT).
     """
     if estimator not in ESTIMATORS:
         raise DataError(f"unknown estimator {estimator!r}; choose from {ESTIMATORS}")
@@ -336,7 +345,8 @@ def prepare(
     if prune:
         lmplz_args += ["--prune", *map(str, prune)]
     t0 = time.perf_counter()
-    emissions = TnTEmissions.train(train)
+    closed_tags = () if all_tags_for_unknown else PENN_CLOSED_TAGS
+    emissions = TnTEmissions.train(train, closed_tags=closed_tags)
     emissions.save(out / "emissions.json.gz")
     vocab = emissions.vocabulary
     test_unknown = sum(w not in vocab for s in test for w, _ in s)
@@ -344,6 +354,7 @@ def prepare(
         "data_dir": str(data_dir),
         "split": split,
         "estimator": estimator,
+        "emission_settings": {"closed_tags": list(emissions.closed_tags)},
         "train": {
             "sentences": len(train),
             "tokens": n_train,
@@ -401,13 +412,17 @@ def main(argv: Sequence[str] | None = None) -> int:
                     help="tag LM: di = TnT deleted interpolation (default), kn = lmplz MKN")
     ap.add_argument("--split", choices=("test", "dev"), default="test",
                     help="test = CoNLL-2000 test; dev = last fifth of CoNLL-2000 train held out")
+    ap.add_argument("--all-tags-for-unknown", action="store_true",
+                    help="plain TnT suffix model: unknown words may also get closed-class tags "
+                    "(default: closed_tags=PENN_CLOSED_TAGS, as the shipped EWT tagger)")
     args = ap.parse_args(argv)
     if any(not 1 <= o <= 10 for o in args.orders):
         ap.error("orders must be in 1..10 (kenlm is built with MAX_ORDER=10)")
     try:
         data_dir = args.data_dir or default_data_dir()
         summary = prepare(
-            args.out, data_dir, args.orders, args.memory, args.prune, args.estimator, args.split
+            args.out, data_dir, args.orders, args.memory, args.prune, args.estimator, args.split,
+            args.all_tags_for_unknown,
         )
     except (DataError, OSError, RuntimeError) as err:
         print(f"pos_data: {err}", file=sys.stderr)

@@ -1,5 +1,6 @@
 """Corpus reading, keypad normalisation and the reproducible SMS test-set pipeline (real data);
-the POS pipeline's binary tag models (data_prep.pos_data, on a tiny corpus).
+the POS pipeline's binary tag models and its closed-class setting (data_prep.pos_data, on a
+tiny corpus).
 
 Why these checks: every later SMS figure depends on the normalisation (what a token is) and on
 the seeded split; a silent change in either would change the experiment without any error.
@@ -232,3 +233,34 @@ def test_pos_data_writes_the_binary_tag_models_tag_prefers(tmp_path: Path) -> No
             assert binary.log10p(w, ctx) == text.log10p(w, ctx)
             assert binary.max_log10p(w, ctx) == text.max_log10p(w, ctx)
     assert not list(out.glob("*.tmp"))
+
+
+def test_pos_data_keeps_closed_class_tags_from_unknown_words_unless_asked(tmp_path: Path) -> None:
+    """By default the WSJ emissions leave closed-class tags out of the suffix model (as the
+    shipped EWT tagger): rare "The", "a", "A" must not make every unknown word a DT candidate
+    (out of domain that multiplied the merged DP's pairs ~4x). --all-tags-for-unknown restores
+    the paper's plain TnT suffix model, and summary.json records which one was built."""
+    from arsdecode.tasks.pos import PENN_CLOSED_TAGS, TnTEmissions
+    from data_prep.pos_data import main as pos_main
+
+    data = tmp_path / "nltk"
+    (data / "treebank" / "combined").mkdir(parents=True)
+    (data / "treebank" / "combined" / "wsj_0001.mrg").write_text(MRG, encoding="utf-8")
+    (data / "conll2000").mkdir()
+    (data / "conll2000" / "train.txt").write_text(CONLL * 3, encoding="utf-8")
+    (data / "conll2000" / "test.txt").write_text(CONLL, encoding="utf-8")
+    closed = set(PENN_CLOSED_TAGS)
+    unknown = ("zzz", "Qqq", "barking", "Fido")
+    found = {}
+    for name, flag in (("default", []), ("all", ["--all-tags-for-unknown"])):
+        out = tmp_path / name
+        assert pos_main(["--out", str(out), "--data-dir", str(data), "--orders", "2", *flag]) == 0
+        em = TnTEmissions.load(out / "emissions.json.gz")
+        summary = json.loads((out / "summary.json").read_text(encoding="utf-8"))
+        assert summary["emission_settings"]["closed_tags"] == list(em.closed_tags)
+        assert not any(em.is_known(w) for w in unknown)
+        found[name] = {w: {t for t, _ in em.candidates(w)} for w in unknown}
+        assert all(found[name].values())
+        assert [t for t, _ in em.candidates("The")] == ["DT"]  # known words keep their tags
+    assert not any(closed & tags for tags in found["default"].values())
+    assert all("DT" in tags for tags in found["all"].values())  # rare "The", "a", "A" are DT
