@@ -70,7 +70,11 @@ def test_ctrl_c_of_the_cli_prints_the_best_path_uncertified_and_exits_130(lm, tm
     for flags in ([], ["--json"]):
         proc = subprocess.Popen([sys.executable, "-m", "arsdecode", "decode", "--lm", str(MODEL),
                                  "--lattice", str(path), "--method", "ars", *flags],
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                # A job a shell starts in the background inherits SIGINT
+                                # ignored, and Python then installs no handler: give the child
+                                # the default disposition, as in a terminal.
+                                preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
         time.sleep(5)  # past loading the model and the first iterations (0.01 s each)
         assert proc.poll() is None, "the decode ended before it could be interrupted"
         proc.send_signal(signal.SIGINT)
