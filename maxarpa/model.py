@@ -185,15 +185,17 @@ class Model:
             raise UnknownWordError(f"{self.source or 'model'}: context id "
                                    f"{int(contexts.max())} out of range (vocabulary of {v})")
 
-    def _walk(self, contexts: np.ndarray, words: np.ndarray, want_max: bool) -> np.ndarray:
-        """Two walks per batch, each one hash lookup per order on the still-active rows.
+    def longest_match(self, contexts: np.ndarray, words: np.ndarray) -> np.ndarray:
+        """For each row, the length of the longest n-gram `z w` of the table with `z` a
+        suffix of the context (ids, oldest first, -1 padding): the n-gram KenLM's query
+        reports as having scored `w`. A blank node (the unlisted suffix of a listed n-gram)
+        counts, as in KenLM, which fills such n-grams in with their backed-off values."""
+        return self._longest_node(*self._batch(contexts, words))[1]
 
-        Walk A finds the longest table node v·w ending the query (its log10p, or mf).
-        Walk B adds the backoffs of the context suffixes longer than v, and finds the
-        context node c itself (for mbow - bow when v·w is not c·w).
-        """
-        trie = self.trie
-        n = trie.order
+    def _batch(self, contexts: np.ndarray, words: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """A query batch as int64 arrays, contexts cut to the n-1 ids the model can use, every
+        id checked (`_check_ids`)."""
+        n = self.trie.order
         words = np.asarray(words, dtype=np.int64)
         contexts = np.asarray(contexts, dtype=np.int64)
         if contexts.ndim != 2 or contexts.shape[0] != words.shape[0]:
@@ -201,9 +203,14 @@ class Model:
         if contexts.shape[1] > n - 1:
             contexts = contexts[:, contexts.shape[1] - (n - 1) :]
         self._check_ids(contexts, words)
+        return contexts, words
+
+    def _longest_node(self, contexts: np.ndarray, words: np.ndarray
+                      ) -> tuple[np.ndarray, np.ndarray]:
+        """Walk A: for each row, the longest table node v·w that is a suffix of c·w, as
+        (its index in its order's nodes, its depth |v| + 1)."""
+        trie = self.trie
         b, width = contexts.shape
-        ctx_len = (contexts >= 0).sum(axis=1)
-        # Walk A: the longest node v·w that is a suffix of c·w; depth = |v| + 1.
         node_idx = words.copy()
         depth = np.ones(b, dtype=np.int64)
         active = np.arange(b)
@@ -218,6 +225,21 @@ class Model:
             active = active[hit]
             node_idx[active] = found[hit]
             depth[active] = j + 1
+        return node_idx, depth
+
+    def _walk(self, contexts: np.ndarray, words: np.ndarray, want_max: bool) -> np.ndarray:
+        """Two walks per batch, each one hash lookup per order on the still-active rows.
+
+        Walk A finds the longest table node v·w ending the query (its log10p, or mf).
+        Walk B adds the backoffs of the context suffixes longer than v, and finds the
+        context node c itself (for mbow - bow when v·w is not c·w).
+        """
+        trie = self.trie
+        n = trie.order
+        contexts, words = self._batch(contexts, words)
+        b, width = contexts.shape
+        ctx_len = (contexts >= 0).sum(axis=1)
+        node_idx, depth = self._longest_node(contexts, words)
         matched = depth - 1
         base = np.empty(b)
         mf = np.empty(b) if want_max else base

@@ -119,7 +119,7 @@ def sentence_answers(model: Model, lines: list[list[str]], totals: Totals) -> li
             words[row] = wid
             row += 1
     logp = model.log10p_batch(ctx, words).tolist()
-    lengths = matched_lengths(model, ctx, words).tolist()
+    lengths = model.longest_match(ctx, words).tolist()
     answers, row = [], 0
     for tokens, ids in zip(lines, sentences):
         cells, total, oov = [], 0.0, 0
@@ -136,27 +136,3 @@ def sentence_answers(model: Model, lines: list[list[str]], totals: Totals) -> li
         totals.tokens += len(ids)
         answers.append("\t".join(cells) + f"\tTotal: {display_log10(total)} OOV: {oov}")
     return answers
-
-
-def matched_lengths(model: Model, contexts: np.ndarray, words: np.ndarray) -> np.ndarray:
-    """For each row, the length of the longest n-gram `z w` of the table with `z` a suffix of
-    the context (ids, oldest first, -1 padding): the n-gram KenLM reports as having scored
-    `w`. A blank node (the unlisted suffix of a listed n-gram) counts, as in KenLM, which
-    fills such n-grams in with their backed-off values."""
-    trie = model.trie
-    width = contexts.shape[1]
-    node = np.asarray(words, dtype=np.int64).copy()
-    length = np.ones(len(node), dtype=np.int64)
-    active = np.arange(len(node))
-    for j in range(1, min(width, trie.order - 1) + 1):
-        word = contexts[active, width - j]
-        keep = word >= 0
-        active, word = active[keep], word[keep]
-        if not len(active):
-            break
-        found = trie.find(j + 1, trie.key(node[active], word))
-        hit = found >= 0
-        active, found = active[hit], found[hit]
-        node[active] = found
-        length[active] = j + 1
-    return length
