@@ -208,6 +208,18 @@ CONLL = ("A DT B-NP\ncat NN I-NP\nsat VBD B-VP\n. . O\n\n"
          "The DT B-NP\ndog NN I-NP\nran VBD B-VP\n. . O\n")
 
 
+def tiny_nltk_dir(tmp_path: Path) -> Path:
+    """An NLTK data directory holding a one-file treebank and a tiny CoNLL-2000, as
+    `data_prep.pos_data` reads them."""
+    data = tmp_path / "nltk"
+    (data / "treebank" / "combined").mkdir(parents=True)
+    (data / "treebank" / "combined" / "wsj_0001.mrg").write_text(MRG, encoding="utf-8")
+    (data / "conll2000").mkdir()
+    (data / "conll2000" / "train.txt").write_text(CONLL * 3, encoding="utf-8")
+    (data / "conll2000" / "test.txt").write_text(CONLL, encoding="utf-8")
+    return data
+
+
 def test_pos_data_writes_the_binary_tag_models_tag_prefers(tmp_path: Path) -> None:
     """A user who follows the README (`python -m data_prep.pos_data --out DIR`, then
     `arsdecode tag --models DIR`) must get the binary tag LM, not parse a text model."""
@@ -215,12 +227,7 @@ def test_pos_data_writes_the_binary_tag_models_tag_prefers(tmp_path: Path) -> No
     from data_prep.pos_data import prepare as prepare_pos
     from maxarpa import load
 
-    data = tmp_path / "nltk"
-    (data / "treebank" / "combined").mkdir(parents=True)
-    (data / "treebank" / "combined" / "wsj_0001.mrg").write_text(MRG, encoding="utf-8")
-    (data / "conll2000").mkdir()
-    (data / "conll2000" / "train.txt").write_text(CONLL * 3, encoding="utf-8")
-    (data / "conll2000" / "test.txt").write_text(CONLL, encoding="utf-8")
+    data = tiny_nltk_dir(tmp_path)
     out = tmp_path / "pos"
     summary = prepare_pos(out, data, orders=[2, 3])
     for n in (2, 3):
@@ -243,12 +250,7 @@ def test_pos_data_keeps_closed_class_tags_from_unknown_words_unless_asked(tmp_pa
     from arsdecode.tasks.pos import PENN_CLOSED_TAGS, TnTEmissions
     from data_prep.pos_data import main as pos_main
 
-    data = tmp_path / "nltk"
-    (data / "treebank" / "combined").mkdir(parents=True)
-    (data / "treebank" / "combined" / "wsj_0001.mrg").write_text(MRG, encoding="utf-8")
-    (data / "conll2000").mkdir()
-    (data / "conll2000" / "train.txt").write_text(CONLL * 3, encoding="utf-8")
-    (data / "conll2000" / "test.txt").write_text(CONLL, encoding="utf-8")
+    data = tiny_nltk_dir(tmp_path)
     closed = set(PENN_CLOSED_TAGS)
     unknown = ("zzz", "Qqq", "barking", "Fido")
     found = {}
