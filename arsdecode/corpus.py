@@ -80,11 +80,8 @@ def decode_many(
     budgets = auto_pairs_budgets(model, lattices) if method == "auto" else None
     if method == "full":
         results = list(_full_native(model, lattices, list(range(len(lattices)))))
-    elif budgets is not None:
-        for group, budget in _budget_groups(budgets):
-            for k, r in zip(group, _full_native(model, [lattices[k] for k in group], group,
-                                                budget), strict=True):
-                results[k] = r  # None: abandoned past the budget, for ARS below
+    elif budgets is not None:  # None: abandoned past its budget, for ARS below
+        results = list(_full_native(model, lattices, list(range(len(lattices))), budgets))
     ars = [k for k, r in enumerate(results) if r is None]
     start = time.perf_counter()
     for group in _lockstep_groups(ars, [sum(lattices[k].widths) for k in ars]):
@@ -117,15 +114,6 @@ def _lockstep_groups(items: list[int], sizes: list[int]) -> list[list[int]]:
     return groups
 
 
-def _budget_groups(budgets: np.ndarray) -> list[tuple[list[int], float]]:
-    """The lattices grouped by budget (`full_pairs_budgets` gives a few distinct values):
-    one compiled call per group, as the core takes one budget per call."""
-    groups: dict[float, list[int]] = {}
-    for k, b in enumerate(budgets.tolist()):
-        groups.setdefault(b, []).append(k)
-    return sorted((group, b) for b, group in groups.items())
-
-
 def decode(lm, lattice: Lattice, *, method: Method = "auto", k: int | None = None, **options):
     """The exact argmax of p on one lattice by the method `method` picks (natural log).
 
@@ -151,8 +139,7 @@ def decode(lm, lattice: Lattice, *, method: Method = "auto", k: int | None = Non
     model = as_target_model(lm)
     budgets = auto_pairs_budgets(model, [lattice]) if method == "auto" and not needs_ars else None
     if method == "full" or budgets is not None:
-        budget = None if budgets is None else float(budgets[0])
-        result = _full_native(model, [lattice], [0], budget)[0]
+        result = _full_native(model, [lattice], [0], budgets)[0]
         if result is not None:
             return result
     return ars_decode(lm, lattice, **options)
@@ -254,9 +241,10 @@ def _maxarpa_model(model: TargetModel):
 
 
 def _full_native(model: TargetModel, lattices: Sequence[Lattice], labels,
-                 max_pairs: float | None = None) -> list[DecodeResult | None]:
+                 max_pairs: np.ndarray | None = None) -> list[DecodeResult | None]:
     """The merged full DP on the compiled core, every lattice in one call; None for a lattice
-    abandoned past `max_pairs` pairs (only the compiled DP abandons)."""
+    abandoned past its budget in `max_pairs` (one per lattice; only the compiled DP
+    abandons)."""
     from arsdecode.fast_full import decode_lattices
 
     lm = _maxarpa_model(model)

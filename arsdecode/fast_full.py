@@ -127,11 +127,12 @@ def full_dp(lm: Model) -> _core.FullDP:
 
 
 def run_flat(lm: Model, flat: FlatLattices, *, viterbi: bool = True,
-             prune: bool = True, max_pairs: float | None = None) -> BatchResult:
+             prune: bool = True, max_pairs: float | np.ndarray | None = None) -> BatchResult:
     """One compiled call over every lattice in `flat`.
 
-    `max_pairs` abandons a lattice once its (state, candidate) pairs exceed it: its score is
-    NaN and its choices -1 (`corpus`'s auto method then decodes it by ARS).
+    `max_pairs` (one budget, or one per lattice) abandons a lattice once its (state,
+    candidate) pairs exceed its budget: its score is NaN and its choices -1 (`auto` then
+    decodes it by ARS).
 
     `prune` (Viterbi only) drops the (state, candidate) pairs whose score so far plus an upper
     bound on any completion (bigram max-backoff bounds, one backward pass over the lattice)
@@ -143,7 +144,7 @@ def run_flat(lm: Model, flat: FlatLattices, *, viterbi: bool = True,
         raise ValueError(f"{lm.source}: the model has no <s> or </s>")
     choice, score, states, widest, pairs = full_dp(lm).run(
         flat.sent_off, flat.pos_off, flat.cand_ids, flat.cand_emis, lm.bos_id, lm.eos_id,
-        viterbi, prune, -1 if max_pairs is None else int(min(max_pairs, 2**62)),
+        viterbi, prune, -1 if max_pairs is None else np.minimum(max_pairs, 2**62).astype(np.int64),
     )
     return BatchResult(choice, score, states, widest, pairs)
 
@@ -157,7 +158,7 @@ def full_decode_many(lm: Model, lattices: Sequence[Lattice]) -> list[tuple[list[
 
 
 def decode_lattices(lm: Model, lattices: Sequence[Lattice], labels: Sequence | None = None,
-                    max_pairs: float | None = None
+                    max_pairs: float | np.ndarray | None = None
                     ) -> list[tuple[list[str], float, int] | None]:
     """(best path, its ln p, merged states built) per lattice, from one compiled call; None
     for a lattice abandoned past `max_pairs` (see `run_flat`).

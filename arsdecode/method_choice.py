@@ -72,9 +72,9 @@ def lattice_sizes(widths_per_lattice) -> tuple[np.ndarray, np.ndarray, np.ndarra
 
 def full_pairs_budgets(lm, positions, candidates, cubed_widths) -> np.ndarray:
     """Per lattice, the (state, candidate) pairs past which `auto` abandons its full DP for
-    ARS: the ARS estimate in pairs rounded down to a power of 2**(1/4), at least the floor of
-    the vocabulary kind. Rounded so that lattices share a few budgets: the compiled core
-    takes one budget per call, and a lattice gets the same budget alone or in a corpus."""
+    ARS: the ARS estimate in pairs rounded down to a power of 2**(1/4) (the estimate is
+    coarse; finer steps would only pretend otherwise), at least the floor of the vocabulary
+    kind. The compiled core takes one budget per lattice."""
     small = _small_vocab(lm)
     floor = AUTO_FULL_PAIRS_SMALL_VOCAB if small else AUTO_FULL_PAIRS
     per_pair = FULL_SECONDS_PER_PAIR_SMALL_VOCAB if small else FULL_SECONDS_PER_PAIR

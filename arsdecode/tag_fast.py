@@ -146,9 +146,8 @@ def tag_many(lm: Model, emissions, sentences: Sequence[Sequence[str]], *,
 
 def _run_budgeted(lm: Model, flat: FlatLattices) -> BatchResult:
     """The full DP on every sentence of `flat` within its own pair budget
-    (`method_choice.full_pairs_budgets`, which grows with the sentence's positions x width):
-    one compiled call per distinct budget (they are powers of 2, or the floor); an abandoned
-    sentence has score NaN."""
+    (`method_choice.full_pairs_budgets`, which grows with the sentence's positions x width),
+    in one compiled call; an abandoned sentence has score NaN."""
     from arsdecode.method_choice import full_pairs_budgets
 
     sent_off, pos_off = flat.sent_off, flat.pos_off
@@ -156,38 +155,7 @@ def _run_budgeted(lm: Model, flat: FlatLattices) -> BatchResult:
     cubes = np.add.reduceat(widths**3, sent_off[:-1]) if len(widths) else widths
     budgets = full_pairs_budgets(lm, np.diff(sent_off),
                                  pos_off[sent_off[1:]] - pos_off[sent_off[:-1]], cubes)
-    distinct = np.unique(budgets)
-    if len(distinct) == 1:
-        return run_flat(lm, flat, viterbi=True, max_pairs=float(distinct[0]))
-    n = len(sent_off) - 1
-    out = BatchResult(np.empty(len(pos_off) - 1, dtype=np.int32), np.empty(n),
-                      np.zeros(n, dtype=np.int64), np.zeros(n, dtype=np.int64),
-                      np.zeros(n, dtype=np.int64))
-    for budget in distinct.tolist():
-        group = np.flatnonzero(budgets == budget)
-        sub, positions = _subset(flat, group)
-        res = run_flat(lm, sub, viterbi=True, max_pairs=budget)
-        out.choice[positions] = res.choice
-        for mine, theirs in ((out.score, res.score), (out.dp_states, res.dp_states),
-                             (out.max_states, res.max_states), (out.pairs, res.pairs)):
-            mine[group] = theirs
-    return out
-
-
-def _subset(flat: FlatLattices, sentences: np.ndarray) -> tuple[FlatLattices, np.ndarray]:
-    """The flat lattices of `sentences` (indices, ascending) alone, and the indices of their
-    positions in `flat`."""
-    positions, sent_off = _ranges(flat.sent_off, sentences)
-    cands, pos_off = _ranges(flat.pos_off, positions)
-    return FlatLattices(sent_off, pos_off, flat.cand_ids[cands], flat.cand_emis[cands]), positions
-
-
-def _ranges(offsets: np.ndarray, items: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The concatenated ranges offsets[i]:offsets[i + 1] of `items`, and their new offsets."""
-    lengths = offsets[items + 1] - offsets[items]
-    new_off = np.zeros(len(items) + 1, dtype=np.int64)
-    np.cumsum(lengths, out=new_off[1:])
-    return np.repeat(offsets[items] - new_off[:-1], lengths) + np.arange(new_off[-1]), new_off
+    return run_flat(lm, flat, viterbi=True, max_pairs=budgets)
 
 
 def _tag_ars(lm: Model, emissions, sentences: Sequence[Sequence[str]]) -> TagManyResult:

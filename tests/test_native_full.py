@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 from arpa_reference import random_arpa_text
 from ars_fixtures import IMPOSSIBLE_ARPA, LM, make_lattice, random_lm_with_options
-from arsdecode.errors import NoPathError
+from arsdecode.errors import LatticeError, NoPathError
 from arsdecode.fast_full import (
     FlatLattices,
     full_decode_many,
@@ -164,3 +164,21 @@ def test_ties_go_to_the_first_candidate():
     assert full_decode_many(lm, [lat])[0][0] == ["zzqx1", "nation"]
     lat = Lattice.from_lists([[("zzqx2", -1.0), ("zzqx1", -1.0)], [("nation", 0.0)]])
     assert full_decode_many(lm, [lat])[0][0] == ["zzqx2", "nation"]
+
+
+def test_each_lattice_gets_its_own_pair_budget():
+    """`max_pairs` per lattice (auto's budgets grow with each lattice's size, and a corpus is
+    one compiled call): a lattice over its own budget is abandoned (NaN), the others, with a
+    budget they fit in or none (-1), get the unbudgeted answer, in the same call."""
+    lm = Model.load(EMBEDDED)
+    lat = Lattice.from_lists([[("the", 0.0), ("a", -0.5)], [("united", 0.0), ("people", -1.0)],
+                              [("states", 0.0), ("nation", -0.3)]])
+    flat = FlatLattices.from_lattices(lm, [lat, lat, lat])
+    free = run_flat(lm, flat)
+    need = int(free.pairs[0])
+    res = run_flat(lm, flat, max_pairs=np.array([need, need - 1, -1]))
+    assert np.isnan(res.score[1]) and (res.choice[3:6] == -1).all()
+    assert res.score[0] == res.score[2] == free.score[0]
+    assert res.choice[:3].tolist() == res.choice[6:].tolist() == free.choice[:3].tolist()
+    with pytest.raises(LatticeError, match="one per sentence"):
+        run_flat(lm, flat, max_pairs=np.array([need, need]))

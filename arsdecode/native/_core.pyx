@@ -320,7 +320,7 @@ cdef class FullDP:
 
     def run(self, const long long[::1] sent_off, const long long[::1] pos_off,
             const long long[::1] cand_ids, const double[::1] cand_emis, long long bos,
-            long long eos, bint viterbi, bint prune=True, long long max_pairs=-1):
+            long long eos, bint viterbi, bint prune=True, max_pairs=-1):
         """Decode (viterbi) or sum (log partition) every lattice.
 
         With `prune` (Viterbi only), a (state, candidate) pair is dropped when its score so far
@@ -331,8 +331,10 @@ cdef class FullDP:
         of the surviving states. With a dense vocabulary a pair is tested before its transition
         is computed, using the bigram bound of the state's last word.
 
-        `max_pairs` >= 0 abandons a sentence as soon as its (state, candidate) pairs exceed it:
-        its score is NaN and its choices -1 (the caller decodes it another way).
+        `max_pairs` (one integer for every sentence, or one per sentence; -1 = no budget)
+        abandons a sentence as soon as its (state, candidate) pairs exceed its budget: its
+        score is NaN and its choices -1 (the caller decodes it another way). One per sentence,
+        because `auto` gives each lattice a budget by its size, and a corpus is one call.
 
         sent_off (S+1) indexes positions, pos_off (P+1) indexes candidates; cand_ids are model
         word ids, cand_emis ln emissions (-inf = forbidden). Returns (choice, score, dp_states,
@@ -350,6 +352,7 @@ cdef class FullDP:
         cdef Py_ssize_t C = cand_ids.shape[0], i
         cdef long long V = self.core.t.vocab
         cdef _DPWorker worker
+        cdef const long long[::1] budgets
         if S < 0 or P < 0 or sent_off[S] != P or pos_off[P] != C or cand_emis.shape[0] != C:
             raise LatticeError("FullDP.run: offsets disagree with the array lengths")
         if sent_off[0] != 0 or pos_off[0] != 0:
@@ -366,6 +369,11 @@ cdef class FullDP:
             if cand_ids[i] < 0 or cand_ids[i] >= V:
                 raise LatticeError(f"FullDP.run: word id {cand_ids[i]} out of range "
                                    f"(vocabulary of {V})")
+        given = np.asarray(max_pairs, dtype=np.int64)
+        if given.ndim > 1 or (given.ndim == 1 and given.shape[0] != S):
+            raise LatticeError(f"FullDP.run: max_pairs must be one budget or one per sentence "
+                               f"({S}), got shape {given.shape}")
+        budgets = np.ascontiguousarray(np.broadcast_to(given, (S,)))
         try:  # pop is atomic: two threads never get the same worker
             worker = self._idle.pop()
         except IndexError:
@@ -373,7 +381,7 @@ cdef class FullDP:
             self._workers.append(worker)
         try:
             return worker.run_checked(sent_off, pos_off, cand_ids, cand_emis, bos, eos, viterbi,
-                                      prune, max_pairs)
+                                      prune, budgets)
         finally:
             self._idle.append(worker)
 
@@ -657,7 +665,7 @@ cdef class _DPWorker:
     cdef tuple run_checked(self, const long long[::1] sent_off, const long long[::1] pos_off,
                            const long long[::1] cand_ids, const double[::1] cand_emis,
                            long long bos, long long eos, bint viterbi, bint prune,
-                           long long max_pairs):
+                           const long long[::1] max_pairs):
         """FullDP.run on arrays it has checked, with this worker's caches (a cdef method:
         not callable from Python, so nothing reaches the DP unchecked)."""
         cdef Py_ssize_t S = sent_off.shape[0] - 1, P = pos_off.shape[0] - 1
@@ -684,7 +692,7 @@ cdef class _DPWorker:
                 p0 = sent_off[s]
                 p1 = sent_off[s + 1]
                 thr = -INFINITY
-                if 0 <= max_pairs < pos_off[p1] - pos_off[p0]:
+                if 0 <= max_pairs[s] < pos_off[p1] - pos_off[p0]:
                     # Every position has at least one state, so the pairs are at least the
                     # candidates: over budget before any work (the bound pass included).
                     sc[s] = NAN
@@ -715,7 +723,7 @@ cdef class _DPWorker:
                     nxt_s.clear()
                     layer_off.push_back(bp_prev.size())
                     pr[s] += <long long>cur_g.size() * (pos_off[p + 1] - pos_off[p])
-                    if 0 <= max_pairs < pr[s]:  # over budget: abandoned, score NaN
+                    if 0 <= max_pairs[s] < pr[s]:  # over budget: abandoned, score NaN
                         sc[s] = NAN
                         dead = True
                         break
