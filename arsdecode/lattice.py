@@ -136,13 +136,7 @@ class Lattice:
             raise LatticeError(f"{name}: cannot read lattice: {reason}") from None
         except EOFError:
             raise LatticeError(f"{name}: cannot read lattice: truncated gzip file") from None
-        try:
-            text = data.decode("utf-8")
-        except UnicodeDecodeError as err:
-            hint = " (gzip data: name the file *.gz)" if data[:2] == b"\x1f\x8b" else ""
-            raise LatticeError(
-                f"{name}: not UTF-8 text: byte 0x{data[err.start]:02x} at offset "
-                f"{err.start}{hint}") from None
+        text = utf8_text(data, name, LatticeError, gzip_hint=True)
         try:
             obj = json.loads(text, parse_constant=json_constant)
         except json.JSONDecodeError as err:
@@ -183,3 +177,17 @@ def json_constant(name: str) -> float:
     if name == "-Infinity":
         return -math.inf
     raise ValueError(f"weight {name} is not allowed")
+
+
+def utf8_text(data: bytes, name: str, error: type[Exception], gzip_hint: bool = False) -> str:
+    """`data` (the bytes of input `name`) decoded as UTF-8; otherwise `error`, one line naming
+    the input and the offending byte, not a decoding traceback (nor, on stdin, silent
+    U+FFFD). Lattice files and `tag --file` text share it; `gzip_hint` (for inputs that are
+    read compressed when named *.gz) says so when the bytes are gzip data."""
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        gz = gzip_hint and data[:2] == b"\x1f\x8b"
+        hint = " (gzip data: name the file *.gz)" if gz else ""
+        raise error(f"{name}: not UTF-8 text: byte 0x{data[err.start]:02x} at offset "
+                    f"{err.start}{hint}") from None

@@ -137,13 +137,10 @@ def tag_json(words: list[str], tags: list[str], log_p: float, seconds: float,
 def read_text(path: str) -> str:
     """The UTF-8 text of `path` ('-': stdin); text that is not UTF-8 is an ObservationError
     naming the file and the byte, not a decoding traceback (nor, on stdin, silent U+FFFD)."""
-    name = "<stdin>" if path == "-" else path
+    from arsdecode.lattice import utf8_text
+
     data = sys.stdin.buffer.read() if path == "-" else Path(path).read_bytes()
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as err:
-        raise ObservationError(f"{name}: not UTF-8 text: byte 0x{data[err.start]:02x} at "
-                               f"offset {err.start}") from None
+    return utf8_text(data, "<stdin>" if path == "-" else path, ObservationError)
 
 
 def tag_file(args: argparse.Namespace, lm, emissions) -> int:
