@@ -18,6 +18,7 @@ import pytest
 from ars_fixtures import make_lattice
 from arsdecode.api import DEFAULT_LM
 from brute import brute_model
+from stream_lines import first_line
 
 TIGHT = 1e-9
 DECODE_KEYS = {"tokens", "log_p", "log_q", "iterations", "states", "ngrams_by_order", "timing",
@@ -268,16 +269,10 @@ def test_streamed_samples_survive_an_interrupt(small_lattice):
         # installs no handler. Give the child the default disposition, as in a terminal.
         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
-    # The first line byte by byte from the unbuffered pipe: a buffered readline would read
-    # ahead, and communicate() reads the file descriptor itself, so what readline had
-    # buffered past the first line would be lost (a cut line in `rest`).
-    first = b""
-    while not first.endswith(b"\n"):  # blocks until the first sample is out
-        byte = p.stdout.read(1)
-        if not byte:  # the child ended before any sample: show why
-            rest, err = p.communicate(timeout=60)
-            raise AssertionError(f"no sample streamed (exit {p.returncode}): {err[-2000:]!r}")
-        first += byte
+    first = first_line(p)  # unbuffered: nothing after it is lost to communicate() (stream_lines)
+    if not first.endswith(b"\n"):  # the child ended before any sample: show why
+        rest, err = p.communicate(timeout=60)
+        raise AssertionError(f"no sample streamed (exit {p.returncode}): {err[-2000:]!r}")
     time.sleep(0.5)
     p.send_signal(signal.SIGINT)
     rest_bytes, err_bytes = p.communicate(timeout=60)

@@ -19,6 +19,7 @@ import pytest
 
 import maxarpa
 from arsdecode.api import DEFAULT_LM
+from stream_lines import first_line
 
 LATTICE = {"positions": [[["the", -0.1], ["a", -1.0]], [["nation", -0.2], ["people", -0.3]],
                          [["is", 0.0], ["was", -0.4]]]}
@@ -215,14 +216,15 @@ def test_sigterm_stops_sampling_and_keeps_the_streamed_samples(tmp_path):
     proc = subprocess.Popen(
         [sys.executable, "-m", "arsdecode", "sample", "--lm", str(DEFAULT_LM), "--lattice",
          str(lattice), "-n", "100000000", "--jsonl"], stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE, text=True)
-    first = proc.stdout.readline()
+        stderr=subprocess.PIPE, bufsize=0)
+    first = first_line(proc)  # unbuffered: nothing after it is lost to communicate()
     assert first, proc.stderr.read()
     time.sleep(0.3)
     proc.send_signal(signal.SIGTERM)
-    rest, err = proc.communicate(timeout=60)
+    rest_bytes, err_bytes = proc.communicate(timeout=60)
+    rest, err = rest_bytes.decode(), err_bytes.decode()
     assert proc.returncode == 143, err
-    lines = [first, *rest.splitlines()]
+    lines = [first.decode(), *rest.splitlines()]
     assert all(len(json.loads(line)["tokens"]) == 3 for line in lines)
     assert f"stopped after {len(lines)} of 100000000 samples" in err, err
     assert "terminated by SIGTERM" in err and "Traceback" not in err
