@@ -22,14 +22,15 @@ from typing import TYPE_CHECKING, Any
 __version__ = "0.1.0"
 
 # The public names, imported on first use (PEP 562): `import arsdecode` stays light, and a
-# CLI can set up the process (one BLAS thread, see arsdecode.cli) before numpy loads.
+# CLI can set up the process (one BLAS thread, see arsdecode.cli.main) before numpy loads.
 _EXPORTS = {
     "load_lm": "arsdecode.api", "sms_decode": "arsdecode.api", "tag": "arsdecode.api",
     "TagResult": "arsdecode.api",
-    "DecodeResult": "arsdecode.ars", "SampleResult": "arsdecode.ars",
-    "SampleTrace": "arsdecode.ars", "adapt": "arsdecode.ars", "sample": "arsdecode.ars",
-    "decode": "arsdecode.corpus", "decode_many": "arsdecode.corpus",
-    "decode_kbest": "arsdecode.kbest", "Lattice": "arsdecode.lattice",
+    "DecodeResult": "arsdecode.methods.ars", "SampleResult": "arsdecode.methods.ars",
+    "SampleTrace": "arsdecode.methods.ars", "adapt": "arsdecode.methods.ars",
+    "sample": "arsdecode.methods.ars",
+    "decode": "arsdecode.methods.dispatch", "decode_many": "arsdecode.methods.dispatch",
+    "decode_kbest": "arsdecode.methods.kbest", "Lattice": "arsdecode.lattice",
     **{name: "arsdecode.errors" for name in (
         "ArsDecodeError", "AutomatonError", "LatticeError", "ModelError", "NoPathError",
         "ObservationError", "OptionError", "TargetError")},
@@ -37,8 +38,6 @@ _EXPORTS = {
 
 if TYPE_CHECKING:
     from arsdecode.api import TagResult, load_lm, sms_decode, tag
-    from arsdecode.ars import DecodeResult, SampleResult, SampleTrace, adapt, sample
-    from arsdecode.corpus import decode, decode_many
     from arsdecode.errors import (
         ArsDecodeError,
         AutomatonError,
@@ -49,8 +48,10 @@ if TYPE_CHECKING:
         OptionError,
         TargetError,
     )
-    from arsdecode.kbest import decode_kbest
     from arsdecode.lattice import Lattice
+    from arsdecode.methods.ars import DecodeResult, SampleResult, SampleTrace, adapt, sample
+    from arsdecode.methods.dispatch import decode, decode_many
+    from arsdecode.methods.kbest import decode_kbest
 
 
 def __getattr__(name: str) -> Any:

@@ -2,6 +2,6 @@
 
 import sys
 
-from arsdecode.cli import main
+from arsdecode.cli.main import main
 
 sys.exit(main())

@@ -12,8 +12,8 @@ from dataclasses import dataclass, field, fields
 from functools import lru_cache
 from pathlib import Path
 
-from arsdecode.ars import DecodeResult
-from arsdecode.corpus import decode
+from arsdecode.methods.ars import DecodeResult
+from arsdecode.methods.dispatch import decode
 from maxarpa.config import Config
 from maxarpa.model import Model
 
@@ -50,7 +50,7 @@ def sms_decode(
     p(words, observation); `decode_options` go to `arsdecode.decode`. Raises
     `ObservationError` on a bad observation.
     """
-    from arsdecode.tasks.sms import KeypadChannel, parse_observation
+    from arsdecode.tasks.sms.keypad import KeypadChannel, parse_observation
 
     parse_observation(observation)
     if lm is None:
@@ -62,7 +62,7 @@ def sms_decode(
 
 @lru_cache(maxsize=4)
 def _default_channel(k: float):
-    from arsdecode.tasks.sms import KeypadChannel
+    from arsdecode.tasks.sms.keypad import KeypadChannel
 
     lm = load_lm(DEFAULT_LM)
     return lm, KeypadChannel.from_vocab(lm.vocab, k=k)
@@ -100,14 +100,14 @@ def tag(
     spaces) under the TnT-style HMM of the paper's 3.2.
 
     Models are looked up in `models`, then `$ARSDECODE_POS_MODELS`, then the tagger shipped in
-    `arsdecode/data/pos/` (see `arsdecode.tasks.pos_models`). Returns a `TagResult`: `words`,
+    `arsdecode/data/pos/` (see `arsdecode.tasks.pos.models`). Returns a `TagResult`: `words`,
     `tags` (one per word; also in `tokens`), and `log_p`, the natural log of the tag
     sequence's joint probability with the words (up to a tag-independent constant per unknown
-    word, see `arsdecode.tasks.pos`). Raises `ModelError` when no model is found and
+    word, see `arsdecode.tasks.pos.emissions`). Raises `ModelError` when no model is found and
     `ObservationError` on an empty sentence.
     """
     from arsdecode.errors import ObservationError
-    from arsdecode.tasks.pos_models import load_models
+    from arsdecode.tasks.pos.models import load_models
 
     if isinstance(words, str):
         words = words.split()

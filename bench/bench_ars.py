@@ -40,9 +40,9 @@ def ensure_models(d: Path) -> None:
 
 
 def main() -> None:
-    from arsdecode.ars import decode, sample
-    from arsdecode.full import full_decode, full_sample, full_state_count
-    from arsdecode.tasks.sms import KeypadChannel
+    from arsdecode.methods.ars import decode, sample
+    from arsdecode.methods.full import full_decode, full_sample, full_state_count
+    from arsdecode.tasks.sms.keypad import KeypadChannel
     from maxarpa.model import Model
 
     ap = argparse.ArgumentParser()

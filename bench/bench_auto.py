@@ -2,7 +2,7 @@
 
 auto runs the bound-pruned full DP on every lattice with a budget of (state, candidate) pairs
 (`method_choice.full_pairs_budgets`: per lattice, an estimate of ARS's time on it in pairs),
-and ARS on a lattice that exceeds it (see arsdecode/corpus.py).
+and ARS on a lattice that exceeds it (see arsdecode/methods/dispatch.py).
 For every lattice, both exact methods run through `corpus.decode(method=...)`, as auto
 does (ARS, best of 3; the pruned full DP on a *new* lattice: tables built, transition cache
 empty), each result is checked to have the same ln p (to 1e-9), and auto itself is timed
@@ -65,7 +65,8 @@ def cold_calls(lm, lattices) -> dict:
     """One decode_many call per method in a process that has not set up the full DP for lm:
     best of two rounds, in opposite orders (the first call of a family pays one-time costs,
     say page faults on the model's arrays, that are no method's)."""
-    from arsdecode import corpus, fast_full
+    import arsdecode.methods.dispatch as corpus
+    import arsdecode.methods.fast_full as fast_full
 
     calls = {m: float("inf") for m in ("auto", "full", "ars")}
     for order in (("auto", "full", "ars"), ("ars", "full", "auto")):
@@ -79,7 +80,9 @@ def cold_calls(lm, lattices) -> dict:
 
 
 def run_family(name: str, lm, lattices) -> dict:
-    from arsdecode import corpus, fast_full, method_choice
+    import arsdecode.methods.cost_model as method_choice
+    import arsdecode.methods.dispatch as corpus
+    import arsdecode.methods.fast_full as fast_full
     from arsdecode.native import _core, native_ngram
 
     # One call over the family, and one over its first lattice alone, in a process that has
@@ -152,7 +155,7 @@ def budget_sweep(rows: list[dict]) -> None:
 
 
 def sms_families(path: Path, per_family: int):
-    from arsdecode.tasks.sms import KeypadChannel
+    from arsdecode.tasks.sms.keypad import KeypadChannel
     from maxarpa.model import Model
 
     lm = Model.load(path / "lm.5.maxarpa")
@@ -168,9 +171,9 @@ def shipped_families(n_long: int = 1, n_wide: int = 2):
     """Long and wide lattices on the shipped 5-gram (the families of issue 19's table)."""
     import numpy as np
 
-    from arsdecode.cli import DEFAULT_LM
+    from arsdecode.cli.main import DEFAULT_LM
     from arsdecode.lattice import Lattice
-    from arsdecode.tasks.sms import KeypadChannel, sample_sentence
+    from arsdecode.tasks.sms.keypad import KeypadChannel, sample_sentence
     from maxarpa.model import Model
 
     lm = Model.load(DEFAULT_LM)
@@ -188,7 +191,7 @@ def shipped_families(n_long: int = 1, n_wide: int = 2):
 
 
 def pos_families(path: Path, per_family: int, ewt: Path | None):
-    from arsdecode.tasks.pos_models import load_models
+    from arsdecode.tasks.pos.models import load_models
     from data_prep.pos_data import default_data_dir, read_conll2000
 
     sents = read_conll2000(default_data_dir(), "test")

@@ -1,7 +1,7 @@
 """Corpus runs: throughput with 1 and 2 Dask workers, memory per worker, scheduling overhead.
 
 Baseline, measured in the same run: the plain in-process loop over the items (build the
-lattice, decode; `arsdecode.corpus.decode_many` when it exists). Then `run_batch` in-process
+lattice, decode; `methods.dispatch.decode_many` when it exists). Then `run_batch` in-process
 (no Dask), on a LocalCluster of 1 worker and of 2 workers (cluster start-up timed apart, since
 a long run pays it once). Reported: items/s, the 2-vs-1 worker speed-up (goal >= 1.7 on two
 cores), the overhead per item of each runner against the baseline, and each worker's resident
@@ -27,11 +27,11 @@ from pathlib import Path
 import numpy as np
 
 import maxarpa
-from arsdecode.ars import decode
-from arsdecode.batch import TaskSpec, local_cluster, run_batch
-from arsdecode.cli import DEFAULT_LM
+from arsdecode.batch.client import TaskSpec, local_cluster, run_batch
+from arsdecode.cli.main import DEFAULT_LM
 from arsdecode.lattice import Lattice
-from arsdecode.tasks.sms import KeypadChannel, sample_sentence
+from arsdecode.methods.ars import decode
+from arsdecode.tasks.sms.keypad import KeypadChannel, sample_sentence
 
 SENTENCES = [
     "the state of the union is strong .",
@@ -56,7 +56,9 @@ def baseline_loop(lm, lines: list[str]) -> float:
     start = time.perf_counter()
     lattices = [Lattice.from_json_obj(json.loads(line)) for line in lines]
     try:
-        from arsdecode.corpus import decode_many  # the engine helper's batch call, if merged
+        from arsdecode.methods.dispatch import (
+            decode_many,  # the engine helper's batch call, if merged
+        )
     except ImportError:
         for lattice in lattices:
             decode(lm, lattice)
@@ -88,8 +90,8 @@ def copied_model_uss(path: str) -> int:
 
 def warm_up(spec: TaskSpec) -> None:
     """What a worker's first chunk pays once: the imports and the model load."""
-    import arsdecode.ars  # noqa: F401
-    from arsdecode.batch import worker_models
+    import arsdecode.methods.ars  # noqa: F401
+    from arsdecode.batch.client import worker_models
 
     worker_models(spec)
 

@@ -6,7 +6,7 @@ WSJ section 20 (CoNLL-2000 test.txt, the test.tsv written by data_prep.pos_data)
   - the whole process: `arsdecode tag --file WORDS --models DIR --order n`, the installed
     command (it loads DIR/tags.n.npz when there is one; --binary writes it first);
   - the existing per-sentence ARS `decode` on the first --ars-sentences sentences;
-  - exactness: ln p of every sentence equal to arsdecode.full.full_decode's (1e-9), tags equal
+  - exactness: ln p of every sentence equal to methods.full.full_decode's (1e-9), tags equal
     or tied (--check-full, slow: the numpy reference runs sentence by sentence);
   - the merged state space: states per position (mean, max), (state, candidate) pairs, and the
     prediction `corpus.predicted_pairs_flat` (an upper bound on the unpruned pairs) against the
@@ -67,7 +67,7 @@ def run_child(cmd: list[str]) -> tuple[str, float]:
 def tnt_rate(pos_dir: Path, test_words: list[list[str]], tokens: int) -> float:
     from nltk.tag.tnt import TnT
 
-    from arsdecode.tasks.pos import read_tagged
+    from arsdecode.tasks.pos.emissions import read_tagged
 
     tagger = TnT(N=1000)
     tagger.train(read_tagged(pos_dir / "train.tsv"))
@@ -83,12 +83,12 @@ def tnt_rate(pos_dir: Path, test_words: list[list[str]], tokens: int) -> float:
 
 def main() -> int:
     import maxarpa
-    from arsdecode.ars import decode
-    from arsdecode.corpus import predicted_pairs_flat
-    from arsdecode.fast_full import run_flat
-    from arsdecode.tag_fast import flatten, tag_many
-    from arsdecode.tasks.pos import TnTEmissions, read_tagged
-    from arsdecode.tasks.pos_models import tag_lm_path
+    from arsdecode.methods.ars import decode
+    from arsdecode.methods.dispatch import predicted_pairs_flat
+    from arsdecode.methods.fast_full import run_flat
+    from arsdecode.tasks.pos.emissions import TnTEmissions, read_tagged
+    from arsdecode.tasks.pos.models import tag_lm_path
+    from arsdecode.tasks.pos.tag_many import flatten, tag_many
     from maxarpa.model import Model
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -180,7 +180,7 @@ def main() -> int:
         if args.check_full:
             (diff_tags, diff_lp), full_s = timed(
                 lambda lm=lm, w=warm: _check_full(lm, em, words, w))
-            print(f"arsdecode.full on all sentences: {full_s:.1f} s, {tokens / full_s:,.0f}"
+            print(f"arsdecode.methods.full on all sentences: {full_s:.1f} s, {tokens / full_s:,.0f}"
                   f" tokens/s; ln p differs (>1e-9) in {diff_lp}, tags differ in {diff_tags}"
                   " (ties)")
         rows.append((n, tokens / c2, tokens / c1, tokens / cw, whole))
@@ -199,7 +199,7 @@ def _spearman(a: np.ndarray, b: np.ndarray) -> float:
 
 
 def _check_full(lm, em, words, warm) -> tuple[int, int]:
-    from arsdecode.full import full_decode
+    from arsdecode.methods.full import full_decode
 
     diff_tags = diff_lp = 0
     for i, ws in enumerate(words):

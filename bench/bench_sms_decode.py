@@ -38,9 +38,9 @@ def pct(xs: list[float], q: float) -> float:
 def main() -> None:
     import reference_ars
 
-    from arsdecode.ars import decode, sample
-    from arsdecode.corpus import decode_many
-    from arsdecode.tasks.sms import KeypadChannel
+    from arsdecode.methods.ars import decode, sample
+    from arsdecode.methods.dispatch import decode_many
+    from arsdecode.tasks.sms.keypad import KeypadChannel
     from maxarpa.model import Model
 
     ap = argparse.ArgumentParser()
@@ -144,7 +144,7 @@ def main() -> None:
 
 
     # The auto rule: on small and full candidate lists, time both exact methods and auto.
-    from arsdecode.full import full_decode
+    from arsdecode.methods.full import full_decode
 
     agree = total = 0
     t_auto = t_best = 0.0

@@ -23,8 +23,8 @@ sys.path.insert(0, str(REPO))
 
 
 def main() -> None:
-    from arsdecode.ars import decode, sample
-    from arsdecode.tasks.sms import KeypadChannel
+    from arsdecode.methods.ars import decode, sample
+    from arsdecode.tasks.sms.keypad import KeypadChannel
     from maxarpa.model import Model
 
     ap = argparse.ArgumentParser()

@@ -1,6 +1,6 @@
 """A plain, obvious pure-Python implementation of ARS exact decoding: the speed baseline.
 
-Same method as `arsdecode.ars.decode` with the default "all-edges" refinement (Algorithm 1 for
+Same method as `methods.ars.decode` with the default "all-edges" refinement (Algorithm 1 for
 decoding, Algorithm 2 for refinement), written the way one would write it first: the n-gram
 table is a dict of id tuples, every language-model value is one Python call, the q-automaton
 is a dict of contexts per layer, an edge's target is found by trying the suffixes of

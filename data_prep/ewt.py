@@ -16,10 +16,10 @@ HYPH, NFP, XX). Written under ``--out``: train.tsv, dev.tsv, test.tsv and, when 
 CoNLL-2000 corpus is found (``--nltk-dir``, default as data_prep.pos_data), wsj20.tsv (WSJ
 section 20, for evaluation only; CoNLL-2000 writes brackets' tags as "(" ")", mapped here to
 EWT's -LRB- -RRB-). Then the model, trained on EWT train: emissions.json.gz
-(`arsdecode.tasks.pos.TnTEmissions` with the settings chosen on EWT dev, see SETTINGS) and
+(`arsdecode.tasks.pos.emissions.TnTEmissions` with the settings chosen on EWT dev, see SETTINGS) and
 tags.<n>.arpa / tags.<n>.maxarpa / tags.<n>.npz (binary, what `tag --models` prefers), TnT's
 deleted-interpolation tag LM of each order n. With the `capitalisation` setting (TnT's
-capitalisation feature, `arsdecode.tasks.pos_cap`; on for the shipped model) the tag LM is
+capitalisation feature, `arsdecode.tasks.pos.cap`; on for the shipped model) the tag LM is
 over "tag^class" states (class upper or lower, after the word).
 
 ``--ship DIR`` copies the model in the layout `arsdecode tag` looks up: emissions.json.gz and
@@ -36,9 +36,9 @@ import sys
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
-from arsdecode.tasks.pos import PENN_CLOSED_TAGS, TnTEmissions, write_tagged
-from arsdecode.tasks.pos_cap import cap_sequences
-from arsdecode.tasks.pos_models import PREFERRED_ORDER
+from arsdecode.tasks.pos.cap import cap_sequences
+from arsdecode.tasks.pos.emissions import PENN_CLOSED_TAGS, TnTEmissions, write_tagged
+from arsdecode.tasks.pos.models import PREFERRED_ORDER
 from data_prep.lmplz import REPO_ROOT
 from data_prep.pos_data import (
     DataError,
@@ -147,7 +147,7 @@ def build_model(
     """emissions.json.gz and tags.<n>.{arpa,maxarpa,npz} under `out`; returns a summary.
 
     The tag LMs are over the states the emission model decodes with: tags, or "tag^class"
-    when `settings["capitalisation"]` (arsdecode.tasks.pos_cap)."""
+    when `settings["capitalisation"]` (arsdecode.tasks.pos.cap)."""
     settings = dict(SETTINGS if settings is None else settings)
     out.mkdir(parents=True, exist_ok=True)
     TnTEmissions.train(train, **settings).save(out / "emissions.json.gz")

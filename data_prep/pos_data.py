@@ -26,7 +26,7 @@ from order 3 to order n and written as an exact backoff ARPA (`deleted_interpola
 so lmplz cannot estimate the unigram discounts) and optional ``--prune``. Written as
 tags.<order>.arpa, plus tags.<order>.maxarpa when the maxarpa package's converter exists, plus
 its binary twin tags.<order>.npz (`maxarpa.convert(..., binary=True)`): the file
-`arsdecode tag --models DIR` prefers (arsdecode.tasks.pos_models), because it loads without
+`arsdecode tag --models DIR` prefers (arsdecode.tasks.pos.models), because it loads without
 parsing, where the 9-gram text model takes seconds to read.
 
 Why deleted interpolation although Kneser-Ney has the lower tag perplexity at every order: on a
@@ -63,7 +63,7 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from arsdecode.tasks.pos import PENN_CLOSED_TAGS, TnTEmissions, write_tagged
+from arsdecode.tasks.pos.emissions import PENN_CLOSED_TAGS, TnTEmissions, write_tagged
 from data_prep.lmplz import REPO_ROOT, train_arpa
 
 Sentence = list[tuple[str, str]]

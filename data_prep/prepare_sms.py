@@ -29,7 +29,7 @@ from pathlib import Path
 import numpy as np
 from tqdm import tqdm
 
-from arsdecode.tasks.sms import DEFAULT_K, KeypadChannel, sample_sentence
+from arsdecode.tasks.sms.keypad import DEFAULT_K, KeypadChannel, sample_sentence
 from data_prep.corpus import CorpusError, load_sentences
 from data_prep.lmplz import REPO_ROOT, LmplzError, train_arpa
 from maxarpa.model import Model

@@ -32,12 +32,12 @@ sys.path.insert(0, str(REPO / "tests"))
 import evidence_study  # noqa: E402
 from report.render import line_plot, table  # noqa: E402
 
-from arsdecode.approx import beam_search, gibbs, randomized_log_partition  # noqa: E402
-from arsdecode.ars import decode, sample  # noqa: E402
-from arsdecode.full import full_log_partition  # noqa: E402
-from arsdecode.marginals import marginals_from_samples  # noqa: E402
-from arsdecode.tasks.pos import TnTEmissions, read_tagged  # noqa: E402
-from arsdecode.tasks.sms import KeypadChannel  # noqa: E402
+from arsdecode.methods.approx import beam_search, gibbs, randomized_log_partition  # noqa: E402
+from arsdecode.methods.ars import decode, sample  # noqa: E402
+from arsdecode.methods.full import full_log_partition  # noqa: E402
+from arsdecode.methods.marginals import marginals_from_samples  # noqa: E402
+from arsdecode.tasks.pos.emissions import TnTEmissions, read_tagged  # noqa: E402
+from arsdecode.tasks.sms.keypad import KeypadChannel  # noqa: E402
 from brute import brute_model  # noqa: E402
 from maxarpa.model import Model  # noqa: E402
 
@@ -268,7 +268,7 @@ def render(res: dict, cmd: str) -> str:
         f"- SMS: {res['config']['sms']}", f"- POS: {res['config']['pos']}",
         "- Search error: the beam's path has ln p below the certified optimum by more than "
         "1e-9. Beam search keeps the best `width` LM states (last n-1 words) per position "
-        "after recombination (`arsdecode.approx.beam_search`).", ""]
+        "after recombination (`arsdecode.methods.approx.beam_search`).", ""]
     for task in ("sms", "pos"):
         b = res.get(task)
         if not b:
@@ -313,7 +313,7 @@ def render(res: dict, cmd: str) -> str:
                     + [["ARS importance", f"n={k}", f"{t:.3f}", f"{e:.4f}", f"{m:+.4f}"]
                        for t, e, k, m in zip(*ar)]), "",
               f"![ln Z error against time]({img}/logz_time.png)", "",
-              "## Evidence estimators (arsdecode.evidence)", "",
+              "## Evidence estimators (arsdecode.methods.evidence)", "",
               "`SampleResult.log_Z` is the importance estimate that uses every trial, "
               "Z = sum_t r_t / sum_t 1/Q_t with r_t = p(x_t)/q_t(x_t) and Q_t = q_t(X) "
               "(Teichmann, Wansing & Koller's importance weights p/q_t * Q_t, combined with "

@@ -1,9 +1,9 @@
 """How good are ARS's estimates of the evidence ln Z? Bias, 95% CI coverage and CI width per
-second of work, for every estimator of arsdecode.evidence, against exact ln Z.
+second of work, for every estimator of arsdecode.methods.evidence, against exact ln Z.
 
 Protocol: for each case (a model and a fixed lattice, exact ln Z by brute force when the lattice
-is enumerable, else by the full-model DP arsdecode.full.full_log_partition), run
-`arsdecode.ars.sample(n)` with seeds 0..S-1 and evaluate every estimator on the same trials.
+is enumerable, else by the full-model DP arsdecode.methods.full.full_log_partition), run
+`arsdecode.methods.ars.sample(n)` with seeds 0..S-1 and evaluate every estimator on the same trials.
 - bias: mean of (ln Z_hat - ln Z) and of (Z_hat / Z - 1), with its standard error;
 - coverage: fraction of seeds whose 95% interval holds the exact ln Z;
 - width: mean CI width (nats); width x sqrt(seconds) is the width one second of sampling would
@@ -29,10 +29,10 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests"))  # the random-model generator and brute force
 
 from arpa_reference import random_arpa_text  # noqa: E402
-from arsdecode import evidence  # noqa: E402
-from arsdecode.ars import sample  # noqa: E402
-from arsdecode.full import full_log_partition  # noqa: E402
 from arsdecode.lattice import Lattice  # noqa: E402
+from arsdecode.methods import evidence  # noqa: E402
+from arsdecode.methods.ars import sample  # noqa: E402
+from arsdecode.methods.full import full_log_partition  # noqa: E402
 from brute import brute_model  # noqa: E402
 from maxarpa.model import Model  # noqa: E402
 

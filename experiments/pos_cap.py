@@ -1,7 +1,7 @@
 """Tag LMs for the EWT experiments (experiments/pos_ewt.py): plain tags and capitalised states.
 
 The capitalisation feature itself (TnT's C=True: states "tag^class") lives in the package,
-`arsdecode.tasks.pos_cap`, and is the shipped tagger's model; `data_prep.ewt` builds its LMs
+`arsdecode.tasks.pos.cap`, and is the shipped tagger's model; `data_prep.ewt` builds its LMs
 for shipping. The experiments compare it with plain tag states, so they need both kinds of
 LM side by side: under work/ewt/plain and work/ewt/cap, built only where missing.
 """
@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from arsdecode.tasks.pos_cap import CapEmissions, cap_sequences  # noqa: F401 (re-exported)
+from arsdecode.tasks.pos.cap import CapEmissions, cap_sequences  # noqa: F401 (re-exported)
 from data_prep.pos_data import DataError, convert_maxarpa, deleted_interpolation_arpa
 
 

@@ -12,14 +12,14 @@ is rendered from that JSON alone (experiments/pos_ewt_report.py).
     python experiments/pos_ewt.py [--jobs 2] [--orders 2 3 4 5 6 7 8 9]
     python experiments/pos_ewt.py --render-only
 
-Decoding is exact: `arsdecode.tag_fast.tag_many(..., method="full")`, the full-model Viterbi
+Decoding is exact: `tasks.pos.tag_many.tag_many(..., method="full")`, the full-model Viterbi
 of every sentence of a set in one compiled call. Exactness stays checked in every job: on
-CHECK_SENTENCES evenly spaced sentences, `arsdecode.ars.decode` (an independent algorithm) must
+CHECK_SENTENCES evenly spaced sentences, `methods.ars.decode` (an independent algorithm) must
 certify its path and reach the same ln p. Times are CPU seconds of one single-threaded process
 (`time.process_time`) for lattice + decode (the ARS check is not timed), so they compare with
 TnT's (timed the same way, before the workers start) on a shared machine.
 
-Capitalised states (kind "cap"): TnT's C=True feature for our tagger (arsdecode.tasks.pos_cap),
+Capitalised states (kind "cap"): TnT's C=True feature for our tagger (arsdecode.tasks.pos.cap),
 tried because n = 2 lost to TnT on EWT dev on known words; since issue 19 it is the shipped
 model (data_prep.ewt.SETTINGS, LMs in work/ewt as data_prep.ewt builds them). The plain-state
 kinds ("grid", "ars") use plain tag LMs under work/ewt/plain (experiments/pos_cap.py). The
@@ -46,9 +46,9 @@ from pathlib import Path  # noqa: E402
 from pos_cap import CapEmissions, build_plain_lms  # noqa: E402
 from progress_log import progress, say  # noqa: E402
 
-from arsdecode.ars import decode  # noqa: E402
-from arsdecode.tag_fast import tag_many  # noqa: E402
-from arsdecode.tasks.pos import TnTEmissions, read_tagged, score_tags  # noqa: E402
+from arsdecode.methods.ars import decode  # noqa: E402
+from arsdecode.tasks.pos.emissions import TnTEmissions, read_tagged, score_tags  # noqa: E402
+from arsdecode.tasks.pos.tag_many import tag_many  # noqa: E402
 from data_prep.ewt import DEFAULT_ORDER, SETTINGS  # noqa: E402
 from maxarpa.model import Model  # noqa: E402
 

@@ -2,11 +2,11 @@
 
 Why: the shipped EWT tagger used plain tag states, and capitalised unknown words came out with
 closed-class tags ("He visited Munich yesterday ." gave Munich/DT). The fix has three parts,
-each a setting of `arsdecode.tasks.pos.TnTEmissions` (data_prep.ewt.SETTINGS ships all three);
+each a setting of `tasks.pos.emissions.TnTEmissions` (data_prep.ewt.SETTINGS ships all three);
 this script scores them one by one, so that each is seen to pay its way on EWT dev:
 
 * plain: the previous shipped model (tag states; capitalisation, case variants, closed tags off);
-* caps: + TnT's capitalisation feature (states "tag^class", arsdecode.tasks.pos_cap);
+* caps: + TnT's capitalisation feature (states "tag^class", arsdecode.tasks.pos.cap);
 * caps, no case variants: + rare case variants of frequent words ("Which") out of the suffix
   model (`skip_case_variants`);
 * shipped: + closed-class tags out of the suffix model (`closed_tags`).
@@ -41,8 +41,8 @@ from pos_cap import build_plain_lms  # noqa: E402
 from pos_ewt_report import SET_NAMES, pct, splice  # noqa: E402
 from progress_log import progress, say  # noqa: E402
 
-from arsdecode.tasks.pos import TnTEmissions  # noqa: E402
-from arsdecode.tasks.pos_cap import CapEmissions  # noqa: E402
+from arsdecode.tasks.pos.cap import CapEmissions  # noqa: E402
+from arsdecode.tasks.pos.emissions import TnTEmissions  # noqa: E402
 from data_prep.ewt import DEFAULT_ORDER, SETTINGS  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
@@ -107,9 +107,9 @@ def render(res: dict) -> str:
     L = ["## Issue 19: the shipped tagger gets TnT's capitalisation feature\n",
          "The shipped EWT tagger now decodes over capitalised states (TnT's C=True: the "
          "hidden state is the tag and whether the word starts with a capital, "
-         "`arsdecode.tasks.pos_cap`, tag LM over those states), and its suffix model leaves "
+         "`arsdecode.tasks.pos.cap`, tag LM over those states), and its suffix model leaves "
          "out rare case variants of frequent words (\"Which\", \"Each\") and closed-class "
-         "tags (`arsdecode.tasks.pos.PENN_CLOSED_TAGS`), so that no unknown word gets a "
+         "tags (`arsdecode.tasks.pos.emissions.PENN_CLOSED_TAGS`), so that no unknown word gets a "
          "function-word tag (tests/test_pos_closed_class.py). Before, \"He visited Munich "
          "yesterday .\" gave Munich/DT (n = 3, 4, 5) and \"The company Zürich Insurance rose "
          ".\" Zürich/WDT; both are NNP now at every shipped order. The variants add one "

@@ -85,7 +85,7 @@ CHECK_LABEL = "50 evenly spaced sentences of"
 
 
 def _cap_section(res: dict, ars: dict, tnt: dict, sets: list, orders: list) -> list[str]:
-    """The capitalised-state model (arsdecode.tasks.pos_cap; shipped), against plain states."""
+    """The capitalised-state model (arsdecode.tasks.pos.cap; shipped), against plain states."""
     cap = {x: {int(k): v for k, v in _rows(res["results"], "cap", x).items()}
            for x in ("dev", *sets)}
     dev = {int(k): v for k, v in _rows(res["results"], "ars", "dev").items()}
@@ -104,7 +104,7 @@ def _cap_section(res: dict, ars: dict, tnt: dict, sets: list, orders: list) -> l
          f"{100 * (max(known) - min(known)):.2f} points, so the one fix tried is in the "
          "transition model, TnT's own: the hidden state is (tag, "
          "capitalised or not), with the tag LM trained on those pairs and p(w | t, c) = "
-         "p(w | t) / P(c | t) (arsdecode.tasks.pos_cap, with the shipped settings: case "
+         "p(w | t) / P(c | t) (arsdecode.tasks.pos.cap, with the shipped settings: case "
          "variants and closed-class tags out of the suffix model; exact decoding and the ARS "
          "check as above). It ships (data_prep.ewt.SETTINGS); \"used\" says which model dev "
          "prefers at each order, and the test columns show both (bold: above the TnT "
@@ -260,7 +260,7 @@ def render_section(res: dict, top: int = 10) -> str:
         f" to {100 * (max(ars[x][n]['accuracy'] for n in orders) - tnt[x][False]['accuracy']):+.2f}"
         " points" for x in sets) + ". Decoding: "
       + (f"full-model Viterbi over the whole set in one compiled call (`tag_many(..., "
-         f"method=\"full\")`); exactness check: ARS (`arsdecode.ars.decode`) re-decoded "
+         f"method=\"full\")`); exactness check: ARS (`arsdecode.methods.ars.decode`) re-decoded "
          f"{checked:,} sentences ({CHECK_LABEL} every job, dev grid included), certified "
          f"and the same ln p on " if method == {"full"} else
          "ARS per sentence, certified on ")

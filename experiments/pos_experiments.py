@@ -11,12 +11,12 @@ the Markdown report and the PNGs are rendered from that JSON alone (`--render-on
     python experiments/pos_experiments.py --render-only     # redo doc + PNGs from the JSON
 
 What is run (natural log throughout, like the library):
-- Fig. 4a: exact decoding (`arsdecode.ars.decode`, every result must be certified) of the whole
+- Fig. 4a: exact decoding (`methods.ars.decode`, every result must be certified) of the whole
   CoNLL-2000 test set for n = 2..9: accuracy (all / known / unknown words) and tokens/s, beside
   NLTK's TnT trained and tested on the same split (its default C=False is the baseline; C=True,
   TnT's capitalisation flag, is shown too).
 - Fig. 4b: time to decode the whole test set with ARS and with two full-model decoders
-  (`arsdecode.full.full_decode`): the literal n-gram HMM the paper compares with (one state per
+  (`methods.full.full_decode`): the literal n-gram HMM the paper compares with (one state per
   (n-1)-tag history, `minimize=False`) and the same dynamic program with KenLM-style context
   merging (`minimize=True`, a stronger baseline than the paper's). A full decoder is stopped and
   reported infeasible, with a projection, once its projected time exceeds the budget (600 s)
@@ -59,10 +59,10 @@ import numpy as np  # noqa: E402
 from pos_ewt_report import keep_block  # noqa: E402
 from progress_log import progress, say  # noqa: E402
 
-from arsdecode.ars import decode, sample  # noqa: E402
-from arsdecode.full import full_decode  # noqa: E402
 from arsdecode.lattice import Lattice  # noqa: E402
-from arsdecode.tasks.pos import TnTEmissions, read_tagged, score_tags  # noqa: E402
+from arsdecode.methods.ars import decode, sample  # noqa: E402
+from arsdecode.methods.full import full_decode  # noqa: E402
+from arsdecode.tasks.pos.emissions import TnTEmissions, read_tagged, score_tags  # noqa: E402
 from maxarpa.model import Model  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
@@ -265,7 +265,7 @@ def job_sample(order: int, picks: list[int]) -> dict:
 
 def job_ablation(config: str) -> dict:
     """n = 3 on the test set with one of the four (LM estimator, suffix smoothing) pairs."""
-    from arsdecode.tasks.pos_suffix import SUFFIX_ALPHA
+    from arsdecode.tasks.pos.suffix import SUFFIX_ALPHA
 
     estimator, smoothing = config.split("+")
     em = G["em"] if smoothing == "alpha" else G.setdefault("em_tnt", TnTEmissions.train(
@@ -277,11 +277,11 @@ def job_ablation(config: str) -> dict:
 
 PROFILED = {
     "maxarpa n-gram queries (Model._walk)": ("maxarpa/model.py", "_walk"),
-    "q edge weights for new states (QAutomaton._fill)": ("arsdecode/automaton.py", "_fill"),
-    "refinement (QAutomaton.refine_indices, incl. _fill)": ("arsdecode/automaton.py",
+    "q edge weights for new states (QAutomaton._fill)": ("arsdecode/core/automaton.py", "_fill"),
+    "refinement (QAutomaton.refine_indices, incl. _fill)": ("arsdecode/core/automaton.py",
                                                             "refine_indices"),
-    "Viterbi over q (viterbi_indices)": ("arsdecode/inference.py", "viterbi_indices"),
-    "exact score of the path (Target.log_p_indices)": ("arsdecode/target.py", "log_p_indices"),
+    "Viterbi over q (viterbi_indices)": ("arsdecode/core/inference.py", "viterbi_indices"),
+    "exact score of the path (Target.log_p_indices)": ("arsdecode/core/target.py", "log_p_indices"),
 }
 
 
@@ -647,7 +647,7 @@ def render(res: dict, dev: dict | None, doc: Path, imgs: list[Path]) -> None:
       "published WSJ 22-24 numbers, only with each other and with TnT on the same split.\n")
     w("## The model\n")
     w("An HMM: p(tags, words) = p_LM(tags) * prod p(word | tag), natural log, `</s>` included. "
-      "`arsdecode.tasks.pos.TnTEmissions` is the emission model (relative frequencies with an "
+      "`tasks.pos.emissions.TnTEmissions` is the emission model (relative frequencies with an "
       "unknown-word mass per tag, and TnT's suffix tries, split by capitalisation, for unknown "
       "words, Bayes-inverted into a proper p(word | tag)); the tag LM is an ARPA file. Two "
       "changes from the first version, both chosen on the development split (table below):\n")
@@ -720,7 +720,7 @@ def render(res: dict, dev: dict | None, doc: Path, imgs: list[Path]) -> None:
 
     w("## Fig. 4a: accuracy by order, exact decoding\n")
     w(f"![accuracy](img/{imgs[0].name})\n")
-    w(f"Whole test set ({nsent:,} sentences, {tok:,} tokens), `arsdecode.ars.decode`, one core. "
+    w(f"Whole test set ({nsent:,} sentences, {tok:,} tokens), `methods.ars.decode`, one core. "
       f"Lattice construction for the whole test set takes {lat_s:.1f} s and is shared by all n "
       "and all decoders; \"e2e\" tokens/s includes it. All times are CPU seconds of one "
       "single-threaded process (see Targets for why).\n")
@@ -793,7 +793,7 @@ def render(res: dict, dev: dict | None, doc: Path, imgs: list[Path]) -> None:
     smp = res["sampling"]
     lens = [r["length"] for r in smp[str(orders[0])]["rows"]]
     w(f"{len(lens)} test sentences drawn with seed {SEED} (mean length {np.mean(lens):.1f} "
-      f"tokens). `arsdecode.ars.sample(..., batch={BATCH}, target_ar={TARGET_AR}, "
+      f"tokens). `arsdecode.methods.ars.sample(..., batch={BATCH}, target_ar={TARGET_AR}, "
       f"ar_window={AR_WINDOW}, stop_when_adapted=True)`: trials are drawn {BATCH} at a time, every "
       "rejected trial refines q, and the run stops at the end of the first batch after which the "
       "acceptance rate over the last 100 trials is >= 60% (so trials >= 100). *refinements* = "

@@ -45,7 +45,7 @@ from progress_log import say
 from report.sms_markdown import markdown
 from report.sms_plots import write_plots
 
-from arsdecode.ars import decode
+from arsdecode.methods.ars import decode
 
 REPO = Path(__file__).resolve().parents[1]
 SCRIPT = "experiments/sms_experiments.py"

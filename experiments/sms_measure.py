@@ -19,11 +19,16 @@ from pathlib import Path
 import numpy as np
 from progress_log import progress, say  # noqa: I001
 
-from arsdecode.ars import adapt, decode, sample
-from arsdecode.full import full_decode, full_log_partition, full_ngrams_by_order, full_state_count
+from arsdecode.core.target import Target, TargetError
 from arsdecode.lattice import Lattice
-from arsdecode.target import Target, TargetError
-from arsdecode.tasks.sms import KeypadChannel
+from arsdecode.methods.ars import adapt, decode, sample
+from arsdecode.methods.full import (
+    full_decode,
+    full_log_partition,
+    full_ngrams_by_order,
+    full_state_count,
+)
+from arsdecode.tasks.sms.keypad import KeypadChannel
 from maxarpa.constants import LN10
 from maxarpa.model import Model
 

@@ -1,6 +1,6 @@
 """Brute-force references over every path of a small lattice.
 
-Why brute force: the full model (arsdecode/full.py) and the ARS engine both use dynamic
+Why brute force: the full model (arsdecode/methods/full.py) and the ARS engine both use dynamic
 programs over shared context states; a bug in how states are merged or scores are reused would
 be invisible if the reference did the same. Here every path is enumerated with
 itertools.product and scored on its own, from <s> to </s>, either with KenLM's State API

@@ -1,4 +1,4 @@
-"""The approximate baselines (arsdecode.approx), each correct in its limit, against brute force.
+"""The approximate baselines (methods.approx), each correct in its limit, against brute force.
 
 - beam search with width >= the number of LM states equals exact Viterbi (brute-force best);
   the score it reports is the exact ln p of the path it returns at every width;
@@ -18,8 +18,8 @@ import numpy as np
 import pytest
 
 from ars_fixtures import make_lattice
-from arsdecode.approx import beam_search, gibbs, randomized_log_partition
-from arsdecode.full import full_log_partition
+from arsdecode.methods.approx import beam_search, gibbs, randomized_log_partition
+from arsdecode.methods.full import full_log_partition
 from brute import brute_model, chi_square_pvalue
 
 TIGHT = 1e-9

@@ -13,9 +13,9 @@ from collections import Counter
 import numpy as np
 import pytest
 
-from arsdecode.ars import adapt, sample
-from arsdecode.full import full_ngrams_by_order, full_state_count
-from arsdecode.tasks.sms import KeypadChannel, default_model_path
+from arsdecode.methods.ars import adapt, sample
+from arsdecode.methods.full import full_ngrams_by_order, full_state_count
+from arsdecode.tasks.sms.keypad import KeypadChannel, default_model_path
 from maxarpa.constants import BOS, EOS
 from maxarpa.model import Model
 

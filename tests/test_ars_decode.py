@@ -1,4 +1,4 @@
-"""Exact decoding by ARS (arsdecode.ars.decode) against brute force and the full model.
+"""Exact decoding by ARS (arsdecode.methods.ars.decode) against brute force and the full model.
 
 The optimum must be the true argmax of p: its log p equals the brute-force best (scored path by
 path with `Model.log10p` to 1e-9, and with KenLM to its float32 precision), its tokens are the
@@ -16,9 +16,9 @@ import numpy as np
 import pytest
 
 from ars_fixtures import make_lattice, random_lm_with_options
-from arsdecode.ars import decode
-from arsdecode.full import full_decode
 from arsdecode.lattice import Lattice
+from arsdecode.methods.ars import decode
+from arsdecode.methods.full import full_decode
 from brute import brute_kenlm, brute_model
 
 TIGHT = 1e-9

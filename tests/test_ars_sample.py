@@ -1,4 +1,4 @@
-"""Exact sampling by ARS (arsdecode.ars.sample) against the exact distribution of small lattices.
+"""Exact sampling by ARS (methods.ars.sample) against the exact distribution of small lattices.
 
 The exact p(x)/Z comes from brute-force enumeration (tests/brute.py). ARS's accepted samples
 must fit it (chi-square on 10k samples at a fixed seed), its estimate of ln Z must be covered by
@@ -16,9 +16,9 @@ import pytest
 
 import ars_fixtures
 from ars_fixtures import make_lattice
-from arsdecode.ars import sample
-from arsdecode.full import full_log_partition
 from arsdecode.lattice import Lattice
+from arsdecode.methods.ars import sample
+from arsdecode.methods.full import full_log_partition
 from brute import brute_model, chi_square_pvalue
 from maxarpa.model import Model
 

@@ -224,7 +224,7 @@ def test_outputs_are_written_whole(small_lattice, tmp_path):
 def test_write_atomic_keeps_the_old_file_and_names_the_user_path(tmp_path):
     import errno
 
-    from arsdecode.cli_options import write_atomic
+    from arsdecode.cli.options import write_atomic
 
     out = tmp_path / "result.fst"
     out.write_text("old")
@@ -308,8 +308,8 @@ def test_help_explains_units_variant_and_defaults(command):
 
 def test_only_project_errors_are_bad_input(small_lattice, monkeypatch):
     """A bug (a plain ValueError from numpy, say) keeps its traceback: it is not exit 2."""
-    import arsdecode.cli as cli
-    import arsdecode.lattice_cli as lattice_cli
+    import arsdecode.cli.lattice as lattice_cli
+    import arsdecode.cli.main as cli
 
     def broken(*args, **kwargs):
         raise ValueError("operands could not be broadcast together")
@@ -322,7 +322,7 @@ def test_only_project_errors_are_bad_input(small_lattice, monkeypatch):
 def test_each_command_is_registered_under_its_name():
     """COMMANDS names each command's module without importing it; the names must be the
     ones the modules register, and the full parser (for --help) has them all, in order."""
-    import arsdecode.cli as cli
+    import arsdecode.cli.main as cli
 
     def choices(parser) -> list[str]:
         sub = next(a for a in parser._actions if a.dest == "command")
@@ -338,13 +338,13 @@ def test_each_command_is_registered_under_its_name():
 
 def test_a_command_imports_only_its_own_module():
     code = ("import sys\n"
-            "from arsdecode.cli import build_parser\n"
+            "from arsdecode.cli.main import build_parser\n"
             "build_parser('tag').parse_args(['tag', 'The dog .'])\n"
             "print(sorted(m for m in sys.modules if m.startswith('arsdecode')))\n")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           timeout=120)
     assert proc.returncode == 0, proc.stderr
     loaded = set(json.loads(proc.stdout.replace("'", '"')))
-    assert "arsdecode.tasks.pos_cli" in loaded
+    assert "arsdecode.cli.tag" in loaded
     for other in ("lattice_cli", "batch_cli", "batch", "marginals_cli", "tasks.sms_cli", "api"):
         assert f"arsdecode.{other}" not in loaded, other

@@ -16,13 +16,15 @@ from pathlib import Path
 
 import numpy as np
 
+import arsdecode.methods.cost_model as method_choice
+import arsdecode.methods.dispatch as corpus
+import arsdecode.methods.fast_full as fast_full
 import maxarpa
-from arsdecode import corpus, fast_full, method_choice
 from arsdecode.lattice import Lattice
-from arsdecode.tag_fast import tag_many
-from arsdecode.tasks.pos import read_tagged
-from arsdecode.tasks.pos_models import load_models
-from arsdecode.tasks.sms import KeypadChannel, sample_sentence
+from arsdecode.tasks.pos.emissions import read_tagged
+from arsdecode.tasks.pos.models import load_models
+from arsdecode.tasks.pos.tag_many import tag_many
+from arsdecode.tasks.sms.keypad import KeypadChannel, sample_sentence
 
 DATA = Path(__file__).resolve().parent.parent / "arsdecode" / "data"
 SHIPPED_5GRAM = DATA / "state_union.5gram.maxarpa.gz"

@@ -21,9 +21,9 @@ import pynini
 import pytest
 
 from ars_fixtures import make_lattice
-from arsdecode.automaton import QAutomaton
-from arsdecode.inference import log_partition, sample_paths, viterbi
-from arsdecode.target import Target
+from arsdecode.core.automaton import QAutomaton
+from arsdecode.core.inference import log_partition, sample_paths, viterbi
+from arsdecode.core.target import Target
 from brute import brute_kenlm, brute_model, chi_square_pvalue
 
 TIGHT = 1e-9

@@ -1,7 +1,7 @@
-"""Corpus runs (arsdecode.batch): every id once, results equal to single-item calls, resumable.
+"""Corpus runs (batch.client): every id once, results equal to single-item calls, resumable.
 
 The model is the embedded state_union 5-gram converted to a memory-mapped binary in a temporary
-directory; the items are noisy keypad SMS lattices (arsdecode.tasks.sms). The slow tests use a
+directory; the items are noisy keypad SMS lattices (tasks.sms.keypad). The slow tests use a
 real Dask LocalCluster with two worker processes, and kill clients and workers for real.
 """
 
@@ -20,13 +20,13 @@ import numpy as np
 import pytest
 
 import maxarpa
-from arsdecode.ars import sample
-from arsdecode.batch import BatchError, TaskSpec, item_seed, read_done, run_batch
-from arsdecode.batch_io import ChunkWriter
-from arsdecode.cli import DEFAULT_LM
-from arsdecode.corpus import decode
+from arsdecode.batch.client import BatchError, TaskSpec, item_seed, read_done, run_batch
+from arsdecode.batch.io import ChunkWriter
+from arsdecode.cli.main import DEFAULT_LM
 from arsdecode.lattice import Lattice
-from arsdecode.tasks.sms import KeypadChannel, sample_sentence
+from arsdecode.methods.ars import sample
+from arsdecode.methods.dispatch import decode
+from arsdecode.tasks.sms.keypad import KeypadChannel, sample_sentence
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 SENTENCES = [
@@ -125,7 +125,7 @@ def test_item_seed_is_a_hash_of_seed_and_id():
 
 
 def test_tapered_chunks_shrink_to_single_items_at_the_end():
-    from arsdecode.batch_io import Item, tapered_chunks
+    from arsdecode.batch.io import Item, tapered_chunks
 
     items = [Item(str(i), i, i + 1, "", None) for i in range(100)]
     sizes = [len(c) for c in tapered_chunks(items, 16, 100, lambda: 2)]
@@ -241,7 +241,7 @@ def test_two_runs_cannot_write_one_file(tmp_path, model_path, items):
 
 
 def test_a_worker_loads_a_model_once_and_again_when_rewritten(tmp_path, model_path):
-    from arsdecode import batch
+    from arsdecode.batch import client as batch
 
     path = tmp_path / "copy.npz"
     path.write_bytes(model_path.read_bytes())
@@ -489,7 +489,7 @@ def test_an_item_that_kills_its_workers_becomes_an_error_line(tmp_path, model_pa
     distributed = pytest.importorskip("distributed")
     import dask
 
-    from arsdecode.batch import local_cluster
+    from arsdecode.batch.client import local_cluster
 
     poison = items[5]["id"]
     src = write_jsonl(tmp_path / "in.jsonl", items[:12])
@@ -515,7 +515,7 @@ def test_an_item_that_kills_its_workers_becomes_an_error_line(tmp_path, model_pa
 
 @pytest.mark.slow
 def test_tag_task_on_the_cluster_equals_single_sentences(tmp_path, cluster):
-    from arsdecode.tasks.pos import TnTEmissions, read_tagged
+    from arsdecode.tasks.pos.emissions import TnTEmissions, read_tagged
     from data_prep.pos_data import DataError, default_data_dir, prepare
 
     try:
@@ -550,7 +550,7 @@ def test_local_cluster_workers_are_quiet():
     distributed = pytest.importorskip("distributed")
     import dask
 
-    from arsdecode.batch import QUIET_WORKERS, local_cluster
+    from arsdecode.batch.client import QUIET_WORKERS, local_cluster
 
     with local_cluster(1) as lc, distributed.Client(lc) as client:
         seen = client.run(lambda: {k: dask.config.get(k) for k in QUIET_WORKERS})

@@ -18,7 +18,7 @@ import pytest
 from test_model_interface import TIGHT, raw_lattice
 
 import maxarpa
-from arsdecode.ars import decode
+from arsdecode.methods.ars import decode
 from brute import brute_model
 
 # `</s> <s>` has a positive backoff (and `</s> <s> a` one that a 3-gram model never uses).

@@ -15,9 +15,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+import arsdecode.methods.dispatch as corpus
+import arsdecode.methods.fast_full as fast_full
 import maxarpa
-from arsdecode import corpus, fast_full
-from arsdecode.tasks.sms import KeypadChannel
+from arsdecode.tasks.sms.keypad import KeypadChannel
 from maxarpa import contexts
 from maxarpa.binary_format import write_binary
 from maxarpa.errors import FormatError

@@ -8,14 +8,16 @@ import random
 import pytest
 
 import ars_fixtures
+import arsdecode.methods.cost_model as method_choice
+import arsdecode.methods.dispatch as corpus
+import arsdecode.methods.lockstep as lockstep
 from ars_fixtures import make_lattice
-from arsdecode import corpus, method_choice
-from arsdecode.ars import decode
-from arsdecode.corpus import decode_many
 from arsdecode.errors import NoPathError, OptionError
-from arsdecode.fast_full import FlatLattices, run_flat
-from arsdecode.full import full_log_partition
 from arsdecode.lattice import Lattice
+from arsdecode.methods.ars import decode
+from arsdecode.methods.dispatch import decode_many
+from arsdecode.methods.fast_full import FlatLattices, run_flat
+from arsdecode.methods.full import full_log_partition
 from arsdecode.model import as_target_model
 from maxarpa.model import Model
 
@@ -28,8 +30,8 @@ FIELDS = ("tokens", "log_p", "log_q", "iterations", "states", "ngrams_by_order",
 def test_decode_many_equals_decode(real_lms, random_lms, variant, group, monkeypatch):
     """Field for field, whether the lattices run in one lockstep group or in several."""
     if group is not None:
-        monkeypatch.setattr(corpus, "LOCKSTEP_CANDIDATES", group)
-        assert len(corpus._lockstep_groups(list(range(4)), [20, 20, 5, 40])) == 3
+        monkeypatch.setattr(lockstep, "LOCKSTEP_CANDIDATES", group)
+        assert len(lockstep.lockstep_groups(list(range(4)), [20, 20, 5, 40])) == 3
     rng = random.Random(31)
     for model in [real_lms[3], real_lms[5], random_lms[3], random_lms[6]]:
         lattices = [make_lattice(rng, model, max_len=7, max_width=6) for _ in range(12)]

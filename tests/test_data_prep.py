@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from arsdecode.tasks.sms import is_typable, parse_observation, word_to_keys
+from arsdecode.tasks.sms.keypad import is_typable, parse_observation, word_to_keys
 from corpora import find_corpus as find_test_corpus
 from corpora import needs_corpus
 from data_prep.corpus import (
@@ -223,7 +223,7 @@ def tiny_nltk_dir(tmp_path: Path) -> Path:
 def test_pos_data_writes_the_binary_tag_models_tag_prefers(tmp_path: Path) -> None:
     """A user who follows the README (`python -m data_prep.pos_data --out DIR`, then
     `arsdecode tag --models DIR`) must get the binary tag LM, not parse a text model."""
-    from arsdecode.tasks.pos_models import tag_lm_path
+    from arsdecode.tasks.pos.models import tag_lm_path
     from data_prep.pos_data import prepare as prepare_pos
     from maxarpa import load
 
@@ -247,7 +247,7 @@ def test_pos_data_keeps_closed_class_tags_from_unknown_words_unless_asked(tmp_pa
     shipped EWT tagger): rare "The", "a", "A" must not make every unknown word a DT candidate
     (out of domain that multiplied the merged DP's pairs ~4x). --all-tags-for-unknown restores
     the paper's plain TnT suffix model, and summary.json records which one was built."""
-    from arsdecode.tasks.pos import PENN_CLOSED_TAGS, TnTEmissions
+    from arsdecode.tasks.pos.emissions import PENN_CLOSED_TAGS, TnTEmissions
     from data_prep.pos_data import main as pos_main
 
     data = tiny_nltk_dir(tmp_path)

@@ -18,9 +18,9 @@ from pathlib import Path
 import pytest
 
 import maxarpa
-from arsdecode.ars import DecodeInterrupted, decode
+from arsdecode.core.target import Target
 from arsdecode.lattice import Lattice
-from arsdecode.target import Target
+from arsdecode.methods.ars import DecodeInterrupted, decode
 
 DATA = Path(__file__).resolve().parent.parent / "arsdecode" / "data"
 MODEL = DATA / "state_union.5gram.maxarpa.gz"

@@ -19,11 +19,12 @@ import numpy as np
 import pytest
 from scipy.stats import chisquare
 
-from arsdecode import dp, evidence
-from arsdecode.ars import decode, sample
-from arsdecode.full import full_decode, full_log_partition
+from arsdecode.core import dp
+from arsdecode.core.semiring import LogSumExp, MaxPlus, logsumexp
 from arsdecode.lattice import Lattice
-from arsdecode.semiring import LogSumExp, MaxPlus, logsumexp
+from arsdecode.methods import evidence
+from arsdecode.methods.ars import decode, sample
+from arsdecode.methods.full import full_decode, full_log_partition
 
 
 def test_semiring_sums_and_zero():

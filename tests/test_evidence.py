@@ -1,7 +1,7 @@
-"""Evidence estimators (arsdecode.evidence) against exact ln Z, and long inputs (issue 9 D).
+"""Evidence estimators (arsdecode.methods.evidence) against exact ln Z, and long inputs (issue 9 D).
 
 References: brute-force enumeration (tests/brute.py) on small lattices, the full-model DP
-(arsdecode.full.full_log_partition) on a lattice of length 500. The long lattice's per-trial
+(arsdecode.methods.full.full_log_partition) on a lattice of length 500. The long lattice's per-trial
 ln q_t(X) spans more than 745 nats, where the old estimator left log space and crashed with
 `math domain error`.
 """
@@ -16,10 +16,10 @@ import numpy as np
 import pytest
 
 from ars_fixtures import make_lattice
-from arsdecode import evidence
-from arsdecode.ars import decode, sample
-from arsdecode.full import full_decode, full_log_partition
 from arsdecode.lattice import Lattice
+from arsdecode.methods import evidence
+from arsdecode.methods.ars import decode, sample
+from arsdecode.methods.full import full_decode, full_log_partition
 from brute import brute_model
 
 

@@ -14,11 +14,11 @@ from pathlib import Path
 
 import pytest
 
-from arsdecode.ars import decode
-from arsdecode.full import full_decode
-from arsdecode.tasks.pos import TnTEmissions
-from arsdecode.tasks.pos_cap import CapEmissions
-from arsdecode.tasks.pos_models import load_emissions
+from arsdecode.methods.ars import decode
+from arsdecode.methods.full import full_decode
+from arsdecode.tasks.pos.cap import CapEmissions
+from arsdecode.tasks.pos.emissions import TnTEmissions
+from arsdecode.tasks.pos.models import load_emissions
 from data_prep.ewt import (
     DEFAULT_ORDER,
     SETTINGS,

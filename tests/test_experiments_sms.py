@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from arsdecode.tasks.sms import KeypadChannel, sample_sentence
+from arsdecode.tasks.sms.keypad import KeypadChannel, sample_sentence
 from maxarpa.model import Model
 
 REPO = Path(__file__).resolve().parents[1]
@@ -136,7 +136,7 @@ def test_page_names_its_own_command(tiny_run):
                                        "--render-only", str(tiny_run["json"])]
     # What the page says about the library follows the code, not an older version of it.
     assert "backward_values" not in doc and "viterbi_indices" in doc
-    assert "`arsdecode.ars.adapt`" in doc and "stop_when_adapted" not in doc
+    assert "`arsdecode.methods.ars.adapt`" in doc and "stop_when_adapted" not in doc
 
 
 def test_reproduce_block_reproduces_the_page(tiny_run, tmp_path):

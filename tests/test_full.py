@@ -1,4 +1,4 @@
-"""The full-model reference (arsdecode/full.py) against brute-force enumeration.
+"""The full-model reference (arsdecode/methods/full.py) against brute-force enumeration.
 
 Every path of many small random lattices is scored independently (tests/brute.py), by KenLM
 (float32, so ~1e-4 agreement) and by scalar `Model.log10p` calls (float64, 1e-9 agreement), on
@@ -17,14 +17,14 @@ import pytest
 
 import ars_fixtures
 from ars_fixtures import make_lattice, random_lm_with_options
-from arsdecode.full import (
+from arsdecode.lattice import Lattice
+from arsdecode.methods.full import (
     NoPathError,
     full_decode,
     full_log_partition,
     full_sample,
     full_state_count,
 )
-from arsdecode.lattice import Lattice
 from brute import brute_kenlm, brute_model, chi_square_pvalue
 from maxarpa.constants import BOS
 from maxarpa.maxarpa_format import write_max_arpa

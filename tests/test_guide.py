@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from pos_fixture_models import build_fixture_models
 
-from arsdecode.tasks.pos_models import ENV_VAR, SHIPPED_DIR, available_orders
+from arsdecode.tasks.pos.models import ENV_VAR, SHIPPED_DIR, available_orders
 
 GUIDE = Path(__file__).resolve().parent.parent / "docs" / "guide.md"
 BLOCK = re.compile(r"^```(sh|python)\n(.*?)^```", re.S | re.M)

@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 
 from arsdecode.api import DEFAULT_LM
-from arsdecode.automaton import QAutomaton
-from arsdecode.inference import backward_values, incremental_best_values, sample_indices
-from arsdecode.semiring import MaxPlus
-from arsdecode.tasks.sms import KeypadChannel
+from arsdecode.core.automaton import QAutomaton
+from arsdecode.core.inference import backward_values, incremental_best_values, sample_indices
+from arsdecode.core.semiring import MaxPlus
+from arsdecode.tasks.sms.keypad import KeypadChannel
 from maxarpa.model import Model
 
 
@@ -38,9 +38,9 @@ def test_incremental_equals_full_pass_while_decoding_with_pruning(variant):
     """The decoder's own loop (Viterbi, score p, prune hopeless candidates, refine): after every
     step the incremental values equal the full pass's, and each row's cached column is where
     numpy's argmax of the full row puts its maximum."""
-    from arsdecode.inference import prune_hopeless, viterbi_indices
+    from arsdecode.core.inference import prune_hopeless, viterbi_indices
+    from arsdecode.core.target import Target
     from arsdecode.model import as_target_model
-    from arsdecode.target import Target
 
     lm = Model.load(DEFAULT_LM)
     lattice = KeypadChannel.from_vocab(lm.vocab).build_lattice(

@@ -1,4 +1,4 @@
-"""Exact k-best decoding (arsdecode.kbest) against brute-force enumeration (tests/brute.py).
+"""Exact k-best decoding (arsdecode.methods.kbest) against brute-force enumeration (tests/brute.py).
 
 Checked: every returned path's ln p equals its brute-force score; the list is sorted by ln p;
 its scores equal the K largest brute-force scores; no path left out beats the K-th; K larger
@@ -15,10 +15,10 @@ import pytest
 
 import ars_fixtures
 from ars_fixtures import make_lattice
-from arsdecode.automaton import QAutomaton
+from arsdecode.core.automaton import QAutomaton
 from arsdecode.errors import NoPathError
-from arsdecode.kbest import decode_kbest, kbest_q
 from arsdecode.lattice import Lattice
+from arsdecode.methods.kbest import decode_kbest, kbest_q
 from brute import brute_model
 from maxarpa.model import Model
 

@@ -16,10 +16,10 @@ import sys
 import numpy as np
 import pytest
 
-from arsdecode.ars import decode
 from arsdecode.errors import LatticeError
 from arsdecode.lattice import Lattice
-from arsdecode.tasks.sms import KeypadChannel
+from arsdecode.methods.ars import decode
+from arsdecode.tasks.sms.keypad import KeypadChannel
 from brute import brute_model
 from maxarpa.model import Model
 

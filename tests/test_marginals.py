@@ -1,4 +1,4 @@
-"""Posterior marginals with Wilson intervals (arsdecode.marginals) against brute force.
+"""Posterior marginals with Wilson intervals (arsdecode.methods.marginals) against brute force.
 
 Coverage: on enumerable lattices, the exact marginal of every (position, candidate) must lie
 in its 95% interval at about the stated rate. Measured over 200 seeds (N = 100 exact samples
@@ -15,8 +15,8 @@ import subprocess
 import sys
 
 from ars_fixtures import make_lattice
-from arsdecode.ars import sample
-from arsdecode.marginals import marginal_dicts, marginals_from_samples, wilson
+from arsdecode.methods.ars import sample
+from arsdecode.methods.marginals import marginal_dicts, marginals_from_samples, wilson
 from brute import brute_model
 
 

@@ -28,8 +28,8 @@ from arpa_reference import (
     ref_log10p,
     ref_max_log10p,
 )
-from arsdecode.ars import decode
 from arsdecode.lattice import Lattice
+from arsdecode.methods.ars import decode
 from brute import brute_model
 from maxarpa import Config, FormatError
 from maxarpa.binary_format import write_binary

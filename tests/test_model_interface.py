@@ -1,4 +1,4 @@
-"""The target-model interface (arsdecode/model.py) and the certificates that rest on it.
+"""The target-model interface (arsdecode/model/maxarpa_lm.py) and the certificates that rest on it.
 
 - `MaxArpaLM` gives exactly LN10 * maxarpa's log10 values, refuses a model without <s>/</s>
   (never maps <s> to <unk>), and its exactness depends on the position (issue 9 A.1).
@@ -22,10 +22,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from arpa_reference import arpa_texts
-from arsdecode.ars import decode
 from arsdecode.errors import BoundViolationError, ModelError
-from arsdecode.full import full_decode, full_log_partition
 from arsdecode.lattice import Lattice
+from arsdecode.methods.ars import decode
+from arsdecode.methods.full import full_decode, full_log_partition
 from arsdecode.model import MaxArpaLM, TargetModel, as_target_model
 from brute import brute_model
 from maxarpa.constants import LN10

@@ -1,6 +1,6 @@
-"""The compiled merged full-model DP (arsdecode.fast_full) against arsdecode.full and brute force.
+"""The compiled merged full-model DP (methods.fast_full) against methods.full and brute force.
 
-Many lattices go through one call; each must get arsdecode.full's optimum (1e-9) with a path
+Many lattices go through one call; each must get arsdecode.methods.full's optimum (1e-9) with a path
 that brute-force enumeration scores at that optimum, and the same ln Z. Models: random ARPA
 models with positive backoffs, missing prefixes and -inf probabilities, and the embedded
 state_union 5-gram.
@@ -20,15 +20,15 @@ from hypothesis import strategies as st
 from arpa_reference import random_arpa_text
 from ars_fixtures import IMPOSSIBLE_ARPA, LM, make_lattice, random_lm_with_options
 from arsdecode.errors import LatticeError, NoPathError
-from arsdecode.fast_full import (
+from arsdecode.lattice import Lattice
+from arsdecode.methods.fast_full import (
     FlatLattices,
     full_decode_many,
     full_log_partition_many,
     run_flat,
     useful_context_tables,
 )
-from arsdecode.full import full_decode, full_log_partition
-from arsdecode.lattice import Lattice
+from arsdecode.methods.full import full_decode, full_log_partition
 from arsdecode.native import _core, native_ngram
 from brute import brute_model
 from maxarpa.model import Model

@@ -1,8 +1,8 @@
-"""Batched POS tagging on the compiled core (arsdecode.tag_fast) against the exact decoders.
+"""Batched POS tagging on the compiled core (tasks.pos.tag_many) against the exact decoders.
 
 The models are built from the NLTK corpora by data_prep.pos_data into a temporary directory
 (nothing derived from the treebank is committed). Every sentence's ln p must equal
-arsdecode.full.full_decode's, tags equal unless tied; ARS agrees on a sample.
+arsdecode.methods.full.full_decode's, tags equal unless tied; ARS agrees on a sample.
 """
 
 from __future__ import annotations
@@ -13,12 +13,12 @@ import sys
 import numpy as np
 import pytest
 
-from arsdecode import method_choice
-from arsdecode.corpus import predicted_pairs_flat
-from arsdecode.fast_full import run_flat
-from arsdecode.full import full_decode
-from arsdecode.tag_fast import flatten, tag_many
-from arsdecode.tasks.pos import TnTEmissions, read_tagged
+import arsdecode.methods.cost_model as method_choice
+from arsdecode.methods.dispatch import predicted_pairs_flat
+from arsdecode.methods.fast_full import run_flat
+from arsdecode.methods.full import full_decode
+from arsdecode.tasks.pos.emissions import TnTEmissions, read_tagged
+from arsdecode.tasks.pos.tag_many import flatten, tag_many
 from data_prep.pos_data import DataError, default_data_dir, prepare
 from maxarpa.model import Model
 

@@ -20,11 +20,11 @@ import pytest
 from pos_fixture_models import FIXTURE, build_fixture_models
 
 from arsdecode.errors import ModelError, ObservationError
-from arsdecode.fast_full import FlatLattices
-from arsdecode.tag_fast import flatten
-from arsdecode.tasks.pos import TnTEmissions, read_tagged
-from arsdecode.tasks.pos_models import SHIPPED_DIR
-from arsdecode.tasks.pos_table import Lexicon
+from arsdecode.methods.fast_full import FlatLattices
+from arsdecode.tasks.pos.emissions import TnTEmissions, read_tagged
+from arsdecode.tasks.pos.models import SHIPPED_DIR
+from arsdecode.tasks.pos.table import Lexicon
+from arsdecode.tasks.pos.tag_many import flatten
 from maxarpa.model import Model
 
 MADE_UP = ["Qwxzblorp", "blargification", "zorbified", "12,345.67x", "Über-Frobs", "-", "Ω",

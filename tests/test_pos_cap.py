@@ -1,4 +1,4 @@
-"""The capitalised-state POS model (arsdecode.tasks.pos_cap, TnT's capitalisation feature).
+"""The capitalised-state POS model (arsdecode.tasks.pos.cap, TnT's capitalisation feature).
 
 Checked: p(w | t, c) sums to 1 over the words of class c for every (t, c) state (known words
 plus the unseen-word mass); decoding it equals the full-model DP and ARS; the bulk candidate
@@ -15,12 +15,12 @@ from collections import defaultdict
 
 import pytest
 
-from arsdecode.ars import decode
-from arsdecode.full import full_decode
-from arsdecode.tag_fast import tag_many
-from arsdecode.tasks.pos import TnTEmissions
-from arsdecode.tasks.pos_cap import CapEmissions
-from arsdecode.tasks.pos_models import load_emissions, load_models
+from arsdecode.methods.ars import decode
+from arsdecode.methods.full import full_decode
+from arsdecode.tasks.pos.cap import CapEmissions
+from arsdecode.tasks.pos.emissions import TnTEmissions
+from arsdecode.tasks.pos.models import load_emissions, load_models
+from arsdecode.tasks.pos.tag_many import tag_many
 from data_prep.ewt import SETTINGS, build_model
 from maxarpa.model import Model
 
@@ -120,7 +120,7 @@ def test_every_output_path_prints_penn_tags(model_dir, tmp_path, monkeypatch):
     import sys
 
     import arsdecode
-    from arsdecode.batch import Item, TaskSpec, run_chunk
+    from arsdecode.batch.client import Item, TaskSpec, run_chunk
 
     lm, ce = load_models(model_dir, 3)
     words = SENTS[1]
@@ -152,7 +152,7 @@ def test_every_output_path_prints_penn_tags(model_dir, tmp_path, monkeypatch):
 
 
 def test_shipped_cap_bulk_rows_equal_the_per_word_candidates():
-    from arsdecode.tasks.pos_models import SHIPPED_DIR
+    from arsdecode.tasks.pos.models import SHIPPED_DIR
 
     ce = load_emissions(SHIPPED_DIR / "emissions.json.gz")
     assert isinstance(ce, CapEmissions)

@@ -1,7 +1,7 @@
 """The shipped tagger never tags an open-class unknown word with a closed-class tag, unless the
 suffix model was trained to give that tag to the word's suffix (issue 19, section F).
 
-Closed classes: `arsdecode.tasks.pos.PENN_CLOSED_TAGS` (the Penn Treebank tags of function
+Closed classes: `arsdecode.tasks.pos.emissions.PENN_CLOSED_TAGS` (the Penn Treebank tags of function
 words, whose members are a fixed list that training sees in full; its docstring says which tags
 are left out and why).
 
@@ -26,9 +26,9 @@ from pathlib import Path
 
 import pytest
 
-from arsdecode.tag_fast import tag_many
-from arsdecode.tasks.pos import PENN_CLOSED_TAGS
-from arsdecode.tasks.pos_models import SHIPPED_DIR, available_orders, load_models
+from arsdecode.tasks.pos.emissions import PENN_CLOSED_TAGS
+from arsdecode.tasks.pos.models import SHIPPED_DIR, available_orders, load_models
+from arsdecode.tasks.pos.tag_many import tag_many
 
 CLOSED = frozenset(PENN_CLOSED_TAGS)
 ORDERS = available_orders(SHIPPED_DIR)
@@ -110,7 +110,7 @@ LEXICON = {"which": {"WDT": 40}, "Which": {"WDT": 3}, "rich": {"JJ": 2}, "Munich
 
 @pytest.mark.parametrize("alpha", [10.0, None])  # None: TnT's theta, which divides by counts
 def test_case_variants_and_closed_tags_leave_the_suffix_model(alpha):
-    from arsdecode.tasks.pos import TnTEmissions
+    from arsdecode.tasks.pos.emissions import TnTEmissions
 
     plain = TnTEmissions(LEXICON, suffix_alpha=alpha)
     assert plain.suffix_counts("Zwich")["WDT"] == 3  # "Which" alone

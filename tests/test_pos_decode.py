@@ -12,9 +12,9 @@ import sys
 
 import pytest
 
-from arsdecode.ars import decode
-from arsdecode.full import full_decode
-from arsdecode.tasks.pos import TnTEmissions, read_tagged
+from arsdecode.methods.ars import decode
+from arsdecode.methods.full import full_decode
+from arsdecode.tasks.pos.emissions import TnTEmissions, read_tagged
 from corpora import corpus_dir_or_skip
 from data_prep.pos_data import prepare
 from maxarpa.model import Model

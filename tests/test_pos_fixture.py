@@ -18,11 +18,11 @@ import pytest
 from pos_fixture_models import FIXTURE, build_fixture_models
 
 import arsdecode
-from arsdecode.ars import decode, sample
 from arsdecode.errors import ModelError, ObservationError
-from arsdecode.full import full_decode
-from arsdecode.tasks.pos import PosModelError, read_tagged
-from arsdecode.tasks.pos_models import ENV_VAR, load_models, models_dir
+from arsdecode.methods.ars import decode, sample
+from arsdecode.methods.full import full_decode
+from arsdecode.tasks.pos.emissions import PosModelError, read_tagged
+from arsdecode.tasks.pos.models import ENV_VAR, load_models, models_dir
 from brute import brute_model
 from maxarpa.model import Model
 

@@ -6,7 +6,7 @@ import random
 
 import numpy as np
 
-from arsdecode.tasks.pos_suffix import SuffixTrie
+from arsdecode.tasks.pos.suffix import SuffixTrie
 
 TAGS = ("NN", "NNS", "VBD", "VBG", "JJ")
 

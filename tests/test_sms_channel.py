@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from arsdecode.lattice import Lattice
-from arsdecode.tasks.sms import (
+from arsdecode.tasks.sms.keypad import (
     CHAR_TO_KEY,
     DEFAULT_K,
     KEYS,

@@ -10,10 +10,10 @@ import numpy as np
 import pytest
 
 from arsdecode.api import DEFAULT_LM
-from arsdecode.ars import decode, sample
-from arsdecode.automaton import VARIANTS
-from arsdecode.full import full_decode
-from arsdecode.tasks.sms import KeypadChannel, sample_sentence
+from arsdecode.core.automaton import VARIANTS
+from arsdecode.methods.ars import decode, sample
+from arsdecode.methods.full import full_decode
+from arsdecode.tasks.sms.keypad import KeypadChannel, sample_sentence
 from maxarpa.model import Model
 
 SENTENCES = [

@@ -22,8 +22,8 @@ import numpy as np
 import pytest
 
 import maxarpa
-from arsdecode.ars import decode
 from arsdecode.lattice import Lattice
+from arsdecode.methods.ars import decode
 from brute import brute_model
 from maxarpa import Config, FormatError
 from maxarpa.binary_format import read_binary_with_digest
@@ -206,9 +206,9 @@ def broken_in_memory(files, mf: float) -> maxarpa.Model:
 def test_a_path_scored_above_its_bound_is_an_error_naming_the_context(files):
     """The certificate is two-sided: p(x) > q(x) on a scored path raises, in the decoder, the
     lockstep corpus decoder, k-best and the sampler (which used to clip p/q to 1)."""
-    from arsdecode.corpus import decode_many
     from arsdecode.errors import BoundViolationError
-    from arsdecode.kbest import decode_kbest
+    from arsdecode.methods.dispatch import decode_many
+    from arsdecode.methods.kbest import decode_kbest
 
     lm = broken_in_memory(files, -5.0)
     # Every path ends in <unk>, whose bound from the empty context (q^(0)) is now -5, far
@@ -221,7 +221,7 @@ def test_a_path_scored_above_its_bound_is_an_error_naming_the_context(files):
         decode_many(lm, [lattice, lattice], method="ars")
     with pytest.raises(BoundViolationError, match=where):
         decode_kbest(lm, lattice, 2)
-    from arsdecode.ars import sample
+    from arsdecode.methods.ars import sample
 
     with pytest.raises(BoundViolationError, match=where):
         sample(lm, lattice, 10, seed=0)

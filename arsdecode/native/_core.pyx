@@ -222,7 +222,7 @@ cdef class FullDP:
     (a later pair replaces it only if strictly greater); the final state is the first maximum.
 
     Threads: `run` may be called on one FullDP from several threads at once (a Dask worker
-    runs several, and `arsdecode.fast_full.full_dp(lm)` is one object per model and process).
+    runs several, and `arsdecode.methods.fast_full.full_dp(lm)` is one object per model and process).
     The tables (the model's, the useful contexts, the failure links) are read-only once built
     and shared. The caches `run` fills without the GIL belong to a `_DPWorker`; each run takes
     an idle worker from a pool (or makes one) and gives it back, so two runs never share a

@@ -4,7 +4,7 @@ Why separate from the runner: the page is a pure function of the JSON, the image
 Reproduce commands, so `--render-only` regenerates it byte for byte, and every number and every
 sentence that depends on the run (which order, which length, whether a target is met) is
 computed here from the results, never typed in. Prose about how the library works names the
-functions it describes; keep it in step with `arsdecode/ars.py` and `arsdecode/inference.py`.
+functions it describes; keep it in step with `methods/ars.py` and `core/inference.py`.
 """
 
 from __future__ import annotations
@@ -220,11 +220,11 @@ def table1(res: dict, f: Facts, json_path: str) -> list[str]:
         "What is counted. *q*: `QAutomaton.ngrams_by_order()` — every edge weight of the final "
         "automaton, i.e. one (context, word) pair per state and candidate of the next position, "
         "grouped by n-gram order = context length + 1 (`<s>` counts as a context word). *Full "
-        "model*: `arsdecode.full.full_ngrams_by_order` — the same (context, word) pairs for the "
+        "model*: `methods.full.full_ngrams_by_order` — the same (context, word) pairs for the "
         "full n-gram HMM, whose context is the last n − 1 tokens of `<s> x_1..x_{i-1}`: the word "
         "at position i (i = L+1 is `</s>`) has order min(n, i+1) and there are (product of the "
         "last min(n−1, i−1) widths) × (width of position i) such pairs. *States*: "
-        "`QAutomaton.num_states()` against `arsdecode.full.full_state_count` (literal contexts, "
+        "`QAutomaton.num_states()` against `methods.full.full_state_count` (literal contexts, "
         f"no merging). On the K = {f.k} lattice the merged full dynamic program (`full_decode`, "
         "which cuts contexts to their longest useful suffix) expands "
         f"{sci(tk['full_dp_states'])} states and agrees with ARS: {tk['full_decode_agrees']}.\n")

@@ -1,8 +1,8 @@
 """The sampling and timing sections of the SMS page: Fig. 3a/3b, Table 3, Fig. 3c/3d, Targets.
 
 Pure functions of the results JSON (see sms_markdown.py). The prose that describes how the
-library works names the functions it describes; keep it in step with `arsdecode/ars.py` and
-`arsdecode/inference.py`.
+library works names the functions it describes; keep it in step with `arsdecode/methods/ars.py` and
+`arsdecode/core/inference.py`.
 """
 
 from __future__ import annotations
@@ -59,7 +59,7 @@ def fig3ab(res: dict, f: Facts, image: str) -> list[str]:
                 f"was frozen there; {last}, and {then}")
     out = ["## Fig. 3a/3b — one sampling run\n"]
     text = (f"Test sentence {f3['id']} (length {f3['length']}), {f3['order']}-gram, K = {f.k}, "
-            f"B = {f3['batch']}, `arsdecode.ars.sample(n={f3['samples']})`: every rejected "
+            f"B = {f3['batch']}, `arsdecode.methods.ars.sample(n={f3['samples']})`: every rejected "
             f"trial of a batch refines q until {f.ar} at the end of a batch. Here {when} "
             f"({f3['trials']} trials, {f3['seconds']:.2f} s in all). Estimated ln Z = "
             f"{f3['log_Z']:.3f} (95% CI {f3['log_Z_ci'][0]:.3f} … {f3['log_Z_ci'][1]:.3f}; the "
@@ -84,7 +84,7 @@ def table3(res: dict, f: Facts) -> list[str]:
     out = [f"## Table 3 — batch size B: time and trials to {f.ar}\n",
            f"{len({r['id'] for r in t3})} length-{f.long} sentences, {f.top}-gram, K = {f.k}; "
            "sequential, in-process, clock from building q^(0) (lattice and model load "
-           "excluded). Run by `arsdecode.ars.adapt`, which checks the rate at the end of each "
+           "excluded). Run by `methods.ars.adapt`, which checks the rate at the end of each "
            "batch, so trials are a multiple of B; *refining batches* = batches at whose end q "
            "was refined with their rejected trials (all but the last when the target is "
            "reached).\n"]
@@ -180,7 +180,7 @@ def targets(res: dict, f: Facts) -> list[str]:
 
 
 def cost(res: dict, f: Facts) -> list[str]:
-    """What one decode costs, as `arsdecode.ars.decode` does it (keep in step with the code)."""
+    """What one decode costs, as `methods.ars.decode` does it (keep in step with the code)."""
     dec = res["decoding"]
     td = res["timing_decode"]["seconds"]
     emb = res["embedded_timings"]
@@ -204,7 +204,7 @@ def cost(res: dict, f: Facts) -> list[str]:
         f"sentences, against {emb['median_width']:,.0f} with the embedded "
         f"{emb['vocab']:,}-word model"
         + (", which meets every target on the same observations. " if emb_ok else ". ")
-        + "Each iteration of `arsdecode.ars.decode` finds the argmax of q by an incremental "
+        + "Each iteration of `methods.ars.decode` finds the argmax of q by an incremental "
         "Viterbi pass (`inference.viterbi_indices`: of the dense states × candidates weight "
         "matrices, only the rows whose weights or targets changed, or whose successor states "
         "changed value, are recomputed; then one forward walk reads off the path), scores that "

@@ -1,0 +1,225 @@
+"""`arsdecode decode` and `arsdecode sample`: exact best path and exact samples of a lattice.
+
+Why its own module: `arsdecode.cli.main` imports a command's module only when that command runs, so
+`arsdecode tag` does not load the lattice front end (nor this one the tagger's).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import arsdecode.methods.dispatch as corpus
+from arsdecode.api import load_lm
+from arsdecode.cli.options import (
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    EXIT_STATUS_HELP,
+    EXIT_UNCERTIFIED,
+    LATTICE_HELP,
+    UNITS_HELP,
+    add_engine_options,
+    add_lm_strictness_options,
+    add_max_iterations,
+    add_method_option,
+    add_sampling_options,
+    check_batch_fits,
+    check_fits,
+    check_writable,
+    epilog,
+    fixed,
+    lm_config,
+    oov_report,
+    positive_int,
+    print_json,
+    progress_bar,
+    report_uncertified,
+    warn_oov,
+    write_atomic,
+    write_line,
+)
+from arsdecode.errors import OptionError
+from arsdecode.lattice import Lattice
+from arsdecode.methods.ars import DecodeInterrupted, sample
+
+EPILOG = epilog(UNITS_HELP, LATTICE_HELP, EXIT_STATUS_HELP)
+
+
+def add_decode_parser(sub: argparse._SubParsersAction) -> None:
+    d = sub.add_parser("decode", help="exact best path of a lattice",
+                       description="The exact most probable path of a lattice under an n-gram "
+                                   "LM, with a certificate.", epilog=EPILOG)
+    d.add_argument("--lm", required=True, help="ARPA, MAX-ARPA or maxarpa binary model (log10)")
+    d.add_argument("--lattice", required=True, help="lattice JSON file (format below)")
+    add_max_iterations(d)
+    add_lm_strictness_options(d)
+    d.add_argument("--fst", default=None, metavar="OUT",
+                   help="also write the final q-automaton as an OpenFst file (log64 arcs, "
+                        "weight = -ln q)")
+    d.add_argument("--graphml", default=None, metavar="OUT",
+                   help="also write the final q-automaton as GraphML (networkx, ln weights)")
+    d.add_argument("--nbest", type=positive_int, default=None, metavar="K",
+                   help="also find the K best distinct paths, each certified exact (ARS with "
+                        "k-best Viterbi on q); the JSON gains \"nbest\": [{tokens, log_p}], best "
+                        "first, ties by ln p then candidate order")
+    add_engine_options(d)
+    add_method_option(d, needs_ars="--fst and --graphml")
+    d.set_defaults(handler=cmd_decode)
+
+
+def print_nbest(args: argparse.Namespace, lm, lattice: Lattice, oov: dict) -> int:
+    """`decode --nbest K`: the single best stays in tokens/log_p; the K best go in "nbest"."""
+    from arsdecode.methods.kbest import decode_kbest, nbest_json
+
+    # No more paths than the lattice has; the K-lists of k-best Viterbi hold, per state of
+    # the widest layer, K scores of every candidate (and the K paths come back as lists).
+    k = min(args.nbest, lattice.num_paths())
+    check_fits("--nbest", args.nbest, 24 * max(lattice.widths) + 16 * len(lattice) + 200, k)
+    kb = decode_kbest(lm, lattice, k, variant=args.variant,
+                      max_iterations=args.max_iterations)
+    best = kb.paths[0]
+    if args.json:
+        print_json({"tokens": best.tokens, "log_p": best.log_p, "certified": kb.certified,
+                    "method": "ars", "iterations": kb.iterations, "states": kb.states,
+                    "nbest": nbest_json(kb), "oov": oov, "timing": {"seconds": kb.seconds}})
+    else:
+        for rank, p in enumerate(kb.paths, start=1):
+            print(f"{rank}\t{fixed(p.log_p, 6)}\t{' '.join(p.tokens)}")
+        status = "certified" if kb.certified else "UNCERTIFIED"
+        print(f"({status}, ln) iterations={kb.iterations} states={kb.states} "
+              f"seconds={kb.seconds:.3f}", flush=True)
+    if not kb.certified:
+        report_uncertified(kb.iterations)
+        return EXIT_UNCERTIFIED
+    return EXIT_OK
+
+
+def add_sample_parser(sub: argparse._SubParsersAction) -> None:
+    s = sub.add_parser("sample", help="exact i.i.d. samples of a lattice's paths",
+                       description="Exact independent samples of the lattice's paths under "
+                                   "p, by adaptive rejection, and an estimate of ln Z.",
+                       epilog=EPILOG)
+    s.add_argument("--lm", required=True, help="ARPA, MAX-ARPA or maxarpa binary model (log10)")
+    s.add_argument("--lattice", required=True, help="lattice JSON file (format below)")
+    s.add_argument("-n", type=positive_int, required=True, help="number of samples (>= 1)")
+    s.add_argument("--jsonl", action="store_true",
+                   help='stream one JSON object per sample, {"tokens": [...], "log_p": ln}, '
+                        "flushed as each is accepted (an interrupt keeps what was drawn); the "
+                        "summary goes to stderr")
+    add_sampling_options(s, default_ar=0.2)
+    add_engine_options(s)
+    add_lm_strictness_options(s)
+    s.set_defaults(handler=cmd_sample)
+
+
+def load_lattice_and_lm(args: argparse.Namespace):
+    lattice = Lattice.from_json_file(args.lattice)
+    lm = load_lm(args.lm, config=lm_config(args))
+    oov = oov_report(lattice, lm.word_to_id)
+    warn_oov(oov, lm, args.lm)
+    return lattice, lm, oov
+
+
+def cmd_decode(args: argparse.Namespace) -> int:
+    if args.nbest is not None and args.method == "full":  # k-best runs on the q-automaton
+        raise OptionError("--nbest needs --method ars or auto (the K best paths come from "
+                          "ARS's q-automaton; the full DP finds only the best one)")
+    outputs = [p for p in (args.fst, args.graphml) if p]
+    if outputs and args.method == "full":
+        raise OptionError("--fst and --graphml write the q-automaton, which only --method ars "
+                          "(or auto) builds")
+    for path in outputs:  # before the work: a bad path must not cost a decode
+        check_writable(path)
+    lattice, lm, oov = load_lattice_and_lm(args)
+    if args.nbest is not None:
+        return print_nbest(args, lm, lattice, oov)
+    try:
+        r = corpus.decode(lm, lattice, method=args.method, variant=args.variant,
+                          max_iterations=args.max_iterations, keep_automaton=bool(outputs))
+    except DecodeInterrupted as stop:
+        return print_interrupted(args, stop, oov)
+    # The result is printed before the files are written, so a failed write never loses it.
+    if args.json:
+        print_json({**r.to_json(), "oov": oov})
+    else:
+        print(" ".join(r.tokens))
+        status = "certified" if r.certified else "UNCERTIFIED"
+        print(f"log_p={fixed(r.log_p, 6)} ({status}, ln) method={r.method} "
+              f"iterations={r.iterations} states={r.states} seconds={r.seconds:.3f}",
+              flush=True)
+    qa = r.automaton
+    if outputs and qa is None:  # keep_automaton=True above whenever a file is asked for
+        raise AssertionError("decode did not keep the automaton")
+    if args.fst and qa is not None:
+        # Serialised here, written by Python: OpenFst's own writer reports a full disk as
+        # "Write failed" lines on stderr that name the temporary file.
+        data = qa.to_fst().write_to_string()
+        write_atomic(args.fst, lambda tmp: Path(tmp).write_bytes(data))
+    if args.graphml and qa is not None:
+        import networkx as nx
+
+        graph = qa.to_networkx()
+        write_atomic(args.graphml, lambda tmp: nx.write_graphml(graph, tmp))
+    if not r.certified:
+        report_uncertified(r.iterations)
+        return EXIT_UNCERTIFIED
+    return EXIT_OK
+
+
+def print_interrupted(args: argparse.Namespace, stop: DecodeInterrupted, oov: dict) -> int:
+    """Ctrl-C during an ARS decode: the best path found so far, marked UNCERTIFIED, with its
+    bound gap (ln q(x*) - ln p(path): the path is at most that far below the optimum).
+
+    Why print it: a long decode's best exact path is often the answer, and the gap says how
+    much it could still be off; printing nothing threw that away. No --fst/--graphml file
+    is written (the automaton may be mid-refinement). Exit status 130, as any interrupt.
+    """
+    r = stop.result
+    if args.json:
+        print_json({**r.to_json(), "interrupted": True, "gap": stop.gap, "oov": oov})
+    else:
+        print(" ".join(r.tokens))
+        print(f"log_p={r.log_p:.6f} (UNCERTIFIED: interrupted, ln) gap={stop.gap:.6f} "
+              f"method={r.method} iterations={r.iterations} seconds={r.seconds:.3f}",
+              flush=True)
+    print(f"arsdecode: interrupted: UNCERTIFIED, the path above is the best found so far; the "
+          f"optimum is at most {stop.gap:.6g} (ln) above its log_p", file=sys.stderr)
+    return EXIT_INTERRUPTED
+
+
+def cmd_sample(args: argparse.Namespace) -> int:
+    if args.json and args.jsonl:
+        raise OptionError("--json and --jsonl exclude each other")
+    lattice, lm, oov = load_lattice_and_lm(args)
+    check_batch_fits(args.batch, lattice)
+    bar = progress_bar(args.n, "sample", leave=False)
+    drawn = 0
+
+    def on_sample(tokens: list[str], log_p: float) -> None:
+        nonlocal drawn
+        drawn += 1
+        bar.update(1)
+        if args.jsonl:
+            print_json({"tokens": tokens, "log_p": log_p})
+        elif not args.json:
+            write_line(f"{fixed(log_p, 4)}\t{' '.join(tokens)}")
+
+    try:
+        r = sample(lm, lattice, args.n, args.seed, batch=args.batch, target_ar=args.target_ar,
+                   ar_window=args.ar_window, variant=args.variant, on_sample=on_sample)
+    except KeyboardInterrupt:  # Ctrl-C or SIGTERM: say what was kept
+        kept = "none printed: --json prints at the end (--jsonl streams)" if args.json else (
+            "printed above")
+        print(f"arsdecode: stopped after {drawn} of {args.n} samples ({kept})",
+              file=sys.stderr)
+        raise
+    finally:
+        bar.close()
+    if args.json:
+        print_json({**r.to_json(), "oov": oov})
+        return EXIT_OK
+    print(f"trials={r.trials} acceptance_rate={r.acceptance_rate:.3f} "
+          f"log_Z={fixed(r.log_Z, 4)} (ln) states={r.states} seconds={r.seconds:.2f}",
+          file=sys.stderr)
+    return EXIT_OK

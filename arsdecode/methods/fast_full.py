@@ -1,0 +1,188 @@
+"""The full model's Viterbi and log partition on the compiled core, many lattices per call.
+
+Why: arsdecode.methods.full is the numpy reference, one lattice at a time with per-position Python
+work. This front end flattens a whole corpus of lattices into arrays (per-sentence offsets,
+per-position offsets, candidate ids, ln emissions) and runs one compiled call over them, on the
+same merged state space: a context is cut to its longest *useful* suffix (a proper prefix of a
+listed n-gram, or a listed n-gram with a nonzero backoff), which changes no score and commutes
+with appending a word (see arsdecode.methods.full's docstring).
+
+Tie-breaking is deterministic but not methods.full's: the first best predecessor in creation
+order wins (see `arsdecode.native._core.FullDP`). Scores agree with methods.full to rounding
+(the tables are in ln, summed in the same order as maxarpa's walk).
+
+The compiled DP of a model (`full_dp(lm)`, one per model and process) keeps its transition
+cache across calls and runs without the GIL. It is safe to call from several threads at once:
+each concurrent call uses its own cache, bounded in size (see `arsdecode.native._core.FullDP`).
+"""
+
+from __future__ import annotations
+
+import threading
+import weakref
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from arsdecode.errors import LatticeError, NoPathError
+from arsdecode.lattice import Lattice
+from arsdecode.native import _core, native_ngram
+from maxarpa.contexts import has_stored_tables, useful_context_tables
+from maxarpa.model import Model
+
+
+@dataclass(frozen=True)
+class FlatLattices:
+    """Many lattices as flat arrays (the layout `_core.FullDP.run` takes).
+
+    Checked when made (LatticeError): each offset array starts at 0, never decreases and ends
+    at the length of the array it indexes. Why here as well as in the compiled core: the error
+    then points at the code that built the arrays, not at the later decode.
+    """
+
+    sent_off: np.ndarray  # (S + 1,) int64: positions of sentence s are sent_off[s]:sent_off[s+1]
+    pos_off: np.ndarray  # (P + 1,) int64: candidates of position p are pos_off[p]:pos_off[p+1]
+    cand_ids: np.ndarray  # (C,) int64 model word ids
+    cand_emis: np.ndarray  # (C,) float64 ln emissions, -inf = forbidden
+
+    def __post_init__(self) -> None:
+        _check_offsets("sent_off", self.sent_off, len(self.pos_off) - 1)
+        _check_offsets("pos_off", self.pos_off, len(self.cand_ids))
+        if np.ndim(self.cand_ids) != 1 or np.shape(self.cand_emis) != np.shape(self.cand_ids):
+            raise LatticeError("FlatLattices: cand_ids and cand_emis must be 1-D, of one length")
+
+    @classmethod
+    def from_lattices(cls, lm: Model, lattices: Sequence[Lattice]) -> FlatLattices:
+        widths = [w for lat in lattices for w in lat.widths]
+        sent_off = np.zeros(len(lattices) + 1, dtype=np.int64)
+        np.cumsum([len(lat) for lat in lattices], out=sent_off[1:])
+        pos_off = np.zeros(len(widths) + 1, dtype=np.int64)
+        np.cumsum(widths, out=pos_off[1:])
+        toks = [t for lat in lattices for pos in lat.tokens for t in pos]
+        emis = [lat.log_emissions[i] for lat in lattices for i in range(len(lat))]
+        return cls(
+            sent_off,
+            pos_off,
+            lm.ids(toks).astype(np.int64),
+            np.concatenate(emis).astype(np.float64) if emis else np.empty(0),
+        )
+
+
+def _check_offsets(name: str, off: np.ndarray, end: int) -> None:
+    """LatticeError unless `off` is 1-D, starts at 0, never decreases and ends at `end`."""
+    off = np.asarray(off)
+    if off.ndim != 1 or len(off) == 0 or off[0] != 0 or off[-1] != end:
+        raise LatticeError(f"FlatLattices: {name} must run from 0 to {end}")
+    drops = np.flatnonzero(off[1:] < off[:-1])
+    if len(drops):
+        raise LatticeError(f"FlatLattices: {name} decreases after index {int(drops[0])}")
+
+
+@dataclass(frozen=True)
+class BatchResult:
+    """Per position the chosen candidate index; per sentence the score and state counts."""
+
+    choice: np.ndarray  # (P,) int32, -1 where the sentence has no path
+    score: np.ndarray  # (S,) ln p of the best path (Viterbi) or ln Z; -inf: no path
+    dp_states: np.ndarray  # (S,) merged states built (after pruning), the start state included
+    max_states: np.ndarray  # (S,) the most states at one position
+    pairs: np.ndarray  # (S,) (state, candidate) pairs visited: the DP's cost
+
+
+_DP: weakref.WeakKeyDictionary[Model, _core.FullDP] = weakref.WeakKeyDictionary()
+_DP_LOCK = threading.Lock()  # threads asking for a new model's DP build it once
+
+
+def is_built(lm: Model) -> bool:
+    """Whether `full_dp(lm)` has been built in this process (its setup is then paid)."""
+    return lm in _DP
+
+
+def setup_is_free(lm: Model) -> bool:
+    """Whether `full_dp(lm)` costs next to nothing to build: already built in this process,
+    or its useful-context tables came stored in the binary model file (`maxarpa.contexts`)."""
+    return lm in _DP or has_stored_tables(lm)
+
+
+def full_dp(lm: Model) -> _core.FullDP:
+    """The compiled DP for `lm`, built once per model (its transition caches persist, bounded;
+    safe to share between threads).
+
+    The useful-context tables come from the binary model file when it stores them (written by
+    `maxarpa convert --binary`), else they are built here (about 1 us per n-gram). The core
+    takes writable arrays, so tables memory-mapped from the file are copied (a memcpy).
+    """
+    hit = _DP.get(lm)
+    if hit is None:
+        with _DP_LOCK:
+            hit = _DP.get(lm)
+            if hit is None:
+                rows, lens, keys = (a if a.flags.writeable else a.copy()
+                                    for a in useful_context_tables(lm))
+                slots, bits = _core.build_hash(keys)
+                hit = _core.FullDP(native_ngram(lm).core, rows, lens, keys, slots, bits)
+                _DP[lm] = hit
+    return hit
+
+
+def run_flat(lm: Model, flat: FlatLattices, *, viterbi: bool = True,
+             prune: bool = True, max_pairs: float | np.ndarray | None = None) -> BatchResult:
+    """One compiled call over every lattice in `flat`.
+
+    `max_pairs` (one budget, or one per lattice) abandons a lattice once its (state,
+    candidate) pairs exceed its budget: its score is NaN and its choices -1 (`auto` then
+    decodes it by ARS).
+
+    `prune` (Viterbi only) drops the (state, candidate) pairs whose score so far plus an upper
+    bound on any completion (bigram max-backoff bounds, one backward pass over the lattice)
+    falls below the exact score of a known path: the best score is the same number, with
+    fewer states built (`_core.FullDP.run`). `prune=False` builds the whole merged state
+    space, as arsdecode.methods.full does.
+    """
+    if lm.bos_id is None or lm.eos_id is None:
+        raise ValueError(f"{lm.source}: the model has no <s> or </s>")
+    choice, score, states, widest, pairs = full_dp(lm).run(
+        flat.sent_off, flat.pos_off, flat.cand_ids, flat.cand_emis, lm.bos_id, lm.eos_id,
+        viterbi, prune, -1 if max_pairs is None else np.minimum(max_pairs, 2**62).astype(np.int64),
+    )
+    return BatchResult(choice, score, states, widest, pairs)
+
+
+def full_decode_many(lm: Model, lattices: Sequence[Lattice]) -> list[tuple[list[str], float]]:
+    """Best path and its ln p for every lattice (arsdecode.methods.full.full_decode's values).
+
+    Raises NoPathError naming the first lattice whose paths all have probability zero.
+    """
+    return [(d[0], d[1]) for d in decode_lattices(lm, lattices) if d is not None]
+
+
+def decode_lattices(lm: Model, lattices: Sequence[Lattice], labels: Sequence | None = None,
+                    max_pairs: float | np.ndarray | None = None
+                    ) -> list[tuple[list[str], float, int] | None]:
+    """(best path, its ln p, merged states built) per lattice, from one compiled call; None
+    for a lattice abandoned past `max_pairs` (see `run_flat`).
+
+    Raises NoPathError naming (by `labels[s]`, default its index) the first lattice whose
+    paths all have probability zero.
+    """
+    flat = FlatLattices.from_lattices(lm, lattices)
+    res = run_flat(lm, flat, viterbi=True, max_pairs=max_pairs)
+    choice = res.choice.tolist()
+    out: list[tuple[list[str], float, int] | None] = []
+    for s, lat in enumerate(lattices):
+        if np.isnan(res.score[s]):
+            out.append(None)
+            continue
+        if not np.isfinite(res.score[s]):
+            label = labels[s] if labels is not None else s
+            raise NoPathError(f"lattice {label}: every path has probability zero")
+        p0 = int(flat.sent_off[s])
+        tokens = [lat.tokens[i][choice[p0 + i]] for i in range(len(lat))]
+        out.append((tokens, float(res.score[s]), int(res.dp_states[s])))
+    return out
+
+
+def full_log_partition_many(lm: Model, lattices: Sequence[Lattice]) -> np.ndarray:
+    """ln Z of every lattice (-inf where no path has nonzero probability)."""
+    return run_flat(lm, FlatLattices.from_lattices(lm, lattices), viterbi=False).score
