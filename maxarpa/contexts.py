@@ -1,4 +1,9 @@
-"""The useful contexts of a backoff model, with global ids: the merged full DP's state tables.
+"""The useful contexts of a backoff model (KenLM's state minimisation), written once.
+
+Two users, one set of tables: the merged full DP's state tables (arsdecode.methods.fast_full
+hands `useful_context_tables` to the compiled core) and `UsefulContexts.cut`, the longest
+useful suffix of a context (arsdecode's `MaxArpaLM.minimal_context`, which the numpy full DP
+merges states by). Both therefore merge exactly the same contexts.
 
 Why here, in maxarpa, and not in arsdecode's full DP: the tables depend only on the n-gram
 table, and building them costs about a microsecond per n-gram (8 s for a 5.4M-n-gram model),
@@ -9,7 +14,13 @@ maxarpa must not import arsdecode, so the builder lives on this side.
 
 A context is useful when it is a proper prefix of a listed n-gram, or a listed n-gram with a
 nonzero backoff: every listed n-gram that can match after a context, and every nonzero backoff
-the query adds, lies inside its longest useful suffix (KenLM's state minimisation).
+the query adds, lies inside its longest useful suffix (KenLM's state minimisation), so
+p(w | c) = p(w | cut(c)) for every w, and cutting commutes with appending a word.
+
+Useful contexts are prefix-closed (a prefix of a listed n-gram's prefix is one), so each has a
+global id (gid, 0 = the empty context) and is keyed by gid(its prefix) * V + its last word.
+Tables that break this are refused with a `FormatError` naming the model's file, whether they
+were built here or read from a binary file.
 """
 
 from __future__ import annotations
@@ -20,7 +31,7 @@ import numpy as np
 
 from maxarpa.errors import FormatError
 from maxarpa.model import Model
-from maxarpa.table import row_hashes, unique_rows
+from maxarpa.table import HashIndex, row_hashes, unique_rows
 
 EMPTY_KEY = np.uint64(2**64 - 1)  # the empty context's key: never a real parent * V + word
 
@@ -132,7 +143,7 @@ def build_tables(model: Model) -> Tables:
     prev_rows, prev_gids = np.empty((0, 0), dtype=np.int32), np.zeros(1, dtype=np.int64)
     for j in range(1, width + 1):
         rows = level[j]
-        g = _parent_gids(rows, prev_rows, prev_gids)
+        g = _parent_gids(rows, prev_rows, prev_gids, model.source)
         keys = g.astype(np.uint64) * v + rows[:, -1].astype(np.uint64)
         gids = np.arange(next_gid, next_gid + len(rows), dtype=np.int64)
         next_gid += len(rows)
@@ -146,11 +157,13 @@ def build_tables(model: Model) -> Tables:
     return np.ascontiguousarray(np.concatenate(all_rows)), np.concatenate(all_lens), keys
 
 
-def _parent_gids(rows: np.ndarray, prev_rows: np.ndarray, prev_gids: np.ndarray) -> np.ndarray:
+def _parent_gids(rows: np.ndarray, prev_rows: np.ndarray, prev_gids: np.ndarray,
+                 source: str) -> np.ndarray:
     """gid of each row's prefix rows[:, :-1] among the previous level (prev_rows, prev_gids).
 
     Matched by 64-bit row hash and verified row by row; a hash collision falls back to a dict.
-    The levels are prefix-closed by construction (U_j holds the prefixes of U_{j+1}).
+    The levels are prefix-closed by construction (U_j holds the prefixes of U_{j+1}); a prefix
+    found in neither is a broken table, refused as a FormatError naming `source`.
     """
     j = rows.shape[1]
     if j == 1 or len(rows) == 0:
@@ -166,5 +179,70 @@ def _parent_gids(rows: np.ndarray, prev_rows: np.ndarray, prev_gids: np.ndarray)
     if not ok.all():
         index = {tuple(r): i for i, r in enumerate(prev_rows.tolist())}
         for i in np.flatnonzero(~ok):
-            cand[i] = index[tuple(prefix[i].tolist())]
+            found = index.get(tuple(prefix[i].tolist()))
+            if found is None:
+                raise FormatError(source, None, "useful contexts are not prefix-closed (the "
+                                  f"prefix of context {rows[i].tolist()} is not one)")
+            cand[i] = found
     return prev_gids[cand]
+
+
+class UsefulContexts:
+    """The longest useful suffix of contexts (`cut`), looked up in the full DP's own tables.
+
+    Why over the same tables: `cut` is what the numpy full DP and any caller of
+    `minimal_context` merge states by, and the compiled full DP merges by these tables; one
+    definition keeps the two DPs on the same state space. Only `lens` and `keys` are kept
+    (gid = position), with a hash index over the keys (`maxarpa.table.HashIndex`) and, for the
+    first word, a dense array over the vocabulary (most contexts stop there).
+    """
+
+    def __init__(self, lens: np.ndarray, keys: np.ndarray, vocab_size: int) -> None:
+        self.vocab_size = vocab_size
+        self.width = int(lens[-1]) if len(lens) else 0  # the longest useful context
+        self._v = np.uint64(vocab_size)
+        self._index = HashIndex(np.ascontiguousarray(keys, dtype=np.uint64))
+        lo, hi = np.searchsorted(lens, [1, 2])  # the one-word contexts: key = 0 * V + word
+        self._first = np.full(max(vocab_size, 1), -1, dtype=np.int64)
+        self._first[keys[lo:hi].astype(np.int64)] = np.arange(lo, hi)
+
+    @classmethod
+    def of(cls, model: Model) -> UsefulContexts:
+        """Over `useful_context_tables(model)` (stored with a binary model, else built).
+
+        Raises:
+            FormatError: the tables are not prefix-closed (a corrupt file), naming it.
+        """
+        _, lens, keys = useful_context_tables(model)
+        return cls(lens, keys, model.trie.vocab_size)
+
+    def lookup(self, rows: np.ndarray) -> np.ndarray:
+        """gid of each row (B, j) of word ids, oldest first, among the useful contexts; -1
+        where the row is not one (a -1 or an id outside the vocabulary is never in one)."""
+        b, j = rows.shape
+        w = rows[:, 0]
+        inside = (w >= 0) & (w < self.vocab_size)
+        gid = np.where(inside, self._first[np.where(inside, w, 0)], -1)
+        for k in range(1, j):
+            w = rows[:, k]
+            ok = (gid >= 0) & (w >= 0) & (w < self.vocab_size)
+            found = np.full(b, -1, dtype=np.int64)
+            if ok.any():
+                key = gid[ok].astype(np.uint64) * self._v + w[ok].astype(np.uint64)
+                found[ok] = self._index.find(key)
+            gid = found
+        return gid
+
+    def cut(self, contexts: np.ndarray) -> np.ndarray:
+        """Each context row (B, w), left-padded with -1, replaced by its longest useful suffix
+        (same shape, -1 left padding)."""
+        b, w = contexts.shape
+        keep = np.zeros(b, dtype=np.int64)
+        todo = np.arange(b)
+        for j in range(min(w, self.width), 0, -1):
+            if len(todo) == 0:
+                break
+            hit = self.lookup(contexts[todo, w - j :]) >= 0
+            keep[todo[hit]] = j
+            todo = todo[~hit]
+        return np.where(np.arange(w)[None, :] >= (w - keep)[:, None], contexts, -1)

@@ -94,3 +94,43 @@ def test_corrupt_stored_tables_are_refused_naming_the_file(tmp_path):
     contexts.attach(raw, contexts.build_tables(model)[1], keys)
     with pytest.raises(FormatError, match="bad.npz.*useful contexts"):
         fast_full.full_dp(raw)
+
+
+def test_minimal_context_cuts_by_the_tables_the_full_dp_merges_by(tmp_path):
+    """One set of tables: each useful context the full DP numbers is its own cut, found at its
+    gid, and a model read with stored tables cuts exactly as one that builds them."""
+    from arsdecode.model import MaxArpaLM
+
+    src = SHIPPED[0]
+    out = tmp_path / "m.npz"
+    convert(src, out)
+    built = maxarpa.load(src)
+    rows, lens, _ = contexts.useful_context_tables(built)
+    useful = contexts.UsefulContexts.of(built)
+    for j in range(1, built.order):
+        at = np.flatnonzero(lens == j)
+        assert np.array_equal(useful.lookup(rows[at, -j:]), at)
+    assert np.array_equal(useful.cut(rows), rows)
+    rng = np.random.default_rng(5)
+    ctx = rows[rng.integers(1, len(rows), 5000)]
+    ctx = np.concatenate([rng.integers(-1, built.trie.vocab_size, (5000, 1)), ctx[:, 1:]], 1)
+    stored = maxarpa.load(out, mmap=True)
+    assert contexts.has_stored_tables(stored)
+    assert np.array_equal(MaxArpaLM(stored).minimal_context(ctx),
+                          MaxArpaLM(built).minimal_context(ctx))
+    assert np.array_equal(useful.cut(np.array([[-1, -1, 7, built.trie.vocab_size]])),
+                          [[-1, -1, -1, -1]])  # an id outside the vocabulary is in none
+
+
+def test_contexts_that_are_not_prefix_closed_are_one_format_error_naming_the_file(tmp_path):
+    model = maxarpa.load(SHIPPED[1])
+    _, lens, keys = contexts.build_tables(model)
+    keys = keys.copy()
+    keys[-1] = np.uint64(model.trie.vocab_size) * np.uint64(len(keys) + 5)  # no such prefix
+    contexts.attach(model, lens, keys)
+    with pytest.raises(FormatError, match="tags.5.maxarpa.gz.*useful contexts"):
+        contexts.UsefulContexts.of(model)
+    # The builder's own check (a level whose prefix is missing from the level below).
+    with pytest.raises(FormatError, match="m.arpa: useful contexts are not prefix-closed"):
+        contexts._parent_gids(np.array([[3, 4]], np.int32), np.array([[5]], np.int32),
+                              np.array([1]), "m.arpa")

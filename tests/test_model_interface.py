@@ -8,6 +8,8 @@
   wrong path on the same lattices, so the test has teeth.
 - Property: on random ARPA models with positive backoffs, ARS decode = brute force = full DP.
 - Any object implementing the protocol is a target: a toy bigram-only model written here.
+- `minimal_context` is the longest useful suffix, against the definition on random models, and
+  changes no probability; `ngram_tables` finds the n-gram behind a target, or None.
 """
 
 from __future__ import annotations
@@ -21,12 +23,18 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from arpa_reference import arpa_texts
+from arpa_reference import arpa_texts, parse_arpa
 from arsdecode.errors import BoundViolationError, ModelError
 from arsdecode.lattice import Lattice
 from arsdecode.methods.ars import decode
 from arsdecode.methods.full import full_decode, full_log_partition
-from arsdecode.model import MaxArpaLM, TargetModel, as_target_model
+from arsdecode.model import (
+    HasNgramTables,
+    MaxArpaLM,
+    TargetModel,
+    as_target_model,
+    ngram_tables,
+)
 from brute import brute_model
 from maxarpa.constants import LN10
 from maxarpa.errors import MaxArpaError
@@ -250,3 +258,49 @@ def test_any_protocol_implementation_is_a_target():
         r = decode(model, lattice)
         assert r.certified and abs(r.log_p - best) <= TIGHT
         assert abs(full_decode(model, lattice).log_p - best) <= TIGHT
+
+
+def test_ngram_tables_find_the_backoff_model_behind_a_target_or_none(irstlm):
+    adapter = as_target_model(irstlm)
+    assert isinstance(adapter, HasNgramTables) and adapter.ngram is irstlm
+    assert ngram_tables(adapter) is irstlm and ngram_tables(irstlm) is irstlm
+    assert ngram_tables(MaxArpaLM(irstlm, walk=irstlm)) is irstlm
+    toy = BigramTable(["<s>", "</s>", "a"], seed=0)
+    assert not isinstance(toy, HasNgramTables) and ngram_tables(toy) is None
+    assert as_target_model(adapter) is adapter and as_target_model(toy) is toy  # idempotent
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(arpa=arpa_texts(min_order=1, max_order=4, min_vocab=1, max_vocab=4,
+                       drop_prefix_contexts=None))
+def test_minimal_context_is_the_longest_useful_suffix(tmp_path_factory, arpa):
+    """Against the definition, read from the ARPA text by the reference parser: useful = a
+    proper prefix of a listed n-gram, or a listed n-gram with a nonzero backoff. The cut changes
+    no probability and commutes with appending a word (the full DP merges states by it)."""
+    text, params = arpa
+    path = tmp_path_factory.mktemp("cut") / "m.arpa"
+    path.write_text(text)
+    lm = Model.load(path)
+    ref = parse_arpa(text)
+    useful = {g[:j] for g in ref.probs for j in range(1, len(g))}
+    useful |= {g for g, bow in ref.bows.items() if bow != 0}
+    a = MaxArpaLM(lm)
+    width = lm.order - 1
+    ids = range(len(lm.vocab))
+    contexts = [c for k in range(width + 1) for c in itertools.product(ids, repeat=k)]
+    rows = np.full((len(contexts), width), -1, dtype=np.int64)
+    for r, c in enumerate(contexts):
+        rows[r, width - len(c):] = c
+    cut = a.minimal_context(rows)
+    for c, got in zip(contexts, cut, strict=True):
+        names = tuple(lm.vocab[i] for i in c)
+        keep = max((k for k in range(len(c) + 1) if k == 0 or names[-k:] in useful), default=0)
+        want = [-1] * (width - keep) + list(c[len(c) - keep:])
+        assert got.tolist() == want, (params, names)
+    for w in ids:
+        words = np.full(len(rows), w, dtype=np.int64)
+        assert np.array_equal(lm.log10p_batch(rows, words), lm.log10p_batch(cut, words)), params
+        if width:
+            longer = np.concatenate([rows, words[:, None]], axis=1)[:, 1:]
+            again = np.concatenate([cut, words[:, None]], axis=1)[:, 1:]
+            assert np.array_equal(a.minimal_context(longer), a.minimal_context(again)), params

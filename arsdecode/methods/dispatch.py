@@ -44,7 +44,7 @@ from arsdecode.methods.cost_model import (
 )
 from arsdecode.methods.full import full_decode
 from arsdecode.methods.lockstep import ars_lockstep, lockstep_groups
-from arsdecode.model import TargetModel, as_target_model
+from arsdecode.model import TargetModel, as_target_model, ngram_tables
 
 Method = Literal["auto", "ars", "full"]
 METHODS: tuple[str, ...] = ("auto", "ars", "full")
@@ -212,7 +212,7 @@ def auto_pairs_budgets(model: TargetModel, lattices: Sequence[Lattice]) -> np.nd
 
 
 def _maxarpa_model(model: TargetModel):
-    return getattr(model, "model", None)
+    return ngram_tables(model)
 
 
 def _full_native(model: TargetModel, lattices: Sequence[Lattice], labels,

@@ -1,9 +1,25 @@
-"""The model interface: what the engine asks of the hidden layer's language model.
+"""The model layer: what the engine asks of the hidden layer's language model.
 
-`interface` defines `TargetModel` (any target implements it); `maxarpa_lm` adapts a
-`maxarpa.Model` to it, once, at the door (`as_target_model`).
+`interface` defines `TargetModel` (any target implements it) and the optional capability
+`HasNgramTables` (`ngram_tables(model)`: the backoff n-gram the compiled core runs on, or None);
+`maxarpa_lm` adapts a `maxarpa.Model` to it, once, at the door (`as_target_model`).
 """
 
-from arsdecode.model.maxarpa_lm import MaxArpaLM, TargetModel, as_target_model, context_rows
+from arsdecode.model.interface import (
+    HasNgramTables,
+    ModelLike,
+    TargetModel,
+    context_rows,
+    ngram_tables,
+)
+from arsdecode.model.maxarpa_lm import MaxArpaLM, as_target_model
 
-__all__ = ["MaxArpaLM", "TargetModel", "as_target_model", "context_rows"]
+__all__ = [
+    "HasNgramTables",
+    "MaxArpaLM",
+    "ModelLike",
+    "TargetModel",
+    "as_target_model",
+    "context_rows",
+    "ngram_tables",
+]

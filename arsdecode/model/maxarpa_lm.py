@@ -1,67 +1,25 @@
-"""The target-model interface: what the q-automaton, the target p and the full DP ask of a model.
+"""`MaxArpaLM`: the `TargetModel` over a maxarpa.Model, made once per model by `as_target_model`.
 
-Why an interface: the engine only needs, for (context, word) pairs in batches, the exact
-log-probability and an upper bound on it over every left extension of the context, plus two
-structural facts (when a context is exact at a position, and the shortest context that gives
-the same probabilities). Anything that answers these can be a target: a backoff n-gram
-(`MaxArpaLM` over `maxarpa.Model`), a log-linear n-gram or a variable-order Markov model, with
-no change to `automaton.py`, `target.py` or `full.py`.
-
-Conventions: natural log everywhere; a context is a (B, k) int64 array of word ids, oldest word
-first, left-padded with -1 (maxarpa's batch layout); k = order - 1 in the engine.
-
-Exactness (the certificate's precondition): at layer i the history is `<s> x_1 .. x_i`. A state
-context c (a suffix of that history) determines p(. | history) iff c has at least order - 1
-words, or c IS the whole history (i + 1 words). A context that merely starts with `<s>` is not
-enough: `<s>` may occur inside a history (a model listing `<s> <s>`), and then a short context
-starting with it is a suffix of a longer history whose probabilities differ.
+Why an adapter: maxarpa answers in log10 over its own trie; the engine asks in ln through
+`TargetModel` (arsdecode.model.interface). The adapter converts once (the compiled walk's tables
+are in ln), keeps the n-gram as `.ngram` (the `HasNgramTables` capability the compiled full DP
+and the cost model use) and cuts contexts with maxarpa's useful-context tables
+(`maxarpa.contexts.UsefulContexts`, the same tables the compiled full DP merges states by).
 """
 
 from __future__ import annotations
 
 import weakref
 from collections.abc import Callable, Sequence
-from typing import Protocol, runtime_checkable
+from typing import Protocol
 
 import numpy as np
 
 from arsdecode.errors import ModelError
+from arsdecode.model.interface import ModelLike, TargetModel
 from maxarpa.constants import LN10
+from maxarpa.contexts import UsefulContexts
 from maxarpa.model import Model
-
-
-@runtime_checkable
-class TargetModel(Protocol):
-    """What the engine needs from a language model (all values natural log)."""
-
-    order: int  # contexts have at most order - 1 words
-    bos: int  # id of <s>: the history before the first token
-    eos: int  # id of </s>: the final factor
-
-    def ids(self, tokens: Sequence[str]) -> np.ndarray:
-        """int64 id of each token (an unknown token gets the model's unknown-word id)."""
-        ...
-
-    def word(self, word_id: int) -> str:
-        """The surface form of an id (for display and export)."""
-        ...
-
-    def log_prob(self, contexts: np.ndarray, words: np.ndarray) -> np.ndarray:
-        """ln p(word | context) per row; contexts (B, order - 1) left-padded with -1."""
-        ...
-
-    def log_bound(self, contexts: np.ndarray, words: np.ndarray) -> np.ndarray:
-        """Per row, an upper bound of ln p(word | z + context) over every left extension z."""
-        ...
-
-    def is_exact(self, position: int, context: Sequence[int]) -> bool:
-        """Whether `context`, a suffix of the history `<s> x_1..x_position`, fixes p there."""
-        ...
-
-    def minimal_context(self, contexts: np.ndarray) -> np.ndarray:
-        """Each row cut to the shortest suffix c' with p(w | c) = p(w | c') for every w and
-        cut(c + w) = cut(cut(c) + w) (the full DP merges states by it); -1 left padding."""
-        ...
 
 
 class NgramWalk(Protocol):
@@ -89,7 +47,7 @@ class MaxArpaLM:
                 f"{model.source or 'model'}: no <s> or </s> in the vocabulary; the sentence "
                 "boundaries are needed to score a path"
             )
-        self.model = model
+        self.ngram = model
         self.walk: NgramWalk | None = walk
         self._log_prob: Callable[[np.ndarray, np.ndarray], np.ndarray]
         self._log_bound: Callable[[np.ndarray, np.ndarray], np.ndarray]
@@ -104,17 +62,17 @@ class MaxArpaLM:
         self.order = model.order
         self.bos = int(model.bos_id)
         self.eos = int(model.eos_id)
-        self._useful: _UsefulContexts | None = None
+        self._useful: UsefulContexts | None = None
 
     def ids(self, tokens: Sequence[str]) -> np.ndarray:
-        unk = self.model.unk_id
+        unk = self.ngram.unk_id
         if unk is None:  # maxarpa raises its one-line error for an unknown word
-            return self.model.ids(list(tokens)).astype(np.int64)
-        get = self.model.word_to_id.get
+            return self.ngram.ids(list(tokens)).astype(np.int64)
+        get = self.ngram.word_to_id.get
         return np.array([get(t, unk) for t in tokens], dtype=np.int64)
 
     def word(self, word_id: int) -> str:
-        return self.model.vocab[word_id]
+        return self.ngram.vocab[word_id]
 
     @staticmethod
     def _ln(log10: np.ndarray) -> np.ndarray:
@@ -131,94 +89,22 @@ class MaxArpaLM:
         return n >= self.order - 1 or (n == position + 1 and n > 0 and context[0] == self.bos)
 
     def minimal_context(self, contexts: np.ndarray) -> np.ndarray:
+        """Each row cut to its longest useful suffix (`maxarpa.contexts.UsefulContexts`), whose
+        tables are built (or read from the binary model) on the first call."""
         if self._useful is None:
-            self._useful = _UsefulContexts(self.model)
+            self._useful = UsefulContexts.of(self.ngram)
         return self._useful.cut(contexts)
 
 
 _ADAPTERS: weakref.WeakKeyDictionary[Model, MaxArpaLM] = weakref.WeakKeyDictionary()
 
 
-def as_target_model(lm: Model | TargetModel) -> TargetModel:
+def as_target_model(lm: ModelLike) -> TargetModel:
     """The engine's view of `lm`: maxarpa Models are wrapped once (and cached per model, so
-    the context tables of `minimal_context` are built once); other targets pass through."""
+    the context tables of `minimal_context` are built once); other targets, adapters included,
+    pass through unchanged, so calling it again on its result is free (idempotent)."""
     if isinstance(lm, Model):
         if lm not in _ADAPTERS:
             _ADAPTERS[lm] = MaxArpaLM(lm)
         return _ADAPTERS[lm]
     return lm
-
-
-def context_rows(contexts: Sequence[Sequence[int]], width: int) -> np.ndarray:
-    """Contexts as a (B, width) int64 array, last `width` words kept, left-padded with -1."""
-    rows = np.full((len(contexts), width), -1, dtype=np.int64)
-    if width:
-        for r, ctx in enumerate(contexts):
-            tail = list(ctx)[-width:]
-            if tail:
-                rows[r, width - len(tail) :] = tail
-    return rows
-
-
-class _UsefulContexts:
-    """Forward-keyed sorted tables of the useful contexts of a backoff model, lengths 1..n-1.
-
-    Useful: a proper prefix of a listed n-gram, or a listed n-gram with a nonzero backoff. Every
-    listed n-gram that can match after a context c, and every nonzero backoff the query adds,
-    lies inside c's longest useful suffix, so p(w | c) = p(w | cut(c)) for every w, and cutting
-    commutes with appending a word (KenLM's state minimisation). Useful contexts are
-    prefix-closed, so each is found by walking from its oldest word: key = index(prefix) * V + w.
-    """
-
-    def __init__(self, lm: Model) -> None:
-        trie = lm.trie
-        n, v = trie.order, trie.vocab_size
-        self.v = np.uint64(v)
-        parts: list[list[np.ndarray]] = [[] for _ in range(n)]
-        for k, node in enumerate(trie.nodes, start=1):
-            listed = node.rows[node.listed].astype(np.int64)
-            for j in range(1, k):
-                parts[j].append(listed[:, :j])
-            if k < n:
-                parts[k].append(node.rows[node.listed & (node.log10bow != 0)].astype(np.int64))
-        self.first = np.zeros(v, dtype=bool)
-        self.keys: list[np.ndarray] = [np.empty(0, np.uint64), np.empty(0, np.uint64)]
-        for j in range(1, n):
-            rows = np.concatenate(parts[j]) if parts[j] else np.empty((0, j), np.int64)
-            if j == 1:
-                self.first[rows[:, 0]] = True
-                continue
-            parent = self.lookup(rows[:, :-1])
-            if not (parent >= 0).all():
-                raise ModelError(f"{lm.source}: useful contexts are not prefix-closed")
-            keys = parent.astype(np.uint64) * self.v + rows[:, -1].astype(np.uint64)
-            self.keys.append(np.unique(keys))
-
-    def lookup(self, rows: np.ndarray) -> np.ndarray:
-        """Index of each row (B, j) among useful contexts of length j, or -1."""
-        b, j = rows.shape
-        w0 = rows[:, 0]
-        idx = np.where((w0 >= 0) & self.first[np.maximum(w0, 0)], w0, -1)
-        for k in range(2, j + 1):
-            ok = (idx >= 0) & (rows[:, k - 1] >= 0)
-            table = self.keys[k]
-            found = np.full(b, -1, dtype=np.int64)
-            if ok.any() and len(table):
-                key = idx[ok].astype(np.uint64) * self.v + rows[ok, k - 1].astype(np.uint64)
-                pos = np.minimum(np.searchsorted(table, key), len(table) - 1)
-                found[ok] = np.where(table[pos] == key, pos, -1)
-            idx = found
-        return idx
-
-    def cut(self, ctx: np.ndarray) -> np.ndarray:
-        """Replace each context row by its longest useful suffix (left-padded with -1)."""
-        b, w = ctx.shape
-        keep = np.zeros(b, dtype=np.int64)
-        todo = np.arange(b)
-        for j in range(w, 0, -1):
-            if len(todo) == 0:
-                break
-            hit = self.lookup(ctx[todo, w - j :]) >= 0
-            keep[todo[hit]] = j
-            todo = todo[~hit]
-        return np.where(np.arange(w)[None, :] >= (w - keep)[:, None], ctx, -1)
