@@ -21,6 +21,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+import maxarpa
 from arpa_reference import arpa_texts
 from arsdecode.errors import BoundViolationError, ModelError
 from arsdecode.lattice import Lattice
@@ -30,7 +31,7 @@ from arsdecode.model import MaxArpaLM, TargetModel, as_target_model
 from brute import brute_model
 from maxarpa.constants import LN10
 from maxarpa.errors import MaxArpaError
-from maxarpa.model import Model
+from maxarpa.load import _from_arpa
 
 TIGHT = 1e-9
 
@@ -88,7 +89,7 @@ def raw_lattice(positions) -> Lattice:
 def irstlm(tmp_path_factory):
     path = tmp_path_factory.mktemp("irst") / "irst.arpa"
     path.write_text(IRSTLM_LIKE)
-    return Model.load(path)
+    return maxarpa.load(path)
 
 
 def test_adapter_converts_log10_to_ln_once(irstlm):
@@ -106,8 +107,8 @@ def test_model_without_bos_is_refused_not_mapped_to_unk(tmp_path):
     path = tmp_path / "nobos.arpa"
     path.write_text(NO_BOS)
     with pytest.raises(MaxArpaError, match="<s>"):  # maxarpa refuses it by default
-        Model.load(path)
-    lm = Model.from_arpa(path)  # the unchecked reader: <s> stays missing
+        maxarpa.load(path)
+    lm = _from_arpa(path)  # load's ARPA reader before the Config: <s> stays missing
     with pytest.raises(ModelError, match="<s>"):
         MaxArpaLM(lm)
     lattice = Lattice.from_lists([[("a", 0.0), ("zz", -0.1)]])
@@ -181,7 +182,7 @@ def test_decode_equals_brute_force_on_random_models(tmp_path_factory, arpa, seed
     text, params = arpa
     path = tmp_path_factory.mktemp("hyp") / "m.arpa"
     path.write_text(text)
-    lm = Model.load(path)
+    lm = maxarpa.load(path)
     rng = random.Random(seed)
     words = [w for w in lm.vocab if w not in ("<s>", "</s>")]
     positions = [
