@@ -12,6 +12,7 @@ from dataclasses import dataclass, field, fields
 from functools import lru_cache
 from pathlib import Path
 
+import maxarpa
 from arsdecode.methods.ars import DecodeResult
 from arsdecode.methods.dispatch import decode
 from maxarpa.config import Config
@@ -32,7 +33,7 @@ def load_lm(path: str | Path, *, config: Config | None = None) -> Model:
     the file. Raises `maxarpa.errors.MaxArpaError` on a malformed file (or one `config` says to
     refuse) and OSError when it cannot be read.
     """
-    return Model.load(path, config=config)
+    return maxarpa.load(path, config=config)
 
 
 def sms_decode(

@@ -40,10 +40,10 @@ def ensure_models(d: Path) -> None:
 
 
 def main() -> None:
+    import maxarpa
     from arsdecode.methods.ars import decode, sample
     from arsdecode.methods.full import full_decode, full_sample, full_state_count
     from arsdecode.tasks.sms.keypad import KeypadChannel
-    from maxarpa.model import Model
 
     ap = argparse.ArgumentParser()
     ap.add_argument("--models", type=Path, default=REPO / "work" / "sms")
@@ -59,7 +59,7 @@ def main() -> None:
           f"{'iters':>6} {'states':>7} {'frac of full':>12} | {'ARS smp s':>9} "
           f"{'full smp s':>10} {'ratio':>7} | {'lit F s':>9} {'ratio':>7} {'lit states':>10}")
     for n in (3, 4, 5):
-        lm = Model.load(args.models / f"lm.{n}.maxarpa")
+        lm = maxarpa.load(args.models / f"lm.{n}.maxarpa")
         channel = KeypadChannel.from_vocab(lm.vocab)
         for length in (4, 6, 8, 10):
             for width in (10, 100):

@@ -155,10 +155,10 @@ def budget_sweep(rows: list[dict]) -> None:
 
 
 def sms_families(path: Path, per_family: int):
+    import maxarpa
     from arsdecode.tasks.sms.keypad import KeypadChannel
-    from maxarpa.model import Model
 
-    lm = Model.load(path / "lm.5.maxarpa")
+    lm = maxarpa.load(path / "lm.5.maxarpa")
     channel = KeypadChannel.from_vocab(lm.vocab)
     records = [json.loads(x) for x in open(path / "test.jsonl", encoding="utf-8")]
     records = [r for r in records if 4 <= len(r["observation"].split()) <= 10][:per_family]
@@ -171,12 +171,12 @@ def shipped_families(n_long: int = 1, n_wide: int = 2):
     """Long and wide lattices on the shipped 5-gram (the families of issue 19's table)."""
     import numpy as np
 
+    import maxarpa
     from arsdecode.cli.main import DEFAULT_LM
     from arsdecode.lattice import Lattice
     from arsdecode.tasks.sms.keypad import KeypadChannel, sample_sentence
-    from maxarpa.model import Model
 
-    lm = Model.load(DEFAULT_LM)
+    lm = maxarpa.load(DEFAULT_LM)
     rng = np.random.default_rng(0)
     channel = KeypadChannel.from_vocab(lm.vocab)
     words = [w for w in lm.vocab[:3000] if w.isalpha()]

@@ -32,8 +32,8 @@ DEFAULT_MODEL = REPO / "arsdecode" / "data" / "state_union.5gram.maxarpa.gz"
 PRELUDE = """
 import sys, numpy as np
 sys.path[:0] = [{repo!r}, {bench!r}]
-from maxarpa.model import Model
-lm = Model.load({model!r})
+import maxarpa
+lm = maxarpa.load({model!r})
 rng = np.random.default_rng(0)
 v = lm.trie.vocab_size
 ctx = rng.integers(0, v, (30, lm.order - 1)); w = rng.integers(0, v, 30)
@@ -84,12 +84,12 @@ def fresh_process(model: Path, kind: str, env: dict[str, str] | None = None) -> 
 def main() -> int:
     from numba_walk import numba_walk
 
+    import maxarpa
     from arsdecode.native import native_ngram
     from maxarpa.constants import LN10
-    from maxarpa.model import Model
 
     model = Path(sys.argv[1]) if len(sys.argv) > 1 else DEFAULT_MODEL
-    lm = Model.load(model)
+    lm = maxarpa.load(model)
     nm = native_ngram(lm)
     rng = np.random.default_rng(1)
     print(f"model {model.name}: order {lm.order}, n-grams {sum(lm.counts)}")

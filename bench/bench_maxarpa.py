@@ -159,8 +159,8 @@ def main() -> None:
     if sys.argv[1:2] == ["--digest"]:
         main_digest([Path(p) for p in sys.argv[2:]])
         return
+    import maxarpa
     from data_prep.lmplz import find_tool
-    from maxarpa.model import Model
 
     arpa = Path(sys.argv[1]) if len(sys.argv) > 1 else default_arpa()
     WORK.mkdir(parents=True, exist_ok=True)
@@ -175,12 +175,12 @@ def main() -> None:
         [py, "-m", "maxarpa", "convert", "--quiet", str(arpa), str(maxarpa_out)]
     )
     results["load_maxarpa_s"], results["load_maxarpa_mib"] = run_measured(
-        [py, "-c", f"from maxarpa.model import Model; Model.load({str(maxarpa_out)!r})"]
+        [py, "-c", f"import maxarpa; maxarpa.load({str(maxarpa_out)!r})"]
     )
     binary_out = WORK / "bench.npz"
     run_measured([py, "-m", "maxarpa", "convert", "--binary", str(maxarpa_out), str(binary_out)])
     results["load_binary_s"], results["load_binary_mib"] = run_measured(
-        [py, "-c", f"from maxarpa.model import Model; Model.load({str(binary_out)!r})"]
+        [py, "-c", f"import maxarpa; maxarpa.load({str(binary_out)!r})"]
     )
     results["load_binary_mmap_s"], _ = run_measured(
         [py, "-c", f"import maxarpa; maxarpa.load({str(binary_out)!r}, mmap=True)"]
@@ -190,9 +190,9 @@ def main() -> None:
         results[f"rss_{mode}_mib"], results[f"rss_anon_{mode}_mib"] = rss, anon
         results[f"rss_file_{mode}_mib"] = file_backed
     results["load_arpa_and_bound_s"], _ = run_measured(
-        [py, "-c", f"from maxarpa.model import Model; Model.from_arpa({str(arpa)!r})"]
+        [py, "-c", f"import maxarpa; maxarpa.load({str(arpa)!r})"]
     )
-    model = Model.load(maxarpa_out)
+    model = maxarpa.load(maxarpa_out)
     from maxarpa.checks import check_stored_bounds, check_structure
 
     start = time.perf_counter()

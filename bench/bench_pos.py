@@ -89,7 +89,6 @@ def main() -> int:
     from arsdecode.tasks.pos.emissions import TnTEmissions, read_tagged
     from arsdecode.tasks.pos.models import tag_lm_path
     from arsdecode.tasks.pos.tag_many import flatten, tag_many
-    from maxarpa.model import Model
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--pos-dir", type=Path, default=REPO / "work" / "pos")
@@ -122,7 +121,7 @@ def main() -> int:
         if args.binary and not lm_path.exists():
             maxarpa.convert(args.pos_dir / f"tags.{n}.maxarpa", lm_path, binary=True)
         print(f"(the CLI loads {tag_lm_path(args.pos_dir, n).name})")
-        lm, load_s = timed(lambda p=lm_path: Model.load(p))
+        lm, load_s = timed(lambda p=lm_path: maxarpa.load(p))
         first, s1 = timed(lambda lm=lm: tag_many(lm, em, words))
         c1 = CPU["last"]
         warm, s2 = timed(lambda lm=lm: tag_many(lm, em, words))

@@ -38,10 +38,10 @@ def pct(xs: list[float], q: float) -> float:
 def main() -> None:
     import reference_ars
 
+    import maxarpa
     from arsdecode.methods.ars import decode, sample
     from arsdecode.methods.dispatch import decode_many
     from arsdecode.tasks.sms.keypad import KeypadChannel
-    from maxarpa.model import Model
 
     ap = argparse.ArgumentParser()
     ap.add_argument("--models", type=Path, default=REPO / "work" / "sms")
@@ -55,7 +55,7 @@ def main() -> None:
                          "ratio on it is then a lower bound)")
     args = ap.parse_args()
     binary = args.models / f"lm.{args.order}.npz"  # `maxarpa convert --binary`: loads at once
-    lm = Model.load(binary if binary.exists() else args.models / f"lm.{args.order}.maxarpa")
+    lm = maxarpa.load(binary if binary.exists() else args.models / f"lm.{args.order}.maxarpa")
     records = [json.loads(x) for x in open(args.models / "test.jsonl", encoding="utf-8")]
     channel = KeypadChannel.from_vocab(lm.vocab)
     # Median / p95 over lengths 1-10 (full candidate lists), the same number of each length

@@ -23,16 +23,16 @@ sys.path.insert(0, str(REPO))
 
 
 def main() -> None:
+    import maxarpa
     from arsdecode.methods.ars import decode, sample
     from arsdecode.tasks.sms.keypad import KeypadChannel
-    from maxarpa.model import Model
 
     ap = argparse.ArgumentParser()
     ap.add_argument("--models", type=Path, default=REPO / "work" / "sms")
     ap.add_argument("--sentences", type=int, default=10)
     ap.add_argument("--order", type=int, default=5)
     args = ap.parse_args()
-    lm = Model.load(args.models / f"lm.{args.order}.maxarpa")
+    lm = maxarpa.load(args.models / f"lm.{args.order}.maxarpa")
     channel = KeypadChannel.from_vocab(lm.vocab)
     recs = [json.loads(x) for x in open(args.models / "test.jsonl", encoding="utf-8")]
     recs = [r for r in recs if len(r["words"]) == 10][: args.sentences]

@@ -65,6 +65,7 @@ from tqdm import tqdm
 
 from arsdecode.tasks.pos.emissions import PENN_CLOSED_TAGS, TnTEmissions, write_tagged
 from data_prep.lmplz import REPO_ROOT, train_arpa
+from maxarpa.constants import BOS, EOS
 
 Sentence = list[tuple[str, str]]
 
@@ -188,7 +189,7 @@ def ngram_counts(sentences: Sequence[Sequence[str]], order: int) -> list[Counter
     """
     counts: list[Counter] = [Counter() for _ in range(order + 1)]
     for sent in sentences:
-        toks = ("<s>", *sent, "</s>")
+        toks = (BOS, *sent, EOS)
         for i in range(1, len(toks)):
             for k in range(1, min(order, i + 1) + 1):
                 counts[k][toks[i - k + 1 : i + 1]] += 1
@@ -267,7 +268,7 @@ def deleted_interpolation_arpa(
         f.write(f"ngram 1={len(prob[1]) + 1}\n")
         for k in range(2, order + 1):
             f.write(f"ngram {k}={len(prob[k])}\n")
-        f.write("\n\\1-grams:\n" + line(("<s>",), 0.0, 1) + "\n")
+        f.write("\n\\1-grams:\n" + line((BOS,), 0.0, 1) + "\n")
         for k in range(1, order + 1):
             if k > 1:
                 f.write(f"\n\\{k}-grams:\n")

@@ -9,7 +9,7 @@ together, from one seed, and recorded in one manifest.
     python -m data_prep.prepare_sms --embedded    # regenerate arsdecode/data/ default model
 
 Outputs in --out: train.txt / heldout.txt (one normalised sentence per line), lm.<n>.arpa
-(modified Kneser-Ney, KenLM lmplz), lm.<n>.maxarpa (if `maxarpa convert` is available),
+(modified Kneser-Ney, KenLM lmplz), lm.<n>.maxarpa (MAX-ARPA, unless --no-maxarpa),
 test.jsonl (per line: id, words, observation, oov = number of words absent from the training
 vocabulary) and manifest.json with every count. Reruns with the same arguments give identical
 files.
@@ -32,7 +32,7 @@ from tqdm import tqdm
 from arsdecode.tasks.sms.keypad import DEFAULT_K, KeypadChannel, sample_sentence
 from data_prep.corpus import CorpusError, load_sentences
 from data_prep.lmplz import REPO_ROOT, LmplzError, train_arpa
-from maxarpa.model import Model
+from maxarpa import MaxArpaError, convert, load
 
 HELDOUT_FRACTION = 0.1
 PER_LENGTH = 100
@@ -115,19 +115,15 @@ def ngram_counts(arpa_path: str | Path) -> dict[int, int]:
 
 
 def convert_maxarpa(arpa: Path, out: Path) -> str:
-    """Run `maxarpa convert ARPA OUT`; returns a status string (the converter may not exist yet,
-    in which case the ARPA models are still usable and the step can be rerun later)."""
+    """Write `arpa` as MAX-ARPA to `out` (`maxarpa.convert`, what `maxarpa convert ARPA OUT`
+    runs); returns the manifest's status: "ok", or "failed (...)" when maxarpa refuses the
+    model or `out` cannot be written. A failure does not stop the pipeline: the ARPA models
+    are still usable, and the conversion can be rerun later."""
     try:
-        from maxarpa.cli import main as maxarpa_main
-    except ImportError as err:
-        return f"skipped (maxarpa.cli unavailable: {err})"
-    try:
-        rc = maxarpa_main(["convert", str(arpa), str(out)])
-    except SystemExit as err:
-        rc = err.code
-    except Exception as err:  # report it and keep the pipeline going
+        convert(arpa, out)
+    except (MaxArpaError, OSError) as err:
         return f"failed ({type(err).__name__}: {err})"
-    return "ok" if rc in (0, None) and out.exists() else f"failed (exit status {rc})"
+    return "ok"
 
 
 def _write_lines(path: Path, sentences: Iterable[list[str]]) -> None:
@@ -194,7 +190,7 @@ def prepare(
         _say(f"order {order}: {entry['ngrams']} {entry.get('maxarpa_status', '')}")
 
     vocab = (
-        list(Model.load(out / f"lm.{orders[0]}.arpa").vocab)
+        list(load(out / f"lm.{orders[0]}.arpa").vocab)
         if orders
         else sorted({w for s in train for w in s})
     )
@@ -205,6 +201,8 @@ def prepare(
     per_length: dict[int, int] = {}
     for rec in records:
         per_length[len(rec["words"])] = per_length.get(len(rec["words"]), 0) + 1
+    channel = channel_stats(vocab, records)
+    timing = channel.pop("lattice_ms")  # machine-dependent: printed, not in the manifest
     manifest = {
         "corpora": list(corpora),
         "seed": seed,
@@ -221,9 +219,8 @@ def prepare(
             "total": len(records),
             "with_oov": sum(1 for r in records if r["oov"]),
         },
-        "channel": channel_stats(vocab, records),
+        "channel": channel,
     }
-    timing = manifest["channel"].pop("lattice_ms")
     _say(f"lattice building over the test set: mean {timing['mean']} ms, max {timing['max']} ms")
     (out / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
     return manifest

@@ -32,6 +32,7 @@ sys.path.insert(0, str(REPO / "tests"))
 import evidence_study  # noqa: E402
 from report.render import line_plot, table  # noqa: E402
 
+import maxarpa  # noqa: E402
 from arsdecode.methods.approx import beam_search, gibbs, randomized_log_partition  # noqa: E402
 from arsdecode.methods.ars import decode, sample  # noqa: E402
 from arsdecode.methods.full import full_log_partition  # noqa: E402
@@ -89,7 +90,7 @@ def accuracy(pred: list[list[str]], gold: list[list[str]]) -> float:
 
 
 def sms_setup(sms: Path, n: int, top_k: int):
-    lm = Model.load(next(p for p in (sms / "lm.5.maxarpa", sms / "lm.5.arpa") if p.is_file()))
+    lm = maxarpa.load(next(p for p in (sms / "lm.5.maxarpa", sms / "lm.5.arpa") if p.is_file()))
     channel = KeypadChannel.from_vocab(lm.vocab)
     recs = [json.loads(line) for line in (sms / "test.jsonl").read_text().splitlines()][:n]
     return lm, [channel.build_lattice(r["observation"], top_k=top_k) for r in recs], \
@@ -97,7 +98,7 @@ def sms_setup(sms: Path, n: int, top_k: int):
 
 
 def pos_setup(pos: Path, n: int | None):
-    lm = Model.load(next(p for p in (pos / "tags.5.maxarpa", pos / "tags.5.arpa") if p.is_file()))
+    lm = maxarpa.load(next(p for p in (pos / "tags.5.maxarpa", pos / "tags.5.arpa") if p.is_file()))
     em = TnTEmissions.load(pos / "emissions.json.gz")
     test = read_tagged(pos / "test.tsv")
     test = test if n is None else test[:n]

@@ -28,6 +28,7 @@ import numpy as np
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests"))  # the random-model generator and brute force
 
+import maxarpa  # noqa: E402
 from arpa_reference import random_arpa_text  # noqa: E402
 from arsdecode.lattice import Lattice  # noqa: E402
 from arsdecode.methods import evidence  # noqa: E402
@@ -50,7 +51,7 @@ CASES = [
 def random_model(seed: int, order: int, vocab: int, frac: float, directory: Path) -> Model:
     path = directory / f"evidence_r{seed}_o{order}.arpa"
     path.write_text(random_arpa_text(random.Random(seed), order, vocab, frac, False, density=0.8))
-    return Model.load(path)
+    return maxarpa.load(path)
 
 
 def make_lattice(lm: Model, length: int, width: int, seed: int) -> Lattice:

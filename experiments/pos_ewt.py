@@ -46,11 +46,11 @@ from pathlib import Path  # noqa: E402
 from pos_cap import CapEmissions, build_plain_lms  # noqa: E402
 from progress_log import progress, say  # noqa: E402
 
+import maxarpa  # noqa: E402
 from arsdecode.methods.ars import decode  # noqa: E402
 from arsdecode.tasks.pos.emissions import TnTEmissions, read_tagged, score_tags  # noqa: E402
 from arsdecode.tasks.pos.tag_many import tag_many  # noqa: E402
 from data_prep.ewt import DEFAULT_ORDER, SETTINGS  # noqa: E402
-from maxarpa.model import Model  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 ORDERS = tuple(range(2, 10))
@@ -104,7 +104,7 @@ def tag_exact(em, order: int, sents: list, lm_dir: Path) -> dict:
     Then CHECK_SENTENCES evenly spaced sentences are decoded again by ARS, which must certify
     a path of the same ln p (within CHECK_TOL): "check_agree" of "checked" counts them.
     """
-    lm = Model.load(lm_dir / f"tags.{order}.maxarpa")
+    lm = maxarpa.load(lm_dir / f"tags.{order}.maxarpa")
     words = [[w for w, _ in s] for s in sents]
     c0 = time.process_time()
     res = tag_many(lm, em, words, method="full")

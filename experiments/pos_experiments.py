@@ -59,6 +59,7 @@ import numpy as np  # noqa: E402
 from pos_ewt_report import keep_block  # noqa: E402
 from progress_log import progress, say  # noqa: E402
 
+import maxarpa  # noqa: E402
 from arsdecode.lattice import Lattice  # noqa: E402
 from arsdecode.methods.ars import decode, sample  # noqa: E402
 from arsdecode.methods.full import full_decode  # noqa: E402
@@ -145,7 +146,7 @@ def lm_for(order: int, sub: str = "") -> Model:
         d = G["pos_dir"] / sub if sub else G["pos_dir"]
         path = next(p for p in (d / f"tags.{order}.maxarpa", d / f"tags.{order}.arpa")
                     if p.is_file())
-        G["lms"][key] = Model.load(path)
+        G["lms"][key] = maxarpa.load(path)
     return G["lms"][key]
 
 
@@ -429,7 +430,7 @@ def dev_eval(task: tuple) -> dict:
     name, order, lm_dir, settings = task
     train = G["dev_train"]
     em = TnTEmissions.train(train, **settings)
-    lm = Model.load(Path(lm_dir) / f"tags.{order}.maxarpa")
+    lm = maxarpa.load(Path(lm_dir) / f"tags.{order}.maxarpa")
     preds = []
     for s in G["dev_test"]:
         r = decode(lm, em.lattice([w for w, _ in s]))

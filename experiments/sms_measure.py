@@ -19,6 +19,7 @@ from pathlib import Path
 import numpy as np
 from progress_log import progress, say  # noqa: I001
 
+import maxarpa
 from arsdecode.core.target import Target, TargetError
 from arsdecode.lattice import Lattice
 from arsdecode.methods.ars import adapt, decode, sample
@@ -76,7 +77,7 @@ def load_models(data: Path, orders: Sequence[int]) -> dict[str, float]:
     seconds = {}
     for n in progress(orders, "loading models"):
         t0 = time.perf_counter()
-        MODELS[n] = Model.load(model_file(data, n))
+        MODELS[n] = maxarpa.load(model_file(data, n))
         seconds[str(n)] = time.perf_counter() - t0
         CHANNELS[n] = KeypadChannel.from_vocab(MODELS[n].vocab)
         say(f"loaded {model_file(data, n).name} in {seconds[str(n)]:.1f} s")
@@ -261,7 +262,7 @@ def embedded_load(repeats: int) -> list[float]:
     times = []
     for _ in range(repeats):
         t0 = time.perf_counter()
-        Model.load(EMBEDDED)
+        maxarpa.load(EMBEDDED)
         times.append(time.perf_counter() - t0)
     return times
 
@@ -275,7 +276,7 @@ def timed_decodes(records: Sequence[dict], n: int) -> list[float]:
 def embedded_timings(records: Sequence[dict], seed: int) -> dict:
     """The same long observations decoded and sampled with the embedded state_union model:
     the targets' second reading, for the demo configuration."""
-    lm = Model.load(EMBEDDED)
+    lm = maxarpa.load(EMBEDDED)
     channel = KeypadChannel.from_vocab(lm.vocab)
     dec, smp, widths = [], [], []
     for i, rec in enumerate(progress(records, "embedded model")):

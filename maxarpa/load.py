@@ -1,8 +1,11 @@
-"""The one entry point that opens any model file, and the one that converts between formats.
+"""The one entry point that builds a model from any file, and the one that converts formats.
 
-Why here and not in model.py: each format module owns its magic string and its `is_<format>`
-sniff and imports `Model`; `Model` imports none of them. This module sits above both, so
-there is no import cycle, and adding a format means adding one branch here.
+Why functions build (pynini's rule) and not `Model` classmethods: a model is only usable once
+the strictness `Config` has been applied, and a second constructor (the former
+`Model.from_arpa`) skipped it. Each format module owns its magic string and its `is_<format>`
+sniff and imports `Model`; `Model` imports none of them nor this module. This module sits
+above both, so there is no import cycle (tests/test_imports.py checks every import, also
+those inside functions), and adding a format means adding one branch here.
 """
 
 from __future__ import annotations
@@ -10,7 +13,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+from maxarpa.arpa import read_arpa
 from maxarpa.binary_format import is_binary, read_binary_with_digest, write_binary
+from maxarpa.bound import compute_bounds
 from maxarpa.checks import (
     check_stored_bounds,
     check_structure,
@@ -26,6 +31,7 @@ from maxarpa.model import Model
 from maxarpa.output import check_output
 from maxarpa.specials import apply_config
 from maxarpa.spool import display_name, needs_spooling, spooled, under_name
+from maxarpa.table import build_trie
 
 
 def load(path: str | Path, *, mmap: bool = False, config: Config | None = None) -> Model:
@@ -65,7 +71,7 @@ def load(path: str | Path, *, mmap: bool = False, config: Config | None = None) 
     elif is_max_arpa(path):
         model, digest = read_max_arpa_with_digest(path)
     else:
-        return apply_config(Model.from_arpa(path), config)
+        return apply_config(_from_arpa(path), config)
     if digest is None:
         distrust: str | None = "the file carries no digest"
     elif digest != (ALGORITHM, table_digest(model.vocab, model.trie)):
@@ -80,6 +86,21 @@ def load(path: str | Path, *, mmap: bool = False, config: Config | None = None) 
     if distrust is not None or config.verify_bounds:
         model = _recomputed(model, config, distrust)
     return apply_config(model, config)
+
+
+def _from_arpa(path: str | Path) -> Model:
+    """An ARPA file's model with its max-backoff bounds computed and no `Config` applied yet
+    (a missing <s> is still missing): `load` applies it. Private: a model that skipped the
+    strictness checks must not be one call away.
+
+    Raises:
+        FormatError: the file is malformed (the message names the file and line).
+    """
+    data = read_arpa(path)
+    trie = build_trie(data, str(path))
+    model = Model(data.vocab, trie, str(path))
+    compute_bounds(trie, model.eos_id)
+    return model
 
 
 def _recomputed(model: Model, config: Config, distrust: str | None) -> Model:

@@ -4,26 +4,20 @@ Why batch walks: the decoder asks for hundreds of (context, word) pairs at once;
 a batch walk is one vectorised hash lookup (table.HashIndex), so Python overhead is paid per
 order, not per query. All values are log10.
 
-This module knows no file format: the readers (arpa, maxarpa_format, binary_format) build a
-Model, and `maxarpa.load` picks the reader, so nothing here imports them at module level.
+This module knows no file format and imports no reader: the readers (maxarpa_format,
+binary_format, and `maxarpa.load` for ARPA) build a Model, and `maxarpa.load` picks the
+reader, so the import graph runs one way (tests/test_imports.py checks it).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from pathlib import Path
-from typing import TYPE_CHECKING
 
 import numpy as np
 
-from maxarpa.arpa import read_arpa
-from maxarpa.bound import compute_bounds
 from maxarpa.constants import BOS, EOS, UNK, UNK_CAPITALS
 from maxarpa.errors import UnknownWordError, shown
-from maxarpa.table import Trie, build_trie
-
-if TYPE_CHECKING:
-    from maxarpa.config import Config
+from maxarpa.table import Trie
 
 
 class Model:
@@ -43,33 +37,6 @@ class Model:
         self.unk_id = unk if unk is not None else self.word_to_id.get(UNK_CAPITALS)
         self.bos_id = self.word_to_id.get(BOS)
         self.eos_id = self.word_to_id.get(EOS)
-
-    # ----- construction -------------------------------------------------------------------
-    @classmethod
-    def from_arpa(cls, path: str | Path) -> Model:
-        """Read an ARPA file and compute the max-backoff bounds, with no strictness checks
-        (a missing <s> stays missing); `maxarpa.load` is the checked entry point.
-
-        Raises:
-            FormatError: the file is malformed (the message names the file and line).
-        """
-        data = read_arpa(path)
-        trie = build_trie(data, str(path))
-        model = cls(data.vocab, trie, str(path))
-        compute_bounds(trie, model.eos_id)
-        return model
-
-    @classmethod
-    def load(cls, path: str | Path, *, mmap: bool = False, config: Config | None = None
-             ) -> Model:
-        """Alias of `maxarpa.load` (which see), kept for existing callers.
-
-        Imported when called, not at module level: `maxarpa.load` sits above the format
-        readers, which import this module.
-        """
-        from maxarpa.load import load
-
-        return load(path, mmap=mmap, config=config)
 
     # ----- facts ---------------------------------------------------------------------------
     @property

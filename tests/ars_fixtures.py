@@ -22,6 +22,7 @@ from pathlib import Path
 import kenlm
 import pytest
 
+import maxarpa
 from arpa_reference import random_arpa_text
 from arsdecode.lattice import Lattice
 from data_prep.lmplz import train_arpa
@@ -63,7 +64,7 @@ def real_lms(state_union_sentences, lmplz, tmp_path_factory) -> dict[int, LM]:
     out = {}
     for order in (3, 4, 5):
         path = train_arpa(train, order, d / f"su.{order}.arpa")
-        out[order] = LM(f"su{order}", path, Model.load(path), kenlm.Model(str(path)), words,
+        out[order] = LM(f"su{order}", path, maxarpa.load(path), kenlm.Model(str(path)), words,
                         sentences)
     return out
 
@@ -89,7 +90,7 @@ def random_lms(tmp_path_factory) -> list[LM]:
         text = random_arpa_text(random.Random(seed), order, vocab, frac, False, density=density)
         path = d / f"r{seed}.arpa"
         path.write_text(text)
-        lm = Model.load(path)
+        lm = maxarpa.load(path)
         assert lm.positive_backoffs > 0, seed
         words = [w for w in lm.vocab if w not in ("<s>", "</s>")]
         out.append(LM(f"rand{seed}-o{order}", path, lm, _kenlm_or_none(path), words, []))
@@ -105,7 +106,7 @@ def random_lm_with_options(directory: Path, seed: int, **kwargs) -> LM:
                             kwargs.pop("drop_prefix_contexts", False), **kwargs)
     path = directory / f"opt{seed}.arpa"
     path.write_text(text)
-    lm = Model.load(path)
+    lm = maxarpa.load(path)
     words = [w for w in lm.vocab if w not in ("<s>", "</s>")]
     return LM(f"opt{seed}", path, lm, None, words, [])
 

@@ -13,6 +13,7 @@ from collections import Counter
 import numpy as np
 import pytest
 
+import maxarpa
 from arsdecode.methods.ars import adapt, sample
 from arsdecode.methods.full import full_ngrams_by_order, full_state_count
 from arsdecode.tasks.sms.keypad import KeypadChannel, default_model_path
@@ -24,7 +25,7 @@ OBSERVATION = "3637 843 66639 39478 *"  # the paper's example, "does the money e
 
 @pytest.fixture(scope="module")
 def lm_channel() -> tuple[Model, KeypadChannel]:
-    lm = Model.load(default_model_path())
+    lm = maxarpa.load(default_model_path())
     return lm, KeypadChannel.from_vocab(lm.vocab)
 
 

@@ -15,12 +15,12 @@ import numpy as np
 import pytest
 
 import ars_fixtures
+import maxarpa
 from ars_fixtures import make_lattice
 from arsdecode.lattice import Lattice
 from arsdecode.methods.ars import sample
 from arsdecode.methods.full import full_log_partition
 from brute import brute_model, chi_square_pvalue
-from maxarpa.model import Model
 
 TIGHT = 1e-9
 N = 10_000
@@ -140,7 +140,7 @@ def test_impossible_paths_are_never_accepted(tmp_path):
     """If every path has p = 0 there is nothing to sample: never return a p = 0 'sample'."""
     path = tmp_path / "impossible.arpa"
     path.write_text(ars_fixtures.IMPOSSIBLE_ARPA)
-    lm = Model.load(path)
+    lm = maxarpa.load(path)
     lattice = Lattice.from_lists([[("a", 0.0)], [("a", -1.0), ("zz", -2.0)]])
     assert brute_model(lm, lattice).log_Z == -math.inf
     try:

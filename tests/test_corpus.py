@@ -11,6 +11,7 @@ import ars_fixtures
 import arsdecode.methods.cost_model as method_choice
 import arsdecode.methods.dispatch as corpus
 import arsdecode.methods.lockstep as lockstep
+import maxarpa
 from ars_fixtures import make_lattice
 from arsdecode.errors import NoPathError, OptionError
 from arsdecode.lattice import Lattice
@@ -19,7 +20,6 @@ from arsdecode.methods.dispatch import decode_many
 from arsdecode.methods.fast_full import FlatLattices, run_flat
 from arsdecode.methods.full import full_log_partition
 from arsdecode.model import as_target_model
-from maxarpa.model import Model
 
 FIELDS = ("tokens", "log_p", "log_q", "iterations", "states", "ngrams_by_order", "trace",
           "certified", "method")
@@ -104,7 +104,7 @@ def test_bad_method_and_impossible_lattice(tmp_path, random_lms):
         decode_many(random_lms[0].lm, [lat], method="beam")
     path = tmp_path / "impossible.arpa"
     path.write_text(ars_fixtures.IMPOSSIBLE_ARPA)
-    lm = Model.load(path)
+    lm = maxarpa.load(path)
     bad = Lattice.from_lists([[("a", 0.0)], [("a", -1.0)]])
     for method in ("ars", "full"):
         with pytest.raises(NoPathError, match="lattice 1"):

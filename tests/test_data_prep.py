@@ -31,6 +31,7 @@ from data_prep.corpus import (
 )
 from data_prep.prepare_sms import (
     EMBEDDED_PATH,
+    convert_maxarpa,
     draw_test_set,
     make_embedded,
     prepare,
@@ -266,3 +267,24 @@ def test_pos_data_keeps_closed_class_tags_from_unknown_words_unless_asked(tmp_pa
         assert [t for t, _ in em.candidates("The")] == ["DT"]  # known words keep their tags
     assert not any(closed & tags for tags in found["default"].values())
     assert all("DT" in tags for tags in found["all"].values())  # rare "The", "a", "A" are DT
+
+
+def test_sms_models_are_converted_in_process(tmp_path: Path) -> None:
+    """prepare_sms converts with maxarpa.convert (no CLI): the MAX-ARPA file answers as the
+    ARPA does, and a model maxarpa refuses is a "failed" status with no output, not a crash."""
+    import maxarpa
+    from arpa_reference import VALID
+
+    arpa, out = tmp_path / "lm.arpa", tmp_path / "lm.maxarpa"
+    arpa.write_text(VALID)
+    assert convert_maxarpa(arpa, out) == "ok"
+    a, b = maxarpa.load(arpa), maxarpa.load(out)
+    assert a.vocab == b.vocab
+    for w in a.vocab:
+        assert (a.log10p(w, ["<s>"]), a.max_log10p(w, [])) == (b.log10p(w, ["<s>"]),
+                                                                b.max_log10p(w, []))
+    bad = tmp_path / "bad.arpa"
+    bad.write_text(VALID.replace("\\end\\", ""))
+    status = convert_maxarpa(bad, tmp_path / "bad.maxarpa")
+    assert status.startswith("failed (FormatError: "), status
+    assert not (tmp_path / "bad.maxarpa").exists()

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+import maxarpa
 from arsdecode.methods.ars import decode
 from arsdecode.methods.full import full_decode
 from arsdecode.tasks.pos.cap import CapEmissions
@@ -30,7 +31,6 @@ from data_prep.ewt import (
     ship,
 )
 from data_prep.pos_data import DataError
-from maxarpa.model import Model
 
 SHIP_DIR = Path(__file__).resolve().parents[1] / "arsdecode" / "data" / "pos"
 EWT_DIR = shared_data("ud_ewt")
@@ -82,7 +82,7 @@ def test_ship_is_byte_identical_and_loadable(tmp_path):
     for pa, pb in zip(a, b, strict=True):
         assert pa.read_bytes() == pb.read_bytes()
         assert pa.read_bytes()[4:8] == b"\0\0\0\0"  # gzip mtime 0
-    assert Model.load(a[2]).order == 3
+    assert maxarpa.load(a[2]).order == 3
     assert TnTEmissions.load(a[0]).tags == (".", "DT", "NN", "RB", "VBD")
 
 
@@ -100,7 +100,7 @@ def test_shipped_directory_layout():
 @pytest.fixture(scope="module")
 def shipped():
     em = load_emissions(SHIP_DIR / "emissions.json.gz")
-    lms = {n: Model.load(SHIP_DIR / f"tags.{n}.maxarpa.gz") for n in SHIP_ORDERS}
+    lms = {n: maxarpa.load(SHIP_DIR / f"tags.{n}.maxarpa.gz") for n in SHIP_ORDERS}
     return em, lms
 
 

@@ -18,8 +18,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+import maxarpa
 from arsdecode.tasks.sms.keypad import KeypadChannel, sample_sentence
-from maxarpa.model import Model
 
 REPO = Path(__file__).resolve().parents[1]
 EMBEDDED = REPO / "arsdecode" / "data" / "state_union.5gram.maxarpa.gz"
@@ -60,7 +60,7 @@ def cut_to_trigrams(maxarpa_gz: Path, out: Path) -> None:
 def tiny_run(tmp_path_factory) -> dict[str, Path]:
     data = tmp_path_factory.mktemp("sms_data")
     cut_to_trigrams(EMBEDDED, data / "lm.3.arpa")
-    lm = Model.load(data / "lm.3.arpa")
+    lm = maxarpa.load(data / "lm.3.arpa")
     channel = KeypadChannel.from_vocab(lm.vocab)
     rng = np.random.default_rng(7)
     records = [{"id": f"L{len(w):02d}-000", "words": w, "observation": sample_sentence(w, rng),

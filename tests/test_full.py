@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 
 import ars_fixtures
+import maxarpa
 from ars_fixtures import make_lattice, random_lm_with_options
 from arsdecode.lattice import Lattice
 from arsdecode.methods.full import (
@@ -28,7 +29,6 @@ from arsdecode.methods.full import (
 from brute import brute_kenlm, brute_model, chi_square_pvalue
 from maxarpa.constants import BOS
 from maxarpa.maxarpa_format import write_max_arpa
-from maxarpa.model import Model
 
 TIGHT = 1e-9
 KENLM_TOL = 1e-4  # KenLM keeps float32 probabilities
@@ -148,7 +148,7 @@ def test_max_arpa_model_gives_identical_results(real_lms, tmp_path):
     model = real_lms[4]
     out = tmp_path / "m.maxarpa"
     write_max_arpa(model.lm, out)
-    back = Model.load(out)
+    back = maxarpa.load(out)
     rng = random.Random(9)
     for _ in range(10):
         lattice = make_lattice(rng, model)
@@ -177,7 +177,7 @@ def test_large_lattice_is_tractable(real_lms):
 def test_all_paths_impossible(tmp_path):
     path = tmp_path / "impossible.arpa"
     path.write_text(ars_fixtures.IMPOSSIBLE_ARPA)
-    lm = Model.load(path)
+    lm = maxarpa.load(path)
     lattice = Lattice.from_lists([[("a", 0.0)], [("a", -1.0), ("zz", -2.0)]])
     with pytest.raises(NoPathError):
         full_decode(lm, lattice)

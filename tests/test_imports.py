@@ -1,87 +1,100 @@
-"""No import cycles inside arsdecode, counting imports inside functions too (issue 13).
+"""The import graph of both packages (issues 13 and 20): no cycle in arsdecode or in maxarpa,
+maxarpa never imports arsdecode, and no arsdecode module imports a higher layer (tasks use
+methods, methods use core, core uses model; the order is scripts/import_graph.LAYERS).
 
-Why: a cycle (cli <-> tasks, once) makes the import order matter and hides what depends on
-what. Each module's imports are read with `ast`, and the graph must be acyclic.
+Why: a cycle (cli <-> tasks, once; maxarpa model -> load -> formats -> model, once) makes the
+import order matter and hides what depends on what, and an upward import means a newcomer
+cannot change a lower folder without reading a higher one. Imports inside functions count: they
+run too. `python scripts/import_graph.py` prints the graph these tests read.
 """
 
 from __future__ import annotations
 
-import ast
-from pathlib import Path
+import pytest
 
 import arsdecode
+from scripts.import_graph import (
+    LAYERS,
+    PACKAGES,
+    find_cycle,
+    import_graph,
+    imported_names,
+    layer_of,
+    maxarpa_imports_of_arsdecode,
+    package_graph,
+    unlayered,
+    upward_imports,
+)
 
-PACKAGE = Path(arsdecode.__file__).resolve().parent
-
-
-def module_name(path: Path) -> str:
-    rel = path.relative_to(PACKAGE.parent).with_suffix("")
-    parts = list(rel.parts)
-    if parts[-1] == "__init__":
-        parts.pop()
-    return ".".join(parts)
-
-
-def import_graph() -> dict[str, set[str]]:
-    modules = {module_name(p): p for p in PACKAGE.rglob("*.py")}
-    graph: dict[str, set[str]] = {m: set() for m in modules}
-    for mod, path in modules.items():
-        tree = ast.parse(path.read_text(encoding="utf-8"))
-        typing_only = {  # `if TYPE_CHECKING:` imports never run, so they make no cycle
-            id(n) for block in ast.walk(tree)
-            if isinstance(block, ast.If) and getattr(block.test, "id", "") == "TYPE_CHECKING"
-            for stmt in block.body for n in ast.walk(stmt)
-        }
-        for node in ast.walk(tree):
-            if id(node) in typing_only:
-                continue
-            names: list[str] = []
-            if isinstance(node, ast.Import):
-                names = [a.name for a in node.names]
-            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-                names = [node.module] + [f"{node.module}.{a.name}" for a in node.names]
-            for name in names:
-                if name in modules and name != mod and name != "arsdecode":
-                    graph[mod].add(name)
-            if isinstance(node, ast.ImportFrom) and node.module == "arsdecode":
-                if mod != "arsdecode":  # `from arsdecode import X` runs the package __init__
-                    graph[mod].add("arsdecode")
-    return graph
+READERS = {"maxarpa.load", "maxarpa.arpa", "maxarpa.maxarpa_format", "maxarpa.binary_format"}
 
 
-def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
-    state: dict[str, int] = {}
-    stack: list[str] = []
-
-    def visit(m: str) -> list[str] | None:
-        state[m] = 1
-        stack.append(m)
-        for n in sorted(graph[m]):
-            if state.get(n) == 1:
-                return stack[stack.index(n):] + [n]
-            if n not in state and (c := visit(n)):
-                return c
-        stack.pop()
-        state[m] = 2
-        return None
-
-    for m in sorted(graph):
-        if m not in state and (c := visit(m)):
-            return c
-    return None
-
-
-def test_no_import_cycles_in_arsdecode():
+def test_the_graph_reads_both_packages_and_imports_inside_functions():
     graph = import_graph()
-    assert "arsdecode.cli.main" in graph and "arsdecode.cli.tag" in graph
-    assert find_cycle(graph) is None, " -> ".join(find_cycle(graph) or [])
+    assert {"arsdecode.cli.main", "arsdecode.cli.tag", "maxarpa.load", "maxarpa.model"} <= set(
+        graph)
+    assert "maxarpa.native" in graph["maxarpa.arpa"]  # imported inside _parse_native
+    assert "arsdecode.errors" in graph["arsdecode.native._core"]  # a compiled (.pyx) module
+    assert "arsdecode.core.automaton" not in graph["arsdecode.core.export"]  # TYPE_CHECKING
+    assert "arsdecode.core.automaton" in import_graph(typing_imports=True)[
+        "arsdecode.core.export"]
 
 
-def test_tasks_do_not_import_the_cli():
-    graph = import_graph()
-    for mod, deps in graph.items():
-        if mod.startswith("arsdecode.tasks"):
-            assert "arsdecode.cli.main" not in deps, mod
+def test_relative_imports_are_resolved(tmp_path):
+    path = tmp_path / "probe.py"
+    path.write_text("from . import dp\nfrom ..lattice import Lattice\n\n\ndef f():\n"
+                    "    import arsdecode.methods.ars\n")
+    names = {name for name, _ in imported_names("arsdecode.core.probe", path)}
+    assert {"arsdecode.core.dp", "arsdecode.lattice", "arsdecode.methods.ars"} <= names
+
+
+@pytest.mark.parametrize("package", PACKAGES)
+def test_no_import_cycle(package):
+    cycle = find_cycle(package_graph(import_graph(), package))
+    assert cycle is None, "import cycle: " + " -> ".join(cycle or [])
+
+
+def test_the_cycle_finder_finds_a_cycle():
+    assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
+    assert find_cycle({"a": {"b"}, "b": set()}) is None
+
+
+def test_maxarpa_never_imports_arsdecode():
+    edges = maxarpa_imports_of_arsdecode(import_graph(typing_imports=True))
+    assert not edges, "maxarpa imports arsdecode:\n" + "\n".join(edges)
+
+
+def test_the_model_imports_no_reader():
+    """`maxarpa.load` builds every model and sits above the readers, which import Model: a
+    Model that imported a reader (or load, as `Model.load` once did) would close a cycle."""
+    graph = import_graph(typing_imports=True)
+    assert not graph["maxarpa.model"] & READERS, sorted(graph["maxarpa.model"] & READERS)
+
+
+def test_every_arsdecode_module_has_a_layer():
+    missing = unlayered(import_graph())
+    assert not missing, f"give these a layer in scripts/import_graph.LAYERS: {missing}"
+
+
+def test_no_module_imports_a_higher_layer():
+    """Typing-only imports count: a lower layer should not even name a higher one's types."""
+    edges = upward_imports(import_graph(typing_imports=True))
+    assert not edges, "imports pointing up the layers:\n" + "\n".join(edges)
+
+
+def test_the_layer_rule_flags_an_upward_edge_and_allows_the_rest():
+    graph: dict[str, set[str]] = {
+        "arsdecode.core.dp": {"arsdecode.methods.ars", "arsdecode.model", "arsdecode.errors"},
+        "arsdecode.tasks.pos.tag_many": {"arsdecode.methods.dispatch"},
+        "arsdecode.methods.ars": {"arsdecode.methods.evidence", "arsdecode"},
+        "arsdecode": {"arsdecode.cli.main"},  # the lazy front door is exempt
+    }
+    assert upward_imports(graph) == [
+        "arsdecode.core.dp -> arsdecode.methods.ars (core -> methods)",
+        "arsdecode.methods.ars -> arsdecode (methods -> api/arsdecode)",
+    ]
+    assert layer_of("arsdecode.native._core") == 0 and layer_of("arsdecode.cli.main") == len(
+        LAYERS) - 1
 
 
 def test_public_api():

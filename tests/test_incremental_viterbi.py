@@ -5,17 +5,17 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+import maxarpa
 from arsdecode.api import DEFAULT_LM
 from arsdecode.core.automaton import QAutomaton
 from arsdecode.core.inference import backward_values, incremental_best_values, sample_indices
 from arsdecode.core.semiring import MaxPlus
 from arsdecode.tasks.sms.keypad import KeypadChannel
-from maxarpa.model import Model
 
 
 @pytest.mark.parametrize("variant", ["all-edges", "paper"])
 def test_incremental_equals_full_pass_after_refinements(variant):
-    lm = Model.load(DEFAULT_LM)
+    lm = maxarpa.load(DEFAULT_LM)
     lattice = KeypadChannel.from_vocab(lm.vocab).build_lattice(
         "843 78283 63 843 86466 47 787664 *", top_k=40
     )
@@ -42,7 +42,7 @@ def test_incremental_equals_full_pass_while_decoding_with_pruning(variant):
     from arsdecode.core.target import Target
     from arsdecode.model import as_target_model
 
-    lm = Model.load(DEFAULT_LM)
+    lm = maxarpa.load(DEFAULT_LM)
     lattice = KeypadChannel.from_vocab(lm.vocab).build_lattice(
         "4663 3 843 78283 63 843 86466 47 787664 *", top_k=400
     )

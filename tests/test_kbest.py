@@ -14,13 +14,13 @@ import random
 import pytest
 
 import ars_fixtures
+import maxarpa
 from ars_fixtures import make_lattice
 from arsdecode.core.automaton import QAutomaton
 from arsdecode.errors import NoPathError
 from arsdecode.lattice import Lattice
 from arsdecode.methods.kbest import decode_kbest, kbest_q
 from brute import brute_model
-from maxarpa.model import Model
 
 TIGHT = 1e-9
 
@@ -95,7 +95,7 @@ def test_ties_are_lexicographic(tmp_path):
     the documented order is lexicographic by candidate index (lattice order)."""
     path = tmp_path / "ties.arpa"
     path.write_text(UNIGRAM_TIES)
-    lm = Model.load(path)
+    lm = maxarpa.load(path)
     lattice = Lattice.from_lists([[("a", -1.0), ("b", -1.0)], [("b", -0.5), ("a", -0.5)]])
     r = decode_kbest(lm, lattice, 4)
     assert [p.indices for p in r.paths] == [(0, 0), (0, 1), (1, 0), (1, 1)]
@@ -133,7 +133,7 @@ def test_no_path(tmp_path):
     path.write_text(ars_fixtures.IMPOSSIBLE_ARPA)
     lattice = Lattice.from_lists([[("a", 0.0)]])
     with pytest.raises(NoPathError):
-        decode_kbest(Model.load(path), lattice, 3)
+        decode_kbest(maxarpa.load(path), lattice, 3)
 
 
 def test_cli_nbest_json_is_the_brute_force_top_k(tmp_path):
@@ -144,7 +144,7 @@ def test_cli_nbest_json_is_the_brute_force_top_k(tmp_path):
 
     from arsdecode.api import DEFAULT_LM
 
-    lm = Model.load(DEFAULT_LM)
+    lm = maxarpa.load(DEFAULT_LM)
     lat = Lattice.from_lists([[("the", -0.1), ("a", -0.5), ("this", -1.0)],
                               [("united", -0.2), ("state", -0.3)],
                               [("states", 0.0), ("nation", -0.4)]])

@@ -16,6 +16,7 @@ import sys
 import numpy as np
 import pytest
 
+import maxarpa
 from arsdecode.errors import LatticeError
 from arsdecode.lattice import Lattice
 from arsdecode.methods.ars import decode
@@ -66,7 +67,7 @@ REPORTED = [[["<s>", 0.0], ["as", 0.0], ["</s>", 0.0]], [["</s>", 0.0], ["<s>", 
 def irstlm_model(tmp_path_factory) -> Model:
     path = tmp_path_factory.mktemp("irstlm") / "irstlm.arpa"
     path.write_text(IRSTLM_STYLE, encoding="utf-8")
-    return Model.load(path)
+    return maxarpa.load(path)
 
 
 def test_reported_lattice_is_refused_by_every_constructor():

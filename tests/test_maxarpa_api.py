@@ -1,17 +1,16 @@
-"""Issue 13 for maxarpa: the public API reads like the docs, and the modules have no import
-cycle (each format owns its magic and sniff; `maxarpa.load` dispatches)."""
+"""Issues 13 and 20 for maxarpa: the public API reads like the docs, each format owns its
+magic and sniff, and one function builds a model (`maxarpa.load`, which applies the Config);
+tests/test_imports.py checks that the modules form no import cycle."""
 
 from __future__ import annotations
 
-import ast
 import inspect
-from pathlib import Path
+
+import pytest
 
 import maxarpa
 from maxarpa.binary_format import MAGIC, is_binary
 from maxarpa.maxarpa_format import MAX_ARPA_MAGIC, is_max_arpa
-
-PACKAGE = Path(maxarpa.__file__).parent
 
 
 def test_public_entry_points_have_documented_signatures():
@@ -25,7 +24,20 @@ def test_public_entry_points_have_documented_signatures():
     for fn in (maxarpa.load, maxarpa.convert, maxarpa.Model.log10p):
         doc = inspect.getdoc(fn) or ""
         assert "Returns:" in doc and "log10" in doc, fn
-    assert maxarpa.Model.load.__doc__ and maxarpa.Config.__doc__
+    assert maxarpa.Config.__doc__
+
+
+def test_one_function_builds_a_model(tmp_path):
+    """No constructor beside `maxarpa.load`: the former `Model.from_arpa` skipped the
+    strictness checks, and `Model.load` was a second name for `maxarpa.load`."""
+    assert not hasattr(maxarpa.Model, "load") and not hasattr(maxarpa.Model, "from_arpa")
+    path = tmp_path / "nobos.arpa"
+    path.write_text("\\data\\\nngram 1=3\n\n\\1-grams:\n-1.0\t</s>\n-1.0\t<unk>\n"
+                    "-0.5\ta\n\n\\end\\\n")
+    with pytest.raises(maxarpa.FormatError, match="no <s>"):  # ARPA, too, is checked
+        maxarpa.load(path)
+    model = maxarpa.load(path, config=maxarpa.Config(sentence_marker_missing="accept"))
+    assert model.bos_id is not None
 
 
 def test_each_format_sniffs_its_own_files(tmp_path):
@@ -39,29 +51,3 @@ def test_each_format_sniffs_its_own_files(tmp_path):
     assert is_max_arpa(text) and not is_max_arpa(arpa) and not is_max_arpa(npz)
     assert is_binary(npz) and not is_binary(text) and not is_binary(arpa)
     assert MAX_ARPA_MAGIC == "\\max-arpa\\" and MAGIC.startswith("maxarpa-binary")
-
-
-def test_no_module_level_import_cycle():
-    """Module-level imports between maxarpa modules form no cycle (Model.load's import of
-    maxarpa.load happens only when it is called)."""
-    edges: dict[str, set[str]] = {}
-    for path in PACKAGE.glob("*.py"):
-        deps = set()
-        for node in ast.parse(path.read_text()).body:
-            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("maxarpa."):
-                deps.add(node.module.split(".")[1])
-        edges[path.stem] = deps
-    state: dict[str, int] = {}
-
-    def visit(mod: str, stack: list[str]) -> None:
-        state[mod] = 1
-        for dep in edges.get(mod, ()):
-            assert state.get(dep) != 1, f"import cycle: {' -> '.join([*stack, mod, dep])}"
-            if dep not in state:
-                visit(dep, [*stack, mod])
-        state[mod] = 2
-
-    for mod in edges:
-        if mod not in state:
-            visit(mod, [])
-    assert "load" not in edges["model"]

@@ -8,18 +8,18 @@ import sys
 import numpy as np
 import pytest
 
+import maxarpa
 from maxarpa.binary_format import read_binary, write_binary
 from maxarpa.errors import FormatError
-from maxarpa.model import Model
 
 FIELDS = ("keys", "rows", "log10p", "log10bow", "listed", "mf", "mbow")
 
 
 def test_binary_round_trip_is_exact(real_models, tmp_path):
-    model = Model.load(real_models.paths[5])
+    model = maxarpa.load(real_models.paths[5])
     out = tmp_path / "m.npz"
     write_binary(model, out)
-    back = Model.load(out)
+    back = maxarpa.load(out)
     assert back.vocab == model.vocab and back.order == model.order
     for a, b in zip(model.trie.nodes, back.trie.nodes, strict=True):
         for f in FIELDS:
@@ -39,7 +39,7 @@ def test_cli_convert_binary_and_corrupt_file(tmp_path):
     proc = subprocess.run([sys.executable, "-m", "maxarpa", "convert", "--binary",
                            str(DEFAULT_LM), str(out)], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
-    assert Model.load(out).counts == Model.load(DEFAULT_LM).counts
+    assert maxarpa.load(out).counts == maxarpa.load(DEFAULT_LM).counts
     bad = tmp_path / "bad.npz"
     bad.write_bytes(b"PK\x03\x04 not really a zip")
     with pytest.raises(FormatError):
@@ -87,7 +87,7 @@ def test_version1_npz_written_by_numpy_still_loads(tmp_path):
     with and without mmap."""
     from arsdecode.cli.main import DEFAULT_LM
 
-    model = Model.load(DEFAULT_LM)
+    model = maxarpa.load(DEFAULT_LM)
     arrays = {"magic": np.array("maxarpa-binary-1"), "vocab": np.array("\n".join(model.vocab)),
               "order": np.array(model.order)}
     for k, node in enumerate(model.trie.nodes, start=1):
@@ -106,7 +106,7 @@ def test_version1_npz_written_by_numpy_still_loads(tmp_path):
 def test_truncated_or_compressed_binary_is_refused(tmp_path):
     from arsdecode.cli.main import DEFAULT_LM
 
-    model = Model.load(DEFAULT_LM)
+    model = maxarpa.load(DEFAULT_LM)
     out = tmp_path / "m.npz"
     write_binary(model, out)
     data = out.read_bytes()

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
+import maxarpa
 from arpa_reference import MALFORMED, VALID, parse_arpa, random_arpa_text
-from maxarpa.model import Model
 from maxarpa.query import display_log10
 
 PY = sys.executable
@@ -58,7 +58,7 @@ def test_convert_writes_loadable_max_arpa(tmp_path, write_arpa, script):
     assert "Traceback" not in proc.stderr
     assert sorted(p.name for p in out_dir.iterdir()) == ["model.maxarpa"]
     ref = parse_arpa(RANDOM_TEXT)
-    a, b = Model.load(src), Model.load(out)
+    a, b = maxarpa.load(src), maxarpa.load(out)
     assert b.vocab == a.vocab and list(b.counts) == list(a.counts)
     for c in [(), ("w1",), ("<s>",), ("w0", "w2"), ("<s>", "w3")]:
         for w in ref.vocab:
@@ -71,7 +71,7 @@ def test_convert_reads_gzip_input(tmp_path, write_arpa):
     out = tmp_path / "m.maxarpa"
     proc = run(["convert", src, out])
     assert proc.returncode == 0, proc.stderr
-    assert Model.load(out).vocab == Model.load(write_arpa(RANDOM_TEXT)).vocab
+    assert maxarpa.load(out).vocab == maxarpa.load(write_arpa(RANDOM_TEXT)).vocab
 
 
 def _info_value(out: str, pattern: str) -> int:
@@ -83,7 +83,7 @@ def _info_value(out: str, pattern: str) -> int:
 @pytest.mark.parametrize("kind", ["arpa", "maxarpa"])
 def test_info_prints_facts(tmp_path, write_arpa, kind):
     src = write_arpa(RANDOM_TEXT)
-    model = Model.load(src)
+    model = maxarpa.load(src)
     assert model.positive_backoffs > 0
     if kind == "maxarpa":
         out = tmp_path / "m.maxarpa"
@@ -114,7 +114,7 @@ def _query_lines(real_models, order: int) -> list[str]:
 @pytest.mark.parametrize("kind", ["arpa", "maxarpa"])
 def test_query_prints_api_values(real_models, tmp_path, kind):
     src = real_models.paths[3]
-    model = Model.load(src)
+    model = maxarpa.load(src)
     if kind == "maxarpa":
         out = tmp_path / "m.maxarpa"
         assert run(["convert", src, out]).returncode == 0
@@ -147,7 +147,7 @@ def test_query_minus_inf(tmp_path):
     assert float(rows[0][0]) == float("-inf") and float(rows[0][1]) == float("-inf")
     assert float(rows[1][0]) == pytest.approx(-0.4)
     assert float(rows[1][1]) == pytest.approx(0.2 - 0.4)  # through 'a a': bow(a) + p(a)
-    assert float(rows[1][1]) == Model.load(src).max_log10p("a", [])
+    assert float(rows[1][1]) == maxarpa.load(src).max_log10p("a", [])
 
 
 def test_query_empty_stdin(write_arpa):

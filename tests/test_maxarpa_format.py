@@ -10,6 +10,7 @@ import re
 
 import pytest
 
+import maxarpa
 from arpa_reference import (
     MALFORMED,
     VALID,
@@ -32,7 +33,7 @@ def answers(model: Model, ref) -> list[tuple[float, float]]:
 
 
 def test_valid_small_file(write_arpa):
-    model = Model.load(write_arpa(VALID))
+    model = maxarpa.load(write_arpa(VALID))
     assert model.order == 2
     assert list(model.counts) == [4, 2]
     assert model.positive_backoffs == 1
@@ -51,11 +52,11 @@ RANDOM_TEXT = random_arpa_text(random.Random(2024), 4, 4, 0.4, False, density=0.
 @pytest.mark.parametrize("compression", ["gz", "bz2", "xz"])
 def test_compressed_files_read_identically(write_arpa, compression):
     ref = parse_arpa(RANDOM_TEXT)
-    plain = Model.load(write_arpa(RANDOM_TEXT))
+    plain = maxarpa.load(write_arpa(RANDOM_TEXT))
     packed_path = write_arpa(RANDOM_TEXT, compression=compression)
     assert packed_path.name.endswith("." + compression)
     assert packed_path.read_bytes() != RANDOM_TEXT.encode()
-    packed = Model.load(packed_path)
+    packed = maxarpa.load(packed_path)
     assert packed.vocab == plain.vocab
     assert list(packed.counts) == list(plain.counts)
     assert answers(packed, ref) == answers(plain, ref)
@@ -65,7 +66,7 @@ def test_gzip_detected_by_content_not_name(write_arpa, tmp_path):
     path = tmp_path / "model_without_suffix.arpa"
     path.write_bytes(gzip.compress(VALID.encode()))
     ref = parse_arpa(VALID)
-    assert answers(Model.load(path), ref) == answers(Model.load(write_arpa(VALID)), ref)
+    assert answers(maxarpa.load(path), ref) == answers(maxarpa.load(write_arpa(VALID)), ref)
 
 
 @pytest.mark.parametrize(
@@ -80,9 +81,9 @@ def test_header_spacing_variants(write_arpa, header):
     body = VALID.split("ngram 2=2\n", 1)[1]
     text = header + body
     ref = parse_arpa(VALID)
-    model = Model.load(write_arpa(text))
+    model = maxarpa.load(write_arpa(text))
     assert list(model.counts) == [4, 2]
-    assert answers(model, ref) == answers(Model.load(write_arpa(VALID)), ref)
+    assert answers(model, ref) == answers(maxarpa.load(write_arpa(VALID)), ref)
 
 
 def test_irstlm_style_file_with_missing_prefix(write_arpa):
@@ -109,7 +110,7 @@ ngram  3= 1
 
 \\end\\
 """
-    model = Model.load(write_arpa(text))
+    model = maxarpa.load(write_arpa(text))
     ref = parse_arpa(text)
     assert list(model.counts) == [5, 2, 1]
     assert model.positive_backoffs == 2
@@ -127,11 +128,11 @@ ngram  3= 1
 
 def test_max_arpa_round_trip_real_model(real_models, tmp_path):
     src = real_models.paths[3]
-    model = Model.load(src)
+    model = maxarpa.load(src)
     out = tmp_path / "m.maxarpa"
     write_max_arpa(model, out)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["m.maxarpa"]  # no temp file left
-    back = Model.load(out)
+    back = maxarpa.load(out)
     assert back.order == model.order == 3
     assert back.vocab == model.vocab
     assert list(back.counts) == list(model.counts)
@@ -150,22 +151,22 @@ def test_max_arpa_round_trip_real_model(real_models, tmp_path):
 
 @pytest.mark.parametrize("compression", ["gz", "xz"])
 def test_compressed_max_arpa_is_detected(tmp_path, write_arpa, compression):
-    model = Model.load(write_arpa(RANDOM_TEXT))
+    model = maxarpa.load(write_arpa(RANDOM_TEXT))
     out = tmp_path / "m.maxarpa"
     write_max_arpa(model, out)
     packed = tmp_path / f"m.maxarpa.{compression}"
     packed.write_bytes((gzip.compress if compression == "gz" else lzma.compress)(out.read_bytes()))
     ref = parse_arpa(RANDOM_TEXT)
-    assert answers(Model.load(packed), ref) == answers(model, ref)
+    assert answers(maxarpa.load(packed), ref) == answers(model, ref)
 
 
 def test_write_max_arpa_overwrites_atomically(tmp_path, write_arpa):
-    model = Model.load(write_arpa(RANDOM_TEXT))
+    model = maxarpa.load(write_arpa(RANDOM_TEXT))
     out = tmp_path / "m.maxarpa"
     out.write_text("old contents\n")
     write_max_arpa(model, out)
     assert "old contents" not in out.read_text()
-    assert Model.load(out).vocab == model.vocab
+    assert maxarpa.load(out).vocab == model.vocab
     assert sorted(p.name for p in tmp_path.iterdir()) == ["m.maxarpa"]
 
 
@@ -174,7 +175,7 @@ def test_write_max_arpa_overwrites_atomically(tmp_path, write_arpa):
 )
 def test_corrupt_max_arpa_line_reports_its_line(tmp_path, write_arpa, field, value):
     """A bad number or unknown word in a MAX-ARPA n-gram line: FormatError with that line."""
-    model = Model.load(write_arpa(RANDOM_TEXT))
+    model = maxarpa.load(write_arpa(RANDOM_TEXT))
     out = tmp_path / "m.maxarpa"
     write_max_arpa(model, out)
     lines = out.read_text().split("\n")
@@ -186,7 +187,7 @@ def test_corrupt_max_arpa_line_reports_its_line(tmp_path, write_arpa, field, val
     bad = tmp_path / "bad.maxarpa"
     bad.write_text("\n".join(lines))
     with pytest.raises(FormatError) as info:
-        Model.load(bad)
+        maxarpa.load(bad)
     assert info.value.path == str(bad)
     assert info.value.line == target + 1, str(info.value)
 
@@ -197,7 +198,7 @@ def test_malformed_arpa_raises_format_error_with_line(tmp_path, name):
     path = tmp_path / f"{name}.arpa"
     path.write_text(text)
     with pytest.raises(FormatError) as info:
-        Model.load(path)
+        maxarpa.load(path)
     err = info.value
     assert isinstance(err, ValueError) and isinstance(err, MaxArpaError)
     assert err.path == str(path)
@@ -214,7 +215,7 @@ def test_empty_file_raises_format_error(tmp_path):
     path = tmp_path / "empty.arpa"
     path.write_text("")
     with pytest.raises(FormatError) as info:
-        Model.load(path)
+        maxarpa.load(path)
     assert info.value.path == str(path)
 
 
@@ -239,7 +240,7 @@ def test_corrupt_compressed_file_raises_format_error(tmp_path, compress, corrupt
     path = tmp_path / "corrupt.arpa.gz"
     path.write_bytes(bytes(data))
     with pytest.raises(FormatError) as info:
-        Model.load(path)
+        maxarpa.load(path)
     assert info.value.path == str(path)
     assert str(info.value).startswith(str(path))
 
@@ -247,7 +248,7 @@ def test_corrupt_compressed_file_raises_format_error(tmp_path, compress, corrupt
 def test_missing_file_raises_format_error(tmp_path):
     path = tmp_path / "does-not-exist.arpa"
     with pytest.raises(FormatError) as info:
-        Model.load(path)
+        maxarpa.load(path)
     assert info.value.path == str(path)
 
 
@@ -255,6 +256,6 @@ def test_word_missing_from_unigrams_is_an_error(tmp_path):
     path = tmp_path / "stray.arpa"
     path.write_text(edited(l13="-0.2\ta zebra"))
     with pytest.raises(FormatError) as info:
-        Model.load(path)
+        maxarpa.load(path)
     assert info.value.line == 13
     assert re.search(r"zebra", str(info.value))

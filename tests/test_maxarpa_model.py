@@ -14,6 +14,7 @@ import kenlm
 import numpy as np
 import pytest
 
+import maxarpa
 from arpa_reference import (
     BOS,
     EOS,
@@ -26,7 +27,7 @@ from arpa_reference import (
     ref_max_log10p,
 )
 from maxarpa.errors import MaxArpaError
-from maxarpa.model import Model, UnknownWordError
+from maxarpa.model import UnknownWordError
 
 # ------------------------------------------------------------------------------------------
 # Real models
@@ -38,7 +39,7 @@ def loaded(real_models):
     out = {}
     for order, path in real_models.paths.items():
         out[order] = (
-            Model.load(path),
+            maxarpa.load(path),
             kenlm.Model(str(path)),
             parse_arpa(path.read_text(encoding="utf-8")),
         )
@@ -171,7 +172,7 @@ def test_real_model_with_injected_positive_backoffs(real_models, write_arpa):
     """A real 3-gram with some bows made positive: KenLM agreement and one-slot brute force."""
     text = _with_positive_backoffs(real_models.paths[3].read_text(encoding="utf-8"), 7, 0.7)
     path = write_arpa(text)
-    model, km, ref = Model.load(path), kenlm.Model(str(path)), parse_arpa(text)
+    model, km, ref = maxarpa.load(path), kenlm.Model(str(path)), parse_arpa(text)
     assert model.positive_backoffs == ref.positive_backoffs > 1000
     rng = random.Random(3)
     pairs = held_out_queries(real_models.held_out[:80], 3, rng)
@@ -244,7 +245,7 @@ def test_positive_backoff_of_unlisted_extension_beats_every_listed_ngram(write_a
     The listed n-grams ending in 'a b' are 'a b' (-2.0) and 'x a b' (-1.5); a bound computed
     from listed n-grams only would say -1.5, but p(b | y a) = 10^-1.0 is reachable.
     """
-    model = Model.load(write_arpa(POSITIVE_BOW_ARPA))
+    model = maxarpa.load(write_arpa(POSITIVE_BOW_ARPA))
     ref = parse_arpa(POSITIVE_BOW_ARPA)
     assert model.positive_backoffs == 1
     assert model.log10p("b", ["a"]) == pytest.approx(-2.0, abs=1e-12)
@@ -268,7 +269,7 @@ def test_positive_backoff_of_unlisted_extension_beats_every_listed_ngram(write_a
 
 
 def test_minus_99_is_a_number_and_bos_context_works(write_arpa):
-    model = Model.load(write_arpa(POSITIVE_BOW_ARPA))
+    model = maxarpa.load(write_arpa(POSITIVE_BOW_ARPA))
     assert model.log10p("<s>", []) == -99.0  # kept as the number -99, not -inf
     assert model.log10p("a", ["<s>"]) == pytest.approx(-0.7, abs=1e-12)
     # <s> with no listed bigram: bow(<s>) = 0, p(</s>) = -1.0
@@ -276,7 +277,7 @@ def test_minus_99_is_a_number_and_bos_context_works(write_arpa):
 
 
 def test_unknown_word_maps_to_unk(write_arpa):
-    model = Model.load(write_arpa(POSITIVE_BOW_ARPA))
+    model = maxarpa.load(write_arpa(POSITIVE_BOW_ARPA))
     unk = model.log10p(UNK, ["a"])
     assert unk == pytest.approx(-1.5, abs=1e-12)  # bow(a) + p(<unk>)
     assert model.log10p("zebra", ["a"]) == unk
@@ -310,7 +311,7 @@ ngram 2=2
 
 
 def test_model_without_unk_raises_unknown_word_error(write_arpa):
-    model = Model.load(write_arpa(NO_UNK_ARPA))
+    model = maxarpa.load(write_arpa(NO_UNK_ARPA))
     assert UNK not in model.vocab
     assert model.log10p("b", ["a"]) == pytest.approx(-0.2, abs=1e-12)
     assert model.log10p("a", ["b"]) == pytest.approx(0.25 - 0.4, abs=1e-12)
@@ -347,7 +348,7 @@ ngram 2=3
 
 
 def test_minus_inf_probabilities(write_arpa):
-    model = Model.load(write_arpa(NEG_INF_ARPA))
+    model = maxarpa.load(write_arpa(NEG_INF_ARPA))
     assert model.log10p("<s>", []) == -math.inf
     assert model.log10p("</s>", ["<s>"]) == -math.inf
     assert model.log10p("a", ["a"]) == -math.inf
@@ -397,7 +398,7 @@ ngram 3=1
 
 \\end\\
 """
-    model = Model.load(write_arpa(text))
+    model = maxarpa.load(write_arpa(text))
     ref = parse_arpa(text)
     assert list(model.counts) == [6, 2, 1]
     assert model.log10p("b", ["x", "a"]) == pytest.approx(-0.3, abs=1e-12)
@@ -412,7 +413,7 @@ ngram 3=1
 
 
 def test_batch_layout_padding_and_truncation(write_arpa):
-    model = Model.load(write_arpa(POSITIVE_BOW_ARPA))
+    model = maxarpa.load(write_arpa(POSITIVE_BOW_ARPA))
     a, b, y, s = (int(i) for i in model.ids(["a", "b", "y", "<s>"]))
     ctx = np.array(
         [[-1, -1, a], [-1, y, a], [b, y, a], [-1, -1, -1], [-1, s, a], [a, s, a]], dtype=np.int32
@@ -438,7 +439,7 @@ def test_random_models_without_unk(write_arpa, seed):
     text = random_arpa_text(seed, 3, 3, 0.5, seed % 2 == 1, with_unk=False)
     ref = parse_arpa(text)
     assert UNK not in ref.vocab
-    model = Model.load(write_arpa(text))
+    model = maxarpa.load(write_arpa(text))
     for c in all_contexts(ref):
         for w in ref.vocab:
             assert model.log10p(w, c) == pytest.approx(ref_log10p(ref, w, c), abs=1e-12)

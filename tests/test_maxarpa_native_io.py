@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 from test_maxarpa_properties import PROPS, same
 from test_maxarpa_real_files import LATIN1
 
+import maxarpa
 from arpa_reference import (
     VALID,
     all_contexts,
@@ -33,7 +34,6 @@ from arpa_reference import (
 from maxarpa import FormatError
 from maxarpa.arpa import _read_arpa_fast, _read_arpa_streaming, format_log10, read_arpa
 from maxarpa.maxarpa_format import read_max_arpa, write_max_arpa
-from maxarpa.model import Model
 from maxarpa.native import repr_log10
 from maxarpa.table import _build_closed, _build_with_blanks
 
@@ -169,7 +169,7 @@ def test_models_with_blanks_equal_the_brute_force_reference(write_arpa, seed, or
     text = with_blanks(closed, rng)
     ref = parse_arpa(text)
     path = write_arpa(text)
-    model = Model.load(path)
+    model = maxarpa.load(path)
     has_blanks = any((~node.listed).any() for node in model.trie.nodes)
     assert has_blanks == (text != closed)  # every dropped suffix leaves a blank behind
     for c in all_contexts(ref):
@@ -211,7 +211,7 @@ def test_max_arpa_lines_in_any_order_read_the_same(write_arpa, seed, order, blan
     rng = random.Random(seed)
     text = random_arpa_text(rng, order, 3, 0.5, density=0.9)
     path = write_arpa(with_blanks(text, rng) if blanks else text)
-    model = Model.load(path)
+    model = maxarpa.load(path)
     out = path.with_suffix(".maxarpa")
     write_max_arpa(model, out)
     mixed = path.with_suffix(".mixed.maxarpa")
@@ -223,7 +223,7 @@ def test_max_arpa_errors_name_their_line(tmp_path):
     path = tmp_path / "m.arpa"
     path.write_text(VALID)
     out = tmp_path / "m.maxarpa"
-    write_max_arpa(Model.load(path), out)
+    write_max_arpa(maxarpa.load(path), out)
     lines = out.read_text().split("\n")
     second = lines.index("\\2-grams:") + 2
     cases = {

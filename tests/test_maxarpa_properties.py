@@ -15,6 +15,7 @@ import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+import maxarpa
 from arpa_reference import (
     BOS,
     EOS,
@@ -27,7 +28,6 @@ from arpa_reference import (
     ref_max_log10p,
 )
 from maxarpa.maxarpa_format import write_max_arpa
-from maxarpa.model import Model
 
 PROPS = settings(
     derandomize=True,
@@ -55,7 +55,7 @@ def query_words(ref) -> list[str]:
 def test_max_log10p_equals_brute_force(write_arpa, case):
     text, params = case
     ref = parse_arpa(text)
-    model = Model.load(write_arpa(text))
+    model = maxarpa.load(write_arpa(text))
     for c in all_contexts(ref):
         for w in query_words(ref):
             want = ref_max_log10p(ref, w, c)
@@ -68,7 +68,7 @@ def test_max_log10p_equals_brute_force(write_arpa, case):
 def test_log10p_equals_reference(write_arpa, case):
     text, params = case
     ref = parse_arpa(text)
-    model = Model.load(write_arpa(text))
+    model = maxarpa.load(write_arpa(text))
     for c in all_contexts(ref):
         for w in query_words(ref):
             want = ref_log10p(ref, w, c)
@@ -84,7 +84,7 @@ def test_log10p_equals_kenlm(write_arpa, case):
     if ref.order < 2:  # density may starve the bigrams; KenLM needs at least a bigram model
         return
     path = write_arpa(text)
-    model = Model.load(path)
+    model = maxarpa.load(path)
     km = kenlm.Model(str(path))
     for c in all_contexts(ref):
         for w in query_words(ref):
@@ -111,7 +111,7 @@ def test_max_bounds_every_extension_on_bigger_models(write_arpa, case, seed):
     """Bigger models, sampled queries: max_log10p(w, c) >= log10p(w, z+c) and >= max(w, z+c)."""
     text, params = case
     ref = parse_arpa(text)
-    model = Model.load(write_arpa(text))
+    model = maxarpa.load(write_arpa(text))
     rng = random.Random(seed)
     ext = ref.extension_words()
     for _ in range(60):
@@ -134,7 +134,7 @@ def test_long_and_unknown_contexts(write_arpa, case):
     """Contexts longer than n-1 truncate; unknown words (in context or as word) act as <unk>."""
     text, params = case
     ref = parse_arpa(text)
-    model = Model.load(write_arpa(text))
+    model = maxarpa.load(write_arpa(text))
     rng = random.Random(params["seed"])
     ext = ref.extension_words()
     for _ in range(40):
@@ -153,7 +153,7 @@ def test_long_and_unknown_contexts(write_arpa, case):
 def test_facts_match_reference(write_arpa, case):
     text, params = case
     ref = parse_arpa(text)
-    model = Model.load(write_arpa(text))
+    model = maxarpa.load(write_arpa(text))
     assert model.order == ref.order
     assert sorted(model.vocab) == sorted(ref.vocab)
     assert len(model.vocab) == len(set(model.vocab))
@@ -186,7 +186,7 @@ def _batch(model, ref, contexts, width):
 def test_batch_equals_scalar(write_arpa, case, extra_width):
     text, params = case
     ref = parse_arpa(text)
-    model = Model.load(write_arpa(text))
+    model = maxarpa.load(write_arpa(text))
     pairs = [(c, w) for c in all_contexts(ref) for w in ref.vocab]
     width = ref.order - 1 + extra_width  # wider than n-1 must truncate exactly like scalars
     ctx = _batch(model, ref, [c for c, _ in pairs], width)
@@ -207,10 +207,10 @@ def test_max_arpa_round_trip(write_arpa, case):
     text, params = case
     ref = parse_arpa(text)
     arpa = write_arpa(text)
-    model = Model.load(arpa)
+    model = maxarpa.load(arpa)
     out1 = arpa.with_suffix(".max.arpa")
     write_max_arpa(model, out1)
-    back = Model.load(out1)
+    back = maxarpa.load(out1)
     assert back.order == model.order
     assert back.vocab == model.vocab
     assert list(back.counts) == list(model.counts)

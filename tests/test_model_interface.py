@@ -23,6 +23,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+import maxarpa
 from arpa_reference import arpa_texts, parse_arpa
 from arsdecode.errors import BoundViolationError, ModelError
 from arsdecode.lattice import Lattice
@@ -38,7 +39,7 @@ from arsdecode.model import (
 from brute import brute_model
 from maxarpa.constants import LN10
 from maxarpa.errors import MaxArpaError
-from maxarpa.model import Model
+from maxarpa.load import _from_arpa
 
 TIGHT = 1e-9
 
@@ -96,7 +97,7 @@ def raw_lattice(positions) -> Lattice:
 def irstlm(tmp_path_factory):
     path = tmp_path_factory.mktemp("irst") / "irst.arpa"
     path.write_text(IRSTLM_LIKE)
-    return Model.load(path)
+    return maxarpa.load(path)
 
 
 def test_adapter_converts_log10_to_ln_once(irstlm):
@@ -114,8 +115,8 @@ def test_model_without_bos_is_refused_not_mapped_to_unk(tmp_path):
     path = tmp_path / "nobos.arpa"
     path.write_text(NO_BOS)
     with pytest.raises(MaxArpaError, match="<s>"):  # maxarpa refuses it by default
-        Model.load(path)
-    lm = Model.from_arpa(path)  # the unchecked reader: <s> stays missing
+        maxarpa.load(path)
+    lm = _from_arpa(path)  # load's ARPA reader before the Config: <s> stays missing
     with pytest.raises(ModelError, match="<s>"):
         MaxArpaLM(lm)
     lattice = Lattice.from_lists([[("a", 0.0), ("zz", -0.1)]])
@@ -189,7 +190,7 @@ def test_decode_equals_brute_force_on_random_models(tmp_path_factory, arpa, seed
     text, params = arpa
     path = tmp_path_factory.mktemp("hyp") / "m.arpa"
     path.write_text(text)
-    lm = Model.load(path)
+    lm = maxarpa.load(path)
     rng = random.Random(seed)
     words = [w for w in lm.vocab if w not in ("<s>", "</s>")]
     positions = [
@@ -280,7 +281,7 @@ def test_minimal_context_is_the_longest_useful_suffix(tmp_path_factory, arpa):
     text, params = arpa
     path = tmp_path_factory.mktemp("cut") / "m.arpa"
     path.write_text(text)
-    lm = Model.load(path)
+    lm = maxarpa.load(path)
     ref = parse_arpa(text)
     useful = {g[:j] for g in ref.probs for j in range(1, len(g))}
     useful |= {g for g, bow in ref.bows.items() if bow != 0}

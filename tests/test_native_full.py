@@ -17,6 +17,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import maxarpa
 from arpa_reference import random_arpa_text
 from ars_fixtures import IMPOSSIBLE_ARPA, LM, make_lattice, random_lm_with_options
 from arsdecode.errors import LatticeError, NoPathError
@@ -105,7 +106,7 @@ def test_bound_pruning_keeps_the_optimum_on_random_models(
     path = tmp_path_factory.mktemp("prune") / "m.arpa"
     path.write_text(random_arpa_text(rng, order, vocab, positive, drop_prefix,
                                      neg_inf_fraction=neg_inf))
-    lm = Model.load(path)
+    lm = maxarpa.load(path)
     model = LM("prune", path, lm, None, [w for w in lm.vocab if w not in ("<s>", "</s>")], [])
     oov = ["zzq1", "zzq2"] if lm.unk_id is not None else []
     lattices = [make_lattice(rng, model, max_len=6, max_width=5, extra_words=oov)
@@ -131,7 +132,7 @@ def test_bound_pruning_keeps_the_optimum_on_random_models(
 
 
 def test_matches_full_on_the_embedded_5gram_in_one_call():
-    lm = Model.load(EMBEDDED)
+    lm = maxarpa.load(EMBEDDED)
     sents = [["the", "united", "states", "of", "america", "is", "strong"],
              ["we", "must", "not", "fail", "in", "this", "great", "task"]]
     model = LM("su5", EMBEDDED, lm, None, [w for w in lm.vocab[:400] if w not in ("<s>", "</s>")],
@@ -146,7 +147,7 @@ def test_matches_full_on_the_embedded_5gram_in_one_call():
 def test_decode_many_returns_tokens_and_reports_a_dead_lattice(tmp_path):
     path = tmp_path / "impossible.arpa"
     path.write_text(IMPOSSIBLE_ARPA)
-    lm = Model.load(path)
+    lm = maxarpa.load(path)
     ok = Lattice.from_lists([[("zz", -0.1)], [("a", -0.2)]])  # zz is <unk>
     dead = Lattice.from_lists([[("a", 0.0)]])  # p(a | <s>) = 0
     assert full_decode_many(lm, [ok])[0][0] == full_decode(lm, ok).tokens
@@ -158,7 +159,7 @@ def test_decode_many_returns_tokens_and_reports_a_dead_lattice(tmp_path):
 
 
 def test_ties_go_to_the_first_candidate():
-    lm = Model.load(EMBEDDED)
+    lm = maxarpa.load(EMBEDDED)
     # Two unknown words both map to <unk>: identical scores, so the first candidate must win.
     lat = Lattice.from_lists([[("zzqx1", -1.0), ("zzqx2", -1.0)], [("nation", 0.0)]])
     assert full_decode_many(lm, [lat])[0][0] == ["zzqx1", "nation"]
@@ -170,7 +171,7 @@ def test_each_lattice_gets_its_own_pair_budget():
     """`max_pairs` per lattice (auto's budgets grow with each lattice's size, and a corpus is
     one compiled call): a lattice over its own budget is abandoned (NaN), the others, with a
     budget they fit in or none (-1), get the unbudgeted answer, in the same call."""
-    lm = Model.load(EMBEDDED)
+    lm = maxarpa.load(EMBEDDED)
     lat = Lattice.from_lists([[("the", 0.0), ("a", -0.5)], [("united", 0.0), ("people", -1.0)],
                               [("states", 0.0), ("nation", -0.3)]])
     flat = FlatLattices.from_lattices(lm, [lat, lat, lat])

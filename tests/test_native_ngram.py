@@ -17,6 +17,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import maxarpa
 from arpa_reference import (
     kenlm_log10p,
     parse_arpa,
@@ -73,7 +74,7 @@ def test_native_walk_matches_numpy_walk_on_random_models(
                             neg_inf_fraction=neg_inf)
     path = tmp_path_factory.mktemp("nat") / "m.arpa"
     path.write_text(text)
-    lm = Model.load(path)
+    lm = maxarpa.load(path)
     rng = np.random.default_rng(seed)
     for width in {0, max(lm.order - 1, 0), lm.order + 1}:  # shorter, exact, longer than n-1
         ctx, words = random_rows(lm, rng, 300, width)
@@ -81,7 +82,7 @@ def test_native_walk_matches_numpy_walk_on_random_models(
 
 
 def test_native_walk_matches_numpy_walk_on_embedded_5gram():
-    lm = Model.load(EMBEDDED)
+    lm = maxarpa.load(EMBEDDED)
     rng = np.random.default_rng(5)
     top = lm.trie.nodes[-1]
     rows = top.rows[top.listed].astype(np.int64)[rng.integers(0, int(top.listed.sum()), 20000)]
@@ -118,7 +119,7 @@ def test_native_scores_match_kenlm_and_the_reference_bound(random_lms):
 
 
 def test_bad_input_is_rejected():
-    lm = Model.load(EMBEDDED)
+    lm = maxarpa.load(EMBEDDED)
     nm = native_ngram(lm)
     with pytest.raises(ValueError):
         nm.log_prob(np.zeros((2, 4)), np.zeros(3))
@@ -156,7 +157,7 @@ def check_shortcut(lm: Model, rng: np.random.Generator, width: int) -> int:
 
 
 def test_unigram_shortcut_is_bit_identical_on_the_embedded_5gram():
-    lm = Model.load(EMBEDDED)
+    lm = maxarpa.load(EMBEDDED)
     assert check_shortcut(lm, np.random.default_rng(3), lm.order - 1) > 0
 
 
@@ -167,5 +168,5 @@ def test_unigram_shortcut_is_bit_identical_on_random_models(tmp_path_factory, se
     text = random_arpa_text(random.Random(seed), order, 40, positive, density=0.3)
     path = tmp_path_factory.mktemp("sc") / "m.arpa"
     path.write_text(text)
-    lm = Model.load(path)
+    lm = maxarpa.load(path)
     check_shortcut(lm, np.random.default_rng(seed), max(lm.order - 1, 1))

@@ -19,6 +19,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+import maxarpa
 from arpa_reference import random_arpa_text
 from ars_fixtures import LM, make_lattice
 from arsdecode.errors import LatticeError, ModelError, OptionError
@@ -54,7 +55,7 @@ def chain_arpa(order: int) -> str:
 def random_model(tmp_path: Path, seed: int, order: int, vocab: int) -> LM:
     path = tmp_path / f"r{seed}.arpa"
     path.write_text(random_arpa_text(random.Random(seed), order, vocab, 0.3))
-    lm = Model.load(path)
+    lm = maxarpa.load(path)
     return LM(f"r{seed}", path, lm, None, [w for w in lm.vocab if w not in ("<s>", "</s>")], [])
 
 
@@ -64,7 +65,7 @@ def random_model(tmp_path: Path, seed: int, order: int, vocab: int) -> LM:
 def test_an_order_above_the_cap_is_refused_at_load_with_one_line(tmp_path):
     path = tmp_path / "o70.arpa"
     path.write_text(chain_arpa(70))
-    lm = Model.load(path)  # maxarpa (numpy) takes any order
+    lm = maxarpa.load(path)  # maxarpa (numpy) takes any order
     assert lm.order == 70 > MAX_ORDER
     with pytest.raises(ModelError, match=r"o70\.arpa: order 70 is above .* maximum of 64"):
         native_ngram(lm)
@@ -92,7 +93,7 @@ def test_the_highest_order_allowed_walks_and_decodes_exactly(tmp_path):
     """At the cap the longest context fills the backoff buffer: answers equal maxarpa's."""
     path = tmp_path / "o64.arpa"
     path.write_text(chain_arpa(MAX_ORDER))
-    lm = Model.load(path)
+    lm = maxarpa.load(path)
     a, b, bos = lm.word_id("a"), lm.word_id("b"), lm.bos_id
     nm = native_ngram(lm)
     rows = [[bos] + [a] * (MAX_ORDER - 2), [a] * (MAX_ORDER - 1), [-1] * 10 + [a] * 53,
@@ -114,7 +115,7 @@ def test_the_highest_order_allowed_walks_and_decodes_exactly(tmp_path):
 @pytest.mark.parametrize("rows", [1, 40])  # 40: one context repeated, walk's unigram shortcut
 @pytest.mark.parametrize("bad", ["vocab", "huge"])
 def test_a_context_id_out_of_range_is_refused_by_log_prob(rows, bad):
-    lm = Model.load(EMBEDDED)
+    lm = maxarpa.load(EMBEDDED)
     nm = native_ngram(lm)
     v = lm.trie.vocab_size
     wid = v if bad == "vocab" else 10**15
@@ -130,7 +131,7 @@ def test_a_context_id_out_of_range_is_refused_by_log_prob(rows, bad):
 
 
 def test_columns_beyond_the_model_order_are_not_read_nor_checked():
-    lm = Model.load(EMBEDDED)  # order 5: the last 4 columns are the context
+    lm = maxarpa.load(EMBEDDED)  # order 5: the last 4 columns are the context
     nm = native_ngram(lm)
     ctx = np.array([[10**15, -7, lm.bos_id, 5, 9]], dtype=np.int64)
     words = np.array([12], dtype=np.int64)
@@ -138,7 +139,7 @@ def test_columns_beyond_the_model_order_are_not_read_nor_checked():
 
 
 def test_a_word_id_out_of_range_is_refused_by_log_prob():
-    lm = Model.load(EMBEDDED)
+    lm = maxarpa.load(EMBEDDED)
     nm = native_ngram(lm)
     ctx = np.full((2, 4), -1, dtype=np.int64)
     for wid in (-1, lm.trie.vocab_size):
@@ -148,7 +149,7 @@ def test_a_word_id_out_of_range_is_refused_by_log_prob():
 
 @pytest.mark.parametrize("query", ["log10p_batch", "max_log10p_batch"])
 def test_maxarpa_refuses_negative_and_too_large_ids_instead_of_wrapping(query):
-    lm = Model.load(EMBEDDED)
+    lm = maxarpa.load(EMBEDDED)
     walk = getattr(lm, query)
     v = lm.trie.vocab_size
     ctx = np.array([[-1, lm.bos_id]], dtype=np.int64)
@@ -177,7 +178,7 @@ def test_flat_lattices_with_decreasing_offsets_are_refused():
 
 def test_the_compiled_dp_refuses_decreasing_offsets_itself():
     """FullDP.run is public too: bad offsets raise instead of indexing out of bounds."""
-    lm = Model.load(EMBEDDED)
+    lm = maxarpa.load(EMBEDDED)
     dp = full_dp(lm)
     ids, emis = np.array([3, 4, 5], dtype=np.int64), np.zeros(3)
     for sent_off, pos_off, what in (
@@ -267,14 +268,14 @@ def test_threads_sharing_the_process_dp_of_a_large_vocabulary():
     """The real front end: `run_flat` through `full_dp(lm)` (one object per model and
     process) from four threads on the embedded 5-gram (hash-map cache), each round on a new
     model object, so its DP starts cold and the threads fill one cache at once."""
-    first = Model.load(EMBEDDED)
+    first = maxarpa.load(EMBEDDED)
     words = [w for w in first.vocab[:3000] if w not in ("<s>", "</s>")]
     model = LM("su5", EMBEDDED, first, None, words, [])
     rng = random.Random(5)
     lattices = [make_lattice(rng, model, max_len=10, max_width=25) for _ in range(160)]
     want = None
     for _ in range(2):
-        lm = Model.load(EMBEDDED)
+        lm = maxarpa.load(EMBEDDED)
         flats = chunks(lm, lattices, 20)
         if want is None:
             want = [run_chunk(new_dp(lm, False), lm, f) for f in flats]

@@ -14,13 +14,13 @@ import numpy as np
 import pytest
 
 import arsdecode.methods.cost_model as method_choice
+import maxarpa
 from arsdecode.methods.dispatch import predicted_pairs_flat
 from arsdecode.methods.fast_full import run_flat
 from arsdecode.methods.full import full_decode
 from arsdecode.tasks.pos.emissions import TnTEmissions, read_tagged
 from arsdecode.tasks.pos.tag_many import flatten, tag_many
 from data_prep.pos_data import DataError, default_data_dir, prepare
-from maxarpa.model import Model
 
 
 @pytest.fixture(scope="module")
@@ -31,7 +31,7 @@ def pos3(tmp_path_factory):
         prepare(out, data, orders=[3])
     except DataError as err:  # no NLTK corpora here (fresh clone without ../shared)
         pytest.skip(f"WSJ corpora (treebank, conll2000) not found: {err}")
-    lm = Model.load(out / "tags.3.maxarpa")
+    lm = maxarpa.load(out / "tags.3.maxarpa")
     em = TnTEmissions.load(out / "emissions.json.gz")
     words = [[w for w, _ in s] for s in read_tagged(out / "test.tsv")]
     return lm, em, words

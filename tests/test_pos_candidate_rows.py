@@ -19,13 +19,13 @@ import numpy as np
 import pytest
 from pos_fixture_models import FIXTURE, build_fixture_models
 
+import maxarpa
 from arsdecode.errors import ModelError, ObservationError
 from arsdecode.methods.fast_full import FlatLattices
 from arsdecode.tasks.pos.emissions import TnTEmissions, read_tagged
 from arsdecode.tasks.pos.models import SHIPPED_DIR
 from arsdecode.tasks.pos.table import Lexicon
 from arsdecode.tasks.pos.tag_many import flatten
-from maxarpa.model import Model
 
 MADE_UP = ["Qwxzblorp", "blargification", "zorbified", "12,345.67x", "Über-Frobs", "-", "Ω",
            "GLORBCO", "x", "Xx", "\U0010ffff", "a" * 40, "ab\x00", "Zorblings"]
@@ -82,7 +82,7 @@ def test_fixture_bulk_equals_per_word(fixture_dir, tmp_path, settings):
 
 
 def test_flatten_equals_the_lattices(fixture_dir):
-    lm = Model.load(fixture_dir / "tags.3.arpa")
+    lm = maxarpa.load(fixture_dir / "tags.3.arpa")
     em = TnTEmissions.load(fixture_dir / "emissions.json.gz")
     sents = [[w for w, _ in s] for s in read_tagged(FIXTURE)]
     sents += [["Zorblings", "quickly", "crossed", "the", "Qwerty", "river", "."], ["The"],

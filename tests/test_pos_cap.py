@@ -15,6 +15,7 @@ from collections import defaultdict
 
 import pytest
 
+import maxarpa
 from arsdecode.methods.ars import decode
 from arsdecode.methods.full import full_decode
 from arsdecode.tasks.pos.cap import CapEmissions
@@ -22,7 +23,6 @@ from arsdecode.tasks.pos.emissions import TnTEmissions
 from arsdecode.tasks.pos.models import load_emissions, load_models
 from arsdecode.tasks.pos.tag_many import tag_many
 from data_prep.ewt import SETTINGS, build_model
-from maxarpa.model import Model
 
 TRAIN = [
     [("The", "DT"), ("dog", "NN"), ("barked", "VBD"), (".", ".")],
@@ -109,7 +109,7 @@ def test_emission_file_versions(model_dir, tmp_path):
 
 def test_plain_lm_and_cap_model_do_not_mix(model_dir):
     """The cap model's LM is over states: a plain tag is not in it (the files go together)."""
-    lm = Model.load(model_dir / "tags.2.maxarpa")
+    lm = maxarpa.load(model_dir / "tags.2.maxarpa")
     assert "DT^upper" in lm.word_to_id and "DT" not in lm.word_to_id
 
 

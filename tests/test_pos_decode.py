@@ -12,12 +12,12 @@ import sys
 
 import pytest
 
+import maxarpa
 from arsdecode.methods.ars import decode
 from arsdecode.methods.full import full_decode
 from arsdecode.tasks.pos.emissions import TnTEmissions, read_tagged
 from corpora import corpus_dir_or_skip
 from data_prep.pos_data import prepare
-from maxarpa.model import Model
 
 
 @pytest.fixture(scope="session")
@@ -29,7 +29,7 @@ def pos_models(tmp_path_factory):
 
 @pytest.mark.parametrize("order", [3, 4])
 def test_ars_decode_equals_full_model_on_short_sentences(pos_models, order):
-    lm = Model.load(pos_models / f"tags.{order}.maxarpa")
+    lm = maxarpa.load(pos_models / f"tags.{order}.maxarpa")
     emissions = TnTEmissions.load(pos_models / "emissions.json.gz")
     sentences = [s for s in read_tagged(pos_models / "test.tsv") if 3 <= len(s) <= 9][:25]
     assert len(sentences) == 25

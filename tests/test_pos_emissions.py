@@ -17,6 +17,7 @@ from collections import Counter, defaultdict
 import numpy as np
 import pytest
 
+import maxarpa
 from arsdecode.lattice import Lattice
 from arsdecode.tasks.pos.emissions import TnTEmissions, read_tagged, score_tags, write_tagged
 from arsdecode.tasks.pos.suffix import SuffixTrie
@@ -28,7 +29,6 @@ from data_prep.pos_data import (
     read_conll2000,
     read_treebank,
 )
-from maxarpa.model import Model
 
 
 @pytest.fixture(scope="module")
@@ -255,7 +255,7 @@ def test_deleted_interpolation_arpa_is_normalised(tmp_path) -> None:
     ]
     path, lambdas = deleted_interpolation_arpa(sents, 3, tmp_path / "t.arpa")
     assert len(lambdas) == 4 and lambdas[0] == 0 and math.fsum(lambdas) == pytest.approx(1.0)
-    lm = Model.load(path)
+    lm = maxarpa.load(path)
     vocab = [*tags, "</s>"]
     histories = [["<s>"]] + [[a, b] for a, b in itertools.product(["<s>", *tags], tags)]
     histories += [[a] for a in tags]

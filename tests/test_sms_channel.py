@@ -13,6 +13,7 @@ import time
 import numpy as np
 import pytest
 
+import maxarpa
 from arsdecode.lattice import Lattice
 from arsdecode.tasks.sms.keypad import (
     CHAR_TO_KEY,
@@ -32,12 +33,11 @@ from arsdecode.tasks.sms.keypad import (
     sample_sentence,
     word_to_keys,
 )
-from maxarpa.model import Model
 
 
 @pytest.fixture(scope="module")
 def vocab() -> list[str]:
-    return list(Model.load(default_model_path()).vocab)
+    return list(maxarpa.load(default_model_path()).vocab)
 
 
 @pytest.fixture(scope="module")

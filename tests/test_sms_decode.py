@@ -9,12 +9,12 @@ import sys
 import numpy as np
 import pytest
 
+import maxarpa
 from arsdecode.api import DEFAULT_LM
 from arsdecode.core.automaton import VARIANTS
 from arsdecode.methods.ars import decode, sample
 from arsdecode.methods.full import full_decode
 from arsdecode.tasks.sms.keypad import KeypadChannel, sample_sentence
-from maxarpa.model import Model
 
 SENTENCES = [
     "the state of the union is strong .",
@@ -26,7 +26,7 @@ SENTENCES = [
 
 @pytest.fixture(scope="module")
 def lm():
-    return Model.load(DEFAULT_LM)
+    return maxarpa.load(DEFAULT_LM)
 
 
 @pytest.mark.parametrize("variant", VARIANTS)

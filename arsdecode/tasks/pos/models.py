@@ -16,6 +16,7 @@ import re
 from functools import lru_cache
 from pathlib import Path
 
+import maxarpa
 from arsdecode.tasks.pos.cap import CapEmissions
 from arsdecode.tasks.pos.emissions import PosModelError, TnTEmissions
 from maxarpa.model import Model
@@ -90,4 +91,4 @@ def load_models(arg: str | Path | None = None, order: int | None = None
 
 @lru_cache(maxsize=4)
 def _load(lm_path: str, em_path: str) -> tuple[Model, Emissions]:
-    return Model.load(lm_path), load_emissions(em_path)
+    return maxarpa.load(lm_path), load_emissions(em_path)

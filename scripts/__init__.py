@@ -1,0 +1,1 @@
+"""Developer scripts run from the source tree (not installed)."""
