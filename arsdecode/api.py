@@ -12,8 +12,8 @@ from dataclasses import dataclass, field, fields
 from functools import lru_cache
 from pathlib import Path
 
-from arsdecode.methods.ars import DecodeResult
 from arsdecode.methods.dispatch import decode
+from arsdecode.methods.results import DecodeResult
 from maxarpa.config import Config
 from maxarpa.model import Model
 
