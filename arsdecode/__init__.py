@@ -26,8 +26,8 @@ __version__ = "0.1.0"
 _EXPORTS = {
     "load_lm": "arsdecode.api", "sms_decode": "arsdecode.api", "tag": "arsdecode.api",
     "TagResult": "arsdecode.api",
-    "DecodeResult": "arsdecode.methods.ars", "SampleResult": "arsdecode.methods.ars",
-    "SampleTrace": "arsdecode.methods.ars", "adapt": "arsdecode.methods.ars",
+    "DecodeResult": "arsdecode.methods.results", "SampleResult": "arsdecode.methods.results",
+    "SampleTrace": "arsdecode.methods.results", "adapt": "arsdecode.methods.ars",
     "sample": "arsdecode.methods.ars",
     "decode": "arsdecode.methods.dispatch", "decode_many": "arsdecode.methods.dispatch",
     "decode_kbest": "arsdecode.methods.kbest", "Lattice": "arsdecode.lattice",
@@ -49,9 +49,10 @@ if TYPE_CHECKING:
         TargetError,
     )
     from arsdecode.lattice import Lattice
-    from arsdecode.methods.ars import DecodeResult, SampleResult, SampleTrace, adapt, sample
+    from arsdecode.methods.ars import adapt, sample
     from arsdecode.methods.dispatch import decode, decode_many
     from arsdecode.methods.kbest import decode_kbest
+    from arsdecode.methods.results import DecodeResult, SampleResult, SampleTrace
 
 
 def __getattr__(name: str) -> Any:

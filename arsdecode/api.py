@@ -13,8 +13,8 @@ from functools import lru_cache
 from pathlib import Path
 
 import maxarpa
-from arsdecode.methods.ars import DecodeResult
 from arsdecode.methods.dispatch import decode
+from arsdecode.methods.results import DecodeResult
 from maxarpa.config import Config
 from maxarpa.model import Model
 

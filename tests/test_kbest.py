@@ -179,3 +179,30 @@ def test_public_decode_with_k_is_decode_kbest(random_lms):
         assert r.certified and len(r.paths) == len(want)
         for got, lp in zip(r.paths, want, strict=True):
             assert abs(got.log_p - lp) <= 1e-9
+
+
+@pytest.mark.parametrize("variant", ["all-edges", "paper"])
+def test_k1_is_decode_without_pruning(random_lms, real_lms, variant):
+    """K = 1 runs the very iteration of `ars.decode` (one ArsDecoder: same check, stopping
+    rule, refinement): the same path, scores, iterations, automaton size and certificate."""
+    from arsdecode.methods.ars import decode
+
+    rng = random.Random(11)
+    for model in [random_lms[2], random_lms[5], real_lms[3]]:
+        for _ in range(8):
+            lattice = make_lattice(rng, model, max_len=6, max_width=5)
+            try:
+                want = decode(model.lm, lattice, variant=variant, prune=False)
+            except NoPathError:
+                with pytest.raises(NoPathError):
+                    decode_kbest(model.lm, lattice, 1, variant=variant)
+                continue
+            got = decode_kbest(model.lm, lattice, 1, variant=variant)
+            [path] = got.paths
+            assert (path.tokens, path.log_p, path.log_q) == (want.tokens, want.log_p, want.log_q)
+            assert (got.iterations, got.states, got.certified) == (
+                want.iterations, want.states, want.certified)
+            capped = decode_kbest(model.lm, lattice, 1, variant=variant, max_iterations=1)
+            first = decode(model.lm, lattice, variant=variant, prune=False, max_iterations=1)
+            assert (capped.certified, capped.iterations, capped.states) == (
+                first.certified, first.iterations, first.states)

@@ -2,7 +2,7 @@
 
     q <- q^(0)                                        QAutomaton(lm, lattice)
     loop:
-        x ~ q   (sampling)   or   x = argmax q (decoding)
+        x ~ q   (sampling)   or   x* = argmax q (decoding)
         accept with probability p(x) / q(x)           decoding: accept iff q(x*) = p(x*)
         if rejected: q <- refine(q, x)                Algorithm 2, QAutomaton.refine
 
@@ -10,9 +10,10 @@ Decoding's stopping rule is a certificate: q >= p everywhere and q(x*) >= q(y) f
 q(x*) = p(x*) gives p(x*) >= p(y). (With pruning, q >= p holds on every path that avoids the
 pruned candidates, and every path through one has p below a path already found; see
 `inference.prune_hopeless`.) The comparison is made on float64 sums of identical terms
-in identical order (see target.py); `tol` (default 1e-9 nats) only absorbs the last-bit
-differences between a max-backoff bound that happens to be tight and the exact value.
-Results are natural log.
+in identical order (see target.py); `tol` (default `tolerances.CERTIFICATE_TOL`, 1e-9 nats)
+only absorbs the last-bit differences between a max-backoff bound that happens to be tight
+and the exact value. One decoding iteration is `ArsDecoder`; `decode` repeats it on one
+lattice, `lockstep` on many at once, `kbest` with q's K best paths. Results are natural log.
 """
 
 from __future__ import annotations
@@ -20,125 +21,25 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 
 import numpy as np
 
 import arsdecode.methods.evidence as evidence
-from arsdecode.core.automaton import DEFAULT_VARIANT, QAutomaton, Variant
+from arsdecode.core.automaton import DEFAULT_VARIANT, FillRequest, QAutomaton, Variant
 from arsdecode.core.inference import log_partition, prune_hopeless, sample_indices, viterbi_indices
 from arsdecode.core.target import Target
+from arsdecode.core.tolerances import CERTIFICATE_TOL, FLOAT_NOISE
 from arsdecode.errors import BoundViolationError, NoPathError, OptionError
 from arsdecode.lattice import Lattice
+from arsdecode.methods.results import DecodeResult, SampleResult, SampleTrace
 from arsdecode.model import TargetModel, as_target_model
 from maxarpa.model import Model
 
-DEFAULT_TOL = 1e-9
-
-
-@dataclass(frozen=True)
-class DecodeResult:
-    """The exact argmax of p, with the paper's Table 1 and Table 2 facts (natural log)."""
-
-    tokens: list[str]
-    log_p: float
-    log_q: float
-    iterations: int
-    states: int
-    ngrams_by_order: dict[int, int]
-    trace: list[tuple[float, float]]  # per iteration: (log q(x*), log p(x*))
-    seconds: float
-    certified: bool = True
-    automaton: QAutomaton | None = field(default=None, repr=False, compare=False)
-    method: str = "ars"  # which exact method produced it: "ars" or "full" (corpus.decode_many)
-
-    def to_json(self) -> dict:
-        """JSON-ready dict (natural logs). Only "timing" varies between identical runs."""
-        return {
-            "tokens": self.tokens,
-            "log_p": self.log_p,
-            "log_q": self.log_q,
-            "certified": self.certified,
-            "method": self.method,
-            "iterations": self.iterations,
-            "states": self.states,
-            "ngrams_by_order": {str(k): v for k, v in self.ngrams_by_order.items()},
-            "trace": [{"log_q": q, "log_p": p} for q, p in self.trace],
-            "timing": {"seconds": self.seconds},
-        }
-
-
-@dataclass(frozen=True)
-class SampleTrace:
-    """Per trial: the ratio p/q, acceptance, and the automaton size when it was drawn."""
-
-    ratios: list[float]
-    accepted: list[bool]
-    states: list[int]
-    log_Z_q: list[float]  # ln q_t(X) of the automaton each trial was drawn from
-    # Index (into the lists above) of the first trial drawn from the final q, the one never
-    # refined again; len(ratios) if q was refined after the last trial. Trials from there on
-    # are i.i.d. given that q (e.g. for an importance-sampling estimate over them).
-    frozen_from: int
-    log_p: list[float] = field(default_factory=list)  # ln p(x_t) of each trial
-    log_q: list[float] = field(default_factory=list)  # ln q_t(x_t) of each trial
-
-
-@dataclass(frozen=True)
-class SampleResult:
-    """Exact i.i.d. samples of p, the trace of the run, and an unbiased estimate of p(X)."""
-
-    samples: list[list[str]]
-    log_p: list[float]
-    trials: int
-    acceptance_rate: float
-    log_Z: float  # ln p(X), importance estimate from every trial (arsdecode.methods.evidence)
-    log_Z_ci: tuple[float, float]  # 95% interval of log_Z
-    log_Z_unweighted: float  # ln of the plain mean of q_t(X) 1[acc_t] (unbiased, noisy)
-    states: int
-    refinements: int
-    seconds: float
-    trace: SampleTrace = field(repr=False)
-    # Trials drawn when the acceptance rate over the last `ar_window` trials first reached
-    # `target_ar` (checked at the end of a batch; q is frozen from then on); None if never.
-    adapted_at_trial: int | None
-    log_Z_rejection: float = -math.inf  # from accepted trials only (evidence.rejection_estimate)
-    log_Z_rejection_ci: tuple[float, float] = (-math.inf, math.inf)
-
-    def ranked(self) -> list[tuple[list[str], int, float]]:
-        """Distinct samples as (tokens, count, ln p), most frequent first (the paper's Table 4).
-
-        Ties are broken by higher ln p, then by the tokens, so the order is reproducible.
-        """
-        counts: dict[tuple[str, ...], int] = {}
-        score: dict[tuple[str, ...], float] = {}
-        for tokens, log_p in zip(self.samples, self.log_p, strict=True):
-            key = tuple(tokens)
-            counts[key] = counts.get(key, 0) + 1
-            score[key] = log_p
-        order = sorted(counts, key=lambda k: (-counts[k], -score[k], k))
-        return [(list(k), counts[k], score[k]) for k in order]
-
-    def to_json(self) -> dict:
-        """JSON-ready dict (natural logs). Only "timing" varies between runs with one seed."""
-        return {
-            "samples": self.samples,
-            "log_p": self.log_p,
-            "trials": self.trials,
-            "acceptance_rate": self.acceptance_rate,
-            "log_Z": self.log_Z,
-            "log_Z_ci": list(self.log_Z_ci),
-            "log_Z_unweighted": self.log_Z_unweighted,
-            "log_Z_rejection": self.log_Z_rejection,
-            "log_Z_rejection_ci": list(self.log_Z_rejection_ci),
-            "states": self.states,
-            "refinements": self.refinements,
-            "timing": {"seconds": self.seconds},
-        }
+NO_PATH = "every path of the lattice has probability 0 under the model"
 
 
 def check_bound(qa: QAutomaton, target: Target, idx: Sequence[int], log_q: float,
-                log_p: float, tol: float = DEFAULT_TOL) -> None:
+                log_p: float, tol: float = CERTIFICATE_TOL) -> None:
     """Raise BoundViolationError if p(x) > q(x) beyond `tol` on the path `idx`.
 
     Why: q >= p is what every certificate and every acceptance ratio rests on. One-sided,
@@ -175,14 +76,173 @@ def check_bound(qa: QAutomaton, target: Target, idx: Sequence[int], log_q: float
         f"{log_p!r} > ln q = {log_q!r}; the model's max-backoff bounds are wrong")
 
 
+class ArsDecoder:
+    """Algorithm 1 (decoding) on one lattice: its state, and one iteration at a time.
+
+    Why an object: the iteration is what `decode` repeats on one lattice, what `lockstep`
+    advances on many lattices at once (batching their model queries) and what `kbest` repeats
+    with q's K best paths in place of the argmax. Written once, the stopping rule, the pruning
+    and the refinement cannot drift apart between them.
+
+    One iteration (`step`; lockstep calls the parts), in the paper's names:
+        propose()       x* = argmax q, and ln q(x*)            (NoPathError if q(X) = 0)
+        score()         ln p(x*), querying only the factors not known yet
+        judge(log_p)    q >= p on x* (`check_bound`); if q(x*) = p(x*) within `tol`, x* is
+                        certified and the run is done; else candidates whose every path is
+                        below the best p found are pruned (`prune`)
+        refine()        Algorithm 2 along x*. The run is done when nothing is left to refine
+                        (every state on x* exact: certified iff only FLOAT_NOISE separates
+                        q(x*) from p(x*)) or after `max_iterations` (not certified).
+
+    x* is held as a list of paths (`paths`, with `log_q` and `log_p` alongside): one for
+    decoding, q's K best for k-best (`kbest.KBestDecoder` overrides `best_of_q`), where the
+    list is certified when every path is exact and refined along every inexact one. Pruning
+    keeps only what can beat the single best path, so it is for decoding only.
+    """
+
+    def __init__(self, model: TargetModel, lattice: Lattice, *,
+                 variant: Variant = DEFAULT_VARIANT, tol: float = CERTIFICATE_TOL,
+                 max_iterations: int | None = None, prune: bool = True,
+                 fill: bool = True) -> None:
+        """`fill=False` leaves the model queries of q^(0)'s rows to the caller
+        (`qa.fill_requests(qa.unfilled)`, answered by `qa.apply_fill`; lockstep batches them
+        across lattices)."""
+        self.lattice = lattice
+        self.qa = QAutomaton(model, lattice, variant=variant, fill=False)  # q^(0)
+        self.target = Target(model, lattice, token_ids=self.qa.cand_ids)  # p
+        self.qa.on_exact_fill = self.target.remember_context  # exact edges are p's factors
+        if fill:
+            self.qa.fill_pending()
+        self.tol = tol
+        self.max_iterations = max_iterations
+        self.prune = prune
+        self.iterations = 0
+        self.paths: list[list[int]] = []  # x* (candidate indices), this iteration's proposal
+        self.log_q: list[float] = []  # ln q(x*)
+        self.log_p: list[float] = []  # ln p(x*)
+        self.gaps: list[float] = []  # ln q(x*) - ln p(x*) >= 0
+        self.trace: list[tuple[float, float]] = []  # per iteration: (ln q(x*), ln p(x*))
+        self.best_log_p = -math.inf  # p of the best path scored: a lower bound on the optimum
+        self.best_idx: list[int] | None = None  # that path
+        self.certified = False
+        self.done = False
+
+    def best_of_q(self) -> tuple[list[list[int]], list[float]]:
+        """x* = argmax q (incremental Viterbi) and ln q(x*), forward-summed like p."""
+        idx, log_q = viterbi_indices(self.qa)
+        return [idx], [log_q]
+
+    def propose(self) -> list[list[int]]:
+        """Start an iteration: x*, the best path(s) of the current q."""
+        self.iterations += 1
+        self.paths, self.log_q = self.best_of_q()
+        if not self.paths or self.log_q[0] == -math.inf:  # q >= p: then p is 0 everywhere
+            raise NoPathError(NO_PATH)
+        return self.paths
+
+    def missing_factors(self) -> np.ndarray:
+        """The factors of p on x* not known yet, as rows (context..., word), for a caller that
+        answers many decoders' in one query (lockstep) and passes them to `target.remember`."""
+        return np.concatenate([self.target.missing_factors(p) for p in self.paths])
+
+    def score(self) -> list[float]:
+        """ln p(x*): `Target` queries the factors it has not memoised (none after lockstep's
+        batched query; exact edges of q are memoised as they are filled)."""
+        return [self.target.log_p_indices(p) for p in self.paths]
+
+    def judge(self, log_p: Sequence[float]) -> None:
+        """Algorithm 1's test of x* given ln p(x*): accept (certify) iff q(x*) = p(x*).
+
+        The certificate is two-sided (`check_bound`). A path scored above the best so far
+        prunes the candidates that cannot beat it (exact; `inference.prune_hopeless`).
+        """
+        self.log_p = [float(v) for v in log_p]
+        self.trace.append((self.log_q[0], self.log_p[0]))
+        for idx, lq, lp in zip(self.paths, self.log_q, self.log_p, strict=True):
+            check_bound(self.qa, self.target, idx, lq, lp, self.tol)
+        self.gaps = [lq - lp for lq, lp in zip(self.log_q, self.log_p, strict=True)]
+        j = max(range(len(self.log_p)), key=self.log_p.__getitem__)
+        improved = self.log_p[j] > self.best_log_p
+        if improved:
+            self.best_log_p, self.best_idx = self.log_p[j], self.paths[j]
+        if all(g <= self.tol for g in self.gaps):  # q(x*) = p(x*) and q >= p: x* is optimal
+            self.certified = self.done = True
+        elif self.prune and improved:
+            prune_hopeless(self.qa, self.best_log_p)
+
+    def refine(self, *, defer: bool = False) -> list[FillRequest]:
+        """Algorithm 2 along every inexact path of x* (`QAutomaton.refine`), or end the run.
+
+        `defer=True` (variant "all-edges"): the model queries of the new rows are returned
+        instead of made, for the caller to answer (`qa.apply_fill`) before the next
+        `propose`; otherwise they are made here and nothing is returned.
+        """
+        inexact = [p for p, g in zip(self.paths, self.gaps, strict=True) if g > self.tol]
+        requests: list[FillRequest] = []
+        if defer and self.qa.variant == "all-edges":
+            pending: list[tuple[int, int]] = []
+            changed = sum(self.qa.refine_indices(p, pending=pending) for p in inexact)
+            requests = self.qa.fill_requests(pending)
+        else:
+            changed = self.qa.refine_many(inexact)
+        if not changed:  # every state on x* is exact: q(x*) and p(x*) sum the same factors
+            self.certified = all(g <= FLOAT_NOISE for g in self.gaps)  # float noise at most
+            self.done = True
+        elif self.max_iterations is not None and self.iterations >= self.max_iterations:
+            self.done = True
+        return requests
+
+    def step(self) -> None:
+        """One iteration of Algorithm 1 (decoding), on this lattice alone."""
+        self.propose()  # x* = argmax q
+        self.judge(self.score())  # accept iff q(x*) = p(x*)
+        if not self.done:
+            self.refine()  # Algorithm 2 along x*
+
+    def tokens(self, idx: Sequence[int]) -> list[str]:
+        return [self.lattice.tokens[i][j] for i, j in enumerate(idx)]
+
+    def result(self, seconds: float, *, keep_automaton: bool = False) -> DecodeResult:
+        """The run's answer: x* of the last iteration, certified or not (`certified`)."""
+        return DecodeResult(
+            tokens=self.tokens(self.paths[0]),
+            log_p=self.log_p[0],
+            log_q=self.log_q[0],
+            iterations=self.iterations,
+            states=self.qa.num_states(),
+            ngrams_by_order=self.qa.ngrams_by_order(),
+            trace=self.trace,
+            seconds=seconds,
+            certified=self.certified,
+            automaton=self.qa if keep_automaton else None,
+        )
+
+    def best_so_far(self, seconds: float) -> DecodeResult | None:
+        """For an interrupted run: the best exactly scored path, uncertified, bounded above by
+        the least ln q(x*) seen (every one bounds the optimum, q >= p); None if none scored."""
+        if self.best_idx is None:
+            return None
+        return DecodeResult(
+            tokens=self.tokens(self.best_idx),
+            log_p=self.best_log_p,
+            log_q=min(q for q, _ in self.trace),
+            iterations=self.iterations,
+            states=-1,  # the automaton may be mid-refinement: its size is not reported
+            ngrams_by_order={},
+            trace=self.trace,
+            seconds=seconds,
+            certified=False,
+        )
+
+
 def decode(
     lm: Model | TargetModel,
     lattice: Lattice,
     *,
     variant: Variant = DEFAULT_VARIANT,
     max_iterations: int | None = None,
-    tol: float = DEFAULT_TOL,
-    on_iteration=None,
+    tol: float = CERTIFICATE_TOL,
+    on_iteration: Callable[[int, list[str], float, float], None] | None = None,
     keep_automaton: bool = False,
     prune: bool | None = None,
 ) -> DecodeResult:
@@ -192,78 +252,32 @@ def decode(
         lm: a maxarpa.Model (wrapped by `arsdecode.model.MaxArpaLM`) or any `TargetModel`.
         variant: Algorithm 2's refinement, "all-edges" or "paper" (see `automaton.py`).
         max_iterations: stop early (result marked `certified=False`) after this many.
-        on_iteration: optional callback(iteration, tokens, log_q, log_p) for traces.
+        on_iteration: optional callback(iteration, tokens, log_q, log_p) of x*, called after
+            each iteration (for traces and progress).
         keep_automaton: return the final q-automaton in `automaton` (for export); off by
             default because it can hold tens of MB.
         prune: drop candidates whose best q-path is below the best p found so far
             (`inference.prune_hopeless`; exact, fewer model queries on large candidate
             lists). Default: on, unless `keep_automaton` (an exported q stays a bound on p).
+
+    Ctrl-C raises `DecodeInterrupted` with the best path scored so far.
     """
     start = time.perf_counter()
-    model = as_target_model(lm)
-    qa = QAutomaton(model, lattice, variant=variant, fill=False)
-    target = Target(model, lattice, token_ids=qa.cand_ids)
-    qa.on_exact_fill = target.remember_context  # exact edges are p's factors: reuse them
-    qa.fill_pending()
-    prune = (not keep_automaton) if prune is None else prune
-    best_log_p = -math.inf  # p of the best path seen: a lower bound on the optimum
-    best_idx: list[int] | None = None  # that path
-    trace: list[tuple[float, float]] = []
-    iteration = 0
-    certified = False
+    run = ArsDecoder(as_target_model(lm), lattice, variant=variant, tol=tol,
+                     max_iterations=max_iterations,
+                     prune=(not keep_automaton) if prune is None else prune)
     try:
-        while True:
-            iteration += 1
-            idx, log_q = viterbi_indices(qa)
-            log_p = target.log_p_indices(idx)
-            trace.append((log_q, log_p))
+        while not run.done:
+            run.step()
             if on_iteration is not None:
-                on_iteration(iteration, [lattice.tokens[i][j] for i, j in enumerate(idx)],
-                             log_q, log_p)
-            if log_q == -math.inf:
-                raise NoPathError("every path of the lattice has probability 0 under the model")
-            check_bound(qa, target, idx, log_q, log_p, tol)  # the certificate is two-sided
-            improved = log_p > best_log_p
-            if improved:
-                best_log_p, best_idx = log_p, idx
-            if log_q - log_p <= tol:
-                certified = True
-                break
-            if prune and improved:  # drop candidates that cannot beat it (exact)
-                prune_hopeless(qa, best_log_p)
-            if not qa.refine_indices(idx):
-                certified = log_q - log_p <= 1e-6  # only float noise is left on an exact path
-                break
-            if max_iterations is not None and iteration >= max_iterations:
-                break
+                on_iteration(run.iterations, run.tokens(run.paths[0]), run.log_q[0],
+                             run.log_p[0])
     except KeyboardInterrupt:
-        if best_idx is None:  # no path scored yet: nothing to report
+        partial = run.best_so_far(time.perf_counter() - start)
+        if partial is None:  # no path scored yet: nothing to report
             raise
-        # Every log q(x*) seen bounds the optimum from above (q >= p); the least is the gap's top.
-        bound = min(q for q, _ in trace)
-        raise DecodeInterrupted(DecodeResult(
-            tokens=[lattice.tokens[i][j] for i, j in enumerate(best_idx)],
-            log_p=float(best_log_p),
-            log_q=float(bound),
-            iterations=iteration,
-            states=-1,  # the automaton may be mid-refinement: its size is not reported
-            ngrams_by_order={},
-            trace=trace,
-            seconds=time.perf_counter() - start,
-            certified=False,
-        )) from None
-    return DecodeResult(
-        tokens=[lattice.tokens[i][j] for i, j in enumerate(idx)],
-        log_p=float(log_p),
-        log_q=float(log_q),
-        iterations=iteration,
-        states=qa.num_states(),
-        ngrams_by_order=qa.ngrams_by_order(),
-        trace=trace,
-        seconds=time.perf_counter() - start,
-        certified=certified,
-        automaton=qa if keep_automaton else None,
-    )
+        raise DecodeInterrupted(partial) from None
+    return run.result(time.perf_counter() - start, keep_automaton=keep_automaton)
 
 
 class DecodeInterrupted(KeyboardInterrupt):
@@ -322,9 +336,9 @@ def sample(
         raise OptionError("n (the number of samples) must be >= 0")
     rng = rng if rng is not None else np.random.default_rng(seed)
     return _adaptive_rejection(
-        lm, lattice, n, rng, batch=batch, target_ar=target_ar, ar_window=ar_window,
-        variant=variant, max_trials=max_trials, stop_when_adapted=stop_when_adapted,
-        on_sample=on_sample,
+        as_target_model(lm), lattice, n, rng, batch=batch, target_ar=target_ar,
+        ar_window=ar_window, variant=variant, max_trials=max_trials,
+        stop_when_adapted=stop_when_adapted, on_sample=on_sample,
     )
 
 
@@ -352,13 +366,13 @@ def adapt(
     """
     rng = rng if rng is not None else np.random.default_rng(seed)
     return _adaptive_rejection(
-        lm, lattice, None, rng, batch=batch, target_ar=target_ar, ar_window=ar_window,
-        variant=variant, max_trials=max_trials, stop_when_adapted=True,
+        as_target_model(lm), lattice, None, rng, batch=batch, target_ar=target_ar,
+        ar_window=ar_window, variant=variant, max_trials=max_trials, stop_when_adapted=True,
     )
 
 
 def _adaptive_rejection(
-    lm: Model | TargetModel,
+    model: TargetModel,
     lattice: Lattice,
     n: int | None,
     rng: np.random.Generator,
@@ -375,11 +389,10 @@ def _adaptive_rejection(
     if batch < 1:
         raise OptionError("batch must be >= 1")
     start = time.perf_counter()
-    model = as_target_model(lm)
     qa = QAutomaton(model, lattice, variant=variant, track_pointers=False)
     target = Target(model, lattice, token_ids=qa.cand_ids)
     if log_partition(qa) == -math.inf:
-        raise NoPathError("every path of the lattice has probability 0 under the model")
+        raise NoPathError(NO_PATH)
     samples: list[list[str]] = []
     sample_log_p: list[float] = []
     ratios: list[float] = []
@@ -397,13 +410,13 @@ def _adaptive_rejection(
             break
         paths, log_z = sample_indices(qa, batch, rng)
         if log_z == -math.inf:  # refinement proved that no path has probability > 0
-            raise NoPathError("every path of the lattice has probability 0 under the model")
+            raise NoPathError(NO_PATH)
         u = rng.random(batch)
         rejected: list[list[int]] = []
         n_states = qa.num_states()
         batch_log_q = qa.log_q_batch(paths)
         batch_log_p = target.log_p_batch(paths)
-        broken = np.flatnonzero(batch_log_p > batch_log_q + DEFAULT_TOL)
+        broken = np.flatnonzero(batch_log_p > batch_log_q + CERTIFICATE_TOL)
         if len(broken):  # p/q > 1 is never clipped: the bound itself is wrong
             t = int(broken[0])
             check_bound(qa, target, paths[t].tolist(), float(batch_log_q[t]),

@@ -32,9 +32,9 @@ from typing import Literal
 import numpy as np
 
 from arsdecode.core.automaton import DEFAULT_VARIANT, Variant
+from arsdecode.core.tolerances import CERTIFICATE_TOL
 from arsdecode.errors import NoPathError, OptionError
 from arsdecode.lattice import Lattice
-from arsdecode.methods.ars import DEFAULT_TOL, DecodeResult
 from arsdecode.methods.ars import decode as ars_decode
 from arsdecode.methods.cost_model import (
     ars_seconds,
@@ -44,6 +44,7 @@ from arsdecode.methods.cost_model import (
 )
 from arsdecode.methods.full import full_decode
 from arsdecode.methods.lockstep import ars_lockstep, lockstep_groups
+from arsdecode.methods.results import DecodeResult
 from arsdecode.model import TargetModel, as_target_model, ngram_tables
 
 Method = Literal["auto", "ars", "full"]
@@ -62,7 +63,7 @@ def decode_many(
     method: Method = "auto",
     variant: Variant = DEFAULT_VARIANT,
     max_iterations: int | None = None,
-    tol: float = DEFAULT_TOL,
+    tol: float = CERTIFICATE_TOL,
 ) -> list[DecodeResult]:
     """The exact argmax of p on each lattice, in input order (natural log).
 

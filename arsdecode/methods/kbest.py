@@ -3,7 +3,8 @@
 Why it works: q >= p on every path. Run k-best Viterbi on q; if each of q's K best paths is
 exact (q(x) = p(x)), then any path y outside them has p(y) <= q(y) <= q(x_K) = p(x_K), so they
 are the K best of p. Otherwise refine q along every inexact one (Algorithm 2, all at once) and
-repeat. This is Algorithm 1's decoding loop with a K-best list in place of the argmax.
+repeat. This is Algorithm 1's decoding loop with a K-best list in place of the argmax: the
+same `ars.ArsDecoder` (its check, stopping rule and refinement), proposing q's K best paths.
 
 k-best Viterbi on q is a backward pass over the layered, deterministic automaton: every state
 keeps the K best completions (score, candidate j, rank r in the K-list of the state that edge
@@ -22,37 +23,17 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass
 
 import numpy as np
 
 from arsdecode.core.automaton import DEFAULT_VARIANT, QAutomaton, Variant
-from arsdecode.core.target import Target
-from arsdecode.errors import NoPathError, OptionError
+from arsdecode.core.tolerances import CERTIFICATE_TOL
+from arsdecode.errors import OptionError
 from arsdecode.lattice import Lattice
-from arsdecode.methods.ars import DEFAULT_TOL, check_bound
+from arsdecode.methods.ars import ArsDecoder
+from arsdecode.methods.results import KBestResult, ScoredPath
+from arsdecode.model import TargetModel, as_target_model
 from maxarpa.model import Model
-
-
-@dataclass(frozen=True)
-class ScoredPath:
-    """One path of the k-best list (natural log)."""
-
-    tokens: list[str]
-    indices: tuple[int, ...]
-    log_p: float
-    log_q: float
-
-
-@dataclass(frozen=True)
-class KBestResult:
-    """The K best distinct paths of p, best first, and how they were certified."""
-
-    paths: list[ScoredPath]
-    iterations: int
-    states: int
-    seconds: float
-    certified: bool
 
 
 def kbest_q(qa: QAutomaton, k: int) -> list[tuple[tuple[int, ...], float]]:
@@ -84,54 +65,55 @@ def kbest_q(qa: QAutomaton, k: int) -> list[tuple[tuple[int, ...], float]]:
     return out
 
 
+class KBestDecoder(ArsDecoder):
+    """Algorithm 1's decoding iteration with x* = q's K best paths (`kbest_q`).
+
+    Everything else is `ArsDecoder`'s: q >= p checked on every path, certified when all K are
+    exact, refined along every inexact one, the same FLOAT_NOISE rule when nothing is left to
+    refine. No pruning: it keeps only what can beat the single best path.
+    """
+
+    def __init__(self, model: TargetModel, lattice: Lattice, k: int, *,
+                 variant: Variant = DEFAULT_VARIANT, tol: float = CERTIFICATE_TOL,
+                 max_iterations: int | None = None) -> None:
+        super().__init__(model, lattice, variant=variant, tol=tol,
+                         max_iterations=max_iterations, prune=False)
+        self.k = k
+
+    def best_of_q(self) -> tuple[list[list[int]], list[float]]:
+        """q's K best paths, best first, and ln q of each forward-summed like p."""
+        paths = [list(p) for p, _ in kbest_q(self.qa, self.k)]
+        return paths, [self.qa.log_q_indices(p) for p in paths]
+
+
 def decode_kbest(
-    lm: Model,
+    lm: Model | TargetModel,
     lattice: Lattice,
     k: int,
     *,
     variant: Variant = DEFAULT_VARIANT,
     max_iterations: int | None = None,
-    tol: float = DEFAULT_TOL,
+    tol: float = CERTIFICATE_TOL,
 ) -> KBestResult:
     """The k most probable distinct paths of p over the lattice, each exact, best first.
 
     Raises:
-        ValueError: k < 1.
+        OptionError: k < 1.
         NoPathError: every path has probability 0.
     """
     if k < 1:
         raise OptionError("k (the number of paths) must be >= 1")
     start = time.perf_counter()
-    target = Target(lm, lattice)
-    qa = QAutomaton(lm, lattice, variant=variant)
-    iteration = 0
-    certified = False
-    while True:
-        iteration += 1
-        best = kbest_q(qa, k)
-        if not best:
-            raise NoPathError("every path of the lattice has probability 0 under the model")
-        idx = np.asarray([p for p, _ in best], dtype=np.int64)
-        log_q = qa.log_q_batch(idx)
-        log_p = target.log_p_batch(idx)
-        for row, lq, lp in zip(idx.tolist(), log_q.tolist(), log_p.tolist(), strict=True):
-            check_bound(qa, target, row, lq, lp, tol)  # q >= p, or no certificate at all
-        gap = np.where(log_p == -np.inf, np.inf, log_q - log_p)
-        inexact = [list(p) for (p, _), g in zip(best, gap) if g > tol]
-        if not inexact:
-            certified = True
-            break
-        if qa.refine_many(inexact) == 0:
-            certified = bool(np.all(gap <= 1e-6))  # only float noise left on exact paths
-            break
-        if max_iterations is not None and iteration >= max_iterations:
-            break
-    rows = [(float(lp), p, float(lq)) for (p, _), lp, lq in zip(best, log_p, log_q)
-            if lp > -math.inf]
-    rows.sort(key=lambda row: (-row[0], row[1]))
-    paths = [ScoredPath([lattice.tokens[i][j] for i, j in enumerate(p)], p, lp, lq)
-             for lp, p, lq in rows]
-    return KBestResult(paths, iteration, qa.num_states(), time.perf_counter() - start, certified)
+    run = KBestDecoder(as_target_model(lm), lattice, k, variant=variant, tol=tol,
+                       max_iterations=max_iterations)
+    while not run.done:  # certified iff q's K best paths are all exact
+        run.step()
+    rows = sorted(((lp, tuple(p), lq) for p, lp, lq in zip(run.paths, run.log_p, run.log_q,
+                                                             strict=True) if lp > -math.inf),
+                  key=lambda row: (-row[0], row[1]))
+    paths = [ScoredPath(run.tokens(p), p, lp, lq) for lp, p, lq in rows]
+    return KBestResult(paths, run.iterations, run.qa.num_states(), time.perf_counter() - start,
+                       run.certified)
 
 
 def nbest_json(result: KBestResult) -> list[dict]:

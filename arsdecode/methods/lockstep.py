@@ -2,25 +2,25 @@
 
 Why: per sentence, ARS pays Python and numpy call overhead for every model query (the initial
 automaton, each iteration's path scoring, each refinement). Here all active sentences advance
-in lockstep, one ARS iteration at a time, and each step's model queries are concatenated
-across sentences: one `log_prob` query for the paths to score, one `log_prob` and one
-`log_bound` query for the rows to (re)fill. The model answers row by row, so every sentence
-gets exactly the numbers `ars.decode` would get, and the same result (tested).
+in lockstep, one `ars.ArsDecoder` iteration at a time, and each step's model queries are
+concatenated across sentences: one `log_prob` query for the paths to score, one `log_prob` and
+one `log_bound` query for the rows to (re)fill. The model answers row by row, so every
+sentence gets exactly the numbers `ars.decode` would get, and the same result (tested).
 """
 
 from __future__ import annotations
 
-import math
 import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 
 import numpy as np
 
-from arsdecode.core.automaton import FillRequest, QAutomaton
-from arsdecode.core.inference import prune_hopeless, viterbi_indices
-from arsdecode.core.target import Target
-from arsdecode.errors import NoPathError
+from arsdecode.core.automaton import FillRequest, QAutomaton, Variant
+from arsdecode.errors import BoundViolationError, NoPathError
 from arsdecode.lattice import Lattice
-from arsdecode.methods.ars import DecodeResult
+from arsdecode.methods.ars import ArsDecoder
+from arsdecode.methods.results import DecodeResult
 from arsdecode.model import TargetModel
 
 LOCKSTEP_CANDIDATES = 20_000  # candidates (summed over positions) decoded in lockstep at most
@@ -46,20 +46,65 @@ def lockstep_groups(items: list[int], sizes: list[int]) -> list[list[int]]:
     return groups
 
 
+def ars_lockstep(
+    model: TargetModel,
+    lattices: Sequence[Lattice],
+    variant: Variant,
+    max_iterations: int | None,
+    tol: float,
+    labels: Sequence[object],
+    start: float,
+) -> list[DecodeResult]:
+    """Algorithm 1 (decoding) on every lattice, one iteration at a time for all of them.
 
-class _Run:
-    """One lattice's ARS state in the lockstep loop."""
+    `model` is already a TargetModel (`dispatch` converts it once). Errors name the lattice
+    by its label; `seconds` of each result counts from `start`.
+    """
+    active = {k: ArsDecoder(model, lat, variant=variant, tol=tol, max_iterations=max_iterations,
+                            fill=False)
+              for k, lat in enumerate(lattices)}
+    _answer(model, [(run.qa, q) for run in active.values()
+                    for q in run.qa.fill_requests(run.qa.unfilled)])  # q^(0) of every lattice
+    results: list[DecodeResult | None] = [None] * len(lattices)
+    while active:
+        for k, run in active.items():  # x* = argmax q, on every lattice
+            with _naming(labels[k]):
+                run.propose()
+        _score(model, list(active.values()))  # p(x*) of every lattice: one model query
+        requests: list[tuple[QAutomaton, FillRequest]] = []
+        for k, run in list(active.items()):
+            with _naming(labels[k]):
+                run.judge(run.score())  # every factor is known now: no query
+            if not run.done:  # Algorithm 2; the new rows are filled below, batched
+                requests.extend((run.qa, q) for q in run.refine(defer=True))
+            if run.done:
+                results[k] = run.result(time.perf_counter() - start)
+                del active[k]  # release the automaton now, not when the slowest finishes
+        _answer(model, requests)
+    return [r for r in results if r is not None]
 
-    def __init__(self, model: TargetModel, lattice: Lattice, variant: str) -> None:
-        self.lattice = lattice
-        self.qa = QAutomaton(model, lattice, variant=variant, fill=False)
-        self.target = Target(model, lattice, token_ids=self.qa.cand_ids)
-        self.qa.on_exact_fill = self.target.remember_context
-        self.trace: list[tuple[float, float]] = []
-        self.idx: list[int] = []
-        self.log_q = self.log_p = math.nan
-        self.best_log_p = -math.inf
-        self.result: DecodeResult | None = None
+
+@contextmanager
+def _naming(label: object) -> Iterator[None]:
+    """Prefix the lattice's label to the errors one decoder raises about its lattice."""
+    try:
+        yield
+    except (NoPathError, BoundViolationError) as err:
+        raise type(err)(f"lattice {label}: {err}") from None
+
+
+def _score(model: TargetModel, runs: list[ArsDecoder]) -> None:
+    """Answer the missing factors of p on every decoder's x* with one `log_prob` query."""
+    missing = [r.missing_factors() for r in runs]
+    if not sum(len(m) for m in missing):
+        return
+    rows = np.concatenate(missing)
+    width = rows.shape[1] - 1
+    values = model.log_prob(rows[:, :width], rows[:, width])
+    pos = 0
+    for r, m in zip(runs, missing, strict=True):
+        r.target.remember(m, values[pos : pos + len(m)])
+        pos += len(m)
 
 
 def _answer(model: TargetModel, requests: list[tuple[QAutomaton, FillRequest]]) -> None:
@@ -75,83 +120,3 @@ def _answer(model: TargetModel, requests: list[tuple[QAutomaton, FillRequest]]) 
         for qa, r in group:
             qa.apply_fill(r, values[pos : pos + len(r.words)])
             pos += len(r.words)
-
-
-def ars_lockstep(model, lattices, variant, max_iterations, tol, labels,
-                  start: float) -> list[DecodeResult]:
-    """Algorithm 1 (decoding) on every lattice, one iteration at a time for all of them;
-    `seconds` of each result counts from `start`."""
-    from arsdecode.errors import BoundViolationError
-    from arsdecode.methods.ars import (
-        check_bound,  # imported here: only the lockstep loop needs them
-    )
-
-    runs = [_Run(model, lat, variant) for lat in lattices]
-    _answer(model, [(r.qa, q) for r in runs for q in r.qa.fill_requests(r.qa.unfilled)])
-    width = max(model.order - 1, 0)
-    active = list(runs)
-    iteration = 0
-    while active:
-        iteration += 1
-        for r in active:  # x* = argmax q
-            r.idx, r.log_q = viterbi_indices(r.qa)
-        missing = [r.target.missing_factors(r.idx) for r in active]
-        if sum(len(m) for m in missing):  # p(x*) for every sentence: one query
-            rows = np.concatenate(missing)
-            values = model.log_prob(rows[:, :width], rows[:, width])
-            pos = 0
-            for r, m in zip(active, missing, strict=True):
-                r.target.remember(m, values[pos : pos + len(m)])
-                pos += len(m)
-        requests: list[tuple[QAutomaton, FillRequest]] = []
-        still: list[_Run] = []
-        for r in active:
-            r.log_p = r.target.log_p_indices(r.idx)
-            r.trace.append((r.log_q, r.log_p))
-            if r.log_q == -math.inf:
-                label = labels[runs.index(r)]
-                raise NoPathError(f"lattice {label}: every path has probability 0 under the model")
-            try:  # the certificate is two-sided, as in ars.decode
-                check_bound(r.qa, r.target, r.idx, r.log_q, r.log_p, tol)
-            except BoundViolationError as err:
-                raise BoundViolationError(f"lattice {labels[runs.index(r)]}: {err}") from None
-            if r.log_q - r.log_p <= tol:  # certificate: q(x*) = p(x*) and q >= p
-                _finish(r, iteration, True, start)
-                continue
-            if r.log_p > r.best_log_p:  # exact pruning, as in decode
-                r.best_log_p = r.log_p
-                prune_hopeless(r.qa, r.best_log_p)
-            if r.qa.variant == "all-edges":  # refine; the new rows are filled below, batched
-                pending: list[tuple[int, int]] = []
-                changed = r.qa.refine_indices(r.idx, pending=pending)
-                requests.extend((r.qa, q) for q in r.qa.fill_requests(pending))
-            else:
-                changed = r.qa.refine_indices(r.idx)
-            if not changed:
-                _finish(r, iteration, r.log_q - r.log_p <= 1e-6, start)
-            elif max_iterations is not None and iteration >= max_iterations:
-                _finish(r, iteration, False, start)
-            else:
-                still.append(r)
-        _answer(model, requests)
-        active = still
-    return [r.result for r in runs if r.result is not None]
-
-
-def _finish(r: _Run, iteration: int, certified: bool, start: float) -> None:
-    lat = r.lattice
-    r.result = DecodeResult(
-        tokens=[lat.tokens[i][j] for i, j in enumerate(r.idx)],
-        log_p=float(r.log_p),
-        log_q=float(r.log_q),
-        iterations=iteration,
-        states=r.qa.num_states(),
-        ngrams_by_order=r.qa.ngrams_by_order(),
-        trace=r.trace,
-        seconds=time.perf_counter() - start,
-        certified=certified,
-        method="ars",
-    )
-    # The automaton is done with: release it now, not when the group's slowest finishes.
-    r.qa = None  # type: ignore[assignment]
-    r.target = None  # type: ignore[assignment]
