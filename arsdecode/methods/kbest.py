@@ -31,6 +31,7 @@ from arsdecode.core.target import Target
 from arsdecode.errors import NoPathError, OptionError
 from arsdecode.lattice import Lattice
 from arsdecode.methods.ars import DEFAULT_TOL, check_bound
+from arsdecode.model import TargetModel
 from maxarpa.model import Model
 
 
@@ -85,7 +86,7 @@ def kbest_q(qa: QAutomaton, k: int) -> list[tuple[tuple[int, ...], float]]:
 
 
 def decode_kbest(
-    lm: Model,
+    lm: Model | TargetModel,
     lattice: Lattice,
     k: int,
     *,
