@@ -2,7 +2,9 @@
 
 Adaptive rejection sampling (ARS) over a refined q-automaton, after Carter, Dymetman &
 Bouchard (2012), "Exact Sampling and Decoding in High-Order HMMs". Every log value arsdecode
-returns is a natural log (ln); model files (ARPA, MAX-ARPA) are log10.
+returns is a natural log (ln); model files (ARPA, MAX-ARPA) are log10. Every function below
+lives in `arsdecode.api`, the one front door; `lm` is a maxarpa Model or any target of your own
+that implements `arsdecode.model.TargetModel`.
 
     import arsdecode
     lm = arsdecode.load_lm("model.arpa")
@@ -10,6 +12,7 @@ returns is a natural log (ln); model files (ARPA, MAX-ARPA) are log10.
     best = arsdecode.decode(lm, lattice)         # DecodeResult: tokens, log_p (ln), method
     top = arsdecode.decode_kbest(lm, lattice, 5)  # the 5 best paths, each certified exact
     draws = arsdecode.sample(lm, lattice, 100, seed=0)   # SampleResult: samples, log_Z (ln)
+    arsdecode.marginals(lm, lattice, 1000, seed=0)       # per-position marginals, ln Z
     arsdecode.tag("The dog barked .").tags        # Penn Treebank tags, shipped tagger
     arsdecode.sms_decode("3637 843 *").tokens     # words from noisy keypad digits
 """
@@ -24,20 +27,34 @@ __version__ = "0.1.0"
 # The public names, imported on first use (PEP 562): `import arsdecode` stays light, and a
 # CLI can set up the process (one BLAS thread, see arsdecode.cli.main) before numpy loads.
 _EXPORTS = {
-    "load_lm": "arsdecode.api", "sms_decode": "arsdecode.api", "tag": "arsdecode.api",
-    "TagResult": "arsdecode.api",
-    "DecodeResult": "arsdecode.methods.results", "SampleResult": "arsdecode.methods.results",
-    "SampleTrace": "arsdecode.methods.results", "adapt": "arsdecode.methods.ars",
-    "sample": "arsdecode.methods.ars",
-    "decode": "arsdecode.methods.dispatch", "decode_many": "arsdecode.methods.dispatch",
-    "decode_kbest": "arsdecode.methods.kbest", "Lattice": "arsdecode.lattice",
+    **{name: "arsdecode.api" for name in (
+        "load_lm", "decode", "decode_many", "decode_kbest", "sample", "adapt", "marginals",
+        "tag", "sms_decode", "DecodeResult", "KBestResult", "SampleResult", "SampleTrace",
+        "MarginalsResult", "TagResult")},
+    "Lattice": "arsdecode.lattice",
     **{name: "arsdecode.errors" for name in (
         "ArsDecodeError", "AutomatonError", "LatticeError", "ModelError", "NoPathError",
         "ObservationError", "OptionError", "TargetError")},
 }
 
 if TYPE_CHECKING:
-    from arsdecode.api import TagResult, load_lm, sms_decode, tag
+    from arsdecode.api import (
+        DecodeResult,
+        KBestResult,
+        MarginalsResult,
+        SampleResult,
+        SampleTrace,
+        TagResult,
+        adapt,
+        decode,
+        decode_kbest,
+        decode_many,
+        load_lm,
+        marginals,
+        sample,
+        sms_decode,
+        tag,
+    )
     from arsdecode.errors import (
         ArsDecodeError,
         AutomatonError,
@@ -49,10 +66,6 @@ if TYPE_CHECKING:
         TargetError,
     )
     from arsdecode.lattice import Lattice
-    from arsdecode.methods.ars import adapt, sample
-    from arsdecode.methods.dispatch import decode, decode_many
-    from arsdecode.methods.kbest import decode_kbest
-    from arsdecode.methods.results import DecodeResult, SampleResult, SampleTrace
 
 
 def __getattr__(name: str) -> Any:
@@ -72,8 +85,10 @@ __all__ = [
     "ArsDecodeError",
     "AutomatonError",
     "DecodeResult",
+    "KBestResult",
     "Lattice",
     "LatticeError",
+    "MarginalsResult",
     "ModelError",
     "NoPathError",
     "ObservationError",
@@ -88,6 +103,7 @@ __all__ = [
     "decode_kbest",
     "decode_many",
     "load_lm",
+    "marginals",
     "sample",
     "sms_decode",
     "tag",

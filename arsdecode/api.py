@@ -1,8 +1,11 @@
-"""The short public entry points behind `import arsdecode`: load a model, tag, decode an SMS.
+"""The front door: every public entry point behind `import arsdecode`.
 
-Why a module of its own: `arsdecode/__init__.py` re-exports these with the engine's `decode`
-and `sample`, so a user needs one import; the command line uses the same functions, so what
-the docs show is what the CLI runs. Results are natural log (ln); model files are log10.
+Why one module: a user (and the command line) needs one place that takes a model and a lattice
+and runs a method. Each function here takes `lm` as a maxarpa Model (what `load_lm` returns) or
+any `arsdecode.model.TargetModel` (a target of your own), converts it once
+(`as_target_model`), and calls the method that does the work; nothing here decides or
+computes anything (which exact method runs is `methods.dispatch`'s choice). Results are
+natural log (ln); model files are log10.
 """
 
 from __future__ import annotations
@@ -11,12 +14,26 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, fields
 from functools import lru_cache
 from pathlib import Path
+from typing import Any, overload
 
 import maxarpa
-from arsdecode.methods.dispatch import decode
-from arsdecode.methods.results import DecodeResult
+from arsdecode.lattice import Lattice
+from arsdecode.methods import dispatch, kbest
+from arsdecode.methods import marginals as _marginals
+from arsdecode.methods.ars import adapt as _adapt
+from arsdecode.methods.ars import sample as _sample
+from arsdecode.methods.dispatch import Method
+from arsdecode.methods.marginals import Marginal, MarginalsResult
+from arsdecode.methods.results import DecodeResult, KBestResult, SampleResult, SampleTrace
+from arsdecode.model import TargetModel, as_target_model
 from maxarpa.config import Config
 from maxarpa.model import Model
+
+__all__ = [
+    "DATA_DIR", "DEFAULT_LM", "DecodeResult", "KBestResult", "Marginal", "MarginalsResult",
+    "SampleResult", "SampleTrace", "TagResult", "adapt", "decode", "decode_kbest",
+    "decode_many", "load_lm", "marginals", "sample", "sms_decode", "tag",
+]
 
 DATA_DIR = Path(__file__).resolve().parent / "data"
 DEFAULT_LM = DATA_DIR / "state_union.5gram.maxarpa.gz"
@@ -36,6 +53,86 @@ def load_lm(path: str | Path, *, config: Config | None = None) -> Model:
     return maxarpa.load(path, config=config)
 
 
+@overload
+def decode(lm: Model | TargetModel, lattice: Lattice, *, method: Method = "auto",
+           k: None = None, **options: Any) -> DecodeResult: ...
+@overload
+def decode(lm: Model | TargetModel, lattice: Lattice, *, method: Method = "auto",
+           k: int, **options: Any) -> KBestResult: ...
+def decode(
+    lm: Model | TargetModel,
+    lattice: Lattice,
+    *,
+    method: Method = "auto",
+    k: int | None = None,
+    **options: Any,
+) -> DecodeResult | KBestResult:
+    """The exact most probable path of p over `lattice` (natural log).
+
+    `method`: "ars" (adaptive rejection, Algorithm 1 of Carter et al.), "full" (the merged
+    full-model Viterbi) or "auto" (`methods.dispatch` picks per lattice; the result's
+    `method` says which ran). `options` go to the ARS decoder: variant, max_iterations, tol,
+    on_iteration, keep_automaton, prune (`methods.ars.decode`). With `k`, returns the K best
+    paths instead (a KBestResult, as `decode_kbest`). Raises NoPathError if every path has
+    probability zero.
+    """
+    return dispatch.decode(as_target_model(lm), lattice, method=method, k=k, **options)
+
+
+def decode_many(
+    lm: Model | TargetModel,
+    lattices: Sequence[Lattice],
+    *,
+    method: Method = "auto",
+    **options: Any,
+) -> list[DecodeResult]:
+    """`decode` on every lattice, in input order, with the model queries batched across
+    lattices (`methods.dispatch.decode_many`; options: variant, max_iterations, tol). Each
+    result equals `decode`'s on that lattice, apart from `seconds`."""
+    return dispatch.decode_many(as_target_model(lm), lattices, method=method, **options)
+
+
+def decode_kbest(
+    lm: Model | TargetModel, lattice: Lattice, k: int, **options: Any
+) -> KBestResult:
+    """The k most probable distinct paths of p, each exact and certified, best first
+    (`methods.kbest.decode_kbest`; options: variant, max_iterations, tol)."""
+    return kbest.decode_kbest(as_target_model(lm), lattice, k, **options)
+
+
+def sample(
+    lm: Model | TargetModel, lattice: Lattice, n: int, seed: int | None = None, **options: Any
+) -> SampleResult:
+    """`n` exact i.i.d. samples of p over `lattice` by adaptive rejection, with the
+    evidence ln Z and its 95% interval (`methods.ars.sample`; options: batch, target_ar,
+    ar_window, variant, max_trials, stop_when_adapted, rng, on_sample)."""
+    return _sample(as_target_model(lm), lattice, n, seed, **options)
+
+
+def adapt(lm: Model | TargetModel, lattice: Lattice, **options: Any) -> SampleResult:
+    """Refine q until its acceptance rate reaches the target, then stop (the paper's Table 3
+    protocol; `methods.ars.adapt`; options: batch, target_ar, ar_window, variant,
+    max_trials, seed, rng)."""
+    return _adapt(as_target_model(lm), lattice, **options)
+
+
+def marginals(
+    lm: Model | TargetModel,
+    lattice: Lattice,
+    n: int,
+    seed: int | None = None,
+    *,
+    all_candidates: bool = True,
+    **options: Any,
+) -> MarginalsResult:
+    """Per position, every candidate's posterior probability with a 95% Wilson interval, from
+    `n` exact samples, and ln Z with its 95% interval from the same run
+    (`methods.marginals.posterior_marginals`; options go to `sample`). `all_candidates=False`
+    lists only the tokens drawn."""
+    return _marginals.posterior_marginals(as_target_model(lm), lattice, n, seed,
+                                          all_candidates=all_candidates, **options)
+
+
 def sms_decode(
     observation: str,
     *,
@@ -46,10 +143,12 @@ def sms_decode(
 ) -> DecodeResult:
     """Decode a noisy keypad message such as "3637 843 *" into words (the paper's 3.1).
 
-    `lm` defaults to the embedded State of the Union 5-gram (loaded once and cached). Returns
-    a `DecodeResult` whose `tokens` are the words and whose `log_p` is the natural log of
-    p(words, observation); `decode_options` go to `arsdecode.decode`. Raises
-    `ObservationError` on a bad observation.
+    `lm` defaults to the embedded State of the Union 5-gram (loaded once and cached); it is a
+    maxarpa Model, not any TargetModel, because the keypad channel lists the model's
+    vocabulary, which the TargetModel interface does not expose. Returns a `DecodeResult`
+    whose `tokens` are the words and whose `log_p` is the natural log of p(words,
+    observation); `decode_options` go to `arsdecode.decode`. Raises `ObservationError` on a
+    bad observation.
     """
     from arsdecode.tasks.sms.keypad import KeypadChannel, parse_observation
 

@@ -14,6 +14,9 @@ import random
 import subprocess
 import sys
 
+import pytest
+
+import arsdecode
 from ars_fixtures import make_lattice
 from arsdecode.methods.ars import sample
 from arsdecode.methods.marginals import marginal_dicts, marginals_from_samples, wilson
@@ -85,5 +88,12 @@ def test_cli_marginals(random_lms, tmp_path):
             assert lo <= p <= hi and abs(p - exact[i][tok]) < 0.15
     lo, hi = out["log_Z_ci"]
     assert lo <= out["log_Z"] <= hi and math.isfinite(out["log_Z"])
+    # The front door computes what the command prints (same seed, same defaults).
+    api = arsdecode.marginals(model.lm, lat, 300, seed=3, all_candidates=False).to_json()
+    assert set(api) == set(out)
+    assert json.loads(json.dumps({k: v for k, v in api.items() if k != "timing"})) == \
+        {k: v for k, v in out.items() if k != "timing"}
+    with pytest.raises(arsdecode.OptionError):
+        arsdecode.marginals(model.lm, lat, 0)
     bad = subprocess.run(cmd[:-3] + ["-n", "0"], capture_output=True, text=True)
     assert bad.returncode == 2 and "Traceback" not in bad.stderr

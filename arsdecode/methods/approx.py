@@ -2,9 +2,12 @@
 
 Why they are in the box: to measure, on the same p, where they go wrong (search errors,
 sampler bias) and what they cost, next to the exact engine (docs/results-approx.md). None of
-them certifies anything. All work on LM states = the last n - 1 words of the history, so a
-state determines every future factor exactly (recombination is lossless); scores are
-`LN10 * log10p + emission`, natural log, the same terms as arsdecode.core.target.
+them certifies anything. They ask the model only what the exact engine asks
+(`arsdecode.model.TargetModel`: ids, `log_prob` in ln, order, <s> and </s>), so they run on any
+target, not only a maxarpa backoff model. All work on LM states = the last n - 1 words of the
+history, which fix every future factor exactly (recombination is lossless; no state merging,
+so the state counts are those of the plain model); scores are `log_prob + emission`, natural
+log, the same terms as arsdecode.core.target.
 
 - `beam_search`: left-to-right search keeping the `width` best LM states per position, with
   recombination of hypotheses that share a state (SRILM lattice-tool's n-gram expansion with
@@ -26,12 +29,16 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
+from arsdecode.errors import OptionError
 from arsdecode.lattice import Lattice
-from maxarpa.constants import BOS, EOS, LN10
-from maxarpa.model import Model
+from arsdecode.model import TargetModel, as_target_model
+
+if TYPE_CHECKING:
+    from maxarpa.model import Model
 
 
 @dataclass(frozen=True)
@@ -46,13 +53,13 @@ class BeamResult:
 class _States:
     """Expansion of LM states (rows of the last n - 1 word ids, left-padded with -1)."""
 
-    def __init__(self, lm: Model, lattice: Lattice) -> None:
+    def __init__(self, lm: TargetModel, lattice: Lattice) -> None:
         self.lm = lm
         self.lattice = lattice
         self.n1 = max(lm.order - 1, 0)
-        self.bos = lm.word_id(BOS)
-        self.eos = lm.word_id(EOS)
-        self.cand = [lm.ids(list(t)).astype(np.int64) for t in lattice.tokens]
+        self.bos = lm.bos
+        self.eos = lm.eos
+        self.cand = [np.asarray(lm.ids(list(t)), dtype=np.int64) for t in lattice.tokens]
 
     def start(self) -> np.ndarray:
         ctx = np.full((1, self.n1), -1, dtype=np.int64)
@@ -66,10 +73,9 @@ class _States:
         words = self.cand[i] if i < len(self.lattice) else np.array([self.eos])
         h, w = len(ctx), len(words)
         rows = np.repeat(ctx, w, axis=0)
-        lp = self.lm.log10p_batch(rows, np.tile(words, h)).reshape(h, w)
+        lp = self.lm.log_prob(rows, np.tile(words, h)).reshape(h, w)
         emis = self.lattice.log_emissions[i] if i < len(self.lattice) else np.zeros(1)
-        with np.errstate(invalid="ignore"):
-            scores = LN10 * lp + emis[None, :]
+        scores = lp + emis[None, :]
         if self.n1 == 0:
             return scores, rows
         nxt = np.concatenate([rows[:, 1:], np.tile(words, h)[:, None]], axis=1)
@@ -84,12 +90,12 @@ def _groups(ctx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return uniq, inverse.reshape(-1)
 
 
-def beam_search(lm: Model, lattice: Lattice, width: int) -> BeamResult:
+def beam_search(lm: Model | TargetModel, lattice: Lattice, width: int) -> BeamResult:
     """The best path found keeping `width` LM states per position (ties: lower row first)."""
     if width < 1:
-        raise ValueError("width must be >= 1")
+        raise OptionError("width must be >= 1")
     start = time.perf_counter()
-    st = _States(lm, lattice)
+    st = _States(as_target_model(lm), lattice)
     ctx, score = st.start(), np.zeros(1)
     backs: list[tuple[np.ndarray, np.ndarray]] = []
     max_states = 1
@@ -120,12 +126,13 @@ def beam_search(lm: Model, lattice: Lattice, width: int) -> BeamResult:
 
 
 def randomized_log_partition(
-    lm: Model, lattice: Lattice, top: int, sampled: int, rng: np.random.Generator
+    lm: Model | TargetModel, lattice: Lattice, top: int, sampled: int,
+    rng: np.random.Generator,
 ) -> float:
     """An estimate of ln Z whose exp is unbiased for Z (see module docstring)."""
     if top < 0 or sampled < 0 or top + sampled < 1:
-        raise ValueError("need top >= 0, sampled >= 0 and top + sampled >= 1")
-    st = _States(lm, lattice)
+        raise OptionError("need top >= 0, sampled >= 0 and top + sampled >= 1")
+    st = _States(as_target_model(lm), lattice)
     ctx, alpha = st.start(), np.zeros(1)
     for i in range(len(lattice)):
         add, nxt = st.expand(ctx, i)
@@ -179,7 +186,7 @@ class GibbsResult:
 
 
 def gibbs(
-    lm: Model,
+    lm: Model | TargetModel,
     lattice: Lattice,
     sweeps: int,
     rng: np.random.Generator,
@@ -193,7 +200,7 @@ def gibbs(
     conditional probability 0 (possible only from a zero-probability start) is left as is.
     """
     start = time.perf_counter()
-    st = _States(lm, lattice)
+    st = _States(as_target_model(lm), lattice)
     L, n1 = len(lattice), st.n1
     x = list(init) if init is not None else [int(np.argmax(e)) for e in lattice.log_emissions]
     words = np.array([st.cand[i][j] for i, j in enumerate(x)], dtype=np.int64)
@@ -208,9 +215,8 @@ def gibbs(
             ctx = np.concatenate([hist[:, k + 1 : k + 1 + n1] for k in ks], axis=0)
             tgt = np.concatenate([hist[:, n1 + 1 + k] if k < L else np.full(w, st.eos)
                                   for k in ks])
-            lp = lm.log10p_batch(ctx, tgt).reshape(len(ks), w).sum(axis=0)
-            with np.errstate(invalid="ignore"):
-                logits = LN10 * lp + lattice.log_emissions[i]
+            lp = st.lm.log_prob(ctx, tgt).reshape(len(ks), w).sum(axis=0)
+            logits = lp + lattice.log_emissions[i]
             top = logits.max()
             if top == -np.inf or not np.isfinite(top):
                 continue

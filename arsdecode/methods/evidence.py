@@ -25,7 +25,7 @@ earlier trials). Write r_t = p(x_t) / q_t(x_t) in [0, 1] (q >= p) and a_t = 1[ac
 - "combined": inverse-variance mix of "importance" and "rejection" on the log scale. The two
   use the same trials and are correlated, so its interval is only approximate.
 
-Intervals are 95%, Z_hat * exp(+-1.96 * relative s.e.), the relative s.e. from the martingale
+Intervals are 95%, Z_hat * exp(+-Z95 * relative s.e.), the relative s.e. from the martingale
 central limit theorem: sum_t lambda_t (w_t - Z) with predictable lambda_t is a martingale, whose
 variance is estimated by the sum of squared residuals. Coverage and width per second of work
 are measured in docs/results-approx.md.
@@ -40,8 +40,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from arsdecode.core.semiring import logsumexp
+from arsdecode.core.tolerances import CERTIFICATE_TOL
 
-Z95 = 1.96
+Z95 = 1.959963984540054
+"""The standard normal's 97.5% quantile: the half-width of every 95% interval of the engine
+(these and the marginals' Wilson intervals, `methods.marginals`), in standard errors."""
 
 
 @dataclass(frozen=True)
@@ -54,11 +57,10 @@ class Evidence:
     rel_se: float = math.inf  # relative standard error of Z (inf when unknown)
 
 
-FLOAT_NOISE = 1e-9  # nats: the DPs and the brute-force sums differ in the last bits
-
-
 def _interval(log_z: float, rel_se: float) -> tuple[float, float]:
-    half = Z95 * rel_se + FLOAT_NOISE
+    # Widened by the last-bit noise of float64 sums, so that an exact q (rel_se = 0) still
+    # covers an exact ln Z summed in another order (the DPs, brute force).
+    half = Z95 * rel_se + CERTIFICATE_TOL
     return (log_z - half, log_z + half)
 
 

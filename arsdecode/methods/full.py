@@ -28,6 +28,7 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -36,6 +37,9 @@ from arsdecode.core.semiring import LogSumExp, MaxPlus, Semiring, logsumexp, qui
 from arsdecode.errors import NoPathError
 from arsdecode.lattice import Lattice
 from arsdecode.model import TargetModel, as_target_model
+
+if TYPE_CHECKING:
+    from maxarpa.model import Model
 
 
 @dataclass(frozen=True)
@@ -147,14 +151,17 @@ def _sweep(
 
 
 # ----- public API --------------------------------------------------------------------------
-def full_decode(lm, lattice: Lattice, *, minimize: bool = True) -> FullDecodeResult:
+# Each takes a maxarpa Model or any TargetModel and converts it once, here at the entry.
+def full_decode(lm: Model | TargetModel, lattice: Lattice, *, minimize: bool = True
+                ) -> FullDecodeResult:
     """The best path of the full model (Viterbi), with its ln p including </s> and emissions.
 
     Ties are broken deterministically (the smallest state row, then the first pair).
     Raises NoPathError if every path has probability zero.
     """
     t0 = time.perf_counter()
-    sw = _sweep(as_target_model(lm), lattice, semiring=MaxPlus, minimize=minimize, keep=False)
+    model = as_target_model(lm)
+    sw = _sweep(model, lattice, semiring=MaxPlus, minimize=minimize, keep=False)
     best = int(np.argmax(sw.alpha))
     log_p = float(sw.alpha[best])
     if not math.isfinite(log_p):
@@ -168,13 +175,14 @@ def full_decode(lm, lattice: Lattice, *, minimize: bool = True) -> FullDecodeRes
     return FullDecodeResult(
         tokens=tokens,
         log_p=log_p,
-        states=full_state_count(lm, lattice),
+        states=full_state_count(model, lattice),
         seconds=time.perf_counter() - t0,
         dp_states=sw.dp_states,
     )
 
 
-def full_log_partition(lm, lattice: Lattice, *, minimize: bool = True) -> float:
+def full_log_partition(lm: Model | TargetModel, lattice: Lattice, *, minimize: bool = True
+                       ) -> float:
     """ln Z = ln of the sum over all paths of p(x) (forward algorithm); -inf if no path."""
     try:
         sw = _sweep(as_target_model(lm), lattice, semiring=LogSumExp, minimize=minimize,
@@ -185,7 +193,8 @@ def full_log_partition(lm, lattice: Lattice, *, minimize: bool = True) -> float:
 
 
 def full_sample(
-    lm, lattice: Lattice, n: int, rng: np.random.Generator, *, minimize: bool = True
+    lm: Model | TargetModel, lattice: Lattice, n: int, rng: np.random.Generator, *,
+    minimize: bool = True,
 ) -> list[list[str]]:
     """`n` independent exact samples from p(x)/Z: forward filtering, backward sampling.
 
@@ -210,7 +219,8 @@ def full_sample(
     return [[lattice.tokens[i][cands[i, k]] for i in range(len(lattice))] for k in range(n)]
 
 
-def full_state_count(lm, lattice: Lattice, *, minimized: bool = False) -> int:
+def full_state_count(lm: Model | TargetModel, lattice: Lattice, *, minimized: bool = False
+                     ) -> int:
     """States of the full model over the lattice: the start state plus, for every position i, the
     distinct last-(n-1)-token contexts of `<s> x_1..x_i` (the same layers as `QAutomaton`).
 
@@ -230,7 +240,7 @@ def full_state_count(lm, lattice: Lattice, *, minimized: bool = False) -> int:
     return total
 
 
-def full_ngrams_by_order(lm, lattice: Lattice) -> dict[int, int]:
+def full_ngrams_by_order(lm: Model | TargetModel, lattice: Lattice) -> dict[int, int]:
     """(context, word) weights of the full model over the lattice, by n-gram order (Table 1).
 
     The word at position i (1-based; i = L + 1 is </s>) is predicted from the last n - 1

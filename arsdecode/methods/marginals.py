@@ -6,6 +6,10 @@ m. The Wilson score interval is used (not the Wald p +- 1.96 sd): it keeps its c
 0 and 1, where most marginals of a peaked posterior lie, and gives a non-trivial upper bound
 (about 3.84 / N) for a candidate never drawn. Coverage is per (position, token); it is
 measured against brute-force marginals in tests/test_marginals.py.
+
+`posterior_marginals` is the whole computation behind `arsdecode.marginals` and the
+`arsdecode marginals` command: N exact samples, their marginals, and the evidence ln Z of the
+same run (`methods.evidence`).
 """
 
 from __future__ import annotations
@@ -14,10 +18,16 @@ import math
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
+from arsdecode.errors import OptionError
 from arsdecode.lattice import Lattice
+from arsdecode.methods.ars import SampleResult, sample
+from arsdecode.methods.evidence import Z95
+from arsdecode.model import TargetModel
 
-Z95 = 1.959963984540054
+if TYPE_CHECKING:
+    from maxarpa.model import Model
 
 
 @dataclass(frozen=True)
@@ -78,3 +88,50 @@ def marginal_dicts(samples: Sequence[Sequence[str]]) -> list[dict[str, float]]:
 
 def marginals_json(marginals: list[list[Marginal]]) -> list[list[list]]:
     return [[m.as_list() for m in pos] for pos in marginals]
+
+
+@dataclass(frozen=True)
+class MarginalsResult:
+    """Per position, each token's posterior marginal with its 95% interval, and the evidence
+    ln Z with its 95% interval, from one run of exact samples (kept in `draws`)."""
+
+    marginals: list[list[Marginal]]
+    log_Z: float
+    log_Z_ci: tuple[float, float]
+    draws: SampleResult
+
+    def to_json(self) -> dict:
+        """JSON-ready dict (natural logs), as `arsdecode marginals --json` prints it. Only
+        "timing" varies between runs with one seed."""
+        return {
+            "marginals": marginals_json(self.marginals),
+            "log_Z": self.log_Z,
+            "log_Z_ci": list(self.log_Z_ci),
+            "samples": self.draws.samples,
+            "trials": self.draws.trials,
+            "timing": {"seconds": self.draws.seconds},
+        }
+
+
+def posterior_marginals(
+    lm: Model | TargetModel,
+    lattice: Lattice,
+    n: int,
+    seed: int | None = None,
+    *,
+    all_candidates: bool = True,
+    **sample_options: Any,
+) -> MarginalsResult:
+    """Posterior marginals of every position from `n` exact samples (`methods.ars.sample`,
+    which takes `sample_options`: batch, target_ar, ar_window, variant, ...), with Wilson
+    intervals, and the run's importance estimate of ln Z with its interval.
+
+    `all_candidates` lists every candidate of a position, also those never drawn (p = 0 and
+    an upper bound, which is information too); False lists only the drawn tokens.
+    Raises OptionError for n < 1 and NoPathError if every path has probability zero.
+    """
+    if n < 1:
+        raise OptionError("n (the number of samples) must be >= 1 to estimate marginals")
+    draws = sample(lm, lattice, n, seed, **sample_options)
+    marginals = marginals_from_samples(draws.samples, lattice if all_candidates else None)
+    return MarginalsResult(marginals, draws.log_Z, draws.log_Z_ci, draws)

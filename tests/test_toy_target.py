@@ -1,0 +1,309 @@
+"""A target written against `TargetModel` alone gets every method, through the front door.
+
+The issue's proof that a new kind of target touches one place: `ToyTrigram` below is a
+hand-written order-3 model (one distribution per pair of previous words, some of them zero;
+not a backoff n-gram, no maxarpa Model, no ARPA file), and `arsdecode.decode` with
+method "ars", "full" and "auto", `decode_many`, `decode_kbest`, `sample`, `adapt`,
+`marginals` and the approximate methods (`arsdecode.methods.approx`) run on it with no other
+change. Every exact answer is checked against `brute_force`, which scores each path of the
+lattice on its own with scalar arithmetic on the toy's table (no dynamic program, nothing
+from arsdecode). Lattices are random and small, from fixed seeds.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import random
+from collections import Counter
+
+import numpy as np
+import pytest
+
+import arsdecode
+from arsdecode.lattice import Lattice
+from arsdecode.methods.approx import beam_search, gibbs, randomized_log_partition
+from arsdecode.methods.full import full_decode, full_log_partition
+from arsdecode.model import TargetModel
+
+TIGHT = 1e-9  # nats: two float64 sums of the same terms in different orders
+
+VOCAB = ("<s>", "</s>", "<unk>", "a", "b", "c", "d", "e")
+INDEX = {w: i for i, w in enumerate(VOCAB)}
+BOS, EOS, UNK = INDEX["<s>"], INDEX["</s>"], INDEX["<unk>"]
+PAD = -1  # "no word": the left padding of a context row
+MEMORYLESS = np.array([INDEX["c"], INDEX["e"]])  # after these, the word before is forgotten
+WORDS = ("a", "b", "c", "d", "e", "zz")  # lattice tokens; "zz" is unknown (<unk>)
+
+
+class ToyTrigram:
+    """An order-3 target with its own table ln p(w | u, v), indexed [u + 1, v, w] (u = -1: no
+    word before v, i.e. the history is v alone, as at `<s>`).
+
+    Written only against the protocol: `log_bound` is the maximum over every left extension
+    of the context, computed by brute force over the table; `minimal_context` is a real cut
+    (after a MEMORYLESS word the table does not depend on the word before, so it is dropped),
+    so the full DP's state merging is exercised too.
+    """
+
+    order = 3
+    bos = BOS
+    eos = EOS
+
+    def __init__(self, seed: int) -> None:
+        rng = np.random.default_rng(seed)
+        n = len(VOCAB)
+        logits = rng.normal(scale=1.5, size=(n + 1, n, n))
+        logits[rng.random(logits.shape) < 0.08] = -np.inf  # some zero probabilities
+        logits[:, :, EOS] = rng.normal(scale=1.5, size=(n + 1, n))  # a sentence can always end
+        logits[:, :, BOS] = -np.inf  # <s> is never predicted
+        logits[:, MEMORYLESS, :] = logits[0, MEMORYLESS, :]  # one row for every u
+        top = logits.max(axis=2, keepdims=True)
+        self.table = logits - top - np.log(np.exp(logits - top).sum(axis=2, keepdims=True))
+        self.bound_one = self.table.max(axis=0)  # context (v): max over u, (v, w)
+        self.bound_empty = self.table.max(axis=(0, 1))  # empty context: max over u, v
+
+    def ids(self, tokens):
+        return np.array([INDEX.get(t, UNK) for t in tokens], dtype=np.int64)
+
+    def word(self, word_id):
+        return VOCAB[word_id]
+
+    def log_prob(self, contexts, words):
+        u, v = contexts[:, -2], contexts[:, -1]
+        if (v == PAD).any():
+            raise AssertionError("log_prob of an empty context: no history is empty")
+        return self.table[u + 1, v, words]
+
+    def log_bound(self, contexts, words):
+        u, v = contexts[:, -2], contexts[:, -1]
+        vv = np.maximum(v, 0)
+        return np.where(v == PAD, self.bound_empty[words],
+                        np.where(u == PAD, self.bound_one[vv, words],
+                                 self.table[u + 1, vv, words]))
+
+    def is_exact(self, position, context):
+        n = len(context)
+        return n >= self.order - 1 or (n == position + 1 and n > 0 and context[0] == BOS)
+
+    def minimal_context(self, contexts):
+        out = contexts.copy()
+        out[np.isin(out[:, -1], MEMORYLESS), :-1] = PAD
+        return out
+
+
+def brute_force(toy: ToyTrigram, lattice: Lattice) -> dict[tuple[str, ...], float]:
+    """ln p(x), emissions included (unnormalised), of every path, each scored on its own."""
+    scores = {}
+    for choice in itertools.product(*(range(len(t)) for t in lattice.tokens)):
+        path = tuple(lattice.tokens[i][j] for i, j in enumerate(choice))
+        hist = [PAD, BOS, *(INDEX.get(t, UNK) for t in path), EOS]
+        log_p = 0.0
+        for k in range(2, len(hist)):
+            log_p += float(toy.table[hist[k - 2] + 1, hist[k - 1], hist[k]])
+        for i, j in enumerate(choice):
+            log_p += float(lattice.log_emissions[i][j])
+        scores[path] = log_p
+    return scores
+
+
+def log_sum(values) -> float:
+    finite = [x for x in values if x > -math.inf]
+    if not finite:
+        return -math.inf
+    top = max(finite)
+    return top + math.log(sum(math.exp(x - top) for x in finite))
+
+
+def distribution(scores: dict[tuple[str, ...], float]) -> dict[tuple[str, ...], float]:
+    z = log_sum(scores.values())
+    return {p: math.exp(s - z) for p, s in scores.items() if s > -math.inf}
+
+
+def exact_marginals(lattice: Lattice, dist) -> list[dict[str, float]]:
+    out = [dict.fromkeys(toks, 0.0) for toks in lattice.tokens]
+    for path, prob in dist.items():
+        for i, t in enumerate(path):
+            out[i][t] += prob
+    return out
+
+
+def chi_square_pvalue(samples, dist) -> float:
+    """Goodness of fit of `samples` to `dist` (bins with expected count < 5 pooled); a sample
+    outside the support is a certain failure."""
+    from scipy.stats import chisquare
+
+    counts = Counter(tuple(s) for s in samples)
+    if any(p not in dist for p in counts):
+        return 0.0
+    n = len(samples)
+    obs, exp = [], []
+    pool_o = pool_e = 0.0
+    for path, prob in sorted(dist.items(), key=lambda kv: -kv[1]):
+        if n * prob >= 5:
+            obs.append(counts.get(path, 0))
+            exp.append(n * prob)
+        else:
+            pool_o += counts.get(path, 0)
+            pool_e += n * prob
+    if pool_e > 0:
+        obs.append(pool_o)
+        exp.append(pool_e)
+    if len(obs) < 2:
+        return 1.0
+    return float(chisquare(obs, exp).pvalue)
+
+
+def random_lattice(rng: random.Random) -> Lattice:
+    positions = []
+    for _ in range(rng.randint(1, 4)):
+        toks = rng.sample(WORDS, rng.randint(1, 3))
+        ws = [round(rng.uniform(-2.0, 0.0), 6) for _ in toks]
+        if len(toks) >= 2 and rng.random() < 0.2:
+            ws[rng.randrange(len(toks))] = -math.inf
+        positions.append(list(zip(toks, ws, strict=True)))
+    return Lattice.from_lists(positions)
+
+
+@pytest.fixture(scope="module")
+def cases():
+    """(toy, lattice, brute-force scores) on three toys, lattices with a path of p > 0."""
+    rng = random.Random(20)
+    out = []
+    for seed in range(3):
+        toy = ToyTrigram(seed)
+        while sum(1 for t, _, _ in out if t is toy) < 8:
+            lattice = random_lattice(rng)
+            scores = brute_force(toy, lattice)
+            if max(scores.values()) > -math.inf:
+                out.append((toy, lattice, scores))
+    return out
+
+
+def spread(cases, minimum_paths: int = 4):
+    """Cases whose posterior has several paths, none above 0.8 (sampling has work to do)."""
+    picked = []
+    for toy, lattice, scores in cases:
+        dist = distribution(scores)
+        if len(dist) >= minimum_paths and max(dist.values()) < 0.8:
+            picked.append((toy, lattice, scores, dist))
+    assert len(picked) >= 4, len(picked)
+    return picked
+
+
+def test_the_toy_is_a_target_and_its_bound_holds():
+    toy = ToyTrigram(0)
+    assert isinstance(toy, TargetModel)
+    n = len(VOCAB)
+    grid = np.array(list(itertools.product(range(-1, n), range(n), range(n))), dtype=np.int64)
+    ctx, words = grid[:, :2], grid[:, 2]
+    exact = toy.log_prob(ctx, words)
+    for cut in (ctx, np.c_[np.full(len(ctx), PAD), ctx[:, 1]],
+                np.full_like(ctx, PAD)):  # the whole context, its last word, nothing
+        assert (toy.log_bound(cut, words) >= exact).all()
+    assert np.array_equal(toy.log_prob(toy.minimal_context(ctx), words), exact)
+
+
+@pytest.mark.parametrize("method", ["ars", "full", "auto"])
+def test_decode_equals_brute_force(cases, method):
+    for toy, lattice, scores in cases:
+        best = max(scores.values())
+        r = arsdecode.decode(toy, lattice, method=method)
+        where = (method, lattice.to_json_obj())
+        assert r.certified, where
+        assert abs(r.log_p - best) <= TIGHT, (where, r.tokens, r.log_p, best)
+        assert abs(scores[tuple(r.tokens)] - r.log_p) <= TIGHT, where
+        assert r.method == method if method != "auto" else r.method in ("ars", "full")
+
+
+@pytest.mark.parametrize("method", ["ars", "full", "auto"])
+def test_decode_many_equals_brute_force(cases, method):
+    toy = cases[0][0]
+    mine = [(lattice, scores) for t, lattice, scores in cases if t is toy]
+    results = arsdecode.decode_many(toy, [lattice for lattice, _ in mine], method=method)
+    for r, (_, scores) in zip(results, mine, strict=True):
+        assert r.certified and abs(r.log_p - max(scores.values())) <= TIGHT, method
+        assert abs(scores[tuple(r.tokens)] - r.log_p) <= TIGHT
+
+
+def test_full_dp_state_merging_and_partition(cases):
+    merged = literal = 0
+    for toy, lattice, scores in cases:
+        best = max(scores.values())
+        for minimize in (True, False):
+            f = full_decode(toy, lattice, minimize=minimize)
+            assert abs(f.log_p - best) <= TIGHT
+            assert abs(full_log_partition(toy, lattice, minimize=minimize)
+                       - log_sum(scores.values())) <= TIGHT
+        merged += full_decode(toy, lattice).dp_states
+        literal += full_decode(toy, lattice, minimize=False).dp_states
+    assert merged < literal  # the toy's cut merged states (the test has power)
+
+
+def test_kbest_equals_brute_force(cases):
+    k = 4
+    for toy, lattice, scores in cases:
+        ranked = sorted((s for s in scores.values() if s > -math.inf), reverse=True)[:k]
+        r = arsdecode.decode_kbest(toy, lattice, k)
+        assert r.certified
+        assert len(r.paths) == len(ranked), lattice.to_json_obj()
+        for path, want in zip(r.paths, ranked, strict=True):
+            assert abs(path.log_p - want) <= TIGHT, (lattice.to_json_obj(), r.paths, ranked)
+            assert abs(scores[tuple(path.tokens)] - path.log_p) <= TIGHT
+        assert len({tuple(p.tokens) for p in r.paths}) == len(r.paths)  # distinct
+        via_decode = arsdecode.decode(toy, lattice, k=k)
+        assert [p.tokens for p in via_decode.paths] == [p.tokens for p in r.paths]
+
+
+def test_sample_fits_brute_force(cases):
+    for n, (toy, lattice, scores, dist) in enumerate(spread(cases)):
+        r = arsdecode.sample(toy, lattice, 2000, seed=n)
+        assert len(r.samples) == 2000
+        for tokens, log_p in zip(r.samples, r.log_p, strict=True):
+            assert abs(scores[tuple(tokens)] - log_p) <= TIGHT
+        assert chi_square_pvalue(r.samples, dist) > 0.001, (n, lattice.to_json_obj())
+        adapted = arsdecode.adapt(toy, lattice, seed=n)
+        assert all(scores[tuple(t)] > -math.inf for t in adapted.samples)
+
+
+def test_marginals_cover_brute_force(cases):
+    hits = total = z_hits = 0
+    picked = spread(cases)
+    for n, (toy, lattice, scores, dist) in enumerate(picked):
+        exact = exact_marginals(lattice, dist)
+        r = arsdecode.marginals(toy, lattice, 2000, seed=100 + n)
+        assert len(r.marginals) == len(lattice)
+        for i, pos in enumerate(r.marginals):
+            assert sorted(m.token for m in pos) == sorted(lattice.tokens[i])  # every candidate
+            assert [m.p for m in pos] == sorted((m.p for m in pos), reverse=True)
+            for m in pos:
+                assert m.lo <= m.p <= m.hi
+                assert abs(m.p - exact[i][m.token]) <= 0.05, (i, m, exact[i])
+                total += 1
+                hits += m.lo <= exact[i][m.token] <= m.hi
+        log_z = log_sum(scores.values())
+        assert abs(r.log_Z - log_z) <= 0.1, (r.log_Z, log_z)
+        z_hits += r.log_Z_ci[0] <= log_z <= r.log_Z_ci[1]
+    assert hits / total >= 0.9, (hits, total)  # 95% intervals, pooled
+    assert z_hits >= len(picked) - 1, (z_hits, len(picked))
+
+
+def test_approximate_methods_run_on_the_toy(cases):
+    for toy, lattice, scores in cases:
+        best = max(scores.values())
+        wide = beam_search(toy, lattice, 10_000)  # wider than the state space: exact Viterbi
+        assert abs(wide.log_p - best) <= TIGHT, lattice.to_json_obj()
+        assert abs(scores[tuple(wide.tokens)] - wide.log_p) <= TIGHT
+        greedy = beam_search(toy, lattice, 1)
+        assert greedy.log_p <= best + TIGHT
+        if greedy.log_p > -math.inf:
+            assert abs(scores[tuple(greedy.tokens)] - greedy.log_p) <= TIGHT
+        log_z = randomized_log_partition(toy, lattice, 10_000, 0, np.random.default_rng(0))
+        assert abs(log_z - log_sum(scores.values())) <= TIGHT
+    toy, lattice, _, dist = spread(cases)[0]
+    r = gibbs(toy, lattice, 10_000, np.random.default_rng(1), burn_in=100)
+    paths = [tuple(lattice.tokens[i][j] for i, j in enumerate(x)) for x in r.samples]
+    counts = Counter(paths)
+    tv = 0.5 * sum(abs(counts.get(p, 0) / len(paths) - q) for p, q in dist.items())
+    assert tv < 0.06, tv
+    assert chi_square_pvalue(paths[::10], dist) > 0.001  # thinned: the chain is correlated
