@@ -1,7 +1,7 @@
 """Does `method="auto"` run the faster exact decoder? (issue 10: a validated cost rule)
 
 auto runs the bound-pruned full DP on every lattice with a budget of (state, candidate) pairs
-(`method_choice.full_pairs_budgets`: per lattice, an estimate of ARS's time on it in pairs),
+(`dispatch.full_pairs_budgets`: per lattice, an estimate of ARS's time on it in pairs),
 and ARS on a lattice that exceeds it (see arsdecode/methods/dispatch.py).
 For every lattice, both exact methods run through `corpus.decode(method=...)`, as auto
 does (ARS, best of 3; the pruned full DP on a *new* lattice: tables built, transition cache
@@ -72,7 +72,6 @@ def cold_calls(lm, lattices) -> dict:
     for order in (("auto", "full", "ars"), ("ars", "full", "auto")):
         for method in order:
             fast_full._DP.pop(lm, None)
-            corpus._ENDING.pop(lm, None)
             t0 = clock()
             corpus.decode_many(lm, lattices, method=method)
             calls[method] = min(calls[method], clock() - t0)
@@ -80,16 +79,18 @@ def cold_calls(lm, lattices) -> dict:
 
 
 def run_family(name: str, lm, lattices) -> dict:
-    import arsdecode.methods.cost_model as method_choice
     import arsdecode.methods.dispatch as corpus
     import arsdecode.methods.fast_full as fast_full
+    from arsdecode.lattice.flat import FlatLattices
+    from arsdecode.methods.cost_model import LatticeSizes
+    from arsdecode.model import as_target_model
     from arsdecode.native import _core, native_ngram
 
     # One call over the family, and one over its first lattice alone, in a process that has
     # not built the full DP for this model (what a CLI run pays): auto (which weighs the DP's
     # set-up), always full, always ARS.
     native_ngram(lm)  # the n-gram tables both methods share: built before any timing
-    corpus.as_target_model(lm)  # the adapter too (else the first method timed pays it)
+    as_target_model(lm)  # the adapter too (else the first method timed pays it)
     one_off = cold_calls(lm, lattices[:1])
     calls = cold_calls(lm, lattices) if len(lattices) > 1 else one_off
     built = fast_full.full_dp(lm)  # from here on the set-up is paid: the budget decides
@@ -110,7 +111,8 @@ def run_family(name: str, lm, lattices) -> dict:
         t0 = clock()
         rfull = corpus.decode(lm, lat, method="full")
         tf = clock() - t0
-        rf = fast_full.run_flat(lm, fast_full.FlatLattices.from_lattices(lm, [lat]))  # pairs
+        flat = FlatLattices.from_lattices(lm, [lat])
+        rf = fast_full.run_flat(lm, flat)  # pairs
         if abs(ra.log_p - rfull.log_p) > 1e-9:
             raise SystemExit(f"{name}: methods disagree: {ra.log_p} vs {rfull.log_p}")
         fresh_dp()
@@ -127,8 +129,8 @@ def run_family(name: str, lm, lattices) -> dict:
         points.append({"pairs": int(rf.pairs[0]), "ars": ta, "full": tf, "auto": tx,
                        "auto_method": rx.method, "positions": len(widths),
                        "candidates": sum(widths), "cubed_widths": sum(w**3 for w in widths),
-                       "budget": float(method_choice.full_pairs_budgets(
-                           lm, *method_choice.lattice_sizes([widths]))[0])})
+                       "budget": float(corpus.full_pairs_budgets(
+                           len(lm.vocab), LatticeSizes.of_flat(flat))[0])})
     n = len(lattices)
     return {"family": name, "lattices": n, "auto_right": right,
             "auto_vs_oracle": t_auto / t_oracle if t_oracle else float("nan"),

@@ -9,7 +9,7 @@ WSJ section 20 (CoNLL-2000 test.txt, the test.tsv written by data_prep.pos_data)
   - exactness: ln p of every sentence equal to methods.full.full_decode's (1e-9), tags equal
     or tied (--check-full, slow: the numpy reference runs sentence by sentence);
   - the merged state space: states per position (mean, max), (state, candidate) pairs, and the
-    prediction `corpus.predicted_pairs_flat` (an upper bound on the unpruned pairs) against the
+    prediction `predicted_pairs_flat` (below; an upper bound on the unpruned pairs) against the
     real pairs; and the bound pruning of the full DP (pairs and warm time, pruned vs not).
 NLTK TnT (N=1000, trained on the same train.tsv in this run) is the baseline; ratios are
 printed against it.
@@ -84,7 +84,6 @@ def tnt_rate(pos_dir: Path, test_words: list[list[str]], tokens: int) -> float:
 def main() -> int:
     import maxarpa
     from arsdecode.methods.ars import decode
-    from arsdecode.methods.dispatch import predicted_pairs_flat
     from arsdecode.methods.fast_full import run_flat
     from arsdecode.tasks.pos.emissions import TnTEmissions, read_tagged
     from arsdecode.tasks.pos.models import tag_lm_path
@@ -189,6 +188,63 @@ def main() -> int:
               f"({r_first / tnt_cpu:.2f}x)  {r_whole:9,.0f} ({r_whole / tnt_cpu:.2f}x);"
               f" whole process wall {whole:.1f} s")
     return 0
+
+
+def predicted_pairs_flat(lm, flat) -> np.ndarray:
+    """Upper bound on the merged full DP's (state, candidate) pairs per lattice of `flat`
+    (an `arsdecode.lattice.flat.FlatLattices`), unpruned, vectorised over every position.
+
+    After token t of a lattice, a merged state is the empty context, a useful context of
+    length j <= min(t + 1, n - 1) that ends with one of token t's candidates (at most the
+    product of the last j widths, and at most the number of useful contexts of length j
+    ending with those candidates), or one of the `<s>`-initial family (length t + 2 <= n - 1);
+    each state meets the next token's candidates (the end of the lattice counts one).
+    The start state meets the first token's candidates. Reported here only: auto does not
+    use it (bound pruning makes the real count up to 1000x smaller).
+    """
+    n1 = max(lm.order - 1, 0)
+    ending = _useful_by_last_word(lm)  # (n1 + 1, V): useful contexts by length and last word
+    useful_by_len = np.append(ending.sum(axis=1), 0.0)
+    sent_off = np.asarray(flat.sent_off, dtype=np.int64)
+    pos_off = np.asarray(flat.pos_off, dtype=np.int64)
+    n_pos = len(pos_off) - 1
+    if n_pos == 0:
+        return np.zeros(len(sent_off) - 1)
+    widths = np.diff(pos_off).astype(np.float64)
+    lengths = np.diff(sent_off)
+    local = np.arange(n_pos) - np.repeat(sent_off[:-1], lengths)  # t: index in its lattice
+    starts = pos_off[:-1]
+    ids = np.asarray(flat.cand_ids, dtype=np.int64)
+    prod = np.ones(n_pos)
+    states = np.ones(n_pos)  # the empty context
+    for j in range(1, n1 + 1):
+        ok = local + 1 >= j  # a context of length j needs j tokens
+        shifted = np.ones(n_pos)
+        shifted[j - 1:] = widths[: n_pos - j + 1]  # width of token t - j + 1
+        prod = np.where(ok, prod * shifted, prod)
+        ending_here = np.add.reduceat(ending[j][ids], starts) if len(ids) else np.zeros(n_pos)
+        states += np.where(ok, np.minimum(prod, ending_here), 0.0)
+    family = local + 2 <= n1  # the <s>-initial contexts of length t + 2
+    states += np.where(family, np.minimum(prod, useful_by_len[np.minimum(local + 2, n1 + 1)]),
+                       0.0)
+    last = local == np.repeat(lengths - 1, lengths)
+    following = np.where(last, 1.0, np.append(widths[1:], 1.0))
+    per_pos = states * following
+    # Per lattice, plus the start state times the first width.
+    return np.add.reduceat(per_pos, sent_off[:-1]) + widths[sent_off[:-1]]
+
+
+def _useful_by_last_word(lm) -> np.ndarray:
+    """counts[j, w]: useful contexts (see arsdecode.methods.full) of length j whose last
+    word is w."""
+    from arsdecode.methods.fast_full import full_dp
+
+    rows, lens = (np.asarray(a) for a in full_dp(lm).arrays[:2])
+    n1 = max(lm.order - 1, 0)
+    v = lm.trie.vocab_size
+    keep = lens > 0
+    flat = lens[keep].astype(np.int64) * v + rows[keep, -1]
+    return np.bincount(flat, minlength=(n1 + 1) * v).reshape(n1 + 1, v).astype(np.float64)
 
 
 def _spearman(a: np.ndarray, b: np.ndarray) -> float:

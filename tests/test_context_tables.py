@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import arsdecode.methods.dispatch as corpus
+import arsdecode.methods.dispatch as dispatch
 import arsdecode.methods.fast_full as fast_full
 import maxarpa
 from arsdecode.tasks.sms.keypad import KeypadChannel
@@ -60,8 +60,8 @@ def test_decoding_with_stored_tables_equals_building_them(tmp_path):
     channel = KeypadChannel.from_vocab(new.vocab)
     lattices = [channel.build_lattice(obs, top_k=30) for obs in
                 ("4663 8447 2 737 8733", "843 63428 6455 66 843 8447", "2 3273 27 2")]
-    a = corpus.decode_many(new, lattices, method="full")
-    b = corpus.decode_many(old, lattices, method="full")
+    a = dispatch.decode_many(new, lattices, method="full")
+    b = dispatch.decode_many(old, lattices, method="full")
     assert fast_full.is_built(old)  # built lazily, as before the tables were stored
     assert [(r.tokens, r.log_p, r.states) for r in a] == [(r.tokens, r.log_p, r.states)
                                                            for r in b]

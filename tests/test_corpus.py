@@ -8,18 +8,20 @@ import random
 import pytest
 
 import ars_fixtures
-import arsdecode.methods.cost_model as method_choice
-import arsdecode.methods.dispatch as corpus
+import arsdecode.methods.cost_model as cost_model
+import arsdecode.methods.dispatch as dispatch
 import arsdecode.methods.lockstep as lockstep
 import maxarpa
 from ars_fixtures import make_lattice
 from arsdecode.errors import NoPathError, OptionError
 from arsdecode.lattice import Lattice
+from arsdecode.lattice.flat import FlatLattices
 from arsdecode.methods.ars import decode
 from arsdecode.methods.dispatch import decode_many
-from arsdecode.methods.fast_full import FlatLattices, run_flat
+from arsdecode.methods.fast_full import run_flat
 from arsdecode.methods.full import full_log_partition
 from arsdecode.model import as_target_model
+from maxarpa.model import Model
 
 FIELDS = ("tokens", "log_p", "log_q", "iterations", "states", "ngrams_by_order", "trace",
           "certified", "method")
@@ -60,17 +62,17 @@ def test_methods_agree_and_auto_records_its_choice(real_lms, monkeypatch):
     for a, f, x, lat in zip(ars, full, auto, lattices, strict=True):
         assert a.method == "ars" and f.method == "full"
         assert abs(a.log_p - f.log_p) <= 1e-9 and f.certified
-        assert x.method == "full"  # a few hundred pairs: far below method_choice.full_pairs_budget
+        assert x.method == "full"  # a few hundred pairs: far below dispatch.full_pairs_budgets
         assert x.tokens == f.tokens and x.log_p == f.log_p
-        one = corpus.decode(model.lm, lat)  # the single-lattice entry point agrees
+        one = dispatch.decode(model.lm, lat)  # the single-lattice entry point agrees
         assert (one.tokens, one.log_p, one.method) == (x.tokens, x.log_p, "full")
     # The budget is then the floor alone: no per-lattice ARS estimate on top.
     for name in ("ARS_SECONDS_PER_POSITION", "ARS_SECONDS_PER_POSITION_SMALL_VOCAB",
                  "ARS_SECONDS_PER_CANDIDATE", "ARS_SECONDS_PER_CUBED_WIDTH",
                  "ARS_SECONDS_PER_POSITION_CANDIDATE"):
-        monkeypatch.setattr(method_choice, name, 0.0)
-    monkeypatch.setattr(method_choice, "AUTO_FULL_PAIRS", 0)  # every lattice over budget: ARS runs
-    monkeypatch.setattr(method_choice, "AUTO_FULL_PAIRS_SMALL_VOCAB", 0)
+        monkeypatch.setattr(cost_model, name, 0.0)
+    monkeypatch.setattr(dispatch, "AUTO_FULL_PAIRS", 0)  # every lattice over budget: ARS runs
+    monkeypatch.setattr(dispatch, "AUTO_FULL_PAIRS_SMALL_VOCAB", 0)
     for a, x in zip(ars, decode_many(model.lm, lattices), strict=True):
         assert x.method == "ars"
         assert (x.tokens, x.log_p, x.iterations) == (a.tokens, a.log_p, a.iterations)
@@ -78,7 +80,7 @@ def test_methods_agree_and_auto_records_its_choice(real_lms, monkeypatch):
     pairs = run_flat(model.lm, FlatLattices.from_lattices(model.lm, lattices)).pairs
     budget = float(sorted(pairs)[len(pairs) // 2])
     assert pairs.min() <= budget < pairs.max()
-    monkeypatch.setattr(method_choice, "AUTO_FULL_PAIRS", budget)
+    monkeypatch.setattr(dispatch, "AUTO_FULL_PAIRS", budget)
     mixed = decode_many(model.lm, lattices)
     for a, f, x, cost in zip(ars, full, mixed, pairs, strict=True):
         assert x.method == ("full" if cost <= budget else "ars")
@@ -86,16 +88,52 @@ def test_methods_agree_and_auto_records_its_choice(real_lms, monkeypatch):
                                        else (a.tokens, a.log_p))
 
 
-def test_predicted_pairs_bound_the_full_dp(real_lms, random_lms):
-    rng = random.Random(3)
-    for model in [real_lms[3], real_lms[5], random_lms[2], random_lms[6]]:
-        lattices = [make_lattice(rng, model, max_len=8, max_width=7) for _ in range(20)]
-        predicted = corpus.predicted_pairs(as_target_model(model.lm), lattices)
-        flat = FlatLattices.from_lattices(model.lm, lattices)
-        real = run_flat(model.lm, flat, prune=False).pairs
-        assert (predicted >= real).all(), (model.name, predicted, real)
-        loose = corpus.predicted_pairs_flat(model.lm, flat, tight=False)
-        assert (loose >= predicted).all(), (model.name, loose, predicted)
+class NoTables:
+    """A TargetModel without compiled n-gram tables: the adapter's answers, its n-gram hidden."""
+
+    def __init__(self, lm: Model) -> None:
+        self._target = as_target_model(lm)
+        self.order, self.bos, self.eos = self._target.order, self._target.bos, self._target.eos
+
+    def ids(self, tokens):
+        return self._target.ids(tokens)
+
+    def word(self, word_id):
+        return self._target.word(word_id)
+
+    def log_prob(self, contexts, words):
+        return self._target.log_prob(contexts, words)
+
+    def log_bound(self, contexts, words):
+        return self._target.log_bound(contexts, words)
+
+    def is_exact(self, position, context):
+        return self._target.is_exact(position, context)
+
+    def minimal_context(self, contexts):
+        return self._target.minimal_context(contexts)
+
+
+def test_a_target_without_compiled_tables_gets_full_and_auto(real_lms):
+    """"full" falls back to the numpy reference DP, "auto" to ARS, through decode and
+    decode_many alike."""
+    model = real_lms[3]
+    target = NoTables(model.lm)
+    assert dispatch.auto_budgets(target, cost_model.LatticeSizes.of_flat(
+        FlatLattices.from_lattices(target, []))) is None
+    rng = random.Random(5)
+    lattices = [make_lattice(rng, model, max_len=6, max_width=5) for _ in range(8)]
+    lattices = [lat for lat in lattices if math.isfinite(full_log_partition(model.lm, lat))]
+    ars = decode_many(model.lm, lattices, method="ars")
+    full = decode_many(target, lattices, method="full")
+    auto = decode_many(target, lattices)
+    for a, f, x, lat in zip(ars, full, auto, lattices, strict=True):
+        assert f.method == "full" and abs(f.log_p - a.log_p) <= 1e-9
+        assert x.method == "ars" and (x.tokens, x.log_p) == (a.tokens, a.log_p)
+        one = dispatch.decode(target, lat, method="full")
+        assert (one.tokens, one.log_p, one.method) == (f.tokens, f.log_p, "full")
+        one = dispatch.decode(target, lat)
+        assert (one.tokens, one.log_p, one.method) == (a.tokens, a.log_p, "ars")
 
 
 def test_bad_method_and_impossible_lattice(tmp_path, random_lms):

@@ -22,8 +22,8 @@ from arpa_reference import random_arpa_text
 from ars_fixtures import IMPOSSIBLE_ARPA, LM, make_lattice, random_lm_with_options
 from arsdecode.errors import LatticeError, NoPathError
 from arsdecode.lattice import Lattice
+from arsdecode.lattice.flat import FlatLattices
 from arsdecode.methods.fast_full import (
-    FlatLattices,
     full_decode_many,
     full_log_partition_many,
     run_flat,

@@ -24,7 +24,8 @@ from arpa_reference import random_arpa_text
 from ars_fixtures import LM, make_lattice
 from arsdecode.errors import LatticeError, ModelError, OptionError
 from arsdecode.lattice import Lattice
-from arsdecode.methods.fast_full import FlatLattices, full_dp, run_flat, useful_context_tables
+from arsdecode.lattice.flat import FlatLattices
+from arsdecode.methods.fast_full import full_dp, run_flat, useful_context_tables
 from arsdecode.methods.full import full_decode
 from arsdecode.native import MAX_ORDER, _core, native_ngram
 from maxarpa.constants import LN10

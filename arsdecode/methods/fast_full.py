@@ -1,11 +1,11 @@
 """The full model's Viterbi and log partition on the compiled core, many lattices per call.
 
 Why: arsdecode.methods.full is the numpy reference, one lattice at a time with per-position Python
-work. This front end flattens a whole corpus of lattices into arrays (per-sentence offsets,
-per-position offsets, candidate ids, ln emissions) and runs one compiled call over them, on the
-same merged state space: a context is cut to its longest *useful* suffix (a proper prefix of a
-listed n-gram, or a listed n-gram with a nonzero backoff), which changes no score and commutes
-with appending a word (see arsdecode.methods.full's docstring).
+work. This front end runs one compiled call over a whole corpus of lattices in the flat layout
+(`arsdecode.lattice.flat.FlatLattices`: per-sentence offsets, per-position offsets, candidate
+ids, ln emissions), on the same merged state space: a context is cut to its longest *useful*
+suffix (a proper prefix of a listed n-gram, or a listed n-gram with a nonzero backoff), which
+changes no score and commutes with appending a word (see arsdecode.methods.full's docstring).
 
 Tie-breaking is deterministic but not methods.full's: the first best predecessor in creation
 order wins (see `arsdecode.native._core.FullDP`). Scores agree with methods.full to rounding
@@ -14,6 +14,9 @@ order wins (see `arsdecode.native._core.FullDP`). Scores agree with methods.full
 The compiled DP of a model (`full_dp(lm)`, one per model and process) keeps its transition
 cache across calls and runs without the GIL. It is safe to call from several threads at once:
 each concurrent call uses its own cache, bounded in size (see `arsdecode.native._core.FullDP`).
+
+It only executes: whether the full DP runs, and within which budget of pairs, is decided in
+`arsdecode.methods.dispatch`.
 """
 
 from __future__ import annotations
@@ -25,58 +28,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from arsdecode.errors import LatticeError, NoPathError
+from arsdecode.errors import ModelError, NoPathError
 from arsdecode.lattice import Lattice
+from arsdecode.lattice.flat import FlatLattices
 from arsdecode.native import _core, native_ngram
 from maxarpa.contexts import has_stored_tables, useful_context_tables
 from maxarpa.model import Model
-
-
-@dataclass(frozen=True)
-class FlatLattices:
-    """Many lattices as flat arrays (the layout `_core.FullDP.run` takes).
-
-    Checked when made (LatticeError): each offset array starts at 0, never decreases and ends
-    at the length of the array it indexes. Why here as well as in the compiled core: the error
-    then points at the code that built the arrays, not at the later decode.
-    """
-
-    sent_off: np.ndarray  # (S + 1,) int64: positions of sentence s are sent_off[s]:sent_off[s+1]
-    pos_off: np.ndarray  # (P + 1,) int64: candidates of position p are pos_off[p]:pos_off[p+1]
-    cand_ids: np.ndarray  # (C,) int64 model word ids
-    cand_emis: np.ndarray  # (C,) float64 ln emissions, -inf = forbidden
-
-    def __post_init__(self) -> None:
-        _check_offsets("sent_off", self.sent_off, len(self.pos_off) - 1)
-        _check_offsets("pos_off", self.pos_off, len(self.cand_ids))
-        if np.ndim(self.cand_ids) != 1 or np.shape(self.cand_emis) != np.shape(self.cand_ids):
-            raise LatticeError("FlatLattices: cand_ids and cand_emis must be 1-D, of one length")
-
-    @classmethod
-    def from_lattices(cls, lm: Model, lattices: Sequence[Lattice]) -> FlatLattices:
-        widths = [w for lat in lattices for w in lat.widths]
-        sent_off = np.zeros(len(lattices) + 1, dtype=np.int64)
-        np.cumsum([len(lat) for lat in lattices], out=sent_off[1:])
-        pos_off = np.zeros(len(widths) + 1, dtype=np.int64)
-        np.cumsum(widths, out=pos_off[1:])
-        toks = [t for lat in lattices for pos in lat.tokens for t in pos]
-        emis = [lat.log_emissions[i] for lat in lattices for i in range(len(lat))]
-        return cls(
-            sent_off,
-            pos_off,
-            lm.ids(toks).astype(np.int64),
-            np.concatenate(emis).astype(np.float64) if emis else np.empty(0),
-        )
-
-
-def _check_offsets(name: str, off: np.ndarray, end: int) -> None:
-    """LatticeError unless `off` is 1-D, starts at 0, never decreases and ends at `end`."""
-    off = np.asarray(off)
-    if off.ndim != 1 or len(off) == 0 or off[0] != 0 or off[-1] != end:
-        raise LatticeError(f"FlatLattices: {name} must run from 0 to {end}")
-    drops = np.flatnonzero(off[1:] < off[:-1])
-    if len(drops):
-        raise LatticeError(f"FlatLattices: {name} decreases after index {int(drops[0])}")
 
 
 @dataclass(frozen=True)
@@ -131,8 +88,8 @@ def run_flat(lm: Model, flat: FlatLattices, *, viterbi: bool = True,
     """One compiled call over every lattice in `flat`.
 
     `max_pairs` (one budget, or one per lattice) abandons a lattice once its (state,
-    candidate) pairs exceed its budget: its score is NaN and its choices -1 (`auto` then
-    decodes it by ARS).
+    candidate) pairs exceed its budget: its score is NaN and its choices -1. The budgets are
+    the caller's (`methods.dispatch` sets auto's); this only executes them.
 
     `prune` (Viterbi only) drops the (state, candidate) pairs whose score so far plus an upper
     bound on any completion (bigram max-backoff bounds, one backward pass over the lattice)
@@ -141,7 +98,8 @@ def run_flat(lm: Model, flat: FlatLattices, *, viterbi: bool = True,
     space, as arsdecode.methods.full does.
     """
     if lm.bos_id is None or lm.eos_id is None:
-        raise ValueError(f"{lm.source}: the model has no <s> or </s>")
+        raise ModelError(f"{lm.source or 'model'}: no <s> or </s> in the vocabulary; the full DP "
+                         "needs the sentence boundaries")
     choice, score, states, widest, pairs = full_dp(lm).run(
         flat.sent_off, flat.pos_off, flat.cand_ids, flat.cand_emis, lm.bos_id, lm.eos_id,
         viterbi, prune, -1 if max_pairs is None else np.minimum(max_pairs, 2**62).astype(np.int64),
@@ -150,36 +108,22 @@ def run_flat(lm: Model, flat: FlatLattices, *, viterbi: bool = True,
 
 
 def full_decode_many(lm: Model, lattices: Sequence[Lattice]) -> list[tuple[list[str], float]]:
-    """Best path and its ln p for every lattice (arsdecode.methods.full.full_decode's values).
+    """Best path and its ln p for every lattice (arsdecode.methods.full.full_decode's values),
+    from one compiled call.
 
     Raises NoPathError naming the first lattice whose paths all have probability zero.
     """
-    return [(d[0], d[1]) for d in decode_lattices(lm, lattices) if d is not None]
-
-
-def decode_lattices(lm: Model, lattices: Sequence[Lattice], labels: Sequence | None = None,
-                    max_pairs: float | np.ndarray | None = None
-                    ) -> list[tuple[list[str], float, int] | None]:
-    """(best path, its ln p, merged states built) per lattice, from one compiled call; None
-    for a lattice abandoned past `max_pairs` (see `run_flat`).
-
-    Raises NoPathError naming (by `labels[s]`, default its index) the first lattice whose
-    paths all have probability zero.
-    """
     flat = FlatLattices.from_lattices(lm, lattices)
-    res = run_flat(lm, flat, viterbi=True, max_pairs=max_pairs)
+    res = run_flat(lm, flat, viterbi=True)
+    dead = np.flatnonzero(~np.isfinite(res.score))
+    if len(dead):
+        raise NoPathError(f"lattice {int(dead[0])}: every path has probability zero")
     choice = res.choice.tolist()
-    out: list[tuple[list[str], float, int] | None] = []
+    out = []
     for s, lat in enumerate(lattices):
-        if np.isnan(res.score[s]):
-            out.append(None)
-            continue
-        if not np.isfinite(res.score[s]):
-            label = labels[s] if labels is not None else s
-            raise NoPathError(f"lattice {label}: every path has probability zero")
         p0 = int(flat.sent_off[s])
-        tokens = [lat.tokens[i][choice[p0 + i]] for i in range(len(lat))]
-        out.append((tokens, float(res.score[s]), int(res.dp_states[s])))
+        out.append(([lat.tokens[i][choice[p0 + i]] for i in range(len(lat))],
+                    float(res.score[s])))
     return out
 
 
