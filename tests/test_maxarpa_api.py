@@ -29,7 +29,7 @@ def test_public_entry_points_have_documented_signatures():
 
 
 def test_each_format_sniffs_its_own_files(tmp_path):
-    from arpa_reference import VALID
+    from arpa_fixtures import VALID
 
     arpa = tmp_path / "m.arpa"
     arpa.write_text(VALID)

@@ -21,13 +21,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from arpa_reference import arpa_texts
+from arpa_fixtures import arpa_texts
 from arsdecode.errors import BoundViolationError, ModelError
 from arsdecode.lattice import Lattice
 from arsdecode.methods.ars import decode
 from arsdecode.methods.full import full_decode, full_log_partition
 from arsdecode.model import MaxArpaLM, TargetModel, as_target_model
-from brute import brute_model
+from arsdecode.testing.brute import brute_model
 from maxarpa.constants import LN10
 from maxarpa.errors import MaxArpaError
 from maxarpa.model import Model

@@ -19,13 +19,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from arpa_reference import random_arpa_text
 from ars_fixtures import LM, make_lattice
 from arsdecode.errors import LatticeError, ModelError, OptionError
 from arsdecode.lattice import Lattice
 from arsdecode.methods.fast_full import FlatLattices, full_dp, run_flat, useful_context_tables
 from arsdecode.methods.full import full_decode
 from arsdecode.native import MAX_ORDER, _core, native_ngram
+from arsdecode.testing.random_arpa import random_arpa_text
 from maxarpa.constants import LN10
 from maxarpa.errors import UnknownWordError
 from maxarpa.model import Model
