@@ -26,7 +26,7 @@ from pathlib import Path
 import numpy as np
 
 REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO))  # this checkout's arsdecode, not another one installed
 
 
 LITERAL_CAP = 300_000  # literal full-model states above which "F" is not run (reported nan)

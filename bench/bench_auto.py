@@ -39,7 +39,7 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO))  # this checkout's arsdecode, and data_prep (a folder, not installed)
 
 
 def clock() -> float:

@@ -25,13 +25,12 @@ from pathlib import Path
 import numpy as np
 
 REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
-sys.path.insert(0, str(REPO / "bench"))
+sys.path.insert(0, str(REPO))  # this checkout's arsdecode, and bench.numba_walk
 DEFAULT_MODEL = REPO / "arsdecode" / "data" / "state_union.5gram.maxarpa.gz"
 
 PRELUDE = """
 import sys, numpy as np
-sys.path[:0] = [{repo!r}, {bench!r}]
+sys.path.insert(0, {repo!r})
 import maxarpa
 lm = maxarpa.load({model!r})
 rng = np.random.default_rng(0)
@@ -42,7 +41,7 @@ FIRST_CALL = {
     "numpy": "lm.log10p_batch(ctx, w); lm.max_log10p_batch(ctx, w)",
     "native": "from arsdecode.native import native_ngram\n"
               "nm = native_ngram(lm); nm.log_prob(ctx, w); nm.log_bound(ctx, w)",
-    "numba": "from arsdecode.native import native_ngram\nfrom numba_walk import numba_walk\n"
+    "numba": "from arsdecode.native import native_ngram\nfrom bench.numba_walk import numba_walk\n"
              "nm = native_ngram(lm)\n"
              "numba_walk(nm.core.arrays, nm.order, nm.vocab_size, ctx, w, False)\n"
              "numba_walk(nm.core.arrays, nm.order, nm.vocab_size, ctx, w, True)",
@@ -74,7 +73,7 @@ def best_of(fn, reps: int) -> float:
 
 
 def fresh_process(model: Path, kind: str, env: dict[str, str] | None = None) -> float:
-    code = PRELUDE.format(repo=str(REPO), bench=str(REPO / "bench"), model=str(model))
+    code = PRELUDE.format(repo=str(REPO), model=str(model))
     code += FIRST_CALL[kind] + "\n"
     t0 = time.perf_counter()
     subprocess.run([sys.executable, "-c", code], check=True, env=env)
@@ -82,10 +81,9 @@ def fresh_process(model: Path, kind: str, env: dict[str, str] | None = None) -> 
 
 
 def main() -> int:
-    from numba_walk import numba_walk
-
     import maxarpa
     from arsdecode.native import native_ngram
+    from bench.numba_walk import numba_walk
     from maxarpa.constants import LN10
 
     model = Path(sys.argv[1]) if len(sys.argv) > 1 else DEFAULT_MODEL

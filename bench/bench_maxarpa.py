@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 
 REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO))  # this checkout's arsdecode, and data_prep (a folder, not installed)
 WORK = REPO / "work" / "bench"
 
 

@@ -35,7 +35,7 @@ from pathlib import Path
 import numpy as np
 
 REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO))  # this checkout's arsdecode, and data_prep (a folder, not installed)
 
 
 
@@ -67,7 +67,7 @@ def run_child(cmd: list[str]) -> tuple[str, float]:
 def tnt_rate(pos_dir: Path, test_words: list[list[str]], tokens: int) -> float:
     from nltk.tag.tnt import TnT
 
-    from arsdecode.tasks.pos.emissions import read_tagged
+    from arsdecode.tasks.pos.evaluation import read_tagged
 
     tagger = TnT(N=1000)
     tagger.train(read_tagged(pos_dir / "train.tsv"))
@@ -85,7 +85,8 @@ def main() -> int:
     import maxarpa
     from arsdecode.methods.ars import decode
     from arsdecode.methods.fast_full import run_flat
-    from arsdecode.tasks.pos.emissions import TnTEmissions, read_tagged
+    from arsdecode.tasks.pos.emissions import TnTEmissions
+    from arsdecode.tasks.pos.evaluation import read_tagged
     from arsdecode.tasks.pos.models import tag_lm_path
     from arsdecode.tasks.pos.tag_many import flatten, tag_many
 

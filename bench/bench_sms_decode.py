@@ -1,4 +1,4 @@
-"""SMS decoding speed: the engine against a plain pure-Python ARS (bench/reference_ars.py).
+"""SMS decoding speed: the engine against a plain pure-Python ARS (arsdecode.testing.reference_ars).
 
 Issue 10, goal 2: on state_union SMS lattices (full candidate lists, lengths 8-10), the engine
 should be >= 10x the straightforward pure-Python implementation of the same method, measured
@@ -27,8 +27,7 @@ from pathlib import Path
 import numpy as np
 
 REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
-sys.path.insert(0, str(REPO / "bench"))
+sys.path.insert(0, str(REPO))  # this checkout's arsdecode, not another one installed
 
 
 def pct(xs: list[float], q: float) -> float:
@@ -36,12 +35,11 @@ def pct(xs: list[float], q: float) -> float:
 
 
 def main() -> None:
-    import reference_ars
-
     import maxarpa
     from arsdecode.methods.ars import decode, sample
     from arsdecode.methods.dispatch import decode_many
     from arsdecode.tasks.sms.keypad import KeypadChannel
+    from arsdecode.testing import reference_ars
 
     ap = argparse.ArgumentParser()
     ap.add_argument("--models", type=Path, default=REPO / "work" / "sms")

@@ -37,7 +37,8 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from arsdecode.tasks.pos.cap import cap_sequences
-from arsdecode.tasks.pos.emissions import PENN_CLOSED_TAGS, TnTEmissions, write_tagged
+from arsdecode.tasks.pos.emissions import PENN_CLOSED_TAGS, TnTEmissions
+from arsdecode.tasks.pos.evaluation import write_tagged
 from arsdecode.tasks.pos.models import PREFERRED_ORDER
 from data_prep.lmplz import REPO_ROOT
 from data_prep.pos_data import (

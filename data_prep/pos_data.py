@@ -63,7 +63,8 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from arsdecode.tasks.pos.emissions import PENN_CLOSED_TAGS, TnTEmissions, write_tagged
+from arsdecode.tasks.pos.emissions import PENN_CLOSED_TAGS, TnTEmissions
+from arsdecode.tasks.pos.evaluation import write_tagged
 from data_prep.lmplz import REPO_ROOT, train_arpa
 from maxarpa.constants import BOS, EOS
 

@@ -16,8 +16,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
-import platform
 import sys
 import time
 from collections import Counter
@@ -26,26 +24,25 @@ from pathlib import Path
 import numpy as np
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "experiments"))
-sys.path.insert(0, str(REPO / "tests"))
-
-import evidence_study  # noqa: E402
-from report.render import line_plot, table  # noqa: E402
+sys.path.insert(0, str(REPO))  # experiments/ and data_prep/ are repo folders, not packages
 
 import maxarpa  # noqa: E402
+from arsdecode.core.tolerances import CERTIFICATE_TOL  # noqa: E402
 from arsdecode.methods.approx import beam_search, gibbs, randomized_log_partition  # noqa: E402
 from arsdecode.methods.ars import decode, sample  # noqa: E402
 from arsdecode.methods.full import full_log_partition  # noqa: E402
 from arsdecode.methods.marginals import marginals_from_samples  # noqa: E402
-from arsdecode.tasks.pos.emissions import TnTEmissions, read_tagged  # noqa: E402
+from arsdecode.tasks.pos.emissions import TnTEmissions  # noqa: E402
+from arsdecode.tasks.pos.evaluation import read_tagged  # noqa: E402
 from arsdecode.tasks.sms.keypad import KeypadChannel  # noqa: E402
-from brute import brute_model  # noqa: E402
+from arsdecode.testing.brute import brute_model  # noqa: E402
+from experiments import evidence_study  # noqa: E402
+from experiments.report.approx import render  # noqa: E402
 from maxarpa.model import Model  # noqa: E402
 
 WIDTHS = [1, 2, 4, 8, 16, 64]
 IMG = REPO / "docs" / "img" / "approx"
 DOC = REPO / "docs" / "results-approx.md"
-SEARCH_TOL = 1e-9
 
 
 def cpu() -> float:
@@ -76,7 +73,7 @@ def beam_study(lm: Model, lattices: list, gold: list[list[str]]) -> dict:
             b = beam_search(lm, lat, w)
             secs += cpu() - t0
             preds.append(b.tokens)
-            errs += b.log_p < best - SEARCH_TOL
+            errs += b.log_p < best - CERTIFICATE_TOL  # a search error: below the optimum
             gap.append(best - b.log_p)
         out["beam"][w] = {"search_error_rate": errs / len(lattices), "seconds": secs,
                           "accuracy": accuracy(preds, gold), "mean_gap": float(np.mean(gap))}
@@ -177,199 +174,10 @@ def logz_study(lm: Model, lattices: list, seeds: int) -> dict:
     return res
 
 
-def curve(rows, key_idx=1, t_idx=2, v_idx=3):
-    """Average time and value per setting (over lattices)."""
-    keys = sorted({r[key_idx] for r in rows})
-    return ([float(np.mean([r[t_idx] for r in rows if r[key_idx] == k])) for k in keys],
-            [float(np.mean([r[v_idx] for r in rows if r[key_idx] == k])) for k in keys], keys)
-
-
 def pick(lattices: list, lo_paths: int, hi_paths: int, count: int, min_len: int = 1) -> list:
     out = [lat for lat in lattices if lo_paths <= lat.num_paths() <= hi_paths
            and len(lat) >= min_len]
     return out[:count]
-
-
-# ----- the page --------------------------------------------------------------------------------
-def render(res: dict, cmd: str) -> str:
-    img = "img/approx"
-    plots = {}
-    for task in ("sms", "pos"):
-        b = res.get(task)
-        if not b:
-            continue
-        ws = sorted(b["beam"], key=int)
-        plots[f"{task}_err"] = line_plot(
-            IMG / f"{task}_search_errors.png",
-            {"beam": ([int(w) for w in ws], [b["beam"][w]["search_error_rate"] for w in ws])},
-            title=f"{task.upper()}: search errors of beam search (exact ARS: 0)",
-            xlabel="beam width", ylabel="fraction of sentences", logx=True)
-        plots[f"{task}_acc"] = line_plot(
-            IMG / f"{task}_accuracy_time.png",
-            {"beam": ([b["beam"][w]["seconds"] for w in ws],
-                      [b["beam"][w]["accuracy"] for w in ws]),
-             "exact ARS": ([b["exact"]["seconds"]], [b["exact"]["accuracy"]])},
-            title=f"{task.upper()}: accuracy against CPU time (beam widths {ws[0]}..{ws[-1]})",
-            xlabel="CPU seconds, whole set", ylabel="token accuracy", logx=True)
-    tv, mg, lz = res["tv"], res["marg"], res["logz"]
-    a_t, a_v, _ = curve(tv["ars"])
-    g_t, g_v, _ = curve(tv["gibbs"])
-    line_plot(IMG / "tv_time.png", {"exact ARS (n samples)": (a_t, a_v),
-                                    "Gibbs (sweeps)": (g_t, g_v)},
-              title="TV distance to the exact distribution (enumerable POS lattices)",
-              xlabel="CPU seconds", ylabel="total variation", logx=True, logy=True)
-    ma_t, ma_v, _ = curve(mg["ars"])
-    mg_t, mg_v, _ = curve(mg["gibbs"])
-    line_plot(IMG / "marginal_time.png", {"exact ARS (n samples)": (ma_t, ma_v),
-                                          "Gibbs (sweeps)": (mg_t, mg_v)},
-              title="Marginal error against time (real POS lattices)",
-              xlabel="CPU seconds", ylabel="mean per-position TV of marginals",
-              logx=True, logy=True)
-    rd = _lz_curve(lz["rdp"])
-    ar = _lz_curve(lz["ars"])
-    line_plot(IMG / "logz_time.png", {"randomized DP (K kept + K sampled)": rd[:2],
-                                      "ARS importance estimate (n samples)": ar[:2]},
-              title="ln Z error against time (POS lattices, full DP reference)",
-              xlabel="CPU seconds per estimate", ylabel="RMSE of ln Z", logx=True, logy=True)
-
-    ev = res["evidence"]
-    lines = ["# Exact ARS against the approximate tools (beam, Gibbs, randomized DP)", "",
-             "Generated by `experiments/approx_vs_exact.py`; do not edit by hand. Reproduce:", "",
-             f"    {cmd}", "", "## Headline figures", ""]
-    for task in ("sms", "pos"):
-        b = res.get(task)
-        if not b:
-            continue
-        cells = ", ".join(f"width {w}: {100 * b['beam'][w]['search_error_rate']:.1f}%"
-                          for w in sorted(b["beam"], key=int))
-        ratio = {w: b["beam"][w]["seconds"] / b["exact"]["seconds"] for w in b["beam"]}
-        rcells = ", ".join(f"width {w}: {ratio[w]:.2f}x" for w in sorted(ratio, key=int))
-        lines += [f"- **{task.upper()}** ({b['n']} sentences, {b['tokens']} tokens): beam "
-                  f"search-error rate {cells}. Beam CPU time / exact ARS time: {rcells}. "
-                  f"Exact ARS accuracy {b['exact']['accuracy']:.4f} in "
-                  f"{b['exact']['seconds']:.1f} s."]
-    imp = [c["estimators"]["importance"] for c in ev["cases"].values()]
-    rej = [c["estimators"]["rejection"] for c in ev["cases"].values()]
-    lines += [
-        f"- **Evidence ln Z** ({ev['seeds']} seeds per case, {len(imp)} cases): 95% CI "
-        f"coverage of the importance estimator (default) "
-        f"{min(e['coverage'] for e in imp):.2f}-{max(e['coverage'] for e in imp):.2f}, of the "
-        f"rejection estimator {min(e['coverage'] for e in rej):.2f}-"
-        f"{max(e['coverage'] for e in rej):.2f}; RMSE ratio importance / rejection "
-        f"{np.mean([a['rmse_log'] / b['rmse_log'] for a, b in zip(imp, rej)]):.2f} "
-        f"(same trials, same cost). Smallest error at equal work: `{ev['default']}`.",
-        f"- **Samplers**: at the largest budget, exact ARS reaches TV {a_v[-1]:.3f} in "
-        f"{a_t[-1]:.2f} s, Gibbs {g_v[-1]:.3f} in {g_t[-1]:.2f} s; marginal error ARS "
-        f"{ma_v[-1]:.4f} in {ma_t[-1]:.2f} s, Gibbs {mg_v[-1]:.4f} in {mg_t[-1]:.2f} s.",
-        "", "At a glance:", ""] + glance(res, (a_t, a_v, g_t, g_v), rd, ar) + [
-        "", "## Setup", "",
-        f"- Machine: {platform.machine()}, Python {platform.python_version()}, CPU times of "
-        "one process (`time.process_time`) on a shared 2-core machine; model loading and "
-        "lattice construction excluded.",
-        f"- SMS: {res['config']['sms']}", f"- POS: {res['config']['pos']}",
-        "- Search error: the beam's path has ln p below the certified optimum by more than "
-        "1e-9. Beam search keeps the best `width` LM states (last n-1 words) per position "
-        "after recombination (`arsdecode.methods.approx.beam_search`).", ""]
-    for task in ("sms", "pos"):
-        b = res.get(task)
-        if not b:
-            continue
-        rows = [[w, f"{b['beam'][w]['search_error_rate']:.3f}", f"{b['beam'][w]['mean_gap']:.3f}",
-                 f"{b['beam'][w]['accuracy']:.4f}", f"{b['beam'][w]['seconds']:.2f}"]
-                for w in sorted(b["beam"], key=int)]
-        rows.append(["exact ARS", "0 (certified)", "0", f"{b['exact']['accuracy']:.4f}",
-                     f"{b['exact']['seconds']:.2f}"])
-        lines += [f"## {task.upper()}: beam search against exact decoding", "",
-                  table(["width", "search-error rate", "mean ln p gap", "accuracy",
-                         "CPU s (set)"], rows), "",
-                  f"![search errors]({img}/{task}_search_errors.png)",
-                  f"![accuracy and time]({img}/{task}_accuracy_time.png)", ""]
-    lines += ["## Samplers", "",
-              f"TV to the exact distribution on {res['config']['tv']}; exact ARS with n = "
-              f"{SAMPLE_NS} samples, Gibbs (systematic scan, no burn-in, one sample per sweep) "
-              f"with {SWEEPS} sweeps; averages over the lattices. Both are numpy code in this "
-              "repository; Gibbs pays one batched LM query per position per sweep, so its "
-              "time depends on the implementation, while the setting columns compare equal "
-              "numbers of (exact or correlated) samples.", "",
-              table(["method", "setting", "CPU s", "TV"],
-                    [["ARS", n, f"{t:.3f}", f"{v:.4f}"] for t, v, n in zip(*curve(tv["ars"]))]
-                    + [["Gibbs", n, f"{t:.3f}", f"{v:.4f}"]
-                       for t, v, n in zip(*curve(tv["gibbs"]))]), "",
-              f"![TV against time]({img}/tv_time.png)", "",
-              f"Marginal error on {res['config']['marg']}: mean over positions of the TV "
-              f"between estimated and reference marginals; reference = {mg['ref_n']} exact "
-              "samples (an independent run).", "",
-              table(["method", "setting", "CPU s", "marginal error"],
-                    [["ARS", n, f"{t:.3f}", f"{v:.4f}"] for t, v, n in zip(*curve(mg["ars"]))]
-                    + [["Gibbs", n, f"{t:.3f}", f"{v:.4f}"]
-                       for t, v, n in zip(*curve(mg["gibbs"]))]), "",
-              f"![marginal error against time]({img}/marginal_time.png)", "",
-              "## ln Z: randomized forward DP against ARS", "",
-              f"On {res['config']['logz']}; reference: the full-model DP. Randomized DP "
-              "(Fu et al.) keeps K states exactly and samples K more per position; its Z is "
-              "unbiased, ln Z is not.", "",
-              table(["method", "setting", "CPU s per estimate", "RMSE ln Z", "mean error"],
-                    [["randomized DP", f"K={k}", f"{t:.3f}", f"{e:.4f}", f"{m:+.4f}"]
-                     for t, e, k, m in zip(*rd)]
-                    + [["ARS importance", f"n={k}", f"{t:.3f}", f"{e:.4f}", f"{m:+.4f}"]
-                       for t, e, k, m in zip(*ar)]), "",
-              f"![ln Z error against time]({img}/logz_time.png)", "",
-              "## Evidence estimators (arsdecode.methods.evidence)", "",
-              "`SampleResult.log_Z` is the importance estimate that uses every trial, "
-              "Z = sum_t r_t / sum_t 1/Q_t with r_t = p(x_t)/q_t(x_t) and Q_t = q_t(X) "
-              "(Teichmann, Wansing & Koller's importance weights p/q_t * Q_t, combined with "
-              "predictable weights 1/Q_t). `SampleResult.log_Z_rejection` is the earlier "
-              "estimate from accepted trials only, sum_t 1[acc_t] / sum_t 1/Q_t; the importance "
-              "estimate is its Rao-Blackwellisation (E[1[acc] | x_t] = r_t). "
-              "`importance_plain` is the plain mean of the weights; `combined` an inverse-"
-              "variance mix that ignores the correlation of its parts (its interval is too "
-              "narrow). All are computed in log space.", "",
-              evidence_study.markdown(ev), "",
-              "With 20 samples every interval under-covers (the normal approximation with an "
-              "estimated variance); read them as approximate below about a hundred samples.",
-              ""]
-    return "\n".join(lines)
-
-
-def glance(res: dict, tv: tuple, rd: tuple, ar: tuple) -> list[str]:
-    """Where exact ARS is better and faster, and where it is not, from the measurements."""
-    out = []
-    for task in ("sms", "pos"):
-        b = res.get(task)
-        if not b:
-            continue
-        ws = sorted(b["beam"], key=int)
-        clean = [w for w in ws if b["beam"][w]["search_error_rate"] == 0]
-        ex = b["exact"]["seconds"]
-        if clean:
-            w = clean[0]
-            faster = b["beam"][w]["seconds"] < ex
-            out.append(
-                f"- {task.upper()} decoding: the narrowest beam without search errors on this "
-                f"set is width {w}, at {b['beam'][w]['seconds'] / ex:.2f}x the time of exact "
-                f"ARS ({'faster' if faster else 'slower'}, and without a certificate); "
-                f"narrower beams are faster but wrong on up to "
-                f"{100 * b['beam'][ws[0]]['search_error_rate']:.0f}% of sentences.")
-    a_t, a_v, g_t, g_v = tv
-    target = g_v[-1]
-    reach = next((t for t, v in zip(a_t, a_v) if v <= target), None)
-    if reach is not None:
-        out.append(f"- Sampling: exact ARS reaches Gibbs' best TV ({target:.4f}, after "
-                   f"{g_t[-1]:.1f} s) in {reach:.2f} s, {g_t[-1] / reach:.0f}x faster, and its "
-                   "samples are independent and exact.")
-    out.append(f"- ln Z on POS lattices (few LM states): randomized DP with K = {rd[2][2]} "
-               f"has RMSE {rd[1][2]:.4f} in {rd[0][2]:.3f} s, ARS's estimate from "
-               f"n = {ar[2][-1]} samples {ar[1][-1]:.4f} in {ar[0][-1]:.3f} s: there the "
-               "randomized DP (or the exact full DP) is the better tool for the evidence.")
-    return out
-
-
-def _lz_curve(rows):
-    keys = sorted({r[0] for r in rows})
-    t = [float(np.mean([r[1] for r in rows if r[0] == k])) for k in keys]
-    errs = {k: np.concatenate([r[2] for r in rows if r[0] == k]) for k in keys}
-    return (t, [float(math.sqrt(np.mean(errs[k] ** 2))) for k in keys], keys,
-            [float(np.mean(errs[k])) for k in keys])
 
 
 def main() -> int:
@@ -390,7 +198,7 @@ def main() -> int:
            + f" --evidence-seeds {args.evidence_seeds}")
     if args.render_only:
         res = json.loads(args.json.read_text())
-        write_page(render(res, res.get("command", cmd)))
+        write_page(render(res, res.get("command", cmd), IMG, SAMPLE_NS, SWEEPS))
         return 0
     res: dict = {"config": {}, "command": cmd}
     say("SMS beam study")
@@ -421,7 +229,7 @@ def main() -> int:
     res["evidence"]["default"] = evidence_study.pick_default(res["evidence"])
     args.json.parent.mkdir(parents=True, exist_ok=True)
     args.json.write_text(json.dumps(res, default=str))
-    write_page(render(res, cmd))
+    write_page(render(res, cmd, IMG, SAMPLE_NS, SWEEPS))
     return 0
 
 

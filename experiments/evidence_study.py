@@ -26,15 +26,17 @@ from pathlib import Path
 import numpy as np
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "tests"))  # the random-model generator and brute force
+sys.path.insert(0, str(REPO))  # experiments/ and data_prep/ are repo folders, not packages
+
 
 import maxarpa  # noqa: E402
-from arpa_reference import random_arpa_text  # noqa: E402
 from arsdecode.lattice import Lattice  # noqa: E402
 from arsdecode.methods import evidence  # noqa: E402
 from arsdecode.methods.ars import sample  # noqa: E402
 from arsdecode.methods.full import full_log_partition  # noqa: E402
-from brute import brute_model  # noqa: E402
+from arsdecode.testing.brute import brute_model  # noqa: E402
+from arsdecode.testing.random_arpa import random_arpa_text  # noqa: E402
+from experiments.report.evidence import markdown  # noqa: E402
 from maxarpa.model import Model  # noqa: E402
 
 # (name, model seed, order, vocabulary, positive-backoff fraction, lattice length, width, n)
@@ -118,25 +120,6 @@ def pick_default(results: dict) -> str:
     names = next(iter(results["cases"].values()))["estimators"].keys()
     return min(names, key=lambda m: np.mean([c["estimators"][m]["rmse_1s"]
                                               for c in results["cases"].values()]))
-
-
-def markdown(results: dict) -> str:
-    lines = [
-        f"Every estimator on the same ARS runs, {results['seeds']} seeds per case; random "
-        "ARPA models with positive backoffs (tests/arpa_reference.py), lattices of width 3.",
-        "",
-        "| case | reference | estimator | bias ln Z (± s.e.) | Z_hat/Z - 1 | RMSE ln Z | "
-        "RMSE at 1 s | coverage | CI width | width at 1 s |",
-        "|---|---|---|---|---|---|---|---|---|---|",
-    ]
-    for case, c in results["cases"].items():
-        for name, e in c["estimators"].items():
-            lines.append(
-                f"| {case} | {c['reference']} | {name} | {e['bias_log']:+.4f} ± "
-                f"{e['bias_log_se']:.4f} | {e['rel_bias_Z']:+.4f} | {e['rmse_log']:.4f} | "
-                f"{e['rmse_1s']:.4f} | "
-                f"{e['coverage']:.2f} | {e['width']:.4f} | {e['width_1s']:.4f} |")
-    return "\n".join(lines)
 
 
 def main() -> int:

@@ -6,7 +6,7 @@ settings at the default order, and every order on dev), then scores every order 
 and on WSJ section 20 (CoNLL-2000 test), next to NLTK's TnT trained on the same EWT train in
 the same run. Raw results go to work/ewt/results.json (rewritten after every job, so a run cut
 short still renders), and the EWT section of docs/results-pos.md (between the `ewt` markers)
-is rendered from that JSON alone (experiments/pos_ewt_report.py).
+is rendered from that JSON alone (experiments/report/pos_ewt.py).
 
     python -m data_prep.ewt --out work/ewt --ship arsdecode/data/pos
     python experiments/pos_ewt.py [--jobs 2] [--orders 2 3 4 5 6 7 8 9]
@@ -43,16 +43,21 @@ from collections import Counter  # noqa: E402
 from collections.abc import Sequence  # noqa: E402
 from pathlib import Path  # noqa: E402
 
-from pos_cap import CapEmissions, build_plain_lms  # noqa: E402
-from progress_log import progress, say  # noqa: E402
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))  # experiments/ and data_prep/ are repo folders, not packages
 
 import maxarpa  # noqa: E402
+from arsdecode.core.tolerances import FLOAT_NOISE  # noqa: E402
 from arsdecode.methods.ars import decode  # noqa: E402
-from arsdecode.tasks.pos.emissions import TnTEmissions, read_tagged, score_tags  # noqa: E402
+from arsdecode.tasks.pos.cap import CapEmissions  # noqa: E402
+from arsdecode.tasks.pos.emissions import TnTEmissions  # noqa: E402
+from arsdecode.tasks.pos.evaluation import read_tagged, score_tags  # noqa: E402
 from arsdecode.tasks.pos.tag_many import tag_many  # noqa: E402
 from data_prep.ewt import DEFAULT_ORDER, SETTINGS  # noqa: E402
+from experiments.pos_cap import build_plain_lms  # noqa: E402
+from experiments.progress_log import progress, say  # noqa: E402
+from experiments.report.pos_ewt import render_section, splice  # noqa: E402
 
-REPO = Path(__file__).resolve().parents[1]
 ORDERS = tuple(range(2, 10))
 SETS = ("test", "wsj20")
 GRID_ORDER = 3
@@ -72,7 +77,6 @@ GRID: dict[str, dict] = {
 }
 TOP_CONFUSIONS = 10
 CHECK_SENTENCES = 50  # per job, decoded again by ARS to verify exactness
-CHECK_TOL = 1e-6  # nats
 G: dict = {}  # worker state: forked workers share it copy-on-write
 
 
@@ -102,7 +106,8 @@ def tag_exact(em, order: int, sents: list, lm_dir: Path) -> dict:
     """Exact decoding of `sents` (full-model DP in one call); CPU seconds of lattice + decode.
 
     Then CHECK_SENTENCES evenly spaced sentences are decoded again by ARS, which must certify
-    a path of the same ln p (within CHECK_TOL): "check_agree" of "checked" counts them.
+    a path of the same ln p (within FLOAT_NOISE: two orders of summation): "check_agree" of
+    "checked" counts them.
     """
     lm = maxarpa.load(lm_dir / f"tags.{order}.maxarpa")
     words = [[w for w, _ in s] for s in sents]
@@ -117,7 +122,7 @@ def tag_exact(em, order: int, sents: list, lm_dir: Path) -> dict:
         r = decode(lm, em.lattice(words[i]))
         diff = abs(r.log_p - float(res.log_p[i]))
         worst = max(worst, diff)
-        agree += bool(r.certified) and diff <= CHECK_TOL
+        agree += bool(r.certified) and diff <= FLOAT_NOISE
         iters += r.iterations
     if agree < len(sample):
         say(f"n={order}: ARS disagrees with the full DP on {len(sample) - agree} of "
@@ -265,8 +270,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not raw.is_file():
         say(f"no {raw}: run without --render-only first")
         return 0
-    from pos_ewt_report import render_section, splice
-
     splice(args.doc, "ewt", render_section(json.loads(raw.read_text())))
     say(f"wrote the EWT section of {args.doc}")
     return 0

@@ -49,47 +49,41 @@ import json  # noqa: E402
 import math  # noqa: E402
 import multiprocessing as mp  # noqa: E402
 import platform  # noqa: E402
-import re  # noqa: E402
 import sys  # noqa: E402
 import time  # noqa: E402
 from collections.abc import Sequence  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 import numpy as np  # noqa: E402
-from pos_ewt_report import keep_block  # noqa: E402
-from progress_log import progress, say  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))  # experiments/ and data_prep/ are repo folders, not packages
 
 import maxarpa  # noqa: E402
 from arsdecode.lattice import Lattice  # noqa: E402
 from arsdecode.methods.ars import decode, sample  # noqa: E402
 from arsdecode.methods.full import full_decode  # noqa: E402
-from arsdecode.tasks.pos.emissions import TnTEmissions, read_tagged, score_tags  # noqa: E402
+from arsdecode.tasks.pos.emissions import TnTEmissions  # noqa: E402
+from arsdecode.tasks.pos.evaluation import read_tagged, score_tags  # noqa: E402
+from experiments.pos_protocol import (  # noqa: E402
+    AR_WINDOW,
+    BATCH,
+    BUDGET_S,
+    LITERAL_MAX_LAYER_PAIRS,
+    MAX_TRIALS,
+    ORDERS,
+    SAMPLE_SENTENCES,
+    SEED,
+    TARGET_AR,
+)
+from experiments.progress_log import progress, say  # noqa: E402
+from experiments.report.pos_ewt import keep_block  # noqa: E402
+from experiments.report.pos_markdown import markdown  # noqa: E402
+from experiments.report.pos_plots import write_plots  # noqa: E402
 from maxarpa.model import Model  # noqa: E402
-
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))  # data_prep is not an installed package
-
-ORDERS = tuple(range(2, 10))
-BUDGET_S = 600.0  # a full decoder projected to need more than this is "infeasible"
-LITERAL_MAX_LAYER_PAIRS = 30_000_000  # ~4 GB of arrays in one layer of the literal DP
-TARGET_AR, AR_WINDOW, BATCH = 0.6, 100, 10
-SAMPLE_SENTENCES, SEED = 50, 2012
-MAX_TRIALS = 100_000
-PAPER = {
-    "best_accuracy": 0.9594,
-    "best_order": 5,
-    "full_infeasible_from": 7,
-    "train": "WSJ sections 0-18 (~912k tokens)",
-    "test": "WSJ sections 22-24",
-}
-TARGETS = {"accuracy": 0.959, "speedup_n5": 10.0, "n9_seconds": 300.0}
 
 
 # ----- helpers -------------------------------------------------------------------------------
-def _tty() -> bool:
-    return sys.stderr.isatty()
-
-
 def layer_pairs(lattice: Lattice, order: int) -> list[int]:
     """(state, candidate) pairs per position of the literal full model: states before position i
     are the distinct (n-1)-tag histories, i.e. the product of the last n-1 candidate counts."""
@@ -482,440 +476,6 @@ def dev_study(pos_dir: Path, n_jobs: int) -> dict:
     return {"rows": rows, "tnt": tnt, "train": dsum["train"], "test": dsum["test"]}
 
 
-# ----- rendering -------------------------------------------------------------------------------
-def pct(x: float | None, d: int = 2) -> str:
-    return "–" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{100 * x:.{d}f}"
-
-
-def secs(x: float | None) -> str:
-    if x is None:
-        return "–"
-    return f"{x:.0f}" if x >= 100 else f"{x:.1f}"
-
-
-def ordered(d: dict) -> list:
-    return [d[k] for k in sorted(d, key=int)]
-
-
-def best_order(res: dict) -> int:
-    return max(res["ars"], key=lambda n: res["ars"][n]["accuracy"])
-
-
-def plot(res: dict, img: Path) -> list[Path]:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    img.mkdir(parents=True, exist_ok=True)
-    orders = sorted(int(n) for n in res["ars"])
-    ars = [res["ars"][str(n)] for n in orders]
-    tnt0, tnt1 = res["tnt"]["C=False"], res["tnt"]["C=True"]
-    out = []
-
-    # Fig. 4a
-    fig, axes = plt.subplots(2, 2, figsize=(10, 7.5))
-    panels = [("accuracy", "all tokens"), ("known_accuracy", "known words"),
-              ("unknown_accuracy", "unknown words")]
-    for ax, (key, title) in zip(axes.flat, panels, strict=False):
-        ax.plot(orders, [100 * a[key] for a in ars], "o-", color="C0", label="ARS, exact")
-        ax.axhline(100 * tnt0[key], color="C3", ls="--", label="NLTK TnT (C=False)")
-        ax.axhline(100 * tnt1[key], color="C3", ls=":", label="NLTK TnT (C=True)")
-        if key == "accuracy":
-            ax.plot([PAPER["best_order"]], [100 * PAPER["best_accuracy"]], "*", ms=12,
-                    color="C2", label="paper, n=5 (WSJ 22-24)")
-        ax.set_title(f"Accuracy, {title} (CoNLL-2000 test)")
-        ax.set_xlabel("tag n-gram order n")
-        ax.set_ylabel("accuracy (%)")
-        ax.set_xticks(orders)
-        ax.grid(alpha=0.3)
-        ax.legend(fontsize=8, loc="lower right" if key == "accuracy" else "best")
-    ax = axes[1, 1]
-    tok = res["test_tokens"]
-    lat_s = res["lattice_seconds"]
-    ax.semilogy(orders, [tok / a["seconds"] for a in ars], "o-", label="ARS, decode only")
-    ax.semilogy(orders, [tok / (a["seconds"] + lat_s) for a in ars], "s--",
-                label="ARS, lattice + decode")
-    ax.axhline(tnt0["tokens_per_second"], color="C3", ls="--", label="NLTK TnT (C=False)")
-    ax.set_title("Throughput (CPU time, single-threaded)")
-    ax.set_xlabel("tag n-gram order n")
-    ax.set_ylabel("tokens / second")
-    ax.set_xticks(orders)
-    ax.grid(alpha=0.3, which="both")
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    out.append(img / "pos_fig4a_accuracy.png")
-    fig.savefig(out[-1], dpi=110)
-    plt.close(fig)
-
-    # Fig. 4b
-    fig, ax = plt.subplots(figsize=(7.5, 5))
-    ax.semilogy(orders, [a["seconds"] for a in ars], "o-", color="C0", label="ARS (exact)")
-    for key, color, label in (("merged", "C1", "full DP, KenLM-merged contexts"),
-                              ("literal", "C3", "full model, literal (paper's baseline)")):
-        rows = [res[key][str(n)] for n in orders]
-        xs = [n for n, r in zip(orders, rows, strict=True) if r.get("feasible")]
-        ys = [r["seconds"] for r in rows if r.get("feasible")]
-        ax.semilogy(xs, ys, "s-", color=color, label=label)
-        px = [n for n, r in zip(orders, rows, strict=True)
-              if not r.get("feasible") and r.get("projected_seconds")]
-        py = [r["projected_seconds"] for r in rows
-              if not r.get("feasible") and r.get("projected_seconds")]
-        if px:
-            ax.semilogy(([xs[-1]] if xs else []) + px, ([ys[-1]] if ys else []) + py, "s:",
-                        color=color, mfc="none", label=f"{label.split(',')[0]}: projected, "
-                        "infeasible")
-    ax.axhline(BUDGET_S, color="grey", lw=0.8, ls="--", label=f"budget {BUDGET_S:.0f} s")
-    ax.set_xlabel("tag n-gram order n")
-    ax.set_ylabel(f"CPU seconds, whole test set ({res['test_sentences']} sentences)")
-    ax.set_title("Exact decoding time: ARS vs full model")
-    ax.set_xticks(orders)
-    ax.grid(alpha=0.3, which="both")
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    out.append(img / "pos_fig4b_time.png")
-    fig.savefig(out[-1], dpi=110)
-    plt.close(fig)
-
-    # Fig. 4c/4d
-    smp = [res["sampling"][str(n)]["rows"] for n in orders]
-    fig, (a1, a2) = plt.subplots(1, 2, figsize=(11, 4.5))
-    a1.plot(orders, [np.mean([r["trials"] for r in rows]) for rows in smp], "o-",
-            label="sampling: trials to AR-100 = 60%")
-    a1.plot(orders, [np.mean([r["refinements"] for r in rows]) for rows in smp], "s--",
-            label="sampling: refinements")
-    a1.plot(orders, [a["mean_iterations"] for a in ars], "^:", label="decoding: iterations")
-    a1.set_title(f"(c) Mean iterations, {len(smp[0])} test sentences")
-    a1.set_xlabel("tag n-gram order n")
-    a1.set_ylabel("per sentence")
-    a1.set_xticks(orders)
-    a1.grid(alpha=0.3)
-    a1.legend(fontsize=8)
-    a2.semilogy(orders, [np.mean([r["states"] for r in rows]) for rows in smp], "o-",
-                label="ARS sampling (AR-100 = 60%)")
-    a2.semilogy(orders, [a["mean_states"] for a in ars], "^:", label="ARS decoding")
-    a2.semilogy(orders, [np.mean([r["literal_states"] for r in rows]) for rows in smp], "s--",
-                color="C3", label="literal full model")
-    a2.set_title("(d) Mean states per sentence")
-    a2.set_xlabel("tag n-gram order n")
-    a2.set_ylabel("states (log)")
-    a2.set_xticks(orders)
-    a2.grid(alpha=0.3, which="both")
-    a2.legend(fontsize=8)
-    fig.tight_layout()
-    out.append(img / "pos_fig4cd_sampling.png")
-    fig.savefig(out[-1], dpi=110)
-    plt.close(fig)
-    return out
-
-
-def render(res: dict, dev: dict | None, doc: Path, imgs: list[Path]) -> None:
-    orders = sorted(int(n) for n in res["ars"])
-    tok, nsent = res["test_tokens"], res["test_sentences"]
-    tnt0, tnt1 = res["tnt"]["C=False"], res["tnt"]["C=True"]
-    lat_s = res["lattice_seconds"]
-    tr = res["summary"]["train"]
-    te = res["summary"]["test"]
-    best = int(best_order(res))
-    b = res["ars"][str(best)]
-    hi = [res["ars"][str(n)]["accuracy"] for n in orders if n >= best + 2]
-    L = []
-    w = L.append
-    w("# POS tagging with exact high-order HMMs (paper section 3.2)\n")
-    w("Generated by `experiments/pos_experiments.py` from `work/pos/experiments.json`"
-      + (" and `work/pos/dev_study.json`" if dev else "") + "; do not edit by hand. "
-      "Carter, Dymetman & Bouchard (2012) tag the WSJ with a TnT-style HMM whose tag model is "
-      "an n-gram LM of order n = 2..9 and decode it exactly with adaptive rejection sampling "
-      "(ARS). We repeat the experiment on the data NLTK ships.\n")
-    w("## Data\n")
-    w(f"* **Train**: the NLTK 10% sample of the Penn Treebank (WSJ sections 00-01, "
-      f"{tr['treebank_tokens']:,} tokens, traces removed) + CoNLL-2000 train (WSJ 15-18, "
-      f"{tr['conll2000_train_tokens']:,} tokens): {tr['sentences']:,} sentences, "
-      f"{tr['tokens']:,} tokens, {tr['word_types']:,} word types, 45 tags.")
-    w(f"* **Test**: CoNLL-2000 test (WSJ section 20): {te['sentences']:,} sentences, "
-      f"{te['tokens']:,} tokens, of which {te['unknown_tokens']:,} "
-      f"({100 * te['unknown_tokens'] / te['tokens']:.1f}%) are unknown (word string unseen "
-      "in training).")
-    w("* **Development split** (all modelling choices): the last fifth of CoNLL-2000 train "
-      "(1,787 sentences, 42,502 tokens, end of WSJ 18) held out, the rest + treebank for "
-      "training (`python -m data_prep.pos_data --split dev`). The test set was decoded once, "
-      "after the choices were fixed.")
-    w(f"* **The paper** trained on {PAPER['train']} and tested on {PAPER['test']}: about 3x "
-      "our training data, and a different test section.")
-    w("* **Caveat**: CoNLL-2000's POS tags were assigned by the Brill tagger, not by the "
-      "treebank annotators, so the test \"gold\" is itself a tagger's output (and training "
-      "mixes treebank gold with Brill tags). Accuracies are therefore not comparable with "
-      "published WSJ 22-24 numbers, only with each other and with TnT on the same split.\n")
-    w("## The model\n")
-    w("An HMM: p(tags, words) = p_LM(tags) * prod p(word | tag), natural log, `</s>` included. "
-      "`tasks.pos.emissions.TnTEmissions` is the emission model (relative frequencies with an "
-      "unknown-word mass per tag, and TnT's suffix tries, split by capitalisation, for unknown "
-      "words, Bayes-inverted into a proper p(word | tag)); the tag LM is an ARPA file. Two "
-      "changes from the first version, both chosen on the development split (table below):\n")
-    lam = res["lambdas"]
-    w("1. **Tag LM: TnT's deleted interpolation instead of lmplz's modified Kneser-Ney.** "
-      "Linear interpolation of maximum-likelihood 1..n-gram estimates with Brants's "
-      "deleted-interpolation weights, generalised to order n and written as an exact backoff "
-      "ARPA (`data_prep.pos_data.deleted_interpolation_arpa`; weights at n = 3: "
-      f"{', '.join(f'{x:.3f}' for x in lam.get('3') or [])}). Kneser-Ney has the lower "
-      "held-out tag perplexity at every order (scratch measurement on dev), yet the HMM tags "
-      "worse with it at every n. A plausible reason: its lower orders are continuation "
-      "distributions, nearly uniform over 45 tags, and multiplied by p(w | t) = c(w, t) / c(t) "
-      "they favour rare tags whenever the model backs off.")
-    w("2. **Suffix model: successive abstraction weighted by counts.** TnT mixes each suffix's "
-      "ML tag distribution with its parent's as (P^ + theta P_parent) / (1 + theta), one global "
-      "theta (std of the tag probabilities, 0.032 here), so the longest matched suffix decides "
-      "even "
-      "when it was seen once. We use the Dirichlet posterior mean (n(s) P^ + alpha P_parent) / "
-      "(n(s) + alpha), alpha = 50 (plateau 30..100 on dev): rare suffixes lean on shorter ones. "
-      "Unknown-word accuracy on dev rose by ~5 points. The emission model is still a proper "
-      "conditional model (normalisation tests in tests/test_pos_emissions.py).\n")
-    w("Kept from TnT (checked on dev, no gain from changing): rare-word threshold 10, suffixes "
-      "up to 10 characters, upper/lower-case tries; plus our sentence-initial rule (an unknown "
-      "capitalised first word whose lower-cased form is known is read as that word).\n")
-    if dev:
-        w("### Development split (exact ARS decoding; accuracy %, all / known / unknown)\n")
-        rows = dev["rows"]
-        w("| tag LM | " + " | ".join(f"n={n}" for n in ORDERS) + " |")
-        w("|---|" + "---|" * len(ORDERS))
-        for est in ("di", "kn"):
-            cells = []
-            for n in ORDERS:
-                r = next((x for x in rows if x["name"] == f"{est} LM, alpha 50"
-                          and x["order"] == n), None)
-                cells.append(pct(r["accuracy"]) if r else "–")
-            label = ("deleted interpolation (chosen)" if est == "di"
-                     else "lmplz modified Kneser-Ney")
-            w(f"| {label} | " + " | ".join(cells) + " |")
-        w("")
-        w("| setting (n = 3) | all | known | unknown |")
-        w("|---|---|---|---|")
-        def natural(name: str) -> list:
-            return [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", name)]
-
-        for r in sorted((x for x in rows if x["order"] == 3), key=lambda x: natural(x["name"])):
-            chosen = " **(chosen)**" if r["name"] == "di LM, alpha 50" else ""
-            w(f"| {r['name']}{chosen} | {pct(r['accuracy'])} | {pct(r['known_accuracy'])} | "
-              f"{pct(r['unknown_accuracy'])} |")
-        for c, t in dev["tnt"].items():
-            w(f"| NLTK TnT ({c}) | {pct(t['accuracy'])} | {pct(t['known_accuracy'])} | "
-              f"{pct(t['unknown_accuracy'])} |")
-        w("")
-        w("Also tried on dev in scratch runs of the same decoder (not in this grid, numbers "
-          "all-token %): lmplz Kneser-Ney with `--prune 0 0 1` (alpha 50: 96.95 at n = 3, 96.55 "
-          "at n = 5); deleted interpolation with weights bucketed by history count (alpha 50: "
-          "97.04, 96.59); interpolated Witten-Bell and absolute discounting with ML lower orders "
-          "(TnT theta: 96.74 and 96.75 at n = 3, vs 96.83 for deleted interpolation). Each was "
-          "below plain deleted interpolation at every n tried.\n")
-    w("### Test-set ablation at n = 3 (run once, after the choices)\n")
-    w("| tag LM | suffix smoothing | all | known | unknown |")
-    w("|---|---|---|---|---|")
-    names = {"kn": "lmplz Kneser-Ney", "di": "deleted interpolation",
-             "tnt": "TnT theta", "alpha": "Dirichlet alpha = 50"}
-    for c, r in res["ablation"].items():
-        e, s = c.split("+")
-        tag = " (previous model)" if c == "kn+tnt" else (" (chosen)" if c == "di+alpha" else "")
-        w(f"| {names[e]}{tag} | {names[s]} | {pct(r['accuracy'])} | "
-          f"{pct(r['known_accuracy'])} | {pct(r['unknown_accuracy'])} |")
-    w("")
-
-    w("## Fig. 4a: accuracy by order, exact decoding\n")
-    w(f"![accuracy](img/{imgs[0].name})\n")
-    w(f"Whole test set ({nsent:,} sentences, {tok:,} tokens), `methods.ars.decode`, one core. "
-      f"Lattice construction for the whole test set takes {lat_s:.1f} s and is shared by all n "
-      "and all decoders; \"e2e\" tokens/s includes it. All times are CPU seconds of one "
-      "single-threaded process (see Targets for why).\n")
-    w("| n | all | known | unknown | certified | mean iterations | mean states | decode s "
-      "| tokens/s (decode) | tokens/s (e2e) | paper |")
-    w("|---|---|---|---|---|---|---|---|---|---|---|")
-    for n in orders:
-        a = res["ars"][str(n)]
-        paper = "95.94 (best)" if n == PAPER["best_order"] else ""
-        w(f"| {n} | **{pct(a['accuracy'])}** | {pct(a['known_accuracy'])} | "
-          f"{pct(a['unknown_accuracy'])} | {a['certified']}/{a['sentences']} | "
-          f"{a['mean_iterations']:.1f} | {a['mean_states']:.0f} | {secs(a['seconds'])} | "
-          f"{tok / a['seconds']:,.0f} | {tok / (a['seconds'] + lat_s):,.0f} | {paper} |")
-    for c, t in (("C=False, the baseline", tnt0), ("C=True", tnt1)):
-        w(f"| NLTK TnT ({c}) | {pct(t['accuracy'])} | {pct(t['known_accuracy'])} | "
-          f"{pct(t['unknown_accuracy'])} | (beam) | | | {secs(t['tag_seconds'])} | | "
-          f"{t['tokens_per_second']:,.0f} | |")
-    w("")
-    diffs = {n: c.get("max_abs_log_p_diff_merged") for n, c in res["checks"].items()}
-    w("Exactness cross-check: for every n, ARS and the merged full-model DP found paths of the "
-      "same log-probability on every sentence (max |difference| "
-      f"{max((d for d in diffs.values() if d is not None), default=float('nan')):.1e} nats); "
-      "the literal full model agrees on the sentences it decoded.\n")
-    w(f"**Best n = {best}: {pct(b['accuracy'])}%** (known {pct(b['known_accuracy'])}, unknown "
-      f"{pct(b['unknown_accuracy'])}), vs NLTK TnT {pct(tnt0['accuracy'])}% "
-      f"(C=True: {pct(tnt1['accuracy'])}%). The paper's best is 95.94% at n = 5. Here "
-      f"accuracy peaks at n = {best}"
-      + (f" and for n >= {best + 2} stays between {pct(min(hi))}% and {pct(max(hi))}%, level "
-         f"with TnT ({sum(x > tnt0['accuracy'] for x in hi)} of those {len(hi)} orders above "
-         "it)" if hi else "") + ". The "
-      "development split showed the same shape for every tag LM estimator we tried, including "
-      "Kneser-Ney, whose held-out tag perplexity (scratch measurement) is lowest at n = 4 and "
-      "nearly flat beyond: higher orders do not hurt the LM much but the HMM's tagging "
-      "decisions get slightly worse. A plausible cause is data size: the paper trained on "
-      "~3x as many tokens, so its high-order tag statistics are far less sparse.\n")
-
-    w("## Fig. 4b: decoding time, ARS vs the full model\n")
-    w(f"![time](img/{imgs[1].name})\n")
-    w("CPU seconds to decode the whole test set (decode only, single-threaded). *literal* is the "
-      "full n-gram HMM the paper compares with: one state per (n-1)-tag history, every "
-      "(state, candidate) pair scored. *merged* is the same exact dynamic program after "
-      "KenLM-style context merging (a history is cut to its longest suffix that the LM can "
-      "still distinguish), a much stronger baseline than the paper's. Infeasible = stopped once "
-      f"the projection exceeded {BUDGET_S:.0f} s (projection = elapsed / pairs scored x all "
-      "pairs), or once a single layer of one sentence would hold more than "
-      f"{LITERAL_MAX_LAYER_PAIRS:,} pairs (memory).\n")
-    w("| n | ARS s | literal full s | literal pairs | speed-up vs literal | merged full s "
-      "| speed-up vs merged | paper |")
-    w("|---|---|---|---|---|---|---|---|")
-    for n in orders:
-        a, lit, m = res["ars"][str(n)], res["literal"][str(n)], res["merged"][str(n)]
-        if lit.get("feasible"):
-            ls, sp = secs(lit["seconds"]), f"{lit['seconds'] / a['seconds']:.1f}x"
-        else:
-            proj = lit.get("projected_seconds")
-            why = "memory" if lit.get("reason") == "memory" else "time"
-            ls = f"infeasible ({why}; projected {secs(proj)})" if proj else f"infeasible ({why})"
-            sp = f">{BUDGET_S / a['seconds']:.0f}x" + (f" (~{proj / a['seconds']:,.0f}x)"
-                                                       if proj else "")
-        ms = (secs(m["seconds"]) if m.get("feasible")
-              else f"infeasible (projected {secs(m.get('projected_seconds'))})")
-        msp = f"{m['seconds'] / a['seconds']:.2f}x" if m.get("feasible") else "–"
-        paper = "full model infeasible" if n >= PAPER["full_infeasible_from"] else ""
-        w(f"| {n} | {secs(a['seconds'])} | {ls} | {lit['total_pairs']:.2g} | {sp} | {ms} | "
-          f"{msp} | {paper} |")
-    w("")
-
-    w("## Fig. 4c/4d: sampling to AR-100 = 60%\n")
-    w(f"![sampling](img/{imgs[2].name})\n")
-    smp = res["sampling"]
-    lens = [r["length"] for r in smp[str(orders[0])]["rows"]]
-    w(f"{len(lens)} test sentences drawn with seed {SEED} (mean length {np.mean(lens):.1f} "
-      f"tokens). `arsdecode.methods.ars.sample(..., batch={BATCH}, target_ar={TARGET_AR}, "
-      f"ar_window={AR_WINDOW}, stop_when_adapted=True)`: trials are drawn {BATCH} at a time, every "
-      "rejected trial refines q, and the run stops at the end of the first batch after which the "
-      "acceptance rate over the last 100 trials is >= 60% (so trials >= 100). *refinements* = "
-      "rejected trials that changed q. Means per sentence. The paper plots the same two "
-      "quantities against n; we compare only the trend (both grow with n, and ARS's states stay "
-      "orders of magnitude below the full model's), not its numbers.\n")
-    w("| n | mean trials | mean refinements | mean states | max states | reached | mean s "
-      "| literal full-model states | decoding: iterations | decoding: states |")
-    w("|---|---|---|---|---|---|---|---|---|---|")
-    for n in orders:
-        rows = smp[str(n)]["rows"]
-        a = res["ars"][str(n)]
-        w(f"| {n} | {np.mean([r['trials'] for r in rows]):.0f} | "
-          f"{np.mean([r['refinements'] for r in rows]):.0f} | "
-          f"{np.mean([r['states'] for r in rows]):.0f} | {max(r['states'] for r in rows)} | "
-          f"{sum(r['reached'] for r in rows)}/{len(rows)} | "
-          f"{np.mean([r['seconds'] for r in rows]):.2f} | "
-          f"{np.mean([r['literal_states'] for r in rows]):.3g} | {a['mean_iterations']:.1f} | "
-          f"{a['mean_states']:.0f} |")
-    w("")
-
-    mach = res["machine"]
-    w(f"## Targets (this machine: {mach['cpus']} cores, Python {mach['python']})\n")
-    w("The machine was shared with other jobs during the run (load average "
-      f"{mach['loadavg_before'][0]:.1f} before, {mach['loadavg_after'][0]:.1f} after, on "
-      f"{mach['cpus']} cores), so every time here is CPU time of a single-threaded process, "
-      "which such sharing barely affects; wall-clock times are in the JSON.\n")
-    w("| target | result | met |")
-    w("|---|---|---|")
-    ok_acc = b["accuracy"] >= TARGETS["accuracy"] and b["accuracy"] > tnt0["accuracy"]
-    w(f"| accuracy >= 95.9% at the best n and above NLTK TnT | n = {best}: "
-      f"{pct(b['accuracy'])}% vs TnT {pct(tnt0['accuracy'])}% "
-      f"({100 * (b['accuracy'] - tnt0['accuracy']):+.2f} points) | {'yes' if ok_acc else 'NO'} |")
-    a5, l5, m5 = (res[k].get("5") for k in ("ars", "literal", "merged"))
-    if a5 and l5:
-        if l5.get("feasible"):
-            sp = l5["seconds"] / a5["seconds"]
-            txt = f"literal full {secs(l5['seconds'])} s / ARS {secs(a5['seconds'])} s = {sp:.1f}x"
-        else:
-            sp = (l5.get("projected_seconds") or math.inf) / a5["seconds"]
-            txt = f"literal full model infeasible (projected {secs(l5.get('projected_seconds'))} s)"
-        need = TARGETS["speedup_n5"]
-        met = (f"yes vs literal ({sp:.0f}x)" if sp >= need
-               else f"NO vs literal (missed by {need / sp:.1f}x)")
-        if m5 and m5.get("feasible"):
-            ms = m5["seconds"] / a5["seconds"]
-            txt += f"; merged DP {secs(m5['seconds'])} s / ARS = {ms:.2f}x"
-            met += ("; yes vs merged" if ms >= need
-                    else f"; NO vs merged (missed by {need / ms:.1f}x)")
-        w(f"| n = 5: ARS exact decoding >= 10x faster than the full-model decoder | {txt} "
-          f"| {met} |")
-    a9 = res["ars"].get("9")
-    if a9:
-        w(f"| n = 9: whole test set decoded exactly in <= 5 min | {secs(a9['seconds'])} s "
-          f"decode ({secs(a9['seconds'] + lat_s)} s with lattices), {a9['certified']}/"
-          f"{a9['sentences']} certified | "
-          f"{'yes' if a9['seconds'] + lat_s <= TARGETS['n9_seconds'] else 'NO'} |")
-    tps = {n: tok / (res["ars"][str(n)]["seconds"] + lat_s) for n in orders}
-    tb = tps[best]
-    t_ok = tb > tnt0["tokens_per_second"]
-    t_met = "yes" if t_ok else f"NO (missed by {tnt0['tokens_per_second'] / tb:.0f}x)"
-    w(f"| throughput above NLTK TnT | e2e at best n = {best}: {tb:,.0f} tok/s; range "
-      f"{min(tps.values()):,.0f}-{max(tps.values()):,.0f} over n; TnT "
-      f"{tnt0['tokens_per_second']:,.0f} tok/s | "
-      f"{t_met} |")
-    w("")
-    w("Why the misses: see the next section.\n")
-    w("## Where the time goes\n")
-    pr = res["profile"]
-    first_win = next((n for n in orders if not res["literal"][str(n)].get("feasible")
-                      or res["literal"][str(n)]["seconds"] >= 2 * res["ars"][str(n)]["seconds"]),
-                     None)
-    w(f"cProfile of ARS decoding, n = {pr['order']}, first {pr['sentences']} test sentences "
-      f"({pr['profiled_seconds']:.1f} s under the profiler; cumulative times overlap):\n")
-    w("| part | calls | cumulative s | share |")
-    w("|---|---|---|---|")
-    for label, r in pr["rows"].items():
-        w(f"| {label} | {r['calls']:,} | {r['cumulative_seconds']:.2f} | "
-          f"{100 * r['share']:.0f}% |")
-    w("")
-    walk = pr["rows"]["maxarpa n-gram queries (Model._walk)"]
-    w(f"The LM queries are issued in many small batches ({walk['calls']:,} calls, "
-      f"{1000 * walk['cumulative_seconds'] / max(walk['calls'], 1):.2f} ms each under the "
-      "profiler, a few dozen n-grams per call): one per refinement for the new states' edges "
-      "(`QAutomaton._fill`) "
-      "and one per iteration for the candidate path's exact score (`Target.log_p_indices` "
-      "re-scores all L + 1 factors every iteration although only the refined part changed). "
-      "Per-call overhead, not the n-gram look-ups themselves, dominates: `max_log10p_batch` "
-      f"costs {1e6 * pr['seconds_per_query']['30']:.1f} us per query in calls of 30 queries "
-      f"but {1e6 * pr['seconds_per_query']['30000']:.2f} us per query in calls of 30,000 "
-      "(same random tag n-grams, no profiler). TnT, by "
-      "contrast, is a beam-pruned trigram Viterbi over Python dicts with cached transition "
-      "tables: a few dict look-ups per (state, tag) pair, while each ARS iteration costs "
-      "several numpy calls per position. ARS's advantage is asymptotic: at n = 9 it builds "
-      f"{res['ars']['9']['mean_states'] if '9' in res['ars'] else float('nan'):.0f} states per "
-      "sentence on average where the literal model has ~10^6 (Fig. 4d), which shows against "
-      f"the literal full model from n = {first_win} on (>= 2x faster), but not against the "
-      "merged DP, whose "
-      "state count stays small for a 45-symbol tag LM because most long tag histories are not "
-      "contexts the LM can distinguish. On tags (45 symbols, dense low-order statistics) the "
-      "upper bound q is loose at every position, so ARS needs many refinements (mean "
-      "iterations above) before the certificate holds.\n")
-    w("## Reproduce\n")
-    w("```\npython -m data_prep.pos_data --out work/pos --all-tags-for-unknown\n"
-      "python experiments/pos_experiments.py --dev-study   # optional, the dev grid\n"
-      "python experiments/pos_experiments.py\n```\n")
-    w("The tables above are of the paper's plain TnT suffix model, hence "
-      "`--all-tags-for-unknown`. Since issue 19 `data_prep.pos_data` by default leaves "
-      "closed-class tags out of the suffix model, as the shipped EWT tagger does "
-      "(`closed_tags=PENN_CLOSED_TAGS`: no unknown word gets CC, DT, IN, WDT, ...), which halves "
-      "out-of-domain whole-process time at n = 5 (docs/performance.md, section 4). On "
-      "WSJ section 20 that moves 2 tokens at n = 3 (97.42 -> 97.41%, unknown 87.39 -> 87.31%) "
-      "and 2 at n = 5 (97.11%, unchanged to two decimals; exact decoding, measured "
-      "2026-11-25).\n")
-    w(f"Run wall time (jobs): {res['wall_seconds'] / 60:.1f} min on {res['machine']['jobs']} "
-      "worker processes.")
-    doc.parent.mkdir(parents=True, exist_ok=True)
-    # The EWT section belongs to pos_ewt.py; keep it.
-    doc.write_text(keep_block(doc, "\n".join(L) + "\n", "ewt"), encoding="utf-8")
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--pos-dir", type=Path, default=REPO / "work" / "pos")
@@ -949,8 +509,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     res = json.loads(raw.read_text())
     dev = json.loads(dev_raw.read_text()) if dev_raw.is_file() else None
-    imgs = plot(res, args.img)
-    render(res, dev, args.doc, imgs)
+    imgs = write_plots(res, args.img)
+    args.doc.parent.mkdir(parents=True, exist_ok=True)
+    # The EWT section and what follows it belong to pos_ewt.py and pos_ewt_caps.py; keep them.
+    args.doc.write_text(keep_block(args.doc, markdown(res, dev, imgs), "ewt"), encoding="utf-8")
     say(f"wrote {args.doc} and {', '.join(p.name for p in imgs)}")
     return 0
 

@@ -6,7 +6,8 @@ for unknown words, so it is the closest off-the-shelf counterpart to our trigram
 
 Usage: python experiments/pos_tnt_baseline.py --pos-dir work/pos --out work/pos/tnt.json
 (the directory written by `python -m data_prep.pos_data`). Known/unknown is decided by the
-exact word string's presence in the training data, as in `arsdecode.tasks.pos.emissions.score_tags`.
+exact word string's presence in the training data, as in
+`arsdecode.tasks.pos.evaluation.score_tags`.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from arsdecode.tasks.pos.emissions import read_tagged, score_tags
+from arsdecode.tasks.pos.evaluation import read_tagged, score_tags
 
 
 def run(pos_dir: Path, beam: int, capitalization: bool, limit: int | None) -> dict:

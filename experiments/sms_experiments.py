@@ -40,14 +40,16 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
-import sms_measure as M  # noqa: I001
-from progress_log import say
-from report.sms_markdown import markdown
-from report.sms_plots import write_plots
-
-from arsdecode.methods.ars import decode
 
 REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))  # experiments/ and data_prep/ are repo folders, not packages
+
+from arsdecode.methods.ars import decode  # noqa: E402
+from experiments import sms_measure as M  # noqa: E402
+from experiments.progress_log import say  # noqa: E402
+from experiments.report.sms_markdown import markdown  # noqa: E402
+from experiments.report.sms_plots import write_plots  # noqa: E402
+
 SCRIPT = "experiments/sms_experiments.py"
 PYTHON = ".venv/bin/python"
 # Options that define the run (recorded in the JSON and shown in the page's Reproduce block);

@@ -17,7 +17,6 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
-from progress_log import progress, say  # noqa: I001
 
 import maxarpa
 from arsdecode.core.target import Target, TargetError
@@ -30,6 +29,7 @@ from arsdecode.methods.full import (
     full_state_count,
 )
 from arsdecode.tasks.sms.keypad import KeypadChannel
+from experiments.progress_log import progress, say
 from maxarpa.constants import LN10
 from maxarpa.model import Model
 

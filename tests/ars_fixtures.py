@@ -5,8 +5,9 @@ Registered once as a plugin by conftest (`pytest_plugins`); test modules just na
 - `real_lms`: modified Kneser-Ney 3-, 4- and 5-gram models trained once per session by lmplz on
   the first sentences of State of the Union (conftest's `state_union_sentences`), each loaded both
   by maxarpa and by KenLM, with words and sentences to build lattices that hit real n-grams;
-- `random_lms`: small random ARPA models with many POSITIVE backoffs (tests/arpa_reference.py),
-  where a max over listed n-grams is not a bound, so they catch bound and merging bugs;
+- `random_lms`: small random ARPA models with many POSITIVE backoffs
+  (arsdecode.testing.random_arpa), where a max over listed n-grams is not a bound, so they
+  catch bound and merging bugs;
 - `make_lattice`: a seeded random lattice, sometimes following a real sentence (so high-order
   n-grams fire), with random ln emissions and sometimes one -inf candidate.
 """
@@ -23,8 +24,8 @@ import kenlm
 import pytest
 
 import maxarpa
-from arpa_reference import random_arpa_text
 from arsdecode.lattice import Lattice
+from arsdecode.testing.random_arpa import random_arpa_text
 from data_prep.lmplz import train_arpa
 from maxarpa.model import Model
 

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from arsdecode.tasks.pos.emissions import TnTEmissions, read_tagged
+from arsdecode.tasks.pos.emissions import TnTEmissions
+from arsdecode.tasks.pos.evaluation import read_tagged
 from data_prep.pos_data import deleted_interpolation_arpa
 
 FIXTURE = Path(__file__).parent / "data" / "tagged_fixture.txt"

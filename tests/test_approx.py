@@ -20,7 +20,7 @@ import pytest
 from ars_fixtures import make_lattice
 from arsdecode.methods.approx import beam_search, gibbs, randomized_log_partition
 from arsdecode.methods.full import full_log_partition
-from brute import brute_model, chi_square_pvalue
+from arsdecode.testing.brute import brute_model, chi_square_pvalue
 
 TIGHT = 1e-9
 

@@ -302,7 +302,7 @@ def test_real_files_score_as_kenlm_does(path, tmp_path):
 
     import kenlm
 
-    from arpa_reference import kenlm_log10p
+    from arsdecode.testing.reference_arpa import kenlm_log10p
 
     try:
         km = kenlm.Model(str(path))

@@ -19,7 +19,7 @@ from ars_fixtures import make_lattice, random_lm_with_options
 from arsdecode.lattice import Lattice
 from arsdecode.methods.ars import decode
 from arsdecode.methods.full import full_decode
-from brute import brute_kenlm, brute_model
+from arsdecode.testing.brute import brute_kenlm, brute_model
 
 TIGHT = 1e-9
 KENLM_TOL = 1e-4  # KenLM keeps float32 probabilities

@@ -1,9 +1,9 @@
 """Exact sampling by ARS (methods.ars.sample) against the exact distribution of small lattices.
 
-The exact p(x)/Z comes from brute-force enumeration (tests/brute.py). ARS's accepted samples
-must fit it (chi-square on 10k samples at a fixed seed), its estimate of ln Z must be covered by
-its confidence interval, its bookkeeping (trials, acceptance rate, trace) must be consistent,
-and the same seed must give the same output.
+The exact p(x)/Z comes from brute-force enumeration (arsdecode.testing.brute). ARS's accepted
+samples must fit it (chi-square on 10k samples at a fixed seed), its estimate of ln Z must be
+covered by its confidence interval, its bookkeeping (trials, acceptance rate, trace) must be
+consistent, and the same seed must give the same output.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from ars_fixtures import make_lattice
 from arsdecode.lattice import Lattice
 from arsdecode.methods.ars import sample
 from arsdecode.methods.full import full_log_partition
-from brute import brute_model, chi_square_pvalue
+from arsdecode.testing.brute import brute_model, chi_square_pvalue
 
 TIGHT = 1e-9
 N = 10_000

@@ -17,7 +17,7 @@ import pytest
 
 from ars_fixtures import make_lattice
 from arsdecode.api import DEFAULT_LM
-from brute import brute_model
+from arsdecode.testing.brute import brute_model
 from stream_lines import first_line
 
 TIGHT = 1e-9

@@ -21,7 +21,7 @@ import arsdecode.methods.fast_full as fast_full
 import maxarpa
 from arsdecode.lattice import Lattice
 from arsdecode.lattice.flat import FlatLattices
-from arsdecode.tasks.pos.emissions import read_tagged
+from arsdecode.tasks.pos.evaluation import read_tagged
 from arsdecode.tasks.pos.models import load_models
 from arsdecode.tasks.pos.tag_many import tag_many
 from arsdecode.tasks.sms.keypad import KeypadChannel, sample_sentence

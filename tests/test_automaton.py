@@ -24,7 +24,7 @@ from ars_fixtures import make_lattice
 from arsdecode.core.automaton import QAutomaton
 from arsdecode.core.inference import log_partition, sample_paths, viterbi
 from arsdecode.core.target import Target
-from brute import brute_kenlm, brute_model, chi_square_pvalue
+from arsdecode.testing.brute import brute_kenlm, brute_model, chi_square_pvalue
 
 TIGHT = 1e-9
 FST_REL = 1e-8  # pynini prints weights (and converts them to float) with 9 significant digits

@@ -515,7 +515,8 @@ def test_an_item_that_kills_its_workers_becomes_an_error_line(tmp_path, model_pa
 
 @pytest.mark.slow
 def test_tag_task_on_the_cluster_equals_single_sentences(tmp_path, cluster):
-    from arsdecode.tasks.pos.emissions import TnTEmissions, read_tagged
+    from arsdecode.tasks.pos.emissions import TnTEmissions
+    from arsdecode.tasks.pos.evaluation import read_tagged
     from data_prep.pos_data import DataError, default_data_dir, prepare
 
     try:

@@ -19,7 +19,7 @@ from test_model_interface import TIGHT, raw_lattice
 
 import maxarpa
 from arsdecode.methods.ars import decode
-from brute import brute_model
+from arsdecode.testing.brute import brute_model
 
 # `</s> <s>` has a positive backoff (and `</s> <s> a` one that a 3-gram model never uses).
 TEXT = """\\data\\

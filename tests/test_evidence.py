@@ -1,6 +1,6 @@
 """Evidence estimators (arsdecode.methods.evidence) against exact ln Z, and long inputs (issue 9 D).
 
-References: brute-force enumeration (tests/brute.py) on small lattices, the full-model DP
+References: brute-force enumeration (arsdecode.testing.brute) on small lattices, the full-model DP
 (arsdecode.methods.full.full_log_partition) on a lattice of length 500. The long lattice's per-trial
 ln q_t(X) spans more than 745 nats, where the old estimator left log space and crashed with
 `math domain error`.
@@ -20,7 +20,7 @@ from arsdecode.lattice import Lattice
 from arsdecode.methods import evidence
 from arsdecode.methods.ars import decode, sample
 from arsdecode.methods.full import full_decode, full_log_partition
-from brute import brute_model
+from arsdecode.testing.brute import brute_model
 
 
 def long_lattice(model, length: int = 500, seed: int = 0) -> Lattice:

@@ -20,12 +20,11 @@ import pytest
 
 import maxarpa
 from arsdecode.tasks.sms.keypad import KeypadChannel, sample_sentence
+from experiments import sms_experiments
+from experiments.report.sms_markdown import markdown
 
 REPO = Path(__file__).resolve().parents[1]
 EMBEDDED = REPO / "arsdecode" / "data" / "state_union.5gram.maxarpa.gz"
-sys.path.insert(0, str(REPO / "experiments"))
-import sms_experiments  # noqa: E402
-from report.sms_markdown import markdown  # noqa: E402
 
 pytestmark = pytest.mark.timeout(900)  # two tiny runs, ~40 s together
 

@@ -1,6 +1,6 @@
 """The full-model reference (arsdecode/methods/full.py) against brute-force enumeration.
 
-Every path of many small random lattices is scored independently (tests/brute.py), by KenLM
+Every path of many small random lattices is scored independently (arsdecode.testing.brute), by KenLM
 (float32, so ~1e-4 agreement) and by scalar `Model.log10p` calls (float64, 1e-9 agreement), on
 lmplz-trained models and on random models with positive backoffs, missing prefix contexts and
 -inf probabilities. Sampling is checked with a chi-square test at a fixed seed.
@@ -26,7 +26,7 @@ from arsdecode.methods.full import (
     full_sample,
     full_state_count,
 )
-from brute import brute_kenlm, brute_model, chi_square_pvalue
+from arsdecode.testing.brute import brute_kenlm, brute_model, chi_square_pvalue
 from maxarpa.constants import BOS
 from maxarpa.maxarpa_format import write_max_arpa
 

@@ -1,4 +1,5 @@
-"""Exact k-best decoding (arsdecode.methods.kbest) against brute-force enumeration (tests/brute.py).
+"""Exact k-best decoding (arsdecode.methods.kbest) against brute-force enumeration
+(arsdecode.testing.brute).
 
 Checked: every returned path's ln p equals its brute-force score; the list is sorted by ln p;
 its scores equal the K largest brute-force scores; no path left out beats the K-th; K larger
@@ -20,7 +21,7 @@ from arsdecode.core.automaton import QAutomaton
 from arsdecode.errors import NoPathError
 from arsdecode.lattice import Lattice
 from arsdecode.methods.kbest import decode_kbest, kbest_q
-from brute import brute_model
+from arsdecode.testing.brute import brute_model
 
 TIGHT = 1e-9
 

@@ -21,7 +21,7 @@ from arsdecode.errors import LatticeError
 from arsdecode.lattice import Lattice
 from arsdecode.methods.ars import decode
 from arsdecode.tasks.sms.keypad import KeypadChannel
-from brute import brute_model
+from arsdecode.testing.brute import brute_model
 from maxarpa.model import Model
 
 # IRSTLM writes <s> as an ordinary history word, including after itself.

@@ -20,7 +20,7 @@ import arsdecode
 from ars_fixtures import make_lattice
 from arsdecode.methods.ars import sample
 from arsdecode.methods.marginals import marginal_dicts, marginals_from_samples, wilson
-from brute import brute_model
+from arsdecode.testing.brute import brute_model
 
 
 def exact_marginals(ref, lattice) -> list[dict[str, float]]:

@@ -41,7 +41,7 @@ def test_one_function_builds_a_model(tmp_path):
 
 
 def test_each_format_sniffs_its_own_files(tmp_path):
-    from arpa_reference import VALID
+    from arpa_fixtures import VALID
 
     arpa = tmp_path / "m.arpa"
     arpa.write_text(VALID)

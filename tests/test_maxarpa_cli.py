@@ -13,7 +13,9 @@ from pathlib import Path
 import pytest
 
 import maxarpa
-from arpa_reference import MALFORMED, VALID, parse_arpa, random_arpa_text
+from arpa_fixtures import MALFORMED, VALID
+from arsdecode.testing.random_arpa import random_arpa_text
+from arsdecode.testing.reference_arpa import parse_arpa
 from maxarpa.query import display_log10
 
 PY = sys.executable

@@ -24,7 +24,8 @@ from pathlib import Path
 
 import pytest
 
-from arpa_reference import VALID, edited, random_arpa_text
+from arpa_fixtures import VALID, edited
+from arsdecode.testing.random_arpa import random_arpa_text
 from maxarpa import load
 from maxarpa.query import display_log10
 

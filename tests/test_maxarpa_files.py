@@ -16,7 +16,7 @@ import time
 import pytest
 
 import maxarpa
-from arpa_reference import VALID
+from arpa_fixtures import VALID
 from maxarpa.output import OutputError, atomic_output
 
 

@@ -11,16 +11,9 @@ import re
 import pytest
 
 import maxarpa
-from arpa_reference import (
-    MALFORMED,
-    VALID,
-    all_contexts,
-    edited,
-    parse_arpa,
-    random_arpa_text,
-    ref_log10p,
-    ref_max_log10p,
-)
+from arpa_fixtures import MALFORMED, VALID, edited
+from arsdecode.testing.random_arpa import random_arpa_text
+from arsdecode.testing.reference_arpa import all_contexts, parse_arpa, ref_log10p, ref_max_log10p
 from maxarpa.errors import FormatError, MaxArpaError
 from maxarpa.maxarpa_format import write_max_arpa
 from maxarpa.model import Model

@@ -15,17 +15,15 @@ import numpy as np
 import pytest
 
 import maxarpa
-from arpa_reference import (
-    BOS,
-    EOS,
-    UNK,
+from arsdecode.testing.random_arpa import random_arpa_text
+from arsdecode.testing.reference_arpa import (
     all_contexts,
     kenlm_log10p,
     parse_arpa,
-    random_arpa_text,
     ref_log10p,
     ref_max_log10p,
 )
+from maxarpa.constants import BOS, EOS, UNK
 from maxarpa.errors import MaxArpaError
 from maxarpa.model import UnknownWordError
 

@@ -22,15 +22,9 @@ from test_maxarpa_properties import PROPS, same
 from test_maxarpa_real_files import LATIN1
 
 import maxarpa
-from arpa_reference import (
-    VALID,
-    all_contexts,
-    arpa_texts,
-    parse_arpa,
-    random_arpa_text,
-    ref_log10p,
-    ref_max_log10p,
-)
+from arpa_fixtures import VALID, arpa_texts
+from arsdecode.testing.random_arpa import random_arpa_text
+from arsdecode.testing.reference_arpa import all_contexts, parse_arpa, ref_log10p, ref_max_log10p
 from maxarpa import FormatError
 from maxarpa.arpa import _read_arpa_fast, _read_arpa_streaming, format_log10, read_arpa
 from maxarpa.maxarpa_format import read_max_arpa, write_max_arpa

@@ -1,6 +1,6 @@
 """Property tests of maxarpa against the brute-force reference and KenLM, on random ARPA files.
 
-The random models (tests/arpa_reference.py) have positive backoffs, missing bow columns,
+The random models (arsdecode.testing.random_arpa) have positive backoffs, missing bow columns,
 `-inf` probabilities and, in some tests, IRSTLM-style missing prefix contexts. Every test is
 derandomized so a failure reproduces on every run.
 """
@@ -16,17 +16,16 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import maxarpa
-from arpa_reference import (
-    BOS,
-    EOS,
+from arpa_fixtures import arpa_texts
+from arsdecode.testing.random_arpa import random_arpa_text
+from arsdecode.testing.reference_arpa import (
     all_contexts,
-    arpa_texts,
     kenlm_log10p,
     parse_arpa,
-    random_arpa_text,
     ref_log10p,
     ref_max_log10p,
 )
+from maxarpa.constants import BOS, EOS
 from maxarpa.maxarpa_format import write_max_arpa
 
 PROPS = settings(

@@ -15,7 +15,8 @@ import numpy as np
 import pytest
 
 import maxarpa
-from arpa_reference import VALID, edited, parse_arpa, ref_log10p
+from arpa_fixtures import VALID, edited
+from arsdecode.testing.reference_arpa import parse_arpa, ref_log10p
 from maxarpa import FormatError
 
 PREAMBLES = {

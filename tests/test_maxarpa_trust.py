@@ -1,8 +1,9 @@
 """Issue 9, section A (maxarpa's part): no model or stored bound may lead to a false certificate.
 
 - A model without <s> (or </s>) is refused by default; with the opt-out, the marker becomes its
-  own unigram (never <unk>'s id), every query and bound equals the brute-force reference of
-  tests/arpa_reference.py on the same model plus that unigram, and decoding equals brute force.
+  own unigram (never <unk>'s id), every query and bound equals the brute-force reference
+  (arsdecode.testing.reference_arpa) on the same model plus that unigram, and decoding equals
+  brute force.
 - Stored bounds that are not bounds (an edited MAX-ARPA or binary file) are refused on load,
   and `maxarpa verify` recomputes them and names the first n-gram that differs.
 """
@@ -18,21 +19,14 @@ import numpy as np
 import pytest
 
 import maxarpa
-from arpa_reference import (
-    BOS,
-    EOS,
-    UNK,
-    all_contexts,
-    parse_arpa,
-    random_arpa_text,
-    ref_log10p,
-    ref_max_log10p,
-)
 from arsdecode.lattice import Lattice
 from arsdecode.methods.ars import decode
-from brute import brute_model
+from arsdecode.testing.brute import brute_model
+from arsdecode.testing.random_arpa import random_arpa_text
+from arsdecode.testing.reference_arpa import all_contexts, parse_arpa, ref_log10p, ref_max_log10p
 from maxarpa import Config, FormatError
 from maxarpa.binary_format import write_binary
+from maxarpa.constants import BOS, EOS, UNK
 from maxarpa.load import _from_arpa
 from maxarpa.maxarpa_format import write_max_arpa
 
@@ -255,7 +249,7 @@ def test_verify_catches_a_lowered_absent_extension_term(tmp_path):
 
 
 def test_positive_log10_probability_is_refused_by_default(tmp_path):
-    from arpa_reference import edited
+    from arpa_fixtures import edited
 
     path = tmp_path / "pos.arpa"
     path.write_text(edited(l9="0.25\ta\t0.2"))
@@ -266,7 +260,7 @@ def test_positive_log10_probability_is_refused_by_default(tmp_path):
 
 
 def test_capital_unk_is_the_unknown_word(tmp_path):
-    from arpa_reference import edited
+    from arpa_fixtures import edited
 
     path = tmp_path / "cap.arpa"
     path.write_text(edited(l6="-1.0\t<UNK>"))
@@ -276,7 +270,7 @@ def test_capital_unk_is_the_unknown_word(tmp_path):
 
 
 def test_missing_unk_config(tmp_path):
-    from arpa_reference import edited
+    from arpa_fixtures import edited
 
     path = tmp_path / "nounk.arpa"
     path.write_text(edited(l2="ngram 1=3", l6=None))

@@ -24,7 +24,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import maxarpa
-from arpa_reference import arpa_texts, parse_arpa
+from arpa_fixtures import arpa_texts
 from arsdecode.errors import BoundViolationError, ModelError
 from arsdecode.lattice import Lattice
 from arsdecode.methods.ars import decode
@@ -36,7 +36,8 @@ from arsdecode.model import (
     as_target_model,
     ngram_tables,
 )
-from brute import brute_model
+from arsdecode.testing.brute import brute_model
+from arsdecode.testing.reference_arpa import parse_arpa
 from maxarpa.constants import LN10
 from maxarpa.errors import MaxArpaError
 from maxarpa.load import _from_arpa

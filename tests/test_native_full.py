@@ -18,7 +18,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import maxarpa
-from arpa_reference import random_arpa_text
 from ars_fixtures import IMPOSSIBLE_ARPA, LM, make_lattice, random_lm_with_options
 from arsdecode.errors import LatticeError, NoPathError
 from arsdecode.lattice import Lattice
@@ -31,7 +30,8 @@ from arsdecode.methods.fast_full import (
 )
 from arsdecode.methods.full import full_decode, full_log_partition
 from arsdecode.native import _core, native_ngram
-from brute import brute_model
+from arsdecode.testing.brute import brute_model
+from arsdecode.testing.random_arpa import random_arpa_text
 from maxarpa.model import Model
 
 TIGHT = 1e-9

@@ -18,13 +18,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import maxarpa
-from arpa_reference import (
-    kenlm_log10p,
-    parse_arpa,
-    random_arpa_text,
-    ref_max_log10p,
-)
 from arsdecode.native import NativeNgram, native_ngram
+from arsdecode.testing.random_arpa import random_arpa_text
+from arsdecode.testing.reference_arpa import kenlm_log10p, parse_arpa, ref_max_log10p
 from maxarpa.constants import BOS, EOS, LN10
 from maxarpa.model import Model
 

@@ -20,7 +20,6 @@ import numpy as np
 import pytest
 
 import maxarpa
-from arpa_reference import random_arpa_text
 from ars_fixtures import LM, make_lattice
 from arsdecode.errors import LatticeError, ModelError, OptionError
 from arsdecode.lattice import Lattice
@@ -28,6 +27,7 @@ from arsdecode.lattice.flat import FlatLattices
 from arsdecode.methods.fast_full import full_dp, run_flat, useful_context_tables
 from arsdecode.methods.full import full_decode
 from arsdecode.native import MAX_ORDER, _core, native_ngram
+from arsdecode.testing.random_arpa import random_arpa_text
 from maxarpa.constants import LN10
 from maxarpa.errors import UnknownWordError
 from maxarpa.model import Model

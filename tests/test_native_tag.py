@@ -19,7 +19,8 @@ import maxarpa
 from arsdecode.errors import ObservationError, OptionError
 from arsdecode.methods.fast_full import run_flat
 from arsdecode.methods.full import full_decode
-from arsdecode.tasks.pos.emissions import TnTEmissions, read_tagged
+from arsdecode.tasks.pos.emissions import TnTEmissions
+from arsdecode.tasks.pos.evaluation import read_tagged
 from arsdecode.tasks.pos.tag_many import flatten, tag_many
 from data_prep.pos_data import DataError, default_data_dir, prepare
 

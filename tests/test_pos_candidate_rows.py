@@ -22,7 +22,8 @@ from pos_fixture_models import FIXTURE, build_fixture_models
 import maxarpa
 from arsdecode.errors import ModelError, ObservationError
 from arsdecode.lattice.flat import FlatLattices
-from arsdecode.tasks.pos.emissions import TnTEmissions, read_tagged
+from arsdecode.tasks.pos.emissions import TnTEmissions
+from arsdecode.tasks.pos.evaluation import read_tagged
 from arsdecode.tasks.pos.models import SHIPPED_DIR
 from arsdecode.tasks.pos.table import Lexicon
 from arsdecode.tasks.pos.tag_many import flatten

@@ -15,7 +15,8 @@ import pytest
 import maxarpa
 from arsdecode.methods.ars import decode
 from arsdecode.methods.full import full_decode
-from arsdecode.tasks.pos.emissions import TnTEmissions, read_tagged
+from arsdecode.tasks.pos.emissions import TnTEmissions
+from arsdecode.tasks.pos.evaluation import read_tagged
 from corpora import corpus_dir_or_skip
 from data_prep.pos_data import prepare
 

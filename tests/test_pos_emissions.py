@@ -19,7 +19,8 @@ import pytest
 
 import maxarpa
 from arsdecode.lattice import Lattice
-from arsdecode.tasks.pos.emissions import TnTEmissions, read_tagged, score_tags, write_tagged
+from arsdecode.tasks.pos.emissions import TnTEmissions
+from arsdecode.tasks.pos.evaluation import read_tagged, score_tags, write_tagged
 from arsdecode.tasks.pos.suffix import SuffixTrie
 from corpora import corpus_dir_or_skip
 from data_prep.pos_data import (

@@ -21,9 +21,10 @@ import arsdecode
 from arsdecode.errors import ModelError, ObservationError
 from arsdecode.methods.ars import decode, sample
 from arsdecode.methods.full import full_decode
-from arsdecode.tasks.pos.emissions import PosModelError, read_tagged
+from arsdecode.tasks.pos.emissions import PosModelError
+from arsdecode.tasks.pos.evaluation import read_tagged
 from arsdecode.tasks.pos.models import ENV_VAR, load_models, models_dir
-from brute import brute_model
+from arsdecode.testing.brute import brute_model
 from maxarpa.model import Model
 
 HELD_OUT = [

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 import arsdecode
-from arpa_reference import VALID, edited
+from arpa_fixtures import VALID, edited
 from maxarpa import Config, load
 from maxarpa.errors import FormatError
 

@@ -24,7 +24,7 @@ import pytest
 import maxarpa
 from arsdecode.lattice import Lattice
 from arsdecode.methods.ars import decode
-from brute import brute_model
+from arsdecode.testing.brute import brute_model
 from maxarpa import Config, FormatError
 from maxarpa.binary_format import read_binary_with_digest
 from maxarpa.maxarpa_format import read_max_arpa_with_digest

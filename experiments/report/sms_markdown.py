@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from report.sms_format import (
+from experiments.report.sms_format import (
     PAPER_SECONDS,
     TARGETS,
     Facts,
@@ -26,7 +26,7 @@ from report.sms_format import (
     sci,
     words_and,
 )
-from report.sms_sampling import fig3ab, fig3cd, table3, targets
+from experiments.report.sms_sampling import fig3ab, fig3cd, table3, targets
 
 
 # ----- sections ------------------------------------------------------------------------------

@@ -11,7 +11,7 @@ import math
 
 import numpy as np
 
-from report.sms_format import (
+from experiments.report.sms_format import (
     PAPER_SECONDS,
     TARGETS,
     Facts,
@@ -84,9 +84,9 @@ def table3(res: dict, f: Facts) -> list[str]:
     out = [f"## Table 3 — batch size B: time and trials to {f.ar}\n",
            f"{len({r['id'] for r in t3})} length-{f.long} sentences, {f.top}-gram, K = {f.k}; "
            "sequential, in-process, clock from building q^(0) (lattice and model load "
-           "excluded). Run by `methods.ars.adapt`, which checks the rate at the end of each "
-           "batch, so trials are a multiple of B; *refining batches* = batches at whose end q "
-           "was refined with their rejected trials (all but the last when the target is "
+           "excluded). Run by `arsdecode.methods.ars.adapt`, which checks the rate at the end "
+           "of each batch, so trials are a multiple of B; *refining batches* = batches at whose "
+           "end q was refined with their rejected trials (all but the last when the target is "
            "reached).\n"]
     rows = []
     for b in batches:

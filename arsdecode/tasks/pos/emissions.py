@@ -64,13 +64,7 @@ import numpy as np
 
 from arsdecode.errors import ModelError, ObservationError, OptionError
 from arsdecode.lattice import Lattice
-from arsdecode.tasks.pos.evaluation import (  # noqa: F401 (re-exported: they lived here)
-    Accuracy,
-    TaggedSentence,
-    read_tagged,
-    score_tags,
-    write_tagged,
-)
+from arsdecode.tasks.pos.evaluation import TaggedSentence
 from arsdecode.tasks.pos.suffix import (
     RARE_MAX_COUNT,
     SUFFIX_ALPHA,

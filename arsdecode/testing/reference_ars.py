@@ -1,20 +1,29 @@
-"""A plain, obvious pure-Python implementation of ARS exact decoding: the speed baseline.
+"""A plain, obvious pure-Python ARS exact decoder: the oracle and the speed baseline.
 
-Same method as `methods.ars.decode` with the default "all-edges" refinement (Algorithm 1 for
-decoding, Algorithm 2 for refinement), written the way one would write it first: the n-gram
-table is a dict of id tuples, every language-model value is one Python call, the q-automaton
-is a dict of contexts per layer, an edge's target is found by trying the suffixes of
-`context + word` from the longest, and every iteration runs the whole Viterbi pass again.
-Nothing here is vectorised or incremental; `bench/bench_sms_decode.py` compares the engine
-with it on the same lattices, in the same run. Results (log p, tokens, iterations) agree.
+Same method as `arsdecode.methods.ars.decode` with the default "all-edges" refinement
+(Algorithm 1 for decoding, Algorithm 2 for refinement), written the way one would write it
+first: the n-gram table is a dict of id tuples, every language-model value is one Python call,
+the q-automaton is a dict of contexts per layer, an edge's target is found by trying the
+suffixes of `context + word` from the longest, and every iteration runs the whole Viterbi pass
+again. Nothing here is vectorised or incremental, and nothing comes from arsdecode's engine
+(methods, core, model): only the certificate's tolerance and the errors are shared, so that
+both decoders stop and fail by the same rule. `bench/bench_sms_decode.py` compares the engine
+with it on the same lattices, in the same run; results (log p, tokens, iterations) agree
+(tests/test_testing.py).
+
+    ref = decode(DictLM(model), lattice.tokens, [e.tolist() for e in lattice.log_emissions])
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 
+from arsdecode.core.tolerances import CERTIFICATE_TOL
+from arsdecode.errors import ModelError, NoPathError
 from maxarpa.constants import LN10
+from maxarpa.model import Model
 
 
 class DictLM:
@@ -24,12 +33,14 @@ class DictLM:
     queries with maxarpa's definitions, one (context, word) at a time.
     """
 
-    def __init__(self, model) -> None:
+    def __init__(self, model: Model) -> None:
+        if model.bos_id is None or model.eos_id is None:
+            raise ModelError(f"{model.source or 'model'}: no <s> or </s> in the vocabulary; "
+                             "the sentence boundaries are needed to score a path")
         self.order = model.order
-        self.bos = model.bos_id
-        self.eos = model.eos_id
-        self.word_to_id = model.word_to_id
-        self.unk = model.unk_id
+        self.bos: int = model.bos_id
+        self.eos: int = model.eos_id
+        self._word_id = model.word_id
         self.table: dict[tuple[int, ...], tuple[float, float, float, float]] = {}
         for node in model.trie.nodes:
             for row, p, b, mf, mb in zip(node.rows.tolist(), node.log10p.tolist(),
@@ -38,7 +49,8 @@ class DictLM:
                 self.table[tuple(row)] = (p, b, mf, mb)
 
     def word_id(self, word: str) -> int:
-        return self.word_to_id.get(word, self.unk)
+        """The model's id of `word` (<unk> for an unknown word, as the engine reads it)."""
+        return self._word_id(word)
 
     def log10p(self, context: tuple[int, ...], word: int) -> float:
         return self._query(context, word, want_max=False)
@@ -79,6 +91,8 @@ class DictLM:
 
 @dataclass
 class RefResult:
+    """The decoded path and the effort, as `arsdecode.methods.ars.DecodeResult` counts it."""
+
     tokens: list[str]
     log_p: float
     log_q: float
@@ -86,8 +100,8 @@ class RefResult:
     states: int
 
 
-def decode(lm: DictLM, tokens, emissions, tol: float = 1e-9,
-           max_iterations: int = 100_000) -> RefResult:
+def decode(lm: DictLM, tokens: Sequence[Sequence[str]], emissions: Sequence[Sequence[float]],
+           tol: float = CERTIFICATE_TOL, max_iterations: int = 100_000) -> RefResult:
     """Exact argmax of p over a lattice (`tokens[i][j]` with ln emission `emissions[i][j]`)."""
     L = len(tokens)
     n1 = lm.order - 1
@@ -106,11 +120,11 @@ def decode(lm: DictLM, tokens, emissions, tol: float = 1e-9,
 
     def target(i: int, ctx: tuple[int, ...], word: int) -> tuple[int, ...]:
         full = ctx + (word,)
-        for k in range(min(len(full), n1), -1, -1):
+        for k in range(min(len(full), n1), 0, -1):
             suffix = full[len(full) - k:]
             if suffix in layers[i + 1]:
                 return suffix
-        raise AssertionError("the empty context is always a state")
+        return ()  # the empty context is a state of every layer after the first
 
     def log_p(path: list[int]) -> float:
         hist = [lm.bos]
@@ -135,7 +149,7 @@ def decode(lm: DictLM, tokens, emissions, tol: float = 1e-9,
                                    for w, x in zip(ws, cand[i]))
         # Follow the argmax forward from <s>.
         path: list[int] = []
-        states = [(lm.bos,)]
+        states: list[tuple[int, ...]] = [(lm.bos,)]
         log_q = 0.0
         for i in range(L):
             ctx = states[-1]
@@ -148,12 +162,12 @@ def decode(lm: DictLM, tokens, emissions, tol: float = 1e-9,
         log_q += layers[L][states[-1]][0]
         lp = log_p(path)
         if log_q == -math.inf:
-            raise ValueError("no path has nonzero probability")
+            raise NoPathError("every path of the lattice has probability 0 under the model")
         if log_q - lp <= tol or iteration >= max_iterations:
             break
         # Algorithm 2: one word longer context at every inexact state along the path.
         history = [lm.bos] + [cand[i][j] for i, j in enumerate(path)]
-        prev = (lm.bos,)
+        prev: tuple[int, ...] = (lm.bos,)
         changed = False
         for i in range(1, L + 1):
             ctx = target(i - 1, prev, cand[i - 1][path[i - 1]])

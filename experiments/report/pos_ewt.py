@@ -1,8 +1,9 @@
-"""Markdown for the EWT section of docs/results-pos.md, from work/ewt/{dev,test}.json alone.
+"""Markdown for the EWT section of docs/results-pos.md, from work/ewt/results.json alone.
 
-Why a marked block: docs/results-pos.md is written by two scripts (pos_experiments.py for the
-paper's WSJ experiment, pos_ewt.py for the shipped tagger); each owns its part, and `splice`
-/ `keep_block` let either rewrite its own part without losing the other's.
+Why a marked block: docs/results-pos.md is written by three runners (pos_experiments.py for the
+paper's WSJ experiment, pos_ewt.py for the shipped tagger, pos_ewt_caps.py for its
+capitalisation variants); each owns its part, and `splice` / `keep_block` let any of them
+rewrite its own part without losing the others'.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from pathlib import Path
 
 from data_prep.ewt import DEFAULT_ORDER, SETTINGS
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 SHIP_DIR = REPO / "arsdecode" / "data" / "pos"
 SET_NAMES = {"dev": "EWT dev", "test": "EWT test", "wsj20": "WSJ section 20"}
 
