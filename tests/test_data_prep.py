@@ -272,9 +272,8 @@ def test_pos_data_keeps_closed_class_tags_from_unknown_words_unless_asked(tmp_pa
 def test_sms_models_are_converted_in_process(tmp_path: Path) -> None:
     """prepare_sms converts with maxarpa.convert (no CLI): the MAX-ARPA file answers as the
     ARPA does, and a model maxarpa refuses is a "failed" status with no output, not a crash."""
-    from arpa_reference import VALID
-
     import maxarpa
+    from arpa_fixtures import VALID
 
     arpa, out = tmp_path / "lm.arpa", tmp_path / "lm.maxarpa"
     arpa.write_text(VALID)

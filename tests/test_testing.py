@@ -15,6 +15,7 @@ import random
 import pytest
 
 import ars_fixtures
+import maxarpa
 from ars_fixtures import make_lattice
 from arsdecode.core.tolerances import CERTIFICATE_TOL
 from arsdecode.errors import NoPathError, OptionError
@@ -55,7 +56,7 @@ def test_reference_ars_refuses_a_lattice_without_a_path(tmp_path):
     path = tmp_path / "imp.arpa"
     path.write_text(ars_fixtures.IMPOSSIBLE_ARPA)
     with pytest.raises(NoPathError):
-        reference_decode(Model.load(path), Lattice.from_lists([[("a", 0.0)]]))
+        reference_decode(maxarpa.load(path), Lattice.from_lists([[("a", 0.0)]]))
 
 
 def test_brute_target_equals_brute_model(random_lms, real_lms):
@@ -76,7 +77,7 @@ def test_random_arpa_is_seeded_and_readable(tmp_path):
     assert random_arpa_text(8, 4, 4, 0.5, True, neg_inf_fraction=0.1) != text
     path = tmp_path / "r.arpa"
     path.write_text(text)
-    lm, ref = Model.load(path), parse_arpa(text)
+    lm, ref = maxarpa.load(path), parse_arpa(text)
     assert lm.counts == ref.counts
     for w in ref.vocab:
         assert lm.log10p(w, ["<s>"]) == pytest.approx(ref_log10p(ref, w, ["<s>"]), abs=1e-12)
