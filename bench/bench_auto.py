@@ -171,7 +171,7 @@ def shipped_families(n_long: int = 1, n_wide: int = 2):
     """Long and wide lattices on the shipped 5-gram (the families of issue 19's table)."""
     import numpy as np
 
-    from arsdecode.cli.main import DEFAULT_LM
+    from arsdecode.api import DEFAULT_LM
     from arsdecode.lattice import Lattice
     from arsdecode.tasks.sms.keypad import KeypadChannel, sample_sentence
     from maxarpa.model import Model
