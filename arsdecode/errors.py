@@ -1,10 +1,42 @@
-"""Errors of the arsdecode package: one tree, so the CLI catches only the project's own errors.
+"""Errors of the arsdecode package: one tree, so that "bad input" is one `except` clause.
 
-Why a tree (as in maxarpa.errors and KenLM's lm_exception.hh): library users can catch
-`ArsDecodeError` once, or tell a bad lattice from an impossible one; the command-line front end
-turns exactly these (and maxarpa's `MaxArpaError`) into one line on stderr and exit status 2. Any
-other exception is a bug and keeps its traceback. All subclass ValueError because they are all
-bad input, which is what callers that predate the tree catch.
+Why a tree (as in maxarpa.errors and KenLM's lm_exception.hh): a library user can catch
+`ArsDecodeError` once, or tell a bad lattice from an impossible one; the command line turns
+exactly these (and maxarpa's `MaxArpaError`) into one line on stderr and exit status 2, and a
+batch run turns them into the item's error line. Any other exception is a bug and keeps its
+traceback: nothing in arsdecode raises a bare ValueError or AssertionError for bad input.
+
+The tree, and the user mistake each class means:
+
+    ArsDecodeError          any bad input or impossible request (the base; never raised itself)
+      OptionError           an argument value outside its documented range (a CLI option or
+                            a keyword argument: a negative --batch, an unknown method)
+      LatticeError          a lattice that cannot be decoded: unreadable or malformed file,
+                            an empty position, a NaN weight, a sentence marker as a token
+      NoPathError           a lattice whose every path has probability zero
+      AutomatonError        a bad request to the q-automaton (unknown variant, a path the
+                            lattice does not allow)
+      TargetError           a token sequence the lattice does not allow, given to the target p
+      BoundViolationError   a model whose "upper bounds" are not bounds (a corrupt or
+                            hand-edited MAX-ARPA table, a TargetModel with a wrong log_bound)
+      ObservationError      a task observation that cannot become a lattice (a bad keypad
+                            string, an empty sentence, a word no tag can emit)
+        NoCandidatesError     (arsdecode.tasks.sms.keypad) a digit string whose length no
+                              vocabulary word has
+      ModelError            a model that is missing, incomplete or of the wrong kind (no
+                            max-backoff bounds, an order above the compiled core's maximum)
+        PosModelError         (arsdecode.tasks.pos.emissions) POS models that are missing,
+                              incomplete or not POS models
+      BatchError            a corpus run that cannot start or go on (a bad --in or --out,
+                            another run writing the same file, an unreachable scheduler)
+
+A malformed or refused model file is maxarpa's `MaxArpaError` (FormatError, ...), raised by
+`arsdecode.load_lm`; callers that catch bad input catch both. Stopping is not an error:
+Ctrl-C is KeyboardInterrupt, SIGTERM/SIGHUP `arsdecode.termination.Terminated` (a
+KeyboardInterrupt too).
+
+Every class subclasses ValueError, as maxarpa's do: each is a bad value given by the caller,
+and code written for the standard library's convention (`except ValueError`) still sees it.
 """
 
 from __future__ import annotations
@@ -12,6 +44,10 @@ from __future__ import annotations
 
 class ArsDecodeError(ValueError):
     """Base class of every error arsdecode raises on bad input or an impossible request."""
+
+
+class OptionError(ArsDecodeError):
+    """An argument value outside its documented range (a CLI option or a keyword argument)."""
 
 
 class LatticeError(ArsDecodeError):
@@ -31,21 +67,23 @@ class TargetError(ArsDecodeError):
     """A token sequence that the lattice does not allow (scoring the target p)."""
 
 
+class BoundViolationError(ArsDecodeError):
+    """A path scored higher under the target p than under its supposed upper bound q: the
+    model's bounds are wrong (a hand-edited or corrupt MAX-ARPA table, a TargetModel whose
+    `log_bound` is not a bound). Raised instead of certifying or sampling on a broken bound;
+    the message names the position, the word and its context."""
+
+
 class ObservationError(ArsDecodeError):
     """A task observation that cannot be turned into a lattice (a bad keypad string, an empty
     sentence, a word no tag can emit)."""
 
 
 class ModelError(ArsDecodeError):
-    """A task model that is missing, incomplete or of the wrong kind (POS models, emissions)."""
+    """A model that is missing, incomplete or of the wrong kind (POS models, emissions, a
+    language model without max-backoff bounds or of too high an order)."""
 
 
-class OptionError(ArsDecodeError):
-    """An argument value outside its documented range (a CLI option or a keyword argument)."""
-
-
-class BoundViolationError(ArsDecodeError):
-    """A path scored higher under the target p than under its supposed upper bound q: the
-    model's bounds are wrong (a hand-edited or corrupt MAX-ARPA table, a TargetModel whose
-    `log_bound` is not a bound). Raised instead of certifying or sampling on a broken bound;
-    the message names the position, the word and its context."""
+class BatchError(ArsDecodeError):
+    """A corpus run that cannot start or go on (bad --in or --out file, a run already writing
+    it, an unreachable Dask scheduler)."""

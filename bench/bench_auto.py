@@ -174,7 +174,7 @@ def shipped_families(n_long: int = 1, n_wide: int = 2):
     import numpy as np
 
     import maxarpa
-    from arsdecode.cli.main import DEFAULT_LM
+    from arsdecode.api import DEFAULT_LM
     from arsdecode.lattice import Lattice
     from arsdecode.tasks.sms.keypad import KeypadChannel, sample_sentence
 

@@ -27,8 +27,9 @@ from pathlib import Path
 import numpy as np
 
 import maxarpa
-from arsdecode.batch.client import TaskSpec, local_cluster, run_batch
-from arsdecode.cli.main import DEFAULT_LM
+from arsdecode.api import DEFAULT_LM
+from arsdecode.batch.client import local_cluster, run_batch
+from arsdecode.batch.worker import TaskSpec
 from arsdecode.lattice import Lattice
 from arsdecode.methods.ars import decode
 from arsdecode.tasks.sms.keypad import KeypadChannel, sample_sentence
@@ -91,7 +92,7 @@ def copied_model_uss(path: str) -> int:
 def warm_up(spec: TaskSpec) -> None:
     """What a worker's first chunk pays once: the imports and the model load."""
     import arsdecode.methods.ars  # noqa: F401
-    from arsdecode.batch.client import worker_models
+    from arsdecode.batch.worker import worker_models
 
     worker_models(spec)
 

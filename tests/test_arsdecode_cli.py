@@ -221,20 +221,19 @@ def test_outputs_are_written_whole(small_lattice, tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["q.fst", "q.graphml"]  # no temp file
 
 
-def test_write_atomic_keeps_the_old_file_and_names_the_user_path(tmp_path):
+def test_a_failed_output_write_keeps_the_old_file_and_names_the_user_path(tmp_path):
+    """--fst, --graphml and --conll go through maxarpa's one atomic writer, as the CLI
+    calls it: a full disk mid-write leaves the old file and no temporary file, and the error
+    names the user's path (what the CLI prints), not the temporary one."""
     import errno
 
-    from arsdecode.cli.options import write_atomic
+    from maxarpa.output import atomic_output
 
     out = tmp_path / "result.fst"
     out.write_text("old")
-
-    def full_disk(tmp: str) -> None:
-        Path(tmp).write_text("partial")
-        raise OSError(errno.ENOSPC, "No space left on device", tmp)
-
-    with pytest.raises(OSError) as info:
-        write_atomic(out, full_disk)
+    with pytest.raises(OSError) as info, atomic_output(out) as tmp:
+        tmp.write_text("partial")
+        raise OSError(errno.ENOSPC, "No space left on device", str(tmp))
     assert info.value.filename == str(out) and info.value.errno == errno.ENOSPC
     assert out.read_text() == "old"
     assert [p.name for p in tmp_path.iterdir()] == ["result.fst"]
@@ -308,13 +307,13 @@ def test_help_explains_units_variant_and_defaults(command):
 
 def test_only_project_errors_are_bad_input(small_lattice, monkeypatch):
     """A bug (a plain ValueError from numpy, say) keeps its traceback: it is not exit 2."""
-    import arsdecode.cli.lattice as lattice_cli
     import arsdecode.cli.main as cli
+    import arsdecode.methods.dispatch as dispatch
 
     def broken(*args, **kwargs):
         raise ValueError("operands could not be broadcast together")
 
-    monkeypatch.setattr(lattice_cli.corpus, "decode", broken)
+    monkeypatch.setattr(dispatch, "decode", broken)
     with pytest.raises(ValueError, match="broadcast"):
         cli.main(["decode", "--lm", EMBEDDED, "--lattice", str(small_lattice)])
 
@@ -337,14 +336,38 @@ def test_each_command_is_registered_under_its_name():
 
 
 def test_a_command_imports_only_its_own_module():
-    code = ("import sys\n"
+    """Building a command's parser imports its own module and no other command's; no parser,
+    not even the full one (--help), imports the engine (methods/, core/) or arsdecode.api."""
+    code = ("import json, sys\n"
             "from arsdecode.cli.main import build_parser\n"
             "build_parser('tag').parse_args(['tag', 'The dog .'])\n"
-            "print(sorted(m for m in sys.modules if m.startswith('arsdecode')))\n")
+            "one = [m for m in sys.modules if m.startswith('arsdecode')]\n"
+            "build_parser()\n"
+            "print(json.dumps([one, [m for m in sys.modules if m.startswith('arsdecode')]]))\n")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           timeout=120)
     assert proc.returncode == 0, proc.stderr
-    loaded = set(json.loads(proc.stdout.replace("'", '"')))
-    assert "arsdecode.cli.tag" in loaded
-    for other in ("lattice_cli", "batch_cli", "batch", "marginals_cli", "tasks.sms_cli", "api"):
-        assert f"arsdecode.{other}" not in loaded, other
+    one, full = (set(modules) for modules in json.loads(proc.stdout))
+    assert "arsdecode.cli.tag" in one
+    for other in ("cli.lattice", "cli.batch", "cli.marginals", "cli.sms", "batch"):
+        assert f"arsdecode.{other}" not in one, other
+    assert {f"arsdecode.cli.{m}" for m in ("lattice", "batch", "marginals", "sms", "tag")} <= full
+    for loaded in (one, full):
+        engine = sorted(m for m in loaded
+                        if m.startswith(("arsdecode.methods", "arsdecode.core", "arsdecode.api")))
+        assert engine == [], engine
+
+
+def test_cli_method_and_variant_names_are_the_engines():
+    """The parsers take --method and --variant from plain constants (so that building them
+    loads no engine); they must be the engine's names and default."""
+    import inspect
+
+    from arsdecode.cli import options
+    from arsdecode.core import automaton
+    from arsdecode.methods import ars, dispatch
+
+    assert options.METHODS == dispatch.METHODS
+    assert options.VARIANTS == automaton.VARIANTS
+    assert options.DEFAULT_VARIANT == automaton.DEFAULT_VARIANT
+    assert inspect.signature(ars.decode).parameters["variant"].default == options.DEFAULT_VARIANT

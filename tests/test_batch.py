@@ -1,4 +1,4 @@
-"""Corpus runs (batch.client): every id once, results equal to single-item calls, resumable.
+"""Corpus runs (arsdecode.batch): every id once, results equal to single-item calls, resumable.
 
 The model is the embedded state_union 5-gram converted to a memory-mapped binary in a temporary
 directory; the items are noisy keypad SMS lattices (tasks.sms.keypad). The slow tests use a
@@ -20,9 +20,11 @@ import numpy as np
 import pytest
 
 import maxarpa
-from arsdecode.batch.client import BatchError, TaskSpec, item_seed, read_done, run_batch
-from arsdecode.batch.io import ChunkWriter
-from arsdecode.cli.main import DEFAULT_LM
+from arsdecode.api import DEFAULT_LM
+from arsdecode.batch.client import run_batch
+from arsdecode.batch.io import ChunkWriter, read_done
+from arsdecode.batch.worker import TaskSpec, item_seed
+from arsdecode.errors import BatchError, ObservationError
 from arsdecode.lattice import Lattice
 from arsdecode.methods.ars import sample
 from arsdecode.methods.dispatch import decode
@@ -196,6 +198,50 @@ def test_bad_lines_become_error_lines_and_the_run_goes_on(tmp_path, model_path, 
     assert read_lines(out) == lines
 
 
+def test_a_bug_in_a_worker_stops_the_run_and_an_input_error_does_not(tmp_path, model_path,
+                                                                      items, monkeypatch):
+    """Only the library's input errors become error lines. A plain ValueError (what a numpy
+    shape bug raises) propagates from the worker, on the whole-chunk path (`decode_many`) and
+    on the one-item path (`solve_one`: sampling, or a chunk that `decode_many` rejected)."""
+    import arsdecode.methods.dispatch as dispatch
+    from arsdecode.batch import worker
+
+    src = write_jsonl(tmp_path / "in.jsonl", items[:4])
+
+    def bug(*args, **kwargs):
+        raise ValueError("operands could not be broadcast together")
+
+    def chunk_with_a_bad_item(*args, **kwargs):
+        raise ObservationError("one item of the chunk is bad")
+
+    def bad_input(spec, lm, item, lattice):
+        raise ObservationError(f"line {item.lineno}: a word no tag can emit")
+
+    def run(task: str, name: str):
+        return run_batch(TaskSpec(task, str(model_path)), src, tmp_path / name, chunk_size=2)
+
+    monkeypatch.setattr(dispatch, "decode_many", bug)
+    with pytest.raises(ValueError, match="broadcast"):
+        run("decode", "chunk_bug.jsonl")
+    assert not (tmp_path / "chunk_bug.jsonl").exists()  # nothing written, no file left behind
+
+    monkeypatch.setattr(dispatch, "decode_many", chunk_with_a_bad_item)
+    monkeypatch.setattr(worker, "solve_one", bug)
+    for task in ("decode", "sample"):
+        with pytest.raises(ValueError, match="broadcast"):
+            run(task, f"{task}_bug.jsonl")
+        assert not (tmp_path / f"{task}_bug.jsonl").exists()
+
+    monkeypatch.setattr(worker, "solve_one", bad_input)
+    for task in ("decode", "sample"):
+        stats = run(task, f"{task}.jsonl")
+        lines = read_lines(tmp_path / f"{task}.jsonl")
+        assert (stats.written, stats.errors) == (4, 4)
+        assert [e["error"] for e in lines] == [f"line {k}: a word no tag can emit"
+                                               for k in (1, 2, 3, 4)]
+        assert [e["id"] for e in lines] == [it["id"] for it in items[:4]]
+
+
 def test_resume_skips_done_ids_and_cuts_a_truncated_tail(tmp_path, model_path, items, decoded):
     spec = TaskSpec("decode", str(model_path))
     out = tmp_path / "out.jsonl"
@@ -241,7 +287,7 @@ def test_two_runs_cannot_write_one_file(tmp_path, model_path, items):
 
 
 def test_a_worker_loads_a_model_once_and_again_when_rewritten(tmp_path, model_path):
-    from arsdecode.batch import client as batch
+    from arsdecode.batch import worker as batch
 
     path = tmp_path / "copy.npz"
     path.write_bytes(model_path.read_bytes())

@@ -359,3 +359,34 @@ def test_conll_and_batch_outputs_on_a_full_disk(tmp_path, binary_model):
     assert proc.returncode == 0 and f"{kept} already done" in proc.stderr, proc.stderr
     assert sorted(json.loads(line)["id"] for line in out.read_text().splitlines()) == list(
         range(6))
+
+
+def test_every_error_arsdecode_defines_is_in_the_one_tree():
+    """The CLI (exit 2) and batch (an error line) treat exactly `ArsDecodeError` and maxarpa's
+    `MaxArpaError` as bad input. An exception class defined elsewhere in arsdecode, outside
+    that tree, would escape both as a traceback; a stop (Ctrl-C, SIGTERM) is a
+    KeyboardInterrupt. Each class of the tree is named in errors.py's docstring."""
+    import importlib
+    import inspect
+    import pkgutil
+
+    import arsdecode
+    import arsdecode.errors as errors
+
+    defined = {}
+    for info in pkgutil.walk_packages(arsdecode.__path__, "arsdecode."):
+        if info.name.endswith("__main__"):  # runs the CLI
+            continue
+        module = importlib.import_module(info.name)
+        for name, obj in vars(module).items():
+            if (inspect.isclass(obj) and issubclass(obj, BaseException)
+                    and obj.__module__ == info.name):
+                defined[f"{info.name}.{name}"] = obj
+    assert "arsdecode.errors.ArsDecodeError" in defined and len(defined) > 10
+    outside = [name for name, cls in defined.items()
+               if not issubclass(cls, (errors.ArsDecodeError, KeyboardInterrupt))]
+    assert outside == []
+    undocumented = [name for name, cls in defined.items()
+                    if issubclass(cls, errors.ArsDecodeError)
+                    and f" {cls.__name__} " not in errors.__doc__]
+    assert undocumented == []

@@ -33,7 +33,7 @@ def test_binary_round_trip_is_exact(real_models, tmp_path):
 
 
 def test_cli_convert_binary_and_corrupt_file(tmp_path):
-    from arsdecode.cli.main import DEFAULT_LM
+    from arsdecode.api import DEFAULT_LM
 
     out = tmp_path / "m.npz"
     proc = subprocess.run([sys.executable, "-m", "maxarpa", "convert", "--binary",
@@ -58,7 +58,7 @@ def _random_queries(model, size=500, seed=0):
 
 def test_mmap_binary_is_read_only_aligned_and_answers_identically(tmp_path):
     import maxarpa
-    from arsdecode.cli.main import DEFAULT_LM
+    from arsdecode.api import DEFAULT_LM
 
     model = maxarpa.load(DEFAULT_LM)
     out = tmp_path / "m.npz"
@@ -85,7 +85,7 @@ def test_mmap_binary_is_read_only_aligned_and_answers_identically(tmp_path):
 def test_version1_npz_written_by_numpy_still_loads(tmp_path):
     """Files of the first binary version (np.savez, vocab as one numpy string) stay readable,
     with and without mmap."""
-    from arsdecode.cli.main import DEFAULT_LM
+    from arsdecode.api import DEFAULT_LM
 
     model = maxarpa.load(DEFAULT_LM)
     arrays = {"magic": np.array("maxarpa-binary-1"), "vocab": np.array("\n".join(model.vocab)),
@@ -104,7 +104,7 @@ def test_version1_npz_written_by_numpy_still_loads(tmp_path):
 
 
 def test_truncated_or_compressed_binary_is_refused(tmp_path):
-    from arsdecode.cli.main import DEFAULT_LM
+    from arsdecode.api import DEFAULT_LM
 
     model = maxarpa.load(DEFAULT_LM)
     out = tmp_path / "m.npz"

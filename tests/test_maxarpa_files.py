@@ -87,7 +87,7 @@ def test_write_errors_name_the_users_path_not_the_temporary_file(tmp_path):
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP, signal.SIGINT])
 def test_a_termination_signal_while_writing_leaves_no_file(tmp_path, signum):
     """A real conversion in a subprocess gets the signal once its temporary file exists."""
-    from arsdecode.cli.main import DEFAULT_LM
+    from arsdecode.api import DEFAULT_LM
 
     out = tmp_path / "big.maxarpa.xz"  # xz keeps the writer busy for a while
     proc = subprocess.Popen([sys.executable, "-m", "maxarpa", "convert", "--quiet",

@@ -120,7 +120,8 @@ def test_every_output_path_prints_penn_tags(model_dir, tmp_path, monkeypatch):
     import sys
 
     import arsdecode
-    from arsdecode.batch.client import Item, TaskSpec, run_chunk
+    from arsdecode.batch.io import Item
+    from arsdecode.batch.worker import TaskSpec, run_chunk
 
     lm, ce = load_models(model_dir, 3)
     words = SENTS[1]

@@ -1,6 +1,6 @@
 """The files of a corpus run: items read from the input JSONL, results appended to the output.
 
-Why apart from the scheduling (batch.py): resuming and "never twice" are properties of these
+Why apart from the scheduling (`client`): resuming and "never twice" are properties of these
 two files alone. The input is scanned in order and every line becomes an item (a bad line
 carries its error); the output is read back for the ids already done, with a truncated last
 line cut off, and is then appended to by one `ChunkWriter`, one fsynced write per chunk,
@@ -21,12 +21,8 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any, BinaryIO, NamedTuple
 
-from arsdecode.errors import ArsDecodeError
+from arsdecode.errors import BatchError
 from arsdecode.lattice import json_constant
-
-
-class BatchError(ArsDecodeError):
-    """A corpus run that cannot start or go on (bad --out file, run already going, lost worker)."""
 
 
 class Item(NamedTuple):
@@ -71,7 +67,7 @@ def read_done(path: Path, drop_errors: bool = False) -> set[str]:
             try:
                 obj = json.loads(raw)
                 key = _line_key(obj)
-            except (ValueError, UnicodeDecodeError):
+            except ValueError:  # not JSON (JSONDecodeError) or not UTF-8 (UnicodeDecodeError)
                 key = None
             if key is None:
                 raise BatchError(f"{path}:{lineno}: not a batch result line; refusing to append")
@@ -171,18 +167,20 @@ def scan_input(source: Path | BinaryIO, done: set[str]) -> Iterator[Item]:
             key, item_id, error = f"#line:{lineno}", None, None
             try:
                 obj = json.loads(raw, parse_constant=json_constant)
-                cand = obj.get("id") if isinstance(obj, dict) else None
-                if not isinstance(obj, dict):
-                    error = "expected a JSON object"
-                elif isinstance(cand, bool) or not isinstance(cand, (str, int)):
-                    error = 'missing or bad "id" (a string or an integer)'
-                elif json.dumps(cand) in first_line:
-                    error = f"id {cand!r} repeats line {first_line[json.dumps(cand)]}"
-                else:
-                    key, item_id = json.dumps(cand), cand
-                    first_line[key] = lineno
-            except ValueError as err:  # JSONDecodeError and UnicodeDecodeError are ValueErrors
-                error = f"invalid JSON: {str(err).splitlines()[0]}"
+            except ValueError as err:  # JSONDecodeError, UnicodeDecodeError, or a NaN weight
+                obj, error = None, f"invalid JSON: {str(err).splitlines()[0]}"
+            cand = obj.get("id") if isinstance(obj, dict) else None
+            if error is not None:
+                pass
+            elif not isinstance(obj, dict):
+                error = "expected a JSON object"
+            elif isinstance(cand, bool) or not isinstance(cand, (str, int)):
+                error = 'missing or bad "id" (a string or an integer)'
+            elif json.dumps(cand) in first_line:
+                error = f"id {cand!r} repeats line {first_line[json.dumps(cand)]}"
+            else:
+                key, item_id = json.dumps(cand), cand
+                first_line[key] = lineno
             if key not in done:
                 text = "" if error else raw.decode("utf-8")
                 yield Item(key, item_id, lineno, text, error and f"line {lineno}: {error}")

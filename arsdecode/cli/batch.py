@@ -1,6 +1,6 @@
 """`arsdecode batch`: decode, sample or tag a JSONL corpus, in-process or on a Dask cluster.
 
-Why a front end of its own: batch.py is the engine (files, chunks, scheduling); this module
+Why a front end of its own: arsdecode.batch is the engine (files, chunks, scheduling); this module
 turns options into a TaskSpec, makes sure the workers get a binary model they can load at disk
 speed (converting a text model once, before any worker starts), and prints one summary line.
 """
@@ -13,10 +13,12 @@ import os
 import sys
 from pathlib import Path
 
-from arsdecode.batch.client import DEFAULT_CHUNK, TASKS, BatchError, TaskSpec, run_batch
+from arsdecode.batch.client import DEFAULT_CHUNK, run_batch
+from arsdecode.batch.worker import TASKS, TaskSpec
 from arsdecode.cli.options import (
     EXIT_BAD_INPUT,
     EXIT_OK,
+    VARIANTS,
     add_lm_strictness_options,
     add_method_option,
     add_sampling_options,
@@ -25,8 +27,7 @@ from arsdecode.cli.options import (
     lm_config,
     positive_int,
 )
-from arsdecode.core.automaton import VARIANTS
-from arsdecode.errors import OptionError
+from arsdecode.errors import BatchError, OptionError
 from maxarpa.config import DEFAULT_CONFIG, Config
 
 

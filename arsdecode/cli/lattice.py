@@ -1,17 +1,16 @@
 """`arsdecode decode` and `arsdecode sample`: exact best path and exact samples of a lattice.
 
 Why its own module: `arsdecode.cli.main` imports a command's module only when that command runs, so
-`arsdecode tag` does not load the lattice front end (nor this one the tagger's).
+`arsdecode tag` does not load the lattice front end (nor this one the tagger's). The engine is
+imported by the handlers, not here: building the parser (for --help) loads no decoder.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
+from typing import TYPE_CHECKING
 
-import arsdecode.methods.dispatch as corpus
-from arsdecode.api import load_lm
 from arsdecode.cli.options import (
     EXIT_INTERRUPTED,
     EXIT_OK,
@@ -26,22 +25,25 @@ from arsdecode.cli.options import (
     add_sampling_options,
     check_batch_fits,
     check_fits,
-    check_writable,
     epilog,
-    fixed,
     lm_config,
-    oov_report,
     positive_int,
+)
+from arsdecode.cli.output import (
+    check_writable,
+    fixed,
+    oov_report,
     print_json,
     progress_bar,
     report_uncertified,
     warn_oov,
-    write_atomic,
     write_line,
 )
 from arsdecode.errors import OptionError
-from arsdecode.lattice import Lattice
-from arsdecode.methods.ars import DecodeInterrupted, sample
+
+if TYPE_CHECKING:
+    from arsdecode.lattice import Lattice
+    from arsdecode.methods.ars import DecodeInterrupted
 
 EPILOG = epilog(UNITS_HELP, LATTICE_HELP, EXIT_STATUS_HELP)
 
@@ -114,6 +116,9 @@ def add_sample_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def load_lattice_and_lm(args: argparse.Namespace):
+    from arsdecode.api import load_lm
+    from arsdecode.lattice import Lattice
+
     lattice = Lattice.from_json_file(args.lattice)
     lm = load_lm(args.lm, config=lm_config(args))
     oov = oov_report(lattice, lm.word_to_id)
@@ -122,6 +127,9 @@ def load_lattice_and_lm(args: argparse.Namespace):
 
 
 def cmd_decode(args: argparse.Namespace) -> int:
+    from arsdecode.methods.ars import DecodeInterrupted
+    from arsdecode.methods.dispatch import decode
+
     if args.nbest is not None and args.method == "full":  # k-best runs on the q-automaton
         raise OptionError("--nbest needs --method ars or auto (the K best paths come from "
                           "ARS's q-automaton; the full DP finds only the best one)")
@@ -135,8 +143,8 @@ def cmd_decode(args: argparse.Namespace) -> int:
     if args.nbest is not None:
         return print_nbest(args, lm, lattice, oov)
     try:
-        r = corpus.decode(lm, lattice, method=args.method, variant=args.variant,
-                          max_iterations=args.max_iterations, keep_automaton=bool(outputs))
+        r = decode(lm, lattice, method=args.method, variant=args.variant,
+                   max_iterations=args.max_iterations, keep_automaton=bool(outputs))
     except DecodeInterrupted as stop:
         return print_interrupted(args, stop, oov)
     # The result is printed before the files are written, so a failed write never loses it.
@@ -148,23 +156,33 @@ def cmd_decode(args: argparse.Namespace) -> int:
         print(f"log_p={fixed(r.log_p, 6)} ({status}, ln) method={r.method} "
               f"iterations={r.iterations} states={r.states} seconds={r.seconds:.3f}",
               flush=True)
-    qa = r.automaton
-    if outputs and qa is None:  # keep_automaton=True above whenever a file is asked for
-        raise AssertionError("decode did not keep the automaton")
-    if args.fst and qa is not None:
-        # Serialised here, written by Python: OpenFst's own writer reports a full disk as
-        # "Write failed" lines on stderr that name the temporary file.
-        data = qa.to_fst().write_to_string()
-        write_atomic(args.fst, lambda tmp: Path(tmp).write_bytes(data))
-    if args.graphml and qa is not None:
-        import networkx as nx
-
-        graph = qa.to_networkx()
-        write_atomic(args.graphml, lambda tmp: nx.write_graphml(graph, tmp))
+    if outputs:
+        write_automaton(args, r.automaton)
     if not r.certified:
         report_uncertified(r.iterations)
         return EXIT_UNCERTIFIED
     return EXIT_OK
+
+
+def write_automaton(args: argparse.Namespace, qa) -> None:
+    """--fst and --graphml: the final q-automaton, each file replaced whole or not at all.
+
+    Serialised here, written by Python: OpenFst's own writer reports a full disk as "Write
+    failed" lines on stderr that name the temporary file."""
+    from maxarpa.output import atomic_output
+
+    if qa is None:  # `decode(keep_automaton=True)` returns it whenever a file is asked for
+        raise RuntimeError("internal error: decode did not keep the q-automaton")
+    if args.fst:
+        data = qa.to_fst().write_to_string()
+        with atomic_output(args.fst) as tmp:
+            tmp.write_bytes(data)
+    if args.graphml:
+        import networkx as nx
+
+        graph = qa.to_networkx()
+        with atomic_output(args.graphml) as tmp:
+            nx.write_graphml(graph, str(tmp))
 
 
 def print_interrupted(args: argparse.Namespace, stop: DecodeInterrupted, oov: dict) -> int:
@@ -189,6 +207,8 @@ def print_interrupted(args: argparse.Namespace, stop: DecodeInterrupted, oov: di
 
 
 def cmd_sample(args: argparse.Namespace) -> int:
+    from arsdecode.methods.ars import sample
+
     if args.json and args.jsonl:
         raise OptionError("--json and --jsonl exclude each other")
     lattice, lm, oov = load_lattice_and_lm(args)

@@ -7,7 +7,9 @@ to stdout as text for people or, with --json, as JSON for scripts (natural-log f
 Every command is registered in the one table `COMMANDS`; task modules never import this one.
 Why the table names modules instead of importing them: a run imports only its own command's
 module (start-up is a large share of a short run such as `arsdecode tag --file`); the full
-parser, every module loaded, is built for --help, --version and mistyped commands.
+parser, every command module loaded, is built for --help, --version and mistyped commands. A
+command module imports at its top only what builds its parser; the engine (methods/, core/)
+is imported by its handler, so no parser, not even the full one, loads the decoder.
 """
 
 from __future__ import annotations
@@ -18,7 +20,6 @@ import importlib
 import os
 import sys
 from collections.abc import Sequence
-from typing import Any
 
 import arsdecode.cli._one_blas_thread  # noqa: F401 (first: before numpy loads)
 from arsdecode import __version__
@@ -30,9 +31,9 @@ from arsdecode.cli.options import (
     LATTICE_HELP,
     UNITS_HELP,
     Parser,
-    buffer_stdout,
     epilog,
 )
+from arsdecode.cli.output import buffer_stdout
 from arsdecode.errors import ArsDecodeError
 from arsdecode.termination import Terminated, raise_on_termination
 from maxarpa.cli_config import with_flag_hints
@@ -50,15 +51,6 @@ COMMANDS: dict[str, str] = {
 }
 """Every sub-command, in --help order: name -> "module:function" adding its parser (which sets
 `handler`, args -> exit status)."""
-
-
-def __getattr__(name: str) -> Any:
-    """`DEFAULT_LM`, re-exported for older callers, imported (with arsdecode.api) on first use."""
-    if name == "DEFAULT_LM":
-        from arsdecode.api import DEFAULT_LM
-
-        return DEFAULT_LM
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 
-from arsdecode.api import load_lm
 from arsdecode.cli.options import (
     EXIT_OK,
     EXIT_STATUS_HELP,
@@ -21,14 +20,10 @@ from arsdecode.cli.options import (
     add_sampling_options,
     check_batch_fits,
     epilog,
-    fixed,
     lm_config,
     positive_int,
-    print_json,
 )
-from arsdecode.lattice import Lattice
-from arsdecode.methods.ars import sample
-from arsdecode.methods.marginals import marginals_from_samples, marginals_json
+from arsdecode.cli.output import fixed, print_json
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -53,6 +48,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from arsdecode.api import load_lm
+    from arsdecode.lattice import Lattice
+    from arsdecode.methods.ars import sample
+    from arsdecode.methods.marginals import marginals_from_samples, marginals_json
+
     lattice = Lattice.from_json_file(args.lattice)
     check_batch_fits(args.batch, lattice)
     lm = load_lm(args.lm, config=lm_config(args))

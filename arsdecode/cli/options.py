@@ -1,42 +1,42 @@
-"""Options and output helpers shared by every `arsdecode` sub-command.
+"""The options shared by `arsdecode` sub-commands: the parser class, typed option values and
+their range checks, the engine, method and sampling flags, and the help texts.
 
-Why one module: `cli.py` registers the commands and the task front ends (`tasks/*_cli.py`) add
-their own; both need the same engine and sampling options, the same range checks and the same
-safe ways to write output. Keeping them here, below both, means no task imports `cli` and there
-is no import cycle. Every check fails at parse time with a one-line message naming the option.
+Why one module: every command takes the same engine and sampling options with the same range
+checks; keeping them here, below every command module, means each check fails at parse time
+with the same one-line message naming the option. Why it imports no engine module: a command
+imports only what builds its parser (see `arsdecode.cli.main`), and `--help` must not load
+the decoder. The method and variant names are therefore plain constants here;
+tests/test_arsdecode_cli.py checks that they are the engine's. Output helpers are in
+`arsdecode.cli.output`.
 """
 
 from __future__ import annotations
 
 import argparse
-import inspect
-import io
-import json
 import math
 import os
-import signal
-import sys
-import tempfile
 import textwrap
-from collections.abc import Callable, Container
-from pathlib import Path
-from typing import Any, NoReturn
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, NoReturn
 
-from arsdecode.core.automaton import VARIANTS
-from arsdecode.errors import ModelError, OptionError
-from arsdecode.lattice import Lattice
-from arsdecode.methods.ars import decode
-from arsdecode.methods.dispatch import METHODS
-from arsdecode.termination import TERMINATION_SIGNALS
+from arsdecode.errors import OptionError
 from maxarpa.cli_config import add_config_options, config_from_args
 from maxarpa.config import Config
+
+if TYPE_CHECKING:
+    from arsdecode.lattice import Lattice
 
 EXIT_OK = 0
 EXIT_BAD_INPUT = 2
 EXIT_UNCERTIFIED = 3
 EXIT_INTERRUPTED = 130
 
-DEFAULT_VARIANT: str = inspect.signature(decode).parameters["variant"].default
+METHODS: tuple[str, ...] = ("auto", "ars", "full")
+"""`--method` choices: `arsdecode.methods.dispatch.METHODS`."""
+VARIANTS: tuple[str, ...] = ("all-edges", "paper")
+"""`--variant` choices: `arsdecode.core.automaton.VARIANTS`."""
+DEFAULT_VARIANT = "all-edges"
+"""The engine's default refinement variant: `arsdecode.core.automaton.DEFAULT_VARIANT`."""
 
 EXIT_STATUS_HELP = (
     "exit status: 0 success; 2 bad input or options (one line on stderr); "
@@ -228,176 +228,3 @@ def add_lm_strictness_options(p: argparse.ArgumentParser) -> None:
 def lm_config(args: argparse.Namespace) -> Config:
     """The `maxarpa.Config` the strictness flags ask for, for `load_lm(..., config=...)`."""
     return config_from_args(args)
-
-
-# ---- output ----------------------------------------------------------------------------
-
-
-def buffer_stdout() -> None:
-    """Put a real buffer between sys.stdout and its file when Python runs unbuffered.
-
-    Why: with `python -u` or PYTHONUNBUFFERED=1, sys.stdout writes straight to the raw file,
-    and a short write (a disk that fills up half-way through a line) is silently dropped: the
-    run exits 0 with truncated output. A BufferedWriter retries short writes and raises the
-    error (ENOSPC, EFBIG), which the CLI reports. Write-through and line buffering keep the
-    unbuffered behaviour: every line reaches the file at once.
-    """
-    out = sys.stdout
-    if out is not sys.__stdout__:  # a caller (a test, an embedding program) chose its own
-        return
-    if isinstance(out, io.TextIOWrapper) and isinstance(out.buffer, io.RawIOBase):
-        sys.stdout = io.TextIOWrapper(io.BufferedWriter(out.buffer), encoding=out.encoding,
-                                      errors=out.errors, line_buffering=True,
-                                      write_through=True)
-
-
-def print_json(obj: object) -> None:
-    """One JSON object per line, flushed (so a pipe sees it at once).
-
-    Ctrl-C is held back while the line is written: a KeyboardInterrupt raised inside a
-    buffered write would cut the line and lose its start, and streamed output (`sample
-    --jsonl`) promises whole lines up to the interrupt. The pending signal fires right after.
-    """
-    write_line(json.dumps(obj))
-
-
-def write_line(text: str) -> None:
-    """Write one whole line to stdout and flush, with Ctrl-C held back (see `print_json`)."""
-    text += "\n"
-    held = _hold_sigint()
-    try:
-        sys.stdout.write(text)
-        sys.stdout.flush()
-    finally:
-        if held:
-            signal.pthread_sigmask(signal.SIG_UNBLOCK, HELD_SIGNALS)
-
-
-HELD_SIGNALS = {signal.SIGINT, *TERMINATION_SIGNALS}
-"""Signals that raise an exception in the main thread (arsdecode.termination): held back
-while a line is written, so that a stop never cuts one."""
-
-
-def _hold_sigint() -> bool:
-    """Block SIGINT (and SIGTERM, SIGHUP) in this thread if the platform can (POSIX); True if
-    they were blocked."""
-    if not hasattr(signal, "pthread_sigmask"):
-        return False
-    signal.pthread_sigmask(signal.SIG_BLOCK, HELD_SIGNALS)
-    return True
-
-
-def fixed(x: float, decimals: int) -> str:
-    """`x` with `decimals` decimals, as people read a log probability; from 1e15 in magnitude
-    on (a path through a -1e308 weight, say) in exponent form, not as a 300-digit number.
-
-    Only text output is rounded: JSON keeps every float's shortest round-trip `repr`, the
-    exact value the API returns (a batch line equals the single-item command's output).
-    """
-    if math.isfinite(x) and abs(x) < 1e15:
-        return f"{x:.{decimals}f}"
-    return f"{x:.{decimals}g}"
-
-
-def warn(message: str) -> None:
-    print(f"arsdecode: warning: {message}", file=sys.stderr)
-
-
-def report_uncertified(iterations: int) -> None:
-    print(f"arsdecode: UNCERTIFIED: stopped after {iterations} iterations (--max-iterations); "
-          "the path above is the best found, not proven best", file=sys.stderr)
-
-
-def oov_report(lattice: Lattice, vocabulary: Container[str]) -> dict[str, Any]:
-    """Lattice candidates the model does not know: they are scored as <unk>.
-
-    Returns {"count": candidates that are out of vocabulary, "tokens": distinct such tokens in
-    lattice order}.
-    """
-    count = 0
-    seen: dict[str, None] = {}
-    for toks in lattice.tokens:
-        for t in toks:
-            if t not in vocabulary:
-                count += 1
-                seen.setdefault(t, None)
-    return {"count": count, "tokens": list(seen)}
-
-
-def warn_oov(oov: dict[str, Any], lm: Any = None, model_path: str = "") -> None:
-    """Warn that out-of-vocabulary candidates are scored as <unk>; or, when the model `lm`
-    has no <unk> to score them with, raise one ModelError instead (not a warning saying they
-    are scored as <unk> followed by an error saying they cannot be)."""
-    if not oov["count"]:
-        return
-    shown = ", ".join(repr(t) for t in oov["tokens"][:10])
-    more = f" and {len(oov['tokens']) - 10} more" if len(oov["tokens"]) > 10 else ""
-    if lm is not None and getattr(lm, "unk_id", 0) is None:
-        raise ModelError(f"{model_path}: the model has no <unk>, so it cannot score the "
-                         f"{oov['count']} lattice candidate(s) outside its vocabulary: "
-                         f"{shown}{more}")
-    warn(f"{oov['count']} lattice candidate(s) are not in the model's vocabulary and are "
-         f"scored as <unk>: {shown}{more}")
-
-
-def check_writable(path: str | os.PathLike[str]) -> Path:
-    """Fail before any work if `path` cannot be written (missing folder, a directory, no
-    permission). Raises OSError naming the user's path."""
-    p = Path(path)
-    if p.is_dir():
-        raise IsADirectoryError(21, "is a directory", str(path))
-    parent = p.parent if str(p.parent) else Path(".")
-    if not parent.is_dir():
-        raise FileNotFoundError(2, "folder does not exist", str(path))
-    if not os.access(parent, os.W_OK | os.X_OK) or (p.exists() and not os.access(p, os.W_OK)):
-        raise PermissionError(13, "permission denied", str(path))
-    return p
-
-
-def write_atomic(path: str | os.PathLike[str], write: Callable[[str], object]) -> None:
-    """Call `write(tmp)` on a temporary file beside `path`, then rename it to `path`.
-
-    On any failure (full disk, interrupt) the temporary file is removed, `path` is untouched,
-    and an OSError names `path`, never the temporary file.
-    """
-    p = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=p.parent or ".")
-    os.close(fd)
-    try:
-        write(tmp)
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes 0600; a normal output file follows umask
-        os.replace(tmp, p)
-    except OSError as err:
-        Path(tmp).unlink(missing_ok=True)
-        raise OSError(err.errno, err.strerror or str(err), str(path)) from None
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
-class _NoBar:
-    """What a progress bar does when nobody watches: nothing."""
-
-    def update(self, n: int = 1) -> None:
-        pass
-
-    def close(self) -> None:
-        pass
-
-    def __enter__(self) -> _NoBar:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        pass
-
-
-def progress_bar(total: int | None, unit: str, **options: Any) -> Any:
-    """tqdm on a terminal; a no-op when stderr is piped, without importing tqdm at all (its
-    import is ~4% of tagging a whole WSJ section from the command line)."""
-    if not sys.stderr.isatty():
-        return _NoBar()
-    from tqdm import tqdm
-
-    return tqdm(total=total, unit=unit, file=sys.stderr, **options)

@@ -1,8 +1,9 @@
 """`arsdecode sms`: exact decoding and sampling of a noisy keypad message (the paper's 3.1).
 
-Why a separate module from sms.py: sms.py is the channel (a pure model of the keypad); this
-is the front end that loads a language model, builds the lattice and prints the paper's views
-(the decoded sentence, Table 2's Viterbi trace, Table 4's ranked samples).
+Why a separate module from tasks/sms/keypad.py: keypad.py is the channel (a pure model of the
+keypad); this is the front end that loads a language model, builds the lattice and prints the
+paper's views (the decoded sentence, Table 2's Viterbi trace, Table 4's ranked samples). The
+engine is imported by the handlers, so building the parser loads no decoder.
 """
 
 from __future__ import annotations
@@ -11,8 +12,6 @@ import argparse
 import sys
 import time
 
-import arsdecode.methods.dispatch as corpus
-from arsdecode.api import DEFAULT_LM, load_lm
 from arsdecode.cli.options import (
     EXIT_OK,
     EXIT_STATUS_HELP,
@@ -28,11 +27,9 @@ from arsdecode.cli.options import (
     lm_config,
     non_negative_float,
     positive_int,
-    print_json,
-    report_uncertified,
 )
+from arsdecode.cli.output import print_json, report_uncertified
 from arsdecode.errors import OptionError
-from arsdecode.methods.ars import sample
 
 
 def channel_k(text: str) -> float:
@@ -84,6 +81,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from arsdecode.api import DEFAULT_LM, load_lm
     from arsdecode.tasks.sms.keypad import KeypadChannel, parse_observation
 
     parse_observation(args.observation)  # reject bad input before loading anything
@@ -99,6 +97,8 @@ def run(args: argparse.Namespace) -> int:
 
 
 def run_sample(args: argparse.Namespace, lm, channel, load_seconds: float) -> int:
+    from arsdecode.methods.ars import sample
+
     top_k = args.top_k if args.top_k is not None else 100
     lattice = channel.build_lattice(args.observation, top_k=top_k)
     check_batch_fits(args.batch, lattice)
@@ -120,6 +120,8 @@ def run_sample(args: argparse.Namespace, lm, channel, load_seconds: float) -> in
 
 
 def run_decode(args: argparse.Namespace, lm, channel, load_seconds: float) -> int:
+    from arsdecode.methods.dispatch import decode
+
     lattice = channel.build_lattice(args.observation, top_k=args.top_k)
     every = args.trace
 
@@ -127,9 +129,9 @@ def run_decode(args: argparse.Namespace, lm, channel, load_seconds: float) -> in
         if iteration == 1 or iteration % every == 0:
             print(f"{iteration:>5}  log_q={log_q:>10.3f}  log_p={log_p:>10.3f}  {' '.join(tokens)}")
 
-    r = corpus.decode(lm, lattice, method=args.method, variant=args.variant,
-                      max_iterations=args.max_iterations,
-                      on_iteration=show if every else None)
+    r = decode(lm, lattice, method=args.method, variant=args.variant,
+               max_iterations=args.max_iterations,
+               on_iteration=show if every else None)
     if args.json:
         out = r.to_json()
         out["timing"]["load_seconds"] = load_seconds

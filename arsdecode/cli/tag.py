@@ -1,9 +1,10 @@
 """`arsdecode tag`: exact POS tagging with a TnT-style HMM over a tag n-gram LM (paper 3.2).
 
-Why this front end is thin: model lookup is `tasks.pos_models` (shared with `arsdecode.tag`),
-the emission model is `tasks.pos`, decoding is the engine's. Models are found in --models,
-then $ARSDECODE_POS_MODELS, then the tagger shipped in the package; a directory the user named
-is never silently replaced by another.
+Why this front end is thin: model lookup is `tasks.pos.models` (shared with `arsdecode.tag`),
+the emission model is `tasks.pos.emissions`, decoding is the engine's (imported by the
+handlers, so building the parser loads no decoder). Models are found in --models, then
+$ARSDECODE_POS_MODELS, then the tagger shipped in the package; a directory the user named is
+never silently replaced by another.
 """
 
 from __future__ import annotations
@@ -15,7 +16,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
 
-import arsdecode.methods.dispatch as corpus
 from arsdecode.cli.options import (
     EXIT_OK,
     EXIT_STATUS_HELP,
@@ -24,19 +24,13 @@ from arsdecode.cli.options import (
     add_method_option,
     add_sampling_options,
     check_batch_fits,
-    check_writable,
     epilog,
     int_at_least,
     positive_int,
-    print_json,
-    progress_bar,
-    write_atomic,
 )
+from arsdecode.cli.output import check_writable, print_json, progress_bar
 from arsdecode.errors import ObservationError, OptionError
-from arsdecode.methods.ars import sample
-from arsdecode.methods.marginals import marginals_from_samples, marginals_json
 from arsdecode.tasks.pos.models import ENV_VAR, PREFERRED_ORDER, load_models
-from arsdecode.tasks.pos.tag_many import tag_many
 
 FILE_CHUNK = 1000  # sentences per compiled call in --file mode (bounds memory, shows progress)
 
@@ -85,11 +79,13 @@ def run(args: argparse.Namespace) -> int:
 
 
 def tag_one(args: argparse.Namespace, lm, emissions, words: list[str]) -> int:
+    from arsdecode.methods.dispatch import decode
+
     start = time.perf_counter()
     lattice = emissions.lattice(words)
     if args.sample is None:
-        r = corpus.decode(lm, lattice, method=args.method, variant=args.variant)
-        tags = emissions.penn_tags(r.tokens)  # decoded states -> tags (see tasks.pos_cap)
+        r = decode(lm, lattice, method=args.method, variant=args.variant)
+        tags = emissions.penn_tags(r.tokens)  # decoded states -> tags (see tasks.pos.cap)
         if args.json:
             print_json(tag_json(words, tags, r.log_p, time.perf_counter() - start,
                                 r.method))
@@ -101,6 +97,9 @@ def tag_one(args: argparse.Namespace, lm, emissions, words: list[str]) -> int:
 
 def sample_one(args: argparse.Namespace, lm, lattice, words: list[str], start: float,
                penn_tags: Callable[[Sequence[str]], list[str]] = list) -> int:
+    from arsdecode.methods.ars import sample
+    from arsdecode.methods.marginals import marginals_from_samples, marginals_json
+
     check_batch_fits(args.batch, lattice)
     r = sample(lm, lattice, args.sample, args.seed, batch=args.batch,
                target_ar=args.target_ar, ar_window=args.ar_window, variant=args.variant)
@@ -146,6 +145,8 @@ def read_text(path: str) -> str:
 def tag_file(args: argparse.Namespace, lm, emissions) -> int:
     """Tag every non-blank line (blank lines are skipped, in order: JSON/text output has one
     line per tagged sentence). --conll output is written whole, through a temporary file."""
+    from arsdecode.tasks.pos.tag_many import tag_many
+
     if args.conll:
         check_writable(args.conll)
     lines = [line for line in read_text(args.file).splitlines() if line.split()]
@@ -156,7 +157,7 @@ def tag_file(args: argparse.Namespace, lm, emissions) -> int:
             chunk = sentences[lo : lo + FILE_CHUNK]
             start = time.perf_counter()
             r = tag_many(lm, emissions, chunk, method=args.method)
-            r_tags = [emissions.penn_tags(t) for t in r.tags]  # states -> tags (pos_cap)
+            r_tags = [emissions.penn_tags(t) for t in r.tags]  # states -> tags (pos.cap)
             each = (time.perf_counter() - start) / len(chunk)
             if not (args.conll or args.json):  # one write per chunk, not a print per line
                 sys.stdout.write("".join(" ".join(map("/".join, zip(words, tags))) + "\n"
@@ -174,6 +175,9 @@ def tag_file(args: argparse.Namespace, lm, emissions) -> int:
                     print_json(line)
             bar.update(len(chunk))
     if args.conll:
+        from maxarpa.output import atomic_output
+
         text = "".join(blocks)
-        write_atomic(args.conll, lambda tmp: Path(tmp).write_text(text, encoding="utf-8"))
+        with atomic_output(args.conll) as tmp:
+            tmp.write_text(text, encoding="utf-8")
     return EXIT_OK

@@ -1,0 +1,219 @@
+"""What runs on a worker (a Dask worker process, or this process with `--workers 1`): the
+JSON output lines of one chunk of items.
+
+Why apart from the client: a worker only turns items into lines. It never touches the output
+file, never schedules, never sees a signal; `run_chunk` is a plain function of (spec, items)
+that Dask can ship and rerun anywhere.
+
+- **Shared model.** Tasks carry a path, not a model: each worker process loads the binary
+  model once (`_WORKER_MODELS`, keyed by path) and keeps it for every chunk it runs.
+- **Deterministic.** Sampling seeds are `item_seed(seed, id)`: a hash of (seed, id), not of
+  the position, the worker or the chunk, so results do not depend on the number of workers.
+- **Input errors are lines, bugs are not.** An item whose input is bad (the library raises
+  `ArsDecodeError` or maxarpa's `MaxArpaError`) becomes an error line and the run goes on.
+  Any other exception (a numpy shape error, an index out of range) is a bug: it propagates
+  with its traceback and stops the run, instead of hiding among the error lines.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from arsdecode.batch.io import Item
+from arsdecode.errors import ArsDecodeError, ObservationError
+from maxarpa.config import DEFAULT_CONFIG, Config
+from maxarpa.errors import MaxArpaError
+
+TASKS = ("decode", "sample", "tag")
+
+INPUT_ERRORS = (ArsDecodeError, MaxArpaError)
+"""The exceptions that mean "this item's input is bad": they become the item's error line."""
+
+
+@dataclass(frozen=True)
+class TaskSpec:
+    """What every item of a run does; small and picklable, sent with each chunk."""
+
+    task: str = "decode"
+    lm: str = ""  # path of the binary model, valid on every worker
+    emissions: str | None = None  # tag: path of emissions.json.gz
+    n: int = 1  # sample: samples per item
+    seed: int = 0  # sample: run seed; item seeds derive from (seed, id)
+    variant: str | None = None  # None: the engine's default refinement variant
+    max_iterations: int | None = None
+    method: str = "auto"  # decode/tag: the exact method, as `arsdecode decode --method`
+    batch: int = 100
+    target_ar: float = 0.2
+    ar_window: int = 100
+    config: Config = DEFAULT_CONFIG  # strictness of the model, as `--lm`'s flags say
+
+
+def item_seed(seed: int, item_id: Any) -> int:
+    """The sampling seed of one item: 64 bits of sha256(seed, JSON id). The single-item command
+    `arsdecode sample --seed item_seed(S, id)` reproduces the batch line exactly."""
+    digest = hashlib.sha256(f"{int(seed)}\0{json.dumps(item_id)}".encode()).digest()
+    return int.from_bytes(digest[:8], "little")
+
+
+# ---- the models a worker keeps ----------------------------------------------------------
+
+_WORKER_MODELS: dict[tuple, tuple[Any, Any]] = {}
+
+
+def load_shared_model(path: str, config: Config = DEFAULT_CONFIG):
+    """The model a worker keeps for the whole run: the binary model's arrays memory-mapped
+    read-only, so every worker process on a machine shares one copy in the page cache."""
+    import maxarpa
+
+    return maxarpa.load(path, mmap=True, config=config)
+
+
+def worker_models(spec: TaskSpec) -> tuple[Any, Any]:
+    """(lm, emissions) of this worker process, loaded on its first chunk and then reused.
+
+    Keyed by path, size and mtime: a long-lived worker of an external cluster reloads a model
+    file that was rewritten between runs, and drops the older copy."""
+    key: tuple = (*((p, *_stamp(p)) for p in (spec.lm, spec.emissions) if p is not None),
+                  spec.config)
+    if key not in _WORKER_MODELS:
+        emissions = None
+        if spec.emissions is not None:
+            from arsdecode.tasks.pos.models import load_emissions
+
+            emissions = load_emissions(spec.emissions)
+        lm = load_shared_model(spec.lm, spec.config)
+        for old in [k for k in _WORKER_MODELS if k[0][0] == spec.lm]:
+            del _WORKER_MODELS[old]
+        _WORKER_MODELS[key] = (lm, emissions)
+    return _WORKER_MODELS[key]
+
+
+def _stamp(path: str) -> tuple[int, int]:
+    st = os.stat(path)
+    return st.st_size, st.st_mtime_ns
+
+
+# ---- one chunk ----------------------------------------------------------------------------
+
+def _lattice(spec: TaskSpec, item: Item, emissions) -> tuple[Any, list[str] | None]:
+    """The lattice of one item (and, for tag, its words). `scan_input` already parsed the
+    line as a JSON object, so what can fail here is its content: LatticeError or
+    ObservationError."""
+    from arsdecode.lattice import Lattice, json_constant
+
+    obj = json.loads(item.text, parse_constant=json_constant)  # the grammar of lattice files
+    where = f"line {item.lineno}"
+    if spec.task != "tag":
+        return Lattice.from_json_obj(obj, source=where), None
+    words = obj.get("tokens")
+    if not isinstance(words, list) or not words or not all(isinstance(w, str) for w in words):
+        raise ObservationError(f'{where}: "tokens" must be a non-empty list of strings')
+    return emissions.lattice(words), words
+
+
+def solve_one(spec: TaskSpec, lm, item: Item, lattice) -> dict:
+    """The fields of the single-item command for one lattice."""
+    from arsdecode.methods.ars import sample
+    from arsdecode.methods.dispatch import decode
+
+    start = time.perf_counter()
+    engine = _engine(spec)
+    if spec.task == "sample":
+        seed = item_seed(spec.seed, item.id)
+        s = sample(lm, lattice, spec.n, seed, batch=spec.batch, target_ar=spec.target_ar,
+                   ar_window=spec.ar_window, **engine)
+        return {"samples": s.samples, "log_p": s.log_p, "seed": seed, "trials": s.trials,
+                "acceptance_rate": s.acceptance_rate, "log_Z": s.log_Z,
+                "seconds": time.perf_counter() - start}
+    r = decode(lm, lattice, method=spec.method,  # type: ignore[arg-type]
+               max_iterations=spec.max_iterations, **engine)
+    return _decode_fields(r, {"seconds": time.perf_counter() - start})
+
+
+def _engine(spec: TaskSpec) -> dict[str, Any]:
+    return {} if spec.variant is None else {"variant": spec.variant}
+
+
+def _decode_fields(r, timing: dict[str, float]) -> dict:
+    """The fields of `arsdecode decode --json` that a batch line carries, and its time:
+    {"seconds": s} measured for the item, or {"chunk_mean_seconds": s} when only its chunk
+    could be timed (the name says which, so nobody reads a chunk's average as one item's)."""
+    return {"tokens": r.tokens, "log_p": r.log_p, "log_q": r.log_q, "certified": r.certified,
+            "iterations": r.iterations, "states": r.states, "method": r.method, **timing}
+
+
+def solve_chunk(spec: TaskSpec, lm, items: list[Item], lattices: list) -> list[dict | str]:
+    """All lattices of a chunk in one call: a result dict, or an error message, per item.
+
+    Decoding runs `methods.dispatch.decode_many` on the whole chunk (the compiled full DP in
+    one call, ARS in lockstep with batched queries; each item's result is the one the
+    single-item command gives). If it rejects one item's input (say, a lattice with no
+    possible path), the chunk is redone item by item so only that item becomes an error line.
+    """
+    if spec.task != "sample" and items:
+        from arsdecode.methods.dispatch import decode_many
+
+        start = time.perf_counter()
+        try:
+            results = decode_many(lm, lattices, method=spec.method,  # type: ignore[arg-type]
+                                  max_iterations=spec.max_iterations, **_engine(spec))
+        except INPUT_ERRORS:  # find the item whose input is bad, one at a time
+            pass
+        else:
+            # One compiled call for the whole chunk: no item can be timed on its own.
+            each = {"chunk_mean_seconds": (time.perf_counter() - start) / len(items)}
+            return [_decode_fields(r, each) for r in results]
+    out: list[dict | str] = []
+    for item, lattice in zip(items, lattices):
+        try:
+            out.append(solve_one(spec, lm, item, lattice))
+        except INPUT_ERRORS as err:
+            out.append(error_message(item, err))
+    return out
+
+
+def error_message(item: Item, err: Exception) -> str:
+    """One line naming the input line once: `line N: what went wrong`."""
+    text = str(err).splitlines()[0] if str(err) else type(err).__name__
+    where = f"line {item.lineno}:"
+    return text if text.startswith(where) else f"{where} {text}"
+
+
+def run_chunk(spec: TaskSpec, items: list[Item]) -> list[str]:
+    """Worker entry point: the JSON output lines of one chunk, in its order."""
+    lm, emissions = worker_models(spec)
+    ready: list[Item] = []
+    lattices: list = []
+    words: dict[int, list[str]] = {}  # tag: the sentence of item k
+    answers: dict[int, dict | str] = {}
+    for k, item in enumerate(items):
+        if item.error is not None:
+            answers[k] = item.error
+            continue
+        try:
+            lattice, sentence = _lattice(spec, item, emissions)
+        except INPUT_ERRORS as err:
+            answers[k] = error_message(item, err)
+            continue
+        ready.append(item)
+        lattices.append(lattice)
+        if sentence is not None:
+            words[k] = sentence
+    solved = iter(solve_chunk(spec, lm, ready, lattices))
+    lines = []
+    for k, item in enumerate(items):
+        answer = answers[k] if k in answers else next(solved)
+        if isinstance(answer, str):
+            line = {"id": item.id, "line": item.lineno, "error": answer}
+        elif spec.task == "tag":  # as `arsdecode tag --json`: the words, then their tags
+            tags = emissions.penn_tags(answer.pop("tokens"))  # decoded states -> tags
+            line = {"id": item.id, "tokens": words[k], "tags": tags, **answer}
+        else:
+            line = {"id": item.id, **answer}
+        lines.append(json.dumps(line))
+    return lines
