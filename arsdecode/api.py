@@ -25,7 +25,7 @@ from arsdecode.methods.ars import sample as _sample
 from arsdecode.methods.dispatch import Method
 from arsdecode.methods.marginals import Marginal, MarginalsResult
 from arsdecode.methods.results import DecodeResult, KBestResult, SampleResult, SampleTrace
-from arsdecode.model import TargetModel, as_target_model
+from arsdecode.model import ModelLike, as_target_model
 from maxarpa.config import Config
 from maxarpa.model import Model
 
@@ -54,13 +54,13 @@ def load_lm(path: str | Path, *, config: Config | None = None) -> Model:
 
 
 @overload
-def decode(lm: Model | TargetModel, lattice: Lattice, *, method: Method = "auto",
+def decode(lm: ModelLike, lattice: Lattice, *, method: Method = "auto",
            k: None = None, **options: Any) -> DecodeResult: ...
 @overload
-def decode(lm: Model | TargetModel, lattice: Lattice, *, method: Method = "auto",
+def decode(lm: ModelLike, lattice: Lattice, *, method: Method = "auto",
            k: int, **options: Any) -> KBestResult: ...
 def decode(
-    lm: Model | TargetModel,
+    lm: ModelLike,
     lattice: Lattice,
     *,
     method: Method = "auto",
@@ -80,7 +80,7 @@ def decode(
 
 
 def decode_many(
-    lm: Model | TargetModel,
+    lm: ModelLike,
     lattices: Sequence[Lattice],
     *,
     method: Method = "auto",
@@ -93,7 +93,7 @@ def decode_many(
 
 
 def decode_kbest(
-    lm: Model | TargetModel, lattice: Lattice, k: int, **options: Any
+    lm: ModelLike, lattice: Lattice, k: int, **options: Any
 ) -> KBestResult:
     """The k most probable distinct paths of p, each exact and certified, best first
     (`methods.kbest.decode_kbest`; options: variant, max_iterations, tol)."""
@@ -101,7 +101,7 @@ def decode_kbest(
 
 
 def sample(
-    lm: Model | TargetModel, lattice: Lattice, n: int, seed: int | None = None, **options: Any
+    lm: ModelLike, lattice: Lattice, n: int, seed: int | None = None, **options: Any
 ) -> SampleResult:
     """`n` exact i.i.d. samples of p over `lattice` by adaptive rejection, with the
     evidence ln Z and its 95% interval (`methods.ars.sample`; options: batch, target_ar,
@@ -109,7 +109,7 @@ def sample(
     return _sample(as_target_model(lm), lattice, n, seed, **options)
 
 
-def adapt(lm: Model | TargetModel, lattice: Lattice, **options: Any) -> SampleResult:
+def adapt(lm: ModelLike, lattice: Lattice, **options: Any) -> SampleResult:
     """Refine q until its acceptance rate reaches the target, then stop (the paper's Table 3
     protocol; `methods.ars.adapt`; options: batch, target_ar, ar_window, variant,
     max_trials, seed, rng)."""
@@ -117,7 +117,7 @@ def adapt(lm: Model | TargetModel, lattice: Lattice, **options: Any) -> SampleRe
 
 
 def marginals(
-    lm: Model | TargetModel,
+    lm: ModelLike,
     lattice: Lattice,
     n: int,
     seed: int | None = None,

@@ -252,6 +252,14 @@ def test_huge_weights_print_in_exponent_form(tmp_path):
     assert proc.returncode == 0 and len(proc.stderr) < 200, proc.stderr
 
 
+
+def test_integer_weight_beyond_float64_is_one_line(tmp_path):
+    """A 400-digit JSON integer weight was an OverflowError traceback (float(int))."""
+    path = tmp_path / "overflow.json"
+    path.write_text('{"positions": [[["the", -' + "9" * 400 + '], ["a", -1.0]]]}')
+    proc = run("decode", "--lm", EMBEDDED, "--lattice", str(path))
+    check_error(proc, "overflow.json", "float64")
+
 # ---- D: the Python API and the docs -----------------------------------------------------
 
 

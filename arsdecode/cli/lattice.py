@@ -72,7 +72,8 @@ def add_decode_parser(sub: argparse._SubParsersAction) -> None:
 
 def print_nbest(args: argparse.Namespace, lm, lattice: Lattice, oov: dict) -> int:
     """`decode --nbest K`: the single best stays in tokens/log_p; the K best go in "nbest"."""
-    from arsdecode.methods.kbest import decode_kbest, nbest_json
+    from arsdecode.api import decode_kbest
+    from arsdecode.methods.kbest import nbest_json
 
     # No more paths than the lattice has; the K-lists of k-best Viterbi hold, per state of
     # the widest layer, K scores of every candidate (and the K paths come back as lists).
@@ -127,8 +128,8 @@ def load_lattice_and_lm(args: argparse.Namespace):
 
 
 def cmd_decode(args: argparse.Namespace) -> int:
+    from arsdecode.api import decode
     from arsdecode.methods.ars import DecodeInterrupted
-    from arsdecode.methods.dispatch import decode
 
     if args.nbest is not None and args.method == "full":  # k-best runs on the q-automaton
         raise OptionError("--nbest needs --method ars or auto (the K best paths come from "
@@ -207,7 +208,7 @@ def print_interrupted(args: argparse.Namespace, stop: DecodeInterrupted, oov: di
 
 
 def cmd_sample(args: argparse.Namespace) -> int:
-    from arsdecode.methods.ars import sample
+    from arsdecode.api import sample
 
     if args.json and args.jsonl:
         raise OptionError("--json and --jsonl exclude each other")

@@ -48,23 +48,20 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from arsdecode.api import load_lm
+    from arsdecode.api import load_lm, marginals
     from arsdecode.lattice import Lattice
-    from arsdecode.methods.ars import sample
-    from arsdecode.methods.marginals import marginals_from_samples, marginals_json
 
     lattice = Lattice.from_json_file(args.lattice)
     check_batch_fits(args.batch, lattice)
     lm = load_lm(args.lm, config=lm_config(args))
-    r = sample(lm, lattice, args.n, args.seed, batch=args.batch, target_ar=args.target_ar,
-               ar_window=args.ar_window, variant=args.variant)
-    marg = marginals_from_samples(r.samples, lattice if args.all_candidates else None)
+    result = marginals(lm, lattice, args.n, args.seed, all_candidates=args.all_candidates,
+                       batch=args.batch, target_ar=args.target_ar, ar_window=args.ar_window,
+                       variant=args.variant)
     if args.json:
-        print_json({"marginals": marginals_json(marg), "log_Z": r.log_Z,
-                    "log_Z_ci": list(r.log_Z_ci), "samples": r.samples,
-                    "trials": r.trials, "timing": {"seconds": r.seconds}})
+        print_json(result.to_json())
         return EXIT_OK
-    for i, pos in enumerate(marg):
+    r = result.draws
+    for i, pos in enumerate(result.marginals):
         cells = "  ".join(f"{m.token} {m.p:.3f} [{m.lo:.3f}, {m.hi:.3f}]" for m in pos[: args.top])
         print(f"{i}\t{cells}")
     print(f"samples={len(r.samples)} trials={r.trials} log_Z={fixed(r.log_Z, 4)} (ln) "

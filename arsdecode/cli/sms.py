@@ -97,7 +97,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def run_sample(args: argparse.Namespace, lm, channel, load_seconds: float) -> int:
-    from arsdecode.methods.ars import sample
+    from arsdecode.api import sample
 
     top_k = args.top_k if args.top_k is not None else 100
     lattice = channel.build_lattice(args.observation, top_k=top_k)
@@ -120,7 +120,7 @@ def run_sample(args: argparse.Namespace, lm, channel, load_seconds: float) -> in
 
 
 def run_decode(args: argparse.Namespace, lm, channel, load_seconds: float) -> int:
-    from arsdecode.methods.dispatch import decode
+    from arsdecode.api import decode
 
     lattice = channel.build_lattice(args.observation, top_k=args.top_k)
     every = args.trace

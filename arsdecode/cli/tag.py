@@ -79,7 +79,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def tag_one(args: argparse.Namespace, lm, emissions, words: list[str]) -> int:
-    from arsdecode.methods.dispatch import decode
+    from arsdecode.api import decode
 
     start = time.perf_counter()
     lattice = emissions.lattice(words)
@@ -97,7 +97,7 @@ def tag_one(args: argparse.Namespace, lm, emissions, words: list[str]) -> int:
 
 def sample_one(args: argparse.Namespace, lm, lattice, words: list[str], start: float,
                penn_tags: Callable[[Sequence[str]], list[str]] = list) -> int:
-    from arsdecode.methods.ars import sample
+    from arsdecode.api import sample
     from arsdecode.methods.marginals import marginals_from_samples, marginals_json
 
     check_batch_fits(args.batch, lattice)

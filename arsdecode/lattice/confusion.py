@@ -81,7 +81,12 @@ class Lattice:
                     or not isinstance(cand[1], (int, float))
                 ):
                     raise LatticeError(f"{where}: candidate {cand!r} is not [\"token\", ln_weight]")
-                tok, w = cand[0], float(cand[1])
+                tok = cand[0]
+                try:
+                    w = float(cand[1])
+                except OverflowError:  # a JSON integer beyond float64 (e.g. 400 digits)
+                    raise LatticeError(f"{where}: token {tok!r} has a weight beyond float64's "
+                                       "range") from None
                 if math.isnan(w) or w == math.inf:
                     raise LatticeError(f"{where}: token {tok!r} has weight {w}")
                 if tok == "":

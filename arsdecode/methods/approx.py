@@ -35,10 +35,10 @@ import numpy as np
 
 from arsdecode.errors import OptionError
 from arsdecode.lattice import Lattice
-from arsdecode.model import TargetModel, as_target_model
+from arsdecode.model import ModelLike, TargetModel, as_target_model
 
 if TYPE_CHECKING:
-    from maxarpa.model import Model
+    pass
 
 
 @dataclass(frozen=True)
@@ -90,7 +90,7 @@ def _groups(ctx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return uniq, inverse.reshape(-1)
 
 
-def beam_search(lm: Model | TargetModel, lattice: Lattice, width: int) -> BeamResult:
+def beam_search(lm: ModelLike, lattice: Lattice, width: int) -> BeamResult:
     """The best path found keeping `width` LM states per position (ties: lower row first)."""
     if width < 1:
         raise OptionError("width must be >= 1")
@@ -126,7 +126,7 @@ def beam_search(lm: Model | TargetModel, lattice: Lattice, width: int) -> BeamRe
 
 
 def randomized_log_partition(
-    lm: Model | TargetModel, lattice: Lattice, top: int, sampled: int,
+    lm: ModelLike, lattice: Lattice, top: int, sampled: int,
     rng: np.random.Generator,
 ) -> float:
     """An estimate of ln Z whose exp is unbiased for Z (see module docstring)."""
@@ -186,7 +186,7 @@ class GibbsResult:
 
 
 def gibbs(
-    lm: Model | TargetModel,
+    lm: ModelLike,
     lattice: Lattice,
     sweeps: int,
     rng: np.random.Generator,

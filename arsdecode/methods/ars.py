@@ -32,8 +32,7 @@ from arsdecode.core.tolerances import CERTIFICATE_TOL, FLOAT_NOISE
 from arsdecode.errors import BoundViolationError, NoPathError, OptionError
 from arsdecode.lattice import Lattice
 from arsdecode.methods.results import DecodeResult, SampleResult, SampleTrace
-from arsdecode.model import TargetModel, as_target_model
-from maxarpa.model import Model
+from arsdecode.model import ModelLike, TargetModel, as_target_model
 
 NO_PATH = "every path of the lattice has probability 0 under the model"
 
@@ -236,7 +235,7 @@ class ArsDecoder:
 
 
 def decode(
-    lm: Model | TargetModel,
+    lm: ModelLike,
     lattice: Lattice,
     *,
     variant: Variant = DEFAULT_VARIANT,
@@ -301,7 +300,7 @@ class DecodeInterrupted(KeyboardInterrupt):
 
 
 def sample(
-    lm: Model | TargetModel,
+    lm: ModelLike,
     lattice: Lattice,
     n: int,
     seed: int | None = None,
@@ -343,7 +342,7 @@ def sample(
 
 
 def adapt(
-    lm: Model | TargetModel,
+    lm: ModelLike,
     lattice: Lattice,
     *,
     batch: int = 100,

@@ -40,8 +40,7 @@ from arsdecode.methods.fast_full import BatchResult
 from arsdecode.methods.full import full_decode
 from arsdecode.methods.lockstep import ars_lockstep, lockstep_groups
 from arsdecode.methods.results import DecodeResult
-from arsdecode.model import TargetModel, as_target_model, ngram_tables
-from maxarpa.model import Model
+from arsdecode.model import ModelLike, TargetModel, as_target_model, ngram_tables
 
 Method = Literal["auto", "ars", "full"]
 METHODS: tuple[str, ...] = ("auto", "ars", "full")
@@ -104,7 +103,7 @@ class FlatDecodeResult:
     compiled_seconds: float = 0.0  # its wall time
 
 
-def decode_flat(lm: Model | TargetModel, flat: FlatLattices,
+def decode_flat(lm: ModelLike, flat: FlatLattices,
                 lattices: Callable[[list[int]], Sequence[Lattice]], *,
                 method: Method = "auto", variant: Variant = DEFAULT_VARIANT,
                 max_iterations: int | None = None, tol: float = CERTIFICATE_TOL
@@ -143,7 +142,7 @@ def decode_flat(lm: Model | TargetModel, flat: FlatLattices,
 
 
 def decode_many(
-    lm: Model | TargetModel,
+    lm: ModelLike,
     lattices: Sequence[Lattice],
     *,
     method: Method = "auto",
@@ -171,7 +170,7 @@ def decode_many(
             for s, lat in enumerate(lattices)]
 
 
-def decode(lm: Model | TargetModel, lattice: Lattice, *, method: Method = "auto",
+def decode(lm: ModelLike, lattice: Lattice, *, method: Method = "auto",
            k: int | None = None, **options):
     """The exact argmax of p on one lattice by the method `method` picks (natural log).
 

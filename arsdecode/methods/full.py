@@ -36,10 +36,10 @@ from arsdecode.core.dp import draw_in_segments
 from arsdecode.core.semiring import LogSumExp, MaxPlus, Semiring, logsumexp, quiet
 from arsdecode.errors import NoPathError
 from arsdecode.lattice import Lattice
-from arsdecode.model import TargetModel, as_target_model
+from arsdecode.model import ModelLike, TargetModel, as_target_model
 
 if TYPE_CHECKING:
-    from maxarpa.model import Model
+    pass
 
 
 @dataclass(frozen=True)
@@ -152,7 +152,7 @@ def _sweep(
 
 # ----- public API --------------------------------------------------------------------------
 # Each takes a maxarpa Model or any TargetModel and converts it once, here at the entry.
-def full_decode(lm: Model | TargetModel, lattice: Lattice, *, minimize: bool = True
+def full_decode(lm: ModelLike, lattice: Lattice, *, minimize: bool = True
                 ) -> FullDecodeResult:
     """The best path of the full model (Viterbi), with its ln p including </s> and emissions.
 
@@ -181,7 +181,7 @@ def full_decode(lm: Model | TargetModel, lattice: Lattice, *, minimize: bool = T
     )
 
 
-def full_log_partition(lm: Model | TargetModel, lattice: Lattice, *, minimize: bool = True
+def full_log_partition(lm: ModelLike, lattice: Lattice, *, minimize: bool = True
                        ) -> float:
     """ln Z = ln of the sum over all paths of p(x) (forward algorithm); -inf if no path."""
     try:
@@ -193,7 +193,7 @@ def full_log_partition(lm: Model | TargetModel, lattice: Lattice, *, minimize: b
 
 
 def full_sample(
-    lm: Model | TargetModel, lattice: Lattice, n: int, rng: np.random.Generator, *,
+    lm: ModelLike, lattice: Lattice, n: int, rng: np.random.Generator, *,
     minimize: bool = True,
 ) -> list[list[str]]:
     """`n` independent exact samples from p(x)/Z: forward filtering, backward sampling.
@@ -219,7 +219,7 @@ def full_sample(
     return [[lattice.tokens[i][cands[i, k]] for i in range(len(lattice))] for k in range(n)]
 
 
-def full_state_count(lm: Model | TargetModel, lattice: Lattice, *, minimized: bool = False
+def full_state_count(lm: ModelLike, lattice: Lattice, *, minimized: bool = False
                      ) -> int:
     """States of the full model over the lattice: the start state plus, for every position i, the
     distinct last-(n-1)-token contexts of `<s> x_1..x_i` (the same layers as `QAutomaton`).
@@ -240,7 +240,7 @@ def full_state_count(lm: Model | TargetModel, lattice: Lattice, *, minimized: bo
     return total
 
 
-def full_ngrams_by_order(lm: Model | TargetModel, lattice: Lattice) -> dict[int, int]:
+def full_ngrams_by_order(lm: ModelLike, lattice: Lattice) -> dict[int, int]:
     """(context, word) weights of the full model over the lattice, by n-gram order (Table 1).
 
     The word at position i (1-based; i = L + 1 is </s>) is predicted from the last n - 1

@@ -32,8 +32,7 @@ from arsdecode.errors import OptionError
 from arsdecode.lattice import Lattice
 from arsdecode.methods.ars import ArsDecoder
 from arsdecode.methods.results import KBestResult, ScoredPath
-from arsdecode.model import TargetModel, as_target_model
-from maxarpa.model import Model
+from arsdecode.model import ModelLike, TargetModel, as_target_model
 
 
 def kbest_q(qa: QAutomaton, k: int) -> list[tuple[tuple[int, ...], float]]:
@@ -87,7 +86,7 @@ class KBestDecoder(ArsDecoder):
 
 
 def decode_kbest(
-    lm: Model | TargetModel,
+    lm: ModelLike,
     lattice: Lattice,
     k: int,
     *,

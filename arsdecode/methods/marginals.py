@@ -22,12 +22,13 @@ from typing import TYPE_CHECKING, Any
 
 from arsdecode.errors import OptionError
 from arsdecode.lattice import Lattice
-from arsdecode.methods.ars import SampleResult, sample
+from arsdecode.methods.ars import sample
 from arsdecode.methods.evidence import Z95
-from arsdecode.model import TargetModel
+from arsdecode.methods.results import SampleResult
+from arsdecode.model import ModelLike
 
 if TYPE_CHECKING:
-    from maxarpa.model import Model
+    pass
 
 
 @dataclass(frozen=True)
@@ -114,7 +115,7 @@ class MarginalsResult:
 
 
 def posterior_marginals(
-    lm: Model | TargetModel,
+    lm: ModelLike,
     lattice: Lattice,
     n: int,
     seed: int | None = None,

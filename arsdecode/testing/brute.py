@@ -31,7 +31,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from arsdecode.lattice import Lattice
-from arsdecode.model import TargetModel, as_target_model, context_rows
+from arsdecode.model import ModelLike, TargetModel, as_target_model, context_rows
 from maxarpa.constants import BOS, EOS, LN10
 from maxarpa.model import Model
 
@@ -137,7 +137,7 @@ def brute_model(lm: Model, lattice: Lattice) -> BruteResult:
     return _enumerate(lattice, lambda p: LN10 * model_path_log10(lm, p))
 
 
-def brute_target(model: Model | TargetModel, lattice: Lattice) -> BruteResult:
+def brute_target(model: ModelLike, lattice: Lattice) -> BruteResult:
     """Every path scored independently by a target model's `log_prob` (a maxarpa.Model is
     wrapped as the engine wraps it): the reference for a `TargetModel` of your own."""
     target = as_target_model(model)
