@@ -12,6 +12,8 @@ import subprocess
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
+from maxarpa.output import atomic_output
+
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -51,14 +53,13 @@ def train_arpa(
     lmplz = find_tool("lmplz")
     out_path = Path(out_path)
     out_path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out_path.with_name(out_path.name + ".tmp")
     text = "".join(s.strip() + "\n" for s in sentences if s.strip())
     cmd = [str(lmplz), "-o", str(order), "-S", memory, "-T", str(out_path.parent), *extra_args]
-    with open(tmp, "wb") as out:
-        proc = subprocess.run(cmd, input=text.encode("utf-8"), stdout=out, stderr=subprocess.PIPE)
-    if proc.returncode != 0:
-        tmp.unlink(missing_ok=True)
-        tail = proc.stderr.decode("utf-8", "replace").strip().splitlines()[-3:]
-        raise LmplzError(f"lmplz -o {order} failed: {' | '.join(tail)}")
-    os.replace(tmp, out_path)
+    with atomic_output(out_path) as tmp:
+        with open(tmp, "wb") as out:
+            proc = subprocess.run(cmd, input=text.encode("utf-8"), stdout=out,
+                                  stderr=subprocess.PIPE)
+        if proc.returncode != 0:
+            tail = proc.stderr.decode("utf-8", "replace").strip().splitlines()[-3:]
+            raise LmplzError(f"lmplz -o {order} failed: {' | '.join(tail)}")
     return out_path

@@ -16,13 +16,13 @@ import json
 import os
 import stat
 import sys
-import tempfile
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any, BinaryIO, NamedTuple
 
 from arsdecode.errors import BatchError
 from arsdecode.lattice import json_constant
+from maxarpa.output import atomic_output
 
 
 class Item(NamedTuple):
@@ -84,18 +84,16 @@ def read_done(path: Path, drop_errors: bool = False) -> set[str]:
 
 
 def _replace(path: Path, data: bytes) -> None:
-    """Write `data` to `path` whole, or not at all (temporary file, fsync, rename)."""
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as fh:
+    """Write `data` to `path` whole, or not at all (maxarpa's one atomic writer), synced to
+    disk and with `path`'s permissions: a resumed run's output must survive a crash as the
+    old one would have."""
+    mode = stat.S_IMODE(os.stat(path).st_mode)
+    with atomic_output(path) as tmp:
+        with open(tmp, "wb") as fh:
             fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())
-        os.chmod(tmp, stat.S_IMODE(os.stat(path).st_mode))
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+        os.chmod(tmp, mode)
 
 
 class ChunkWriter:
