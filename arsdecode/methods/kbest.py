@@ -31,6 +31,7 @@ from arsdecode.core.target import Target
 from arsdecode.errors import NoPathError, OptionError
 from arsdecode.lattice import Lattice
 from arsdecode.methods.ars import DEFAULT_TOL, check_bound
+from arsdecode.model import as_target_model
 from maxarpa.model import Model
 
 
@@ -102,8 +103,9 @@ def decode_kbest(
     if k < 1:
         raise OptionError("k (the number of paths) must be >= 1")
     start = time.perf_counter()
-    target = Target(lm, lattice)
-    qa = QAutomaton(lm, lattice, variant=variant)
+    model = as_target_model(lm)  # core takes a TargetModel: convert once, here
+    target = Target(model, lattice)
+    qa = QAutomaton(model, lattice, variant=variant)
     iteration = 0
     certified = False
     while True:
