@@ -28,6 +28,7 @@ from arsdecode.methods.full import (
     full_ngrams_by_order,
     full_state_count,
 )
+from arsdecode.model import as_target_model
 from arsdecode.tasks.sms.keypad import KeypadChannel
 from experiments.progress_log import progress, say
 from maxarpa.constants import LN10
@@ -87,7 +88,7 @@ def load_models(data: Path, orders: Sequence[int]) -> dict[str, float]:
 def oracle_log_p(lm: Model, lattice: Lattice, words: Sequence[str]) -> float | None:
     """ln p of the true sentence, or None when a true word is not a candidate (OOV)."""
     try:
-        return Target(lm, lattice).log_p(list(words))
+        return Target(as_target_model(lm), lattice).log_p(list(words))
     except TargetError:
         return None
 

@@ -24,6 +24,8 @@ from ars_fixtures import make_lattice
 from arsdecode.core.automaton import QAutomaton
 from arsdecode.core.inference import log_partition, sample_paths, viterbi
 from arsdecode.core.target import Target
+from arsdecode.errors import AutomatonError
+from arsdecode.model import as_target_model
 from arsdecode.testing.brute import brute_kenlm, brute_model, chi_square_pvalue
 
 TIGHT = 1e-9
@@ -66,11 +68,11 @@ def test_refinement_invariants_on_every_path(real_lms, random_lms, variant):
             ref = brute_model(model.lm, lattice)
             lp = np.array(ref.log_p)
             where = (model.name, variant, lattice.to_json_obj())
-            target = Target(model.lm, lattice)
+            target = Target(as_target_model(model.lm), lattice)
             for path, want in zip(ref.paths[:50], lp[:50], strict=False):
                 got = target.log_p(list(path))
                 assert got == want or abs(got - want) <= TIGHT, (where, path, got, want)
-            qa = QAutomaton(model.lm, lattice, variant=variant)
+            qa = QAutomaton(as_target_model(model.lm), lattice, variant=variant)
             lq = all_log_q(qa, ref.paths)
             assert np.all(lq >= lp - TIGHT), (where, "q0 < p")
             check_exact_inference(qa, ref.paths, lq, where)
@@ -107,7 +109,7 @@ def test_refining_every_path_makes_q_exact(real_lms, random_lms, variant):
             lattice = make_lattice(rng, model, max_len=3, max_width=3, neg_inf=0.0)
             ref = brute_model(model.lm, lattice)
             where = (model.name, variant, lattice.to_json_obj())
-            qa = QAutomaton(model.lm, lattice, variant=variant)
+            qa = QAutomaton(as_target_model(model.lm), lattice, variant=variant)
             for path, lp in zip(ref.paths, ref.log_p, strict=True):
                 for _ in range(model.lm.order + 1):
                     if qa.log_q(list(path)) - lp <= TIGHT:
@@ -125,7 +127,7 @@ def test_target_agrees_with_kenlm(real_lms, random_lms):
     for model in models(real_lms, random_lms):
         lattice = make_lattice(rng, model, max_len=5)
         kref = brute_kenlm(model.km, lattice)
-        target = Target(model.lm, lattice)
+        target = Target(as_target_model(model.lm), lattice)
         for path, want in zip(kref.paths, kref.log_p, strict=True):
             got = target.log_p(list(path))
             assert (got == want == -math.inf) or abs(got - want) <= 1e-4, (model.name, path)
@@ -140,7 +142,7 @@ def test_sample_paths_follows_q(real_lms, random_lms, variant):
         while lattice.num_paths() < 8:
             lattice = make_lattice(rng, model, max_len=3, max_width=4, neg_inf=0.5)
         ref = brute_model(model.lm, lattice)
-        qa = QAutomaton(model.lm, lattice, variant=variant)
+        qa = QAutomaton(as_target_model(model.lm), lattice, variant=variant)
         for path in ref.paths[:: max(1, len(ref.paths) // 4)]:
             qa.refine(list(path))
         lq = all_log_q(qa, ref.paths)
@@ -161,7 +163,7 @@ def test_exports_agree_with_automaton(real_lms, random_lms, variant, tmp_path):
     nrng = np.random.default_rng(40)
     for model in [real_lms[3], real_lms[5], random_lms[4]]:
         lattice = make_lattice(rng, model, max_len=4)
-        qa = QAutomaton(model.lm, lattice, variant=variant)
+        qa = QAutomaton(as_target_model(model.lm), lattice, variant=variant)
         for step in range(4):
             where = (model.name, variant, step, lattice.to_json_obj())
             g = qa.to_networkx()
@@ -185,6 +187,7 @@ def test_exports_agree_with_automaton(real_lms, random_lms, variant, tmp_path):
 def test_unknown_variant_is_rejected(random_lms):
     model = random_lms[0]
     lattice = make_lattice(random.Random(0), model)
-    with pytest.raises(ValueError):
-        QAutomaton(model.lm, lattice, variant="nope")
-    assert QAutomaton(model.lm, lattice, variant="fresh").variant == "all-edges"  # old name
+    with pytest.raises(AutomatonError):
+        QAutomaton(as_target_model(model.lm), lattice, variant="nope")
+    with pytest.raises(AutomatonError):  # the pre-0.1 name of "all-edges" is gone
+        QAutomaton(as_target_model(model.lm), lattice, variant="fresh")

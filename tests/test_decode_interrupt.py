@@ -21,6 +21,7 @@ import maxarpa
 from arsdecode.core.target import Target
 from arsdecode.lattice import Lattice
 from arsdecode.methods.ars import DecodeInterrupted, decode
+from arsdecode.model import as_target_model
 
 DATA = Path(__file__).resolve().parent.parent / "arsdecode" / "data"
 MODEL = DATA / "state_union.5gram.maxarpa.gz"
@@ -54,7 +55,8 @@ def test_an_interrupted_decode_carries_the_best_path_seen_and_its_gap(lm):
     assert isinstance(info.value, KeyboardInterrupt) and not r.certified
     best = max(seen, key=lambda s: s[2])
     assert r.tokens == best[0] and r.log_p == best[2]
-    assert r.log_p == Target(lm, lattice).log_p(r.tokens)  # an exact score of that path
+    # an exact score of that path
+    assert r.log_p == Target(as_target_model(lm), lattice).log_p(r.tokens)
     assert r.log_q == min(q for _, q, _ in seen)
     assert info.value.gap == r.log_q - r.log_p > 0
     # The gap bounds the distance to the optimum.
@@ -94,4 +96,5 @@ def test_ctrl_c_of_the_cli_prints_the_best_path_uncertified_and_exits_130(lm, tm
             gap = float(lines[1].split("gap=")[1].split()[0])
             assert gap > 0
         assert len(tokens) == len(lattice)
-        assert abs(Target(lm, lattice).log_p(tokens) - log_p) < 1e-5  # the path's exact score
+        # the path's exact score
+        assert abs(Target(as_target_model(lm), lattice).log_p(tokens) - log_p) < 1e-5

@@ -8,7 +8,10 @@ history `<s> x_1 .. x_i`. Every state has exactly one edge per candidate of posi
 (n - 1 words, or the whole history). An edge goes to the LONGEST state of the next layer that
 is a suffix of `context + x`; since every state's context is a suffix of every history that
 reaches it, every weight bounds the true factor: q >= p. The model is reached only through
-`arsdecode.model.TargetModel`.
+`arsdecode.model.TargetModel` (callers convert a maxarpa.Model once, with `as_target_model`).
+
+This module is q and Algorithm 2 (`refine`) only. The incremental Viterbi's cache lives in
+`viterbi.py`, fed by the events this automaton emits to its `listener` (`AutomatonListener`).
 
 Storage: per layer, dense float64 weight and int32 target matrices (state x candidate), so the
 dynamic programs (`dp.py`, `inference.py`) are a few numpy operations per layer. float64
@@ -20,14 +23,13 @@ Variants of Algorithm 2 (`refine`):
   longer context (one batched query), which lowers many weights per refinement.
 - "paper": as in the paper, a new state copies its suffix state's outgoing edges and only the
   edge on the refined path is lowered.
-("fresh" is accepted as the old name of "all-edges".)
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Literal, cast
+from typing import Literal, Protocol, cast
 
 import numpy as np
 
@@ -35,12 +37,11 @@ import arsdecode.core.export as automaton_export
 from arsdecode.core.semiring import quiet
 from arsdecode.errors import AutomatonError, LatticeError
 from arsdecode.lattice import Lattice
-from arsdecode.model import TargetModel, as_target_model, context_rows
+from arsdecode.model import TargetModel, context_rows
 
 Variant = Literal["all-edges", "paper"]
 VARIANTS: tuple[str, ...] = ("all-edges", "paper")
 DEFAULT_VARIANT: Variant = "all-edges"
-_OLD_NAMES = {"fresh": "all-edges"}
 
 
 class Layer:
@@ -58,17 +59,6 @@ class Layer:
         self.own_weight = np.zeros((4, width), dtype=bool)
         self.ctx_len = np.zeros(4, dtype=np.int64)
         self.exact: list[bool] = []
-        # For the incremental Viterbi pass (inference.viterbi_indices): rows whose weights or
-        # targets changed since the last pass, and a row-level reverse index from each state
-        # of the next layer to the rows that may point at it (a superset is fine).
-        self.dirty: set[int] = set()
-        # Entries whose target moved to a newly created state (weights unchanged): (rows, col).
-        # A row need not be recomputed unless the moved entry was or now beats its maximum.
-        self.touched: list[tuple[np.ndarray, int]] = []
-        self.pointing_at: dict[int, set[int]] = {}
-        self.best = np.empty(0)  # cached max-product value of each row
-        self.best_col = np.empty(0, dtype=np.int64)  # and the column it comes from
-        self.second = np.empty(0)  # an upper bound on the row's other entries
 
     def __len__(self) -> int:
         return len(self.contexts)
@@ -86,7 +76,6 @@ class Layer:
             )
             self.ctx_len = np.concatenate([self.ctx_len, np.zeros(grow, dtype=np.int64)])
         self.contexts.append(context)
-        self.dirty.add(s)
         self.ctx_len[s] = len(context)
         self.index[context] = s
         self.exact.append(exact)
@@ -103,6 +92,25 @@ class Layer:
         return self.targets[: len(self.contexts)]
 
 
+class AutomatonListener(Protocol):
+    """What a cache over q is told when q changes (`viterbi.IncrementalViterbi` is one).
+
+    Events come after the change is made, with layer index i and state (row) indices.
+    """
+
+    def state_created(self, i: int, s: int, targets_row: np.ndarray) -> None:
+        """State s of layer i was created with these outgoing targets (weights to come)."""
+
+    def rows_changed(self, rows: list[tuple[int, int]]) -> None:
+        """Weights of these (layer, state) rows were (re)queried."""
+
+    def edges_moved(self, i: int, rows: np.ndarray, col: int, target: int) -> None:
+        """Edges (rows, col) of layer i now lead to the new state `target` of layer i + 1."""
+
+    def columns_pruned(self, i: int, cols: np.ndarray) -> None:
+        """Candidates `cols` of position i now weigh -inf in every row."""
+
+
 @dataclass(frozen=True)
 class FillRequest:
     """One batched model query for edge weights: `log_prob` if `exact`, else `log_bound`."""
@@ -114,30 +122,30 @@ class FillRequest:
 
 
 class QAutomaton:
-    """The refinable upper bound q on the target p over a lattice (see module docstring).
-
-    `lm` is a `TargetModel` or a maxarpa.Model (wrapped by `as_target_model`).
-    """
+    """The refinable upper bound q on the target p over a lattice (see module docstring)."""
 
     def __init__(
         self,
-        lm,
+        lm: TargetModel,
         lattice: Lattice,
         variant: str = DEFAULT_VARIANT,
         *,
         fill: bool = True,
         track_pointers: bool = True,
     ) -> None:
-        variant = _OLD_NAMES.get(variant, variant)
+        """`fill=False` leaves the initial rows' weights to the caller (`unfilled`, then
+        `fill_pending`, or `fill_requests` / `apply_fill` batched across automata).
+        `track_pointers=False`: Viterbi always runs the full sweep and never attaches the
+        incremental cache (`viterbi.py`); for a sampling-only automaton."""
         if variant not in VARIANTS:
             raise AutomatonError(f"unknown variant {variant!r}; choose from {VARIANTS}")
-        self.lm: TargetModel = as_target_model(lm)
+        self.lm = lm
         self.lattice = lattice
         self.variant = variant
-        self.order = self.lm.order
-        self.bos = self.lm.bos
-        self.eos = self.lm.eos
-        self.cand_ids = [self.lm.ids(list(t)) for t in lattice.tokens]
+        self.order = lm.order
+        self.bos = lm.bos
+        self.eos = lm.eos
+        self.cand_ids = [lm.ids(list(t)) for t in lattice.tokens]
         # Candidates still in play for decoding (see `prune_columns`); all, unless pruned.
         self.alive = [np.ones(len(t), dtype=bool) for t in lattice.tokens]
         # The alive candidates of each position as column indices: the row maxima of the
@@ -146,24 +154,21 @@ class QAutomaton:
         self.pruned = False
         self.on_exact_fill: Callable[[tuple[int, ...], np.ndarray, np.ndarray], None] | None
         self.on_exact_fill = None  # optional callback(context_row, words, values), apply_fill
-        # The reverse edge index for the incremental Viterbi (`Layer.pointing_at`, `dirty`);
-        # a sampling-only automaton skips it, and Viterbi then runs the full sweep.
         self.track_pointers = track_pointers
+        # Told of every change to q after construction; `viterbi.incremental_viterbi` attaches
+        # the incremental Viterbi here on the first decoding pass (it starts from q as it is).
+        self.listener: AutomatonListener | None = None
         self._columns: list[dict[int, list[int]] | None] = [None] * len(lattice.tokens)
         L = len(lattice)
         self.layers = [Layer(len(t)) for t in lattice.tokens] + [Layer(1)]
         # q^(0): <s> is the whole history at layer 0; every later layer starts with the empty
-        # context (exact only for a unigram model).
-        root = self.layers[0].add((self.bos,), exact=self.lm.is_exact(0, (self.bos,)))
+        # context (exact only for a unigram model), and every edge leads to it (targets 0).
+        root = self.layers[0].add((self.bos,), exact=lm.is_exact(0, (self.bos,)))
         pending = [(0, root)]
         for i in range(1, L + 1):
-            pending.append((i, self.layers[i].add((), exact=self.lm.is_exact(i, ()))))
-        # Edges into the empty context of each next layer.
-        for i in range(L):
-            self.layers[i].targets[: len(self.layers[i])] = 0
-            self.layers[i].pointing_at[0] = {0}
-        # The initial rows' weights: queried now, or by the caller (corpus.decode_many batches
-        # them across sentences) through `fill_requests(self.unfilled)` / `apply_fill`.
+            pending.append((i, self.layers[i].add((), exact=lm.is_exact(i, ()))))
+        # The initial rows' weights: queried now, or by the caller (lockstep ARS batches them
+        # across sentences) through `fill_requests(self.unfilled)` / `apply_fill`.
         self.unfilled: list[tuple[int, int]] = []
         if fill:
             self._fill(pending)
@@ -243,7 +248,8 @@ class QAutomaton:
                 else:
                     layer.weights[s, cols] = v + self.lattice.log_emissions[i][cols]
                     layer.own_weight[s, cols] = True
-                layer.dirty.add(s)
+        if self.listener is not None:
+            self.listener.rows_changed([(i, s) for i, s, _, _ in request.items])
 
     def prune_columns(self, i: int, cols: np.ndarray) -> None:
         """Remove candidates `cols` of position i from play, for DECODING only: their edges
@@ -258,13 +264,9 @@ class QAutomaton:
         self.alive[i][cols] = False
         self.alive_cols[i] = np.flatnonzero(self.alive[i])
         self.pruned = True
-        n = len(layer)
-        layer.weights[:n, cols] = -np.inf
-        # Only rows whose cached best value came through a pruned column change value.
-        known = min(n, len(layer.best_col))
-        hit = np.flatnonzero(np.isin(layer.best_col[:known], cols))
-        layer.dirty.update(hit.tolist())
-        layer.dirty.update(range(known, n))
+        layer.weights[: len(layer), cols] = -np.inf
+        if self.listener is not None:
+            self.listener.columns_pruned(i, cols)
 
     # ----- paths ---------------------------------------------------------------------------
     def indices(self, tokens: Sequence[str]) -> list[int]:
@@ -327,37 +329,38 @@ class QAutomaton:
         return changed
 
     def refine_indices(self, idx: Sequence[int], pending: list | None = None) -> bool:
-        """Raise the context order by one at every position of the path (Algorithm 2).
+        """Raise the context order by one at every position of the path x (Algorithm 2).
 
         For i = 1..L (left to right, so the previous path state is already refined): let c be
-        the context used at layer i, of length ORDER(i); if it is not exact, create the state
-        SUF(<s> x_1..x_i, ORDER(i) + 1), the next longer suffix of the history, moving into it
-        every edge whose source context determines it. Weights of new states are computed in
-        one batched query at the end (variant "all-edges": the whole row; "paper": the edge on
-        the path only).
+        the context x's path uses at layer i, of length ORDER(i); if it is not exact, create
+        the state SUF(<s> x_1..x_i, ORDER(i) + 1), the next longer suffix of the history,
+        moving into it every edge whose source context determines it. Weights of new states
+        are computed in one batched query at the end (variant "all-edges": the whole row;
+        "paper": the edge on the path only), or appended to `pending` for the caller.
         Returns True if anything changed (a state created or a weight lowered).
         """
         L = len(self.lattice)
-        history = [self.bos] + [int(self.cand_ids[i][j]) for i, j in enumerate(idx)]
+        history = [self.bos] + [int(self.cand_ids[i][j]) for i, j in enumerate(idx)]  # <s> x
         deferred = pending is not None
         pending = pending if deferred else []
         assert pending is not None
         start_pending = len(pending)
         only: dict[tuple[int, int], int] = {}
-        s = 0
+        s = 0  # the path's state at layer i - 1
         for i in range(1, L + 1):
             prev = self.layers[i - 1]
-            t = int(prev.targets[s, idx[i - 1]])
+            t = int(prev.targets[s, idx[i - 1]])  # the path's state at layer i: context c
             layer = self.layers[i]
             if not layer.exact[t]:
-                ctx = layer.contexts[t]
-                new_ctx = tuple(history[max(0, i - len(ctx)) : i + 1])
+                ctx = layer.contexts[t]  # |c| = ORDER(i)
+                new_ctx = tuple(history[max(0, i - len(ctx)) : i + 1])  # SUF(.., ORDER(i) + 1)
                 if new_ctx not in layer.index:
                     self._create(i, new_ctx, t)
                     pending.append((i, len(layer) - 1))
-                t = int(prev.targets[s, idx[i - 1]])
+                t = int(prev.targets[s, idx[i - 1]])  # the edge now leads to the new state
             s = t
-            if self.variant == "paper" and i < L and not layer.own_weight[s, idx[i]]:
+            if (self.variant == "paper" and i < L and not layer.own_weight[s, idx[i]]
+                    and self.alive[i][idx[i]]):  # a pruned edge stays -inf
                 if (i, s) not in only:  # lower the weight of the edge on the path only
                     only[(i, s)] = idx[i]
                     pending.append((i, s))
@@ -384,21 +387,19 @@ class QAutomaton:
         layer.weights[s] = layer.weights[suffix_state]
         layer.targets[s] = layer.targets[suffix_state]
         layer.own_weight[s] = False
-        track = self.track_pointers
-        if track and i < len(self.lattice):
-            for t in np.flatnonzero(np.bincount(layer.targets[s])).tolist():  # its targets
-                layer.pointing_at.setdefault(t, set()).add(s)
+        listener = self.listener
+        if listener is not None:
+            listener.state_created(i, s, layer.targets[s])
         prev = self.layers[i - 1]
         sources = prev.by_suffix.get(ctx[:-1])
         if sources:
             src = np.asarray(sources)
             for col in self.position_of_id(i - 1, ctx[-1]):
                 cur = prev.targets[src, col]
-                moved = src[layer.ctx_len[cur] < len(ctx)]
+                moved = src[layer.ctx_len[cur] < len(ctx)]  # a shorter target: ctx is longer
                 prev.targets[moved, col] = s
-                if track and len(moved):
-                    prev.pointing_at.setdefault(s, set()).update(moved.tolist())
-                    prev.touched.append((moved, col))
+                if listener is not None and len(moved):
+                    listener.edges_moved(i - 1, moved, col, s)
         return s
 
     def position_of_id(self, i: int, word_id: int) -> list[int]:

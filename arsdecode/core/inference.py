@@ -3,8 +3,8 @@
 Everything derives from the one semiring-generic backward sweep (`dp.backward`) over the
 automaton's per-layer weight and target matrices: max-plus values give the Viterbi path,
 log-sum-exp values give ln q(X) and drive forward sampling. Decoding uses a tested fast path,
-`incremental_best_values`, which recomputes only the rows a refinement touched and returns
-values identical (bit for bit) to the full max-plus sweep.
+`incremental_best_values` (`viterbi.py`), which recomputes only the rows a refinement touched
+and returns values identical (bit for bit) to the full max-plus sweep.
 """
 
 from __future__ import annotations
@@ -14,7 +14,8 @@ import numpy as np
 import arsdecode.core.dp as dp
 from arsdecode.core.automaton import QAutomaton
 from arsdecode.core.semiring import LogSumExp, MaxPlus, Semiring, quiet
-from arsdecode.native import _core
+from arsdecode.core.tolerances import PRUNE_MARGIN
+from arsdecode.core.viterbi import incremental_viterbi
 
 
 def _arrays(qa: QAutomaton) -> tuple[list[np.ndarray], list[np.ndarray], np.ndarray]:
@@ -31,98 +32,12 @@ def backward_values(qa: QAutomaton, semiring: type[Semiring]) -> list[np.ndarray
 
 
 def incremental_best_values(qa: QAutomaton) -> list[np.ndarray]:
-    """Per layer, the max-plus value of each state, recomputing only what changed.
-
-    Why: a refinement touches a few rows, but a full pass costs states x candidates per
-    layer. A row is recomputed when its own weights or targets changed (`Layer.dirty`) or when
-    a state it may point at changed value (`Layer.pointing_at`); every recomputation is the
-    same float expression as `dp.backward` with `MaxPlus` (the max taken at its argmax, which
-    is kept for `QAutomaton.prune_columns`), so the values are identical. The row maxima run on
-    the compiled core (`_core.best_rows`: one fused pass, numpy's argmax rule for the column).
-    """
-    if not qa.track_pointers:  # no reverse index: the full sweep (same values)
+    """Per layer, the max-plus value of each state: the same values as the full sweep
+    (`backward_values(qa, MaxPlus)`), recomputing only the rows a change reached
+    (`viterbi.IncrementalViterbi`, attached to `qa` on first use)."""
+    if not qa.track_pointers:  # a sampling automaton keeps no cache: the full sweep
         return backward_values(qa, MaxPlus)
-    L = len(qa.lattice)
-    values: list[np.ndarray] = [np.empty(0)] * (L + 1)
-    changed_next: np.ndarray = np.empty(0, dtype=np.int64)  # states whose value went up
-    lowered_next: np.ndarray = np.empty(0, dtype=np.int64)  # states whose value went down
-    for i in range(L, -1, -1):
-        layer = qa.layers[i]
-        n_states = len(layer)
-        if len(layer.best) < n_states:
-            pad = np.full(n_states - len(layer.best), np.nan)
-            layer.best = np.concatenate([layer.best, pad])
-            layer.best_col = np.concatenate(
-                [layer.best_col, np.zeros(n_states - len(layer.best_col), dtype=np.int64)]
-            )
-            layer.second = np.concatenate(
-                [layer.second, np.full(n_states - len(layer.second), np.inf)]
-            )
-        rows_set = set(layer.dirty)
-        changed_kept = np.empty(0, dtype=np.int64)
-        if i < L:
-            for t in changed_next.tolist():
-                rows_set.update(layer.pointing_at.get(t, ()))
-            if len(lowered_next):
-                # A value that went down can change only the rows whose maximum came through
-                # it: every other entry of such a row is unchanged or lower too, so its first
-                # maximum stays where it was (refinement and pruning only lower q). If the
-                # lowered entry still beats `second` (an upper bound on the other entries), it
-                # is still the unique maximum: its new value is the row's, with no scan.
-                through = layer.targets[np.arange(n_states), layer.best_col[:n_states]]
-                is_lowered = np.zeros(len(values[i + 1]), dtype=bool)
-                is_lowered[lowered_next] = True
-                hit = np.flatnonzero(is_lowered[through])
-                if rows_set:
-                    queued = np.zeros(n_states, dtype=bool)
-                    queued[list(rows_set)] = True
-                    hit = hit[~queued[hit]]
-                cols_hit = layer.best_col[hit]
-                entry = MaxPlus.times(layer.weights[hit, cols_hit],
-                                      values[i + 1][layer.targets[hit, cols_hit]])
-                still = entry > layer.second[hit]
-                rows_set.update(hit[~still].tolist())
-                kept = hit[still]
-                changed_kept = kept[entry[still] != layer.best[kept]]
-                layer.best[kept] = entry[still]
-            for moved, col in layer.touched:  # entries whose target moved to a new state
-                score = MaxPlus.times(layer.weights[moved, col],
-                                      values[i + 1][layer.targets[moved, col]])
-                best, best_col = layer.best[moved], layer.best_col[moved]
-                # Recompute a row if the moved entry was its maximum, now exceeds it, or ties
-                # it at an earlier column (numpy's argmax keeps the first maximum).
-                redo = ((best_col == col) | (score > best) | ((score == best) & (col < best_col))
-                        | np.isnan(score) | np.isnan(best))
-                rows_set.update(moved[redo].tolist())
-                keep = moved[~redo]  # `second` stays an upper bound on the row's other entries
-                layer.second[keep] = np.maximum(layer.second[keep], score[~redo])
-        layer.touched.clear()
-        layer.dirty.clear()
-        rows = np.fromiter(rows_set, dtype=np.int64, count=len(rows_set))
-        if len(rows):
-            if i == L:
-                new = layer.weights[rows, 0]
-            else:  # the max-plus sum of each row, and where it is reached (compiled, fused)
-                new, cols, second = _core.best_rows(layer.weights, layer.targets,
-                                                    values[i + 1], rows, qa.alive_cols[i])
-                layer.best_col[rows] = cols
-                layer.second[rows] = second
-            old = layer.best[rows]
-            differs = ~((old == new) | (np.isnan(old) & np.isnan(new)))
-            layer.best[rows] = new
-            lowered = differs & (new < old)
-            # A state valued for the first time (NaN before) is new: the rows pointing at it
-            # are new themselves (dirty) or had an entry moved to it (`touched`), both handled
-            # above, so only values that went up send their pointing rows back (never, in
-            # exact arithmetic: refinement and pruning only lower q).
-            changed_next = rows[differs & ~lowered & ~np.isnan(old)]
-            lowered_next = rows[lowered]
-        else:
-            changed_next = lowered_next = rows
-        if i < L and len(changed_kept):  # rows lowered without a scan, above
-            lowered_next = np.union1d(lowered_next, changed_kept)
-        values[i] = layer.best[:n_states]
-    return values
+    return incremental_viterbi(qa).values(qa)
 
 
 def viterbi_indices(qa: QAutomaton) -> tuple[list[int], float]:
@@ -132,7 +47,7 @@ def viterbi_indices(qa: QAutomaton) -> tuple[list[int], float]:
     return idx, qa.log_q_indices(idx)
 
 
-def prune_hopeless(qa: QAutomaton, lower_bound: float, margin: float = 1e-6) -> int:
+def prune_hopeless(qa: QAutomaton, lower_bound: float, margin: float = PRUNE_MARGIN) -> int:
     """Prune every candidate whose best path through q is below `lower_bound` - `margin`.
 
     `lower_bound` must be p(z) for a path z already found. For a candidate c at position i,

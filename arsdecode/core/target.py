@@ -19,18 +19,19 @@ import numpy as np
 from arsdecode.core.semiring import quiet
 from arsdecode.errors import LatticeError, TargetError
 from arsdecode.lattice import Lattice
-from arsdecode.model import as_target_model
+from arsdecode.model import TargetModel
 
 
 class Target:
-    """log p(x) for whole paths of a lattice under a `TargetModel` (or a maxarpa.Model)."""
+    """log p(x) for whole paths of a lattice under a `TargetModel`."""
 
     def __init__(
-        self, lm, lattice: Lattice, token_ids: Sequence[np.ndarray] | None = None
+        self, lm: TargetModel, lattice: Lattice, token_ids: Sequence[np.ndarray] | None = None
     ) -> None:
         """`token_ids`: the model ids of the lattice's tokens, if already known (the
-        q-automaton's `cand_ids`), to avoid a second lookup of every candidate."""
-        self.lm = as_target_model(lm)
+        q-automaton's `cand_ids`), to avoid a second lookup of every candidate. A
+        maxarpa.Model is converted by the caller (`arsdecode.model.as_target_model`)."""
+        self.lm = lm
         self.lattice = lattice
         self.bos = self.lm.bos
         self.eos = self.lm.eos
