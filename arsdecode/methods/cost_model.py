@@ -22,6 +22,7 @@ The estimates (docs/performance.md section 4, fit from bench/bench_auto.py's mea
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -52,6 +53,14 @@ class LatticeSizes:
     positions: np.ndarray
     candidates: np.ndarray  # summed over positions
     cubed_widths: np.ndarray  # the sum over positions of the width cubed
+
+    @classmethod
+    def of_widths(cls, widths_per_lattice: Sequence[Sequence[int]]) -> LatticeSizes:
+        """From each lattice's widths alone: no word lookups, so a caller can decide before
+        building the flat layout (which looks up every candidate) whether it needs it."""
+        rows = np.array([(len(w), sum(w), sum(x**3 for x in w)) for w in widths_per_lattice],
+                        dtype=np.float64).reshape(-1, 3)
+        return cls(rows[:, 0], rows[:, 1], rows[:, 2])
 
     @classmethod
     def of_flat(cls, flat: FlatLattices) -> LatticeSizes:

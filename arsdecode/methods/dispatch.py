@@ -106,8 +106,8 @@ class FlatDecodeResult:
 def decode_flat(lm: ModelLike, flat: FlatLattices,
                 lattices: Callable[[list[int]], Sequence[Lattice]], *,
                 method: Method = "auto", variant: Variant = DEFAULT_VARIANT,
-                max_iterations: int | None = None, tol: float = CERTIFICATE_TOL
-                ) -> FlatDecodeResult:
+                max_iterations: int | None = None, tol: float = CERTIFICATE_TOL,
+                plan: Plan | None = None) -> FlatDecodeResult:
     """The exact argmax of p on every lattice of `flat` (natural log).
 
     The compiled full DP reads `flat`; the other decoders (ARS, the numpy full DP of a target
@@ -122,7 +122,7 @@ def decode_flat(lm: ModelLike, flat: FlatLattices,
     check_method(method)
     model = as_target_model(lm)
     n = flat.n_lattices
-    compiled, seconds, rest = _compiled_full(model, flat, method)
+    compiled, seconds, rest = _compiled_full(model, flat, method, plan)
     decoded: dict[int, DecodeResult] = {}
     if rest:
         todo = list(lattices(rest))
@@ -160,9 +160,15 @@ def decode_many(
     """
     check_method(method)
     model = as_target_model(lm)
+    plan = _compiled_plan(model, method, LatticeSizes.of_widths([lat.widths for lat in lattices]))
+    if not plan[0]:  # no compiled DP: no flat layout either
+        everyone = list(range(len(lattices)))
+        if method == "full":  # no compiled tables: the numpy reference DP
+            return _reference_full(model, lattices, everyone)
+        return _ars_many(model, lattices, everyone, variant, max_iterations, tol)
     flat = FlatLattices.from_lattices(model, lattices)
     res = decode_flat(model, flat, lambda ks: [lattices[k] for k in ks], method=method,
-                      variant=variant, max_iterations=max_iterations, tol=tol)
+                      variant=variant, max_iterations=max_iterations, tol=tol, plan=plan)
     if res.compiled is None:
         return [res.decoded[s] for s in range(len(lattices))]
     return [res.decoded[s] if s in res.decoded
@@ -195,32 +201,47 @@ def decode(lm: ModelLike, lattice: Lattice, *, method: Method = "auto",
         raise OptionError(f"{needs_ars[0]} needs the q-automaton, which only method 'ars' builds")
     model = as_target_model(lm)
     if method != "ars" and not needs_ars:
-        flat = FlatLattices.from_lattices(model, [lattice])
-        compiled, seconds, rest = _compiled_full(model, flat, method)
-        if compiled is not None and not rest:
-            return _compiled_result(compiled, flat, 0, lattice, seconds)
-        if method == "full":  # no compiled tables: the numpy reference DP
+        plan = _compiled_plan(model, method, LatticeSizes.of_widths([lattice.widths]))
+        if plan[0]:
+            flat = FlatLattices.from_lattices(model, [lattice])
+            compiled, seconds, rest = _compiled_full(model, flat, method, plan)
+            if compiled is not None and not rest:
+                return _compiled_result(compiled, flat, 0, lattice, seconds)
+        elif method == "full":  # no compiled tables: the numpy reference DP
             return _reference_full(model, [lattice], [0])[0]
     return ars_decode(model, lattice, **options)  # ARS takes every option
 
 
-def _compiled_full(model: TargetModel, flat: FlatLattices, method: str
-                   ) -> tuple[BatchResult | None, float, list[int]]:
-    """The compiled full DP on `flat` where `method` runs it ("full"; "auto" within
-    `auto_budgets`): (its result, or None where it did not run; its wall time; the lattices
-    left to the other decoders, in order).
+Plan = tuple[bool, "np.ndarray | None"]
+"""Whether the compiled full DP runs, and its pair budget per lattice (None: no budget)."""
+
+
+def _compiled_plan(model: TargetModel, method: str, sizes: LatticeSizes) -> Plan:
+    """Where `method` runs the compiled full DP: "full" always (given compiled tables),
+    "auto" within `auto_budgets`, "ars" never. Decided from sizes alone, so the flat layout
+    (a lookup of every candidate) is built only when the DP runs."""
+    if method == "ars" or ngram_tables(model) is None or len(sizes.positions) == 0:
+        return False, None
+    if method == "auto":
+        budgets = auto_budgets(model, sizes)
+        return budgets is not None, budgets
+    return True, None
+
+
+def _compiled_full(model: TargetModel, flat: FlatLattices, method: str,
+                   plan: Plan | None = None) -> tuple[BatchResult | None, float, list[int]]:
+    """The compiled full DP on `flat` where `method` runs it (`_compiled_plan`, unless the
+    caller already made the plan): (its result, or None where it did not run; its wall time;
+    the lattices left to the other decoders, in order).
 
     Raises NoPathError naming the first lattice whose paths all have probability zero.
     """
     everyone = list(range(flat.n_lattices))
+    runs, budgets = plan if plan is not None else _compiled_plan(
+        model, method, LatticeSizes.of_flat(flat))
     ngram = ngram_tables(model)
-    if method == "ars" or ngram is None or not everyone:
+    if not runs or ngram is None:
         return None, 0.0, everyone
-    budgets = None
-    if method == "auto":
-        budgets = auto_budgets(model, LatticeSizes.of_flat(flat))
-        if budgets is None:
-            return None, 0.0, everyone
     start = time.perf_counter()
     res = fast_full.run_flat(ngram, flat, viterbi=True, max_pairs=budgets)
     seconds = time.perf_counter() - start
