@@ -22,7 +22,7 @@ from arsdecode.methods import dispatch, kbest
 from arsdecode.methods import marginals as _marginals
 from arsdecode.methods.ars import adapt as _adapt
 from arsdecode.methods.ars import sample as _sample
-from arsdecode.methods.dispatch import Method
+from arsdecode.methods.dispatch import MarginalsMethod, Method
 from arsdecode.methods.marginals import Marginal, MarginalsResult
 from arsdecode.methods.results import DecodeResult, KBestResult, SampleResult, SampleTrace
 from arsdecode.model import ModelLike, as_target_model
@@ -119,18 +119,23 @@ def adapt(lm: ModelLike, lattice: Lattice, **options: Any) -> SampleResult:
 def marginals(
     lm: ModelLike,
     lattice: Lattice,
-    n: int,
+    n: int = 1000,
     seed: int | None = None,
     *,
     all_candidates: bool = True,
+    method: MarginalsMethod = "auto",
     **options: Any,
 ) -> MarginalsResult:
-    """Per position, every candidate's posterior probability with a 95% Wilson interval, from
-    `n` exact samples, and ln Z with its 95% interval from the same run
-    (`methods.marginals.posterior_marginals`; options go to `sample`). `all_candidates=False`
-    lists only the tokens drawn."""
+    """Per position, every candidate's posterior probability and ln Z
+    (`methods.marginals.posterior_marginals`). `method` "full": exact, by forward-backward over
+    the merged full-model states (`exact` true, zero-width intervals); "sample": from `n` exact
+    samples, with 95% Wilson intervals and ln Z's 95% interval from the same run (options go to
+    `sample`); "auto" (the default): exact when the merged states fit a budget
+    (`methods.dispatch.MARGINALS_FULL_STATES`), else sampled. `all_candidates=False` lists only
+    the tokens drawn (exact: of nonzero probability)."""
     return _marginals.posterior_marginals(as_target_model(lm), lattice, n, seed,
-                                          all_candidates=all_candidates, **options)
+                                          all_candidates=all_candidates, method=method,
+                                          **options)
 
 
 def sms_decode(

@@ -1,5 +1,6 @@
-"""`arsdecode marginals`: posterior marginals of a lattice with 95% intervals, from N exact
-samples, plus the evidence ln Z and its interval (see methods.marginals, methods.evidence).
+"""`arsdecode marginals`: posterior marginals of a lattice and the evidence ln Z, exact (by
+forward-backward over the merged full-model states) or with 95% intervals from N exact samples
+(see methods.marginals, methods.evidence); `--method` chooses, auto by a state budget.
 
 Why a command of its own: a user who wants confidence per position (which word or tag, how
 sure) should not have to post-process `sample --json`; the intervals are computed once, here,
@@ -14,6 +15,7 @@ from arsdecode.cli.options import (
     EXIT_OK,
     EXIT_STATUS_HELP,
     LATTICE_HELP,
+    MARGINALS_METHODS,
     UNITS_HELP,
     add_engine_options,
     add_lm_strictness_options,
@@ -28,15 +30,21 @@ from arsdecode.cli.output import fixed, print_json
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
-        "marginals", help="posterior marginals with 95%% intervals, and ln Z",
-        description="Draw N exact samples of a lattice's paths and report, per position, each "
-                    "token's posterior probability with a 95% Wilson interval, plus the "
-                    "evidence ln Z with its interval.",
+        "marginals", help="posterior marginals (exact, or with 95%% intervals), and ln Z",
+        description="Report, per position, each token's posterior probability, plus the "
+                    "evidence ln Z: exact by forward-backward over the merged full-model "
+                    "states (zero-width intervals, \"exact\": true), or from N exact samples "
+                    "with 95% Wilson intervals and an interval on ln Z.",
         epilog=epilog(UNITS_HELP, LATTICE_HELP, EXIT_STATUS_HELP),
     )
     p.add_argument("--lm", required=True, help="ARPA, MAX-ARPA or maxarpa binary model")
     p.add_argument("--lattice", required=True, help="lattice JSON file")
-    p.add_argument("-n", type=positive_int, required=True, help="number of exact samples")
+    p.add_argument("-n", type=positive_int, default=1000,
+                   help="number of exact samples, when sampling (default 1000)")
+    p.add_argument("--method", choices=MARGINALS_METHODS, default="auto",
+                   help="full: exact marginals and ln Z; sample: from N exact samples; auto "
+                        "(default): exact when the merged full-model states fit a budget, "
+                        "else sample")
     p.add_argument("--all-candidates", action="store_true",
                    help="list every candidate, also those never drawn (p = 0, upper bound)")
     p.add_argument("--top", type=positive_int, default=5,
@@ -55,15 +63,20 @@ def run(args: argparse.Namespace) -> int:
     check_batch_fits(args.batch, lattice)
     lm = load_lm(args.lm, config=lm_config(args))
     result = marginals(lm, lattice, args.n, args.seed, all_candidates=args.all_candidates,
-                       batch=args.batch, target_ar=args.target_ar, ar_window=args.ar_window,
-                       variant=args.variant)
+                       method=args.method, batch=args.batch, target_ar=args.target_ar,
+                       ar_window=args.ar_window, variant=args.variant)
     if args.json:
         print_json(result.to_json())
         return EXIT_OK
     r = result.draws
     for i, pos in enumerate(result.marginals):
-        cells = "  ".join(f"{m.token} {m.p:.3f} [{m.lo:.3f}, {m.hi:.3f}]" for m in pos[: args.top])
+        cells = "  ".join(f"{m.token} {m.p:.3f}" + ("" if result.exact else
+                                                    f" [{m.lo:.3f}, {m.hi:.3f}]")
+                          for m in pos[: args.top])
         print(f"{i}\t{cells}")
+    if r is None:
+        print(f"exact log_Z={fixed(result.log_Z, 4)} (ln) seconds={result.seconds:.3f}")
+        return EXIT_OK
     print(f"samples={len(r.samples)} trials={r.trials} log_Z={fixed(r.log_Z, 4)} (ln) "
           f"[{fixed(r.log_Z_ci[0], 4)}, {fixed(r.log_Z_ci[1], 4)}] seconds={r.seconds:.3f}")
     return EXIT_OK

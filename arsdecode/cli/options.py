@@ -33,6 +33,8 @@ EXIT_INTERRUPTED = 130
 
 METHODS: tuple[str, ...] = ("auto", "ars", "full")
 """`--method` choices: `arsdecode.methods.dispatch.METHODS`."""
+MARGINALS_METHODS: tuple[str, ...] = ("auto", "full", "sample")
+"""`marginals --method` choices: `arsdecode.methods.dispatch.MARGINALS_METHODS`."""
 VARIANTS: tuple[str, ...] = ("all-edges", "paper")
 """`--variant` choices: `arsdecode.core.automaton.VARIANTS`."""
 DEFAULT_VARIANT = "all-edges"

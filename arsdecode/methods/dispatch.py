@@ -37,13 +37,19 @@ from arsdecode.methods import cost_model, fast_full
 from arsdecode.methods.ars import decode as ars_decode
 from arsdecode.methods.cost_model import LatticeSizes
 from arsdecode.methods.fast_full import BatchResult
-from arsdecode.methods.full import full_decode
+from arsdecode.methods.full import StatesBudgetExceeded, full_decode, full_marginals
 from arsdecode.methods.lockstep import ars_lockstep, lockstep_groups
 from arsdecode.methods.results import DecodeResult
 from arsdecode.model import ModelLike, TargetModel, as_target_model, ngram_tables
 
 Method = Literal["auto", "ars", "full"]
 METHODS: tuple[str, ...] = ("auto", "ars", "full")
+MarginalsMethod = Literal["auto", "full", "sample"]
+MARGINALS_METHODS: tuple[str, ...] = ("auto", "full", "sample")
+
+# auto's budget for exact marginals: merged full-model states (all layers, kept for the backward
+# pass). Past it the forward pass is abandoned and the marginals are sampled (by ARS).
+MARGINALS_FULL_STATES = 200_000
 
 # Floors of auto's pair budget, one per transition store of the compiled DP
 # (cost_model.small_vocab): the budgets bench_auto's sweep validated for short lattices.
@@ -210,6 +216,27 @@ def decode(lm: ModelLike, lattice: Lattice, *, method: Method = "auto",
         elif method == "full":  # no compiled tables: the numpy reference DP
             return _reference_full(model, [lattice], [0])[0]
     return ars_decode(model, lattice, **options)  # ARS takes every option
+
+
+def exact_marginals(lm: ModelLike, lattice: Lattice, method: str
+                    ) -> tuple[list[np.ndarray], float] | None:
+    """The marginals' method choice: exact posteriors and ln Z from forward-backward over the
+    merged full-model states (`methods.full.full_marginals`), or None when they are sampled.
+
+    "full" always runs the exact pass; "sample" never does; "auto" runs it within
+    MARGINALS_FULL_STATES merged states and returns None past them (the work done so far is
+    abandoned). Raises OptionError for an unknown method, NoPathError if every path has
+    probability zero (exact pass only).
+    """
+    if method not in MARGINALS_METHODS:
+        raise OptionError(f"unknown method {method!r}; choose from {MARGINALS_METHODS}")
+    if method == "sample":
+        return None
+    budget = MARGINALS_FULL_STATES if method == "auto" else None
+    try:
+        return full_marginals(lm, lattice, max_states=budget)
+    except StatesBudgetExceeded:
+        return None
 
 
 Plan = tuple[bool, "np.ndarray | None"]

@@ -3,8 +3,9 @@
 Why it exists: adaptive rejection sampling claims to find the same optimum and to sample the same
 distribution as the full high-order HMM while building a small fraction of its states. This module
 is that full HMM, written independently of the q-automaton so the two can check each other:
-Viterbi (`full_decode`), the forward algorithm (`full_log_partition`) and forward filtering with
-backward sampling (`full_sample`), all in natural log with the same target as `Target.log_p`:
+Viterbi (`full_decode`), the forward algorithm (`full_log_partition`), forward filtering with
+backward sampling (`full_sample`) and forward-backward posterior marginals (`full_marginals`),
+all in natural log with the same target as `Target.log_p`:
 
     log p(x) = sum_i ln p(x_i | <s> x_1..x_{i-1}) + ln p(</s> | <s> x) + sum_i e_i(x_i)
 
@@ -78,6 +79,12 @@ class _Sweep:
     alphas: list[np.ndarray]  # forward values before each position, kept with `layers`
     back: list[np.ndarray]  # per layer, the best pair of each state (Viterbi)
     dp_states: int
+    final: np.ndarray  # per final-layer state, ln p(</s> | state) (the backward start)
+
+
+class StatesBudgetExceeded(Exception):
+    """Raised by `_sweep` when the merged states pass `max_states` (the caller falls back to
+    another method; never seen by a user)."""
 
 
 def _group_rows(rows: np.ndarray) -> tuple[int, np.ndarray]:
@@ -97,8 +104,10 @@ def _sweep(
     semiring: type[Semiring],
     minimize: bool,
     keep: bool,
+    max_states: int | None = None,
 ) -> _Sweep:
-    """The forward dynamic program in `semiring`; with `MaxPlus` also the back pointers."""
+    """The forward dynamic program in `semiring`; with `MaxPlus` also the back pointers.
+    Raises StatesBudgetExceeded as soon as the states built pass `max_states`."""
     w = max(lm.order - 1, 0)
     cut = minimize and w > 0
     ctx = np.full((1, w), -1, dtype=np.int64)
@@ -144,10 +153,13 @@ def _sweep(
             layers.append(_Layer(prev, cand, score, group, starts, size))
             alphas.append(alpha)
         dp_states += size
+        if max_states is not None and dp_states > max_states:
+            raise StatesBudgetExceeded(f"{dp_states} merged states > {max_states}")
     eos = np.full(len(ctx), lm.eos, dtype=np.int64)
     with quiet():
-        alpha = alpha + lm.log_prob(ctx, eos)
-    return _Sweep(alpha, layers, alphas, back, dp_states)
+        final = lm.log_prob(ctx, eos)
+        alpha = alpha + final
+    return _Sweep(alpha, layers, alphas, back, dp_states, final)
 
 
 # ----- public API --------------------------------------------------------------------------
@@ -217,6 +229,36 @@ def full_sample(
         cands[i] = layer.cand[pick]
         state = layer.prev[pick]
     return [[lattice.tokens[i][cands[i, k]] for i in range(len(lattice))] for k in range(n)]
+
+
+def full_marginals(
+    lm: ModelLike, lattice: Lattice, *, minimize: bool = True, max_states: int | None = None,
+) -> tuple[list[np.ndarray], float]:
+    """Exact posterior marginals and ln Z: forward-backward in the log semiring over the
+    merged states of `_sweep` (the forward pass is the one `full_log_partition` runs).
+
+    Returns, per position, an array of p(x_i = candidate k) over that position's candidates
+    (0 for a candidate with emission -inf or on no path; each array sums to 1), and ln Z, all
+    float64. The backward value of a state is ln of the mass from it to </s>; a pair's
+    posterior is exp(alpha[prev] + score + beta[next] - ln Z), summed per candidate.
+    Raises NoPathError if every path has probability zero, StatesBudgetExceeded when the
+    merged states pass `max_states`.
+    """
+    sw = _sweep(as_target_model(lm), lattice, semiring=LogSumExp, minimize=minimize,
+                keep=True, max_states=max_states)
+    log_z = logsumexp(sw.alpha)
+    if log_z == -math.inf:
+        raise NoPathError("every path has probability zero")
+    beta = sw.final
+    out: list[np.ndarray] = [np.empty(0)] * len(lattice)
+    for i in range(len(lattice) - 1, -1, -1):
+        layer = sw.layers[i]
+        with quiet():
+            through = layer.score + beta[layer.group]  # ln mass from the pair's source to </s>
+            post = np.exp(sw.alphas[i][layer.prev] + through - log_z)
+        out[i] = np.bincount(layer.cand, weights=post, minlength=len(lattice.tokens[i]))
+        beta = LogSumExp.scatter_sum(through, layer.prev, len(sw.alphas[i]))
+    return out, log_z
 
 
 def full_state_count(lm: ModelLike, lattice: Lattice, *, minimized: bool = False

@@ -1,4 +1,5 @@
-"""Posterior marginals p(x_i = token) with 95% intervals, from exact samples.
+"""Posterior marginals p(x_i = token): exact by forward-backward, or with 95% intervals from
+exact samples.
 
 Why from samples: ARS samples are exact and i.i.d., so the count of a token at a position is
 Binomial(N, m) with m the true marginal, and a binomial interval is an honest statement about
@@ -8,21 +9,28 @@ m. The Wilson score interval is used (not the Wald p +- 1.96 sd): it keeps its c
 measured against brute-force marginals in tests/test_marginals.py.
 
 `posterior_marginals` is the whole computation behind `arsdecode.marginals` and the
-`arsdecode marginals` command: N exact samples, their marginals, and the evidence ln Z of the
-same run (`methods.evidence`).
+`arsdecode marginals` command. method "sample": N exact samples, their marginals, and the
+evidence ln Z of the same run (`methods.evidence`). method "full": the exact marginals and ln Z
+by forward-backward over the merged full-model states (`methods.full.full_marginals`), reported
+with zero-width intervals and `exact` true. "auto" (`methods.dispatch.exact_marginals` decides)
+is "full" when the merged states fit its budget, else "sample".
 """
 
 from __future__ import annotations
 
 import math
+import time
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from arsdecode.errors import OptionError
 from arsdecode.lattice import Lattice
 from arsdecode.methods.ars import sample
+from arsdecode.methods.dispatch import MarginalsMethod, exact_marginals
 from arsdecode.methods.evidence import Z95
 from arsdecode.methods.results import SampleResult
 from arsdecode.model import ModelLike
@@ -94,12 +102,15 @@ def marginals_json(marginals: list[list[Marginal]]) -> list[list[list]]:
 @dataclass(frozen=True)
 class MarginalsResult:
     """Per position, each token's posterior marginal with its 95% interval, and the evidence
-    ln Z with its 95% interval, from one run of exact samples (kept in `draws`)."""
+    ln Z with its 95% interval, from one run of exact samples (kept in `draws`); or, with
+    `exact`, the exact marginals and ln Z (zero-width intervals, `draws` None)."""
 
     marginals: list[list[Marginal]]
     log_Z: float
     log_Z_ci: tuple[float, float]
-    draws: SampleResult
+    draws: SampleResult | None
+    exact: bool = False
+    seconds: float = 0.0  # wall time of the exact computation (sampled: `draws.seconds`)
 
     def to_json(self) -> dict:
         """JSON-ready dict (natural logs), as `arsdecode marginals --json` prints it. Only
@@ -108,10 +119,28 @@ class MarginalsResult:
             "marginals": marginals_json(self.marginals),
             "log_Z": self.log_Z,
             "log_Z_ci": list(self.log_Z_ci),
-            "samples": self.draws.samples,
-            "trials": self.draws.trials,
-            "timing": {"seconds": self.draws.seconds},
+            "exact": self.exact,
+            "samples": self.draws.samples if self.draws else [],
+            "trials": self.draws.trials if self.draws else 0,
+            "timing": {"seconds": self.draws.seconds if self.draws else self.seconds},
         }
+
+
+def marginals_from_probabilities(probs: Sequence[np.ndarray], lattice: Lattice, *,
+                                 all_candidates: bool = True) -> list[list[Marginal]]:
+    """Exact per-candidate probabilities as Marginals with zero-width intervals, sorted like
+    `marginals_from_samples` (by p, then lattice order); a token listed twice at a position is
+    one row with the summed p. `all_candidates=False` drops tokens of probability 0."""
+    out = []
+    for toks, ps in zip(lattice.tokens, probs, strict=True):
+        by_token: dict[str, float] = {}
+        for t, p in zip(toks, ps, strict=True):
+            by_token[t] = by_token.get(t, 0.0) + float(p)
+        rows = [Marginal(t, p, p, p) for t, p in by_token.items()
+                if all_candidates or p > 0.0]
+        order = sorted(range(len(rows)), key=lambda k: (-rows[k].p, k))
+        out.append([rows[k] for k in order])
+    return out
 
 
 def posterior_marginals(
@@ -121,18 +150,30 @@ def posterior_marginals(
     seed: int | None = None,
     *,
     all_candidates: bool = True,
+    method: MarginalsMethod = "auto",
     **sample_options: Any,
 ) -> MarginalsResult:
-    """Posterior marginals of every position from `n` exact samples (`methods.ars.sample`,
-    which takes `sample_options`: batch, target_ar, ar_window, variant, ...), with Wilson
-    intervals, and the run's importance estimate of ln Z with its interval.
+    """Posterior marginals of every position, exact or sampled by `method` (module docstring).
+
+    Sampled: from `n` exact samples (`methods.ars.sample`, which takes `sample_options`:
+    batch, target_ar, ar_window, variant, ...), with Wilson intervals, and the run's importance
+    estimate of ln Z with its interval. Exact: `n`, `seed` and `sample_options` are unused.
 
     `all_candidates` lists every candidate of a position, also those never drawn (p = 0 and
-    an upper bound, which is information too); False lists only the drawn tokens.
-    Raises OptionError for n < 1 and NoPathError if every path has probability zero.
+    an upper bound, which is information too); False lists only the drawn tokens (exact: those
+    of nonzero probability).
+    Raises OptionError for n < 1 or an unknown method, NoPathError if every path has
+    probability zero.
     """
     if n < 1:
         raise OptionError("n (the number of samples) must be >= 1 to estimate marginals")
+    t0 = time.perf_counter()
+    exact = exact_marginals(lm, lattice, method)
+    if exact is not None:
+        probs, log_z = exact
+        return MarginalsResult(
+            marginals_from_probabilities(probs, lattice, all_candidates=all_candidates),
+            log_z, (log_z, log_z), None, exact=True, seconds=time.perf_counter() - t0)
     draws = sample(lm, lattice, n, seed, **sample_options)
     marginals = marginals_from_samples(draws.samples, lattice if all_candidates else None)
     return MarginalsResult(marginals, draws.log_Z, draws.log_Z_ci, draws)
