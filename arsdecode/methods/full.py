@@ -3,8 +3,9 @@
 Why it exists: adaptive rejection sampling claims to find the same optimum and to sample the same
 distribution as the full high-order HMM while building a small fraction of its states. This module
 is that full HMM, written independently of the q-automaton so the two can check each other:
-Viterbi (`full_decode`), the forward algorithm (`full_log_partition`) and forward filtering with
-backward sampling (`full_sample`), all in natural log with the same target as `Target.log_p`:
+Viterbi (`full_decode`), exact k-best (`full_kbest`), the forward algorithm
+(`full_log_partition`) and forward filtering with backward sampling (`full_sample`), all in
+natural log with the same target as `Target.log_p`:
 
     log p(x) = sum_i ln p(x_i | <s> x_1..x_{i-1}) + ln p(</s> | <s> x) + sum_i e_i(x_i)
 
@@ -75,7 +76,7 @@ class _Layer:
 @dataclass(frozen=True)
 class _Sweep:
     alpha: np.ndarray  # per final-layer state, max or logsumexp including </s>
-    layers: list[_Layer]  # kept only when asked (sampling)
+    layers: list[_Layer]  # kept only when asked (sampling, k-best)
     alphas: list[np.ndarray]  # forward values before each position, kept with `layers`
     back: list[np.ndarray]  # per layer, the best pair of each state (Viterbi)
     dp_states: int
