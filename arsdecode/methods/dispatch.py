@@ -37,7 +37,12 @@ from arsdecode.methods import cost_model, fast_full
 from arsdecode.methods.ars import decode as ars_decode
 from arsdecode.methods.cost_model import LatticeSizes
 from arsdecode.methods.fast_full import BatchResult
-from arsdecode.methods.full import StatesBudgetExceeded, full_decode, full_marginals
+from arsdecode.methods.full import (
+    StatesBudgetExceeded,
+    full_decode,
+    full_kbest,
+    full_marginals,
+)
 from arsdecode.methods.lockstep import ars_lockstep, lockstep_groups
 from arsdecode.methods.results import DecodeResult
 from arsdecode.model import ModelLike, TargetModel, as_target_model, ngram_tables
@@ -191,14 +196,16 @@ def decode(lm: ModelLike, lattice: Lattice, *, method: Method = "auto",
     "auto" runs the full DP within its `auto_budgets` budget, else ARS (the module docstring
     says why). Returns a DecodeResult whose `method` says which ran. With `k`, returns instead
     the K best distinct paths, each exact and certified (`arsdecode.methods.kbest.decode_kbest`,
-    a KBestResult, always by ARS). Raises NoPathError if every path has probability zero.
+    a KBestResult): method "full" runs the merged full DP's exact k-best
+    (`arsdecode.methods.full.full_kbest`, the numpy reference, for any target), "ars" and
+    "auto" run ARS. Raises NoPathError if every path has probability zero.
     """
     check_method(method)
     if k is not None:
         from arsdecode.methods.kbest import decode_kbest
 
-        if method == "full":
-            raise OptionError("k-best decoding runs on the q-automaton: use method 'ars' or 'auto'")
+        if method == "full":  # the numpy reference DP's K-lists (any target); ARS options,
+            return full_kbest(lm, lattice, k)  # as for method "full" without k, do not apply
         kbest_options = {o: v for o, v in options.items()
                          if o in ("variant", "max_iterations", "tol")}
         return decode_kbest(lm, lattice, k, **kbest_options)

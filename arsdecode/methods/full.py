@@ -3,9 +3,10 @@
 Why it exists: adaptive rejection sampling claims to find the same optimum and to sample the same
 distribution as the full high-order HMM while building a small fraction of its states. This module
 is that full HMM, written independently of the q-automaton so the two can check each other:
-Viterbi (`full_decode`), the forward algorithm (`full_log_partition`), forward filtering with
-backward sampling (`full_sample`) and forward-backward posterior marginals (`full_marginals`),
-all in natural log with the same target as `Target.log_p`:
+Viterbi (`full_decode`), exact k-best (`full_kbest`), the forward algorithm
+(`full_log_partition`), forward filtering with backward sampling (`full_sample`) and
+forward-backward posterior marginals (`full_marginals`), all in natural log with the same
+target as `Target.log_p`:
 
     log p(x) = sum_i ln p(x_i | <s> x_1..x_{i-1}) + ln p(</s> | <s> x) + sum_i e_i(x_i)
 
@@ -35,8 +36,9 @@ import numpy as np
 
 from arsdecode.core.dp import draw_in_segments
 from arsdecode.core.semiring import LogSumExp, MaxPlus, Semiring, logsumexp, quiet
-from arsdecode.errors import NoPathError
+from arsdecode.errors import NoPathError, OptionError
 from arsdecode.lattice import Lattice
+from arsdecode.methods.results import KBestResult, ScoredPath
 from arsdecode.model import ModelLike, TargetModel, as_target_model
 
 if TYPE_CHECKING:
@@ -75,7 +77,7 @@ class _Layer:
 @dataclass(frozen=True)
 class _Sweep:
     alpha: np.ndarray  # per final-layer state, max or logsumexp including </s>
-    layers: list[_Layer]  # kept only when asked (sampling)
+    layers: list[_Layer]  # kept only when asked (sampling, k-best)
     alphas: list[np.ndarray]  # forward values before each position, kept with `layers`
     back: list[np.ndarray]  # per layer, the best pair of each state (Viterbi)
     dp_states: int
@@ -191,6 +193,93 @@ def full_decode(lm: ModelLike, lattice: Lattice, *, minimize: bool = True
         seconds=time.perf_counter() - t0,
         dp_states=sw.dp_states,
     )
+
+
+def full_kbest(lm: ModelLike, lattice: Lattice, k: int, *, minimize: bool = True
+               ) -> KBestResult:
+    """The k most probable distinct paths of p by the merged full DP, exact in float64.
+
+    Huang & Chiang (2005)'s Algorithm 1 on the layered DAG of merged states (each node has
+    in-edges from one layer only, so a "hyperedge" is a (state, candidate) pair): after the
+    Viterbi sweep's layers are built, every state keeps its K best prefixes, the top K of the
+    union over its in-pairs of (the K-list of the pair's state + the pair's weight), one numpy
+    sort per layer over (pairs x K) entries; then the top K of the final K-lists plus
+    ln p(</s> | state). A path is one DAG path (the merged states are a deterministic function
+    of the candidates), so the K paths are distinct. Cost O(pairs K log(pairs K)) per layer.
+
+    Ties are broken as `kbest` documents: the K-lists are ordered by score, then by candidate
+    indices lexicographically (each kept prefix carries its rank in that order, so a tie
+    between prefixes from different states is decided like one within a state); the result is
+    ordered by ln p (the DP's float64 sum), then by candidate indices.
+    Zero-probability paths are never returned, so fewer than K come back when fewer than K
+    paths have p > 0. `certified` is True, `log_q = log_p`, `method = "full"`.
+
+    Raises:
+        OptionError: k < 1.
+        NoPathError: every path has probability zero.
+    """
+    if k < 1:
+        raise OptionError("k (the number of paths) must be >= 1")
+    t0 = time.perf_counter()
+    model = as_target_model(lm)
+    sw = _sweep(model, lattice, semiring=MaxPlus, minimize=minimize, keep=True)
+    vals = np.full((1, k), -np.inf)
+    vals[0, 0] = 0.0
+    lex = np.zeros((1, k), dtype=np.int64)  # each kept prefix's rank in lexicographic order
+    backs: list[tuple[np.ndarray, np.ndarray]] = []  # per layer: (pair, rank) of [state, r]
+    for layer in sw.layers:
+        with quiet():
+            tot = (vals[layer.prev] + layer.score[:, None]).ravel()
+        pair = np.repeat(np.arange(len(layer.prev)), k)
+        rank = np.tile(np.arange(k), len(layer.prev))
+        live = tot > -np.inf
+        tot, pair, rank = tot[live], pair[live], rank[live]
+        grp = layer.group[pair]
+        # (prefix, candidate) is a distinct path prefix: its lexicographic rank breaks ties
+        key = np.empty(len(pair), dtype=np.int64)
+        key[np.lexsort((layer.cand[pair], lex[layer.prev[pair], rank]))] = np.arange(len(pair))
+        order = np.lexsort((key, -tot, grp))  # by state, best first, then lexicographic
+        tot, pair, rank, grp, key = (a[order] for a in (tot, pair, rank, grp, key))
+        pos = _rank_in_groups(grp)
+        top = pos < k
+        vals = np.full((layer.size, k), -np.inf)
+        back_pair = np.full((layer.size, k), -1, dtype=np.int64)
+        back_rank = np.full((layer.size, k), -1, dtype=np.int64)
+        lex = np.zeros((layer.size, k), dtype=np.int64)
+        vals[grp[top], pos[top]] = tot[top]
+        lex[grp[top], pos[top]] = key[top]
+        back_pair[grp[top], pos[top]] = pair[top]
+        back_rank[grp[top], pos[top]] = rank[top]
+        backs.append((back_pair, back_rank))
+    with quiet():
+        final = (vals + sw.final[:, None]).ravel()
+    cells = np.flatnonzero(final > -np.inf)
+    cells = cells[np.lexsort((lex.ravel()[cells], -final[cells]))][:k]
+    if len(cells) == 0:
+        raise NoPathError("every path has probability zero")
+    rows = []
+    for cell in cells.tolist():
+        state, r = divmod(cell, k)
+        idx = []
+        for i in range(len(lattice) - 1, -1, -1):
+            back_pair, back_rank = backs[i]
+            p, r = int(back_pair[state, r]), int(back_rank[state, r])
+            idx.append(int(sw.layers[i].cand[p]))
+            state = int(sw.layers[i].prev[p])
+        rows.append((float(final[cell]), tuple(reversed(idx))))
+    rows.sort(key=lambda row: (-row[0], row[1]))
+    paths = [ScoredPath([lattice.tokens[i][j] for i, j in enumerate(idx)], idx, lp, lp)
+             for lp, idx in rows]
+    return KBestResult(paths, 1, sw.dp_states, time.perf_counter() - t0, True, method="full")
+
+
+def _rank_in_groups(grp: np.ndarray) -> np.ndarray:
+    """Each entry's position within its run of equal values of the sorted `grp`."""
+    if len(grp) == 0:
+        return np.zeros(0, dtype=np.int64)
+    starts = np.flatnonzero(np.r_[True, grp[1:] != grp[:-1]])
+    lengths = np.diff(np.r_[starts, len(grp)])
+    return np.arange(len(grp)) - np.repeat(starts, lengths)
 
 
 def full_log_partition(lm: ModelLike, lattice: Lattice, *, minimize: bool = True

@@ -135,3 +135,4 @@ class KBestResult:
     states: int
     seconds: float
     certified: bool
+    method: str = "ars"  # which exact method produced it: "ars" (kbest) or "full" (full_kbest)
