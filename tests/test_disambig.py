@@ -257,3 +257,50 @@ def test_shared_rows_on_a_big_map(tmp_path: Path):
     lines = [f"o{i} x 0.5 y 0.25 z 0.25" for i in range(1000)]
     m = DisambigMap.parse("\n".join(lines))
     assert m.distinct_rows == 1
+
+
+# ---------------------------------------------------------------- batch --map
+
+
+def test_batch_map_equals_brute_force_and_names_bad_lines(random_lms, tmp_path, capsys):
+    import json
+
+    rng = random.Random(11)
+    for model in random_lms[:4]:
+        map_text, ref, text = _random_problem(rng, model.words, False)
+        (tmp_path / "map").write_text(map_text)
+        items = [{"id": i, "observed": s} for i, s in enumerate(text)]
+        items.append({"id": "bad", "observed": ["nope"]})
+        items.append({"id": "shape", "positions": [[["a", 0.0]]]})
+        (tmp_path / "in.jsonl").write_text("".join(json.dumps(x) + "\n" for x in items))
+        out = tmp_path / f"out_{model.name}.jsonl"
+        code = cli.main(["batch", "--lm", str(model.path), "--in", str(tmp_path / "in.jsonl"),
+                         "--out", str(out), "--map", str(tmp_path / "map"),
+                         "--model-cache", str(tmp_path / "cache"), "--ordered"])
+        capsys.readouterr()
+        assert code == 0
+        lines = [json.loads(x) for x in out.read_text().splitlines()]
+        assert [x["id"] for x in lines] == [x["id"] for x in items]
+        for sentence, line in zip(text, lines, strict=False):
+            brute = brute_model(model.lm, _reference_lattice(ref, sentence))
+            assert tuple(line["tokens"]) in brute.near_best(1e-9)
+            assert line["log_p"] == pytest.approx(brute.best_log_p, abs=1e-9)
+        assert lines[-2]["error"].startswith("line ") and "'nope' is not in the map" in \
+            lines[-2]["error"]
+        assert '"observed" must be a non-empty list' in lines[-1]["error"]
+
+
+@pytest.mark.parametrize("extra, fragment", [
+    (["--task", "tag", "--map", "MAP"], "--map is for --task decode or sample"),
+    (["--keep-unk"], "need --map"),
+    (["--map", "-"], "--map must be a file"),
+])
+def test_batch_map_option_errors(random_lms, tmp_path, capsys, extra, fragment):
+    (tmp_path / "map").write_text("a x\n")
+    (tmp_path / "in.jsonl").write_text('{"id": 1, "observed": ["a"]}\n')
+    extra = [str(tmp_path / "map") if x == "MAP" else x for x in extra]
+    code = cli.main(["batch", "--lm", str(random_lms[0].path), "--in",
+                     str(tmp_path / "in.jsonl"), "--out", str(tmp_path / "o.jsonl"),
+                     "--model-cache", str(tmp_path / "cache"), *extra])
+    _, err = capsys.readouterr()
+    assert code == 2 and len(err.splitlines()) == 1 and fragment in err
