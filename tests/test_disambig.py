@@ -213,6 +213,38 @@ def test_cli_nbest_format_equals_brute_force(random_lms, tmp_path, capsys):
                 assert int(score[1:-1]) == int(np.rint(lp * BYTELOG_PER_LN))
 
 
+def test_cli_lmw_scales_the_map_against_the_lm(random_lms, tmp_path, capsys):
+    """lmw * ln p_LM + mapw * ln p_map: best path and NBestList scores vs brute force."""
+    rng = random.Random(5)
+    for model in random_lms:
+        map_text, ref, text = _random_problem(rng, model.words, False, zero=False)
+        (tmp_path / "map").write_text(map_text)
+        (tmp_path / "obs").write_text("\n".join(" ".join(s) for s in text) + "\n")
+        lmw, mapw = rng.choice([(2.0, 0.5), (0.3, 1.0), (4.0, 3.0)])
+        base = ["--text", str(tmp_path / "obs"), "--map", str(tmp_path / "map"), "--lm",
+                str(model.path), "--lmw", str(lmw), "--mapw", str(mapw)]
+        code, out, _ = _run(capsys, *base)
+        assert code == 0
+        code, nbest, _ = _run(capsys, *base, "--nbest", "2")
+        assert code == 0
+        for sentence, line, block in zip(text, out.splitlines(),
+                                         nbest.split("NBestList1.0\n")[1:], strict=True):
+            # brute force on the unscaled pieces: LM from the model, map from the reference
+            lattice = _reference_lattice(ref, sentence)
+            lm_only = brute_model(model.lm, Lattice.from_lists(
+                [[(h, 0.0) for h, _ in ref[o]] for o in sentence]))
+            emis = {p: lp_all - lp_lm for p, lp_all, lp_lm in zip(
+                lm_only.paths, brute_model(model.lm, lattice).log_p, lm_only.log_p,
+                strict=True)}
+            total = {p: lmw * lm_only.score(p) + mapw * emis[p] for p in lm_only.paths}
+            best = max(total.values())
+            assert total[tuple(line.split())] == pytest.approx(best, abs=1e-9)
+            for hyp in block.splitlines():
+                score, _, words = hyp.partition(" ")
+                assert int(score[1:-1]) == int(np.rint(total[tuple(words.split())]
+                                                       * BYTELOG_PER_LN))
+
+
 def test_cli_keep_unk_blank_lines_and_default_model(tmp_path, capsys):
     (tmp_path / "map").write_text("TEH the 0.9 teh 0.1\nSTATE state\n")
     (tmp_path / "obs").write_text("teh state\n\nteh zzqq state\n")

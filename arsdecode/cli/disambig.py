@@ -64,9 +64,20 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                         "'(bytelog) w1 w2 ...', bytelog = round(ln p * 10000.5 / 1024)")
     p.add_argument("--mapw", type=non_negative_float, default=1.0, metavar="W",
                    help="weight of the map's log probabilities (default 1)")
+    p.add_argument("--lmw", type=positive_float, default=1.0, metavar="W",
+                   help="weight of the LM's log probabilities, > 0 (default 1): the score is "
+                        "lmw * ln p_LM + mapw * ln p_map, decoded exactly as ln p_LM + "
+                        "(mapw / lmw) * ln p_map, the same argmax and ranking")
     add_max_iterations(p)
     add_lm_strictness_options(p)
     p.set_defaults(handler=run)
+
+
+def positive_float(text: str) -> float:
+    value = non_negative_float(text)
+    if value == 0:
+        raise argparse.ArgumentTypeError("must be > 0, got 0")
+    return value
 
 
 def bytelog(log_p: float) -> int | str:
@@ -85,7 +96,10 @@ def run(args: argparse.Namespace) -> int:
 
     lm_path = str(DEFAULT_LM) if args.lm is None else args.lm
     dmap = DisambigMap.read(args.map, logmap=args.logmap, tolower=args.tolower)
-    lattices = text_lattices(dmap, args.text, mapw=args.mapw, keep_unk=args.keep_unk)
+    # lmw * LM + mapw * map = lmw * (LM + (mapw / lmw) * map): the engine decodes the bracket
+    # (same argmax, same ranking) and the printed scores are multiplied back by lmw.
+    lattices = text_lattices(dmap, args.text, mapw=args.mapw / args.lmw,
+                             keep_unk=args.keep_unk)
     lm = load_lm(lm_path, config=lm_config(args))
     if args.order is not None and args.order < lm.order:
         raise OptionError(f"--order {args.order}: lower than the model's order {lm.order}; "
@@ -108,7 +122,7 @@ def run(args: argparse.Namespace) -> int:
                               max_iterations=args.max_iterations)
             uncertified = max(uncertified, 0 if kb.certified else kb.iterations)
             for path in kb.paths:
-                print(f"({bytelog(path.log_p)}) {' '.join(path.tokens)}")
+                print(f"({bytelog(args.lmw * path.log_p)}) {' '.join(path.tokens)}")
     else:
         results = iter(decode_many(lm, todo, method="auto",
                                    max_iterations=args.max_iterations))
