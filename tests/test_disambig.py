@@ -336,3 +336,23 @@ def test_batch_map_option_errors(random_lms, tmp_path, capsys, extra, fragment):
                      "--model-cache", str(tmp_path / "cache"), *extra])
     _, err = capsys.readouterr()
     assert code == 2 and len(err.splitlines()) == 1 and fragment in err
+
+
+def test_fast_path_parses_as_the_general_grammar():
+    """Lines in the common `word prob` form take a fast path; it must agree with the general
+    grammar on every line, odd ones included (numbers as words, 1_0, nan, inf, -inf)."""
+    from arsdecode.lattice.disambig_map import _fast_row, _general_row
+
+    rng = random.Random(0)
+    pool = ["x", "y", "1st", "-z", "nan", "inf", "0.5", "1e-3", "-inf", "1_0", ".5", "0",
+            "2", "-0.3", "+1", "w_1", "Infinity", "\u0663", "1e5", "5.", "-.5e-1", "1e"]
+    agreed = 0
+    for _ in range(3000):
+        fields = ["o"] + [rng.choice(pool) for _ in range(rng.randint(1, 6))]
+        for logmap in (False, True):
+            fast = _fast_row(fields, logmap)
+            if fast is None:
+                continue
+            assert fast == _general_row(fields, logmap, "m:1"), (fields, logmap)
+            agreed += 1
+    assert agreed > 100

@@ -40,7 +40,7 @@ from arsdecode.lattice.confusion import SENTENCE_MARKERS, Lattice, utf8_text
 
 LN10 = math.log(10.0)
 
-_NUMBER = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?\Z")
+_NUMBER = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?\Z", re.ASCII)
 _NEG_INF = frozenset({"-inf", "-infinity"})
 
 
@@ -80,6 +80,70 @@ def _probability(field_text: str, logmap: bool) -> float | None:
     if value < 0:
         return math.nan  # reported by the caller with file and line
     return math.log(value) if value > 0 else -math.inf
+
+
+_NUMBER_START = frozenset("0123456789.+-")
+
+
+def _fast_row(fields: list[str], logmap: bool) -> tuple[list[str], list[float]] | None:
+    """The common line `observed h1 p1 h2 p2 ...` (every word with its probability, nothing
+    odd), parsed without the per-field grammar; None when anything is unusual, and the
+    general parser then reads the line (and reports what is wrong with it)."""
+    if len(fields) < 3 or len(fields) % 2 == 0:
+        return None
+    words = fields[1::2]
+    texts = fields[2::2]
+    # float() reads exactly _NUMBER's ASCII strings, plus '_' separators and inf/nan, which
+    # are ruled out here (tests/test_disambig.py checks the two parsers agree).
+    if any(w[0] in _NUMBER_START for w in words):
+        return None
+    if not all(t.isascii() and "_" not in t for t in texts):
+        return None
+    try:
+        values = [float(t) for t in texts]
+    except ValueError:
+        return None
+    if not all(math.isfinite(v) for v in values):
+        return None
+    if len(set(words)) != len(words) or not SENTENCE_MARKERS_SET.isdisjoint(words):
+        return None
+    if logmap:
+        return words, [v * LN10 for v in values]
+    if any(v < 0 for v in values):
+        return None
+    return words, [math.log(v) if v > 0 else -math.inf for v in values]
+
+
+SENTENCE_MARKERS_SET = frozenset(SENTENCE_MARKERS)
+
+
+def _general_row(fields: list[str], logmap: bool, where: str) -> tuple[list[str], list[float]]:
+    """Any line of the map grammar: a field after a hidden word that reads as a number is its
+    probability, else the word has p = 1. Raises LatticeError naming `where`."""
+    hidden: list[str] = []
+    logs: list[float] = []
+    i = 1
+    while i < len(fields):
+        word = fields[i]
+        i += 1
+        if _probability(word, logmap) is not None:
+            raise LatticeError(f"{where}: expected a hidden word, found the number "
+                               f"{word!r}")
+        lp = 0.0
+        if i < len(fields):
+            value = _probability(fields[i], logmap)
+            if value is not None:
+                i += 1
+                if math.isnan(value) or value == math.inf:
+                    raise LatticeError(f"{where}: hidden word {word!r} has the "
+                                       f"probability {fields[i - 1]!r}, not one in "
+                                       f"{'[-inf, 0] (log10)' if logmap else '[0, 1]'}")
+                lp = value
+        if word in hidden:
+            raise LatticeError(f"{where}: the hidden word {word!r} is listed twice")
+        hidden.append(word)
+        logs.append(lp)
+    return hidden, logs
 
 
 @dataclass(frozen=True, eq=False)
@@ -129,29 +193,11 @@ class DisambigMap:
             if len(fields) == 1:
                 raise LatticeError(f"{where}: the observed token {observed!r} maps to no "
                                    "hidden word")
-            hidden: list[str] = []
-            logs: list[float] = []
-            i = 1
-            while i < len(fields):
-                word = fields[i]
-                i += 1
-                if _probability(word, logmap) is not None:
-                    raise LatticeError(f"{where}: expected a hidden word, found the number "
-                                       f"{word!r}")
-                lp = 0.0
-                if i < len(fields):
-                    value = _probability(fields[i], logmap)
-                    if value is not None:
-                        i += 1
-                        if math.isnan(value) or value == math.inf:
-                            raise LatticeError(f"{where}: hidden word {word!r} has the "
-                                               f"probability {fields[i - 1]!r}, not one in "
-                                               f"{'[-inf, 0] (log10)' if logmap else '[0, 1]'}")
-                        lp = value
-                if word in hidden:
-                    raise LatticeError(f"{where}: the hidden word {word!r} is listed twice")
-                hidden.append(word)
-                logs.append(lp)
+            parsed = _fast_row(fields, logmap)
+            if parsed is not None:
+                hidden, logs = parsed
+            else:  # the general grammar, with its messages
+                hidden, logs = _general_row(fields, logmap, where)
             if observed in SENTENCE_MARKERS and hidden == [observed]:
                 continue  # SRILM's built-in default mapping; the decoder adds the markers
             for word in hidden:
