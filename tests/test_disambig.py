@@ -356,3 +356,54 @@ def test_fast_path_parses_as_the_general_grammar():
             assert fast == _general_row(fields, logmap, "m:1"), (fields, logmap)
             agreed += 1
     assert agreed > 100
+
+
+# ---------------------------------------------------------------- decode/sample --map
+
+
+def test_decode_map_equals_brute_force(random_lms, tmp_path, capsys):
+    import json
+
+    rng = random.Random(21)
+    for model in random_lms:
+        map_text, ref, text = _random_problem(rng, model.words, True)
+        (tmp_path / "map").write_text(map_text)
+        (tmp_path / "obs").write_text("\n" + " ".join(text[0]) + "\n\n")  # blank lines skipped
+        code = cli.main(["decode", "--lm", str(model.path), "--map", str(tmp_path / "map"),
+                         "--logmap", "--text", str(tmp_path / "obs"), "--mapw", "0.7",
+                         "--json"])
+        out, _ = capsys.readouterr()
+        assert code == 0
+        r = json.loads(out)
+        brute = brute_model(model.lm, _reference_lattice(ref, text[0], 0.7))
+        assert tuple(r["tokens"]) in brute.near_best(1e-9)
+        assert r["log_p"] == pytest.approx(brute.best_log_p, abs=1e-9)
+
+
+def test_sample_map_runs(random_lms, tmp_path, capsys):
+    model = random_lms[1]
+    (tmp_path / "map").write_text(f"a {model.words[0]} 0.5 {model.words[1]} 0.5\n")
+    (tmp_path / "obs").write_text("a a\n")
+    code = cli.main(["sample", "--lm", str(model.path), "--map", str(tmp_path / "map"),
+                     "--text", str(tmp_path / "obs"), "-n", "5", "--seed", "1"])
+    capsys.readouterr()
+    assert code == 0
+
+
+@pytest.mark.parametrize("argv, fragment", [
+    (["--map", "MAP"], "--map needs --text"),
+    (["--text", "OBS"], "need --map"),
+    ([], "give --lattice, or --map with --text"),
+    (["--map", "MAP", "--text", "OBS2"], "holds 2 sentences"),
+    (["--map", "MAP", "--text", "OBS", "--lattice", "x.json"], "not both"),
+])
+def test_decode_map_option_errors(random_lms, tmp_path, capsys, argv, fragment):
+    model = random_lms[0]
+    (tmp_path / "map").write_text(f"a {model.words[0]}\n")
+    (tmp_path / "obs").write_text("a\n")
+    (tmp_path / "obs2").write_text("a\na a\n")
+    names = {"MAP": "map", "OBS": "obs", "OBS2": "obs2"}
+    argv = [str(tmp_path / names[x]) if x in names else x for x in argv]
+    code = cli.main(["decode", "--lm", str(model.path), *argv])
+    _, err = capsys.readouterr()
+    assert code == 2 and len(err.splitlines()) == 1 and fragment in err
