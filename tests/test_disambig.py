@@ -407,3 +407,25 @@ def test_decode_map_option_errors(random_lms, tmp_path, capsys, argv, fragment):
     code = cli.main(["decode", "--lm", str(model.path), *argv])
     _, err = capsys.readouterr()
     assert code == 2 and len(err.splitlines()) == 1 and fragment in err
+
+
+def test_cli_chunks_keep_line_order(random_lms, tmp_path, capsys, monkeypatch):
+    import arsdecode.cli.disambig as dis
+
+    monkeypatch.setattr(dis, "CHUNK", 2)
+    model = random_lms[2]
+    rng = random.Random(9)
+    map_text, ref, _ = _random_problem(rng, model.words, False)
+    text = [[rng.choice(list(ref)) for _ in range(rng.randint(1, 3))] for _ in range(7)]
+    text[3] = []  # a blank line inside a chunk
+    (tmp_path / "map").write_text(map_text)
+    (tmp_path / "obs").write_text("\n".join(" ".join(s) for s in text) + "\n")
+    code, out, _ = _run(capsys, "--text", str(tmp_path / "obs"), "--map", str(tmp_path / "map"),
+                        "--lm", str(model.path))
+    assert code == 0
+    lines = out.splitlines()
+    assert len(lines) == 7 and lines[3] == ""
+    for sentence, line in zip(text, lines, strict=True):
+        if sentence:
+            brute = brute_model(model.lm, _reference_lattice(ref, sentence))
+            assert tuple(line.split()) in brute.near_best(1e-9)

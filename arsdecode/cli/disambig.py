@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import sys
 
 from arsdecode.cli.options import (
     EXIT_OK,
@@ -29,6 +30,10 @@ from arsdecode.errors import OptionError
 
 BYTELOG_PER_LN = 10000.5 / 1024.0
 """NBestList1.0 scores are bytelogs: round(ln p * 10000.5 / 1024), as SRILM's LogPtoBytelog."""
+
+CHUNK = 1000
+"""Sentences per `decode_many` call: model queries are batched within a chunk, and output
+streams chunk by chunk."""
 
 MAP_HELP = ("map file: one line per observed token, 'observed hidden1 p1 hidden2 p2 ...', "
             "p = p(observed | hidden), plain (log10 with --logmap); a hidden word without a "
@@ -124,16 +129,21 @@ def run(args: argparse.Namespace) -> int:
             for path in kb.paths:
                 print(f"({bytelog(args.lmw * path.log_p)}) {' '.join(path.tokens)}")
     else:
-        results = iter(decode_many(lm, todo, method="auto",
-                                   max_iterations=args.max_iterations))
-        for maybe in lattices:
-            if maybe is None:
-                print()
-                continue
-            r = next(results)
-            if not r.certified:
-                uncertified = max(uncertified, r.iterations)
-            print(" ".join(r.tokens))
+        # Every line is read and checked first (a bad token stops the run before any output);
+        # decoding then goes by chunks, each printed as soon as it is done.
+        for start in range(0, len(lattices), CHUNK):
+            chunk = lattices[start : start + CHUNK]
+            results = iter(decode_many(lm, [lat for lat in chunk if lat is not None],
+                                       method="auto", max_iterations=args.max_iterations))
+            for maybe in chunk:
+                if maybe is None:
+                    print()
+                    continue
+                r = next(results)
+                if not r.certified:
+                    uncertified = max(uncertified, r.iterations)
+                print(" ".join(r.tokens))
+            sys.stdout.flush()
     if uncertified:
         report_uncertified(uncertified)
         return EXIT_UNCERTIFIED
