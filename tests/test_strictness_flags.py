@@ -24,7 +24,8 @@ SHARED = Path(__file__).resolve().parents[2] / "shared" / "data" / "arpa"
 FIELDS = [f.name for f in dataclasses.fields(Config)]
 COMMANDS = [("maxarpa", "convert"), ("maxarpa", "info"), ("maxarpa", "query"),
             ("arsdecode", "decode"), ("arsdecode", "sample"), ("arsdecode", "marginals"),
-            ("arsdecode", "sms"), ("arsdecode", "batch")]
+            ("arsdecode", "sms"), ("arsdecode", "batch"),
+            ("arsdecode", "disambig")]
 
 NO_BOS = edited(l7=None, l12=None, l2="ngram 1=3", l3="ngram 2=1")  # no <s> at all
 NO_UNK = edited(l6=None, l2="ngram 1=3")

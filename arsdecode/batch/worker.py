@@ -51,6 +51,11 @@ class TaskSpec:
     target_ar: float = 0.2
     ar_window: int = 100
     config: Config = DEFAULT_CONFIG  # strictness of the model, as `--lm`'s flags say
+    map: str | None = None  # decode/sample: SRILM disambig map; items are {"observed": [...]}
+    logmap: bool = False  # the map's probabilities are log10
+    tolower: bool = False  # lowercase the map and the observed tokens
+    keep_unk: bool = False  # an observed token missing from the map passes through as itself
+    mapw: float = 1.0  # weight of the map's ln probabilities
 
 
 def item_seed(seed: int, item_id: Any) -> int:
@@ -78,14 +83,18 @@ def worker_models(spec: TaskSpec) -> tuple[Any, Any]:
 
     Keyed by path, size and mtime: a long-lived worker of an external cluster reloads a model
     file that was rewritten between runs, and drops the older copy."""
-    key: tuple = (*((p, *_stamp(p)) for p in (spec.lm, spec.emissions) if p is not None),
-                  spec.config)
+    key: tuple = (*((p, *_stamp(p)) for p in (spec.lm, spec.emissions, spec.map)
+                    if p is not None), spec.config, spec.logmap, spec.tolower)
     if key not in _WORKER_MODELS:
-        emissions = None
+        emissions: Any = None
         if spec.emissions is not None:
             from arsdecode.tasks.pos.models import load_emissions
 
             emissions = load_emissions(spec.emissions)
+        elif spec.map is not None:  # the map takes the emissions' place for decode/sample
+            from arsdecode.lattice.disambig_map import DisambigMap
+
+            emissions = DisambigMap.read(spec.map, logmap=spec.logmap, tolower=spec.tolower)
         lm = load_shared_model(spec.lm, spec.config)
         for old in [k for k in _WORKER_MODELS if k[0][0] == spec.lm]:
             del _WORKER_MODELS[old]
@@ -108,8 +117,15 @@ def _lattice(spec: TaskSpec, item: Item, emissions) -> tuple[Any, list[str] | No
 
     obj = json.loads(item.text, parse_constant=json_constant)  # the grammar of lattice files
     where = f"line {item.lineno}"
-    if spec.task != "tag":
+    if spec.task != "tag" and spec.map is None:
         return Lattice.from_json_obj(obj, source=where), None
+    if spec.task != "tag":  # --map: the observed tokens of one sentence, through the map
+        observed = obj.get("observed")
+        if (not isinstance(observed, list) or not observed
+                or not all(isinstance(w, str) for w in observed)):
+            raise ObservationError(f'{where}: "observed" must be a non-empty list of strings')
+        return emissions.lattice(observed, mapw=spec.mapw, keep_unk=spec.keep_unk,
+                                 where=where), None
     words = obj.get("tokens")
     if not isinstance(words, list) or not words or not all(isinstance(w, str) for w in words):
         raise ObservationError(f'{where}: "tokens" must be a non-empty list of strings')

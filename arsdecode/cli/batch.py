@@ -25,6 +25,7 @@ from arsdecode.cli.options import (
     check_fits,
     epilog,
     lm_config,
+    non_negative_float,
     positive_int,
 )
 from arsdecode.errors import BatchError, OptionError
@@ -45,7 +46,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "batch", help="decode/sample/tag a JSONL corpus (resumable; Dask for many workers)",
         description=(
             'Input: one JSON object per line, {"id", "positions"} ({"id", "tokens"} for '
-            '--task tag). Output: one JSON object per line, {"id", ...} with the fields of the '
+            '--task tag, {"id", "observed"} with --map). Output: one JSON object per line, '
+            '{"id", ...} with the fields of the '
             'single-item command, or {"id", "line", "error"} for a line that cannot be run. '
             "Rerunning with the same --out skips the ids already there (--retry-errors redoes "
             "the error lines). Sampling seeds derive from (--seed, id), so results do not "
@@ -94,6 +96,18 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--models", default=None, help="--task tag: directory of the POS models")
     p.add_argument("--order", type=int, default=None,
                    help="--task tag: tag LM order (default: as `arsdecode tag`)")
+    p.add_argument("--map", default=None, metavar="MAP",
+                   help="--task decode/sample: an SRILM disambig map (see `arsdecode disambig "
+                        "--help`); each input line is then {\"id\", \"observed\": [tokens]} "
+                        "and its lattice comes from the map")
+    p.add_argument("--logmap", action="store_true", help="--map: log10 probabilities")
+    p.add_argument("--tolower", action="store_true",
+                   help="--map: lowercase the map and the observed tokens")
+    p.add_argument("--keep-unk", action="store_true",
+                   help="--map: an observed token missing from the map passes through as "
+                        "itself (p = 1); without it that line is an error line")
+    p.add_argument("--mapw", type=non_negative_float, default=1.0, metavar="W",
+                   help="--map: weight of the map's log probabilities (default 1)")
     add_sampling_options(p, default_ar=0.2)
     p.set_defaults(handler=run)
 
@@ -153,6 +167,19 @@ def run(args: argparse.Namespace) -> int:
         lm, emissions = tag_paths(args)
     elif lm is None:
         raise BatchError(f"--task {args.task} needs --lm")
+    map_path = None
+    if args.map is not None:
+        if args.task == "tag":
+            raise OptionError("--map is for --task decode or sample (the tagger has its own "
+                              "emissions)")
+        from arsdecode.lattice.disambig_map import DisambigMap
+
+        if args.map == "-":
+            raise OptionError("--map must be a file: every worker reads it")
+        DisambigMap.read(args.map, logmap=args.logmap, tolower=args.tolower)  # fail early
+        map_path = str(Path(args.map).resolve())
+    elif args.logmap or args.tolower or args.keep_unk or args.mapw != 1.0:
+        raise OptionError("--logmap, --tolower, --keep-unk and --mapw need --map")
     cache = Path(args.model_cache) if args.model_cache else default_model_cache()
     spec = TaskSpec(
         task=args.task, lm=str(binary_model(lm, cache, lm_config(args))), emissions=emissions,
@@ -160,7 +187,8 @@ def run(args: argparse.Namespace) -> int:
         seed=args.seed, variant=args.variant, max_iterations=args.max_iterations,
         method=args.method,
         batch=args.batch, target_ar=args.target_ar, ar_window=args.ar_window,
-        config=lm_config(args),
+        config=lm_config(args), map=map_path, logmap=args.logmap, tolower=args.tolower,
+        keep_unk=args.keep_unk, mapw=args.mapw,
     )
     stats = run_batch(spec, args.in_path, args.out, workers=args.workers or 1,
                       scheduler=args.scheduler, chunk_size=args.chunk_size, ordered=args.ordered,

@@ -27,6 +27,7 @@ from arsdecode.cli.options import (
     check_fits,
     epilog,
     lm_config,
+    non_negative_float,
     positive_int,
 )
 from arsdecode.cli.output import (
@@ -53,7 +54,9 @@ def add_decode_parser(sub: argparse._SubParsersAction) -> None:
                        description="The exact most probable path of a lattice under an n-gram "
                                    "LM, with a certificate.", epilog=EPILOG)
     d.add_argument("--lm", required=True, help="ARPA, MAX-ARPA or maxarpa binary model (log10)")
-    d.add_argument("--lattice", required=True, help="lattice JSON file (format below)")
+    d.add_argument("--lattice", default=None,
+                   help="lattice JSON file (format below); or --map with --text")
+    add_map_options(d)
     add_max_iterations(d)
     add_lm_strictness_options(d)
     d.add_argument("--fst", default=None, metavar="OUT",
@@ -104,7 +107,9 @@ def add_sample_parser(sub: argparse._SubParsersAction) -> None:
                                    "p, by adaptive rejection, and an estimate of ln Z.",
                        epilog=EPILOG)
     s.add_argument("--lm", required=True, help="ARPA, MAX-ARPA or maxarpa binary model (log10)")
-    s.add_argument("--lattice", required=True, help="lattice JSON file (format below)")
+    s.add_argument("--lattice", default=None,
+                   help="lattice JSON file (format below); or --map with --text")
+    add_map_options(s)
     s.add_argument("-n", type=positive_int, required=True, help="number of samples (>= 1)")
     s.add_argument("--jsonl", action="store_true",
                    help='stream one JSON object per sample, {"tokens": [...], "log_p": ln}, '
@@ -116,11 +121,54 @@ def add_sample_parser(sub: argparse._SubParsersAction) -> None:
     s.set_defaults(handler=cmd_sample)
 
 
-def load_lattice_and_lm(args: argparse.Namespace):
-    from arsdecode.api import load_lm
+def add_map_options(p: argparse.ArgumentParser) -> None:
+    """--map and --text: the lattice from an SRILM disambig map and one observed sentence."""
+    g = p.add_argument_group("lattice from an SRILM disambig map (instead of --lattice)")
+    g.add_argument("--map", default=None, metavar="MAP",
+                   help="map file, 'observed hidden1 p1 hidden2 p2 ...' (see `arsdecode "
+                        "disambig --help`)")
+    g.add_argument("--text", default=None, metavar="OBS",
+                   help="with --map: a file holding one sentence of observed tokens")
+    g.add_argument("--logmap", action="store_true", help="--map: log10 probabilities")
+    g.add_argument("--tolower", action="store_true",
+                   help="--map: lowercase the map and the text")
+    g.add_argument("--keep-unk", action="store_true",
+                   help="--map: an observed token missing from the map passes through as "
+                        "itself (p = 1)")
+    g.add_argument("--mapw", type=non_negative_float, default=1.0, metavar="W",
+                   help="--map: weight of the map's log probabilities (default 1)")
+
+
+def read_lattice(args: argparse.Namespace) -> Lattice:
+    """The lattice of --lattice, or of --map with --text (one sentence)."""
     from arsdecode.lattice import Lattice
 
-    lattice = Lattice.from_json_file(args.lattice)
+    if args.map is None:
+        if args.text is not None or args.logmap or args.tolower or args.keep_unk \
+                or args.mapw != 1.0:
+            raise OptionError("--text, --logmap, --tolower, --keep-unk and --mapw need --map")
+        if args.lattice is None:
+            raise OptionError("give --lattice, or --map with --text")
+        return Lattice.from_json_file(args.lattice)
+    if args.lattice is not None:
+        raise OptionError("give --lattice or --map, not both")
+    if args.text is None:
+        raise OptionError("--map needs --text (a file with one sentence of observed tokens)")
+    from arsdecode.lattice.disambig_map import DisambigMap, text_lattices
+
+    dmap = DisambigMap.read(args.map, logmap=args.logmap, tolower=args.tolower)
+    found = [lat for lat in text_lattices(dmap, args.text, mapw=args.mapw,
+                                          keep_unk=args.keep_unk) if lat is not None]
+    if len(found) != 1:
+        raise OptionError(f"{args.text}: holds {len(found)} sentences; this command decodes "
+                          "one (`arsdecode disambig` or `batch --map` decode many)")
+    return found[0]
+
+
+def load_lattice_and_lm(args: argparse.Namespace):
+    from arsdecode.api import load_lm
+
+    lattice = read_lattice(args)
     lm = load_lm(args.lm, config=lm_config(args))
     oov = oov_report(lattice, lm.word_to_id)
     warn_oov(oov, lm, args.lm)

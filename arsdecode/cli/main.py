@@ -48,6 +48,7 @@ COMMANDS: dict[str, str] = {
     "tag": "arsdecode.cli.tag:add_parser",
     "marginals": "arsdecode.cli.marginals:add_parser",
     "batch": "arsdecode.cli.batch:add_parser",
+    "disambig": "arsdecode.cli.disambig:add_parser",
 }
 """Every sub-command, in --help order: name -> "module:function" adding its parser (which sets
 `handler`, args -> exit status)."""

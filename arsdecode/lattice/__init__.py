@@ -1,7 +1,7 @@
 """Lattices: the inputs the engine decodes and samples over.
 
 `confusion` holds today's confusion network (one candidate per position on every path) and
-its JSON form.
+its JSON form; `disambig_map` builds them from SRILM disambig's map and text files.
 """
 
 from arsdecode.lattice.confusion import SENTENCE_MARKERS, Lattice, json_constant, utf8_text
