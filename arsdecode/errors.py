@@ -29,6 +29,9 @@ The tree, and the user mistake each class means:
                               incomplete or not POS models
       BatchError            a corpus run that cannot start or go on (a bad --in or --out,
                             another run writing the same file, an unreachable scheduler)
+      StatesBudgetExceeded  (arsdecode.methods.full) the merged full DP passed the state
+                            budget its caller gave; `auto` catches it and samples instead, so
+                            a user sees it only by passing `max_states` to `full_marginals`
 
 A malformed or refused model file is maxarpa's `MaxArpaError` (FormatError, ...), raised by
 `arsdecode.load_lm`; callers that catch bad input catch both. Stopping is not an error:

@@ -36,7 +36,7 @@ import numpy as np
 
 from arsdecode.core.dp import draw_in_segments
 from arsdecode.core.semiring import LogSumExp, MaxPlus, Semiring, logsumexp, quiet
-from arsdecode.errors import NoPathError, OptionError
+from arsdecode.errors import ArsDecodeError, NoPathError, OptionError
 from arsdecode.lattice import Lattice
 from arsdecode.methods.results import KBestResult, ScoredPath
 from arsdecode.model import ModelLike, TargetModel, as_target_model
@@ -84,9 +84,9 @@ class _Sweep:
     final: np.ndarray  # per final-layer state, ln p(</s> | state) (the backward start)
 
 
-class StatesBudgetExceeded(Exception):
+class StatesBudgetExceeded(ArsDecodeError):
     """Raised by `_sweep` when the merged states pass `max_states` (the caller falls back to
-    another method; never seen by a user)."""
+    another method). In the error tree, so that a caller who sets the budget gets one line."""
 
 
 def _group_rows(rows: np.ndarray) -> tuple[int, np.ndarray]:
