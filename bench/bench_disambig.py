@@ -1,0 +1,147 @@
+"""Issue 23's inputs, measured: SRILM disambig's task on this project's methods (groundwork).
+
+The lattices of issue 23: the last 100 sentences of state_union, keypad noise at k=64 and seed
+0, once with full candidate lists and once with the top 100 per token, written as disambig's
+inputs (a text of observed tokens and a map of log10 p(observed | hidden), one line per
+distinct token). These sentences are in the embedded model's training text: this bench
+measures speed and memory, not accuracy.
+
+Printed, per input kind and order:
+  - the whole `arsdecode disambig` process (method auto): CPU seconds (user + system of the
+    child) and peak resident memory;
+  - in process, on the same lattices read by `arsdecode.lattice.disambig_map`: `decode_many`
+    with methods ars, full and auto (CPU seconds), every best path checked equal in ln p
+    (1e-9) across methods; full lists at order 5 skip "full" unless --full-on-full-lists
+    (3.5 GB and ~70 s in the issue's measurement);
+  - 10-best on the first 20 top-100 lattices (ARS k-best; the merged-DP k-best is numpy);
+  - exact posteriors and ln Z (`marginals --method full`) for the top-100 lattices.
+Next to them, SRILM disambig 1.7.3's figures from the issue (measured by a session on this
+kind of machine; SRILM is not installed here) and the issue's goals.
+
+Usage: python bench/bench_disambig.py [--models work/sms] [--sentences 100]
+  --models holds lm.3.maxarpa from `python -m data_prep.prepare_sms` (order 3 is skipped
+  without it); order 5 is the embedded model.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import resource
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))  # data_prep is a repo folder, not an installed package
+
+# SRILM disambig 1.7.3 on the same task (issue 23's table): CPU seconds of the whole process.
+DISAMBIG = {("full", 5): "434 s, 60 MB", ("full", 3): "395 s", ("top100", 5): "3.17 s, 19 MB",
+            ("top100", 3): "3.12 s, 18 MB", ("10best", 5): "1.08 s"}
+GOALS = {("full", 5): "auto <= 12.6 s, <= 200 MB", ("top100", 5): "auto <= 1.6 s, <= 100 MB",
+         ("top100", 3): "auto <= 1.6 s, <= 100 MB", ("10best", 5): "<= 1.0 s",
+         ("posteriors", 5): "<= 6 s"}
+
+
+def cpu() -> float:
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
+
+
+def write_inputs(out: Path, channel, sentences: list[list[str]], top_k: int | None,
+                 seed: int = 0) -> tuple[Path, Path]:
+    """disambig's --text and --map (log10) for `sentences` under keypad noise."""
+    from arsdecode.tasks.sms.keypad import sample_sentence
+
+    rng = np.random.default_rng(seed)
+    observed = [sample_sentence(words, rng, k=64.0) for words in sentences]
+    text = out / f"obs.{top_k or 'all'}.txt"
+    text.write_text("".join(o + "\n" for o in observed))
+    tokens = sorted({t for o in observed for t in o.split()})
+    lines = []
+    for token in tokens:
+        lat = channel.build_lattice(token, top_k=top_k)
+        cands = " ".join(f"{w} {e / math.log(10)!r}"
+                         for w, e in zip(lat.tokens[0], lat.log_emissions[0].tolist(),
+                                         strict=True) if e > -math.inf)
+        lines.append(f"{token} {cands}\n")
+    mp = out / f"map.{top_k or 'all'}.txt"
+    mp.write_text("".join(lines))
+    return text, mp
+
+
+def whole_process(text: Path, mp: Path, lm: Path) -> tuple[float, float]:
+    """CPU seconds (user + system) and peak RSS (MB) of one `arsdecode disambig` child,
+    measured by GNU time (`ru_maxrss` of RUSAGE_CHILDREN is the largest over every child so
+    far, not this one's)."""
+    proc = subprocess.run(["/usr/bin/time", "-f", "%U %S %M", sys.executable, "-m", "arsdecode",
+                           "disambig", "--text", str(text), "--map", str(mp), "--lm", str(lm),
+                           "--logmap"], check=True, stdout=subprocess.DEVNULL,
+                          stderr=subprocess.PIPE, text=True)
+    user, system, kb = proc.stderr.strip().splitlines()[-1].split()
+    return float(user) + float(system), float(kb) / 1024.0
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--models", type=Path, default=REPO / "work" / "sms")
+    ap.add_argument("--sentences", type=int, default=100)
+    ap.add_argument("--full-on-full-lists", action="store_true")
+    args = ap.parse_args()
+
+    import maxarpa
+    from arsdecode.api import DEFAULT_LM, decode_kbest, decode_many, marginals
+    from arsdecode.lattice.disambig_map import DisambigMap, text_lattices
+    from arsdecode.tasks.sms.keypad import KeypadChannel
+    from data_prep.corpus import load_sentences
+
+    sentences = load_sentences(["state_union"])[-args.sentences:]
+    models = {5: Path(DEFAULT_LM)}
+    if (args.models / "lm.3.maxarpa").exists():
+        models[3] = args.models / "lm.3.maxarpa"
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for order, lm_path in sorted(models.items(), reverse=True):
+            lm = maxarpa.load(lm_path)
+            channel = KeypadChannel.from_vocab(lm.vocab, k=64.0)
+            for kind, top_k in (("top100", 100), ("full", None)):
+                text, mp = write_inputs(Path(tmp), channel, sentences, top_k)
+                proc_s, rss = whole_process(text, mp, lm_path)
+                lattices = [lat for lat in text_lattices(DisambigMap.read(mp, logmap=True), text)
+                            if lat is not None]
+                timings, scores = {}, {}
+                for method in ("ars", "full", "auto"):
+                    if method == "full" and kind == "full" and not args.full_on_full_lists:
+                        continue
+                    t0 = cpu()
+                    res = decode_many(lm, lattices, method=method)
+                    timings[method] = cpu() - t0
+                    scores[method] = np.array([r.log_p for r in res])
+                ref = scores["ars"]
+                agree = all(np.allclose(s, ref, rtol=0, atol=1e-9) for s in scores.values())
+                rows.append((kind, order, proc_s, rss, timings, agree))
+                print(f"{kind:7} n={order}: disambig command {proc_s:7.2f} s CPU, {rss:6.0f} MB"
+                      f" | in process " + ", ".join(f"{m} {t:.2f} s" for m, t in
+                                                    timings.items())
+                      + f" | methods agree: {agree} | SRILM: {DISAMBIG.get((kind, order), '-')}"
+                      f" | goal: {GOALS.get((kind, order), '-')}", flush=True)
+                if kind == "top100" and order == 5:
+                    t0 = cpu()
+                    for lat in lattices[:20]:
+                        decode_kbest(lm, lat, 10)
+                    print(f"10-best, first 20 top-100 lattices (ARS): {cpu() - t0:.2f} s | "
+                          f"SRILM: {DISAMBIG[('10best', 5)]} | goal: {GOALS[('10best', 5)]}",
+                          flush=True)
+                    t0 = cpu()
+                    exact = [marginals(lm, lat, method="auto") for lat in lattices]
+                    print(f"posteriors + ln Z, {len(lattices)} top-100 lattices: "
+                          f"{cpu() - t0:.2f} s, exact on {sum(m.exact for m in exact)} | "
+                          f"goal: {GOALS[('posteriors', 5)]}", flush=True)
+    return 0 if all(r[5] for r in rows) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
