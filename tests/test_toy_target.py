@@ -25,6 +25,7 @@ from arsdecode.lattice import Lattice
 from arsdecode.methods.approx import beam_search, gibbs, randomized_log_partition
 from arsdecode.methods.full import full_decode, full_log_partition
 from arsdecode.model import TargetModel
+from arsdecode.testing.brute import chi_square_pvalue  # the suite's one goodness-of-fit test
 
 TIGHT = 1e-9  # nats: two float64 sums of the same terms in different orders
 
@@ -126,32 +127,6 @@ def exact_marginals(lattice: Lattice, dist) -> list[dict[str, float]]:
         for i, t in enumerate(path):
             out[i][t] += prob
     return out
-
-
-def chi_square_pvalue(samples, dist) -> float:
-    """Goodness of fit of `samples` to `dist` (bins with expected count < 5 pooled); a sample
-    outside the support is a certain failure."""
-    from scipy.stats import chisquare
-
-    counts = Counter(tuple(s) for s in samples)
-    if any(p not in dist for p in counts):
-        return 0.0
-    n = len(samples)
-    obs, exp = [], []
-    pool_o = pool_e = 0.0
-    for path, prob in sorted(dist.items(), key=lambda kv: -kv[1]):
-        if n * prob >= 5:
-            obs.append(counts.get(path, 0))
-            exp.append(n * prob)
-        else:
-            pool_o += counts.get(path, 0)
-            pool_e += n * prob
-    if pool_e > 0:
-        obs.append(pool_o)
-        exp.append(pool_e)
-    if len(obs) < 2:
-        return 1.0
-    return float(chisquare(obs, exp).pvalue)
 
 
 def random_lattice(rng: random.Random) -> Lattice:

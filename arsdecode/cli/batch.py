@@ -20,12 +20,13 @@ from arsdecode.cli.options import (
     EXIT_OK,
     VARIANTS,
     add_lm_strictness_options,
+    add_map_reading_options,
     add_method_option,
     add_sampling_options,
     check_fits,
     epilog,
     lm_config,
-    non_negative_float,
+    map_reading_options_set,
     positive_int,
 )
 from arsdecode.errors import BatchError, OptionError
@@ -100,14 +101,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="--task decode/sample: an SRILM disambig map (see `arsdecode disambig "
                         "--help`); each input line is then {\"id\", \"observed\": [tokens]} "
                         "and its lattice comes from the map")
-    p.add_argument("--logmap", action="store_true", help="--map: log10 probabilities")
-    p.add_argument("--tolower", action="store_true",
-                   help="--map: lowercase the map and the observed tokens")
-    p.add_argument("--keep-unk", action="store_true",
-                   help="--map: an observed token missing from the map passes through as "
-                        "itself (p = 1); without it that line is an error line")
-    p.add_argument("--mapw", type=non_negative_float, default=1.0, metavar="W",
-                   help="--map: weight of the map's log probabilities (default 1)")
+    add_map_reading_options(p, prefix="--map: ")
     add_sampling_options(p, default_ar=0.2)
     p.set_defaults(handler=run)
 
@@ -178,7 +172,7 @@ def run(args: argparse.Namespace) -> int:
             raise OptionError("--map must be a file: every worker reads it")
         DisambigMap.read(args.map, logmap=args.logmap, tolower=args.tolower)  # fail early
         map_path = str(Path(args.map).resolve())
-    elif args.logmap or args.tolower or args.keep_unk or args.mapw != 1.0:
+    elif map_reading_options_set(args):
         raise OptionError("--logmap, --tolower, --keep-unk and --mapw need --map")
     cache = Path(args.model_cache) if args.model_cache else default_model_cache()
     spec = TaskSpec(

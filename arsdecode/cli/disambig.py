@@ -19,6 +19,7 @@ from arsdecode.cli.options import (
     EXIT_UNCERTIFIED,
     UNITS_HELP,
     add_lm_strictness_options,
+    add_map_reading_options,
     add_max_iterations,
     epilog,
     lm_config,
@@ -57,18 +58,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--order", type=positive_int, default=None,
                    help="n-gram order (default: the model's; disambig's default is 2). A lower "
                         "order than the model's is refused for now")
-    p.add_argument("--logmap", action="store_true",
-                   help="the map's probabilities are log10")
-    p.add_argument("--tolower", action="store_true",
-                   help="lowercase the map and the text (not the LM's words)")
-    p.add_argument("--keep-unk", action="store_true",
-                   help="an observed token missing from the map passes through as itself "
-                        "(p = 1); without it such a token is an error")
+    add_map_reading_options(p)
     p.add_argument("--nbest", type=positive_int, default=None, metavar="K",
                    help="print the K best hidden sentences per line as an NBestList1.0 list: "
                         "'(bytelog) w1 w2 ...', bytelog = round(ln p * 10000.5 / 1024)")
-    p.add_argument("--mapw", type=non_negative_float, default=1.0, metavar="W",
-                   help="weight of the map's log probabilities (default 1)")
     p.add_argument("--lmw", type=positive_float, default=1.0, metavar="W",
                    help="weight of the LM's log probabilities, > 0 (default 1): the score is "
                         "lmw * ln p_LM + mapw * ln p_map, decoded exactly as ln p_LM + "

@@ -20,6 +20,7 @@ from arsdecode.cli.options import (
     UNITS_HELP,
     add_engine_options,
     add_lm_strictness_options,
+    add_map_reading_options,
     add_max_iterations,
     add_method_option,
     add_sampling_options,
@@ -27,7 +28,7 @@ from arsdecode.cli.options import (
     check_fits,
     epilog,
     lm_config,
-    non_negative_float,
+    map_reading_options_set,
     positive_int,
 )
 from arsdecode.cli.output import (
@@ -129,14 +130,7 @@ def add_map_options(p: argparse.ArgumentParser) -> None:
                         "disambig --help`)")
     g.add_argument("--text", default=None, metavar="OBS",
                    help="with --map: a file holding one sentence of observed tokens")
-    g.add_argument("--logmap", action="store_true", help="--map: log10 probabilities")
-    g.add_argument("--tolower", action="store_true",
-                   help="--map: lowercase the map and the text")
-    g.add_argument("--keep-unk", action="store_true",
-                   help="--map: an observed token missing from the map passes through as "
-                        "itself (p = 1)")
-    g.add_argument("--mapw", type=non_negative_float, default=1.0, metavar="W",
-                   help="--map: weight of the map's log probabilities (default 1)")
+    add_map_reading_options(g, prefix="--map: ")
 
 
 def read_lattice(args: argparse.Namespace) -> Lattice:
@@ -144,8 +138,7 @@ def read_lattice(args: argparse.Namespace) -> Lattice:
     from arsdecode.lattice import Lattice
 
     if args.map is None:
-        if args.text is not None or args.logmap or args.tolower or args.keep_unk \
-                or args.mapw != 1.0:
+        if args.text is not None or map_reading_options_set(args):
             raise OptionError("--text, --logmap, --tolower, --keep-unk and --mapw need --map")
         if args.lattice is None:
             raise OptionError("give --lattice, or --map with --text")

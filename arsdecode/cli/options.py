@@ -133,6 +133,27 @@ def non_negative_float(text: str) -> float:
     return value
 
 
+
+def add_map_reading_options(p: Any, prefix: str = "") -> None:
+    """--logmap, --tolower, --keep-unk and --mapw: how an SRILM disambig map is read, for every
+    command that reads one (disambig, decode/sample --map, batch --map). `prefix` starts each
+    help text (e.g. "--map: " where the map is optional)."""
+    p.add_argument("--logmap", action="store_true",
+                   help=f"{prefix}the map's probabilities are log10")
+    p.add_argument("--tolower", action="store_true",
+                   help=f"{prefix}lowercase the map and the observed tokens (not the LM's words)")
+    p.add_argument("--keep-unk", action="store_true",
+                   help=f"{prefix}an observed token missing from the map passes through as "
+                        "itself (p = 1); without it such a token is an error")
+    p.add_argument("--mapw", type=non_negative_float, default=1.0, metavar="W",
+                   help=f"{prefix}weight of the map's log probabilities (default 1)")
+
+
+def map_reading_options_set(args: argparse.Namespace) -> bool:
+    """Whether any option of `add_map_reading_options` differs from its default (they mean
+    nothing without a map)."""
+    return bool(args.logmap or args.tolower or args.keep_unk or args.mapw != 1.0)
+
 def available_memory() -> int:
     """Bytes of memory this process could still use: MemAvailable on Linux, else the
     physical memory."""

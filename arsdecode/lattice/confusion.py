@@ -127,21 +127,8 @@ class Lattice:
         under a .json name, a Latin-1 token) has to be reported like any other bad input,
         with the file and the byte offset, not as a decoding traceback.
         """
-        name = "<stdin>" if str(path) == "-" else str(path)
-        try:
-            if str(path) == "-":
-                data = sys.stdin.buffer.read()
-            elif str(path).endswith(".gz"):
-                with gzip.open(path, "rb") as fh:
-                    data = fh.read()
-            else:
-                data = Path(path).read_bytes()
-        except OSError as err:  # gzip.BadGzipFile is an OSError too
-            reason = err.strerror or str(err).splitlines()[0]
-            raise LatticeError(f"{name}: cannot read lattice: {reason}") from None
-        except EOFError:
-            raise LatticeError(f"{name}: cannot read lattice: truncated gzip file") from None
-        text = utf8_text(data, name, LatticeError, gzip_hint=True)
+        name = input_name(path)
+        text = read_input_text(path, "lattice")
         try:
             obj = json.loads(text, parse_constant=json_constant)
         except json.JSONDecodeError as err:
@@ -183,6 +170,31 @@ def json_constant(name: str) -> float:
         return -math.inf
     raise ValueError(f"weight {name} is not allowed")
 
+
+def input_name(path: str | Path) -> str:
+    """How errors name an input: its path, or <stdin> for '-'."""
+    return "<stdin>" if str(path) == "-" else str(path)
+
+
+def read_input_text(path: str | Path, what: str) -> str:
+    """The UTF-8 text of an input file ('-' for stdin; gzip-compressed if its name ends in
+    .gz). Any problem is a one-line LatticeError naming the file and `what` it should hold
+    ("lattice", "map", "text"): lattice JSON and disambig's map and text files share it."""
+    name = input_name(path)
+    try:
+        if str(path) == "-":
+            data = sys.stdin.buffer.read()
+        elif str(path).endswith(".gz"):
+            with gzip.open(path, "rb") as fh:
+                data = fh.read()
+        else:
+            data = Path(path).read_bytes()
+    except OSError as err:  # gzip.BadGzipFile is an OSError too
+        reason = err.strerror or str(err).splitlines()[0]
+        raise LatticeError(f"{name}: cannot read {what}: {reason}") from None
+    except EOFError:
+        raise LatticeError(f"{name}: cannot read {what}: truncated gzip file") from None
+    return utf8_text(data, name, LatticeError, gzip_hint=True)
 
 def utf8_text(data: bytes, name: str, error: type[Exception], gzip_hint: bool = False) -> str:
     """`data` (the bytes of input `name`) decoded as UTF-8; otherwise `error`, one line naming

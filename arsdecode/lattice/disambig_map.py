@@ -36,35 +36,17 @@ from pathlib import Path
 import numpy as np
 
 from arsdecode.errors import LatticeError, ObservationError
-from arsdecode.lattice.confusion import SENTENCE_MARKERS, Lattice, utf8_text
+from arsdecode.lattice.confusion import (
+    SENTENCE_MARKERS,
+    Lattice,
+    input_name,
+    read_input_text,
+)
 
 LN10 = math.log(10.0)
 
 _NUMBER = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?\Z", re.ASCII)
 _NEG_INF = frozenset({"-inf", "-infinity"})
-
-
-def _read_text(path: str | Path, what: str) -> str:
-    """The UTF-8 text of `path` ('-' for stdin, .gz read compressed); a one-line LatticeError
-    naming the file when it cannot be read."""
-    import gzip
-    import sys
-
-    name = "<stdin>" if str(path) == "-" else str(path)
-    try:
-        if str(path) == "-":
-            data = sys.stdin.buffer.read()
-        elif str(path).endswith(".gz"):
-            with gzip.open(path, "rb") as fh:
-                data = fh.read()
-        else:
-            data = Path(path).read_bytes()
-    except OSError as err:
-        reason = err.strerror or str(err).splitlines()[0]
-        raise LatticeError(f"{name}: cannot read {what}: {reason}") from None
-    except EOFError:
-        raise LatticeError(f"{name}: cannot read {what}: truncated gzip file") from None
-    return utf8_text(data, name, LatticeError, gzip_hint=True)
 
 
 def _probability(field_text: str, logmap: bool) -> float | None:
@@ -175,8 +157,8 @@ class DisambigMap:
     def read(cls, path: str | Path, *, logmap: bool = False, tolower: bool = False) -> DisambigMap:
         """Read a map file ('-' for stdin, .gz compressed). Raises LatticeError (one line,
         `file:line: ...`) on a malformed line."""
-        name = "<stdin>" if str(path) == "-" else str(path)
-        return cls.parse(_read_text(path, "map"), source=name, logmap=logmap, tolower=tolower)
+        name = input_name(path)
+        return cls.parse(read_input_text(path, "map"), source=name, logmap=logmap, tolower=tolower)
 
     @classmethod
     def parse(cls, text: str, *, source: str = "map", logmap: bool = False,
@@ -270,14 +252,14 @@ _ZERO.setflags(write=False)
 def read_observations(path: str | Path) -> list[list[str]]:
     """`--text`: one sentence of observed tokens per line (whitespace-separated; a blank line
     is an empty sentence)."""
-    return [line.split() for line in _read_text(path, "text").splitlines()]
+    return [line.split() for line in read_input_text(path, "text").splitlines()]
 
 
 def text_lattices(dmap: DisambigMap, path: str | Path, *, mapw: float = 1.0,
                   keep_unk: bool = False) -> list[Lattice | None]:
     """One lattice per line of the text file `path`; None for a blank line (nothing to
     decode). Errors name the text file and line."""
-    name = "<stdin>" if str(path) == "-" else str(path)
+    name = input_name(path)
     out: list[Lattice | None] = []
     for lineno, sentence in enumerate(read_observations(path), start=1):
         if not sentence:
