@@ -45,7 +45,13 @@ from arsdecode.methods.full import (
 )
 from arsdecode.methods.lockstep import ars_lockstep, lockstep_groups
 from arsdecode.methods.results import DecodeResult
-from arsdecode.model import ModelLike, TargetModel, as_target_model, ngram_tables
+from arsdecode.model import (
+    ModelLike,
+    TargetModel,
+    as_target_model,
+    ngram_scoring,
+    ngram_tables,
+)
 
 Method = Literal["auto", "ars", "full"]
 METHODS: tuple[str, ...] = ("auto", "ars", "full")
@@ -277,7 +283,8 @@ def _compiled_full(model: TargetModel, flat: FlatLattices, method: str,
     if not runs or ngram is None:
         return None, 0.0, everyone
     start = time.perf_counter()
-    res = fast_full.run_flat(ngram, flat, viterbi=True, max_pairs=budgets)
+    res = fast_full.run_flat(ngram, flat, viterbi=True, max_pairs=budgets,
+                             scoring=ngram_scoring(model))
     seconds = time.perf_counter() - start
     over = np.isnan(res.score)  # abandoned past its budget
     dead = np.flatnonzero(~np.isfinite(res.score) & ~over)

@@ -31,6 +31,7 @@ import numpy as np
 from arsdecode.errors import ModelError, NoPathError
 from arsdecode.lattice import Lattice
 from arsdecode.lattice.flat import FlatLattices
+from arsdecode.model.interface import PLAIN_SCORING, NgramScoring
 from arsdecode.native import _core, native_ngram
 from maxarpa.contexts import has_stored_tables, useful_context_tables
 from maxarpa.model import Model
@@ -84,7 +85,8 @@ def full_dp(lm: Model) -> _core.FullDP:
 
 
 def run_flat(lm: Model, flat: FlatLattices, *, viterbi: bool = True,
-             prune: bool = True, max_pairs: float | np.ndarray | None = None) -> BatchResult:
+             prune: bool = True, max_pairs: float | np.ndarray | None = None,
+             scoring: NgramScoring = PLAIN_SCORING) -> BatchResult:
     """One compiled call over every lattice in `flat`.
 
     `max_pairs` (one budget, or one per lattice) abandons a lattice once its (state,
@@ -96,13 +98,17 @@ def run_flat(lm: Model, flat: FlatLattices, *, viterbi: bool = True,
     falls below the exact score of a known path: the best score is the same number, with
     fewer states built (`_core.FullDP.run`). `prune=False` builds the whole merged state
     space, as arsdecode.methods.full does.
+
+    `scoring` (a target's `NgramScoring`): the LM weight and whether `<s>` and `</s>` count.
     """
     if lm.bos_id is None or lm.eos_id is None:
         raise ModelError(f"{lm.source or 'model'}: no <s> or </s> in the vocabulary; the full DP "
                          "needs the sentence boundaries")
     choice, score, states, widest, pairs = full_dp(lm).run(
-        flat.sent_off, flat.pos_off, flat.cand_ids, flat.cand_emis, lm.bos_id, lm.eos_id,
+        flat.sent_off, flat.pos_off, flat.cand_ids, flat.cand_emis,
+        lm.bos_id if scoring.sentence_start else -1, lm.eos_id if scoring.sentence_end else -1,
         viterbi, prune, -1 if max_pairs is None else np.minimum(max_pairs, 2**62).astype(np.int64),
+        scoring.lm_weight,
     )
     return BatchResult(choice, score, states, widest, pairs)
 

@@ -8,8 +8,10 @@
 from arsdecode.model.interface import (
     HasNgramTables,
     ModelLike,
+    NgramScoring,
     TargetModel,
     context_rows,
+    ngram_scoring,
     ngram_tables,
 )
 from arsdecode.model.maxarpa_lm import MaxArpaLM, as_target_model
@@ -18,8 +20,10 @@ __all__ = [
     "HasNgramTables",
     "MaxArpaLM",
     "ModelLike",
+    "NgramScoring",
     "TargetModel",
     "as_target_model",
     "context_rows",
+    "ngram_scoring",
     "ngram_tables",
 ]

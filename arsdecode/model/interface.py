@@ -25,6 +25,7 @@ starting with it is a suffix of a longer history whose probabilities differ.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Protocol, TypeAlias, runtime_checkable
 
 import numpy as np
@@ -78,6 +79,31 @@ class HasNgramTables(Protocol):
 
     @property
     def ngram(self) -> Model: ...
+
+
+@dataclass(frozen=True)
+class NgramScoring:
+    """How a target scores a path with its n-gram tables, for the compiled DP.
+
+    Why: SRILM disambig's `-lmw`, `-no-sos` and `-no-eos` change the factors, not the tables.
+    A target that wraps a backoff n-gram this way (`arsdecode.model.weighted`) exposes its
+    `.ngram` and its `.scoring`; the compiled DP then multiplies every LM ln probability by
+    `lm_weight`, starts from the empty context instead of `<s>` without `sentence_start`, and
+    adds no `</s>` factor without `sentence_end`.
+    """
+
+    lm_weight: float = 1.0
+    sentence_start: bool = True
+    sentence_end: bool = True
+
+
+PLAIN_SCORING = NgramScoring()
+
+
+def ngram_scoring(model: object) -> NgramScoring:
+    """The target's `NgramScoring` (`.scoring`), or the plain one (weight 1, `<s>` and `</s>`)."""
+    scoring = getattr(model, "scoring", None)
+    return scoring if isinstance(scoring, NgramScoring) else PLAIN_SCORING
 
 
 ModelLike: TypeAlias = Model | TargetModel

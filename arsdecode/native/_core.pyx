@@ -320,7 +320,7 @@ cdef class FullDP:
 
     def run(self, const long long[::1] sent_off, const long long[::1] pos_off,
             const long long[::1] cand_ids, const double[::1] cand_emis, long long bos,
-            long long eos, bint viterbi, bint prune=True, max_pairs=-1):
+            long long eos, bint viterbi, bint prune=True, max_pairs=-1, double lm_weight=1.0):
         """Decode (viterbi) or sum (log partition) every lattice.
 
         With `prune` (Viterbi only), a (state, candidate) pair is dropped when its score so far
@@ -335,6 +335,10 @@ cdef class FullDP:
         abandons a sentence as soon as its (state, candidate) pairs exceed its budget: its
         score is NaN and its choices -1 (the caller decodes it another way). One per sentence,
         because `auto` gives each lattice a budget by its size, and a corpus is one call.
+
+        `bos` = -1 starts every sentence from the empty context (SRILM's -no-sos), `eos` = -1
+        adds no final factor (-no-eos); every LM ln probability is multiplied by `lm_weight`
+        (> 0; the bounds too, so pruning stays exact).
 
         sent_off (S+1) indexes positions, pos_off (P+1) indexes candidates; cand_ids are model
         word ids, cand_emis ln emissions (-inf = forbidden). Returns (choice, score, dp_states,
@@ -363,8 +367,10 @@ cdef class FullDP:
         for i in range(P):
             if pos_off[i + 1] < pos_off[i]:
                 raise LatticeError(f"FullDP.run: position offsets decrease after position {i}")
-        if not (0 <= bos < V and 0 <= eos < V):
+        if not (-1 <= bos < V and -1 <= eos < V):
             raise OptionError("FullDP.run: <s> or </s> id out of range")
+        if not (lm_weight > 0 and isfinite(lm_weight)):
+            raise OptionError(f"FullDP.run: lm_weight must be a finite number > 0, not {lm_weight}")
         for i in range(C):
             if cand_ids[i] < 0 or cand_ids[i] >= V:
                 raise LatticeError(f"FullDP.run: word id {cand_ids[i]} out of range "
@@ -380,6 +386,7 @@ cdef class FullDP:
             worker = _DPWorker(self)
             self._workers.append(worker)
         try:
+            worker.lmw = lm_weight
             return worker.run_checked(sent_off, pos_off, cand_ids, cand_emis, bos, eos, viterbi,
                                       prune, budgets)
         finally:
@@ -411,6 +418,7 @@ cdef class _DPWorker:
     cdef vector[long long] stamp      # sparse bound pass: word -> epoch of the position it is at
     cdef vector[long long] stamp_idx  # sparse bound pass: word -> its candidate there
     cdef long long epoch
+    cdef double lmw              # this run's LM weight (NgramScoring.lm_weight)
 
     def __init__(self, FullDP dp):
         self.dp = dp
@@ -424,6 +432,7 @@ cdef class _DPWorker:
         self.n_trans = 0
         self.clears = 0
         self.epoch = 0
+        self.lmw = 1.0
         if self.dense:
             self.block_of = vector[int](self.u.n_ctx, -1)
             self.ub_row_of = vector[int](self.core.t.vocab + 1, -1)
@@ -470,6 +479,16 @@ cdef class _DPWorker:
                     self.ub_rows[r * V + k] = ng_walk(&self.core.t, &ctx, 1, k, True)
         return self.ub_rows[r * V + y]
 
+    cdef inline double _wbound(self, long long x, long long y) noexcept nogil:
+        """`_bound` times this run's LM weight (a weight > 0 keeps it a bound)."""
+        return self.lmw * self._bound(x, y)
+
+    cdef inline void _step(self, long long gid, long long word, long long *nxt,
+                           double *lp) noexcept nogil:
+        """`_trans` with its ln p times this run's LM weight (the cache holds plain ln p)."""
+        self._trans(gid, word, nxt, lp)
+        lp[0] = self.lmw * lp[0]
+
     cdef void _backward_plain(self, long long a0, long long a1, long long a2,
                               const long long *cand_ids, const double *cand_emis, double *H,
                               long long base) noexcept nogil:
@@ -482,7 +501,7 @@ cdef class _DPWorker:
             for c2 in range(a1, a2):
                 if not isfinite(cand_emis[c2]):
                     continue
-                v = self._bound(cand_ids[c], cand_ids[c2]) + cand_emis[c2] + H[c2 - base]
+                v = self._wbound(cand_ids[c], cand_ids[c2]) + cand_emis[c2] + H[c2 - base]
                 if v > best:
                     best = v
             H[c - base] = best
@@ -531,7 +550,7 @@ cdef class _DPWorker:
                     c2 = self.stamp_idx[y]
                     if not isfinite(cand_emis[c2]):
                         continue
-                    v = self._bound(x, y) + cand_emis[c2] + H[c2 - base]
+                    v = self._wbound(x, y) + cand_emis[c2] + H[c2 - base]
                     if v > best:
                         best = v
             else:  # the next position's words that follow x
@@ -541,7 +560,7 @@ cdef class _DPWorker:
                             t, 2, <unsigned long long>y * <unsigned long long>V
                             + <unsigned long long>x) < 0:
                         continue
-                    v = self._bound(x, y) + cand_emis[c2] + H[c2 - base]
+                    v = self._wbound(x, y) + cand_emis[c2] + H[c2 - base]
                     if v > best:
                         best = v
             for r in range(<long long>ranked.size()):  # the best word that does not follow x
@@ -550,8 +569,8 @@ cdef class _DPWorker:
                 if ng_find(t, 2, <unsigned long long>y * <unsigned long long>V
                            + <unsigned long long>x) >= 0:
                     continue
-                v = ((t.lp[y] + t.lbow[x]) + (t.lmbow[x] - t.lbow[x])) + cand_emis[c2] \
-                    + H[c2 - base]
+                v = self.lmw * ((t.lp[y] + t.lbow[x]) + (t.lmbow[x] - t.lbow[x])) \
+                    + cand_emis[c2] + H[c2 - base]
                 if v > best:
                     best = v
                 break
@@ -575,7 +594,7 @@ cdef class _DPWorker:
         cdef long long p, c, base = pos_off[p0], g, ng, bc, bg
         cdef double best, v, lp, tot, bt
         for c in range(pos_off[p1 - 1], pos_off[p1]):
-            H[c - base] = self._bound(cand_ids[c], eos)
+            H[c - base] = self._wbound(cand_ids[c], eos) if eos >= 0 else 0.0
         for p in range(p1 - 2, p0 - 1, -1):
             if self.dense or self.core.t.order < 2 or not self._backward_sparse(
                     pos_off[p], pos_off[p + 1], pos_off[p + 2], cand_ids, cand_emis, H, base):
@@ -591,7 +610,7 @@ cdef class _DPWorker:
             for c in range(pos_off[p], pos_off[p + 1]):
                 if not isfinite(cand_emis[c]) or not isfinite(H[c - base]):
                     continue
-                self._trans(g, cand_ids[c], &ng, &lp)
+                self._step(g, cand_ids[c], &ng, &lp)
                 v = tot + (lp + cand_emis[c])
                 if isfinite(v) and v + H[c - base] > best:
                     best = v + H[c - base]
@@ -602,7 +621,9 @@ cdef class _DPWorker:
                 return -INFINITY
             g = bg
             tot = bt
-        self._trans(g, eos, &ng, &lp)
+        if eos < 0:  # no </s> factor
+            return tot
+        self._step(g, eos, &ng, &lp)
         return tot + lp
 
     cdef inline void _trans(self, long long gid, long long word, long long *nxt,
@@ -697,9 +718,9 @@ cdef class _DPWorker:
                     # candidates: over budget before any work (the bound pass included).
                     sc[s] = NAN
                     continue
-                if self.u.width:  # the start state, cut(<s>)
+                if self.u.width and bos >= 0:  # the start state, cut(<s>)
                     self._trans(0, bos, &g, &lp)
-                else:
+                else:  # no context (a unigram model, or no <s>)
                     g = 0
                 if viterbi and prune and p1 > p0:
                     H.resize(pos_off[p1] - pos_off[p0])
@@ -737,10 +758,10 @@ cdef class _DPWorker:
                             if not isfinite(e):
                                 continue
                             if thr > -INFINITY:
-                                if self.dense and (a + self._bound(last, cand_ids[c]) + e
+                                if self.dense and (a + self._wbound(last, cand_ids[c]) + e
                                                    + H[c - pos_off[p0]]) < thr:
                                     continue
-                            self._trans(g, cand_ids[c], &ng, &lp)
+                            self._step(g, cand_ids[c], &ng, &lp)
                             lp = lp + e
                             if not isfinite(lp):
                                 continue
@@ -787,7 +808,10 @@ cdef class _DPWorker:
                 m = -INFINITY
                 nxt_a.clear()
                 for si in range(<Py_ssize_t>cur_g.size()):
-                    self._trans(cur_g[si], eos, &ng, &lp)
+                    if eos >= 0:
+                        self._step(cur_g[si], eos, &ng, &lp)
+                    else:
+                        lp = 0.0
                     tot = cur_a[si] + lp
                     if viterbi:
                         if tot > best:
