@@ -210,7 +210,25 @@ cdef _check_ngram_tables(int order, long long vocab, const long long[::1] node_o
 
 
 DEFAULT_MAX_BYTES = 1 << 29  # FullDP's cache bound per worker, 512 MiB (see FullDP)
-cdef long long SPARSE_ENTRY_BYTES = 56  # one hash-map transition: node, malloc header, bucket
+SPARSE_CACHE_BYTES = 1 << 25  # the large-vocabulary transition cache: 32 MiB at most
+cdef long long SPARSE_CACHE_BYTES_C = SPARSE_CACHE_BYTES
+cdef long long SPARSE_ENTRY_BYTES = 24  # one slot of that cache: key, next state, ln p
+
+
+cdef struct CacheSlot:
+    unsigned long long key  # gid * V + word, plus 1 (0: empty)
+    long long nxt
+    double lp
+
+
+cdef struct StateCtx:
+    # What every transition out of one state shares (walk B of its context, `ng_context`),
+    # computed on the state's first cache miss.
+    bint ready
+    int ctx_len
+    int ctx_depth
+    long long ctx_node
+    double bows[NG_MAX_ORDER]
 
 
 cdef class FullDP:
@@ -231,14 +249,19 @@ cdef class FullDP:
     set of caches per concurrent run (as many as there are threads), each bounded as follows.
 
     Memory bound: a worker's caches hold at most `max_bytes` (default DEFAULT_MAX_BYTES,
-    512 MiB), counted as SPARSE_ENTRY_BYTES (56) per transition (state, word) -> (next state,
-    ln p) in the hash map of a large vocabulary, and for a small (dense) one 12 V + 8 n bytes
-    per visited state (its row of V transitions and its context backoffs) and 8 V per word
-    whose row of bigram bounds the pruning computed. When the next entry would pass the bound,
-    the worker empties its caches and starts again: they are memos, so no answer changes, and
-    a long-lived process stays within its bound. The default is about 4 times what tagging
-    WSJ section 20 at n = 9 fills (1.9 M transitions, 139 MiB in one worker; the
-    largest workload measured, see docs/performance.md), so the bound costs nothing there.
+    512 MiB). A large vocabulary caches its transitions (state, word) -> (next state, ln p) in
+    one direct-mapped table of 24-byte slots (a new transition overwrites the one in its slot),
+    of at most SPARSE_CACHE_BYTES (32 MiB) and at most `max_bytes`, allocated on first use.
+    Why not a growing hash map: on word lattices few transitions repeat (2.6 M computed for
+    3.3 M pairs on 100 SMS sentences), so a map grew to 146 MB for a 20% hit rate, while the
+    fixed table keeps most of the hits in a fifth of the memory. A small (dense) vocabulary
+    keeps 12 V + 8 n bytes per visited state (its row of V transitions and its context
+    backoffs) and 8 V per word whose row of bigram bounds the pruning computed; when the next
+    row would pass the bound, the worker empties these caches and starts again: they are
+    memos, so no answer changes, and a long-lived process stays within its bound. The default
+    is about 4 times what tagging WSJ section 20 at n = 9 fills (1.9 M transitions, 139 MiB in
+    one worker; the largest workload measured, see docs/performance.md), so the bound costs
+    nothing there.
     """
 
     cdef NgramCore core
@@ -320,7 +343,8 @@ cdef class FullDP:
 
     def run(self, const long long[::1] sent_off, const long long[::1] pos_off,
             const long long[::1] cand_ids, const double[::1] cand_emis, long long bos,
-            long long eos, bint viterbi, bint prune=True, max_pairs=-1, double lm_weight=1.0):
+            long long eos, bint viterbi, bint prune=True, max_pairs=-1, double lm_weight=1.0,
+            known=None):
         """Decode (viterbi) or sum (log partition) every lattice.
 
         With `prune` (Viterbi only), a (state, candidate) pair is dropped when its score so far
@@ -328,11 +352,18 @@ cdef class FullDP:
         of a known path, minus a relative margin of 1e-9 for rounding: no optimal path is ever
         dropped, so the best score is the same number as without pruning. Among exactly tied
         optimal paths the one returned may differ, since dropped pairs change the creation order
-        of the surviving states. With a dense vocabulary a pair is tested before its transition
-        is computed, using the bigram bound of the state's last word.
+        of the surviving states. Each position's candidates are tried in order of their best
+        possible completion from any state (unigram max-backoff bound + emission + completion
+        bound), so a state stops at the first candidate that cannot reach the known score and
+        never computes the transitions of the rest. With a dense vocabulary a pair is also
+        tested before its transition is computed, using the bigram bound of the state's last
+        word. `known` (one number, or one per sentence; NaN = none) is the exact score of a path
+        the caller knows, or any lower bound on the best score: pruning uses the larger of it and
+        the DP's own greedy path.
 
         `max_pairs` (one integer for every sentence, or one per sentence; -1 = no budget)
-        abandons a sentence as soon as its (state, candidate) pairs exceed its budget: its
+        abandons a sentence once its tried (state, candidate) pairs exceed its budget (checked
+        after each state's candidates, so it may pass by one state's worth): its
         score is NaN and its choices -1 (the caller decodes it another way). One per sentence,
         because `auto` gives each lattice a budget by its size, and a corpus is one call.
 
@@ -345,7 +376,8 @@ cdef class FullDP:
         max_states): choice (P,) int32 candidate index within its position (-1 where no path,
         or when summing), score (S,) the best ln p or ln Z (-inf: no path), dp_states (S,) the
         merged states built (start state included), max_states (S,) the widest position,
-        pairs (S,) the (state, candidate) pairs visited (the DP's cost).
+        pairs (S,) the (state, candidate) pairs tried (the DP's cost: with pruning, a state
+        stops at its first candidate that cannot reach the known score, see below).
 
         The DP indexes with these arrays without bounds checks and without the GIL, so they are
         checked first (LatticeError): both offset arrays start at 0, never decrease and end at
@@ -380,6 +412,8 @@ cdef class FullDP:
             raise LatticeError(f"FullDP.run: max_pairs must be one budget or one per sentence "
                                f"({S}), got shape {given.shape}")
         budgets = np.ascontiguousarray(np.broadcast_to(given, (S,)))
+        lows = np.ascontiguousarray(np.broadcast_to(
+            np.asarray(np.nan if known is None else known, dtype=np.float64), (S,)))
         try:  # pop is atomic: two threads never get the same worker
             worker = self._idle.pop()
         except IndexError:
@@ -388,7 +422,7 @@ cdef class FullDP:
         try:
             worker.lmw = lm_weight
             return worker.run_checked(sent_off, pos_off, cand_ids, cand_emis, bos, eos, viterbi,
-                                      prune, budgets)
+                                      prune, budgets, lows)
         finally:
             self._idle.append(worker)
 
@@ -407,7 +441,8 @@ cdef class _DPWorker:
     cdef readonly long long used_bytes  # what the caches hold now, counted as in FullDP
     cdef readonly long long n_trans   # transitions computed since the worker was made
     cdef readonly long long clears    # times the caches were emptied at the bound
-    cdef TransMap cache          # (gid, word) -> (next gid, ln p) for large vocabularies
+    cdef vector[CacheSlot] cache  # (gid, word) -> (next gid, ln p) for large vocabularies
+    cdef int cache_shift         # 64 - log2(its slots): Fibonacci hashing's top bits
     cdef vector[int] block_of    # gid -> its row in dnext/dlp, or -1
     cdef vector[int] dnext       # next gid, or -2 while not computed
     cdef vector[double] dlp
@@ -440,7 +475,6 @@ cdef class _DPWorker:
     cdef void _clear(self) noexcept nogil:
         """Empty the transition and bound caches (at the bound): they are memos, so no answer
         changes. The vectors keep their capacity, which is within the bound."""
-        self.cache.clear()
         if self.dense:
             self.block_of.assign(self.u.n_ctx, -1)
             self.dnext.clear()
@@ -449,7 +483,7 @@ cdef class _DPWorker:
             self.dctx_depth.clear()
             self.ub_row_of.assign(self.core.t.vocab + 1, -1)
             self.ub_rows.clear()
-        self.used_bytes = 0
+        self.used_bytes = <long long>self.cache.size() * SPARSE_ENTRY_BYTES
         self.clears += 1
 
     cdef inline double _bound(self, long long x, long long y) noexcept nogil:
@@ -627,9 +661,12 @@ cdef class _DPWorker:
         return tot + lp
 
     cdef inline void _trans(self, long long gid, long long word, long long *nxt,
-                            double *lp) noexcept nogil:
-        cdef TransMap.iterator it
+                            double *lp, StateCtx *sc=NULL) noexcept nogil:
+        """(next state, ln p) of `word` after state `gid`, cached. `sc` (large vocabularies):
+        the state's shared context walk, filled on its first miss and reused by the next."""
         cdef long long dummy = -1
+        cdef CacheSlot *slot
+        cdef StateCtx local
         cdef const long long *row
         cdef long long V = self.core.t.vocab
         cdef long long b, idx, node, ctx_node
@@ -668,25 +705,51 @@ cdef class _DPWorker:
             self.dnext[idx] = <int>nxt[0]
             self.dlp[idx] = lp[0]
             return
-        else:
-            it = self.cache.find(key)
-            if it != self.cache.end():
-                nxt[0] = deref(it).second.first
-                lp[0] = deref(it).second.second
-                return
+        if self.cache.size() == 0:
+            self._allocate_cache()
+        slot = &self.cache[(key * ARS_MIX) >> self.cache_shift]
+        if slot.key == key + 1:
+            nxt[0] = slot.nxt
+            lp[0] = slot.lp
+            return
         row = (self.u.rows + gid * self.u.width) if self.u.width else &dummy
-        lp[0] = ng_walk(&self.core.t, row, self.u.width, word, False)
+        if sc == NULL:
+            local.ready = False
+            sc = &local
+        if not sc.ready:
+            sc.ctx_depth = ng_context(&self.core.t, row, self.u.width, &sc.ctx_len, sc.bows,
+                                      &sc.ctx_node)
+            sc.ready = True
+        lp[0] = ng_walk_in(&self.core.t, row, self.u.width, word, False, sc.ctx_len,
+                           sc.ctx_depth, sc.bows, sc.ctx_node)
         nxt[0] = uc_cut_append(&self.u, self.fail, V, gid, word)
         self.n_trans += 1
-        if self.used_bytes + SPARSE_ENTRY_BYTES > self.max_bytes:
-            self._clear()
-        self.used_bytes += SPARSE_ENTRY_BYTES
-        self.cache[key] = Trans(nxt[0], lp[0])
+        slot.key = key + 1
+        slot.nxt = nxt[0]
+        slot.lp = lp[0]
+
+    cdef void _allocate_cache(self) noexcept nogil:
+        """The direct-mapped transition table: the most power-of-two slots within
+        SPARSE_CACHE_BYTES and max_bytes (see FullDP), two at least."""
+        cdef long long slots = 2  # at least two (Fibonacci hashing keeps >= 1 bit)
+        cdef int bits = 1
+        cdef long long cap = SPARSE_CACHE_BYTES_C if SPARSE_CACHE_BYTES_C < self.max_bytes \
+            else self.max_bytes
+        cdef CacheSlot empty
+        while 2 * slots * SPARSE_ENTRY_BYTES <= cap:
+            slots *= 2
+            bits += 1
+        empty.key = 0
+        empty.nxt = 0
+        empty.lp = 0.0
+        self.cache.assign(slots, empty)
+        self.cache_shift = 64 - bits
+        self.used_bytes += slots * SPARSE_ENTRY_BYTES
 
     cdef tuple run_checked(self, const long long[::1] sent_off, const long long[::1] pos_off,
                            const long long[::1] cand_ids, const double[::1] cand_emis,
                            long long bos, long long eos, bint viterbi, bint prune,
-                           const long long[::1] max_pairs):
+                           const long long[::1] max_pairs, const double[::1] known):
         """FullDP.run on arrays it has checked, with this worker's caches (a cdef method:
         not callable from Python, so nothing reaches the DP unchecked)."""
         cdef Py_ssize_t S = sent_off.shape[0] - 1, P = pos_off.shape[0] - 1
@@ -708,16 +771,14 @@ cdef class _DPWorker:
         cdef long long g, ng, state, last
         cdef double a, e, lp, tot, best, m, thr
         cdef bint dead
+        cdef StateCtx sctx
+        cdef vector[Ranked] ranked
+        cdef Py_ssize_t n_try, r
         with nogil:
             for s in range(S):
                 p0 = sent_off[s]
                 p1 = sent_off[s + 1]
                 thr = -INFINITY
-                if 0 <= max_pairs[s] < pos_off[p1] - pos_off[p0]:
-                    # Every position has at least one state, so the pairs are at least the
-                    # candidates: over budget before any work (the bound pass included).
-                    sc[s] = NAN
-                    continue
                 if self.u.width and bos >= 0:  # the start state, cut(<s>)
                     self._trans(0, bos, &g, &lp)
                 else:  # no context (a unigram model, or no <s>)
@@ -726,6 +787,8 @@ cdef class _DPWorker:
                     H.resize(pos_off[p1] - pos_off[p0])
                     thr = self._completion_bounds(p0, p1, &pos_off[0], &cand_ids[0],
                                                   &cand_emis[0], eos, g, H.data())
+                    if isfinite(known[s]) and known[s] > thr:
+                        thr = known[s]
                     if isfinite(thr):
                         thr = thr - 1e-9 * (1.0 + fabs(thr))
                 cur_g.clear()
@@ -743,26 +806,44 @@ cdef class _DPWorker:
                     nxt_a.clear()
                     nxt_s.clear()
                     layer_off.push_back(bp_prev.size())
-                    pr[s] += <long long>cur_g.size() * (pos_off[p + 1] - pos_off[p])
-                    if 0 <= max_pairs[s] < pr[s]:  # over budget: abandoned, score NaN
-                        sc[s] = NAN
-                        dead = True
-                        break
+                    # Pruning: the position's candidates by their best possible completion
+                    # from any state (the unigram max-backoff bound, the emission, H), best
+                    # first, so a state stops at the first one that cannot reach `thr`.
+                    ranked.clear()
+                    if thr > -INFINITY:
+                        for c in range(pos_off[p], pos_off[p + 1]):
+                            m = cand_emis[c] + H[c - pos_off[p0]]
+                            if isfinite(m):
+                                m = m + self._wbound(-1, cand_ids[c])
+                                if isfinite(m):
+                                    ranked.push_back(Ranked(-m, c))
+                        sort(ranked.begin(), ranked.end())
+                        n_try = <Py_ssize_t>ranked.size()
+                    else:
+                        n_try = pos_off[p + 1] - pos_off[p]
                     for si in range(<Py_ssize_t>cur_g.size()):
                         g = cur_g[si]
                         a = cur_a[si]
+                        sctx.ready = False
                         last = self.u.rows[g * self.u.width + self.u.width - 1] \
                             if self.u.width else -1
-                        for c in range(pos_off[p], pos_off[p + 1]):
+                        for r in range(n_try):
+                            if thr > -INFINITY:
+                                if a - ranked[r].first < thr:
+                                    break  # and every later candidate
+                                c = ranked[r].second
+                            else:
+                                c = pos_off[p] + r
                             e = cand_emis[c]
                             if not isfinite(e):
                                 continue
+                            pr[s] += 1
                             if thr > -INFINITY:
                                 if self.dense and (a + self._wbound(last, cand_ids[c]) + e
                                                    + H[c - pos_off[p0]]) < thr:
                                     continue
-                            self._step(g, cand_ids[c], &ng, &lp)
-                            lp = lp + e
+                            self._trans(g, cand_ids[c], &ng, &lp, &sctx)
+                            lp = self.lmw * lp + e
                             if not isfinite(lp):
                                 continue
                             tot = a + lp
@@ -788,9 +869,13 @@ cdef class _DPWorker:
                                     nxt_a[l] = tot
                                 else:
                                     nxt_s[l] = nxt_s[l] + exp(tot - m)
+                        if 0 <= max_pairs[s] < pr[s]:  # over budget: abandoned, score NaN
+                            sc[s] = NAN
+                            dead = True
+                            break
                     for l in range(<Py_ssize_t>nxt_g.size()):
                         local_of[nxt_g[l]] = -1
-                    if nxt_g.size() == 0:
+                    if dead or nxt_g.size() == 0:
                         dead = True
                         break
                     if not viterbi:

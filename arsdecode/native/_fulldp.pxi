@@ -10,14 +10,11 @@ from cython.operator cimport dereference as deref
 from libc.math cimport exp, fabs, log, isfinite, INFINITY, NAN
 from libcpp.algorithm cimport sort
 from libcpp.pair cimport pair
-from libcpp.unordered_map cimport unordered_map
 from libcpp.vector cimport vector
 
 ctypedef unsigned long long u64
 ctypedef long long i64
-ctypedef pair[i64, double] Trans
 ctypedef pair[double, i64] Ranked
-ctypedef unordered_map[u64, Trans] TransMap
 
 
 cdef struct UsefulTables:
