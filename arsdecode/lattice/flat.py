@@ -65,6 +65,19 @@ class FlatLattices:
     def n_lattices(self) -> int:
         return len(self.sent_off) - 1
 
+    def take(self, lattices: Sequence[int]) -> FlatLattices:
+        """The layout of the given lattices only, in that order (a rerun of some of them)."""
+        pos = [np.arange(self.sent_off[s], self.sent_off[s + 1]) for s in lattices]
+        positions = np.concatenate(pos) if pos else np.empty(0, dtype=np.int64)
+        cands = [np.arange(self.pos_off[p], self.pos_off[p + 1]) for p in positions]
+        candidates = np.concatenate(cands) if cands else np.empty(0, dtype=np.int64)
+        sent_off = np.zeros(len(lattices) + 1, dtype=np.int64)
+        np.cumsum([len(x) for x in pos], out=sent_off[1:])
+        pos_off = np.zeros(len(positions) + 1, dtype=np.int64)
+        np.cumsum(np.diff(self.pos_off)[positions], out=pos_off[1:])
+        return FlatLattices(sent_off, pos_off, self.cand_ids[candidates],
+                            self.cand_emis[candidates])
+
 
 def _check_offsets(name: str, off: np.ndarray, end: int) -> None:
     """LatticeError unless `off` is 1-D, starts at 0, never decreases and ends at `end`."""

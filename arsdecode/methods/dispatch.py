@@ -58,9 +58,38 @@ METHODS: tuple[str, ...] = ("auto", "ars", "full")
 MarginalsMethod = Literal["auto", "full", "sample"]
 MARGINALS_METHODS: tuple[str, ...] = ("auto", "full", "sample")
 
-# auto's budget for exact marginals: merged full-model states (all layers, kept for the backward
-# pass). Past it the forward pass is abandoned and the marginals are sampled (by ARS).
+# auto's budget for exact marginals on the numpy reference DP (a target without compiled
+# tables): merged full-model states (all layers, kept for the backward pass). Past it the
+# forward pass is abandoned and the marginals are sampled (by ARS).
 MARGINALS_FULL_STATES = 200_000
+
+# The memory auto lets the compiled DP use (bytes): its transition cache, plus
+# BYTES_PER_PAIR for every (state, candidate) pair it tries (the states, and the graph that
+# k-best and posteriors keep). auto never runs the DP past it: the pair budget of every
+# lattice is at most (budget - cache) / BYTES_PER_PAIR, and a lattice past its budget goes to
+# ARS (decode, k-best) or to sampling (marginals). Set by `set_memory_budget`.
+DEFAULT_MEMORY_BUDGET = 1 << 30
+BYTES_PER_PAIR = 40  # a recorded edge is 24 bytes; a state 36; pairs >= states
+_memory_budget = DEFAULT_MEMORY_BUDGET
+
+
+def set_memory_budget(nbytes: int) -> None:
+    """The memory auto lets the compiled full DP use, in bytes (default 1 GiB)."""
+    global _memory_budget
+    if nbytes < 64 << 20:
+        raise OptionError(f"the memory budget must be at least 64 MiB, not {nbytes} bytes")
+    _memory_budget = int(nbytes)
+
+
+def memory_pairs_budget() -> int:
+    """The most pairs the compiled DP may try on one lattice within the memory budget."""
+    return max(0, (_memory_budget - fast_full.SPARSE_CACHE_BYTES) // BYTES_PER_PAIR)
+
+
+# auto's k-best: the compiled DP's k-best makes two or three passes and keeps the graph, and
+# ARS's k-best runs many more iterations than its decode (bench_disambig: 0.7 s per SMS
+# lattice at K = 10), so its pair budget is this multiple of the decode's.
+KBEST_BUDGET_FACTOR = 4
 
 # Floors of auto's pair budget, one per transition store of the compiled DP
 # (cost_model.small_vocab): the budgets bench_auto's sweep validated for short lattices.
@@ -82,12 +111,13 @@ def check_method(method: str) -> None:
 def full_pairs_budgets(vocab_size: int, sizes: LatticeSizes) -> np.ndarray:
     """Per lattice, the (state, candidate) pairs past which auto abandons its full DP for ARS:
     the ARS estimate in pairs rounded down to a power of 2**(1/4) (the estimate is coarse;
-    finer steps would only pretend otherwise), at least the floor of the vocabulary kind."""
+    finer steps would only pretend otherwise), at least the floor of the vocabulary kind, at
+    most what the memory budget allows (`memory_pairs_budget`)."""
     floor = AUTO_FULL_PAIRS_SMALL_VOCAB if cost_model.small_vocab(vocab_size) else AUTO_FULL_PAIRS
     pairs = (cost_model.ars_seconds(vocab_size, sizes)
              / cost_model.full_seconds_per_pair(vocab_size))
     rounded = np.exp2(np.floor(4 * np.log2(np.maximum(pairs, 1.0))) / 4)
-    return np.maximum(float(floor), np.floor(rounded))
+    return np.minimum(np.maximum(float(floor), np.floor(rounded)), float(memory_pairs_budget()))
 
 
 def auto_budgets(model: TargetModel, sizes: LatticeSizes) -> np.ndarray | None:
@@ -208,13 +238,7 @@ def decode(lm: ModelLike, lattice: Lattice, *, method: Method = "auto",
     """
     check_method(method)
     if k is not None:
-        from arsdecode.methods.kbest import decode_kbest
-
-        if method == "full":  # the numpy reference DP's K-lists (any target); ARS options,
-            return full_kbest(lm, lattice, k)  # as for method "full" without k, do not apply
-        kbest_options = {o: v for o, v in options.items()
-                         if o in ("variant", "max_iterations", "tol")}
-        return decode_kbest(lm, lattice, k, **kbest_options)
+        return _kbest(lm, lattice, k, method, options)
     needs_ars = [o for o in ("on_iteration", "keep_automaton") if options.get(o)]
     if method == "full" and needs_ars:
         raise OptionError(f"{needs_ars[0]} needs the q-automaton, which only method 'ars' builds")
@@ -231,6 +255,51 @@ def decode(lm: ModelLike, lattice: Lattice, *, method: Method = "auto",
     return ars_decode(model, lattice, **options)  # ARS takes every option
 
 
+def _kbest(lm: ModelLike, lattice: Lattice, k: int, method: str, options: dict):
+    """`decode(k=...)`: the K best distinct paths. "full" runs the merged DP's k-best (the
+    compiled one given n-gram tables, else the numpy reference `full_kbest`); "auto" runs the
+    compiled one within KBEST_BUDGET_FACTOR times its decode budget (and the memory budget),
+    else ARS's k-best; "ars" runs ARS's. ARS options apply to ARS only."""
+    from arsdecode.methods.kbest import decode_kbest
+
+    if k < 1:
+        raise OptionError("k (the number of paths) must be >= 1")
+    model = as_target_model(lm)
+    ngram = ngram_tables(model)
+    if method != "ars" and ngram is not None and len(lattice):
+        budget = None
+        if method == "auto":
+            sizes = LatticeSizes.of_widths([lattice.widths])
+            budget = np.minimum(full_pairs_budgets(len(ngram.vocab), sizes)
+                                * KBEST_BUDGET_FACTOR, float(memory_pairs_budget()))
+        start = time.perf_counter()
+        flat = FlatLattices.from_lattices(model, [lattice])
+        res = fast_full.kbest_flat(ngram, flat, k, max_pairs=budget,
+                                   scoring=ngram_scoring(model))
+        if not np.isnan(res.scores[0, 0]):
+            return _compiled_kbest(res, lattice, time.perf_counter() - start)
+    elif method == "full":  # the numpy reference DP's K-lists (any target)
+        return full_kbest(lm, lattice, k)
+    kbest_options = {o: v for o, v in options.items() if o in ("variant", "max_iterations", "tol")}
+    return decode_kbest(lm, lattice, k, **kbest_options)
+
+
+def _compiled_kbest(res: fast_full.KBestBatch, lattice: Lattice, seconds: float):
+    """Lattice 0 of a compiled k-best as a KBestResult (exact: log_q = log_p)."""
+    from arsdecode.methods.results import KBestResult, ScoredPath
+
+    live = np.flatnonzero(np.isfinite(res.scores[0]))
+    if not len(live):
+        raise NoPathError("every path has probability zero")
+    paths = []
+    for r in live.tolist():
+        idx = tuple(res.choice[r, : len(lattice)].tolist())
+        paths.append(ScoredPath([toks[j] for toks, j in zip(lattice.tokens, idx, strict=True)],
+                                idx, float(res.scores[0, r]), float(res.scores[0, r])))
+    return KBestResult(paths, iterations=res.passes, states=0, seconds=seconds, certified=True,
+                       method="full")
+
+
 def exact_marginals(lm: ModelLike, lattice: Lattice, method: str
                     ) -> tuple[list[np.ndarray], float] | None:
     """The marginals' method choice: exact posteriors and ln Z from forward-backward over the
@@ -245,6 +314,18 @@ def exact_marginals(lm: ModelLike, lattice: Lattice, method: str
         raise OptionError(f"unknown method {method!r}; choose from {MARGINALS_METHODS}")
     if method == "sample":
         return None
+    model = as_target_model(lm)
+    ngram = ngram_tables(model)
+    if ngram is not None and len(lattice):  # the compiled forward-backward
+        flat = FlatLattices.from_lattices(model, [lattice])
+        log_z, post = fast_full.posteriors_flat(
+            ngram, flat, max_pairs=memory_pairs_budget() if method == "auto" else None,
+            scoring=ngram_scoring(model))
+        if np.isnan(log_z[0]):
+            return None
+        if log_z[0] == -np.inf:
+            raise NoPathError("every path has probability zero")
+        return np.split(post, flat.pos_off[1:-1]), float(log_z[0])
     budget = MARGINALS_FULL_STATES if method == "auto" else None
     try:
         return full_marginals(lm, lattice, max_states=budget)

@@ -113,6 +113,98 @@ def run_flat(lm: Model, flat: FlatLattices, *, viterbi: bool = True,
     return BatchResult(choice, score, states, widest, pairs)
 
 
+@dataclass(frozen=True)
+class KBestBatch:
+    """The K best paths of every lattice of a compiled call, exact in float64."""
+
+    scores: np.ndarray  # (S, K) ln p, best first; -inf past a lattice's number of paths
+    choice: np.ndarray  # (K, P) int32: the r-th best path's candidate index per position
+    pairs: np.ndarray  # (S,) (state, candidate) pairs tried over every pass; NaN scores: over
+    passes: int  # compiled calls made (see `kbest_flat`)
+
+
+KBEST_FIRST_MARGIN = 8.0
+"""k-best's first pruning threshold, in nats below the best path (see `kbest_flat`)."""
+
+
+def kbest_flat(lm: Model, flat: FlatLattices, k: int, *,
+               max_pairs: float | np.ndarray | None = None,
+               scoring: NgramScoring = PLAIN_SCORING) -> KBestBatch:
+    """The K best distinct paths of every lattice in `flat`, on the compiled DP.
+
+    The DP records each lattice's layered graph of merged states and reads its K best paths
+    off it (Huang & Chiang's k-best on a DAG, `_graph.pxi`). Pruning needs a lower bound T on
+    the K-th best score, and every path scoring >= T survives pruning with T; so:
+      1. the pruned Viterbi pass gives the best score B;
+      2. the k-best pass prunes with T = B - KBEST_FIRST_MARGIN; a lattice whose K-th score
+         found is >= T is exact (every path above it survived);
+      3. the others rerun with T = their K-th score found (the exact score of a real path, so
+         a valid bound: exact now), or without pruning when fewer than K paths were found.
+    `max_pairs` abandons a lattice past that many pairs in any pass (its scores are NaN).
+    """
+    if k < 1:
+        raise ValueError("k must be >= 1")
+    bos = lm.bos_id if scoring.sentence_start else -1
+    eos = lm.eos_id if scoring.sentence_end else -1
+    budget = -1 if max_pairs is None else np.minimum(max_pairs, 2**62).astype(np.int64)
+    budgets = np.broadcast_to(np.asarray(budget, dtype=np.int64), (flat.n_lattices,))
+    dp = full_dp(lm)
+
+    def run(f: FlatLattices, known: np.ndarray, lattices: np.ndarray):
+        return dp.run(f.sent_off, f.pos_off, f.cand_ids, f.cand_emis, bos, eos, True, True,
+                      np.ascontiguousarray(budgets[lattices]), scoring.lm_weight, known, k)
+
+    everyone = np.arange(flat.n_lattices)
+    best = dp.run(flat.sent_off, flat.pos_off, flat.cand_ids, flat.cand_emis, bos, eos, True,
+                  True, np.ascontiguousarray(budgets), scoring.lm_weight)
+    pairs = best[4].astype(np.float64)
+    over = np.isnan(best[1])
+    scores = np.full((flat.n_lattices, k), -np.inf)
+    choice = np.full((k, len(flat.pos_off) - 1), -1, dtype=np.int32)
+    known = best[1] - KBEST_FIRST_MARGIN
+    todo = everyone[np.isfinite(best[1])]
+    passes = 1
+    for final in (False, True):
+        if not len(todo):
+            break
+        sub = flat if len(todo) == flat.n_lattices else flat.take(todo.tolist())
+        res = run(sub, np.ascontiguousarray(known[todo]), todo)
+        passes += 1
+        pairs[todo] += res[4]
+        found = np.isfinite(res[5]).sum(axis=1)
+        kth = res[5][:, -1]
+        done = final | np.isnan(res[1]) | (kth >= known[todo]) | ~np.isfinite(known[todo])
+        for j, s in enumerate(todo.tolist()):
+            if done[j]:
+                scores[s] = res[5][j]
+                p0, p1 = flat.sent_off[s], flat.sent_off[s + 1]
+                q0 = sub.sent_off[j]
+                choice[:, p0:p1] = res[6][:, q0:q0 + (p1 - p0)]
+                over[s] |= bool(np.isnan(res[1][j]))
+        rest = ~done
+        known[todo[rest]] = np.where(found[rest] == k, kth[rest], np.nan)
+        todo = todo[rest]
+    scores[over] = np.nan
+    return KBestBatch(scores, choice, pairs, passes)
+
+
+def posteriors_flat(lm: Model, flat: FlatLattices, *,
+                    max_pairs: float | np.ndarray | None = None,
+                    scoring: NgramScoring = PLAIN_SCORING) -> tuple[np.ndarray, np.ndarray]:
+    """Exact ln Z of every lattice in `flat` and the posterior probability of every candidate
+    (forward-backward over the merged states, log semiring, no pruning), on the compiled DP.
+
+    Returns (ln_z (S,), posteriors (C,)): ln Z is -inf where no path has p > 0 (posteriors
+    0) and NaN where the lattice passed `max_pairs` (posteriors 0).
+    """
+    budget = -1 if max_pairs is None else np.minimum(max_pairs, 2**62).astype(np.int64)
+    res = full_dp(lm).run(
+        flat.sent_off, flat.pos_off, flat.cand_ids, flat.cand_emis,
+        lm.bos_id if scoring.sentence_start else -1, lm.eos_id if scoring.sentence_end else -1,
+        False, False, budget, scoring.lm_weight, None, 0, True)
+    return res[1], res[7]
+
+
 def full_decode_many(lm: Model, lattices: Sequence[Lattice]) -> list[tuple[list[str], float]]:
     """Best path and its ln p for every lattice (arsdecode.methods.full.full_decode's values),
     from one compiled call.

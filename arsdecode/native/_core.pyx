@@ -344,8 +344,10 @@ cdef class FullDP:
     def run(self, const long long[::1] sent_off, const long long[::1] pos_off,
             const long long[::1] cand_ids, const double[::1] cand_emis, long long bos,
             long long eos, bint viterbi, bint prune=True, max_pairs=-1, double lm_weight=1.0,
-            known=None):
-        """Decode (viterbi) or sum (log partition) every lattice.
+            known=None, long long kbest=0, bint posteriors=False):
+        """Decode (viterbi) or sum (log partition) every lattice; with `kbest` = K > 0
+        (viterbi) also the K best paths, with `posteriors` (not viterbi) also every
+        candidate's posterior probability.
 
         With `prune` (Viterbi only), a (state, candidate) pair is dropped when its score so far
         plus an upper bound on any completion (`_completion_bounds`) falls below the exact score
@@ -378,6 +380,12 @@ cdef class FullDP:
         merged states built (start state included), max_states (S,) the widest position,
         pairs (S,) the (state, candidate) pairs tried (the DP's cost: with pruning, a state
         stops at its first candidate that cannot reach the known score, see below).
+        With `kbest` or `posteriors` three more: kscores (S, K) the K best scores per sentence
+        (-inf past the number of paths), kchoice (K, P) int32 the r-th best path's candidate
+        per position, post (C,) each candidate's posterior (score is then ln Z). k-best prunes
+        with `known` alone: pass a lower bound on each sentence's K-th best score (NaN: none,
+        no pruning); posteriors never prune. Both keep the sentence's whole graph (about 24
+        bytes per surviving pair) while it is processed.
 
         The DP indexes with these arrays without bounds checks and without the GIL, so they are
         checked first (LatticeError): both offset arrays start at 0, never decrease and end at
@@ -401,6 +409,8 @@ cdef class FullDP:
                 raise LatticeError(f"FullDP.run: position offsets decrease after position {i}")
         if not (-1 <= bos < V and -1 <= eos < V):
             raise OptionError("FullDP.run: <s> or </s> id out of range")
+        if kbest < 0 or (kbest > 0 and (not viterbi or posteriors)) or (posteriors and viterbi):
+            raise OptionError("FullDP.run: kbest needs viterbi, posteriors needs viterbi=False")
         if not (lm_weight > 0 and isfinite(lm_weight)):
             raise OptionError(f"FullDP.run: lm_weight must be a finite number > 0, not {lm_weight}")
         for i in range(C):
@@ -422,7 +432,7 @@ cdef class FullDP:
         try:
             worker.lmw = lm_weight
             return worker.run_checked(sent_off, pos_off, cand_ids, cand_emis, bos, eos, viterbi,
-                                      prune, budgets, lows)
+                                      prune, budgets, lows, kbest, posteriors)
         finally:
             self._idle.append(worker)
 
@@ -749,10 +759,29 @@ cdef class _DPWorker:
     cdef tuple run_checked(self, const long long[::1] sent_off, const long long[::1] pos_off,
                            const long long[::1] cand_ids, const double[::1] cand_emis,
                            long long bos, long long eos, bint viterbi, bint prune,
-                           const long long[::1] max_pairs, const double[::1] known):
+                           const long long[::1] max_pairs, const double[::1] known,
+                           long long kbest=0, bint posteriors=False):
         """FullDP.run on arrays it has checked, with this worker's caches (a cdef method:
-        not callable from Python, so nothing reaches the DP unchecked)."""
+        not callable from Python, so nothing reaches the DP unchecked).
+
+        Recording (`kbest` > 0 with viterbi, or `posteriors` without): every surviving
+        (state, candidate) pair is kept as an edge of the sentence's layered graph, which
+        `graph_kbest` / `graph_posteriors` (_graph.pxi) then read. For k-best, pruning uses
+        `known` alone (a lower bound on the K-th best score; the greedy path bounds the best
+        only), and the result's choice and score are the best path's.
+        """
         cdef Py_ssize_t S = sent_off.shape[0] - 1, P = pos_off.shape[0] - 1
+        cdef bint record = kbest > 0 or posteriors
+        cdef long long K = kbest if kbest > 0 else 0, kk, j
+        kscores = np.full((S, K), -np.inf)
+        kchoice = np.full((K, P), -1, dtype=np.int32)
+        post = np.zeros(pos_off[P] if posteriors else 0)
+        cdef double[:, ::1] ksc = kscores
+        cdef int[:, ::1] kch = kchoice
+        cdef double[::1] pst = post
+        cdef vector[long long] g_layer, g_edge, g_pos
+        cdef vector[int] e_src, e_dst, e_cand, kbuf
+        cdef vector[double] e_w, g_final, kbest_sc
         choice = np.full(P, -1, dtype=np.int32)
         score = np.full(S, -np.inf)
         states = np.zeros(S, dtype=np.int64)
@@ -787,6 +816,8 @@ cdef class _DPWorker:
                     H.resize(pos_off[p1] - pos_off[p0])
                     thr = self._completion_bounds(p0, p1, &pos_off[0], &cand_ids[0],
                                                   &cand_emis[0], eos, g, H.data())
+                    if record:
+                        thr = -INFINITY
                     if isfinite(known[s]) and known[s] > thr:
                         thr = known[s]
                     if isfinite(thr):
@@ -798,6 +829,16 @@ cdef class _DPWorker:
                 layer_off.clear()
                 cur_g.push_back(g)
                 cur_a.push_back(0.0)
+                if record:
+                    g_layer.clear()
+                    g_edge.clear()
+                    e_src.clear()
+                    e_dst.clear()
+                    e_cand.clear()
+                    e_w.clear()
+                    g_final.clear()
+                    g_layer.push_back(0)
+                    g_layer.push_back(1)
                 st[s] = 1
                 wd[s] = 1
                 dead = False
@@ -805,6 +846,8 @@ cdef class _DPWorker:
                     nxt_g.clear()
                     nxt_a.clear()
                     nxt_s.clear()
+                    if record:
+                        g_edge.push_back(<long long>e_src.size())
                     layer_off.push_back(bp_prev.size())
                     # Pruning: the position's candidates by their best possible completion
                     # from any state (the unigram max-backoff bound, the emission, H), best
@@ -850,6 +893,12 @@ cdef class _DPWorker:
                             if thr > -INFINITY and tot + H[c - pos_off[p0]] < thr:
                                 continue
                             l = local_of[ng]
+                            if record:
+                                e_src.push_back(<int>(g_layer[p - p0] + si))
+                                e_dst.push_back(<int>(g_layer[p - p0 + 1]
+                                                      + (l if l >= 0 else <Py_ssize_t>nxt_g.size())))
+                                e_cand.push_back(<int>(c - pos_off[p]))
+                                e_w.push_back(lp)
                             if l < 0:
                                 local_of[ng] = <int>nxt_g.size()
                                 nxt_g.push_back(ng)
@@ -881,6 +930,8 @@ cdef class _DPWorker:
                     if not viterbi:
                         for l in range(<Py_ssize_t>nxt_g.size()):
                             nxt_a[l] = nxt_a[l] + log(nxt_s[l])
+                    if record:
+                        g_layer.push_back(g_layer.back() + <long long>nxt_g.size())
                     st[s] += nxt_g.size()
                     if <long long>nxt_g.size() > wd[s]:
                         wd[s] = nxt_g.size()
@@ -898,6 +949,8 @@ cdef class _DPWorker:
                     else:
                         lp = 0.0
                     tot = cur_a[si] + lp
+                    if record:
+                        g_final.push_back(lp)
                     if viterbi:
                         if tot > best:
                             best = tot
@@ -906,6 +959,26 @@ cdef class _DPWorker:
                         nxt_a.push_back(tot)
                         if tot > m:
                             m = tot
+                if record and p1 > p0:
+                    g_edge.push_back(<long long>e_src.size())
+                    g_pos.clear()
+                    for j in range(p1 - p0 + 1):
+                        g_pos.push_back(pos_off[p0 + j] - pos_off[p0])
+                    if posteriors:
+                        sc[s] = graph_posteriors(p1 - p0, g_layer.data(), g_edge.data(),
+                                                 e_src.data(), e_dst.data(), e_cand.data(),
+                                                 e_w.data(), g_final.data(), g_pos.data(),
+                                                 &pst[pos_off[p0]])
+                        continue
+                    kbest_sc.resize(K)
+                    kbuf.resize(K * (p1 - p0))
+                    kk = graph_kbest(p1 - p0, g_layer.data(), g_edge.data(), e_src.data(),
+                                     e_dst.data(), e_cand.data(), e_w.data(), g_final.data(),
+                                     g_pos.data(), K, kbest_sc.data(), kbuf.data())
+                    for k in range(kk):
+                        ksc[s, k] = kbest_sc[k]
+                        for j in range(p1 - p0):
+                            kch[k, p0 + j] = kbuf[k * (p1 - p0) + j]
                 if viterbi:
                     if state < 0:
                         continue
@@ -921,6 +994,8 @@ cdef class _DPWorker:
                     for si in range(<Py_ssize_t>nxt_a.size()):
                         a = a + exp(nxt_a[si] - m)
                     sc[s] = m + log(a)
+        if record:
+            return choice, score, states, widest, pairs, kscores, kchoice, post
         return choice, score, states, widest, pairs
 
 
