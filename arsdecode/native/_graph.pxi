@@ -18,6 +18,11 @@
 # first, as arsdecode's other K-best methods do (arsdecode/methods/kbest.py, full.py). Every
 # state keeps its derivations sorted by (score desc, prefix lexicographic); comparing two
 # prefixes walks back along both derivations until they share one (only on exact score ties).
+# One caveat: two prefixes with different scores at a state can round to equal scores after
+# the same edge weight is added; they then keep their order by the earlier, larger score.
+#
+# The kernels keep no state between calls (scratch is local std::vector), so threads may call
+# them at once; they do not check their inputs (the def wrappers at the end do).
 
 
 cdef struct KbDeriv:
@@ -131,14 +136,15 @@ cdef KbDeriv kb_pop(const KbGraph *g, vector[KbDeriv] &h) noexcept nogil:
     return top
 
 
-cdef void graph_lse_layer(long long lo, long long hi, const int *frm, const int *to,
-                          const double *w, double *val, long long out_lo, long long out_hi,
-                          double *mx, double *acc) noexcept nogil:
+cdef double graph_lse_layer(long long lo, long long hi, const int *frm, const int *to,
+                            const double *w, double *val, long long out_lo, long long out_hi,
+                            double *mx, double *acc) noexcept nogil:
     """val[to[e]] = log-sum-exp over edges e in [lo, hi) of val[frm[e]] + w[e], for the states
-    [out_lo, out_hi) (-inf without a finite term). Two passes: the maximum per state, then
-    the sum of exp(term - maximum), so no term overflows and the largest is exactly 1."""
+    [out_lo, out_hi) (-inf without a finite term), then shifted so the layer's largest is 0;
+    returns that shift (-inf: the whole layer is -inf, nothing shifted). Two passes: the
+    maximum per state, then the sum of exp(term - maximum), so no term overflows."""
     cdef long long e, v
-    cdef double x
+    cdef double x, top = -INFINITY
     for v in range(out_lo, out_hi):
         mx[v] = -INFINITY
         acc[v] = 0.0
@@ -152,6 +158,12 @@ cdef void graph_lse_layer(long long lo, long long hi, const int *frm, const int 
             acc[to[e]] += exp(x - mx[to[e]])
     for v in range(out_lo, out_hi):
         val[v] = mx[v] + log(acc[v]) if mx[v] > -INFINITY else -INFINITY
+        if val[v] > top:
+            top = val[v]
+    if top > -INFINITY:
+        for v in range(out_lo, out_hi):
+            val[v] -= top
+    return top
 
 
 cdef double graph_posteriors(long long L, const long long *layer_off, const long long *edge_off,
@@ -160,11 +172,15 @@ cdef double graph_posteriors(long long L, const long long *layer_off, const long
                              double *post) noexcept nogil:
     """ln Z, the log-sum-exp of every path's score (-inf: no path), and into `post` (zeroed by
     the caller, pos_off[L] long) each candidate's posterior: the sum over the paths choosing it
-    of exp(score - ln Z). Forward (alpha) and backward (beta) passes, max-shifted; an edge's
-    posterior is exp(alpha[src] + w + beta[dst] - ln Z), and the edges of a layer partition the
-    paths, so each position's posteriors sum to 1."""
+    of exp(score - ln Z).
+
+    Forward (alpha) and backward (beta) passes in the log semiring, each layer shifted so its
+    largest value is 0 (ln Z is the sum of the forward shifts): the values stay the size of
+    one position's weights however long the sentence, so rounding does not grow with |ln Z|.
+    An edge's posterior is exp(alpha[src] + w + beta[dst]) up to a factor common to its layer;
+    the edges of a layer partition the paths, so that factor is their sum (max-shifted)."""
     cdef long long V = layer_off[L + 1], F = layer_off[L], j, e, v
-    cdef double ln_z, x
+    cdef double ln_z = 0.0, x, top, total
     cdef vector[double] alpha, beta, mx, acc
     alpha.assign(V, -INFINITY)
     beta.assign(V, -INFINITY)
@@ -172,21 +188,47 @@ cdef double graph_posteriors(long long L, const long long *layer_off, const long
     acc.assign(V, 0.0)
     alpha[0] = 0.0
     for j in range(L):
-        graph_lse_layer(edge_off[j], edge_off[j + 1], src, dst, w, alpha.data(),
-                        layer_off[j + 1], layer_off[j + 2], mx.data(), acc.data())
+        top = graph_lse_layer(edge_off[j], edge_off[j + 1], src, dst, w, alpha.data(),
+                              layer_off[j + 1], layer_off[j + 2], mx.data(), acc.data())
+        if not top > -INFINITY:
+            return -INFINITY
+        ln_z += top
+    top = -INFINITY
     for v in range(F, V):
         beta[v] = final_w[v - F]
+        if alpha[v] + beta[v] > top:
+            top = alpha[v] + beta[v]
+    if not top > -INFINITY:
+        return -INFINITY
+    total = 0.0
+    for v in range(F, V):
+        if alpha[v] + beta[v] > -INFINITY:
+            total += exp(alpha[v] + beta[v] - top)
+    ln_z += top + log(total)
+    top = -INFINITY
+    for v in range(F, V):
+        if beta[v] > top:
+            top = beta[v]
+    for v in range(F, V):
+        beta[v] -= top
     for j in range(L - 1, -1, -1):
         graph_lse_layer(edge_off[j], edge_off[j + 1], dst, src, w, beta.data(),
                         layer_off[j], layer_off[j + 1], mx.data(), acc.data())
-    ln_z = beta[0]
-    if not ln_z > -INFINITY:
-        return -INFINITY
     for j in range(L):
+        top = -INFINITY
+        for e in range(edge_off[j], edge_off[j + 1]):
+            x = alpha[src[e]] + w[e] + beta[dst[e]]
+            if x > top:
+                top = x
+        total = 0.0
         for e in range(edge_off[j], edge_off[j + 1]):
             x = alpha[src[e]] + w[e] + beta[dst[e]]
             if x > -INFINITY:
-                post[pos_off[j] + cand[e]] += exp(x - ln_z)
+                total += exp(x - top)
+        for e in range(edge_off[j], edge_off[j + 1]):
+            x = alpha[src[e]] + w[e] + beta[dst[e]]
+            if x > -INFINITY:
+                post[pos_off[j] + cand[e]] += exp(x - top) / total
     return ln_z
 
 
