@@ -13,6 +13,7 @@ from arsdecode.errors import LatticeError, ModelError, OptionError
 include "_ngram.pxi"
 include "_fulldp.pxi"
 include "_maxplus.pxi"
+include "_graph.pxi"
 
 cdef long long DENSE_MAX_VOCAB = 4096  # dense transition rows up to this vocabulary size
 cdef long long SHORTCUT_MIN_RUN = 32  # rows of one context before walk's unigram shortcut
