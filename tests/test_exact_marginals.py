@@ -137,7 +137,8 @@ def test_auto_samples_past_the_budget(random_lms, monkeypatch):
     rng = random.Random(9)
     lattice = make_lattice(rng, model, max_len=4, max_width=3, neg_inf=0.0)
     assert arsdecode.marginals(model.lm, lattice, 20, seed=0).exact  # default auto, in budget
-    monkeypatch.setattr(dispatch, "MARGINALS_FULL_STATES", 1)
+    monkeypatch.setattr(dispatch, "MARGINALS_FULL_STATES", 1)  # the numpy DP's budget
+    monkeypatch.setattr(dispatch, "memory_pairs_budget", lambda: 1)  # the compiled DP's
     with pytest.raises(StatesBudgetExceeded):
         full_marginals(model.lm, lattice, max_states=1)
     r = arsdecode.marginals(model.lm, lattice, 20, seed=0)

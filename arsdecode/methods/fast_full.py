@@ -48,6 +48,8 @@ class BatchResult:
     pairs: np.ndarray  # (S,) (state, candidate) pairs visited: the DP's cost
 
 
+SPARSE_CACHE_BYTES: int = _core.SPARSE_CACHE_BYTES  # the DP's transition cache, at most
+
 _DP: weakref.WeakKeyDictionary[Model, _core.FullDP] = weakref.WeakKeyDictionary()
 _DP_LOCK = threading.Lock()  # threads asking for a new model's DP build it once
 
