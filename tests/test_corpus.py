@@ -73,6 +73,9 @@ def test_methods_agree_and_auto_records_its_choice(real_lms, monkeypatch):
         monkeypatch.setattr(cost_model, name, 0.0)
     monkeypatch.setattr(dispatch, "AUTO_FULL_PAIRS", 0)  # every lattice over budget: ARS runs
     monkeypatch.setattr(dispatch, "AUTO_FULL_PAIRS_SMALL_VOCAB", 0)
+    # ... and no memory for pairs (a one-candidate lattice can cost one pair, which a budget
+    # of one, the floor's rounding, would let through)
+    monkeypatch.setattr(dispatch, "memory_pairs_budget", lambda: 0)
     for a, x in zip(ars, decode_many(model.lm, lattices), strict=True):
         assert x.method == "ars"
         assert (x.tokens, x.log_p, x.iterations) == (a.tokens, a.log_p, a.iterations)
@@ -81,6 +84,7 @@ def test_methods_agree_and_auto_records_its_choice(real_lms, monkeypatch):
     budget = float(sorted(pairs)[len(pairs) // 2])
     assert pairs.min() <= budget < pairs.max()
     monkeypatch.setattr(dispatch, "AUTO_FULL_PAIRS", budget)
+    monkeypatch.setattr(dispatch, "memory_pairs_budget", lambda: 2**40)
     mixed = decode_many(model.lm, lattices)
     for a, f, x, cost in zip(ars, full, mixed, pairs, strict=True):
         assert x.method == ("full" if cost <= budget else "ars")

@@ -579,7 +579,7 @@ cdef class _DPWorker:
             self.stamp[y] = self.epoch
             self.stamp_idx[y] = c2
             if isfinite(cand_emis[c2]) and isfinite(H[c2 - base]):
-                v = t.lp[y] + cand_emis[c2] + H[c2 - base]
+                v = self.lmw * t.lp[y] + cand_emis[c2] + H[c2 - base]
                 if isfinite(v):
                     ranked.push_back(Ranked(-v, c2))
         sort(ranked.begin(), ranked.end())
