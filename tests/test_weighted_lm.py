@@ -279,3 +279,88 @@ def test_log_bound_covers_every_left_extension(tmp_path_factory, arpa, data):
     got = float(target.log_prob(context_rows([ids], width),
                                 np.array([lm.word_to_id[word]]))[0])
     assert got == pytest.approx(want, abs=1e-9)
+
+
+# ---------------------------------------------------------------- --lmw on the commands
+
+
+def _cli(capsys, *argv: str) -> tuple[int, str, str]:
+    from arsdecode.cli import main as cli
+
+    try:
+        code = cli.main(list(argv))
+    except SystemExit as stop:  # argparse's errors
+        code = stop.code
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def _lattice_file(tmp_path, lattice: Lattice, name: str = "lat.json") -> str:
+    import json
+
+    path = tmp_path / name
+    path.write_text(json.dumps(lattice.to_json_obj()))
+    return str(path)
+
+
+def test_lmw_on_decode_marginals_and_sample(random_lms, tmp_path, capsys):
+    import json
+
+    checked = 0
+    for model, _, _, lattice, _ in cases(random_lms[:5], 3, seed=9, neg_inf=0.0):
+        weight = 1.7
+        ref = reference(model.lm, lattice, weight, True, True)
+        lat = _lattice_file(tmp_path, lattice)
+        code, out, _ = _cli(capsys, "decode", "--lm", str(model.path), "--lattice", lat,
+                            "--lmw", str(weight), "--json")
+        assert code == 0
+        assert json.loads(out)["log_p"] == pytest.approx(ref.best_log_p, abs=TIGHT)
+        code, out, _ = _cli(capsys, "marginals", "--lm", str(model.path), "--lattice", lat,
+                            "--lmw", str(weight), "--method", "full", "--json")
+        assert code == 0
+        got = json.loads(out)
+        assert got["exact"] and got["log_Z"] == pytest.approx(ref.log_Z, abs=TIGHT)
+        code, out, _ = _cli(capsys, "sample", "--lm", str(model.path), "--lattice", lat,
+                            "--lmw", str(weight), "-n", "50", "--json")
+        assert code == 0
+        for tokens, log_p in zip(json.loads(out)["samples"], json.loads(out)["log_p"],
+                                 strict=True):
+            assert log_p == pytest.approx(ref.score(tokens), abs=TIGHT)
+        checked += 1
+    assert checked >= 5
+
+
+def test_lmw_on_batch_equals_brute_force(random_lms, tmp_path, capsys):
+    import json
+
+    model = random_lms[4]
+    rng = random.Random(10)
+    lattices = [make_lattice(rng, model, neg_inf=0.0) for _ in range(6)]
+    (tmp_path / "in.jsonl").write_text("".join(
+        json.dumps({"id": i, **lat.to_json_obj()}) + "\n" for i, lat in enumerate(lattices)))
+    code, _, err = _cli(capsys, "batch", "--lm", str(model.path), "--in",
+                        str(tmp_path / "in.jsonl"), "--out", str(tmp_path / "out.jsonl"),
+                        "--model-cache", str(tmp_path / "cache"), "--lmw", "0.6")
+    assert code == 0, err
+    lines = [json.loads(x) for x in (tmp_path / "out.jsonl").read_text().splitlines()]
+    assert len(lines) == len(lattices)
+    for line in lines:
+        ref = reference(model.lm, lattices[line["id"]], 0.6, True, True)
+        assert line["log_p"] == pytest.approx(ref.best_log_p, abs=TIGHT)
+        assert tuple(line["tokens"]) in ref.near_best(1e-9)
+
+
+@pytest.mark.parametrize("argv, fragment", [
+    (["decode", "--lattice", "LAT", "--lmw", "0"], "--lmw: must be a finite number > 0, got 0"),
+    (["marginals", "--lattice", "LAT", "--lmw", "nan"], "--lmw: must be a finite number > 0"),
+    (["sample", "--lattice", "LAT", "-n", "2", "--lmw", "x"], "--lmw: expected a number"),
+    (["batch", "--in", "LAT", "--out", "OUT", "--task", "tag", "--lmw", "2"],
+     "--lmw is for --task decode or sample"),
+])
+def test_lmw_errors_are_one_line(random_lms, tmp_path, capsys, argv, fragment):
+    model = random_lms[0]
+    lat = _lattice_file(tmp_path, Lattice.from_lists([[(model.words[0], 0.0)]]))
+    argv = [lat if a == "LAT" else str(tmp_path / "out") if a == "OUT" else a for a in argv]
+    code, out, err = _cli(capsys, argv[0], "--lm", str(model.path), *argv[1:])
+    assert code == 2 and out == ""
+    assert len(err.splitlines()) == 1 and fragment in err and "Traceback" not in err
