@@ -25,14 +25,14 @@ from arsdecode.methods.ars import sample as _sample
 from arsdecode.methods.dispatch import MarginalsMethod, Method
 from arsdecode.methods.marginals import Marginal, MarginalsResult
 from arsdecode.methods.results import DecodeResult, KBestResult, SampleResult, SampleTrace
-from arsdecode.model import ModelLike, as_target_model
+from arsdecode.model import ModelLike, WeightedLM, as_target_model
 from maxarpa.config import Config
 from maxarpa.model import Model
 
 __all__ = [
     "DATA_DIR", "DEFAULT_LM", "DecodeResult", "KBestResult", "Marginal", "MarginalsResult",
     "SampleResult", "SampleTrace", "TagResult", "adapt", "decode", "decode_kbest",
-    "decode_many", "load_lm", "marginals", "sample", "sms_decode", "tag",
+    "decode_many", "load_lm", "marginals", "sample", "sms_decode", "tag", "weighted",
 ]
 
 DATA_DIR = Path(__file__).resolve().parent / "data"
@@ -77,6 +77,22 @@ def decode(
     probability zero.
     """
     return dispatch.decode(as_target_model(lm), lattice, method=method, k=k, **options)
+
+
+def weighted(lm: ModelLike, *, lm_weight: float = 1.0, sentence_start: bool = True,
+             sentence_end: bool = True) -> ModelLike:
+    """`lm` scored as SRILM disambig scores it: every LM ln probability times `lm_weight`
+    (> 0; disambig's -lmw), the first word after `<s>` or, with `sentence_start=False`, after
+    nothing (-no-sos), and a final `</s>` factor unless `sentence_end=False` (-no-eos).
+
+    Returns a `WeightedLM` (`arsdecode.model.weighted`), which every function here takes as
+    `lm`, every method included; with the defaults, `lm` itself (nothing to change). Raises
+    OptionError for a weight that is not a finite number > 0.
+    """
+    if lm_weight == 1.0 and sentence_start and sentence_end and not isinstance(lm, WeightedLM):
+        return lm
+    return WeightedLM(lm, lm_weight=lm_weight, sentence_start=sentence_start,
+                      sentence_end=sentence_end)
 
 
 def decode_many(

@@ -162,7 +162,10 @@ def _reference_lattice(ref, sentence, mapw=1.0) -> Lattice:
 
 
 def _run(capsys, *argv: str) -> tuple[int, str, str]:
-    code = cli.main(["disambig", *argv])
+    try:
+        code = cli.main(["disambig", *argv])
+    except SystemExit as stop:  # argparse's errors
+        code = stop.code
     out, err = capsys.readouterr()
     return code, out, err
 
@@ -258,8 +261,11 @@ def test_cli_keep_unk_blank_lines_and_default_model(tmp_path, capsys):
 @pytest.mark.parametrize("case, fragment", [
     ("missing", "obs:2: the observed token 'b' is not in the map"),
     ("badmap", "map:1: hidden word 'x' has the probability '-1'"),
-    ("order", "--order 1: lower than the model's order"),
     ("nofile", "cannot read map"),
+    ("lmw0", "argument --lmw/-lmw: must be a finite number > 0, got 0"),
+    ("lmwneg", "argument --lmw/-lmw: must be a finite number > 0, got -1"),
+    ("nbestfb", "--nbest is Viterbi decoding; it does not combine with --fb"),
+    ("order0", "argument --order/-order: must be >= 1, got 0"),
 ])
 def test_cli_errors_are_one_line_exit_2(random_lms, tmp_path, capsys, case, fragment):
     model = next(m for m in random_lms if m.lm.order >= 2)
@@ -267,11 +273,12 @@ def test_cli_errors_are_one_line_exit_2(random_lms, tmp_path, capsys, case, frag
     (tmp_path / "obs").write_text("a\nb\n" if case == "missing" else "a a\n")
     argv = ["--text", str(tmp_path / "obs"), "--map",
             str(tmp_path / ("nope" if case == "nofile" else "map")), "--lm", str(model.path)]
-    if case == "order":
-        argv += ["--order", "1"]
+    argv += {"lmw0": ["--lmw", "0"], "lmwneg": ["-lmw", "-1"], "order0": ["--order", "0"],
+             "nbestfb": ["--nbest", "2", "--posteriors"]}.get(case, [])
     code, out, err = _run(capsys, *argv)
     assert code == 2 and out == ""
-    assert len(err.splitlines()) == 1 and err.startswith("arsdecode: ") and fragment in err
+    assert len(err.splitlines()) == 1 and err.startswith("arsdecode") and fragment in err
+    assert "Traceback" not in err
 
 
 def test_order_at_or_above_the_models_is_accepted(random_lms, tmp_path, capsys):
@@ -429,3 +436,200 @@ def test_cli_chunks_keep_line_order(random_lms, tmp_path, capsys, monkeypatch):
         if sentence:
             brute = brute_model(model.lm, _reference_lattice(ref, sentence))
             assert tuple(line.split()) in brute.near_best(1e-9)
+
+
+# ---------------------------------------------------------------- SRILM's scoring options:
+# --lmw, --no-eos, --no-bos, --order N, and forward-backward: --posteriors, --totals, --fb
+
+
+def _weighted_reference(lm, ref, sentence, lmw, mapw, sos, eos):
+    """Brute force over every hidden sentence: lmw * the LM (stripped of <s> / </s> as asked,
+    scalar log10p calls) + mapw * the map (tests/test_weighted_lm.py `reference`)."""
+    from test_weighted_lm import reference
+
+    return reference(lm, _reference_lattice(ref, sentence, mapw), lmw, sos, eos)
+
+
+def _posterior_blocks(out: str, sentences, sos: bool, eos: bool, totals: bool):
+    """Split --posteriors [--totals] output into per-sentence (rows, total) pieces."""
+    lines = out.splitlines()
+    blocks = []
+    at = 0
+    for sentence in sentences:
+        n = len(sentence) + sos + eos
+        rows = lines[at : at + n]
+        at += n
+        total = None
+        if totals:
+            total = float(lines[at])
+            at += 1
+        blocks.append((rows, total))
+    assert at == len(lines)
+    return blocks
+
+
+@pytest.mark.parametrize("logmap", [False, True])
+def test_posteriors_and_totals_equal_brute_force(random_lms, tmp_path, capsys, logmap):
+    from test_weighted_lm import brute_marginals
+
+    rng = random.Random(21 + logmap)
+    checked = 0
+    for model in random_lms:
+        map_text, ref, text = _random_problem(rng, model.words, logmap)
+        lmw, mapw = rng.choice([(1.0, 1.0), (2.0, 0.5), (0.4, 1.5)])
+        sos, eos = rng.random() < 0.6, rng.random() < 0.6
+        (tmp_path / "map").write_text(map_text)
+        (tmp_path / "obs").write_text("\n".join(" ".join(s) for s in text) + "\n")
+        argv = ["--text", str(tmp_path / "obs"), "--map", str(tmp_path / "map"), "--lm",
+                str(model.path), "--lmw", str(lmw), "--mapw", str(mapw), "--posteriors",
+                "--totals"] + (["--logmap"] if logmap else []) + (
+                [] if sos else ["--no-bos"]) + ([] if eos else ["--no-eos"])
+        code, out, err = _run(capsys, *argv)
+        assert code == 0, err
+        assert "estimates" not in err
+        for sentence, (rows, total) in zip(text, _posterior_blocks(out, text, sos, eos, True),
+                                           strict=True):
+            brute = _weighted_reference(model.lm, ref, sentence, lmw, mapw, sos, eos)
+            assert total == pytest.approx(brute.log_Z / LN10, abs=1e-9), (model, sentence)
+            lattice = _reference_lattice(ref, sentence, mapw)
+            want = brute_marginals(brute, lattice)
+            if sos:
+                assert rows[0] == f"<s>\t <s> {0.0 if logmap else 1.0}"
+            if eos:
+                assert rows[-1] == f"</s>\t </s> {0.0 if logmap else 1.0}"
+            body = rows[sos : len(rows) - eos]
+            for i, (obs, row) in enumerate(zip(sentence, body, strict=True)):
+                head, _, cells = row.partition("\t")
+                assert head == obs and cells.startswith(" ")
+                fields = cells.split()
+                got = {fields[j]: float(fields[j + 1]) for j in range(0, len(fields), 2)}
+                assert set(got) == set(lattice.tokens[i])
+                for j, tok in enumerate(lattice.tokens[i]):
+                    p = 10.0 ** got[tok] if logmap else got[tok]
+                    assert p == pytest.approx(want[i][j], abs=1e-9), (model, sentence, tok)
+            checked += 1
+    assert checked >= len(random_lms)
+
+
+def test_fb_prints_the_most_probable_word_of_each_position(random_lms, tmp_path, capsys):
+    from test_weighted_lm import brute_marginals
+
+    rng = random.Random(31)
+    for model in random_lms[:5]:
+        map_text, ref, text = _random_problem(rng, model.words, False)
+        (tmp_path / "map").write_text(map_text)
+        (tmp_path / "obs").write_text("\n".join(" ".join(s) for s in text) + "\n")
+        code, out, _ = _run(capsys, "--text", str(tmp_path / "obs"), "--map",
+                            str(tmp_path / "map"), "--lm", str(model.path), "-fb", "-lmw", "1.5")
+        assert code == 0
+        for sentence, line in zip(text, out.splitlines(), strict=True):
+            brute = _weighted_reference(model.lm, ref, sentence, 1.5, 1.0, True, True)
+            lattice = _reference_lattice(ref, sentence)
+            for i, (word, probs) in enumerate(zip(line.split(), brute_marginals(brute, lattice),
+                                                  strict=True)):
+                assert probs[lattice.tokens[i].index(word)] == pytest.approx(probs.max(),
+                                                                             abs=1e-12)
+
+
+def test_no_eos_no_bos_best_path_and_nbest_equal_brute_force(random_lms, tmp_path, capsys):
+    rng = random.Random(41)
+    for model in random_lms:
+        map_text, ref, text = _random_problem(rng, model.words, False, zero=False)
+        (tmp_path / "map").write_text(map_text)
+        (tmp_path / "obs").write_text("\n".join(" ".join(s) for s in text) + "\n")
+        sos, eos = rng.choice([(False, True), (True, False), (False, False)])
+        flags = ([] if sos else ["-no-sos"]) + ([] if eos else ["-no-eos"])
+        base = ["-text", str(tmp_path / "obs"), "-map", str(tmp_path / "map"), "-lm",
+                str(model.path), "-lmw", "0.8", *flags]
+        code, out, _ = _run(capsys, *base)
+        assert code == 0
+        code, nbest, _ = _run(capsys, *base, "-nbest", "3")
+        assert code == 0
+        for sentence, line, block in zip(text, out.splitlines(),
+                                         nbest.split("NBestList1.0\n")[1:], strict=True):
+            brute = _weighted_reference(model.lm, ref, sentence, 0.8, 1.0, sos, eos)
+            assert tuple(line.split()) in brute.near_best(1e-9), (model, sentence, sos, eos)
+            ranked = sorted(brute.log_p, reverse=True)
+            for rank, hyp in enumerate(block.splitlines()):
+                score, _, words = hyp.partition(" ")
+                assert brute.score(words.split()) == pytest.approx(ranked[rank], abs=1e-9)
+                assert int(score[1:-1]) == int(np.rint(ranked[rank] * BYTELOG_PER_LN))
+
+
+def test_order_below_the_models_truncates_it(random_lms, tmp_path, capsys):
+    import maxarpa
+
+    rng = random.Random(51)
+    checked = 0
+    for model in random_lms:
+        if model.lm.order < 3:
+            continue
+        map_text, ref, text = _random_problem(rng, model.words, False)
+        (tmp_path / "map").write_text(map_text)
+        (tmp_path / "obs").write_text("\n".join(" ".join(s) for s in text) + "\n")
+        for order in range(1, model.lm.order):
+            code, out, _ = _run(capsys, "--text", str(tmp_path / "obs"), "--map",
+                                str(tmp_path / "map"), "--lm", str(model.path), "--order",
+                                str(order), "--totals")
+            assert code == 0
+            small = maxarpa.truncate(model.lm, order)
+            for sentence, total in zip(text, out.splitlines(), strict=True):
+                brute = brute_model(small, _reference_lattice(ref, sentence))
+                assert float(total) == pytest.approx(brute.log_Z / LN10, abs=1e-9)
+            checked += 1
+    assert checked >= 5
+
+
+def test_blank_lines_in_forward_backward_output(random_lms, tmp_path, capsys):
+    model = random_lms[2]
+    (tmp_path / "map").write_text(f"a {model.words[0]} 0.5 {model.words[1]} 0.5\n")
+    (tmp_path / "obs").write_text("a\n\n")
+    code, out, _ = _run(capsys, "--text", str(tmp_path / "obs"), "--map",
+                        str(tmp_path / "map"), "--lm", str(model.path), "--posteriors",
+                        "--totals")
+    assert code == 0
+    lines = out.splitlines()
+    assert lines[-3:-1] == ["<s>\t <s> 1.0", "</s>\t </s> 1.0"]
+    # the empty sentence's total is p(</s> | <s>), as disambig scores a line of no words
+    assert float(lines[-1]) == pytest.approx(model.lm.log10p("</s>", ["<s>"]), abs=1e-12)
+    code, out, _ = _run(capsys, "--text", str(tmp_path / "obs"), "--map",
+                        str(tmp_path / "map"), "--lm", str(model.path), "--totals", "--no-eos")
+    assert code == 0 and float(out.splitlines()[1]) == 0.0
+
+
+def test_sentences_past_the_exact_budget_are_estimates_with_a_warning(
+        random_lms, tmp_path, capsys, monkeypatch):
+    from arsdecode.methods import dispatch
+
+    model = random_lms[5]
+    rng = random.Random(61)
+    map_text, ref, text = _random_problem(rng, model.words, False)
+    (tmp_path / "map").write_text(map_text)
+    (tmp_path / "obs").write_text("\n".join(" ".join(s) for s in text) + "\n")
+    argv = ["--text", str(tmp_path / "obs"), "--map", str(tmp_path / "map"), "--lm",
+            str(model.path), "--totals", "--samples", "300"]
+    code, exact, err = _run(capsys, *argv)
+    assert code == 0 and "estimates" not in err
+    monkeypatch.setattr(dispatch, "MARGINALS_FULL_STATES", 1)
+    code, sampled, err = _run(capsys, *argv)
+    assert code == 0
+    assert len(err.splitlines()) == 1 and "estimates from 300 exact samples" in err
+    for a, b in zip(exact.splitlines(), sampled.splitlines(), strict=True):
+        assert abs(float(a) - float(b)) < 0.5  # an estimate of the same number
+
+
+def test_srilm_spellings_equal_the_long_options(random_lms, tmp_path, capsys):
+    model = random_lms[3]
+    rng = random.Random(71)
+    map_text, _, text = _random_problem(rng, model.words, True)
+    (tmp_path / "map").write_text(map_text)
+    (tmp_path / "obs").write_text("\n".join(" ".join(s) for s in text) + "\n")
+    files = [str(tmp_path / "obs"), str(tmp_path / "map"), str(model.path)]
+    long = ["--text", files[0], "--map", files[1], "--lm", files[2], "--logmap", "--mapw",
+            "0.7", "--lmw", "1.3", "--no-eos", "--no-bos", "--posteriors", "--totals",
+            "--order", "2"]
+    srilm = ["-text", files[0], "-map", files[1], "-lm", files[2], "-logmap", "-mapw", "0.7",
+             "-lmw", "1.3", "-no-eos", "-no-sos", "-posteriors", "-totals", "-order", "2"]
+    code_a, out_a, _ = _run(capsys, *long)
+    code_b, out_b, _ = _run(capsys, *srilm)
+    assert code_a == code_b == 0 and out_a == out_b and out_a

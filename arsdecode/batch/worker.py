@@ -56,6 +56,7 @@ class TaskSpec:
     tolower: bool = False  # lowercase the map and the observed tokens
     keep_unk: bool = False  # an observed token missing from the map passes through as itself
     mapw: float = 1.0  # weight of the map's ln probabilities
+    lmw: float = 1.0  # weight of the LM's ln probabilities (decode/sample; SRILM's -lmw)
 
 
 def item_seed(seed: int, item_id: Any) -> int:
@@ -203,6 +204,10 @@ def error_message(item: Item, err: Exception) -> str:
 def run_chunk(spec: TaskSpec, items: list[Item]) -> list[str]:
     """Worker entry point: the JSON output lines of one chunk, in its order."""
     lm, emissions = worker_models(spec)
+    if spec.lmw != 1.0:  # the target scored with the LM weight (a light wrapper per chunk)
+        from arsdecode.model.weighted import WeightedLM
+
+        lm = WeightedLM(lm, lm_weight=spec.lmw)
     ready: list[Item] = []
     lattices: list = []
     words: dict[int, list[str]] = {}  # tag: the sentence of item k

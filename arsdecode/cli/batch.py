@@ -20,6 +20,7 @@ from arsdecode.cli.options import (
     EXIT_OK,
     VARIANTS,
     add_lm_strictness_options,
+    add_lm_weight_option,
     add_map_reading_options,
     add_method_option,
     add_sampling_options,
@@ -89,6 +90,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="where a text --lm is converted to binary (default: "
                         "$XDG_CACHE_HOME/arsdecode/models, else ~/.cache/arsdecode/models)")
     add_lm_strictness_options(p)
+    add_lm_weight_option(p)
     p.add_argument("--variant", choices=VARIANTS, default=None,
                    help="refinement variant (default: the engine's)")
     p.add_argument("--max-iterations", type=positive_int, default=None,
@@ -158,6 +160,9 @@ def run(args: argparse.Namespace) -> int:
     emissions = None
     lm = args.lm
     if args.task == "tag":
+        if args.lmw != 1.0:
+            raise OptionError("--lmw is for --task decode or sample (the tagger's model is "
+                              "scored as it was trained)")
         lm, emissions = tag_paths(args)
     elif lm is None:
         raise BatchError(f"--task {args.task} needs --lm")
@@ -182,7 +187,7 @@ def run(args: argparse.Namespace) -> int:
         method=args.method,
         batch=args.batch, target_ar=args.target_ar, ar_window=args.ar_window,
         config=lm_config(args), map=map_path, logmap=args.logmap, tolower=args.tolower,
-        keep_unk=args.keep_unk, mapw=args.mapw,
+        keep_unk=args.keep_unk, mapw=args.mapw, lmw=args.lmw,
     )
     stats = run_batch(spec, args.in_path, args.out, workers=args.workers or 1,
                       scheduler=args.scheduler, chunk_size=args.chunk_size, ordered=args.ordered,

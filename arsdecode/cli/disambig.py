@@ -1,10 +1,14 @@
-"""`arsdecode disambig`: SRILM `disambig`'s inputs and output, decoded exactly.
+"""`arsdecode disambig`: SRILM `disambig`'s inputs, options and output, decoded exactly.
 
 Why a command of its own: users of SRILM's `disambig` hold a map of p(observed | hidden) and a
-text of observed tokens; this reads exactly those (arsdecode.lattice.disambig_map), decodes every
-sentence with `api.decode_many` (method auto), and prints what `disambig` prints: the hidden
-words, one sentence per line, or with --nbest an `NBestList1.0` list per sentence. The
-differences from `disambig` are listed in docs/guide.md ("Coming from SRILM disambig").
+text of observed tokens; this reads exactly those (arsdecode.lattice.disambig_map) and prints
+what `disambig` prints: the hidden words, one sentence per line (`decode_many`, method auto),
+or with --nbest an `NBestList1.0` list per sentence, or with --posteriors / --totals / --fb
+the forward-backward results (exact posteriors and ln Z where the merged states fit a budget,
+else sampled estimates, with a warning). The LM is scored as disambig scores it
+(`arsdecode.api.weighted`: --lmw, --no-eos, --no-bos) and truncated to --order
+(`maxarpa.truncate`). The differences from `disambig` are listed in docs/guide.md ("Coming
+from SRILM disambig").
 """
 
 from __future__ import annotations
@@ -12,6 +16,8 @@ from __future__ import annotations
 import argparse
 import math
 import sys
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 from arsdecode.cli.options import (
     EXIT_OK,
@@ -19,15 +25,23 @@ from arsdecode.cli.options import (
     EXIT_UNCERTIFIED,
     UNITS_HELP,
     add_lm_strictness_options,
+    add_lm_weight_option,
     add_map_reading_options,
     add_max_iterations,
     epilog,
     lm_config,
-    non_negative_float,
     positive_int,
+    seed_int,
 )
-from arsdecode.cli.output import report_uncertified, warn_oov
+from arsdecode.cli.output import report_uncertified, warn, warn_oov
 from arsdecode.errors import OptionError
+from maxarpa.constants import BOS, EOS, LN10
+
+if TYPE_CHECKING:
+    from arsdecode.lattice import Lattice
+    from arsdecode.methods.marginals import MarginalsResult
+    from arsdecode.model import ModelLike
+
 
 BYTELOG_PER_LN = 10000.5 / 1024.0
 """NBestList1.0 scores are bytelogs: round(ln p * 10000.5 / 1024), as SRILM's LogPtoBytelog."""
@@ -40,6 +54,10 @@ MAP_HELP = ("map file: one line per observed token, 'observed hidden1 p1 hidden2
             "p = p(observed | hidden), plain (log10 with --logmap); a hidden word without a "
             "probability has p = 1; identical candidate lists share one parsed row")
 
+SRILM_HELP = ("SRILM's single-dash spellings are accepted too (-text, -map, -lm, -order, "
+              "-logmap, -keep-unk, -mapw, -lmw, -nbest, -no-eos, -no-sos, -fb, -posteriors, "
+              "-totals); docs/guide.md lists every difference from disambig.")
+
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
@@ -48,34 +66,47 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                     "LM over the hidden words and a map of p(observed | hidden), as SRILM's "
                     "disambig does, exactly in float64. Prints one decoded sentence per line "
                     "(the hidden words only; a blank input line gives a blank output line).",
-        epilog=epilog(UNITS_HELP, EXIT_STATUS_HELP),
+        epilog=epilog(UNITS_HELP, SRILM_HELP, EXIT_STATUS_HELP),
     )
-    p.add_argument("--text", required=True, help="observed tokens, one sentence per line")
-    p.add_argument("--map", required=True, help=MAP_HELP)
-    p.add_argument("--lm", default=None,
+    p.add_argument("--text", "-text", required=True,
+                   help="observed tokens, one sentence per line")
+    p.add_argument("--map", "-map", required=True, help=MAP_HELP)
+    p.add_argument("--lm", "-lm", default=None,
                    help="ARPA, MAX-ARPA or maxarpa binary model over the hidden words "
                         "(default: the embedded State of the Union 5-gram)")
-    p.add_argument("--order", type=positive_int, default=None,
+    p.add_argument("--order", "-order", type=positive_int, default=None,
                    help="n-gram order (default: the model's; disambig's default is 2). A lower "
-                        "order than the model's is refused for now")
-    add_map_reading_options(p)
-    p.add_argument("--nbest", type=positive_int, default=None, metavar="K",
+                        "order than the model's truncates it as SRILM does: the n-grams above "
+                        "N are dropped, and the N-grams' backoffs")
+    add_map_reading_options(p, srilm=True)
+    add_lm_weight_option(p, "-lmw")
+    p.add_argument("--no-eos", "-no-eos", action="store_true",
+                   help="no </s> factor at the end of a sentence (SRILM's -no-eos)")
+    p.add_argument("--no-bos", "--no-sos", "-no-sos", dest="no_bos", action="store_true",
+                   help="the first word is scored without <s> before it, from the empty "
+                        "context (SRILM ngram's -no-sos)")
+    p.add_argument("--nbest", "-nbest", type=positive_int, default=None, metavar="K",
                    help="print the K best hidden sentences per line as an NBestList1.0 list: "
                         "'(bytelog) w1 w2 ...', bytelog = round(ln p * 10000.5 / 1024)")
-    p.add_argument("--lmw", type=positive_float, default=1.0, metavar="W",
-                   help="weight of the LM's log probabilities, > 0 (default 1): the score is "
-                        "lmw * ln p_LM + mapw * ln p_map, decoded exactly as ln p_LM + "
-                        "(mapw / lmw) * ln p_map, the same argmax and ranking")
+    p.add_argument("--fb", "-fb", action="store_true",
+                   help="forward-backward decoding: print, per position, the hidden word of "
+                        "highest posterior probability (instead of the best sentence)")
+    p.add_argument("--posteriors", "-posteriors", action="store_true",
+                   help="print the posterior table instead of the sentences: per position a "
+                        "line 'observed<TAB> hidden1 p1 hidden2 p2 ...' (the map's format; "
+                        "log10 with --logmap), <s> and </s> lines included, as disambig "
+                        "prints it; exact by forward-backward")
+    p.add_argument("--totals", "-totals", action="store_true",
+                   help="print the total probability of each sentence (log10, the sum over "
+                        "every hidden sentence of the weighted scores), one per line, "
+                        "after its --posteriors table if any; exact by forward-backward")
+    p.add_argument("--samples", type=positive_int, default=1000, metavar="N",
+                   help="--posteriors/--totals/--fb on a sentence too large for the exact "
+                        "forward-backward: estimate from N exact samples (with a warning)")
+    p.add_argument("--seed", type=seed_int, default=0, help="seed of those samples")
     add_max_iterations(p)
     add_lm_strictness_options(p)
     p.set_defaults(handler=run)
-
-
-def positive_float(text: str) -> float:
-    value = non_negative_float(text)
-    if value == 0:
-        raise argparse.ArgumentTypeError("must be > 0, got 0")
-    return value
 
 
 def bytelog(log_p: float) -> int | str:
@@ -87,56 +118,160 @@ def bytelog(log_p: float) -> int | str:
     return int(np.rint(log_p * BYTELOG_PER_LN))
 
 
-def run(args: argparse.Namespace) -> int:
-    from arsdecode.api import DEFAULT_LM, decode_kbest, decode_many, load_lm
-    from arsdecode.cli.output import oov_report
-    from arsdecode.lattice.disambig_map import DisambigMap, text_lattices
+def _number(x: float) -> str:
+    """A probability or log10 value as printed: the shortest text that reads back to the same
+    float64 (exact, where disambig prints 6 digits of a float32)."""
+    return repr(float(x))
 
+
+def _posteriors(lm: ModelLike, lattices: Sequence[Lattice], *, samples: int = 1000,
+                seed: int = 0) -> list[MarginalsResult]:
+    """Per lattice: its posterior marginals and ln Z (`arsdecode.api.marginals`, method auto:
+    exact by forward-backward where the merged states fit the budget, else from `samples`
+    exact samples; each result's `exact` says which)."""
+    from arsdecode.api import marginals
+
+    return [marginals(lm, lat, samples, seed, method="auto") for lat in lattices]
+
+
+def _empty_sentence_log_p(target: Any) -> float:
+    """ln of the weighted score of an empty sentence (a blank input line): the `</s>` factor
+    after `<s>` (0 without it), as disambig scores a line of no words."""
+    import numpy as np
+
+    from arsdecode.model import as_target_model, context_rows
+
+    target = as_target_model(target)
+    rows = context_rows([[target.bos]], target.order - 1)
+    return float(target.log_prob(rows, np.array([target.eos], dtype=np.int64))[0])
+
+
+def run(args: argparse.Namespace) -> int:
+    from arsdecode.api import DEFAULT_LM, load_lm, weighted
+    from arsdecode.cli.output import oov_report
+    from arsdecode.lattice.disambig_map import DisambigMap, text_sentences
+
+    forward_backward = args.posteriors or args.totals or args.fb
+    if args.nbest is not None and forward_backward:
+        raise OptionError("--nbest is Viterbi decoding; it does not combine with --fb, "
+                          "--posteriors or --totals")
     lm_path = str(DEFAULT_LM) if args.lm is None else args.lm
     dmap = DisambigMap.read(args.map, logmap=args.logmap, tolower=args.tolower)
-    # lmw * LM + mapw * map = lmw * (LM + (mapw / lmw) * map): the engine decodes the bracket
-    # (same argmax, same ranking) and the printed scores are multiplied back by lmw.
-    lattices = text_lattices(dmap, args.text, mapw=args.mapw / args.lmw,
-                             keep_unk=args.keep_unk)
-    lm = load_lm(lm_path, config=lm_config(args))
-    if args.order is not None and args.order < lm.order:
-        raise OptionError(f"--order {args.order}: lower than the model's order {lm.order}; "
-                          "truncating the model is not supported yet (omit --order to use "
-                          "the model's)")
-    todo = [lat for lat in lattices if lat is not None]
+    sentences = text_sentences(dmap, args.text, mapw=args.mapw, keep_unk=args.keep_unk)
+    lattices = [lat for _, lat in sentences]
+    model = load_lm(lm_path, config=lm_config(args))
+    if args.order is not None and args.order < model.order:
+        import maxarpa
+
+        model = maxarpa.truncate(model, args.order)
     count, seen = 0, {}
-    for lat in todo:
-        one = oov_report(lat, lm.word_to_id)
+    for lat in lattices:
+        if lat is None:
+            continue
+        one = oov_report(lat, model.word_to_id)
         count += one["count"]
         seen.update(dict.fromkeys(one["tokens"]))
-    warn_oov({"count": count, "tokens": list(seen)}, lm, lm_path)
-    uncertified = 0
+    warn_oov({"count": count, "tokens": list(seen)}, model, lm_path)
+    target = weighted(model, lm_weight=args.lmw, sentence_start=not args.no_bos,
+                      sentence_end=not args.no_eos)
+    if forward_backward:
+        return _print_forward_backward(args, target, sentences, dmap.tolower)
     if args.nbest is not None:
-        for maybe in lattices:
-            print("NBestList1.0")
+        return _print_nbest(args, target, lattices)
+    return _print_best(args, target, lattices)
+
+
+def _print_best(args: argparse.Namespace, target: Any, lattices: list[Lattice | None]) -> int:
+    """One decoded sentence per line. Every line was read and checked first (a bad token
+    stops the run before any output); decoding goes by chunks, each printed when done."""
+    from arsdecode.api import decode_many
+
+    uncertified = 0
+    for start in range(0, len(lattices), CHUNK):
+        chunk = lattices[start : start + CHUNK]
+        results = iter(decode_many(target, [lat for lat in chunk if lat is not None],
+                                   method="auto", max_iterations=args.max_iterations))
+        for maybe in chunk:
             if maybe is None:
+                print()
                 continue
-            kb = decode_kbest(lm, maybe, min(args.nbest, maybe.num_paths()),
-                              max_iterations=args.max_iterations)
-            uncertified = max(uncertified, 0 if kb.certified else kb.iterations)
-            for path in kb.paths:
-                print(f"({bytelog(args.lmw * path.log_p)}) {' '.join(path.tokens)}")
-    else:
-        # Every line is read and checked first (a bad token stops the run before any output);
-        # decoding then goes by chunks, each printed as soon as it is done.
-        for start in range(0, len(lattices), CHUNK):
-            chunk = lattices[start : start + CHUNK]
-            results = iter(decode_many(lm, [lat for lat in chunk if lat is not None],
-                                       method="auto", max_iterations=args.max_iterations))
-            for maybe in chunk:
-                if maybe is None:
-                    print()
-                    continue
-                r = next(results)
-                if not r.certified:
-                    uncertified = max(uncertified, r.iterations)
-                print(" ".join(r.tokens))
-            sys.stdout.flush()
+            r = next(results)
+            if not r.certified:
+                uncertified = max(uncertified, r.iterations)
+            print(" ".join(r.tokens))
+        sys.stdout.flush()
+    return _status(uncertified)
+
+
+def _print_nbest(args: argparse.Namespace, target: Any, lattices: list[Lattice | None]) -> int:
+    """An NBestList1.0 list per sentence; scores are bytelogs of the exact weighted ln p."""
+    from arsdecode.api import decode_kbest
+
+    uncertified = 0
+    for maybe in lattices:
+        print("NBestList1.0")
+        if maybe is None:
+            continue
+        kb = decode_kbest(target, maybe, min(args.nbest, maybe.num_paths()),
+                          max_iterations=args.max_iterations)
+        uncertified = max(uncertified, 0 if kb.certified else kb.iterations)
+        for path in kb.paths:
+            print(f"({bytelog(path.log_p)}) {' '.join(path.tokens)}")
+    return _status(uncertified)
+
+
+def _print_forward_backward(args: argparse.Namespace, target: Any,
+                            sentences: list[tuple[list[str], Lattice | None]],
+                            tolower: bool) -> int:
+    """--posteriors, --totals and --fb, in disambig's formats: the posterior table (one line
+    per position, <s> and </s> included), then the total (log10) of each sentence; with only
+    --fb, the per-position argmax words as the sentence."""
+    todo = [lat for _, lat in sentences if lat is not None]
+    results = iter(_posteriors(target, todo, samples=args.samples, seed=args.seed))
+    estimated = 0
+    sentence_start = not args.no_bos
+    sentence_end = not args.no_eos
+    for observed, lat in sentences:
+        if lat is None:
+            log_z = _empty_sentence_log_p(target)
+            marginals: list = []
+        else:
+            r = next(results)
+            estimated += not r.exact
+            log_z = r.log_Z
+            marginals = r.marginals
+        if args.posteriors:
+            lines = []
+            if sentence_start:
+                lines.append(f"{BOS}\t {BOS} {_number(0.0 if args.logmap else 1.0)}")
+            for tok, pos in zip(observed, marginals, strict=True):
+                cells = "".join(f" {m.token} {_probability(m.p, args.logmap)}" for m in pos)
+                lines.append(f"{tok.lower() if tolower else tok}\t{cells}")
+            if sentence_end:
+                lines.append(f"{EOS}\t {EOS} {_number(0.0 if args.logmap else 1.0)}")
+            print("\n".join(lines))
+        if args.totals:
+            print(_number(log_z / LN10))
+        elif args.fb and not args.posteriors:
+            print(" ".join(pos[0].token for pos in marginals))
+        sys.stdout.flush()
+    if estimated:
+        warn(f"{estimated} of {len(todo)} sentences are too large for the exact "
+             f"forward-backward: their posteriors and totals are estimates from "
+             f"{args.samples} exact samples (seed {args.seed}), not exact values")
+    return EXIT_OK
+
+
+def _probability(p: float, log10: bool) -> str:
+    """A posterior as printed: plain, or log10 with --logmap (as disambig). Clipped to
+    [0, 1]: the forward-backward sums may land an ulp or two past 1."""
+    p = min(max(p, 0.0), 1.0)
+    if log10:
+        return _number(math.log10(p) if p > 0 else -math.inf)
+    return _number(p)
+
+
+def _status(uncertified: int) -> int:
     if uncertified:
         report_uncertified(uncertified)
         return EXIT_UNCERTIFIED

@@ -20,6 +20,7 @@ from arsdecode.cli.options import (
     UNITS_HELP,
     add_engine_options,
     add_lm_strictness_options,
+    add_lm_weight_option,
     add_map_reading_options,
     add_max_iterations,
     add_method_option,
@@ -55,6 +56,7 @@ def add_decode_parser(sub: argparse._SubParsersAction) -> None:
                        description="The exact most probable path of a lattice under an n-gram "
                                    "LM, with a certificate.", epilog=EPILOG)
     d.add_argument("--lm", required=True, help="ARPA, MAX-ARPA or maxarpa binary model (log10)")
+    add_lm_weight_option(d)
     d.add_argument("--lattice", default=None,
                    help="lattice JSON file (format below); or --map with --text")
     add_map_options(d)
@@ -108,6 +110,7 @@ def add_sample_parser(sub: argparse._SubParsersAction) -> None:
                                    "p, by adaptive rejection, and an estimate of ln Z.",
                        epilog=EPILOG)
     s.add_argument("--lm", required=True, help="ARPA, MAX-ARPA or maxarpa binary model (log10)")
+    add_lm_weight_option(s)
     s.add_argument("--lattice", default=None,
                    help="lattice JSON file (format below); or --map with --text")
     add_map_options(s)
@@ -159,13 +162,15 @@ def read_lattice(args: argparse.Namespace) -> Lattice:
 
 
 def load_lattice_and_lm(args: argparse.Namespace):
-    from arsdecode.api import load_lm
+    """The lattice, the model (weighted by --lmw: `arsdecode.api.weighted`) and the OOV
+    report of its candidates."""
+    from arsdecode.api import load_lm, weighted
 
     lattice = read_lattice(args)
     lm = load_lm(args.lm, config=lm_config(args))
     oov = oov_report(lattice, lm.word_to_id)
     warn_oov(oov, lm, args.lm)
-    return lattice, lm, oov
+    return lattice, weighted(lm, lm_weight=args.lmw), oov
 
 
 def cmd_decode(args: argparse.Namespace) -> int:

@@ -19,6 +19,7 @@ from arsdecode.cli.options import (
     UNITS_HELP,
     add_engine_options,
     add_lm_strictness_options,
+    add_lm_weight_option,
     add_sampling_options,
     check_batch_fits,
     epilog,
@@ -38,6 +39,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         epilog=epilog(UNITS_HELP, LATTICE_HELP, EXIT_STATUS_HELP),
     )
     p.add_argument("--lm", required=True, help="ARPA, MAX-ARPA or maxarpa binary model")
+    add_lm_weight_option(p)
     p.add_argument("--lattice", required=True, help="lattice JSON file")
     p.add_argument("-n", type=positive_int, default=1000,
                    help="number of exact samples, when sampling (default 1000)")
@@ -56,12 +58,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from arsdecode.api import load_lm, marginals
+    from arsdecode.api import load_lm, marginals, weighted
     from arsdecode.lattice import Lattice
 
     lattice = Lattice.from_json_file(args.lattice)
     check_batch_fits(args.batch, lattice)
-    lm = load_lm(args.lm, config=lm_config(args))
+    lm = weighted(load_lm(args.lm, config=lm_config(args)), lm_weight=args.lmw)
     result = marginals(lm, lattice, args.n, args.seed, all_candidates=args.all_candidates,
                        method=args.method, batch=args.batch, target_ar=args.target_ar,
                        ar_window=args.ar_window, variant=args.variant)

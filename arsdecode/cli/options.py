@@ -133,19 +133,42 @@ def non_negative_float(text: str) -> float:
     return value
 
 
+def positive_float(text: str) -> float:
+    """A finite number > 0 (a weight that multiplies log probabilities)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not (math.isfinite(value) and value > 0):
+        raise argparse.ArgumentTypeError(f"must be a finite number > 0, got {text}")
+    return value
 
-def add_map_reading_options(p: Any, prefix: str = "") -> None:
+
+def add_lm_weight_option(p: Any, *flags: str) -> None:
+    """--lmw W: every LM ln probability times W, as SRILM disambig's -lmw (the target is
+    `arsdecode.api.weighted(lm, lm_weight=W)`, so posteriors, ln Z and samples follow the
+    weighted p, not only the best path). `flags` adds other spellings (e.g. "-lmw")."""
+    p.add_argument("--lmw", *flags, type=positive_float, default=1.0, metavar="W",
+                   help="LM weight, a finite number > 0: the score of a path is W * ln p_LM "
+                        "+ its emissions (SRILM's -lmw; default 1)")
+
+
+def add_map_reading_options(p: Any, prefix: str = "", srilm: bool = False) -> None:
     """--logmap, --tolower, --keep-unk and --mapw: how an SRILM disambig map is read, for every
     command that reads one (disambig, decode/sample --map, batch --map). `prefix` starts each
-    help text (e.g. "--map: " where the map is optional)."""
-    p.add_argument("--logmap", action="store_true",
+    help text (e.g. "--map: " where the map is optional); `srilm` also accepts disambig's own
+    spellings (-logmap, -keep-unk, -mapw)."""
+    def also(name: str) -> tuple[str, ...]:
+        return (name,) if srilm else ()
+
+    p.add_argument("--logmap", *also("-logmap"), action="store_true",
                    help=f"{prefix}the map's probabilities are log10")
     p.add_argument("--tolower", action="store_true",
                    help=f"{prefix}lowercase the map and the observed tokens (not the LM's words)")
-    p.add_argument("--keep-unk", action="store_true",
+    p.add_argument("--keep-unk", *also("-keep-unk"), action="store_true",
                    help=f"{prefix}an observed token missing from the map passes through as "
                         "itself (p = 1); without it such a token is an error")
-    p.add_argument("--mapw", type=non_negative_float, default=1.0, metavar="W",
+    p.add_argument("--mapw", *also("-mapw"), type=non_negative_float, default=1.0, metavar="W",
                    help=f"{prefix}weight of the map's log probabilities (default 1)")
 
 

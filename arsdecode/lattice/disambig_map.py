@@ -273,16 +273,24 @@ def read_observations(path: str | Path) -> list[list[str]]:
     return [line.split() for line in read_input_text(path, "text").splitlines()]
 
 
+def text_sentences(dmap: DisambigMap, path: str | Path, *, mapw: float = 1.0,
+                   keep_unk: bool = False) -> list[tuple[list[str], Lattice | None]]:
+    """Each line of the text file `path` as (its observed tokens, its lattice); the lattice is
+    None for a blank line (nothing to decode). The file is read once (it may be stdin).
+    Errors name the text file and line."""
+    name = input_name(path)
+    out: list[tuple[list[str], Lattice | None]] = []
+    for lineno, sentence in enumerate(read_observations(path), start=1):
+        if not sentence:
+            out.append((sentence, None))
+            continue
+        out.append((sentence, dmap.lattice(sentence, mapw=mapw, keep_unk=keep_unk,
+                                           where=f"{name}:{lineno}")))
+    return out
+
+
 def text_lattices(dmap: DisambigMap, path: str | Path, *, mapw: float = 1.0,
                   keep_unk: bool = False) -> list[Lattice | None]:
     """One lattice per line of the text file `path`; None for a blank line (nothing to
     decode). Errors name the text file and line."""
-    name = input_name(path)
-    out: list[Lattice | None] = []
-    for lineno, sentence in enumerate(read_observations(path), start=1):
-        if not sentence:
-            out.append(None)
-            continue
-        out.append(dmap.lattice(sentence, mapw=mapw, keep_unk=keep_unk,
-                                where=f"{name}:{lineno}"))
-    return out
+    return [lat for _, lat in text_sentences(dmap, path, mapw=mapw, keep_unk=keep_unk)]

@@ -2,7 +2,9 @@
 
 `interface` defines `TargetModel` (any target implements it) and the optional capability
 `HasNgramTables` (`ngram_tables(model)`: the backoff n-gram the compiled core runs on, or None);
-`maxarpa_lm` adapts a `maxarpa.Model` to it, once, at the door (`as_target_model`).
+`maxarpa_lm` adapts a `maxarpa.Model` to it, once, at the door (`as_target_model`);
+`weighted` scores a backoff n-gram as SRILM disambig does (`WeightedLM`: an LM weight, optional
+`<s>` and `</s>`).
 """
 
 from arsdecode.model.interface import (
@@ -15,6 +17,7 @@ from arsdecode.model.interface import (
     ngram_tables,
 )
 from arsdecode.model.maxarpa_lm import MaxArpaLM, as_target_model
+from arsdecode.model.weighted import WeightedLM
 
 __all__ = [
     "HasNgramTables",
@@ -22,6 +25,7 @@ __all__ = [
     "ModelLike",
     "NgramScoring",
     "TargetModel",
+    "WeightedLM",
     "as_target_model",
     "context_rows",
     "ngram_scoring",
