@@ -18,7 +18,7 @@ from typing import Any, overload
 
 import maxarpa
 from arsdecode.lattice import Lattice
-from arsdecode.methods import dispatch, kbest
+from arsdecode.methods import dispatch
 from arsdecode.methods import marginals as _marginals
 from arsdecode.methods.ars import adapt as _adapt
 from arsdecode.methods.ars import sample as _sample
@@ -109,11 +109,15 @@ def decode_many(
 
 
 def decode_kbest(
-    lm: ModelLike, lattice: Lattice, k: int, **options: Any
+    lm: ModelLike, lattice: Lattice, k: int, *, method: Method = "auto", **options: Any
 ) -> KBestResult:
-    """The k most probable distinct paths of p, each exact and certified, best first
-    (`methods.kbest.decode_kbest`; options: variant, max_iterations, tol)."""
-    return kbest.decode_kbest(as_target_model(lm), lattice, k, **options)
+    """The k most probable distinct paths of p, each exact and certified, best first.
+
+    `method` (`methods.dispatch`): "full" is the merged full DP's k-best (compiled given n-gram
+    tables), "ars" ARS's k-best on q (`methods.kbest.decode_kbest`; options: variant,
+    max_iterations, tol), "auto" the compiled DP within its pair and memory budgets, else
+    ARS. The result's `method` says which ran."""
+    return dispatch.decode(lm, lattice, method=method, k=k, **options)
 
 
 def sample(

@@ -213,15 +213,18 @@ def test_past_the_pair_budget_auto_falls_back(random_lms, monkeypatch):
     assert not arsdecode.marginals(model.lm, lat, 10, seed=0).exact
 
 
-def test_memory_budget_bounds_auto_pair_budgets():
+def test_memory_budget_bounds_auto_pair_budgets(monkeypatch):
     sizes = dispatch.LatticeSizes.of_widths([[10_000] * 400])  # a huge lattice
-    try:
-        dispatch.set_memory_budget(256 << 20)
-        small = dispatch.full_pairs_budgets(50_000, sizes)[0]
-        assert small * dispatch.BYTES_PER_PAIR + fast_full.SPARSE_CACHE_BYTES <= 256 << 20
-        dispatch.set_memory_budget(4 << 30)
-        assert dispatch.full_pairs_budgets(50_000, sizes)[0] > small
-        with pytest.raises(arsdecode.errors.OptionError, match="at least 64 MiB"):
-            dispatch.set_memory_budget(1 << 20)
-    finally:
-        dispatch.set_memory_budget(dispatch.DEFAULT_MEMORY_BUDGET)
+    monkeypatch.delenv(dispatch.MEMORY_BUDGET_ENV, raising=False)
+    assert dispatch.memory_budget() == 1 << 30
+    default = dispatch.full_pairs_budgets(50_000, sizes)[0]
+    monkeypatch.setenv(dispatch.MEMORY_BUDGET_ENV, "256")
+    small = dispatch.full_pairs_budgets(50_000, sizes)[0]
+    assert small * dispatch.BYTES_PER_PAIR + fast_full.SPARSE_CACHE_BYTES <= 256 << 20
+    dispatch.set_memory_budget(4 << 30)
+    assert dispatch.full_pairs_budgets(50_000, sizes)[0] > default > small
+    with pytest.raises(arsdecode.errors.OptionError, match="at least 64 MiB"):
+        dispatch.set_memory_budget(1 << 20)
+    monkeypatch.setenv(dispatch.MEMORY_BUDGET_ENV, "lots")
+    with pytest.raises(arsdecode.errors.OptionError, match="whole number of MiB"):
+        dispatch.memory_budget()

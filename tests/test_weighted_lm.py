@@ -366,12 +366,6 @@ def test_lmw_errors_are_one_line(random_lms, tmp_path, capsys, argv, fragment):
     assert len(err.splitlines()) == 1 and fragment in err and "Traceback" not in err
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "the compiled DP's sparse bound pass (_DPWorker._backward_sparse, arsdecode/native/"
-    "_core.pyx) ranks the next position's words by the unweighted ln p(y); with lm_weight != 1 "
-    "its 'best word that does not follow x' is not the best, the completion bound is too low "
-    "and pruning drops every path (NoPathError). Ranking by lmw * t.lp[y] fixes it (checked "
-    "on a patched build); remove this mark with that fix"))
 def test_compiled_dp_with_a_weight_on_wide_keypad_lattices():
     """Wide lattices over the embedded 5-gram's 11k words take the sparse bound pass, which
     the small random models above never reach: full (compiled) must equal ARS."""

@@ -28,6 +28,7 @@ from arsdecode.cli.options import (
     add_lm_weight_option,
     add_map_reading_options,
     add_max_iterations,
+    add_memory_budget_option,
     epilog,
     lm_config,
     positive_int,
@@ -105,6 +106,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                         "forward-backward: estimate from N exact samples (with a warning)")
     p.add_argument("--seed", type=seed_int, default=0, help="seed of those samples")
     add_max_iterations(p)
+    add_memory_budget_option(p)
     add_lm_strictness_options(p)
     p.set_defaults(handler=run)
 

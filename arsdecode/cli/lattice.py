@@ -68,9 +68,10 @@ def add_decode_parser(sub: argparse._SubParsersAction) -> None:
     d.add_argument("--graphml", default=None, metavar="OUT",
                    help="also write the final q-automaton as GraphML (networkx, ln weights)")
     d.add_argument("--nbest", type=positive_int, default=None, metavar="K",
-                   help="also find the K best distinct paths, each certified exact (ARS with "
-                        "k-best Viterbi on q); the JSON gains \"nbest\": [{tokens, log_p}], best "
-                        "first, ties by ln p then candidate order")
+                   help="also find the K best distinct paths, each certified exact (--method: "
+                        "full is the merged DP's k-best, ars k-best Viterbi on q, auto the DP "
+                        "within its budgets, else ARS); the JSON gains \"nbest\": [{tokens, "
+                        "log_p}], best first, ties by ln p then candidate order")
     add_engine_options(d)
     add_method_option(d, needs_ars="--fst and --graphml")
     d.set_defaults(handler=cmd_decode)
@@ -85,12 +86,12 @@ def print_nbest(args: argparse.Namespace, lm, lattice: Lattice, oov: dict) -> in
     # the widest layer, K scores of every candidate (and the K paths come back as lists).
     k = min(args.nbest, lattice.num_paths())
     check_fits("--nbest", args.nbest, 24 * max(lattice.widths) + 16 * len(lattice) + 200, k)
-    kb = decode_kbest(lm, lattice, k, variant=args.variant,
+    kb = decode_kbest(lm, lattice, k, method=args.method, variant=args.variant,
                       max_iterations=args.max_iterations)
     best = kb.paths[0]
     if args.json:
         print_json({"tokens": best.tokens, "log_p": best.log_p, "certified": kb.certified,
-                    "method": "ars", "iterations": kb.iterations, "states": kb.states,
+                    "method": kb.method, "iterations": kb.iterations, "states": kb.states,
                     "nbest": nbest_json(kb), "oov": oov, "timing": {"seconds": kb.seconds}})
     else:
         for rank, p in enumerate(kb.paths, start=1):
@@ -177,9 +178,6 @@ def cmd_decode(args: argparse.Namespace) -> int:
     from arsdecode.api import decode
     from arsdecode.methods.ars import DecodeInterrupted
 
-    if args.nbest is not None and args.method == "full":  # k-best runs on the q-automaton
-        raise OptionError("--nbest needs --method ars or auto (the K best paths come from "
-                          "ARS's q-automaton; the full DP finds only the best one)")
     outputs = [p for p in (args.fst, args.graphml) if p]
     if outputs and args.method == "full":
         raise OptionError("--fst and --graphml write the q-automaton, which only --method ars "

@@ -95,6 +95,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     buffer_stdout()
     raise_on_termination()
     try:
+        if getattr(args, "memory_budget", None) is not None:
+            from arsdecode.methods.dispatch import set_memory_budget
+
+            set_memory_budget(args.memory_budget << 20)
         return args.handler(args)
     except (ArsDecodeError, MaxArpaError) as err:  # bad input; anything else is a bug
         print(f"arsdecode: {with_flag_hints(_first_line(err))}", file=sys.stderr)

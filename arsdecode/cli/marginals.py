@@ -20,6 +20,7 @@ from arsdecode.cli.options import (
     add_engine_options,
     add_lm_strictness_options,
     add_lm_weight_option,
+    add_memory_budget_option,
     add_sampling_options,
     check_batch_fits,
     epilog,
@@ -47,6 +48,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="full: exact marginals and ln Z; sample: from N exact samples; auto "
                         "(default): exact when the merged full-model states fit a budget, "
                         "else sample")
+    add_memory_budget_option(p)
     p.add_argument("--all-candidates", action="store_true",
                    help="list every candidate, also those never drawn (p = 0, upper bound)")
     p.add_argument("--top", type=positive_int, default=5,

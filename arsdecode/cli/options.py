@@ -244,6 +244,22 @@ def add_method_option(p: argparse.ArgumentParser, needs_ars: str = "") -> None:
                         "a budget of work per lattice, then 'ars' for a lattice that exceeds "
                         "it; 'ars' for a one-off call on a large model)"
                         + (f"; {needs_ars} need 'ars'" if needs_ars else ""))
+    add_memory_budget_option(p)
+
+
+def add_memory_budget_option(p: argparse.ArgumentParser) -> None:
+    """--memory-budget: the memory auto lets the compiled full DP use (cli/main.py sets it)."""
+    p.add_argument("--memory-budget", type=memory_mib, default=None, metavar="MB",
+                   help="memory (MiB, >= 64; default 1024) that auto lets the full DP use: "
+                        "a lattice that would need more goes to ARS (decode, k-best) or to "
+                        "sampling (marginals); also for batch workers")
+
+
+def memory_mib(text: str) -> int:
+    value = positive_int(text)
+    if value < 64:
+        raise argparse.ArgumentTypeError(f"must be at least 64 (MiB), got {value}")
+    return value
 
 
 def add_sampling_options(p: argparse.ArgumentParser, default_ar: float) -> None:
