@@ -610,7 +610,8 @@ def test_sentences_past_the_exact_budget_are_estimates_with_a_warning(
             str(model.path), "--totals", "--samples", "300"]
     code, exact, err = _run(capsys, *argv)
     assert code == 0 and "estimates" not in err
-    monkeypatch.setattr(dispatch, "MARGINALS_FULL_STATES", 1)
+    monkeypatch.setattr(dispatch, "MARGINALS_FULL_STATES", 1)  # the numpy DP's budget
+    monkeypatch.setattr(dispatch, "memory_pairs_budget", lambda: 1)  # the compiled DP's
     code, sampled, err = _run(capsys, *argv)
     assert code == 0
     assert len(err.splitlines()) == 1 and "estimates from 300 exact samples" in err
