@@ -19,9 +19,9 @@ Printed, per input kind and order:
 Next to them, SRILM disambig 1.7.3's figures from the issue (measured by a session on this
 kind of machine; SRILM is not installed here) and the issue's goals.
 
-Usage: python bench/bench_disambig.py [--models work/sms] [--sentences 100]
-  --models holds lm.3.maxarpa from `python -m data_prep.prepare_sms` (order 3 is skipped
-  without it); order 5 is the embedded model.
+Usage: python bench/bench_disambig.py [--sentences 100]
+  Order 5 is the embedded model; order 3 is that model at `--order 3` (`maxarpa.truncate`,
+  what disambig -order 3 does with it), as in the issue's measurement.
 """
 
 from __future__ import annotations
@@ -92,7 +92,6 @@ def whole_process(text: Path, mp: Path, lm: Path, *extra: str,
 
 def main() -> int:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--models", type=Path, default=REPO / "work" / "sms")
     ap.add_argument("--sentences", type=int, default=100)
     args = ap.parse_args()
 
@@ -103,17 +102,16 @@ def main() -> int:
     from data_prep.corpus import load_sentences
 
     sentences = load_sentences(["state_union"])[-args.sentences:]
-    models = {5: Path(DEFAULT_LM)}
-    if (args.models / "lm.3.maxarpa").exists():
-        models[3] = args.models / "lm.3.maxarpa"
+    models = {5: Path(DEFAULT_LM), 3: Path(DEFAULT_LM)}
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         for order, lm_path in sorted(models.items(), reverse=True):
-            lm = maxarpa.load(lm_path)
+            lm = maxarpa.truncate(maxarpa.load(lm_path), order)
+            order_flag = () if order == lm.order == 5 else ("--order", str(order))
             channel = KeypadChannel.from_vocab(lm.vocab, k=64.0)
             for kind, top_k in (("top100", 100), ("full", None)):
                 text, mp = write_inputs(Path(tmp), channel, sentences, top_k)
-                proc_s, rss = whole_process(text, mp, lm_path)
+                proc_s, rss = whole_process(text, mp, lm_path, *order_flag)
                 lattices = [lat for lat in text_lattices(DisambigMap.read(mp, logmap=True), text)
                             if lat is not None]
                 timings, scores = {}, {}
@@ -134,6 +132,14 @@ def main() -> int:
                       f" | goal: {GOALS.get((kind, order), '-')}", flush=True)
                 print(f"{'':7}      auto ran: {auto_methods}", flush=True)
                 if kind == "top100" and order == 5:
+                    first20 = Path(tmp) / "obs.first20.txt"
+                    first20.write_text("".join(text.read_text().splitlines(True)[:20]))
+                    for what, extra, txt in (("10-best, first 20", ("--nbest", "10"), first20),
+                                             ("posteriors + totals", ("--posteriors", "--totals"),
+                                              text)):
+                        secs, mb = whole_process(txt, mp, lm_path, *extra)
+                        print(f"disambig command, {what}: {secs:.2f} s CPU, {mb:.0f} MB",
+                              flush=True)
                     kbest_rows = {}
                     for method in ("auto", "ars"):
                         t0 = cpu()
