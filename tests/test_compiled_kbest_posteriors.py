@@ -24,8 +24,12 @@ import random
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import arsdecode
+import maxarpa
+from arpa_fixtures import arpa_texts
 from ars_fixtures import make_lattice
 from arsdecode.lattice import Lattice
 from arsdecode.lattice.flat import FlatLattices
@@ -228,3 +232,49 @@ def test_memory_budget_bounds_auto_pair_budgets(monkeypatch):
     monkeypatch.setenv(dispatch.MEMORY_BUDGET_ENV, "lots")
     with pytest.raises(arsdecode.errors.OptionError, match="whole number of MiB"):
         dispatch.memory_budget()
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(arpa=arpa_texts(min_order=1, max_order=4, max_vocab=4), data=st.data())
+def test_property_kbest_and_posteriors_on_random_models(tmp_path_factory, arpa, data):
+    """Hypothesis: random ARPA models (positive backoffs, sparse tables), random lattices and
+    scorings: the compiled Viterbi, K best and posteriors equal enumeration by the scalar walk."""
+    text, _ = arpa
+    path = tmp_path_factory.mktemp("ckp") / "m.arpa"
+    path.write_text(text)
+    lm = maxarpa.load(path)
+    words = [w for w in lm.vocab if w not in ("<s>", "</s>")]
+    if not words:
+        return
+    length = data.draw(st.integers(1, 4))
+    positions = [[(w, data.draw(st.sampled_from([0.0, -0.5, -2.0, -math.inf])))
+                  for w in data.draw(st.lists(st.sampled_from(words), min_size=1, max_size=3,
+                                              unique=True))] for _ in range(length)]
+    positions = [pos if any(e > -math.inf for _, e in pos) else [(pos[0][0], 0.0), *pos[1:]]
+                 for pos in positions]  # a position needs one possible candidate
+    lattice = Lattice.from_lists(positions)
+    scoring = NgramScoring(data.draw(st.sampled_from([0.5, 1.0, 2.0])), data.draw(st.booleans()),
+                           data.draw(st.booleans()))
+    k = data.draw(st.integers(1, 12))
+    flat = FlatLattices.from_lattices(lm, [lattice])
+    scored = enumerate_scores(lattice, lambda toks: model_log(
+        lm, toks, weight=scoring.lm_weight, bos=scoring.sentence_start, eos=scoring.sentence_end))
+    finite = [lp for _, lp in scored if lp > -math.inf]
+    best = fast_full.run_flat(lm, flat, scoring=scoring)
+    batch = fast_full.kbest_flat(lm, flat, k, scoring=scoring)
+    log_z, post = fast_full.posteriors_flat(lm, flat, scoring=scoring)
+    if not finite:
+        assert best.score[0] == -math.inf and log_z[0] == -math.inf
+        assert not np.isfinite(batch.scores[0]).any()
+        return
+    top = max(finite)
+    assert abs(best.score[0] - top) <= TIGHT * (1 + abs(top))
+    check_kbest(batch, flat, 0, scored, k)
+    z = top + math.log(sum(math.exp(x - top) for x in finite))
+    assert abs(log_z[0] - z) <= TIGHT * (1 + abs(z))
+    want = np.zeros(len(flat.cand_ids))
+    for choice, lp in scored:
+        if lp > -math.inf:
+            for i, j in enumerate(choice):
+                want[flat.pos_off[i] + j] += math.exp(lp - z)
+    assert np.allclose(post, want, rtol=0, atol=1e-9)
