@@ -1,0 +1,596 @@
+"""The exact expansion of a word lattice (a DAG) with an n-gram LM: the numpy reference for DAGs.
+
+Why it exists: issue 21 brings word lattices (`WordLattice`: epsilon arcs, parallel arcs,
+several final nodes, paths of different lengths). Like `methods.full` for confusion networks,
+this module is the independent, obviously exact baseline that the other DAG methods (ARS on
+DAGs, the compiled DP) are checked against, and it is the "exact lattice expansion" that
+SRILM's `lattice-tool -order N` builds, with states merged the way KenLM merges them.
+
+The expansion. A state is (lattice node, merged context): the LM history cut by the model's
+`minimal_context` (so p(w | ctx) = p(w | history) for every w, and cutting commutes with
+appending a word; `minimize=False` keeps the last order - 1 words instead, the literal state
+space, for tests). The start state is (0, cut([<s>])). From a state at node u:
+
+    a word arc a (u -> v, word w)  goes to (v, cut(ctx + w)) with ln weight
+                                   log_weights[a] + ln p(w | ctx)
+    an epsilon arc a (u -> v)      goes to (v, ctx) with ln weight log_weights[a]
+    at a final node f              the path may stop, with ln weight finals[f] + ln p(</s> | ctx)
+
+so a path's score is its arc and final weights plus the LM's ln probability of its words with
+`<s>` and `</s>`, as `WordLattice` defines it. All values natural log, float64. Transitions of
+ln weight -inf (p(w | ctx) = 0) are dropped, so every state built is reachable with p > 0.
+
+The build runs in the lattice's topological node order (canonical form: node 0 first, every
+arc to a higher node). Node u's states are the distinct contexts arriving at u (grouped with
+`np.unique` on the rows, as `methods.full` does); then one batched `model.log_prob` call per
+node scores every (state, word arc) pair and, at a final node, every state's `</s>`. States get
+ids in node order, and transitions are stored sorted by (source state, arc index), so every
+transition goes from a lower state id to a higher one.
+
+The dynamic programs run backward, node by node in reverse order (a state's value is final once
+every later node is done): Viterbi, the backward sums (ln Z is the start state's), k-best
+(Huang & Chiang 2005, Algorithm 1, on suffixes) and sampling forward from the start state with
+the backward sums (exact: each step draws the next transition, or the stop, with probability
+proportional to its weight times the mass after it). Arc posteriors add one forward sweep.
+
+Ties (float64 equal scores, as the dynamic program sums them) are broken deterministically:
+- paths (`dag_decode`, `dag_kbest`): the smaller arc-index sequence, lexicographically
+  (stopping at a final node comes before any arc leaving it: a prefix comes first);
+- word sequences (`dag_kbest(unique=True)`): the smaller word tuple (Python string order);
+  the path shown for a word sequence is its best path, the first found in (state, arc) order.
+Near-ties that differ only by float rounding may come out in either order.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from arsdecode.core.dp import draw_in_segments
+from arsdecode.core.semiring import LogSumExp, quiet
+from arsdecode.errors import NoPathError, OptionError
+from arsdecode.lattice import WordLattice
+from arsdecode.methods.full import StatesBudgetExceeded, _group_rows
+from arsdecode.model import ModelLike, TargetModel, as_target_model
+
+__all__ = ["DagDecodeResult", "DagExpansion", "DagPath", "dag_decode", "dag_expand",
+           "dag_kbest", "dag_log_partition", "dag_posteriors", "dag_sample",
+           "StatesBudgetExceeded"]
+
+
+@dataclass(frozen=True)
+class DagPath:
+    """One start-to-final path: its words, its arc indices (into the `WordLattice`) and its
+    score `log_p` (ln: arc and final weights plus the LM's ln p with `<s>` and `</s>`)."""
+
+    words: list[str]
+    arcs: tuple[int, ...]
+    log_p: float
+
+    def to_json(self) -> dict:
+        return {"words": self.words, "arcs": list(self.arcs), "log_p": self.log_p}
+
+
+@dataclass(frozen=True)
+class DagDecodeResult:
+    """The best path of a word lattice by the exact expansion (natural log).
+
+    `states` and `transitions` are the size of the merged expansion (what SRILM calls the
+    expanded lattice's nodes and arcs), for comparison with the states ARS builds."""
+
+    words: list[str]
+    arcs: tuple[int, ...]
+    log_p: float
+    states: int
+    transitions: int
+    seconds: float
+    certified: bool = True
+    method: str = "full"
+
+    def to_json(self) -> dict:
+        """JSON-ready dict (natural logs). Only "timing" varies between identical runs."""
+        return {"words": self.words, "arcs": list(self.arcs), "log_p": self.log_p,
+                "certified": self.certified, "method": self.method, "states": self.states,
+                "transitions": self.transitions, "timing": {"seconds": self.seconds}}
+
+
+@dataclass(frozen=True)
+class DagExpansion:
+    """The merged expansion of a lattice (module docstring), as arrays.
+
+    States 0..S-1 in node order (state 0 is the start state); the states of node u are
+    `node_start[u]:node_start[u + 1]`. Transitions are sorted by (source state, arc index);
+    those of state s are `out_start[s]:out_start[s + 1]`, and those leaving node u's states
+    are `out_start[node_start[u]]:out_start[node_start[u + 1]]`."""
+
+    node_start: np.ndarray  # (n_nodes + 1,) int64
+    contexts: np.ndarray  # (S, order - 1) int64 context rows, -1 left padding
+    final: np.ndarray  # (S,) ln weight of stopping: finals[f] + ln p(</s> | ctx), or -inf
+    src: np.ndarray  # (E,) int64 source state
+    dst: np.ndarray  # (E,) int64 destination state (> src)
+    arc: np.ndarray  # (E,) int64 lattice arc
+    weight: np.ndarray  # (E,) float64 ln weight (> -inf: zero-weight transitions are dropped)
+    out_start: np.ndarray  # (S + 1,) int64
+
+    @property
+    def n_states(self) -> int:
+        return len(self.final)
+
+    @property
+    def n_transitions(self) -> int:
+        return len(self.src)
+
+    def node_states(self, u: int) -> tuple[int, int]:
+        return int(self.node_start[u]), int(self.node_start[u + 1])
+
+    def node_transitions(self, u: int) -> tuple[int, int]:
+        lo, hi = self.node_states(u)
+        return int(self.out_start[lo]), int(self.out_start[hi])
+
+
+# ----- the expansion ---------------------------------------------------------------------------
+def dag_expand(model: TargetModel, wl: WordLattice, *, minimize: bool = True,
+               max_states: int | None = None) -> DagExpansion:
+    """Build the expansion of `wl` (module docstring), one `log_prob` call per node.
+
+    Raises StatesBudgetExceeded as soon as the states built pass `max_states`."""
+    w = max(model.order - 1, 0)
+    cut = minimize and w > 0
+    start = np.full((1, w), -1, dtype=np.int64)
+    if w:
+        start[0, -1] = model.bos
+        if cut:
+            start = model.minimal_context(start)
+    word_arcs = [a for a, word in enumerate(wl.words) if word is not None]
+    arc_ids = np.full(wl.n_arcs, -1, dtype=np.int64)
+    if word_arcs:
+        arc_ids[word_arcs] = model.ids([wl.words[a] for a in word_arcs])  # type: ignore[misc]
+    is_word = np.zeros(wl.n_arcs, dtype=bool)
+    is_word[word_arcs] = True
+
+    # pending[v]: transitions into node v waiting for their destination state's id
+    pending: list[list[tuple[np.ndarray, np.ndarray]]] = [[] for _ in range(wl.n_nodes)]
+    pending[0].append((np.full(1, -1, dtype=np.int64), start))  # the start, no transition
+    node_start = np.zeros(wl.n_nodes + 1, dtype=np.int64)
+    ctx_blocks: list[np.ndarray] = []
+    final_blocks: list[np.ndarray] = []
+    src_blocks: list[np.ndarray] = []
+    arc_blocks: list[np.ndarray] = []
+    weight_blocks: list[np.ndarray] = []
+    n_edges = 0
+    dst_parts: list[tuple[np.ndarray, np.ndarray]] = []  # (transition ids, destination states)
+    n_states = 0
+    for u in range(wl.n_nodes):
+        edge_ids = np.concatenate([e for e, _ in pending[u]])
+        rows = np.concatenate([r for _, r in pending[u]])
+        pending[u] = []
+        size, group = _group_rows(rows)
+        ctx = np.empty((size, w), dtype=np.int64)
+        ctx[group] = rows
+        into = edge_ids >= 0
+        dst_parts.append((edge_ids[into], n_states + group[into]))
+        node_start[u] = n_states
+        n_states += size
+        if max_states is not None and n_states > max_states:
+            raise StatesBudgetExceeded(f"{n_states} merged states > {max_states}")
+        arcs = np.arange(*_arc_range(wl, u), dtype=np.int64)
+        warcs = arcs[is_word[arcs]]
+        # (state, word arc) pairs state-major, then one </s> row per state at a final node
+        q_state = np.repeat(np.arange(size), len(warcs))
+        q_arc = np.tile(warcs, size)
+        q_ctx = ctx[q_state]
+        q_word = arc_ids[q_arc]
+        fin = u in wl.finals
+        if fin:
+            q_ctx = np.concatenate([q_ctx, ctx])
+            q_word = np.concatenate([q_word, np.full(size, model.eos, dtype=np.int64)])
+        lp = model.log_prob(q_ctx, q_word) if len(q_word) else np.zeros(0)
+        lp = np.asarray(lp, dtype=np.float64)
+        with quiet():
+            stop = (wl.finals[u] + lp[len(q_arc):]) if fin else np.full(size, -np.inf)
+        final_blocks.append(stop)
+        ctx_blocks.append(ctx)
+        # every outgoing transition, sorted by (state, arc): word arcs scored, epsilon arcs not
+        e_state = np.repeat(np.arange(size), len(arcs))
+        e_arc = np.tile(arcs, size)
+        e_weight = wl.log_weights[e_arc].copy()
+        e_next = ctx[e_state]
+        word_pos = np.flatnonzero(is_word[e_arc])
+        with quiet():
+            e_weight[word_pos] += lp[: len(q_arc)]
+        if len(word_pos) and w:
+            nxt = np.concatenate([q_ctx[: len(q_arc), 1:], q_word[: len(q_arc), None]], axis=1)
+            if cut:
+                nxt = model.minimal_context(nxt)
+            e_next[word_pos] = nxt
+        live = e_weight > -np.inf
+        e_state, e_arc, e_weight, e_next = (e_state[live], e_arc[live], e_weight[live],
+                                            e_next[live])
+        ids = np.arange(n_edges, n_edges + len(e_arc), dtype=np.int64)
+        n_edges += len(e_arc)
+        src_blocks.append(node_start[u] + e_state)
+        arc_blocks.append(e_arc)
+        weight_blocks.append(e_weight)
+        d_node = wl.dst[e_arc]
+        for v in np.unique(d_node).tolist():
+            sel = d_node == v
+            pending[v].append((ids[sel], e_next[sel]))
+    node_start[wl.n_nodes] = n_states
+    dst = np.empty(n_edges, dtype=np.int64)
+    for ids, states in dst_parts:
+        dst[ids] = states
+    src = _cat(src_blocks, np.int64)
+    out_start = np.searchsorted(src, np.arange(n_states + 1), side="left").astype(np.int64)
+    return DagExpansion(
+        node_start=node_start,
+        contexts=np.concatenate(ctx_blocks) if ctx_blocks else np.zeros((0, w), np.int64),
+        final=_cat(final_blocks, np.float64),
+        src=src, dst=dst, arc=_cat(arc_blocks, np.int64),
+        weight=_cat(weight_blocks, np.float64), out_start=out_start)
+
+
+def _arc_range(wl: WordLattice, u: int) -> tuple[int, int]:
+    r = wl.arcs_from(u)
+    return r.start, r.stop
+
+
+def _cat(blocks: list[np.ndarray], dtype: type) -> np.ndarray:
+    return np.concatenate(blocks).astype(dtype) if blocks else np.zeros(0, dtype=dtype)
+
+
+# ----- backward dynamic programs ---------------------------------------------------------------
+def _backward_sums(ex: DagExpansion) -> np.ndarray:
+    """beta[s] = ln of the total weight of the suffixes from state s (stop included)."""
+    beta = ex.final.copy()
+    for u in range(len(ex.node_start) - 2, -1, -1):
+        lo, hi = ex.node_states(u)
+        elo, ehi = ex.node_transitions(u)
+        if ehi == elo:
+            continue
+        with quiet():
+            through = ex.weight[elo:ehi] + beta[ex.dst[elo:ehi]]
+        out = LogSumExp.scatter_sum(through, ex.src[elo:ehi] - lo, hi - lo)
+        beta[lo:hi] = np.logaddexp(beta[lo:hi], out)
+    return beta
+
+
+def _forward_sums(ex: DagExpansion) -> np.ndarray:
+    """alpha[s] = ln of the total weight of the prefixes from the start state to s."""
+    alpha = np.full(ex.n_states, -np.inf)
+    alpha[0] = 0.0
+    order = np.argsort(ex.dst, kind="stable")
+    dsts = ex.dst[order]
+    bounds = np.searchsorted(dsts, ex.node_start)
+    for u in range(1, len(ex.node_start) - 1):
+        lo, hi = ex.node_states(u)
+        sel = order[bounds[u]:bounds[u + 1]]
+        with quiet():
+            vals = alpha[ex.src[sel]] + ex.weight[sel]
+        alpha[lo:hi] = LogSumExp.scatter_sum(vals, ex.dst[sel] - lo, hi - lo)
+    return alpha
+
+
+def _viterbi(ex: DagExpansion) -> tuple[np.ndarray, np.ndarray]:
+    """Best suffix score per state and its first transition (-1: stop here). Ties: stop first,
+    then the smallest arc index (so the best path is the lexicographically smallest)."""
+    best = ex.final.copy()
+    choice = np.full(ex.n_states, -1, dtype=np.int64)
+    for u in range(len(ex.node_start) - 2, -1, -1):
+        lo, hi = ex.node_states(u)
+        elo, ehi = ex.node_transitions(u)
+        if ehi == elo:
+            continue
+        with quiet():
+            val = ex.weight[elo:ehi] + best[ex.dst[elo:ehi]]
+        state = ex.src[elo:ehi] - lo
+        # a state's transitions are in arc order: its first max is its smallest arc
+        top = np.full(hi - lo, -np.inf)
+        np.maximum.at(top, state, val)
+        hit = np.flatnonzero(val == top[state])
+        first = np.full(hi - lo, ehi, dtype=np.int64)
+        np.minimum.at(first, state[hit], hit + elo)
+        better = top > best[lo:hi]
+        best[lo:hi] = np.where(better, top, best[lo:hi])
+        choice[lo:hi] = np.where(better, first, -1)
+    return best, choice
+
+
+# ----- public API ------------------------------------------------------------------------------
+def dag_decode(lm: ModelLike, wl: WordLattice, *, minimize: bool = True,
+               max_states: int | None = None) -> DagDecodeResult:
+    """The best path of the word lattice under arc weights + LM (Viterbi on the expansion).
+
+    Ties: the lexicographically smallest arc-index sequence (module docstring).
+
+    Returns:
+        DagDecodeResult: words, arc indices, ln score `log_p`, expansion size, certified=True.
+
+    Raises:
+        NoPathError: every path has probability zero.
+        StatesBudgetExceeded: the expansion passed `max_states`.
+    """
+    t0 = time.perf_counter()
+    ex = dag_expand(as_target_model(lm), wl, minimize=minimize, max_states=max_states)
+    best, choice = _viterbi(ex)
+    if best[0] == -np.inf:
+        raise NoPathError(f"{wl.source}: every path has probability zero")
+    arcs = _follow(ex, choice, 0)
+    return DagDecodeResult(words=wl.path_words(arcs), arcs=arcs, log_p=float(best[0]),
+                           states=ex.n_states, transitions=ex.n_transitions,
+                           seconds=time.perf_counter() - t0)
+
+
+def _follow(ex: DagExpansion, choice: np.ndarray, state: int) -> tuple[int, ...]:
+    arcs: list[int] = []
+    while (e := int(choice[state])) >= 0:
+        arcs.append(int(ex.arc[e]))
+        state = int(ex.dst[e])
+    return tuple(arcs)
+
+
+def dag_log_partition(lm: ModelLike, wl: WordLattice, *, minimize: bool = True,
+                      max_states: int | None = None) -> float:
+    """ln Z: ln of the sum over every path of exp(score); -inf if every path has p = 0."""
+    ex = dag_expand(as_target_model(lm), wl, minimize=minimize, max_states=max_states)
+    return float(_backward_sums(ex)[0])
+
+
+def dag_posteriors(lm: ModelLike, wl: WordLattice, *, minimize: bool = True,
+                   max_states: int | None = None) -> tuple[np.ndarray, float]:
+    """Arc posteriors and ln Z by forward-backward on the expansion.
+
+    Returns:
+        (posteriors, log_z): posteriors[a] = (total weight of the paths using arc a) / Z, a
+        float64 array of one entry per arc (0 for an arc on no path of p > 0); ln Z.
+
+    Raises:
+        NoPathError: every path has probability zero.
+    """
+    ex = dag_expand(as_target_model(lm), wl, minimize=minimize, max_states=max_states)
+    beta = _backward_sums(ex)
+    log_z = float(beta[0])
+    if log_z == -math.inf:
+        raise NoPathError(f"{wl.source}: every path has probability zero")
+    alpha = _forward_sums(ex)
+    with quiet():
+        post = np.exp(alpha[ex.src] + ex.weight + beta[ex.dst] - log_z)
+    return np.bincount(ex.arc, weights=post, minlength=wl.n_arcs).astype(np.float64), log_z
+
+
+def dag_kbest(lm: ModelLike, wl: WordLattice, k: int, *, unique: bool = False,
+              minimize: bool = True, max_states: int | None = None) -> list[DagPath]:
+    """The k best paths, best first, exact in float64 (fewer if fewer have p > 0).
+
+    unique=False: distinct paths (arc sequences), ties by the smaller arc-index sequence.
+    unique=True: distinct word sequences, each scored by its best path (several paths can
+    carry the same words: epsilon arcs, parallel arcs), ties by the smaller word tuple.
+
+    Raises:
+        OptionError: k < 1.
+        NoPathError: every path has probability zero.
+    """
+    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
+        raise OptionError(f"k (the number of paths) must be an integer >= 1, not {k!r}")
+    ex = dag_expand(as_target_model(lm), wl, minimize=minimize, max_states=max_states)
+    k = min(int(k), wl.num_paths())  # each lattice path is at most one expansion path
+    if unique:
+        best, _ = _viterbi(ex)
+        if best[0] == -np.inf:
+            raise NoPathError(f"{wl.source}: every path has probability zero")
+        return _kbest_unique(ex, wl, int(k), best)
+    return _kbest_paths(ex, wl, int(k))
+
+
+def _kbest_paths(ex: DagExpansion, wl: WordLattice, k: int) -> list[DagPath]:
+    """Huang & Chiang's Algorithm 1 backward: every state keeps its k best suffixes, ordered by
+    score, then lexicographically by arc indices (the stop first). A suffix through transition
+    e is e + a kept suffix of dst(e); same e means same dst, so the lexicographic order of two
+    candidates is (arc, the rank of the dst's suffix in lexicographic order), which each state
+    keeps for its k entries (`lex`)."""
+    s_count = ex.n_states
+    vals = np.full((s_count, k), -np.inf)
+    nxt_e = np.full((s_count, k), -1, dtype=np.int64)  # first transition (-1: stop)
+    nxt_r = np.full((s_count, k), -1, dtype=np.int64)  # rank of the rest in dst's list
+    lex = np.zeros((s_count, k), dtype=np.int64)
+    for u in range(len(ex.node_start) - 2, -1, -1):
+        lo, hi = ex.node_states(u)
+        elo, ehi = ex.node_transitions(u)
+        m = hi - lo
+        e = np.arange(elo, ehi)
+        cand_state = np.concatenate([np.arange(m), np.repeat(ex.src[e] - lo, k)])
+        cand_e = np.concatenate([np.full(m, -1, dtype=np.int64), np.repeat(e, k)])
+        cand_r = np.concatenate([np.full(m, -1, dtype=np.int64), np.tile(np.arange(k), len(e))])
+        with quiet():
+            cand_v = np.concatenate([ex.final[lo:hi],
+                                     (ex.weight[e][:, None] + vals[ex.dst[e]]).ravel()])
+        cand_arc = np.concatenate([np.full(m, -1, dtype=np.int64), np.repeat(ex.arc[e], k)])
+        dst_lex = np.concatenate([np.zeros(m, dtype=np.int64),
+                                  lex[ex.dst[e]].ravel() if len(e) else np.zeros(0, np.int64)])
+        live = cand_v > -np.inf
+        cand_state, cand_e, cand_r, cand_v, cand_arc, dst_lex = (
+            a[live] for a in (cand_state, cand_e, cand_r, cand_v, cand_arc, dst_lex))
+        order = np.lexsort((dst_lex, cand_arc, -cand_v, cand_state))
+        cand_state, cand_e, cand_r, cand_v, cand_arc, dst_lex = (
+            a[order] for a in (cand_state, cand_e, cand_r, cand_v, cand_arc, dst_lex))
+        pos = _rank_in_runs(cand_state)
+        top = pos < k
+        st, ps = cand_state[top] + lo, pos[top]
+        vals[st, ps] = cand_v[top]
+        nxt_e[st, ps] = cand_e[top]
+        nxt_r[st, ps] = cand_r[top]
+        # the kept entries' lexicographic rank within their state
+        kept_arc, kept_lex, kept_state = cand_arc[top], dst_lex[top], cand_state[top]
+        lorder = np.lexsort((kept_lex, kept_arc, kept_state))
+        rank = np.empty(len(lorder), dtype=np.int64)
+        rank[lorder] = _rank_in_runs(kept_state[lorder])
+        lex[st, ps] = rank
+    if vals[0, 0] == -np.inf:
+        raise NoPathError(f"{wl.source}: every path has probability zero")
+    out = []
+    for r in range(k):
+        if vals[0, r] == -np.inf:
+            break
+        arcs: list[int] = []
+        state, rr = 0, r
+        while (e_ := int(nxt_e[state, rr])) >= 0:
+            arcs.append(int(ex.arc[e_]))
+            state, rr = int(ex.dst[e_]), int(nxt_r[state, rr])
+        out.append(DagPath(wl.path_words(arcs), tuple(arcs), float(vals[0, r])))
+    return out
+
+
+def _rank_in_runs(keys: np.ndarray) -> np.ndarray:
+    """Each entry's position within its run of equal values of the sorted `keys`."""
+    if len(keys) == 0:
+        return np.zeros(0, dtype=np.int64)
+    starts = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]])
+    lengths = np.diff(np.r_[starts, len(keys)])
+    return np.arange(len(keys)) - np.repeat(starts, lengths)
+
+
+@dataclass
+class _Prefix:
+    """A word prefix in the unique k-best search: for every state some path reading exactly
+    these words reaches, its best score and how (transition, whether it came from `parent`)."""
+
+    words: tuple[str, ...]
+    best: dict[int, tuple[float, int, bool]]  # state -> (g, transition into it, from parent)
+    parent: _Prefix | None
+
+
+def _kbest_unique(ex: DagExpansion, wl: WordLattice, k: int, h: np.ndarray) -> list[DagPath]:
+    """A* over word prefixes (the on-the-fly determinisation of Mohri & Riley 2002): a search
+    node is a word prefix with the best score g of reaching each state by reading it (epsilon
+    closure included); its priority is max g + h, h the exact best suffix (`_viterbi`), so
+    complete word sequences come out best first. Each prefix is built once (a tree)."""
+    words = [wl.words[a] for a in ex.arc.tolist()]
+    out_start = ex.out_start.tolist()
+    dst = ex.dst.tolist()
+    weight = ex.weight.tolist()
+    final = ex.final.tolist()
+    hl = h.tolist()
+
+    def close(best: dict[int, tuple[float, int, bool]]) -> None:
+        todo = list(best)
+        heapq.heapify(todo)
+        while todo:  # states in increasing id: every epsilon transition goes up
+            s = heapq.heappop(todo)
+            g = best[s][0]
+            for e in range(out_start[s], out_start[s + 1]):
+                if words[e] is None:
+                    d, v = dst[e], g + weight[e]
+                    if d not in best:
+                        heapq.heappush(todo, d)
+                        best[d] = (v, e, False)
+                    elif v > best[d][0]:
+                        best[d] = (v, e, False)
+
+    root = _Prefix((), {0: (0.0, -1, False)}, None)
+    close(root.best)
+    # heap entries: (-priority, words, 0 complete / 1 prefix, id, prefix, its stop state)
+    heap: list[tuple[float, tuple[str, ...], int, int, _Prefix, int]] = []
+    counter = 0
+
+    def push(node: _Prefix) -> None:
+        nonlocal counter
+        f = max(g + hl[s] for s, (g, _, _) in node.best.items())
+        if f > -math.inf:
+            heapq.heappush(heap, (-f, node.words, 1, counter, node, -1))
+            counter += 1
+
+    push(root)
+    out: list[DagPath] = []
+    while heap and len(out) < k:
+        negf, _, kind, _, node, state = heapq.heappop(heap)
+        if kind == 0:
+            out.append(DagPath(list(node.words), _unique_arcs(node, state, ex), -negf))
+            continue
+        stops = [(g + final[s], s) for s, (g, _, _) in node.best.items() if final[s] > -math.inf]
+        if stops:
+            v, s = max(stops, key=lambda t: (t[0], -t[1]))
+            heapq.heappush(heap, (-v, node.words, 0, counter, node, s))
+            counter += 1
+        children: dict[str, dict[int, tuple[float, int, bool]]] = {}
+        for s in sorted(node.best):
+            g = node.best[s][0]
+            for e in range(out_start[s], out_start[s + 1]):
+                word = words[e]
+                if word is None:
+                    continue
+                child = children.setdefault(word, {})
+                d, v = dst[e], g + weight[e]
+                if d not in child or v > child[d][0]:
+                    child[d] = (v, e, True)
+        for word, best in children.items():
+            close(best)
+            push(_Prefix((*node.words, word), best, node))
+    return out
+
+
+def _unique_arcs(node: _Prefix, state: int, ex: DagExpansion) -> tuple[int, ...]:
+    """The arcs of the best path reading `node.words` and ending at `state`."""
+    arcs: list[int] = []
+    cur: _Prefix | None = node
+    while cur is not None:
+        _, e, from_parent = cur.best[state]
+        if e < 0:
+            break
+        arcs.append(int(ex.arc[e]))
+        state = int(ex.src[e])
+        if from_parent:
+            cur = cur.parent
+    return tuple(reversed(arcs))
+
+
+def dag_sample(lm: ModelLike, wl: WordLattice, n: int,
+               seed: int | np.random.Generator | None = None, *, minimize: bool = True,
+               max_states: int | None = None) -> list[DagPath]:
+    """`n` exact i.i.d. samples: paths drawn with probability exp(score) / Z.
+
+    Backward sums, then every walker starts at the start state and draws, at each state, the
+    stop or a transition with probability proportional to its weight times the mass after it
+    (`exp(w + beta[dst] - beta[state])`), all walkers together, one step per lattice arc.
+
+    Raises:
+        OptionError: n < 1.
+        NoPathError: every path has probability zero.
+    """
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
+        raise OptionError(f"n (the number of samples) must be an integer >= 1, not {n!r}")
+    rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
+    ex = dag_expand(as_target_model(lm), wl, minimize=minimize, max_states=max_states)
+    beta = _backward_sums(ex)
+    if beta[0] == -np.inf:
+        raise NoPathError(f"{wl.source}: every path has probability zero")
+    # one segment per state: [stop, its transitions...] (transitions are sorted by state)
+    seg_start = ex.out_start[:-1] + np.arange(ex.n_states)
+    slot_edge = np.full(ex.n_states + ex.n_transitions, -1, dtype=np.int64)
+    slot_edge[np.arange(ex.n_transitions) + ex.src + 1] = np.arange(ex.n_transitions)
+    logits = np.empty(len(slot_edge))
+    logits[seg_start] = ex.final
+    with quiet():
+        logits[slot_edge >= 0] = ex.weight + beta[ex.dst]
+    state = np.zeros(n, dtype=np.int64)
+    active = np.arange(n)
+    steps: list[tuple[np.ndarray, np.ndarray]] = []  # (walkers, arcs) per step
+    score = np.zeros(n)
+    while len(active):
+        pick = draw_in_segments(logits, seg_start, state[active], rng.random(len(active)))
+        edge = slot_edge[pick]
+        stop = edge < 0
+        score[active[stop]] += ex.final[state[active[stop]]]
+        go, e = active[~stop], edge[~stop]
+        steps.append((go, ex.arc[e]))
+        score[go] += ex.weight[e]
+        state[go] = ex.dst[e]
+        active = go
+    arcs: list[list[int]] = [[] for _ in range(n)]
+    for walkers, step_arcs in steps:
+        for i, a in zip(walkers.tolist(), step_arcs.tolist(), strict=True):
+            arcs[i].append(a)
+    return [DagPath(wl.path_words(p), tuple(p), float(s))
+            for p, s in zip(arcs, score.tolist(), strict=True)]
