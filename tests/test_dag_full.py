@@ -195,6 +195,12 @@ def test_zero_probability_paths(tmp_path):
     none = WordLattice.build(3, 0, {2: 0.0}, [(0, 1, "a", 0.0), (1, 2, None, 0.0),
                                               (0, 1, None, 0.0), (1, 2, "a", 0.0)])
     check_against_brute(lm, none, brute_dag_model(lm, none), "none")
+    # node 1 is reached only through `a`: the expansion has no state there
+    cut = WordLattice.build(4, 0, {3: 0.0}, [(0, 1, "a", 0.0), (1, 2, "zz", 0.0),
+                                             (0, 2, "zz", -1.0), (2, 3, None, 0.0)])
+    check_against_brute(lm, cut, brute_dag_model(lm, cut), "cut")
+    dead = WordLattice.build(3, 0, {2: 0.0}, [(0, 1, "a", 0.0), (1, 2, "zz", 0.0)])
+    check_against_brute(lm, dead, brute_dag_model(lm, dead), "dead")
 
 
 # ----- ties, options, budget -------------------------------------------------------------------
@@ -331,8 +337,11 @@ def test_weighted_lm(random_lms, weight, start, end):
 
 # ----- hypothesis: random ARPA texts -----------------------------------------------------------
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(arpa=arpa_texts(min_order=1, max_order=4, max_vocab=4), seed=st.integers(0, 2**32 - 1))
+@given(arpa=arpa_texts(min_order=1, max_order=4, max_vocab=4, drop_prefix_contexts=None,
+                        neg_inf=True), seed=st.integers(0, 2**32 - 1))
 def test_property_random_models_and_dags(tmp_path_factory, arpa, seed):
+    """Hypothesis: random ARPA models (orders 1-4, positive backoffs, missing prefixes, -inf
+    probabilities) and random DAGs with an unknown word: every method equals brute force."""
     text, _ = arpa
     path = tmp_path_factory.mktemp("dag") / "m.arpa"
     path.write_text(text)

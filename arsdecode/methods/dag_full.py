@@ -165,6 +165,9 @@ def dag_expand(model: TargetModel, wl: WordLattice, *, minimize: bool = True,
     dst_parts: list[tuple[np.ndarray, np.ndarray]] = []  # (transition ids, destination states)
     n_states = 0
     for u in range(wl.n_nodes):
+        node_start[u] = n_states
+        if not pending[u]:  # every way in has probability zero: no state at u
+            continue
         edge_ids = np.concatenate([e for e, _ in pending[u]])
         rows = np.concatenate([r for _, r in pending[u]])
         pending[u] = []
@@ -173,7 +176,6 @@ def dag_expand(model: TargetModel, wl: WordLattice, *, minimize: bool = True,
         ctx[group] = rows
         into = edge_ids >= 0
         dst_parts.append((edge_ids[into], n_states + group[into]))
-        node_start[u] = n_states
         n_states += size
         if max_states is not None and n_states > max_states:
             raise StatesBudgetExceeded(f"{n_states} merged states > {max_states}")
