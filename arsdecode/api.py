@@ -16,12 +16,15 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, overload
 
+import numpy as np
+
 import maxarpa
-from arsdecode.lattice import Lattice
-from arsdecode.methods import dispatch
+from arsdecode.lattice import Lattice, WordLattice
+from arsdecode.methods import dag_full, dispatch
 from arsdecode.methods import marginals as _marginals
 from arsdecode.methods.ars import adapt as _adapt
 from arsdecode.methods.ars import sample as _sample
+from arsdecode.methods.dag_full import DagDecodeResult, DagPath
 from arsdecode.methods.dispatch import MarginalsMethod, Method
 from arsdecode.methods.marginals import Marginal, MarginalsResult
 from arsdecode.methods.results import DecodeResult, KBestResult, SampleResult, SampleTrace
@@ -30,9 +33,10 @@ from maxarpa.config import Config
 from maxarpa.model import Model
 
 __all__ = [
-    "DATA_DIR", "DEFAULT_LM", "DecodeResult", "KBestResult", "Marginal", "MarginalsResult",
-    "SampleResult", "SampleTrace", "TagResult", "adapt", "decode", "decode_kbest",
-    "decode_many", "load_lm", "marginals", "sample", "sms_decode", "tag", "weighted",
+    "DATA_DIR", "DEFAULT_LM", "DagDecodeResult", "DagPath", "DecodeResult", "KBestResult",
+    "Marginal", "MarginalsResult", "SampleResult", "SampleTrace", "TagResult", "WordLattice",
+    "adapt", "decode", "decode_kbest", "decode_many", "lattice_posteriors", "load_lm",
+    "marginals", "sample", "sms_decode", "tag", "weighted",
 ]
 
 DATA_DIR = Path(__file__).resolve().parent / "data"
@@ -59,21 +63,30 @@ def decode(lm: ModelLike, lattice: Lattice, *, method: Method = "auto",
 @overload
 def decode(lm: ModelLike, lattice: Lattice, *, method: Method = "auto",
            k: int, **options: Any) -> KBestResult: ...
+@overload
+def decode(lm: ModelLike, lattice: WordLattice, *, method: Method = "auto",
+           k: None = None, **options: Any) -> DagDecodeResult: ...
+@overload
+def decode(lm: ModelLike, lattice: WordLattice, *, method: Method = "auto",
+           k: int, **options: Any) -> list[DagPath]: ...
 def decode(
     lm: ModelLike,
-    lattice: Lattice,
+    lattice: Lattice | WordLattice,
     *,
     method: Method = "auto",
     k: int | None = None,
     **options: Any,
-) -> DecodeResult | KBestResult:
+) -> DecodeResult | KBestResult | DagDecodeResult | list[DagPath]:
     """The exact most probable path of p over `lattice` (natural log).
 
     `method`: "ars" (adaptive rejection, Algorithm 1 of Carter et al.), "full" (the merged
     full-model Viterbi) or "auto" (`methods.dispatch` picks per lattice; the result's
     `method` says which ran). `options` go to the ARS decoder: variant, max_iterations, tol,
     on_iteration, keep_automaton, prune (`methods.ars.decode`). With `k`, returns the K best
-    paths instead (a KBestResult, as `decode_kbest`). Raises NoPathError if every path has
+    paths instead (a KBestResult, as `decode_kbest`). A `WordLattice` (a DAG with epsilon
+    arcs) gives a DagDecodeResult, or with `k` a list of DagPath (option `unique=True`:
+    distinct word sequences); on it "full" and "auto" run the exact merged expansion
+    (`methods.dag_full`) and "ars" is not available yet. Raises NoPathError if every path has
     probability zero.
     """
     return dispatch.decode(as_target_model(lm), lattice, method=method, k=k, **options)
@@ -108,10 +121,20 @@ def decode_many(
     return dispatch.decode_many(as_target_model(lm), lattices, method=method, **options)
 
 
+@overload
+def decode_kbest(lm: ModelLike, lattice: Lattice, k: int, *, method: Method = "auto",
+                 **options: Any) -> KBestResult: ...
+@overload
+def decode_kbest(lm: ModelLike, lattice: WordLattice, k: int, *, method: Method = "auto",
+                 **options: Any) -> list[DagPath]: ...
 def decode_kbest(
-    lm: ModelLike, lattice: Lattice, k: int, *, method: Method = "auto", **options: Any
-) -> KBestResult:
+    lm: ModelLike, lattice: Lattice | WordLattice, k: int, *, method: Method = "auto",
+    **options: Any
+) -> KBestResult | list[DagPath]:
     """The k most probable distinct paths of p, each exact and certified, best first.
+
+    A `WordLattice` gives a list of `DagPath` (`methods.dispatch.decode_word_lattice`; option
+    `unique=True`: distinct word sequences, each scored by its best path).
 
     `method` (`methods.dispatch`): "full" is the merged full DP's k-best (compiled given n-gram
     tables), "ars" ARS's k-best on q (`methods.kbest.decode_kbest`; options: variant,
@@ -120,13 +143,31 @@ def decode_kbest(
     return dispatch.decode(lm, lattice, method=method, k=k, **options)
 
 
+@overload
+def sample(lm: ModelLike, lattice: Lattice, n: int, seed: int | None = None,
+           **options: Any) -> SampleResult: ...
+@overload
+def sample(lm: ModelLike, lattice: WordLattice, n: int, seed: int | None = None,
+           **options: Any) -> list[DagPath]: ...
 def sample(
-    lm: ModelLike, lattice: Lattice, n: int, seed: int | None = None, **options: Any
-) -> SampleResult:
+    lm: ModelLike, lattice: Lattice | WordLattice, n: int, seed: int | None = None,
+    **options: Any
+) -> SampleResult | list[DagPath]:
     """`n` exact i.i.d. samples of p over `lattice` by adaptive rejection, with the
     evidence ln Z and its 95% interval (`methods.ars.sample`; options: batch, target_ar,
-    ar_window, variant, max_trials, stop_when_adapted, rng, on_sample)."""
+    ar_window, variant, max_trials, stop_when_adapted, rng, on_sample).
+
+    A `WordLattice` is sampled exactly from its merged expansion (`methods.dag_full.dag_sample`:
+    a list of `DagPath`; ARS on word lattices is not built yet)."""
+    if isinstance(lattice, WordLattice):
+        return dag_full.dag_sample(lm, lattice, n, seed)
     return _sample(as_target_model(lm), lattice, n, seed, **options)
+
+
+def lattice_posteriors(lm: ModelLike, lattice: WordLattice) -> tuple[np.ndarray, float]:
+    """Every arc's exact posterior probability and ln Z of a word lattice, by forward-backward
+    over its merged expansion (`methods.dag_full.dag_posteriors`)."""
+    return dag_full.dag_posteriors(lm, lattice)
 
 
 def adapt(lm: ModelLike, lattice: Lattice, **options: Any) -> SampleResult:

@@ -32,9 +32,9 @@ import numpy as np
 from arsdecode.core.automaton import DEFAULT_VARIANT, Variant
 from arsdecode.core.tolerances import CERTIFICATE_TOL
 from arsdecode.errors import NoPathError, OptionError
-from arsdecode.lattice import Lattice
+from arsdecode.lattice import Lattice, WordLattice
 from arsdecode.lattice.flat import FlatLattices
-from arsdecode.methods import cost_model, fast_full
+from arsdecode.methods import cost_model, dag_full, fast_full
 from arsdecode.methods.ars import decode as ars_decode
 from arsdecode.methods.cost_model import LatticeSizes
 from arsdecode.methods.fast_full import BatchResult
@@ -240,9 +240,11 @@ def decode_many(
             for s, lat in enumerate(lattices)]
 
 
-def decode(lm: ModelLike, lattice: Lattice, *, method: Method = "auto",
+def decode(lm: ModelLike, lattice: Lattice | WordLattice, *, method: Method = "auto",
            k: int | None = None, **options):
     """The exact argmax of p on one lattice by the method `method` picks (natural log).
+
+    A `WordLattice` goes to `decode_word_lattice` (option `unique` with `k`).
 
     "ars" is Algorithm 1 (`arsdecode.methods.ars.decode`, which takes `options`: variant,
     max_iterations, tol, on_iteration, keep_automaton, prune); "full" is the merged full DP;
@@ -250,10 +252,14 @@ def decode(lm: ModelLike, lattice: Lattice, *, method: Method = "auto",
     says why). Returns a DecodeResult whose `method` says which ran. With `k`, returns instead
     the K best distinct paths, each exact and certified (`arsdecode.methods.kbest.decode_kbest`,
     a KBestResult): method "full" runs the merged full DP's exact k-best
-    (`arsdecode.methods.full.full_kbest`, the numpy reference, for any target), "ars" and
-    "auto" run ARS. Raises NoPathError if every path has probability zero.
+    (compiled given n-gram tables, else `arsdecode.methods.full.full_kbest`), "ars" ARS's,
+    "auto" the compiled one within its budgets, else ARS's. Raises NoPathError if every path
+    has probability zero.
     """
     check_method(method)
+    if isinstance(lattice, WordLattice):
+        return decode_word_lattice(lm, lattice, method=method, k=k,
+                                   unique=bool(options.get("unique", False)))
     if k is not None:
         return _kbest(lm, lattice, k, method, options)
     needs_ars = [o for o in ("on_iteration", "keep_automaton") if options.get(o)]
@@ -270,6 +276,24 @@ def decode(lm: ModelLike, lattice: Lattice, *, method: Method = "auto",
         elif method == "full":  # no compiled tables: the numpy reference DP
             return _reference_full(model, [lattice], [0])[0]
     return ars_decode(model, lattice, **options)  # ARS takes every option
+
+
+def decode_word_lattice(lm: ModelLike, wl: WordLattice, *, method: Method = "auto",
+                        k: int | None = None, unique: bool = False):
+    """The exact best path of a word lattice (a DAG, issue 21), or with `k` its K best paths
+    (distinct paths, or with `unique` distinct word sequences, each scored by its best path).
+
+    One exact method runs on word lattices today: the merged expansion (`methods.dag_full`,
+    numpy), for "full" and "auto". ARS on word lattices (a q-automaton over (node, context)
+    states) is not built yet, so "ars" raises OptionError rather than answering by another
+    method. Raises NoPathError if every path has probability zero."""
+    check_method(method)
+    if method == "ars":
+        raise OptionError("ARS does not run on word lattices yet; method 'full' or 'auto' "
+                          "decodes them exactly by the merged expansion")
+    if k is None:
+        return dag_full.dag_decode(lm, wl)
+    return dag_full.dag_kbest(lm, wl, k, unique=unique)
 
 
 def _kbest(lm: ModelLike, lattice: Lattice, k: int, method: str, options: dict):
