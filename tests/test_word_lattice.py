@@ -96,3 +96,10 @@ def test_word_lattices_through_the_front_door(random_lms):
     with pytest.raises(OptionError, match="ARS does not run on word lattices yet"):
         api.decode(model.lm, wl, method="ars")
     assert np.all(post >= 0)
+
+
+def test_sentence_markers_are_not_words():
+    for marker in ("<s>", "</s>"):
+        with pytest.raises(LatticeError, match="sentence marker"):
+            WordLattice.from_json_obj({"start": 0, "finals": {"1": 0.0},
+                                       "arcs": [[0, 1, marker, 0.0]]}, source="m.json")

@@ -18,7 +18,9 @@ came from, for messages and for writing it back.
 
 Errors (LatticeError, one line naming the source and, when known, the line): an arc to or from
 a node that does not exist, a start node that does not exist, no final node, a weight that is
-NaN or +inf, a cycle (naming an arc that closes it), no path from the start to a final node.
+NaN or +inf, `<s>` or `</s>` as an arc's word (the score adds them; so in a history `<s>` is
+always first, which ARS's exactness rule relies on), a cycle (naming an arc that closes it), no
+path from the start to a final node.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from arsdecode.errors import LatticeError
-from arsdecode.lattice.confusion import Lattice
+from arsdecode.lattice.confusion import SENTENCE_MARKERS, Lattice
 
 RawArc = tuple[int, int, "str | None", float]
 """An arc as a reader gives it: (source node, destination node, word or None, ln weight)."""
@@ -87,6 +89,9 @@ class WordLattice:
             if math.isnan(w) or w == math.inf:
                 raise LatticeError(f"{where(i)}: the arc {names[s]} -> {names[d]} has the "
                                    f"weight {w}")
+            if arcs[i][2] in SENTENCE_MARKERS:
+                raise LatticeError(f"{where(i)}: {arcs[i][2]!r} is a sentence marker, not a "
+                                   "word (a path's score adds <s> and </s> itself)")
             if w > -math.inf:
                 out.append(i)
         order = _topological_order(n_nodes, arcs, out, names, where)
