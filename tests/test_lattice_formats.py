@@ -336,6 +336,15 @@ J=2 S=1 E=2 W=!NULL language=-4 ngram=-4 div=:a,0.1,-1:
     assert_same(slf(buf.getvalue()), wl)
 
 
+def test_htk_octal_escapes_are_utf8_bytes():
+    wl = slf("N=3 L=2\nJ=0 S=0 E=1 W=\\344\\275\\240 a=-1\nJ=1 S=1 E=2 W='a\\\\b'\n")
+    assert wl.words == ("\u4f60", "a\\b")
+    buf = io.StringIO()
+    write_slf(wl, buf)
+    assert_same(slf(buf.getvalue()), wl)
+    one_line_error(slf, "N=2 L=1\nJ=0 S=0 E=1 W=\\344x\n", match="t.slf:2: field W=: its")
+
+
 @pytest.mark.parametrize("base,a,expected", [
     ("10", "-2", -2 * LN10), ("2.718281828459045", "-2", -2.0), (None, "-2", -2.0),
     ("0", "0.01", math.log(0.01)), ("0.0", "1", 0.0), ("2", "-3", -3 * math.log(2))])

@@ -6,11 +6,12 @@ n-gram is the point of issue 21. This module follows the HTK book's chapter "HTK
 Lattice Format (SLF)"; what it reads, and how each field counts:
 
 Lines. `#` starts a comment line; blank lines are skipped. Every other line is fields
-`name=value`, separated by white space; a value may be quoted ("..." or '...', with `\\`
-escaping the next character). Header lines come first (any fields on any number of lines),
-then node lines (first field `I=`) and link lines (first field `J=`), in any order. Long names
-are the book's: VERSION, UTTERANCE, NODES, LINKS for the header; time, WORD, var, div,
-acoustic for nodes; START, END, WORD, var, div, acoustic, ngram, language for links.
+`name=value`, separated by white space; a value may be quoted ("..." or '...'); `\\ooo`
+(three octal digits) is a byte of the word's UTF-8, as HTK writes non-ASCII words, and `\\`
+before any other character escapes it. Header lines come first (any fields on any number of
+lines), then node lines (first field `I=`) and link lines (first field `J=`), in any order.
+Long names are the book's: VERSION, UTTERANCE, NODES, LINKS for the header; time, WORD, var,
+div, acoustic for nodes; START, END, WORD, var, div, acoustic, ngram, language for links.
 
 Header. `N=`/`NODES=` and `L=`/`LINKS=` are compulsory and must agree with the file (the number
 of `I=` lines, when there are any, and of `J=` lines). `base=` is the log base of every score
@@ -33,11 +34,14 @@ ln probability of the path's words) is, with every score field converted to natu
     acscale * a  +  prscale * r  +  wdpenalty (links with a word only)
                  +  lmscale * l  (only with keep_lm_score=True)
 
-`a=`/acoustic is the acoustic log likelihood, `r=` the pronunciation log probability, `l=`/
-language the lattice's own LM score. By default `l=` is dropped: the engine's LM replaces it,
-as in rescoring. `n=`/ngram is checked as a number and never counted (HTK keeps it beside
-`l=` for information). The scales come from the file's header, else HTK's defaults
-(acscale 1, lmscale 1, prscale 1, wdpenalty 0), and a caller's `SlfScales` overrides either.
+`a=`/acoustic is the acoustic log likelihood, `r=` the pronunciation log probability (the
+field HTK 3.4 pairs with prscale; `v=`/var is the pronunciation variant's number, an integer,
+not a score), `l=`/language the lattice's own LM score. By default `l=` is dropped: the
+engine's LM replaces it, as in rescoring. `n=`/ngram is checked as a number and never counted
+(an n-gram score, which the engine's LM replaces too; keep_lm_score keeps `l=` only). The
+word penalty is a word insertion penalty: epsilon links do not pay it. The scales come from
+the file's header, else HTK's defaults (acscale 1, lmscale 1, prscale 1, wdpenalty 0), and a
+caller's `SlfScales` overrides either.
 The header's `wdpenalty=` is a log score in the file's base, like `a=` (natural log when
 `base=0`); a caller's override is natural log. `t=`/time, `v=`/var, `d=`/div and `p=` (a
 posterior) are not scores. Unknown fields are ignored, as the book asks ("any unrecognised
@@ -62,6 +66,7 @@ none). Best paths and n-best lists are written as a lattice of parallel chains, 
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -79,6 +84,7 @@ EPSILON_WORDS = frozenset((NULL_WORD, *SENTENCE_MARKERS))
 
 HTK_DEFAULTS = {"acscale": 1.0, "lmscale": 1.0, "prscale": 1.0, "wdpenalty": 0.0}
 
+_OCTAL = re.compile(r"[0-3][0-7][0-7]")
 _HEADER_LONG = {"VERSION": "V", "UTTERANCE": "U", "NODES": "N", "LINKS": "L", "SUBLAT": "S"}
 _NODE_LONG = {"time": "t", "WORD": "W", "var": "v", "div": "d", "acoustic": "a"}
 _LINK_LONG = {"START": "S", "END": "E", "WORD": "W", "var": "v", "div": "d", "acoustic": "a",
@@ -280,8 +286,9 @@ def _assemble(source: str, header: dict[str, str], header_lines: dict[str, int],
 
 
 def _fields(line: str, where: str) -> list[tuple[str, str]]:
-    """The `name=value` fields of a line; a value may be quoted with " or ' and `\\` escapes
-    the next character (quoted or not), as HTK's string syntax has it."""
+    """The `name=value` fields of a line; a value may be quoted with " or ', `\\ooo` is an
+    octal byte and `\\` escapes any other next character (quoted or not), as HTK's string
+    syntax has it."""
     out: list[tuple[str, str]] = []
     i, n = 0, len(line)
     while i < n:
@@ -298,16 +305,20 @@ def _fields(line: str, where: str) -> list[tuple[str, str]]:
         quote = line[i] if i < n and line[i] in "\"'" else ""
         if quote:
             i += 1
-        chars: list[str] = []
+        value_bytes = bytearray()
         while i < n:
             c = line[i]
+            if c == "\\" and _OCTAL.fullmatch(line, i + 1, i + 4):
+                value_bytes.append(int(line[i + 1:i + 4], 8))  # HTK's \ooo byte
+                i += 4
+                continue
             if c == "\\" and i + 1 < n:
-                chars.append(line[i + 1])
+                value_bytes += line[i + 1].encode("utf-8")
                 i += 2
                 continue
             if (quote and c == quote) or (not quote and c.isspace()):
                 break
-            chars.append(c)
+            value_bytes += c.encode("utf-8")
             i += 1
         if quote:
             if i >= n:
@@ -315,7 +326,11 @@ def _fields(line: str, where: str) -> list[tuple[str, str]]:
             i += 1
             if i < n and not line[i].isspace():
                 raise LatticeError(f"{where}: field {name}=: text after the closing quote")
-        value = "".join(chars)
+        try:
+            value = value_bytes.decode("utf-8")
+        except UnicodeDecodeError:
+            raise LatticeError(f"{where}: field {name}=: its \\ooo escapes are not UTF-8"
+                               ) from None
         if not value and not quote:
             raise LatticeError(f"{where}: field {name}= has no value")
         out.append((name, value))
