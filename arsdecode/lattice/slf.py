@@ -289,6 +289,16 @@ def _fields(line: str, where: str) -> list[tuple[str, str]]:
     """The `name=value` fields of a line; a value may be quoted with " or ', `\\ooo` is an
     octal byte and `\\` escapes any other next character (quoted or not), as HTK's string
     syntax has it."""
+    if "\"" not in line and "'" not in line and "\\" not in line:  # no quoting: a plain split
+        plain: list[tuple[str, str]] = []
+        for item in line.split():
+            name, sep, value = item.partition("=")
+            if not sep or not name:
+                raise LatticeError(f"{where}: bad field {item!r}: expected name=value")
+            if not value:
+                raise LatticeError(f"{where}: field {name}= has no value")
+            plain.append((name, value))
+        return plain
     out: list[tuple[str, str]] = []
     i, n = 0, len(line)
     while i < n:
