@@ -615,3 +615,22 @@ def test_our_fst_text_compiles_with_pywrapfst_to_the_same_paths(wl):
     compiler.write(buf.getvalue())
     compiled = compiler.compile()
     assert_paths_close(path_scores(wl), _pynini_paths(pynini.Fst.from_pywrapfst(compiled), syms))
+
+
+def test_stdin_and_stdout_with_a_format(monkeypatch, capsys):
+    import sys
+
+    wl = WordLattice.build(3, 0, {2: 0.0}, [(0, 1, "the", -1.0), (1, 2, None, -0.5)])
+    for fmt in ("slf", "fst", "json"):
+        write_word_lattice(wl, "-", format=fmt)
+        text = capsys.readouterr().out
+        monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(text.encode())))
+        assert_same(read_word_lattice("-", format=fmt), wl)
+
+
+def test_bad_json_names_the_file_and_line(tmp_path):
+    path = tmp_path / "x.json"
+    path.write_text('{"start": 0,\n "finals": {"1": 0.0},\n "arcs": [[0, 1, "a", NaN]]}')
+    one_line_error(read_word_lattice, path, match="weight NaN is not allowed")
+    path.write_text('{"start": 0,\n "finals": {"1": 0.0},\n "arcs": [[0, 1, "a" 1]]}')
+    one_line_error(read_word_lattice, path, match=f"{path}:3: invalid JSON")

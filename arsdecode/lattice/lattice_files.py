@@ -8,7 +8,7 @@ Formats and the suffixes that choose them (a trailing `.gz` is stripped first; t
 are lower-cased):
 
     "slf"   HTK Standard Lattice Format     .slf .lat .htk
-    "fst"   OpenFst text (fstprint)         .fst.txt .fsttxt .fst .txt.fst
+    "fst"   OpenFst text (fstprint)         .fst.txt .fst
     "json"  JSON DAG, or a confusion        .json
             network ({"positions": ...}, read as WordLattice.from_confusion)
 
@@ -30,16 +30,15 @@ from typing import TextIO
 
 from arsdecode.errors import LatticeError, OptionError
 from arsdecode.lattice.confusion import Lattice, input_name, json_constant, read_input_text
-from arsdecode.lattice.fst_text import LabelMode, parse_fst_text, read_symbol_table
-from arsdecode.lattice.fst_text import write_fst_text as _write_fst_text
-from arsdecode.lattice.slf import SlfScales, parse_slf, write_slf
+from arsdecode.lattice.fst_text import LabelMode, read_fst_text, write_fst_text
+from arsdecode.lattice.slf import SlfScales, read_slf, write_slf
 from arsdecode.lattice.word_lattice import WordLattice
 from maxarpa.output import atomic_output, byte_stream, compression_of
 
 FORMATS = ("slf", "fst", "json")
 SUFFIXES: dict[str, str] = {
     ".slf": "slf", ".lat": "slf", ".htk": "slf",
-    ".fst.txt": "fst", ".fsttxt": "fst", ".fst": "fst", ".txt.fst": "fst",
+    ".fst.txt": "fst", ".fst": "fst",
     ".json": "json",
 }
 OPENFST_BINARY_MAGIC = (2125659606).to_bytes(4, "little")
@@ -79,19 +78,15 @@ def read_word_lattice(path: str | Path, *, format: str | None = None,
     `acceptor` and `labels` to OpenFst text (`fst_text` module). Errors are one line naming
     the file (and the line, where there is one)."""
     fmt = format_of(path, format)
-    name = input_name(path)
-    if fmt == "fst" and str(path) != "-" and not str(path).endswith(".gz"):
-        _refuse_binary_fst(path, name)
-    text = read_input_text(path, "lattice")
     if fmt == "slf":
-        return parse_slf(text, source=name, scales=scales, keep_lm_score=keep_lm_score).lattice
+        return read_slf(path, scales=scales, keep_lm_score=keep_lm_score).lattice
     if fmt == "fst":
-        table = symbols if symbols is None or isinstance(symbols, Mapping) else \
-            read_symbol_table(symbols)
-        table_name = input_name(symbols) if isinstance(symbols, (str, Path)) else \
-            "the symbol table"
-        return parse_fst_text(text, source=name, symbols=table, symbols_name=table_name,
-                              acoustic_scale=acoustic_scale, acceptor=acceptor, labels=labels)
+        if str(path) != "-" and not str(path).endswith(".gz"):
+            _refuse_binary_fst(path)
+        return read_fst_text(path, symbols=symbols, acoustic_scale=acoustic_scale,
+                             acceptor=acceptor, labels=labels)
+    name = input_name(path)
+    text = read_input_text(path, "lattice")
     try:
         obj = json.loads(text, parse_constant=json_constant)
     except json.JSONDecodeError as err:
@@ -103,14 +98,14 @@ def read_word_lattice(path: str | Path, *, format: str | None = None,
     return WordLattice.from_json_obj(obj, source=name)
 
 
-def _refuse_binary_fst(path: str | Path, name: str) -> None:
+def _refuse_binary_fst(path: str | Path) -> None:
     try:
         with open(path, "rb") as fh:
             head = fh.read(4)
     except OSError:
         return  # read_input_text reports it
     if head == OPENFST_BINARY_MAGIC:
-        raise LatticeError(f"{name}: a binary OpenFst file; print it as text first "
+        raise LatticeError(f"{path}: a binary OpenFst file; print it as text first "
                            "(fstprint, with --osymbols for words)")
 
 
@@ -132,7 +127,7 @@ def write_word_lattice(wl: WordLattice, path: str | Path, *, format: str | None 
         if fmt == "slf":
             write_slf(wl, out, posteriors=posteriors, base=base)
         elif fmt == "fst":
-            _write_fst_text(wl, out, symbols=symbols, acceptor=acceptor)
+            write_fst_text(wl, out, symbols=symbols, acceptor=acceptor)
         else:
             json.dump(wl.to_json_obj(), out)
             out.write("\n")
