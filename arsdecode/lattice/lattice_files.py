@@ -1,0 +1,143 @@
+"""Word-lattice files in any supported format, chosen by name or by `format` (issue 21).
+
+Why one entry point: the CLI, batch runs and library users open a lattice by its file name;
+the format modules (`slf`, `fst_text`, and the JSON DAG of `word_lattice`) each know one
+format, and this module only picks one and handles files (stdin, gzip, atomic writes).
+
+Formats and the suffixes that choose them (a trailing `.gz` is stripped first; the names
+are lower-cased):
+
+    "slf"   HTK Standard Lattice Format     .slf .lat .htk
+    "fst"   OpenFst text (fstprint)         .fst.txt .fst
+    "json"  JSON DAG, or a confusion        .json
+            network ({"positions": ...}, read as WordLattice.from_confusion)
+
+`.fst` is also OpenFst's binary suffix: a binary FST is refused with a hint to run fstprint.
+Any other name, and '-' (stdin/stdout), needs `format`. Reading: gzip when the name ends in
+.gz. Writing: through a temporary file renamed into place when complete
+(`maxarpa.output.atomic_output`), compressed by suffix (.gz, .bz2, .xz).
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import math
+import sys
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import TextIO
+
+from arsdecode.errors import LatticeError, OptionError
+from arsdecode.lattice.confusion import Lattice, input_name, json_constant, read_input_text
+from arsdecode.lattice.fst_text import LabelMode, read_fst_text, write_fst_text
+from arsdecode.lattice.slf import SlfScales, read_slf, write_slf
+from arsdecode.lattice.word_lattice import WordLattice
+from maxarpa.output import atomic_output, byte_stream, compression_of
+
+FORMATS = ("slf", "fst", "json")
+SUFFIXES: dict[str, str] = {
+    ".slf": "slf", ".lat": "slf", ".htk": "slf",
+    ".fst.txt": "fst", ".fst": "fst",
+    ".json": "json",
+}
+OPENFST_BINARY_MAGIC = (2125659606).to_bytes(4, "little")
+"""The first bytes of a binary OpenFst file (fst.h's kFstMagicNumber, little-endian)."""
+
+
+def format_of(path: str | Path, format: str | None = None) -> str:
+    """The format of `path`: `format` when given (checked), else from the suffix."""
+    if format is not None:
+        if format not in FORMATS:
+            raise OptionError(f"unknown lattice format {format!r}: choose one of "
+                              f"{', '.join(FORMATS)}")
+        return format
+    name = str(path).lower()
+    if name == "-":
+        raise OptionError("a lattice on stdin/stdout needs a format (slf, fst or json)")
+    for compressed in (".gz", ".bz2", ".xz"):
+        if name.endswith(compressed):
+            name = name[: -len(compressed)]
+            break
+    for suffix in sorted(SUFFIXES, key=len, reverse=True):
+        if name.endswith(suffix):
+            return SUFFIXES[suffix]
+    raise OptionError(f"{path}: cannot tell the lattice format from the name; give the format "
+                      f"({', '.join(FORMATS)}) or name the file "
+                      f"{', '.join(sorted(SUFFIXES))}")
+
+
+def read_word_lattice(path: str | Path, *, format: str | None = None,
+                      scales: SlfScales | None = None, keep_lm_score: bool = False,
+                      symbols: str | Path | Mapping[str, int] | None = None,
+                      acoustic_scale: float = 1.0, acceptor: bool | None = None,
+                      labels: LabelMode = "auto") -> WordLattice:
+    """Read a word lattice in any format ('-' for stdin, needing `format`; gzip if *.gz).
+
+    `scales` and `keep_lm_score` apply to SLF (`slf` module); `symbols`, `acoustic_scale`,
+    `acceptor` and `labels` to OpenFst text (`fst_text` module). Errors are one line naming
+    the file (and the line, where there is one)."""
+    fmt = format_of(path, format)
+    if fmt == "slf":
+        return read_slf(path, scales=scales, keep_lm_score=keep_lm_score).lattice
+    if fmt == "fst":
+        if str(path) != "-" and not str(path).endswith(".gz"):
+            _refuse_binary_fst(path)
+        return read_fst_text(path, symbols=symbols, acoustic_scale=acoustic_scale,
+                             acceptor=acceptor, labels=labels)
+    name = input_name(path)
+    text = read_input_text(path, "lattice")
+    try:
+        obj = json.loads(text, parse_constant=json_constant)
+    except json.JSONDecodeError as err:
+        raise LatticeError(f"{name}:{err.lineno}: invalid JSON: {err.msg}") from None
+    except ValueError as err:
+        raise LatticeError(f"{name}: {err}") from None
+    if isinstance(obj, dict) and "positions" in obj and "arcs" not in obj:
+        return WordLattice.from_confusion(Lattice.from_json_obj(obj, source=name))
+    return WordLattice.from_json_obj(obj, source=name)
+
+
+def _refuse_binary_fst(path: str | Path) -> None:
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(4)
+    except OSError:
+        return  # read_input_text reports it
+    if head == OPENFST_BINARY_MAGIC:
+        raise LatticeError(f"{path}: a binary OpenFst file; print it as text first "
+                           "(fstprint, with --osymbols for words)")
+
+
+def write_word_lattice(wl: WordLattice, path: str | Path, *, format: str | None = None,
+                       posteriors: Sequence[float] | None = None, base: float = math.e,
+                       symbols: Mapping[str, int] | None = None,
+                       acceptor: bool = False) -> None:
+    """Write `wl` to `path` ('-' for stdout, needing `format`) in a format named or chosen by
+    suffix; the file appears complete or not at all, compressed by its suffix.
+
+    `posteriors` (one probability per arc) and `base` apply to SLF; `symbols` (write label
+    ids of this table instead of symbols) and `acceptor` to OpenFst text. JSON holds the
+    lattice alone."""
+    fmt = format_of(path, format)
+    if posteriors is not None and fmt != "slf":
+        raise OptionError(f"{path}: posteriors are written in SLF only (p= on each link)")
+
+    def write(out: TextIO) -> None:
+        if fmt == "slf":
+            write_slf(wl, out, posteriors=posteriors, base=base)
+        elif fmt == "fst":
+            write_fst_text(wl, out, symbols=symbols, acceptor=acceptor)
+        else:
+            json.dump(wl.to_json_obj(), out)
+            out.write("\n")
+
+    if str(path) == "-":
+        write(sys.stdout)
+        return
+    text = io.StringIO()
+    write(text)  # any LatticeError comes before the file is touched
+    compression = compression_of(path)
+    with atomic_output(path) as tmp, open(tmp, "wb") as raw:
+        with byte_stream(raw, compression) as stream:
+            stream.write(text.getvalue().encode("utf-8"))
