@@ -11,6 +11,7 @@ import argparse
 import sys
 from typing import TYPE_CHECKING
 
+from arsdecode.cli import word_lattice
 from arsdecode.cli.options import (
     EXIT_INTERRUPTED,
     EXIT_OK,
@@ -42,13 +43,18 @@ from arsdecode.cli.output import (
     warn_oov,
     write_line,
 )
+from arsdecode.cli.word_lattice import (
+    WORD_LATTICE_HELP,
+    add_word_lattice_options,
+    is_word_lattice,
+)
 from arsdecode.errors import OptionError
 
 if TYPE_CHECKING:
     from arsdecode.lattice import Lattice
     from arsdecode.methods.ars import DecodeInterrupted
 
-EPILOG = epilog(UNITS_HELP, LATTICE_HELP, EXIT_STATUS_HELP)
+EPILOG = epilog(UNITS_HELP, LATTICE_HELP, WORD_LATTICE_HELP, EXIT_STATUS_HELP)
 
 
 def add_decode_parser(sub: argparse._SubParsersAction) -> None:
@@ -56,9 +62,10 @@ def add_decode_parser(sub: argparse._SubParsersAction) -> None:
                        description="The exact most probable path of a lattice under an n-gram "
                                    "LM, with a certificate.", epilog=EPILOG)
     d.add_argument("--lm", required=True, help="ARPA, MAX-ARPA or maxarpa binary model (log10)")
-    add_lm_weight_option(d)
+    add_lm_weight_option(d, "--lm-scale")
     d.add_argument("--lattice", default=None,
-                   help="lattice JSON file (format below); or --map with --text")
+                   help="lattice file: a confusion network (JSON, format below) or a word "
+                        "lattice (SLF, OpenFst text, JSON DAG; below); or --map with --text")
     add_map_options(d)
     add_max_iterations(d)
     add_lm_strictness_options(d)
@@ -74,6 +81,7 @@ def add_decode_parser(sub: argparse._SubParsersAction) -> None:
                         "log_p}], best first, ties by ln p then candidate order")
     add_engine_options(d)
     add_method_option(d, needs_ars="--fst and --graphml")
+    add_word_lattice_options(d, decode=True)
     d.set_defaults(handler=cmd_decode)
 
 
@@ -111,9 +119,10 @@ def add_sample_parser(sub: argparse._SubParsersAction) -> None:
                                    "p, by adaptive rejection, and an estimate of ln Z.",
                        epilog=EPILOG)
     s.add_argument("--lm", required=True, help="ARPA, MAX-ARPA or maxarpa binary model (log10)")
-    add_lm_weight_option(s)
+    add_lm_weight_option(s, "--lm-scale")
     s.add_argument("--lattice", default=None,
-                   help="lattice JSON file (format below); or --map with --text")
+                   help="lattice file: a confusion network (JSON, format below) or a word "
+                        "lattice (SLF, OpenFst text, JSON DAG; below); or --map with --text")
     add_map_options(s)
     s.add_argument("-n", type=positive_int, required=True, help="number of samples (>= 1)")
     s.add_argument("--jsonl", action="store_true",
@@ -123,7 +132,8 @@ def add_sample_parser(sub: argparse._SubParsersAction) -> None:
     add_sampling_options(s, default_ar=0.2)
     add_engine_options(s)
     add_lm_strictness_options(s)
-    s.set_defaults(handler=cmd_sample)
+    add_word_lattice_options(s)
+    s.set_defaults(handler=cmd_sample, method="full")
 
 
 def add_map_options(p: argparse.ArgumentParser) -> None:
@@ -178,6 +188,8 @@ def cmd_decode(args: argparse.Namespace) -> int:
     from arsdecode.api import decode
     from arsdecode.methods.ars import DecodeInterrupted
 
+    if is_word_lattice(args):
+        return word_lattice.cmd_decode(args)
     outputs = [p for p in (args.fst, args.graphml) if p]
     if outputs and args.method == "full":
         raise OptionError("--fst and --graphml write the q-automaton, which only --method ars "
@@ -256,6 +268,8 @@ def cmd_sample(args: argparse.Namespace) -> int:
 
     if args.json and args.jsonl:
         raise OptionError("--json and --jsonl exclude each other")
+    if is_word_lattice(args):
+        return word_lattice.cmd_sample(args)
     lattice, lm, oov = load_lattice_and_lm(args)
     check_batch_fits(args.batch, lattice)
     bar = progress_bar(args.n, "sample", leave=False)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 
+from arsdecode.cli import word_lattice
 from arsdecode.cli.options import (
     EXIT_OK,
     EXIT_STATUS_HELP,
@@ -28,6 +29,7 @@ from arsdecode.cli.options import (
     positive_int,
 )
 from arsdecode.cli.output import fixed, print_json
+from arsdecode.cli.word_lattice import add_word_lattice_options, is_word_lattice
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -40,8 +42,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         epilog=epilog(UNITS_HELP, LATTICE_HELP, EXIT_STATUS_HELP),
     )
     p.add_argument("--lm", required=True, help="ARPA, MAX-ARPA or maxarpa binary model")
-    add_lm_weight_option(p)
-    p.add_argument("--lattice", required=True, help="lattice JSON file")
+    add_lm_weight_option(p, "--lm-scale")
+    p.add_argument("--lattice", required=True,
+                   help="lattice file: a confusion network (JSON) or a word lattice (SLF, "
+                        "OpenFst text, JSON DAG: every arc's exact posterior)")
     p.add_argument("-n", type=positive_int, default=1000,
                    help="number of exact samples, when sampling (default 1000)")
     p.add_argument("--method", choices=MARGINALS_METHODS, default="auto",
@@ -56,12 +60,16 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     add_sampling_options(p, default_ar=0.2)
     add_engine_options(p)
     add_lm_strictness_options(p)
+    add_word_lattice_options(p, posteriors=True)
     p.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> int:
     from arsdecode.api import load_lm, marginals, weighted
     from arsdecode.lattice import Lattice
+
+    if is_word_lattice(args):
+        return word_lattice.cmd_marginals(args)
 
     lattice = Lattice.from_json_file(args.lattice)
     check_batch_fits(args.batch, lattice)

@@ -23,7 +23,7 @@ from arsdecode.errors import ModelError
 from arsdecode.termination import TERMINATION_SIGNALS
 
 if TYPE_CHECKING:
-    from arsdecode.lattice import Lattice
+    from arsdecode.lattice import Lattice, WordLattice
 
 
 def buffer_stdout() -> None:
@@ -101,15 +101,19 @@ def report_uncertified(iterations: int) -> None:
           "the path above is the best found, not proven best", file=sys.stderr)
 
 
-def oov_report(lattice: Lattice, vocabulary: Container[str]) -> dict[str, Any]:
-    """Lattice candidates the model does not know: they are scored as <unk>.
+def oov_report(lattice: Lattice | WordLattice, vocabulary: Container[str]) -> dict[str, Any]:
+    """Lattice candidates (a word lattice's arc words) the model does not know: they are
+    scored as <unk>.
 
     Returns {"count": candidates that are out of vocabulary, "tokens": distinct such tokens in
     lattice order}.
     """
     count = 0
     seen: dict[str, None] = {}
-    for toks in lattice.tokens:
+    # (duck-typed: this module imports no lattice code at run time, see its docstring)
+    groups = (lattice.tokens if hasattr(lattice, "tokens")
+              else [[w for w in lattice.words if w is not None]])
+    for toks in groups:
         for t in toks:
             if t not in vocabulary:
                 count += 1

@@ -25,6 +25,7 @@ path from the start to a final node.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -180,6 +181,15 @@ class WordLattice:
         lo = int(np.searchsorted(self.src, node, side="left"))
         hi = int(np.searchsorted(self.src, node, side="right"))
         return range(lo, hi)
+
+    def with_word_penalty(self, penalty: float) -> WordLattice:
+        """The same lattice with `penalty` (ln) added to every word arc's weight (HTK's and
+        lattice-tool's word insertion penalty; epsilon arcs are not words)."""
+        if not math.isfinite(penalty):
+            raise LatticeError(f"{self.source}: the word penalty must be finite, not {penalty}")
+        is_word = np.array([w is not None for w in self.words], dtype=bool)
+        weights = self.log_weights + np.where(is_word, penalty, 0.0)
+        return dataclasses.replace(self, log_weights=weights)
 
     def num_paths(self) -> int:
         """The number of start-to-final paths (exact, a Python int)."""

@@ -1,0 +1,207 @@
+"""`decode`, `sample` and `marginals` on word lattices: HTK SLF, OpenFst text, JSON DAG (issue 21).
+
+Why its own module: a word lattice (a DAG with epsilon arcs) has its own options (the format,
+SLF's scales, a symbol table, k-best of distinct word sequences, lattices written back) and its
+own results (arc posteriors, paths of different lengths), while `decode --lattice` on a
+confusion network keeps its options and output unchanged. The commands route here when
+`is_word_lattice(args)`: `--format` is given, the file's suffix names a word-lattice format
+(.slf, .lat, .htk, .fst, .fst.txt), or a .json file holds "arcs" rather than "positions".
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import TYPE_CHECKING, Any
+
+from arsdecode.cli.options import EXIT_OK
+from arsdecode.cli.output import check_writable, fixed, oov_report, print_json, warn_oov
+from arsdecode.errors import OptionError
+
+if TYPE_CHECKING:
+    from arsdecode.lattice import WordLattice
+
+WORD_LATTICE_HELP = (
+    "word lattices (--lattice FILE): HTK SLF (.slf, .lat, .htk), OpenFst text as fstprint "
+    "writes it (.fst, .fst.txt), or a JSON DAG (.json: {\"start\": 0, \"finals\": {\"5\": 0.0}, "
+    "\"arcs\": [[src, dst, \"word\" or null, ln_w], ...]}), gzip allowed; a path scores its "
+    "arcs' ln weights, its final node's, the word penalty per word and lm-scale x ln p_LM of "
+    "its words with <s> and </s>. Method 'ars' does not run on word lattices yet; 'full' and "
+    "'auto' decode them exactly by the merged expansion."
+)
+
+
+def add_word_lattice_options(p: argparse.ArgumentParser, *, decode: bool = False,
+                             posteriors: bool = False) -> None:
+    """The options of a command that reads word lattices (`decode` adds k-best and
+    best-path output, `posteriors` the lattice written with its arc posteriors)."""
+    g = p.add_argument_group("word lattices (HTK SLF, OpenFst text, JSON DAG)")
+    g.add_argument("--format", choices=("slf", "fst", "json"), default=None,
+                   help="the --lattice file's format (default: from its suffix)")
+    g.add_argument("--acoustic-scale", type=float, default=None, metavar="S",
+                   help="SLF: multiplies a= (default: the file's acscale=, else 1); OpenFst "
+                        "text with Kaldi 'graph,acoustic' weights: cost = graph + S x acoustic")
+    g.add_argument("--word-penalty", type=float, default=None, metavar="P",
+                   help="ln weight added per word arc (SLF: replaces the file's wdpenalty=)")
+    g.add_argument("--keep-lattice-lm", action="store_true",
+                   help="SLF: keep the file's own l= LM scores (times its lmscale=) beside the "
+                        "new LM's (default: dropped, as when rescoring)")
+    g.add_argument("--symbols", default=None, metavar="FILE",
+                   help="OpenFst text: the symbol table of the labels ('symbol id' lines)")
+    if decode:
+        g.add_argument("--unique", action="store_true",
+                       help="with --nbest: distinct word sequences, each scored by its best "
+                            "path (else distinct paths)")
+        g.add_argument("--write-best", default=None, metavar="OUT",
+                       help="write the best path (or the --nbest paths) as a lattice of "
+                            "parallel chains, format by suffix")
+    if decode or posteriors:
+        g.add_argument("--write-lattice", default=None, metavar="OUT",
+                       help="write the lattice with every arc's exact posterior (SLF, p=)")
+
+
+def is_word_lattice(args: argparse.Namespace) -> bool:
+    """Whether --lattice names a word lattice (module docstring) rather than a confusion
+    network."""
+    path = getattr(args, "lattice", None)
+    if path is None:
+        return False
+    if args.format is not None:
+        return True
+    name = str(path).lower()
+    for compressed in (".gz", ".bz2", ".xz"):
+        name = name.removesuffix(compressed)
+    if name.endswith(".json") or name == "-":
+        return name.endswith(".json") and _json_has_arcs(path)
+    return True  # a suffix that is not .json: a word-lattice format (or its error)
+
+
+def _json_has_arcs(path: str) -> bool:
+    from arsdecode.lattice.confusion import json_constant, read_input_text
+
+    try:
+        obj = json.loads(read_input_text(path, "lattice"), parse_constant=json_constant)
+    except ValueError:
+        return False  # the confusion-network reader reports it, with its line
+    return isinstance(obj, dict) and "arcs" in obj
+
+
+def read_lattice(args: argparse.Namespace) -> WordLattice:
+    """The --lattice word lattice, read with the format options, word penalty applied."""
+    from arsdecode.lattice.lattice_files import format_of, read_word_lattice
+    from arsdecode.lattice.slf import SlfScales
+
+    fmt = format_of(args.lattice, args.format)
+    if args.keep_lattice_lm and fmt != "slf":
+        raise OptionError("--keep-lattice-lm applies to SLF lattices only")
+    if args.symbols is not None and fmt != "fst":
+        raise OptionError("--symbols applies to OpenFst text lattices only")
+    scales = SlfScales(acscale=args.acoustic_scale, wdpenalty=args.word_penalty)
+    wl = read_word_lattice(args.lattice, format=fmt, scales=scales,
+                           keep_lm_score=args.keep_lattice_lm, symbols=args.symbols,
+                           acoustic_scale=1.0 if args.acoustic_scale is None
+                           else args.acoustic_scale)
+    if args.word_penalty and fmt != "slf":  # SLF applied it while reading
+        wl = wl.with_word_penalty(args.word_penalty)
+    return wl
+
+
+def load(args: argparse.Namespace) -> tuple[WordLattice, Any, dict]:
+    """The word lattice, the model weighted by --lmw (--lm-scale), and the OOV report."""
+    from arsdecode.api import load_lm, weighted
+    from arsdecode.cli.options import lm_config
+
+    if args.method == "ars":
+        raise OptionError("--method ars does not run on word lattices yet; 'full' or 'auto' "
+                          "decode them exactly (the merged expansion)")
+    for out in (getattr(args, "write_best", None), getattr(args, "write_lattice", None)):
+        if out:
+            check_writable(out)
+    wl = read_lattice(args)
+    lm = load_lm(args.lm, config=lm_config(args))
+    oov = oov_report(wl, lm.word_to_id)
+    warn_oov(oov, lm, args.lm)
+    return wl, weighted(lm, lm_weight=args.lmw), oov
+
+
+def cmd_decode(args: argparse.Namespace) -> int:
+    """`decode --lattice WORD_LATTICE`: the exact best path, or --nbest K of them."""
+    from arsdecode.api import decode, lattice_posteriors
+    from arsdecode.lattice.lattice_files import write_word_lattice
+    from arsdecode.lattice.slf import paths_lattice
+
+    for opt in ("fst", "graphml"):
+        if getattr(args, opt, None):
+            raise OptionError(f"--{opt} writes a q-automaton, which word lattices do not "
+                              "build yet (ARS does not run on them)")
+    if args.unique and args.nbest is None:
+        raise OptionError("--unique needs --nbest")
+    wl, lm, oov = load(args)
+    if args.nbest is None:
+        r = decode(lm, wl, method=args.method)
+        paths = [r.arcs]
+        if args.json:
+            print_json({**r.to_json(), "oov": oov})
+        else:
+            print(" ".join(r.words))
+            print(f"log_p={fixed(r.log_p, 6)} (certified, ln) method={r.method} "
+                  f"states={r.states} transitions={r.transitions} seconds={r.seconds:.3f}",
+                  flush=True)
+    else:
+        kb = decode(lm, wl, method=args.method, k=args.nbest, unique=args.unique)
+        paths = [p.arcs for p in kb]
+        if args.json:
+            print_json({"words": kb[0].words, "log_p": kb[0].log_p, "certified": True,
+                        "method": "full", "nbest": [p.to_json() for p in kb], "oov": oov})
+        else:
+            for rank, p in enumerate(kb, start=1):
+                print(f"{rank}\t{fixed(p.log_p, 6)}\t{' '.join(p.words)}")
+    if args.write_best:
+        write_word_lattice(paths_lattice(wl, paths), args.write_best)
+    if args.write_lattice:
+        post, _ = lattice_posteriors(lm, wl)
+        write_word_lattice(wl, args.write_lattice, format="slf", posteriors=post.tolist())
+    return EXIT_OK
+
+
+def cmd_sample(args: argparse.Namespace) -> int:
+    """`sample --lattice WORD_LATTICE -n N`: exact i.i.d. paths (from the merged expansion)."""
+    from arsdecode.api import sample
+
+    wl, lm, _ = load(args)
+    draws = sample(lm, wl, args.n, args.seed)
+    if args.json:
+        print_json({"samples": [p.to_json() for p in draws], "method": "full"})
+    elif args.jsonl:
+        for p in draws:
+            print(json.dumps(p.to_json()), flush=True)
+    else:
+        for p in draws:
+            print(f"{fixed(p.log_p, 6)}\t{' '.join(p.words)}")
+    return EXIT_OK
+
+
+def cmd_marginals(args: argparse.Namespace) -> int:
+    """`marginals --lattice WORD_LATTICE`: every arc's exact posterior and ln Z."""
+    from arsdecode.api import lattice_posteriors
+    from arsdecode.lattice.lattice_files import write_word_lattice
+
+    if args.method == "sample":
+        raise OptionError("word lattices get exact posteriors only (--method auto or full)")
+    args.method = "full"
+    wl, lm, _ = load(args)
+    post, log_z = lattice_posteriors(lm, wl)
+    arcs = [{"src": wl.node_names[int(s)], "dst": wl.node_names[int(d)], "word": w,
+             "posterior": float(q)}
+            for s, d, w, q in zip(wl.src.tolist(), wl.dst.tolist(), wl.words, post.tolist(),
+                                  strict=True)]
+    if args.write_lattice:
+        write_word_lattice(wl, args.write_lattice, format="slf", posteriors=post.tolist())
+    if args.json:
+        print_json({"log_Z": log_z, "exact": True, "arcs": arcs})
+        return EXIT_OK
+    for a in arcs:
+        print(f"{a['src']}\t{a['dst']}\t{a['word'] or '<eps>'}\t{a['posterior']:.6f}")
+    print(f"log_Z={fixed(log_z, 6)} (exact, ln)")
+    return EXIT_OK
+
