@@ -291,9 +291,19 @@ def decode_word_lattice(lm: ModelLike, wl: WordLattice, *, method: Method = "aut
     if method == "ars":
         raise OptionError("ARS does not run on word lattices yet; method 'full' or 'auto' "
                           "decodes them exactly by the merged expansion")
-    if k is None:
-        return dag_full.dag_decode(lm, wl)
-    return dag_full.dag_kbest(lm, wl, k, unique=unique)
+    if k is not None:
+        return dag_full.dag_kbest(lm, wl, k, unique=unique)
+    model = as_target_model(lm)
+    ngram = ngram_tables(model)
+    if ngram is None:  # no compiled tables: the numpy reference
+        return dag_full.dag_decode(model, wl)
+    start = time.perf_counter()
+    [best] = fast_full.run_dag(ngram, [wl], scoring=ngram_scoring(model))
+    if best.log_p == -np.inf:
+        raise NoPathError(f"{wl.source}: every path has probability zero")
+    return dag_full.DagDecodeResult(wl.path_words(best.arcs), best.arcs, best.log_p,
+                                    best.states, best.transitions,
+                                    time.perf_counter() - start)
 
 
 def _kbest(lm: ModelLike, lattice: Lattice, k: int, method: str, options: dict):

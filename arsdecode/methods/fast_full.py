@@ -29,7 +29,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from arsdecode.errors import ModelError, NoPathError
-from arsdecode.lattice import Lattice
+from arsdecode.lattice import Lattice, WordLattice
 from arsdecode.lattice.flat import FlatLattices
 from arsdecode.model.interface import PLAIN_SCORING, NgramScoring
 from arsdecode.native import _core, native_ngram
@@ -205,6 +205,61 @@ def posteriors_flat(lm: Model, flat: FlatLattices, *,
         lm.bos_id if scoring.sentence_start else -1, lm.eos_id if scoring.sentence_end else -1,
         False, False, budget, scoring.lm_weight, None, 0, True)
     return res[1], res[7]
+
+
+@dataclass(frozen=True)
+class DagBest:
+    """The compiled expansion's best path of one word lattice (natural log)."""
+
+    arcs: tuple[int, ...]  # arc indices of the WordLattice, start to final
+    log_p: float  # -inf: no path of nonzero probability
+    states: int  # (node, merged context) states built
+    transitions: int
+
+
+def run_dag(lm: Model, lattices: Sequence[WordLattice], *,
+            scoring: NgramScoring = PLAIN_SCORING) -> list[DagBest]:
+    """The exact best path of every word lattice, by Viterbi over its merged expansion on the
+    compiled core (`_core.FullDP.run_dag`): the same states and scores as
+    `methods.dag_full.dag_decode` (the numpy reference), in one call for all of them."""
+    if lm.bos_id is None or lm.eos_id is None:
+        raise ModelError(f"{lm.source or 'model'}: no <s> or </s> in the vocabulary; the full DP "
+                         "needs the sentence boundaries")
+    sizes = np.array([wl.n_nodes for wl in lattices], dtype=np.int64)
+    node_off = np.zeros(len(lattices) + 1, dtype=np.int64)
+    np.cumsum(sizes, out=node_off[1:])
+    n = int(node_off[-1])
+    arc_off = np.zeros(n + 1, dtype=np.int64)
+    dst, words, weights = [], [], []
+    final_w = np.full(n, -np.inf)
+    for base, wl in zip(node_off[:-1].tolist(), lattices, strict=True):
+        np.add.at(arc_off, base + wl.src + 1, 1)
+        dst.append(wl.dst + base)
+        weights.append(wl.log_weights)
+        named = [w for w in wl.words if w is not None]
+        ids = iter(lm.ids(named).tolist() if named else [])
+        words.append(np.array([next(ids) if w is not None else -1 for w in wl.words],
+                              dtype=np.int64))
+        for node, w in wl.finals.items():
+            final_w[base + node] = w
+    np.cumsum(arc_off, out=arc_off)
+    score, path, path_len, states, trans = full_dp(lm).run_dag(
+        node_off, arc_off, _concat(dst, np.int64), _concat(words, np.int64),
+        _concat(weights, np.float64),
+        final_w, lm.bos_id if scoring.sentence_start else -1,
+        lm.eos_id if scoring.sentence_end else -1, scoring.lm_weight)
+    out, at = [], 0
+    for s in range(len(lattices)):
+        k = int(path_len[s])
+        first_arc = int(arc_off[node_off[s]])  # the core numbers arcs over every lattice
+        out.append(DagBest(tuple((path[at:at + k] - first_arc).tolist()), float(score[s]),
+                           int(states[s]), int(trans[s])))
+        at += k
+    return out
+
+
+def _concat(arrays: list[np.ndarray], dtype: type) -> np.ndarray:
+    return np.concatenate(arrays).astype(dtype) if arrays else np.empty(0, dtype)
 
 
 def full_decode_many(lm: Model, lattices: Sequence[Lattice]) -> list[tuple[list[str], float]]:

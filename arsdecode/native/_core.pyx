@@ -438,6 +438,62 @@ cdef class FullDP:
             self._idle.append(worker)
 
 
+    def run_dag(self, const long long[::1] node_off, const long long[::1] arc_off,
+                const long long[::1] arc_dst, const long long[::1] arc_word,
+                const double[::1] arc_w, const double[::1] final_w, long long bos,
+                long long eos, double lm_weight=1.0):
+        """The exact best path of every word lattice (a DAG) by Viterbi over (node, merged
+        context) states: the exact expansion of `methods.dag_full`, compiled, no pruning.
+
+        node_off (S+1) cuts the global nodes into lattices (each topologically numbered, its
+        first node the start); arc_off (N+1) gives each node's arcs; arc_dst (> the source,
+        same lattice), arc_word (model id, -1 = epsilon), arc_w (ln, finite); final_w (N,) ln
+        (-inf: not final). `bos`/`eos` = -1 and `lm_weight` as in `run`. Returns (score (S,)
+        ln p of the best path, -inf where none; path: the best paths' arc indices, concatenated;
+        path_len (S,); states (S,); transitions (S,)). Ties: the first state reaching the
+        maximum keeps it (nodes, then their states in creation order, then arcs in order).
+        Arrays are checked first (LatticeError)."""
+        cdef Py_ssize_t S = node_off.shape[0] - 1, N = arc_off.shape[0] - 1
+        cdef Py_ssize_t A = arc_dst.shape[0], i, s
+        cdef long long V = self.core.t.vocab, u, lo, hi
+        cdef _DPWorker worker
+        if S < 0 or N < 0 or node_off[0] != 0 or node_off[S] != N or arc_off[0] != 0 \
+                or arc_off[N] != A or arc_word.shape[0] != A or arc_w.shape[0] != A \
+                or final_w.shape[0] != N:
+            raise LatticeError("FullDP.run_dag: offsets disagree with the array lengths")
+        if not (-1 <= bos < V and -1 <= eos < V):
+            raise OptionError("FullDP.run_dag: <s> or </s> id out of range")
+        if not (lm_weight > 0 and isfinite(lm_weight)):
+            raise OptionError(f"FullDP.run_dag: lm_weight must be a finite number > 0, "
+                              f"not {lm_weight}")
+        for s in range(S):
+            if node_off[s + 1] < node_off[s]:
+                raise LatticeError(f"FullDP.run_dag: node offsets decrease after lattice {s}")
+            lo, hi = node_off[s], node_off[s + 1]
+            for u in range(lo, hi):
+                if arc_off[u + 1] < arc_off[u]:
+                    raise LatticeError(f"FullDP.run_dag: arc offsets decrease at node {u}")
+                for i in range(arc_off[u], arc_off[u + 1]):
+                    if not (u < arc_dst[i] < hi):
+                        raise LatticeError(f"FullDP.run_dag: arc {i} goes from node {u} to "
+                                           f"{arc_dst[i]}, not to a later node of its lattice")
+                    if not (-1 <= arc_word[i] < V):
+                        raise LatticeError(f"FullDP.run_dag: arc {i} has the word id "
+                                           f"{arc_word[i]} (vocabulary of {V})")
+                    if not isfinite(arc_w[i]):
+                        raise LatticeError(f"FullDP.run_dag: arc {i} has the weight {arc_w[i]}")
+        try:  # pop is atomic: two threads never get the same worker
+            worker = self._idle.pop()
+        except IndexError:
+            worker = _DPWorker(self)
+            self._workers.append(worker)
+        try:
+            worker.lmw = lm_weight
+            return worker.dag_checked(node_off, arc_off, arc_dst, arc_word, arc_w, final_w,
+                                      bos, eos)
+        finally:
+            self._idle.append(worker)
+
 cdef class _DPWorker:
     """The caches of one `FullDP.run` at a time (see FullDP): transitions, bigram bounds and
     the sparse bound pass's stamps, filled without the GIL, at most `max_bytes` of them."""
@@ -999,6 +1055,121 @@ cdef class _DPWorker:
             return choice, score, states, widest, pairs, kscores, kchoice, post
         return choice, score, states, widest, pairs
 
+
+    cdef tuple dag_checked(self, const long long[::1] node_off, const long long[::1] arc_off,
+                           const long long[::1] arc_dst, const long long[::1] arc_word,
+                           const double[::1] arc_w, const double[::1] final_w, long long bos,
+                           long long eos):
+        """FullDP.run_dag on arrays it has checked (a cdef method, as run_checked).
+
+        Per lattice s, its nodes are node_off[s]..node_off[s+1]-1 (global ids, topological
+        within the lattice, the first is the start); node u's arcs are arc_off[u]..
+        arc_off[u+1]-1, each to arc_dst (a global node id of the same lattice, > u), with a
+        model word id (-1: epsilon) and an ln weight; final_w[u] is u's ln final weight (-inf:
+        not final). States are (node, merged context gid), kept in a hash map per lattice."""
+        cdef Py_ssize_t S = node_off.shape[0] - 1
+        score = np.full(S, -np.inf)
+        n_states = np.zeros(S, dtype=np.int64)
+        n_trans = np.zeros(S, dtype=np.int64)
+        path_len = np.zeros(S, dtype=np.int64)
+        cdef double[::1] sc = score
+        cdef long long[::1] ns = n_states, nt = n_trans, pl = path_len
+        cdef vector[long long] st_node, st_gid, st_back_state, st_back_arc, path_all
+        cdef vector[double] st_score
+        cdef unordered_map[u64, long long] index
+        cdef vector[long long] first_state  # per node of the lattice: its first state, in order
+        cdef vector[vector[long long]] at_node
+        cdef Py_ssize_t s, k
+        cdef long long u, v, a, g, ng, st, key_state, n0, n1, best_state, nst
+        cdef double lp, tot, best, lmw = self.lmw
+        cdef u64 key
+        cdef unordered_map[u64, long long].iterator it
+        cdef vector[long long] rev
+        with nogil:
+            for s in range(S):
+                n0 = node_off[s]
+                n1 = node_off[s + 1]
+                if n1 <= n0:
+                    continue
+                st_node.clear()
+                st_gid.clear()
+                st_back_state.clear()
+                st_back_arc.clear()
+                st_score.clear()
+                index.clear()
+                at_node.clear()
+                at_node.resize(n1 - n0)
+                if self.u.width and bos >= 0:
+                    self._trans(0, bos, &g, &lp)
+                else:
+                    g = 0
+                st_node.push_back(n0)
+                st_gid.push_back(g)
+                st_back_state.push_back(-1)
+                st_back_arc.push_back(-1)
+                st_score.push_back(0.0)
+                at_node[0].push_back(0)
+                index[<u64>(0) * <u64>(self.u.n_ctx) + <u64>g] = 0
+                best = -INFINITY
+                best_state = -1
+                for u in range(n0, n1):
+                    for k in range(<Py_ssize_t>at_node[u - n0].size()):
+                        st = at_node[u - n0][k]
+                        g = st_gid[st]
+                        if isfinite(final_w[u]):
+                            if eos >= 0:
+                                self._trans(g, eos, &ng, &lp)
+                                lp = lmw * lp
+                            else:
+                                lp = 0.0
+                            tot = st_score[st] + final_w[u] + lp
+                            if tot > best:
+                                best = tot
+                                best_state = st
+                        for a in range(arc_off[u], arc_off[u + 1]):
+                            v = arc_dst[a]
+                            if arc_word[a] >= 0:
+                                self._trans(g, arc_word[a], &ng, &lp)
+                                lp = lmw * lp + arc_w[a]
+                            else:
+                                ng = g
+                                lp = arc_w[a]
+                            tot = st_score[st] + lp
+                            if not isfinite(tot):
+                                continue
+                            nt[s] += 1
+                            key = <u64>(v - n0) * <u64>(self.u.n_ctx) + <u64>ng
+                            it = index.find(key)
+                            if it == index.end():
+                                nst = <long long>st_node.size()
+                                index[key] = nst
+                                st_node.push_back(v)
+                                st_gid.push_back(ng)
+                                st_back_state.push_back(st)
+                                st_back_arc.push_back(a)
+                                st_score.push_back(tot)
+                                at_node[v - n0].push_back(nst)
+                            else:
+                                nst = deref(it).second
+                                if tot > st_score[nst]:
+                                    st_score[nst] = tot
+                                    st_back_state[nst] = st
+                                    st_back_arc[nst] = a
+                ns[s] = <long long>st_node.size()
+                if best_state < 0:
+                    continue
+                sc[s] = best
+                rev.clear()
+                st = best_state
+                while st_back_arc[st] >= 0:
+                    rev.push_back(st_back_arc[st])
+                    st = st_back_state[st]
+                pl[s] = <long long>rev.size()
+                for k in range(<Py_ssize_t>rev.size() - 1, -1, -1):
+                    path_all.push_back(rev[k])
+        path = np.array([path_all[k] for k in range(<Py_ssize_t>path_all.size())],
+                        dtype=np.int64)
+        return score, path, path_len, n_states, n_trans
 
 def build_hash(const unsigned long long[::1] keys):
     """Open-addressing slots for `keys` (row -> slot by Fibonacci hashing, linear probing), the

@@ -10,6 +10,7 @@ from cython.operator cimport dereference as deref
 from libc.math cimport exp, fabs, log, isfinite, INFINITY, NAN
 from libcpp.algorithm cimport sort
 from libcpp.pair cimport pair
+from libcpp.unordered_map cimport unordered_map
 from libcpp.vector cimport vector
 
 ctypedef unsigned long long u64
