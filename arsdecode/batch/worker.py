@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from arsdecode.batch.io import Item
-from arsdecode.errors import ArsDecodeError, ObservationError
+from arsdecode.errors import ArsDecodeError, LatticeError, ObservationError
 from maxarpa.config import DEFAULT_CONFIG, Config
 from maxarpa.errors import MaxArpaError
 
@@ -119,6 +119,10 @@ def _lattice(spec: TaskSpec, item: Item, emissions) -> tuple[Any, list[str] | No
     obj = json.loads(item.text, parse_constant=json_constant)  # the grammar of lattice files
     where = f"line {item.lineno}"
     if spec.task != "tag" and spec.map is None:
+        if isinstance(obj, dict) and "arcs" in obj:  # a word lattice (JSON DAG)
+            from arsdecode.lattice import WordLattice
+
+            return WordLattice.from_json_obj(obj, source=where), None
         return Lattice.from_json_obj(obj, source=where), None
     if spec.task != "tag":  # --map: the observed tokens of one sentence, through the map
         observed = obj.get("observed")
@@ -140,6 +144,8 @@ def solve_one(spec: TaskSpec, lm, item: Item, lattice) -> dict:
 
     start = time.perf_counter()
     engine = _engine(spec)
+    if not hasattr(lattice, "tokens"):  # a word lattice: the exact expansion's methods
+        return _solve_word_lattice(spec, lm, item, lattice, start)
     if spec.task == "sample":
         seed = item_seed(spec.seed, item.id)
         s = sample(lm, lattice, spec.n, seed, batch=spec.batch, target_ar=spec.target_ar,
@@ -150,6 +156,27 @@ def solve_one(spec: TaskSpec, lm, item: Item, lattice) -> dict:
     r = decode(lm, lattice, method=spec.method,  # type: ignore[arg-type]
                max_iterations=spec.max_iterations, **engine)
     return _decode_fields(r, {"seconds": time.perf_counter() - start})
+
+
+def _solve_word_lattice(spec: TaskSpec, lm, item: Item, wl, start: float) -> dict:
+    """`solve_one` for a word lattice: the fields of `decode` / `sample --lattice X --json`."""
+    from arsdecode.methods.dag_full import dag_sample
+    from arsdecode.methods.dispatch import decode_word_lattices
+
+    if spec.task == "sample":
+        seed = item_seed(spec.seed, item.id)
+        draws = dag_sample(lm, wl, spec.n, seed)
+        return {"samples": [d.words for d in draws], "log_p": [d.log_p for d in draws],
+                "seed": seed, "method": "full", "seconds": time.perf_counter() - start}
+    [r] = decode_word_lattices(lm, [wl], method=spec.method)  # type: ignore[arg-type]
+    return _dag_fields(r, {"seconds": time.perf_counter() - start})
+
+
+def _dag_fields(r, timing: dict[str, float]) -> dict:
+    """The fields of `arsdecode decode --lattice WORD_LATTICE --json` a batch line carries."""
+    return {"words": r.words, "arcs": list(r.arcs), "log_p": r.log_p,
+            "certified": r.certified, "method": r.method, "states": r.states,
+            "transitions": r.transitions, **timing}
 
 
 def _engine(spec: TaskSpec) -> dict[str, Any]:
@@ -173,18 +200,27 @@ def solve_chunk(spec: TaskSpec, lm, items: list[Item], lattices: list) -> list[d
     possible path), the chunk is redone item by item so only that item becomes an error line.
     """
     if spec.task != "sample" and items:
-        from arsdecode.methods.dispatch import decode_many
+        from arsdecode.methods.dispatch import decode_many, decode_word_lattices
 
+        dags = [not hasattr(lat, "tokens") for lat in lattices]  # word lattices
+        results: list[Any]
         start = time.perf_counter()
         try:
-            results = decode_many(lm, lattices, method=spec.method,  # type: ignore[arg-type]
-                                  max_iterations=spec.max_iterations, **_engine(spec))
+            if all(dags):
+                results = decode_word_lattices(lm, lattices,
+                                               method=spec.method)  # type: ignore[arg-type]
+            elif not any(dags):
+                results = decode_many(lm, lattices, method=spec.method,  # type: ignore[arg-type]
+                                      max_iterations=spec.max_iterations, **_engine(spec))
+            else:  # a mixed chunk: item by item below
+                raise LatticeError("mixed chunk")
         except INPUT_ERRORS:  # find the item whose input is bad, one at a time
             pass
         else:
             # One compiled call for the whole chunk: no item can be timed on its own.
             each = {"chunk_mean_seconds": (time.perf_counter() - start) / len(items)}
-            return [_decode_fields(r, each) for r in results]
+            fields = _dag_fields if all(dags) else _decode_fields
+            return [fields(r, each) for r in results]
     out: list[dict | str] = []
     for item, lattice in zip(items, lattices):
         try:
