@@ -77,8 +77,8 @@ def ars_decoder() -> tuple[Callable[..., Any] | None, str]:
     """ARS on DAGs if this checkout has it: (its decode function, or None; why not)."""
     try:
         from arsdecode.methods import dag_ars  # type: ignore[attr-defined]
-    except ImportError as err:
-        return None, f"arsdecode.methods.dag_ars is not here ({err})"
+    except ImportError:
+        return None, "arsdecode.methods.dag_ars is not in this checkout"
     fn = getattr(dag_ars, "decode", None) or getattr(dag_ars, "dag_ars_decode", None)
     if fn is None:
         return None, "arsdecode.methods.dag_ars has no decode function"
@@ -108,8 +108,9 @@ def process_support(lm_path: Path, slf: Path) -> str | None:
                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     if proc.returncode == 0:
         return None
-    lines = proc.stderr.strip().splitlines()
-    return f"`arsdecode decode --lattice X.slf` failed here: {lines[-1] if lines else ''}"
+    lines = proc.stderr.strip().replace(str(slf), "X.slf").splitlines()
+    return (f"not measured: `arsdecode decode --lattice X.slf` fails in this checkout "
+            f"({lines[-1] if lines else 'no message'})")
 
 
 def measure_setting(lm, order: int, lattices: list, *, ars: Callable[..., Any] | None,
@@ -188,17 +189,18 @@ def run(*, model: Path | None, corpora: Sequence[str], n: int, orders: Sequence[
     with tempfile.TemporaryDirectory() as tmp:
         slf = {key: write_slf_files(lats[:1], Path(tmp) / "slf")[0]
                for key, lats in lattices.items()}
+        if processes:
+            process_note = process_support(model_path, next(iter(slf.values())))
+            log(f"whole process: {process_note or 'measured'}")
         for order in sorted(orders, reverse=True):
             if order > full.order:
                 log(f"order {order} > the model's {full.order}: skipped")
                 continue
             lm = full if order == full.order else maxarpa.truncate(full, order)
             lm_file: Path | None = None
-            if processes:
+            if processes and process_note is None:
                 lm_file = Path(tmp) / f"lm.{order}.npz"
                 write_binary(lm, lm_file)
-                if order == max(orders):
-                    process_note = process_support(lm_file, next(iter(slf.values())))
             for (w, k), lats in lattices.items():
                 proc = ((lm_file, slf[(w, k)]) if lm_file is not None and process_note is None
                         else None)
@@ -206,7 +208,10 @@ def run(*, model: Path | None, corpora: Sequence[str], n: int, orders: Sequence[
                 rows.append(row)
                 log(format_row(row))
             del lm
-    return {"model": str(model_path), "model_order": full.order,
+    shown = model_path.resolve()
+    if shown.is_relative_to(REPO):
+        shown = shown.relative_to(REPO)
+    return {"model": str(shown), "model_order": full.order,
             "model_ngrams": sum(full.counts), "model_words": len(full.vocab),
             "corpora": list(corpora), "n": n, "seed": seed, "rows": rows,
             "ars": None if ars is None else ars_note, "ars_note": ars_note,
