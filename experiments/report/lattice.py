@@ -202,15 +202,17 @@ def render(results: dict[str, Any], cmd: str, img_dir: Path) -> str:
              f"- ARS on DAGs: {base['ars_note']}.",
              "- WER: word error rate of the exact best path against the reference text, and "
              "(in brackets) of the acoustic scores alone: the LM matters on these lattices.", ""]
-    titles = ["The embedded state_union 5-gram, orders 2-5",
-              "A larger model, orders 2-5"]
     for k, res in enumerate(models):
         tag = _tag(res, k)
         names = plots(res, img_dir, tag)
-        title = titles[min(k, 1)]
+        title = ("The embedded state_union 5-gram" if k == 0 else
+                 f"`{res['model']}` ({res['model_ngrams']:,} n-grams, "
+                 f"{res['model_words']:,} words)")
         lines += model_section(res, img, names, title)
     if len(models) > 1:
         lines += growth(base, models[1])
+    if results.get("profile"):
+        lines += profile_section(results["profile"])
     return "\n".join(lines) + "\n"
 
 
@@ -233,3 +235,15 @@ def growth(a: dict[str, Any], b: dict[str, Any]) -> list[str]:
             table(["words x arcs", "states, embedded", "states, larger model", "ratio",
                    "CPU s, embedded", "CPU s, larger model", "peak MB, embedded",
                    "peak MB, larger model"], rows), ""]
+
+
+def profile_section(prof: dict[str, Any]) -> list[str]:
+    """Where the expansion's time goes (cProfile, so slower than unprofiled)."""
+    rows = [[what, f"{sec:.3f}", f"{100 * sec / prof['total']:.0f}%"]
+            for what, sec in sorted(prof["parts"].items(), key=lambda kv: -kv[1])]
+    rows.append(["total under the profiler", f"{prof['total']:.3f}", "100%"])
+    return ["## Where the expansion's time goes", "",
+            f"cProfile of `dag_decode` on {prof['n']} lattices of {prof['setting']} (the "
+            "goal's setting, embedded model, warmed up); cumulative seconds, so nested parts "
+            "are counted once each, and the rest is the expansion's own numpy bookkeeping.",
+            "", table(["part", "seconds", "share"], rows), ""]
