@@ -5,9 +5,11 @@ per setting (words x arcs per position) N lattices, the same lattices at every o
 setting and order (orders below the model's are `maxarpa.truncate` of it, what lattice-tool
 -order N does with a higher-order LM):
 
-  - the exact expansion (`arsdecode.methods.dag_full.dag_decode`: the merged lattice
-    expansion, then Viterbi): CPU seconds per lattice (in process, model loaded and warmed
-    up, mean over the N lattices), its states and transitions (the expanded lattice's size)
+  - the exact expansion as `arsdecode.decode(lm, lattice)` runs it (compiled: Viterbi over the
+    merged (node, context) states, `fast_full.run_dag`) and the numpy reference
+    (`arsdecode.methods.dag_full.dag_decode`), checked equal (ln p 1e-9, states): CPU
+    seconds per lattice (in process, model loaded and warmed up, mean over the N lattices),
+    its states and transitions (the expanded lattice's size)
     against the lattice's nodes and arcs, and the peak memory of one decode (tracemalloc, the
     largest lattice of the setting);
   - ARS on DAGs (`arsdecode.methods.dag_ars`, if this checkout has it): CPU seconds, states,
@@ -116,14 +118,22 @@ def process_support(lm_path: Path, slf: Path) -> str | None:
 def measure_setting(lm, order: int, lattices: list, *, ars: Callable[..., Any] | None,
                     process: tuple[Path, Path] | None) -> dict[str, Any]:
     """One (order, words, arcs) row: see the module docstring."""
+    from arsdecode.api import decode
     from arsdecode.methods.dag_full import dag_decode
     from experiments.asr_lattices import acoustic_best, word_errors
 
     wls = [a.lattice for a in lattices]
-    dag_decode(lm, wls[0])  # warm up: the model's context tables are built on first use
+    decode(lm, wls[0])  # warm up: the model's tables are built on first use
+    dag_decode(lm, wls[0])
     t0 = cpu()
-    results = [dag_decode(lm, wl) for wl in wls]
+    results = [decode(lm, wl, method="full") for wl in wls]  # the compiled expansion
     expand_s = (cpu() - t0) / len(wls)
+    t0 = cpu()
+    reference = [dag_decode(lm, wl) for wl in wls]  # the numpy reference
+    reference_s = (cpu() - t0) / len(wls)
+    if not all(abs(a.log_p - b.log_p) <= 1e-9 * (1 + abs(b.log_p)) and a.states == b.states
+               for a, b in zip(results, reference, strict=True)):
+        raise AssertionError("the compiled expansion disagrees with the numpy reference")
     big = max(range(len(wls)), key=lambda i: wls[i].n_arcs)
     tracemalloc.start()
     dag_decode(lm, wls[big])
@@ -137,6 +147,7 @@ def measure_setting(lm, order: int, lattices: list, *, ars: Callable[..., Any] |
         "nodes": _mean([wl.n_nodes for wl in wls]), "lattice_arcs": _mean([wl.n_arcs
                                                                           for wl in wls]),
         "expand_seconds": expand_s,
+        "reference_seconds": reference_s,
         "states": _mean([r.states for r in results]),
         "transitions": _mean([r.transitions for r in results]),
         "expand_peak_mb": peak_mb,

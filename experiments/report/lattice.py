@@ -7,6 +7,7 @@ result per model ("models": a list, the embedded 5-gram first).
 
 from __future__ import annotations
 
+import math
 import platform
 from collections.abc import Sequence
 from pathlib import Path
@@ -89,6 +90,7 @@ def model_section(res: dict[str, Any], img: str, names: list[str], title: str) -
     """One model's table and plots."""
     ars = res.get("ars") is not None
     head = ["order", "words x arcs", "lattice nodes / arcs", "expansion CPU s / lattice",
+            "numpy reference s",
             "states / transitions", "states per node", "peak MB (one decode)",
             "whole process s, MB", "WER exact (acoustic only)"]
     if ars:
@@ -97,6 +99,7 @@ def model_section(res: dict[str, Any], img: str, names: list[str], title: str) -
     for r in sorted(res["rows"], key=lambda r: (r["order"], r["words"], r["arcs"])):
         cells = [r["order"], f"{r['words']} x {r['arcs']}",
                  f"{r['nodes']:.0f} / {r['lattice_arcs']:.0f}", _s(r["expand_seconds"]),
+                 _s(r.get("reference_seconds", math.nan)),
                  f"{r['states']:,.0f} / {r['transitions']:,.0f}",
                  f"{r['states'] / r['nodes']:.1f}", f"{r['expand_peak_mb']:.1f}",
                  "-" if r["process_seconds"] is None
@@ -195,9 +198,11 @@ def render(results: dict[str, Any], cmd: str, img_dir: Path) -> str:
              "arcs for the true word and its most confusable vocabulary words by spelling, "
              "length and frequency; random acoustic ln scores, the truth not always best; "
              "two-position spans; epsilon deletions; insertions through an extra node).",
-             "- Exact expansion: `arsdecode.methods.dag_full.dag_decode` (the merged "
-             "(node, minimal context) expansion, numpy, then Viterbi); peak memory by "
-             "tracemalloc during one decode of the setting's largest lattice.",
+             "- Exact expansion: `arsdecode.decode(lm, lattice)`, the compiled Viterbi over the "
+             "merged (node, minimal context) states (`fast_full.run_dag`); beside it the numpy "
+             "reference `arsdecode.methods.dag_full.dag_decode` (the same states, checked "
+             "equal); peak memory by tracemalloc during one numpy decode of the setting's "
+             "largest lattice.",
              f"- Whole process: {base['process_note'] or PROCESS}.",
              f"- ARS on DAGs: {base['ars_note']}.",
              "- WER: word error rate of the exact best path against the reference text, and "
