@@ -43,6 +43,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from arsdecode.core.semiring import quiet
+from arsdecode.errors import AutomatonError
 from arsdecode.lattice import WordLattice
 from arsdecode.model import TargetModel, context_rows
 
@@ -57,6 +58,7 @@ class NodeStates:
         self.contexts: list[Context] = []
         self.index: dict[Context, int] = {}
         self.by_suffix: dict[Context, list[int]] = {}  # suffix -> states whose context ends so
+        self.by_prefix: dict[Context, list[tuple[int, int]]] = {}  # c[:-1] -> (c[-1], state)
         self.exact: list[bool] = []
         self.ctx_len = np.zeros(4, dtype=np.int64)
         self.weights = np.zeros((4, width))
@@ -81,16 +83,9 @@ class NodeStates:
         self.ctx_len[s] = len(context)
         for k in range(len(context) + 1):
             self.by_suffix.setdefault(context[len(context) - k:], []).append(s)
+        if context:
+            self.by_prefix.setdefault(context[:-1], []).append((context[-1], s))
         return s
-
-    def longest_suffix(self, history: Context) -> int:
-        """The state whose context is the longest suffix of `history` (one always exists: the
-        contexts are suffix-closed and hold the empty one, except at the start node)."""
-        for k in range(len(history), -1, -1):
-            s = self.index.get(history[len(history) - k:])
-            if s is not None:
-                return s
-        raise AssertionError("no suffix state: the contexts are not suffix-closed")
 
 
 class DagQAutomaton:
@@ -108,18 +103,36 @@ class DagQAutomaton:
         self.arc_ids = ids  # model id of each arc's word, -1 for epsilon
         self.arc_lo = np.searchsorted(wl.src, np.arange(wl.n_nodes), side="left")
         self.arc_hi = np.searchsorted(wl.src, np.arange(wl.n_nodes), side="right")
+        self.arc_dst = [wl.dst[lo:hi] for lo, hi in zip(self.arc_lo, self.arc_hi, strict=True)]
         # incoming arcs of each node, by word id (-1: epsilon), for moving edges
         self.into: list[dict[int, list[int]]] = [{} for _ in range(wl.n_nodes)]
         for a, (d, w) in enumerate(zip(wl.dst.tolist(), ids.tolist(), strict=True)):
             self.into[d].setdefault(w, []).append(a)
+        # per node: its arcs' destination nodes, word arcs' columns by (destination, word id),
+        # epsilon arcs' (column, destination)
+        self.dst_nodes: list[list[int]] = []
+        self.word_columns: list[dict[tuple[int, int], list[int]]] = []
+        self.eps_columns: list[list[tuple[int, int]]] = []
+        for u in range(wl.n_nodes):
+            lo, hi = int(self.arc_lo[u]), int(self.arc_hi[u])
+            dsts = wl.dst[lo:hi].tolist()
+            self.dst_nodes.append(sorted(set(dsts)))
+            cols: dict[tuple[int, int], list[int]] = {}
+            eps: list[tuple[int, int]] = []
+            for j, (d, w) in enumerate(zip(dsts, ids[lo:hi].tolist(), strict=True)):
+                if w < 0:
+                    eps.append((j, d))
+                else:
+                    cols.setdefault((d, w), []).append(j)
+            self.word_columns.append(cols)
+            self.eps_columns.append(eps)
         self.nodes = [NodeStates(int(hi - lo)) for lo, hi in zip(self.arc_lo, self.arc_hi,
                                                                    strict=True)]
         start = self.cut((model.bos,))
         pending = [(0, self.nodes[0].add(start, self.is_exact(start)))]
         for v in range(1, wl.n_nodes):
             pending.append((v, self.nodes[v].add((), self.is_exact(()))))
-        for u, s in pending:
-            self._set_targets(u, s)
+        # every target is 0: the empty context, the only state of every node but the start
         self.fill(pending)
 
     # ----- contexts --------------------------------------------------------------------------
@@ -141,14 +154,26 @@ class DagQAutomaton:
         return context if w < 0 else self.cut((*context, w))
 
     # ----- weights ---------------------------------------------------------------------------
-    def _set_targets(self, u: int, s: int) -> None:
-        node = self.nodes[u]
+    def _set_targets(self, v: int, s: int, suffix_state: int) -> None:
+        """The out-edge targets of the new state s at node v, from those of its suffix state
+        (context ctx[1:]): a suffix of ctx + w of at most len(ctx) words is a suffix of
+        ctx[1:] + w, so the only longer target can be ctx + w itself (ctx for epsilon), when
+        it is short enough to be a context and present at the arc's destination. Those are
+        found from the destinations' contexts that extend ctx (few), not arc by arc."""
+        node = self.nodes[v]
         ctx = node.contexts[s]
-        lo = int(self.arc_lo[u])
-        for j in range(node.width):
-            a = lo + j
-            node.targets[s, j] = self.nodes[int(self.wl.dst[a])].longest_suffix(
-                self.extend(ctx, a))
+        row = node.targets[suffix_state].copy()
+        if len(ctx) < self.width:  # ctx + w is not cut: it may be a context
+            columns = self.word_columns[v]
+            for d in self.dst_nodes[v]:
+                for w, t in self.nodes[d].by_prefix.get(ctx, ()):
+                    for j in columns.get((d, w), ()):
+                        row[j] = t
+        for j, d in self.eps_columns[v]:
+            t = self.nodes[d].index.get(ctx)
+            if t is not None:
+                row[j] = t
+        node.targets[s] = row
 
     def fill(self, pending: Sequence[tuple[int, int]]) -> None:
         """Give the (node, state) rows their own weights: at most two batched model queries,
@@ -160,6 +185,7 @@ class DagQAutomaton:
             if not rows:
                 continue
             ctxs: list[Context] = []
+            counts: list[int] = []
             words: list[np.ndarray] = []
             for u, s in rows:
                 lo, hi = int(self.arc_lo[u]), int(self.arc_hi[u])
@@ -168,10 +194,12 @@ class DagQAutomaton:
                 if u in wl.finals:
                     w = np.append(w, self.model.eos)
                 words.append(w)
-                ctxs.extend([self.nodes[u].contexts[s]] * len(w))
+                ctxs.append(self.nodes[u].contexts[s])
+                counts.append(len(w))
             word_arr = np.concatenate(words).astype(np.int64)
             query = self.model.log_prob if exact else self.model.log_bound
-            values = (np.asarray(query(context_rows(ctxs, self.width), word_arr),
+            rows_ctx = np.repeat(context_rows(ctxs, self.width), counts, axis=0)
+            values = (np.asarray(query(rows_ctx, word_arr),
                                  dtype=np.float64) if len(word_arr) else np.zeros(0))
             pos = 0
             with quiet():
@@ -207,22 +235,29 @@ class DagQAutomaton:
             return total + float(self.nodes[final].final[states[-1]])
 
     # ----- Algorithm 2 -----------------------------------------------------------------------
-    def refine_paths(self, paths: Sequence[Sequence[int]]) -> int:
+    def refine_paths(self, paths: Sequence[Sequence[int]], depth: int | None = 1) -> int:
         """Refine along each path (arc indices, start to final), then give the new states their
-        weights in one batched query. Returns how many paths changed q."""
+        weights in one batched query. Returns how many paths changed q.
+
+        `depth`: words a context may gain per step of a path, 1 as in the paper's Algorithm 2;
+        None: as many as the path's previous state tells apart (the path becomes exact in one
+        pass, fewer iterations for more states)."""
+        if depth is not None and depth < 1:
+            raise AutomatonError(f"depth must be >= 1 or None, not {depth!r}")
         pending: list[tuple[int, int]] = []
         changed = 0
         for arcs in paths:
-            changed += self._refine(arcs, pending)
+            changed += self._refine(arcs, pending, depth)
         if pending:
             self.fill(pending)
         return changed
 
-    def _refine(self, arcs: Sequence[int], pending: list[tuple[int, int]]) -> bool:
-        """Algorithm 2 along one path: at every step whose state is inexact, create the state
-        one word longer (the next suffix of the path's history) if the path's previous state
-        determines it; new states copy their suffix state's weights (valid, looser bounds)
-        until `fill` gives them their own."""
+    def _refine(self, arcs: Sequence[int], pending: list[tuple[int, int]],
+                depth: int | None) -> bool:
+        """Algorithm 2 along one path: at every step whose state is inexact, create the states
+        up to `depth` words longer (the next suffixes of the path's history) that the path's
+        previous state determines; new states copy their suffix state's weights (valid,
+        looser bounds) until `fill` gives them their own."""
         wl = self.wl
         history: list[int] = [self.model.bos]
         s = 0  # the path's state at the current node
@@ -230,18 +265,18 @@ class DagQAutomaton:
         for a in arcs:
             u, v = int(wl.src[a]), int(wl.dst[a])
             col = a - int(self.arc_lo[u])
-            src_ctx = self.nodes[u].contexts[s]
             if self.arc_ids[a] >= 0:
                 history.append(int(self.arc_ids[a]))
             node = self.nodes[v]
             t = int(self.nodes[u].targets[s, col])
             if not node.exact[t]:
-                ext = self.extend(src_ctx, a)
-                n = len(node.contexts[t]) + 1
-                if n <= len(ext):  # the previous state tells the longer suffix apart
+                # the previous state tells apart the suffixes of its own context extended
+                most = len(self.extend(self.nodes[u].contexts[s], a))
+                goal = most if depth is None else min(most, len(node.contexts[t]) + depth)
+                while len(node.contexts[t]) < goal and not node.exact[t]:
+                    n = len(node.contexts[t]) + 1
                     ctx = tuple(history[max(0, len(history) - n):])
-                    if ctx not in node.index:
-                        pending.append((v, self._create(v, ctx, t)))
+                    pending.append((v, self._create(v, ctx, t)))  # absent: t was the longest
                     t = int(self.nodes[u].targets[s, col])
                     assert node.contexts[t] == ctx
             s = t
@@ -255,7 +290,7 @@ class DagQAutomaton:
         s = node.add(ctx, self.is_exact(ctx))
         node.weights[s] = node.weights[suffix_state]
         node.final[s] = node.final[suffix_state]
-        self._set_targets(v, s)
+        self._set_targets(v, s, suffix_state)
         into = self.into[v]
         for key, arcs in ((ctx[-1], into.get(ctx[-1], [])), (-1, into.get(-1, []))):
             need = ctx[:-1] if key >= 0 else ctx

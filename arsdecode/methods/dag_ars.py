@@ -145,41 +145,44 @@ def _check_bound(qa: DagQAutomaton, arcs: Sequence[int], log_q: float, log_p: fl
 
 # ----- dynamic programs over q --------------------------------------------------------------------
 def _dst_offsets(qa: DagQAutomaton, off: np.ndarray, u: int) -> np.ndarray:
-    lo, hi = int(qa.arc_lo[u]), int(qa.arc_hi[u])
-    return off[qa.wl.dst[lo:hi]]
+    """The global number of the first state of each outgoing arc's destination."""
+    return off[qa.arc_dst[u]]
 
 
 def viterbi(qa: DagQAutomaton) -> tuple[list[int], int, float]:
     """x* = argmax q: its arcs, its final node and ln q(x*) (summed in path order).
 
+    The sweep keeps only each state's best value; the choices are recomputed along x* alone
+    (stop on a tie with the best arc, else the first best arc: the smallest).
     Raises NoPathError when q (hence p) is zero on every path."""
     off = qa.offsets()
     best = np.empty(int(off[-1]))
-    choice = np.empty(int(off[-1]), dtype=np.int64)
     with quiet():
         for u in range(len(qa.nodes) - 1, -1, -1):
             node = qa.nodes[u]
             k = len(node)
-            stop = node.final[:k]
             if node.width:
                 val = node.weights[:k] + best[node.targets[:k] + _dst_offsets(qa, off, u)]
-                j = np.argmax(val, axis=1)  # the first maximum: the smallest arc
-                top = val[np.arange(k), j]
-                go = top > stop
-                best[off[u]:off[u + 1]] = np.where(go, top, stop)
-                choice[off[u]:off[u + 1]] = np.where(go, j, -1)
+                np.maximum(val.max(axis=1), node.final[:k], out=best[off[u]:off[u + 1]])
             else:
-                best[off[u]:off[u + 1]] = stop
-                choice[off[u]:off[u + 1]] = -1
-    if best[0] == -np.inf:
-        raise NoPathError(f"{qa.wl.source}: every path has probability zero under the model")
-    arcs: list[int] = []
-    u, s = 0, 0
-    while (c := int(choice[off[u] + s])) >= 0:
-        a = int(qa.arc_lo[u]) + c
-        arcs.append(a)
-        s = int(qa.nodes[u].targets[s, c])
-        u = int(qa.wl.dst[a])
+                best[off[u]:off[u + 1]] = node.final[:k]
+        if best[0] == -np.inf:
+            raise NoPathError(
+                f"{qa.wl.source}: every path has probability zero under the model")
+        arcs: list[int] = []
+        u, s = 0, 0
+        while True:
+            node = qa.nodes[u]
+            if not node.width:
+                break
+            val = node.weights[s] + best[node.targets[s] + _dst_offsets(qa, off, u)]
+            c = int(np.argmax(val))
+            if not val[c] > node.final[s]:
+                break
+            a = int(qa.arc_lo[u]) + c
+            arcs.append(a)
+            s = int(node.targets[s, c])
+            u = int(qa.wl.dst[a])
     return arcs, u, qa.log_q(arcs, u)
 
 
@@ -239,7 +242,7 @@ def draw(qa: DagQAutomaton, n: int, rng: np.random.Generator
 
 # ----- decode ------------------------------------------------------------------------------------
 def dag_ars_decode(lm: ModelLike, wl: WordLattice, *, max_iterations: int | None = None,
-                   tol: float = CERTIFICATE_TOL) -> DagArsResult:
+                   tol: float = CERTIFICATE_TOL, depth: int | None = 1) -> DagArsResult:
     """The exact best path of the word lattice, with a certificate (Algorithm 1, decoding).
 
     Each iteration: x* = argmax q (Viterbi), ln p(x*) on its true history; certified when
@@ -267,7 +270,7 @@ def dag_ars_decode(lm: ModelLike, wl: WordLattice, *, max_iterations: int | None
         if log_q - log_p <= tol:
             certified = True
             break
-        if not qa.refine_paths([arcs]):
+        if not qa.refine_paths([arcs], depth):
             certified = log_q - log_p <= FLOAT_NOISE
             break
         if max_iterations is not None and len(trace) >= max_iterations:
@@ -281,7 +284,8 @@ def dag_ars_decode(lm: ModelLike, wl: WordLattice, *, max_iterations: int | None
 def dag_ars_sample(lm: ModelLike, wl: WordLattice, n: int,
                    seed: int | np.random.Generator | None = None, *, batch: int = 100,
                    target_ar: float = 0.2, ar_window: int = 100,
-                   max_trials: int | None = None) -> DagArsSampleResult:
+                   max_trials: int | None = None, depth: int | None = 1
+                   ) -> DagArsSampleResult:
     """n exact i.i.d. samples of the lattice's paths, P(path) = exp(score) / Z, by adaptive
     rejection (Algorithm 1, sampling), as `ars.sample` on confusion networks.
 
@@ -338,7 +342,7 @@ def dag_ars_sample(lm: ModelLike, wl: WordLattice, n: int,
                 adapting = False
                 adapted_at = len(accepted)
             elif rejected:
-                refinements += qa.refine_paths(rejected)
+                refinements += qa.refine_paths(rejected, depth)
     est = evidence.importance_estimate(log_zq, log_ratio)
     rej = evidence.rejection_estimate(log_zq, accepted)
     trials = len(accepted)
