@@ -37,7 +37,7 @@ from arsdecode.methods.dag_ars import (
     viterbi,
 )
 from arsdecode.methods.dag_full import dag_decode, dag_log_partition
-from arsdecode.model import WeightedLM, as_target_model
+from arsdecode.model import WeightedLM, as_target_model, context_rows
 from arsdecode.testing.brute import chi_square_pvalue
 from arsdecode.testing.brute_dag import (
     BruteDagResult,
@@ -121,6 +121,63 @@ def check_q_bounds_p(lm, wl: WordLattice, ref: BruteDagResult, refine: int, seed
                 assert len(ctx) <= max(qa.order - 1, 0)
                 assert tuple(history[len(history) - len(ctx):]) == ctx or not ctx, (ctx, history)
         qa.refine_paths([rng.choice(paths)[0]])
+
+
+def check_exact_states(qa: DagQAutomaton, words: Sequence[str], longest: int = 99) -> int:
+    """Every state the automaton calls exact has p fixed by its context: ln p(w | z + c) is
+    the same for every left extension z (all of them up to order - 1 words, at most `longest`,
+    over `words`, with or without <s> first) and every word w of `words` and </s>. Returns how
+    many short contexts were checked."""
+    model = qa.model
+    ids = [int(i) for i in model.ids(list(words))]
+    vocab = [*ids, model.eos]
+    checked = 0
+    for node in qa.nodes:
+        for ctx, exact in zip(node.contexts, node.exact, strict=True):
+            if not exact or len(ctx) >= qa.width or (ctx and ctx[0] == model.bos):
+                continue
+            checked += 1
+            exts: list[tuple[int, ...]] = [()]
+            for _ in range(min(qa.width - len(ctx), longest)):
+                exts += [(w, *z) for z in exts if len(z) == len(exts[-1]) for w in ids]
+            exts += [(model.bos, *z) for z in exts if len(z) < qa.width - len(ctx)]
+            rows = [(*z, *ctx) for z in exts]
+            for w in vocab:
+                lp = model.log_prob(context_rows(rows, qa.width), np.full(len(rows), w))
+                assert np.all(lp == lp[0]), (ctx, w, lp)
+    return checked
+
+
+def test_contexts_no_left_extension_changes_are_exact(random_lms, real_lms):
+    """The backoff shortcut (`extendable_contexts`) never calls a context exact that is not:
+    brute force over every left extension, after refinements along random paths."""
+    rng = random.Random(2600)
+    checked = 0
+    for model in random_lms:
+        for _ in range(4):
+            wl = random_word_lattice(rng, model.words)
+            qa = DagQAutomaton(as_target_model(model.lm), wl)
+            paths = [p for p, _ in wl.paths()]
+            for _ in range(6):
+                qa.refine_paths([rng.choice(paths)])
+            checked += check_exact_states(qa, model.words)
+    assert checked >= 3
+    real = 0
+    for order in (3, 5):
+        model = real_lms[order]
+        target = as_target_model(model.lm)
+        for _ in range(2):
+            truth = rng.choice([s for s in model.sentences if len(s) >= 8])[:8]
+            wl = asr_like_lattice(rng, truth, model.words, 4)
+            qa = DagQAutomaton(target, wl)
+            for _ in range(30):  # the decoder's refinements
+                arcs, final, lq = viterbi(qa)
+                if lq - path_log_p(target, wl, arcs, final) <= TIGHT:
+                    break
+                qa.refine_paths([arcs])
+            pool = [*dict.fromkeys(truth + rng.sample(model.words, 4))]
+            real += check_exact_states(qa, pool, longest=2)
+    assert real >= 10
 
 
 def test_random_dags_on_random_positive_backoff_models(random_lms):

@@ -20,8 +20,11 @@ state a path reaches is a suffix of its true history (by induction: a suffix of 
 suffix of the history + w), and `log_bound` covers every left extension of its context. A
 context is exact (it fixes p) when it has order - 1 words, or when it starts with `<s>`: `<s>`
 is never an arc's word (`WordLattice` refuses it), so such a context is the whole history; the
-model confirms with `is_exact(len(c) - 1, c)` (a `WeightedLM` may score it differently). An
-exact state's weights are p's own factors, so a path through exact states only has q = p.
+model confirms with `is_exact(len(c) - 1, c)` (a `WeightedLM` may score it differently). For a
+target with n-gram tables (`ngram_tables`), also when c is no proper suffix of a useful context
+of the model (`extendable_contexts`): no left extension can change p then, which is what keeps
+the states of a sparse model few (the merged expansion relies on the same fact). An exact
+state's weights are p's own factors, so a path through exact states only has q = p.
 
 Refinement (Algorithm 2, `refine_paths`): along a path, left to right, where the state the path
 reaches has an inexact context c and the path's previous state can tell a longer suffix apart,
@@ -38,6 +41,7 @@ dynamic programs in `arsdecode.methods.dag_ars`.
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Sequence
 
 import numpy as np
@@ -45,9 +49,38 @@ import numpy as np
 from arsdecode.core.semiring import quiet
 from arsdecode.errors import AutomatonError
 from arsdecode.lattice import WordLattice
-from arsdecode.model import TargetModel, context_rows
+from arsdecode.model import TargetModel, context_rows, ngram_tables
+from maxarpa.contexts import useful_context_tables
+from maxarpa.model import Model
+from maxarpa.table import row_hashes
 
 Context = tuple[int, ...]
+
+_EXTENDABLE: weakref.WeakKeyDictionary[Model, frozenset[int]] = weakref.WeakKeyDictionary()
+
+
+def extendable_contexts(ngram: Model) -> frozenset[int]:
+    """Hashes (`maxarpa.table.row_hashes` of the -1 left-padded row) of every context that is
+    a PROPER suffix of a useful context of the backoff model (`maxarpa.contexts`).
+
+    Why: a context c that is not one is exact wherever it stands. Every history h ending with
+    c has its longest useful suffix cut(h) inside c (a longer one would end with c, making c
+    its proper suffix), so cut(h) = cut(c) and p(w | h) = p(w | cut(c)) = p(w | c) for every
+    w. A hash collision only makes a context look extendable: it stays inexact (safe).
+    Cached per model."""
+    if ngram not in _EXTENDABLE:
+        rows, lens, _ = useful_context_tables(ngram)
+        width = rows.shape[1]
+        parts = []
+        for n in range(1, width + 1):  # contexts of n words: drop their k oldest words
+            sel = rows[lens == n]
+            for k in range(1, n + 1) if len(sel) else ():
+                cut = sel.copy()
+                cut[:, :width - n + k] = -1
+                parts.append(cut)
+        hashes = row_hashes(np.concatenate(parts)) if parts else np.zeros(0, np.uint64)
+        _EXTENDABLE[ngram] = frozenset(np.unique(hashes).tolist())
+    return _EXTENDABLE[ngram]
 
 
 class NodeStates:
@@ -96,6 +129,8 @@ class DagQAutomaton:
         self.wl = wl
         self.order = model.order
         self.width = max(model.order - 1, 0)  # words a context keeps
+        tables = ngram_tables(model)
+        self.extendable = extendable_contexts(tables) if tables is not None else None
         word_arcs = [a for a, w in enumerate(wl.words) if w is not None]
         ids = np.full(wl.n_arcs, -1, dtype=np.int64)
         if word_arcs:
@@ -145,8 +180,15 @@ class DagQAutomaton:
         docstring): order - 1 words, or the whole history (it starts with `<s>`)."""
         if len(context) >= self.width:
             return True
-        return (bool(context) and context[0] == self.model.bos
-                and self.model.is_exact(len(context) - 1, context))
+        if context and context[0] == self.model.bos and self.model.is_exact(len(context) - 1,
+                                                                            context):
+            return True
+        if self.extendable is None:
+            return False
+        row = np.full((1, self.width), -1, dtype=np.int64)
+        if context:
+            row[0, self.width - len(context):] = context
+        return int(row_hashes(row)[0]) not in self.extendable
 
     def extend(self, context: Context, arc: int) -> Context:
         """The context after `arc`: c + (w,) cut to order - 1 words, or c for epsilon."""
@@ -170,9 +212,9 @@ class DagQAutomaton:
                     for j in columns.get((d, w), ()):
                         row[j] = t
         for j, d in self.eps_columns[v]:
-            t = self.nodes[d].index.get(ctx)
-            if t is not None:
-                row[j] = t
+            same = self.nodes[d].index.get(ctx)
+            if same is not None:
+                row[j] = same
         node.targets[s] = row
 
     def fill(self, pending: Sequence[tuple[int, int]]) -> None:
