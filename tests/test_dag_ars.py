@@ -34,6 +34,7 @@ from arsdecode.methods.dag_ars import (
     dag_ars_sample,
     draw,
     path_log_p,
+    paths_log_p,
     viterbi,
 )
 from arsdecode.methods.dag_full import dag_decode, dag_log_partition
@@ -399,7 +400,15 @@ def test_draw_from_q_is_exact_q(random_lms):
     top = log_q.max()
     dist_w = np.exp(log_q - top)
     dist = {a: float(w / dist_w.sum()) for (a, _), w in zip(paths, dist_w, strict=True)}
-    drawn, finals, log_z = draw(qa, 5000, np.random.default_rng(7))
+    drawn, finals, drawn_log_q, log_z = draw(qa, 5000, np.random.default_rng(7))
+    for a, f, lq in list(zip(drawn, finals, drawn_log_q.tolist(), strict=True))[:300]:
+        assert lq == qa.log_q(a, f)  # summed in the same order: bit for bit
+    target = as_target_model(model.lm)
+    many = paths_log_p(target, wl, drawn[:300], finals[:300])
+    assert [path_log_p(target, wl, a, f) for a, f in zip(drawn[:300], finals[:300],
+                                                         strict=True)] == many.tolist()
+    assert np.allclose(many, [brute_dag_model(model.lm, wl).score(tuple(a)) for a in
+                              drawn[:300]], rtol=0, atol=TIGHT)
     assert abs(log_z - (top + math.log(dist_w.sum()))) < 1e-9
     assert all(int(wl.dst[a[-1]]) == f if a else f == 0 for a, f in zip(drawn, finals,
                                                                          strict=True))

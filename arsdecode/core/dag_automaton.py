@@ -129,8 +129,10 @@ class DagQAutomaton:
         self.wl = wl
         self.order = model.order
         self.width = max(model.order - 1, 0)  # words a context keeps
-        tables = ngram_tables(model)
-        self.extendable = extendable_contexts(tables) if tables is not None else None
+        tables = ngram_tables(model)  # the shortcut needs the target's own contexts' tables
+        self.extendable = (extendable_contexts(tables) if tables is not None
+                           and tables.order == model.order else None)
+        self._exact: dict[Context, bool] = {}  # is_exact's answers (contexts recur by node)
         word_arcs = [a for a, w in enumerate(wl.words) if w is not None]
         ids = np.full(wl.n_arcs, -1, dtype=np.int64)
         if word_arcs:
@@ -185,10 +187,12 @@ class DagQAutomaton:
             return True
         if self.extendable is None:
             return False
-        row = np.full((1, self.width), -1, dtype=np.int64)
-        if context:
-            row[0, self.width - len(context):] = context
-        return int(row_hashes(row)[0]) not in self.extendable
+        if context not in self._exact:
+            row = np.full((1, self.width), -1, dtype=np.int64)
+            if context:
+                row[0, self.width - len(context):] = context
+            self._exact[context] = int(row_hashes(row)[0]) not in self.extendable
+        return self._exact[context]
 
     def extend(self, context: Context, arc: int) -> Context:
         """The context after `arc`: c + (w,) cut to order - 1 words, or c for epsilon."""

@@ -45,7 +45,7 @@ from arsdecode.methods.dag_full import DagPath
 from arsdecode.model import ModelLike, TargetModel, as_target_model, context_rows
 
 __all__ = ["DagArsResult", "DagArsSampleResult", "dag_ars_decode", "dag_ars_sample",
-           "path_log_p"]
+           "path_log_p", "paths_log_p"]
 
 
 @dataclass(frozen=True)
@@ -97,38 +97,57 @@ class DagArsSampleResult:
 
 # ----- p and the bound check --------------------------------------------------------------------
 def path_log_p(model: TargetModel, wl: WordLattice, arcs: Sequence[int], final: int) -> float:
-    """ln p of a path (arc weights, final weight, LM with `<s>` and `</s>`), one batched
-    `log_prob` call on the path's true history, summed in path order exactly as
-    `DagQAutomaton.log_q` sums q (so an exact path has q = p bit for bit)."""
+    """ln p of a path (arc weights, final weight, LM with `<s>` and `</s>`); see
+    `paths_log_p`."""
+    return float(paths_log_p(model, wl, [arcs], [final])[0])
+
+
+def paths_log_p(model: TargetModel, wl: WordLattice, paths: Sequence[Sequence[int]],
+                finals: Sequence[int]) -> np.ndarray:
+    """ln p of each path, with one batched `log_prob` call on the paths' true histories.
+
+    Each path's terms (arc weight, plus ln p(w | history) on a word arc; final weight plus
+    ln p(</s> | history)) are summed in path order from 0.0, exactly as
+    `DagQAutomaton.log_q` sums q, so an exact path has q = p bit for bit (padding adds 0.0,
+    which changes no float)."""
     width = max(model.order - 1, 0)
-    history = [model.bos]
     ctxs: list[list[int]] = []
-    words: list[str] = []
-    for a in arcs:
-        w = wl.words[a]
-        if w is not None:
-            words.append(w)
-    ids = model.ids(words).tolist() if words else []
+    words: list[int] = []
+    all_words = [w for arcs in paths for a in arcs if (w := wl.words[a]) is not None]
+    ids = model.ids(all_words).tolist() if all_words else []
     k = 0
-    for a in arcs:
-        if wl.words[a] is not None:
-            ctxs.append(history[max(0, len(history) - width):] if width else [])
-            history.append(int(ids[k]))
-            k += 1
-    ctxs.append(history[max(0, len(history) - width):] if width else [])
-    lp = np.asarray(model.log_prob(context_rows(ctxs, width),
-                                   np.array([*ids, model.eos], dtype=np.int64)),
-                    dtype=np.float64).tolist()
-    total = 0.0
-    k = 0
-    with quiet():
+    for arcs in paths:
+        history = [model.bos]
         for a in arcs:
             if wl.words[a] is not None:
-                total += float(wl.log_weights[a] + lp[k])
+                ctxs.append(history[max(0, len(history) - width):] if width else [])
+                history.append(int(ids[k]))
+                words.append(int(ids[k]))
                 k += 1
-            else:
-                total += float(wl.log_weights[a])
-        return total + float(np.float64(wl.finals[final]) + lp[k])
+        ctxs.append(history[max(0, len(history) - width):] if width else [])
+        words.append(model.eos)
+    lp = np.asarray(model.log_prob(context_rows(ctxs, width), np.array(words, dtype=np.int64)),
+                    dtype=np.float64)
+    longest = max((len(arcs) for arcs in paths), default=0)
+    terms = np.zeros((len(paths), longest))
+    last = np.empty(len(paths))
+    pos = 0
+    with quiet():
+        for i, (arcs, final) in enumerate(zip(paths, finals, strict=True)):
+            if arcs:
+                a = np.asarray(arcs, dtype=np.int64)
+                is_word = np.array([wl.words[x] is not None for x in arcs], dtype=bool)
+                row = wl.log_weights[a].copy()
+                n_words = int(is_word.sum())
+                row[is_word] += lp[pos:pos + n_words]
+                terms[i, :len(arcs)] = row
+                pos += n_words
+            last[i] = np.float64(wl.finals[final]) + lp[pos]
+            pos += 1
+        total = np.zeros(len(paths))
+        for j in range(longest):
+            total = total + terms[:, j]
+        return total + last
 
 
 def _check_bound(qa: DagQAutomaton, arcs: Sequence[int], log_q: float, log_p: float,
@@ -203,11 +222,12 @@ def backward_sums(qa: DagQAutomaton) -> tuple[np.ndarray, np.ndarray]:
 
 
 def draw(qa: DagQAutomaton, n: int, rng: np.random.Generator
-         ) -> tuple[list[list[int]], list[int], float]:
-    """n i.i.d. paths of q / q(X): their arcs, final nodes, and ln q(X).
+         ) -> tuple[list[list[int]], list[int], np.ndarray, float]:
+    """n i.i.d. paths of q / q(X): their arcs, final nodes, ln q of each, and ln q(X).
 
     One pass over the nodes in order moves every walker standing at node u one step (to a later
-    node, or stop), by the Gumbel-max trick over [stop, arcs] weighted by the mass after each."""
+    node, or stop), by the Gumbel-max trick over [stop, arcs] weighted by the mass after each.
+    ln q of a path is summed along it in path order, as `DagQAutomaton.log_q` sums it."""
     beta, off = backward_sums(qa)
     log_z = float(beta[0])
     if log_z == -math.inf:
@@ -215,7 +235,8 @@ def draw(qa: DagQAutomaton, n: int, rng: np.random.Generator
     at_node = np.zeros(n, dtype=np.int64)
     state = np.zeros(n, dtype=np.int64)
     final = np.full(n, -1, dtype=np.int64)
-    arcs: list[list[int]] = [[] for _ in range(n)]
+    log_q = np.zeros(n)
+    steps: list[tuple[np.ndarray, np.ndarray]] = []  # (walkers, arcs), in step order
     with quiet():
         for u in range(len(qa.nodes)):
             here = np.flatnonzero((at_node == u) & (final < 0))
@@ -230,14 +251,23 @@ def draw(qa: DagQAutomaton, n: int, rng: np.random.Generator
             pick = np.argmax(logits + rng.gumbel(size=logits.shape), axis=1)
             stops = pick == 0
             final[here[stops]] = u
+            log_q[here[stops]] += node.final[s[stops]]
             go, col = here[~stops], pick[~stops] - 1
             if len(go):
                 a = qa.arc_lo[u] + col
-                state[go] = node.targets[state[go], col]
+                log_q[go] += node.weights[s[~stops], col]
+                state[go] = node.targets[s[~stops], col]
                 at_node[go] = qa.wl.dst[a]
-                for walker, arc in zip(go.tolist(), a.tolist(), strict=True):
-                    arcs[walker].append(int(arc))
-    return arcs, final.tolist(), log_z
+                steps.append((go, a))
+    arcs: list[list[int]] = [[] for _ in range(n)]
+    if steps:
+        walkers = np.concatenate([w for w, _ in steps])
+        taken = np.concatenate([a for _, a in steps])
+        order = np.argsort(walkers, kind="stable")  # each walker's arcs stay in step order
+        bounds = np.searchsorted(walkers[order], np.arange(n + 1))
+        flat = taken[order].tolist()
+        arcs = [flat[bounds[i]:bounds[i + 1]] for i in range(n)]
+    return arcs, final.tolist(), log_q, log_z
 
 
 # ----- decode ------------------------------------------------------------------------------------
@@ -316,12 +346,12 @@ def dag_ars_sample(lm: ModelLike, wl: WordLattice, n: int,
     adapted_at: int | None = None
     refinements = 0
     while len(samples) < n and (max_trials is None or len(accepted) < max_trials):
-        paths, finals, log_z = draw(qa, batch, rng)
+        paths, finals, batch_log_q, log_z = draw(qa, batch, rng)
+        batch_log_p = paths_log_p(model, wl, paths, finals)
         u = rng.random(batch)
         rejected: list[list[int]] = []
-        for arcs, final, u_t in zip(paths, finals, u.tolist(), strict=True):
-            log_q = qa.log_q(arcs, final)
-            log_p = path_log_p(model, wl, arcs, final)
+        for arcs, u_t, log_q, log_p in zip(paths, u.tolist(), batch_log_q.tolist(),
+                                           batch_log_p.tolist(), strict=True):
             _check_bound(qa, arcs, log_q, log_p)
             ratio = 0.0 if log_p == -math.inf else math.exp(min(log_p - log_q, 0.0))
             ok = u_t < ratio
