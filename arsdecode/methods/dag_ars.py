@@ -135,9 +135,9 @@ def paths_log_p(model: TargetModel, wl: WordLattice, paths: Sequence[Sequence[in
     with quiet():
         for i, (arcs, final) in enumerate(zip(paths, finals, strict=True)):
             if arcs:
-                a = np.asarray(arcs, dtype=np.int64)
+                idx = np.asarray(arcs, dtype=np.int64)
                 is_word = np.array([wl.words[x] is not None for x in arcs], dtype=bool)
-                row = wl.log_weights[a].copy()
+                row = wl.log_weights[idx].copy()
                 n_words = int(is_word.sum())
                 row[is_word] += lp[pos:pos + n_words]
                 terms[i, :len(arcs)] = row
