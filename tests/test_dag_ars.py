@@ -26,7 +26,7 @@ import maxarpa
 from arpa_fixtures import arpa_texts
 from ars_fixtures import IMPOSSIBLE_ARPA, make_lattice
 from arsdecode.core.dag_automaton import DagQAutomaton
-from arsdecode.errors import BoundViolationError, NoPathError, OptionError
+from arsdecode.errors import AutomatonError, BoundViolationError, NoPathError, OptionError
 from arsdecode.lattice import WordLattice
 from arsdecode.methods.ars import decode as ars_decode
 from arsdecode.methods.dag_ars import (
@@ -444,3 +444,29 @@ def test_property_random_models_and_dags(tmp_path_factory, arpa, seed):
     ref = brute_dag_model(lm, wl)
     check_decode(lm, wl, ref, (text, wl.to_json_obj()))
     check_q_bounds_p(lm, wl, ref, 3, seed)
+
+
+@pytest.mark.parametrize("depth", [2, None])
+def test_refinement_depth(random_lms, real_lms, depth):
+    """Deeper refinement (more words per step, or the whole way) changes the work, never the
+    certified answer."""
+    rng = random.Random(3700)
+    for model in [*random_lms[::2], real_lms[5]]:
+        for _ in range(5):
+            pool = model.words if not model.sentences else (
+                rng.choice([s for s in model.sentences if len(s) >= 6])[:6]
+                + rng.sample(model.words, 3))
+            wl = random_word_lattice(rng, pool)
+            ref = brute_dag_model(model.lm, wl)
+            if ref.best_log_p == -math.inf:
+                continue
+            r = dag_ars_decode(model.lm, wl, depth=depth)
+            assert r.certified and abs(r.log_p - ref.best_log_p) <= TIGHT
+            assert r.arcs in ref.near_best(TIGHT)
+    for bad in (0, -1, 1.5, True):
+        with pytest.raises(OptionError):
+            dag_ars_decode(random_lms[0].lm, wl, depth=bad)
+        with pytest.raises(OptionError):
+            dag_ars_sample(random_lms[0].lm, wl, 3, 0, depth=bad)
+    with pytest.raises(AutomatonError):
+        DagQAutomaton(as_target_model(random_lms[0].lm), wl).refine_paths([[]], depth=0)

@@ -270,6 +270,13 @@ def draw(qa: DagQAutomaton, n: int, rng: np.random.Generator
     return arcs, final.tolist(), log_q, log_z
 
 
+def _check_depth(depth: int | None) -> None:
+    if depth is not None and (isinstance(depth, bool) or not isinstance(depth, int)
+                              or depth < 1):
+        raise OptionError(f"depth (words a context gains per refinement step) must be an "
+                          f"integer >= 1 or None, not {depth!r}")
+
+
 # ----- decode ------------------------------------------------------------------------------------
 def dag_ars_decode(lm: ModelLike, wl: WordLattice, *, max_iterations: int | None = None,
                    tol: float = CERTIFICATE_TOL, depth: int | None = 1) -> DagArsResult:
@@ -279,14 +286,17 @@ def dag_ars_decode(lm: ModelLike, wl: WordLattice, *, max_iterations: int | None
     ln q(x*) - ln p(x*) <= `tol`; else q is refined along x*. When refinement can change
     nothing on x* (every state on it exact), q(x*) and p(x*) sum the same factors and x* is
     certified if only float noise (`FLOAT_NOISE`) separates them. `max_iterations` stops the
-    run uncertified.
+    run uncertified. `depth`: words a context may gain per step of x* (1: the paper's
+    Algorithm 2; None: all the previous state tells apart); see `DagQAutomaton.refine_paths`.
 
     Raises:
+        OptionError: max_iterations or depth < 1.
         NoPathError: every path has probability zero.
         BoundViolationError: p > q on x* (the model's bounds are wrong).
     """
     if max_iterations is not None and max_iterations < 1:
         raise OptionError(f"max_iterations must be >= 1, not {max_iterations!r}")
+    _check_depth(depth)
     t0 = time.perf_counter()
     model = as_target_model(lm)
     qa = DagQAutomaton(model, wl)
@@ -323,10 +333,10 @@ def dag_ars_sample(lm: ModelLike, wl: WordLattice, n: int,
     p(x) / q(x). While the acceptance rate over the last `ar_window` trials is below
     `target_ar`, q is refined along every rejected trial of the batch; afterwards q is frozen.
     Accepted trials are exact samples whatever q was, since q never depends on the trial it
-    judges. `max_trials` stops the run (with fewer samples).
+    judges. `max_trials` stops the run (with fewer samples). `depth` as in `dag_ars_decode`.
 
     Raises:
-        OptionError: n < 1 or batch < 1.
+        OptionError: n < 1, batch < 1 or depth < 1.
         NoPathError: every path has probability zero.
         BoundViolationError: p > q on a trial (the model's bounds are wrong).
     """
@@ -334,6 +344,7 @@ def dag_ars_sample(lm: ModelLike, wl: WordLattice, n: int,
         raise OptionError(f"n (the number of samples) must be an integer >= 1, not {n!r}")
     if batch < 1:
         raise OptionError(f"batch must be >= 1, not {batch!r}")
+    _check_depth(depth)
     t0 = time.perf_counter()
     rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
     model = as_target_model(lm)
