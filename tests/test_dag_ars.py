@@ -105,8 +105,9 @@ def check_decode(lm, wl: WordLattice, ref: BruteDagResult, where) -> None:
 def check_q_bounds_p(lm, wl: WordLattice, ref: BruteDagResult, refine: int, seed: int) -> None:
     """q >= p on EVERY path of the lattice, and every state a path reaches has a context that
     is a suffix of the path's history (the invariant behind q >= p), before and after
-    refinements along random paths."""
-    qa = DagQAutomaton(as_target_model(lm), wl)
+    refinements along random paths (q^(0) with one-word contexts or, for odd seeds, the
+    paper's empty ones)."""
+    qa = DagQAutomaton(as_target_model(lm), wl, first_words=seed % 2 == 0)
     rng = random.Random(seed)
     paths = list(wl.paths())
     for step in range(refine + 1):
@@ -446,10 +447,10 @@ def test_property_random_models_and_dags(tmp_path_factory, arpa, seed):
     check_q_bounds_p(lm, wl, ref, 3, seed)
 
 
-@pytest.mark.parametrize("depth", [2, None])
-def test_refinement_depth(random_lms, real_lms, depth):
-    """Deeper refinement (more words per step, or the whole way) changes the work, never the
-    certified answer."""
+@pytest.mark.parametrize(("depth", "first_words"), [(1, False), (2, True), (None, True)])
+def test_refinement_depth(random_lms, real_lms, depth, first_words):
+    """Deeper refinement (more words per step, or the whole way) and the paper's q^(0) (no
+    one-word contexts) change the work, never the certified answer."""
     rng = random.Random(3700)
     for model in [*random_lms[::2], real_lms[5]]:
         for _ in range(5):
@@ -460,7 +461,7 @@ def test_refinement_depth(random_lms, real_lms, depth):
             ref = brute_dag_model(model.lm, wl)
             if ref.best_log_p == -math.inf:
                 continue
-            r = dag_ars_decode(model.lm, wl, depth=depth)
+            r = dag_ars_decode(model.lm, wl, depth=depth, first_words=first_words)
             assert r.certified and abs(r.log_p - ref.best_log_p) <= TIGHT
             assert r.arcs in ref.near_best(TIGHT)
     for bad in (0, -1, 1.5, True):

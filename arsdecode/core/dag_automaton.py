@@ -124,7 +124,15 @@ class NodeStates:
 class DagQAutomaton:
     """The refinable upper bound q on the target p over a word lattice (module docstring)."""
 
-    def __init__(self, model: TargetModel, wl: WordLattice) -> None:
+    def __init__(self, model: TargetModel, wl: WordLattice, *, first_words: bool = True
+                 ) -> None:
+        """`first_words`: q^(0) also holds, at every node, the one-word context of each word
+        on an arc into it (so every edge's bound already knows the word before it), built in
+        the same batched query. Why: the empty context's bound of a word is its best
+        probability after any context, so loose that the first refinements would only
+        create these states one path at a time (measured on 40-word x 50-arc ASR-like
+        lattices with the embedded 5-gram: half the iterations, about the same states).
+        False: the paper's q^(0) (empty contexts)."""
         self.model = model
         self.wl = wl
         self.order = model.order
@@ -170,6 +178,11 @@ class DagQAutomaton:
         for v in range(1, wl.n_nodes):
             pending.append((v, self.nodes[v].add((), self.is_exact(()))))
         # every target is 0: the empty context, the only state of every node but the start
+        if first_words and self.width:
+            for v in range(1, wl.n_nodes):
+                for w in self.into[v]:
+                    if w >= 0 and (w,) not in self.nodes[v].index:
+                        pending.append((v, self._create(v, (w,), 0)))
         self.fill(pending)
 
     # ----- contexts --------------------------------------------------------------------------

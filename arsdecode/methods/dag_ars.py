@@ -279,7 +279,8 @@ def _check_depth(depth: int | None) -> None:
 
 # ----- decode ------------------------------------------------------------------------------------
 def dag_ars_decode(lm: ModelLike, wl: WordLattice, *, max_iterations: int | None = None,
-                   tol: float = CERTIFICATE_TOL, depth: int | None = 1) -> DagArsResult:
+                   tol: float = CERTIFICATE_TOL, depth: int | None = 1,
+                   first_words: bool = True) -> DagArsResult:
     """The exact best path of the word lattice, with a certificate (Algorithm 1, decoding).
 
     Each iteration: x* = argmax q (Viterbi), ln p(x*) on its true history; certified when
@@ -288,6 +289,7 @@ def dag_ars_decode(lm: ModelLike, wl: WordLattice, *, max_iterations: int | None
     certified if only float noise (`FLOAT_NOISE`) separates them. `max_iterations` stops the
     run uncertified. `depth`: words a context may gain per step of x* (1: the paper's
     Algorithm 2; None: all the previous state tells apart); see `DagQAutomaton.refine_paths`.
+    `first_words`: start from one-word contexts (`DagQAutomaton`); False: the paper's q^(0).
 
     Raises:
         OptionError: max_iterations or depth < 1.
@@ -299,7 +301,7 @@ def dag_ars_decode(lm: ModelLike, wl: WordLattice, *, max_iterations: int | None
     _check_depth(depth)
     t0 = time.perf_counter()
     model = as_target_model(lm)
-    qa = DagQAutomaton(model, wl)
+    qa = DagQAutomaton(model, wl, first_words=first_words)
     trace: list[tuple[float, float]] = []
     certified = False
     while True:
@@ -324,8 +326,8 @@ def dag_ars_decode(lm: ModelLike, wl: WordLattice, *, max_iterations: int | None
 def dag_ars_sample(lm: ModelLike, wl: WordLattice, n: int,
                    seed: int | np.random.Generator | None = None, *, batch: int = 100,
                    target_ar: float = 0.2, ar_window: int = 100,
-                   max_trials: int | None = None, depth: int | None = 1
-                   ) -> DagArsSampleResult:
+                   max_trials: int | None = None, depth: int | None = 1,
+                   first_words: bool = True) -> DagArsSampleResult:
     """n exact i.i.d. samples of the lattice's paths, P(path) = exp(score) / Z, by adaptive
     rejection (Algorithm 1, sampling), as `ars.sample` on confusion networks.
 
@@ -333,7 +335,8 @@ def dag_ars_sample(lm: ModelLike, wl: WordLattice, n: int,
     p(x) / q(x). While the acceptance rate over the last `ar_window` trials is below
     `target_ar`, q is refined along every rejected trial of the batch; afterwards q is frozen.
     Accepted trials are exact samples whatever q was, since q never depends on the trial it
-    judges. `max_trials` stops the run (with fewer samples). `depth` as in `dag_ars_decode`.
+    judges. `max_trials` stops the run (with fewer samples). `depth` and `first_words` as in
+    `dag_ars_decode`.
 
     Raises:
         OptionError: n < 1, batch < 1 or depth < 1.
@@ -348,7 +351,7 @@ def dag_ars_sample(lm: ModelLike, wl: WordLattice, n: int,
     t0 = time.perf_counter()
     rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
     model = as_target_model(lm)
-    qa = DagQAutomaton(model, wl)
+    qa = DagQAutomaton(model, wl, first_words=first_words)
     samples: list[DagPath] = []
     accepted: list[bool] = []
     log_zq: list[float] = []
