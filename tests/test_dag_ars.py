@@ -25,7 +25,7 @@ from hypothesis import strategies as st
 import maxarpa
 from arpa_fixtures import arpa_texts
 from ars_fixtures import IMPOSSIBLE_ARPA, make_lattice
-from arsdecode.core.dag_automaton import DagQAutomaton
+from arsdecode.core.dag_automaton import DagQAutomaton, context_hash
 from arsdecode.errors import AutomatonError, BoundViolationError, NoPathError, OptionError
 from arsdecode.lattice import WordLattice
 from arsdecode.methods.ars import decode as ars_decode
@@ -46,6 +46,7 @@ from arsdecode.testing.brute_dag import (
     brute_dag_target,
     random_word_lattice,
 )
+from maxarpa.table import row_hashes
 
 TIGHT = 1e-9
 
@@ -471,3 +472,17 @@ def test_refinement_depth(random_lms, real_lms, depth, first_words):
             dag_ars_sample(random_lms[0].lm, wl, 3, 0, depth=bad)
     with pytest.raises(AutomatonError):
         DagQAutomaton(as_target_model(random_lms[0].lm), wl).refine_paths([[]], depth=0)
+
+
+def test_context_hash_is_maxarpas_row_hash():
+    """The Python hash the exactness test looks contexts up by equals `row_hashes` of the
+    padded row, which the table of extendable contexts was built with."""
+    rng = np.random.default_rng(0)
+    for width in range(6):
+        for n in range(width + 1):
+            for _ in range(30):
+                ctx = tuple(int(x) for x in rng.integers(0, 2**40, n))
+                row = np.full((1, width), -1, dtype=np.int64)
+                if n:
+                    row[0, width - n:] = ctx
+                assert context_hash(ctx, width) == int(row_hashes(row)[0])

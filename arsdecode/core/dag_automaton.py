@@ -83,6 +83,20 @@ def extendable_contexts(ngram: Model) -> frozenset[int]:
     return _EXTENDABLE[ngram]
 
 
+_MASK = (1 << 64) - 1
+_MIX = 0x9E3779B97F4A7C15  # maxarpa.table's multiplier
+
+
+def context_hash(context: Context, width: int) -> int:
+    """`maxarpa.table.row_hashes` of the context's -1 left-padded row of `width` words, in
+    Python integers: one context at a time, several times faster than a numpy call."""
+    h = 0
+    row = (-1,) * (width - len(context)) + tuple(context)
+    for j, x in enumerate(row):
+        h = (((h ^ (x & _MASK)) * _MIX) + j + 1) & _MASK
+    return h
+
+
 class NodeStates:
     """The states of one lattice node: contexts, out-edge weights and targets, final weights."""
 
@@ -201,10 +215,7 @@ class DagQAutomaton:
         if self.extendable is None:
             return False
         if context not in self._exact:
-            row = np.full((1, self.width), -1, dtype=np.int64)
-            if context:
-                row[0, self.width - len(context):] = context
-            self._exact[context] = int(row_hashes(row)[0]) not in self.extendable
+            self._exact[context] = context_hash(context, self.width) not in self.extendable
         return self._exact[context]
 
     def extend(self, context: Context, arc: int) -> Context:
