@@ -8,7 +8,8 @@ position. The paper's construction carries over unchanged otherwise (issue 21).
 A state is (lattice node v, context c): c is a tuple of at most order - 1 word ids, a suffix of
 the history `<s> w_1 .. w_k` of every path that reaches the state. At every node the contexts
 form a suffix-closed set. Initially the start node 0 holds the start context (`<s>`, cut to the
-model's order) and every other node the empty context. For a state (u, c) and an arc a: u -> v:
+model's order) and every other node the empty context and (unless `first_words=False`) the
+one-word context of each word on an arc into it. For a state (u, c) and an arc a: u -> v:
 
     word arc w:   weight log_weights[a] + B(c, w), to the state at v whose context is the
                   LONGEST suffix of c + (w,) present at v (deterministic);
