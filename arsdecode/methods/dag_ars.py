@@ -1,0 +1,398 @@
+"""Adaptive rejection on word lattices (DAGs): exact decoding with a certificate, exact sampling.
+
+Why: the exact expansion (`dag_full`) builds every (node, merged context) state the lattice can
+reach; the paper's method builds only the states the best path (or the rejected samples) need,
+on the q-automaton of `arsdecode.core.dag_automaton` (issue 21). Algorithm 1, as `ars.py` runs
+it on confusion networks:
+
+    q <- q^(0)                                   DagQAutomaton(model, lattice)
+    loop:
+        x* = argmax q   (decode)  or  x ~ q (sample)
+        accept iff q(x*) = p(x*)  (decode)  or  with probability p(x) / q(x) (sample)
+        if rejected: refine q along x (Algorithm 2, DagQAutomaton.refine_paths)
+
+The certificate: q >= p on every path and q(x*) >= q(y) for all y, so q(x*) = p(x*) (within
+`CERTIFICATE_TOL`, float64 sums of the same terms in the same order) gives p(x*) >= p(y). A path
+with p above q (beyond the tolerance) is a broken bound and raises BoundViolationError; it is
+never certified or accepted.
+
+The dynamic programs run backward over the nodes in reverse topological order (every arc goes
+to a higher node), one numpy operation per node over its (state x outgoing arc) matrix:
+Viterbi (ties: stopping first, then the smallest arc) and the backward sums. Sampling draws
+all the walkers of a batch forward in one pass over the nodes in order (a walker at node u
+moves to a later node), each step by the Gumbel-max trick over stop and the outgoing arcs,
+weighted by the mass after them: an exact draw from q / q(X).
+
+All values natural log. The model is reached only through `TargetModel`.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+import arsdecode.methods.evidence as evidence
+from arsdecode.core.dag_automaton import DagQAutomaton
+from arsdecode.core.semiring import LogSumExp, quiet
+from arsdecode.core.tolerances import CERTIFICATE_TOL, FLOAT_NOISE
+from arsdecode.errors import BoundViolationError, NoPathError, OptionError
+from arsdecode.lattice import WordLattice
+from arsdecode.methods.dag_full import DagPath
+from arsdecode.model import ModelLike, TargetModel, as_target_model, context_rows
+
+__all__ = ["DagArsResult", "DagArsSampleResult", "dag_ars_decode", "dag_ars_sample",
+           "path_log_p", "paths_log_p"]
+
+
+@dataclass(frozen=True)
+class DagArsResult:
+    """The best path of a word lattice by ARS (natural log).
+
+    `certified`: q(x*) = p(x*), so no path has a higher p; False only when `max_iterations`
+    stopped the run first (then `log_q` bounds the optimum from above). `states` is the size of
+    the final q-automaton, to compare with the expansion's (`DagDecodeResult.states`)."""
+
+    words: list[str]
+    arcs: tuple[int, ...]
+    log_p: float
+    log_q: float
+    iterations: int
+    states: int
+    certified: bool
+    seconds: float
+    method: str = "ars"
+    trace: list[tuple[float, float]] = field(default_factory=list)  # (ln q(x*), ln p(x*))
+
+    def to_json(self) -> dict:
+        """JSON-ready dict (natural logs). Only "timing" varies between identical runs."""
+        return {"words": self.words, "arcs": list(self.arcs), "log_p": self.log_p,
+                "log_q": self.log_q, "certified": self.certified, "method": self.method,
+                "iterations": self.iterations, "states": self.states,
+                "timing": {"seconds": self.seconds}}
+
+
+@dataclass(frozen=True)
+class DagArsSampleResult:
+    """Exact i.i.d. samples of a word lattice's paths by adaptive rejection (natural log).
+
+    `log_Z` is the importance estimate of ln Z with its 95% interval `log_Z_ci`
+    (`evidence.importance_estimate`); `log_Z_rejection` uses the accepted trials only."""
+
+    samples: list[DagPath]
+    trials: int
+    acceptance_rate: float
+    log_Z: float
+    log_Z_ci: tuple[float, float]
+    log_Z_rejection: float
+    log_Z_rejection_ci: tuple[float, float]
+    states: int
+    refinements: int
+    adapted_at_trial: int | None
+    seconds: float
+
+
+# ----- p and the bound check --------------------------------------------------------------------
+def path_log_p(model: TargetModel, wl: WordLattice, arcs: Sequence[int], final: int) -> float:
+    """ln p of a path (arc weights, final weight, LM with `<s>` and `</s>`); see
+    `paths_log_p`."""
+    return float(paths_log_p(model, wl, [arcs], [final])[0])
+
+
+def paths_log_p(model: TargetModel, wl: WordLattice, paths: Sequence[Sequence[int]],
+                finals: Sequence[int]) -> np.ndarray:
+    """ln p of each path, with one batched `log_prob` call on the paths' true histories.
+
+    Each path's terms (arc weight, plus ln p(w | history) on a word arc; final weight plus
+    ln p(</s> | history)) are summed in path order from 0.0, exactly as
+    `DagQAutomaton.log_q` sums q, so an exact path has q = p bit for bit (padding adds 0.0,
+    which changes no float)."""
+    width = max(model.order - 1, 0)
+    ctxs: list[list[int]] = []
+    words: list[int] = []
+    all_words = [w for arcs in paths for a in arcs if (w := wl.words[a]) is not None]
+    ids = model.ids(all_words).tolist() if all_words else []
+    k = 0
+    for arcs in paths:
+        history = [model.bos]
+        for a in arcs:
+            if wl.words[a] is not None:
+                ctxs.append(history[max(0, len(history) - width):] if width else [])
+                history.append(int(ids[k]))
+                words.append(int(ids[k]))
+                k += 1
+        ctxs.append(history[max(0, len(history) - width):] if width else [])
+        words.append(model.eos)
+    lp = np.asarray(model.log_prob(context_rows(ctxs, width), np.array(words, dtype=np.int64)),
+                    dtype=np.float64)
+    longest = max((len(arcs) for arcs in paths), default=0)
+    terms = np.zeros((len(paths), longest))
+    last = np.empty(len(paths))
+    pos = 0
+    with quiet():
+        for i, (arcs, final) in enumerate(zip(paths, finals, strict=True)):
+            if arcs:
+                idx = np.asarray(arcs, dtype=np.int64)
+                is_word = np.array([wl.words[x] is not None for x in arcs], dtype=bool)
+                row = wl.log_weights[idx].copy()
+                n_words = int(is_word.sum())
+                row[is_word] += lp[pos:pos + n_words]
+                terms[i, :len(arcs)] = row
+                pos += n_words
+            last[i] = np.float64(wl.finals[final]) + lp[pos]
+            pos += 1
+        total = np.zeros(len(paths))
+        for j in range(longest):
+            total = total + terms[:, j]
+        return total + last
+
+
+def _check_bound(qa: DagQAutomaton, arcs: Sequence[int], log_q: float, log_p: float,
+                 tol: float = CERTIFICATE_TOL) -> None:
+    """BoundViolationError if p > q beyond `tol` on the path: q >= p is what the certificate
+    and the acceptance ratio rest on, so a broken bound is an error, never clipped."""
+    if log_p > log_q + tol:
+        words = " ".join(qa.wl.path_words(arcs))
+        raise BoundViolationError(
+            f"the bound is below the model on the path {words!r} of {qa.wl.source}: ln p = "
+            f"{log_p!r} > ln q = {log_q!r}; the model's bounds are wrong (check the file "
+            "with `maxarpa verify`)")
+
+
+# ----- dynamic programs over q --------------------------------------------------------------------
+def _dst_offsets(qa: DagQAutomaton, off: np.ndarray, u: int) -> np.ndarray:
+    """The global number of the first state of each outgoing arc's destination."""
+    return off[qa.arc_dst[u]]
+
+
+def viterbi(qa: DagQAutomaton) -> tuple[list[int], int, float]:
+    """x* = argmax q: its arcs, its final node and ln q(x*) (summed in path order).
+
+    The sweep keeps only each state's best value; the choices are recomputed along x* alone
+    (stop on a tie with the best arc, else the first best arc: the smallest).
+    Raises NoPathError when q (hence p) is zero on every path."""
+    off = qa.offsets()
+    best = np.empty(int(off[-1]))
+    with quiet():
+        for u in range(len(qa.nodes) - 1, -1, -1):
+            node = qa.nodes[u]
+            k = len(node)
+            if node.width:
+                val = node.weights[:k] + best[node.targets[:k] + _dst_offsets(qa, off, u)]
+                np.maximum(val.max(axis=1), node.final[:k], out=best[off[u]:off[u + 1]])
+            else:
+                best[off[u]:off[u + 1]] = node.final[:k]
+        if best[0] == -np.inf:
+            raise NoPathError(
+                f"{qa.wl.source}: every path has probability zero under the model")
+        arcs: list[int] = []
+        u, s = 0, 0
+        while True:
+            node = qa.nodes[u]
+            if not node.width:
+                break
+            val = node.weights[s] + best[node.targets[s] + _dst_offsets(qa, off, u)]
+            c = int(np.argmax(val))
+            if not val[c] > node.final[s]:
+                break
+            a = int(qa.arc_lo[u]) + c
+            arcs.append(a)
+            s = int(node.targets[s, c])
+            u = int(qa.wl.dst[a])
+    return arcs, u, qa.log_q(arcs, u)
+
+
+def backward_sums(qa: DagQAutomaton) -> tuple[np.ndarray, np.ndarray]:
+    """beta (global state numbering): ln of q's mass after each state, and the offsets."""
+    off = qa.offsets()
+    beta = np.empty(int(off[-1]))
+    with quiet():
+        for u in range(len(qa.nodes) - 1, -1, -1):
+            node = qa.nodes[u]
+            k = len(node)
+            stop = node.final[:k, None]
+            if node.width:
+                val = node.weights[:k] + beta[node.targets[:k] + _dst_offsets(qa, off, u)]
+                stop = np.concatenate([stop, val], axis=1)
+            beta[off[u]:off[u + 1]] = LogSumExp.sum(stop, axis=1)
+    return beta, off
+
+
+def draw(qa: DagQAutomaton, n: int, rng: np.random.Generator
+         ) -> tuple[list[list[int]], list[int], np.ndarray, float]:
+    """n i.i.d. paths of q / q(X): their arcs, final nodes, ln q of each, and ln q(X).
+
+    One pass over the nodes in order moves every walker standing at node u one step (to a later
+    node, or stop), by the Gumbel-max trick over [stop, arcs] weighted by the mass after each.
+    ln q of a path is summed along it in path order, as `DagQAutomaton.log_q` sums it."""
+    beta, off = backward_sums(qa)
+    log_z = float(beta[0])
+    if log_z == -math.inf:
+        raise NoPathError(f"{qa.wl.source}: every path has probability zero under the model")
+    at_node = np.zeros(n, dtype=np.int64)
+    state = np.zeros(n, dtype=np.int64)
+    final = np.full(n, -1, dtype=np.int64)
+    log_q = np.zeros(n)
+    steps: list[tuple[np.ndarray, np.ndarray]] = []  # (walkers, arcs), in step order
+    with quiet():
+        for u in range(len(qa.nodes)):
+            here = np.flatnonzero((at_node == u) & (final < 0))
+            if not len(here):
+                continue
+            node = qa.nodes[u]
+            s = state[here]
+            logits = node.final[s, None]
+            if node.width:
+                val = node.weights[s] + beta[node.targets[s] + _dst_offsets(qa, off, u)]
+                logits = np.concatenate([logits, val], axis=1)
+            pick = np.argmax(logits + rng.gumbel(size=logits.shape), axis=1)
+            stops = pick == 0
+            final[here[stops]] = u
+            log_q[here[stops]] += node.final[s[stops]]
+            go, col = here[~stops], pick[~stops] - 1
+            if len(go):
+                a = qa.arc_lo[u] + col
+                log_q[go] += node.weights[s[~stops], col]
+                state[go] = node.targets[s[~stops], col]
+                at_node[go] = qa.wl.dst[a]
+                steps.append((go, a))
+    arcs: list[list[int]] = [[] for _ in range(n)]
+    if steps:
+        walkers = np.concatenate([w for w, _ in steps])
+        taken = np.concatenate([a for _, a in steps])
+        order = np.argsort(walkers, kind="stable")  # each walker's arcs stay in step order
+        bounds = np.searchsorted(walkers[order], np.arange(n + 1))
+        flat = taken[order].tolist()
+        arcs = [flat[bounds[i]:bounds[i + 1]] for i in range(n)]
+    return arcs, final.tolist(), log_q, log_z
+
+
+def _check_depth(depth: int | None) -> None:
+    if depth is not None and (isinstance(depth, bool) or not isinstance(depth, int)
+                              or depth < 1):
+        raise OptionError(f"depth (words a context gains per refinement step) must be an "
+                          f"integer >= 1 or None, not {depth!r}")
+
+
+# ----- decode ------------------------------------------------------------------------------------
+def dag_ars_decode(lm: ModelLike, wl: WordLattice, *, max_iterations: int | None = None,
+                   tol: float = CERTIFICATE_TOL, depth: int | None = 1,
+                   first_words: bool = True) -> DagArsResult:
+    """The exact best path of the word lattice, with a certificate (Algorithm 1, decoding).
+
+    Each iteration: x* = argmax q (Viterbi), ln p(x*) on its true history; certified when
+    ln q(x*) - ln p(x*) <= `tol`; else q is refined along x*. When refinement can change
+    nothing on x* (every state on it exact), q(x*) and p(x*) sum the same factors and x* is
+    certified if only float noise (`FLOAT_NOISE`) separates them. `max_iterations` stops the
+    run uncertified. `depth`: words a context may gain per step of x* (1: the paper's
+    Algorithm 2; None: all the previous state tells apart); see `DagQAutomaton.refine_paths`.
+    `first_words`: start from one-word contexts (`DagQAutomaton`); False: the paper's q^(0).
+
+    Raises:
+        OptionError: max_iterations or depth < 1.
+        NoPathError: every path has probability zero.
+        BoundViolationError: p > q on x* (the model's bounds are wrong).
+    """
+    if max_iterations is not None and max_iterations < 1:
+        raise OptionError(f"max_iterations must be >= 1, not {max_iterations!r}")
+    _check_depth(depth)
+    t0 = time.perf_counter()
+    model = as_target_model(lm)
+    qa = DagQAutomaton(model, wl, first_words=first_words)
+    trace: list[tuple[float, float]] = []
+    certified = False
+    while True:
+        arcs, final, log_q = viterbi(qa)
+        log_p = path_log_p(model, wl, arcs, final)
+        _check_bound(qa, arcs, log_q, log_p, tol)
+        trace.append((log_q, log_p))
+        if log_q - log_p <= tol:
+            certified = True
+            break
+        if not qa.refine_paths([arcs], depth):
+            certified = log_q - log_p <= FLOAT_NOISE
+            break
+        if max_iterations is not None and len(trace) >= max_iterations:
+            break
+    return DagArsResult(words=wl.path_words(arcs), arcs=tuple(arcs), log_p=log_p, log_q=log_q,
+                        iterations=len(trace), states=qa.num_states(), certified=certified,
+                        seconds=time.perf_counter() - t0, trace=trace)
+
+
+# ----- sample ------------------------------------------------------------------------------------
+def dag_ars_sample(lm: ModelLike, wl: WordLattice, n: int,
+                   seed: int | np.random.Generator | None = None, *, batch: int = 100,
+                   target_ar: float = 0.2, ar_window: int = 100,
+                   max_trials: int | None = None, depth: int | None = 1,
+                   first_words: bool = True) -> DagArsSampleResult:
+    """n exact i.i.d. samples of the lattice's paths, P(path) = exp(score) / Z, by adaptive
+    rejection (Algorithm 1, sampling), as `ars.sample` on confusion networks.
+
+    Trials are drawn `batch` at a time from the current q; each is accepted with probability
+    p(x) / q(x). While the acceptance rate over the last `ar_window` trials is below
+    `target_ar`, q is refined along every rejected trial of the batch; afterwards q is frozen.
+    Accepted trials are exact samples whatever q was, since q never depends on the trial it
+    judges. `max_trials` stops the run (with fewer samples). `depth` and `first_words` as in
+    `dag_ars_decode`.
+
+    Raises:
+        OptionError: n < 1, batch < 1 or depth < 1.
+        NoPathError: every path has probability zero.
+        BoundViolationError: p > q on a trial (the model's bounds are wrong).
+    """
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
+        raise OptionError(f"n (the number of samples) must be an integer >= 1, not {n!r}")
+    if batch < 1:
+        raise OptionError(f"batch must be >= 1, not {batch!r}")
+    _check_depth(depth)
+    t0 = time.perf_counter()
+    rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
+    model = as_target_model(lm)
+    qa = DagQAutomaton(model, wl, first_words=first_words)
+    samples: list[DagPath] = []
+    accepted: list[bool] = []
+    log_zq: list[float] = []
+    log_ratio: list[float] = []
+    adapting = True
+    adapted_at: int | None = None
+    refinements = 0
+    while len(samples) < n and (max_trials is None or len(accepted) < max_trials):
+        paths, finals, batch_log_q, log_z = draw(qa, batch, rng)
+        batch_log_p = paths_log_p(model, wl, paths, finals)
+        u = rng.random(batch)
+        rejected: list[list[int]] = []
+        for arcs, u_t, log_q, log_p in zip(paths, u.tolist(), batch_log_q.tolist(),
+                                           batch_log_p.tolist(), strict=True):
+            _check_bound(qa, arcs, log_q, log_p)
+            ratio = 0.0 if log_p == -math.inf else math.exp(min(log_p - log_q, 0.0))
+            ok = u_t < ratio
+            accepted.append(ok)
+            log_zq.append(log_z)
+            log_ratio.append(log_p - log_q if log_p > -math.inf else -math.inf)
+            if ok:
+                samples.append(DagPath(wl.path_words(arcs), tuple(arcs), log_p))
+                if len(samples) == n:
+                    break
+            else:
+                rejected.append(arcs)
+            if max_trials is not None and len(accepted) >= max_trials:
+                break
+        if adapting:
+            window = accepted[-ar_window:]
+            if len(accepted) >= ar_window and sum(window) / len(window) >= target_ar:
+                adapting = False
+                adapted_at = len(accepted)
+            elif rejected:
+                refinements += qa.refine_paths(rejected, depth)
+    est = evidence.importance_estimate(log_zq, log_ratio)
+    rej = evidence.rejection_estimate(log_zq, accepted)
+    trials = len(accepted)
+    return DagArsSampleResult(
+        samples=samples, trials=trials,
+        acceptance_rate=sum(accepted) / trials if trials else 0.0,
+        log_Z=est.log_Z, log_Z_ci=est.ci, log_Z_rejection=rej.log_Z,
+        log_Z_rejection_ci=rej.ci, states=qa.num_states(), refinements=refinements,
+        adapted_at_trial=adapted_at, seconds=time.perf_counter() - t0)
