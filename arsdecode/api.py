@@ -20,10 +20,11 @@ import numpy as np
 
 import maxarpa
 from arsdecode.lattice import Lattice, WordLattice
-from arsdecode.methods import dag_full, dispatch
+from arsdecode.methods import dag_ars, dag_full, dispatch
 from arsdecode.methods import marginals as _marginals
 from arsdecode.methods.ars import adapt as _adapt
 from arsdecode.methods.ars import sample as _sample
+from arsdecode.methods.dag_ars import DagArsResult
 from arsdecode.methods.dag_full import DagDecodeResult, DagPath
 from arsdecode.methods.dispatch import MarginalsMethod, Method
 from arsdecode.methods.marginals import Marginal, MarginalsResult
@@ -65,7 +66,7 @@ def decode(lm: ModelLike, lattice: Lattice, *, method: Method = "auto",
            k: int, **options: Any) -> KBestResult: ...
 @overload
 def decode(lm: ModelLike, lattice: WordLattice, *, method: Method = "auto",
-           k: None = None, **options: Any) -> DagDecodeResult: ...
+           k: None = None, **options: Any) -> DagDecodeResult | DagArsResult: ...
 @overload
 def decode(lm: ModelLike, lattice: WordLattice, *, method: Method = "auto",
            k: int, **options: Any) -> list[DagPath]: ...
@@ -76,7 +77,7 @@ def decode(
     method: Method = "auto",
     k: int | None = None,
     **options: Any,
-) -> DecodeResult | KBestResult | DagDecodeResult | list[DagPath]:
+) -> DecodeResult | KBestResult | DagDecodeResult | DagArsResult | list[DagPath]:
     """The exact most probable path of p over `lattice` (natural log).
 
     `method`: "ars" (adaptive rejection, Algorithm 1 of Carter et al.), "full" (the merged
@@ -86,8 +87,8 @@ def decode(
     paths instead (a KBestResult, as `decode_kbest`). A `WordLattice` (a DAG with epsilon
     arcs) gives a DagDecodeResult, or with `k` a list of DagPath (option `unique=True`:
     distinct word sequences); on it "full" and "auto" run the exact merged expansion
-    (`methods.dag_full`) and "ars" is not available yet. Raises NoPathError if every path has
-    probability zero.
+    (compiled) and "ars" the q-automaton over (node, context) states (a DagArsResult). Raises
+    NoPathError if every path has probability zero.
     """
     return dispatch.decode(as_target_model(lm), lattice, method=method, k=k, **options)
 
@@ -158,8 +159,12 @@ def sample(
     ar_window, variant, max_trials, stop_when_adapted, rng, on_sample).
 
     A `WordLattice` is sampled exactly from its merged expansion (`methods.dag_full.dag_sample`:
-    a list of `DagPath`; ARS on word lattices is not built yet)."""
+    a list of `DagPath`), or with the option `method="ars"` by adaptive rejection on its
+    q-automaton (`methods.dag_ars.dag_ars_sample`: a DagArsSampleResult with the acceptance
+    rate and the ln Z estimate; options batch, target_ar, ...)."""
     if isinstance(lattice, WordLattice):
+        if options.pop("method", "full") == "ars":
+            return dag_ars.dag_ars_sample(lm, lattice, n, seed, **options)  # type: ignore
         return dag_full.dag_sample(lm, lattice, n, seed)
     return _sample(as_target_model(lm), lattice, n, seed, **options)
 

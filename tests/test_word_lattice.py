@@ -93,8 +93,13 @@ def test_word_lattices_through_the_front_door(random_lms):
     assert abs(log_z - brute.log_Z) <= 1e-9 * (1 + abs(brute.log_Z)) and post.shape == (wl.n_arcs,)
     draws = api.sample(model.lm, wl, 50, seed=1)
     assert len(draws) == 50 and draws == api.sample(model.lm, wl, 50, seed=1)
-    with pytest.raises(OptionError, match="ARS does not run on word lattices yet"):
-        api.decode(model.lm, wl, method="ars")
+    ars = api.decode(model.lm, wl, method="ars")
+    assert ars.method == "ars" and ars.certified
+    assert abs(ars.log_p - brute.best_log_p) <= 1e-9 * (1 + abs(brute.best_log_p))
+    ars_draws = api.sample(model.lm, wl, 30, seed=2, method="ars")
+    assert len(ars_draws.samples) == 30
+    with pytest.raises(OptionError):
+        api.decode(model.lm, wl, method="nope")
     assert np.all(post >= 0)
 
 

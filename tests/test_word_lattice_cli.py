@@ -95,7 +95,6 @@ def test_marginals_and_sample_on_a_word_lattice(problem, tmp_path, capsys):
 
 
 @pytest.mark.parametrize("argv, fragment", [
-    (["--method", "ars"], "does not run on word lattices yet"),
     (["--keep-lattice-lm"], "SLF lattices only"),
     (["--unique"], "--unique needs --nbest"),
 ])
@@ -106,6 +105,21 @@ def test_option_errors_are_one_line(problem, tmp_path, capsys, argv, fragment):
     code, out, err = _cli(capsys, "decode", "--lm", str(model.path), "--lattice", str(path),
                           *argv)
     assert code == 2 and out == "" and len(err.strip().splitlines()) == 1 and fragment in err
+
+
+def test_method_ars_on_a_word_lattice_agrees(problem, tmp_path, capsys):
+    model, wl = problem
+    path = tmp_path / "in.slf"
+    write_word_lattice(wl, path)
+    runs = {}
+    for method in ("ars", "full"):
+        code, out, err = _cli(capsys, "decode", "--lm", str(model.path), "--lattice", str(path),
+                              "--method", method, "--json")
+        assert code == 0, err
+        runs[method] = json.loads(out)
+    assert runs["ars"]["method"] == "ars" and runs["ars"]["certified"]
+    assert abs(runs["ars"]["log_p"] - runs["full"]["log_p"]) <= 1e-9 * (
+        1 + abs(runs["full"]["log_p"]))
 
 
 def test_a_malformed_slf_names_file_and_line(problem, tmp_path, capsys):

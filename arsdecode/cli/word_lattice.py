@@ -26,8 +26,9 @@ WORD_LATTICE_HELP = (
     "writes it (.fst, .fst.txt), or a JSON DAG (.json: {\"start\": 0, \"finals\": {\"5\": 0.0}, "
     "\"arcs\": [[src, dst, \"word\" or null, ln_w], ...]}), gzip allowed; a path scores its "
     "arcs' ln weights, its final node's, the word penalty per word and lm-scale x ln p_LM of "
-    "its words with <s> and </s>. Method 'ars' does not run on word lattices yet; 'full' and "
-    "'auto' decode them exactly by the merged expansion."
+    "its words with <s> and </s>. Method 'full' (and 'auto') decodes them by the merged "
+    "expansion, compiled; 'ars' by adaptive rejection over (node, context) states; k-best, "
+    "posteriors and samples come from the expansion."
 )
 
 
@@ -111,9 +112,6 @@ def load(args: argparse.Namespace) -> tuple[WordLattice, Any, dict]:
     from arsdecode.api import load_lm, weighted
     from arsdecode.cli.options import lm_config
 
-    if args.method == "ars":
-        raise OptionError("--method ars does not run on word lattices yet; 'full' or 'auto' "
-                          "decode them exactly (the merged expansion)")
     for out in (getattr(args, "write_best", None), getattr(args, "write_lattice", None)):
         if out:
             check_writable(out)
@@ -132,21 +130,30 @@ def cmd_decode(args: argparse.Namespace) -> int:
 
     for opt in ("fst", "graphml"):
         if getattr(args, opt, None):
-            raise OptionError(f"--{opt} writes a q-automaton, which word lattices do not "
-                              "build yet (ARS does not run on them)")
+            raise OptionError(f"--{opt} writes a confusion network's q-automaton; not for "
+                              "word lattices yet")
     if args.unique and args.nbest is None:
         raise OptionError("--unique needs --nbest")
     wl, lm, oov = load(args)
     if args.nbest is None:
-        r = decode(lm, wl, method=args.method)
+        r = decode(lm, wl, method=args.method, max_iterations=args.max_iterations)
         paths = [r.arcs]
         if args.json:
             print_json({**r.to_json(), "oov": oov})
         else:
             print(" ".join(r.words))
-            print(f"log_p={fixed(r.log_p, 6)} (certified, ln) method={r.method} "
-                  f"states={r.states} transitions={r.transitions} seconds={r.seconds:.3f}",
-                  flush=True)
+            size = (f"iterations={getattr(r, 'iterations', 1)} states={r.states}"
+                    if r.method == "ars"
+                    else f"states={r.states} transitions={getattr(r, 'transitions', 0)}")
+            status = "certified" if r.certified else "UNCERTIFIED"
+            print(f"log_p={fixed(r.log_p, 6)} ({status}, ln) method={r.method} {size} "
+                  f"seconds={r.seconds:.3f}", flush=True)
+        if not r.certified:
+            from arsdecode.cli.options import EXIT_UNCERTIFIED
+            from arsdecode.cli.output import report_uncertified
+
+            report_uncertified(getattr(r, "iterations", 1))
+            return EXIT_UNCERTIFIED
     else:
         kb = decode(lm, wl, method=args.method, k=args.nbest, unique=args.unique)
         paths = [p.arcs for p in kb]

@@ -34,7 +34,7 @@ from arsdecode.core.tolerances import CERTIFICATE_TOL
 from arsdecode.errors import NoPathError, OptionError
 from arsdecode.lattice import Lattice, WordLattice
 from arsdecode.lattice.flat import FlatLattices
-from arsdecode.methods import cost_model, dag_full, fast_full
+from arsdecode.methods import cost_model, dag_ars, dag_full, fast_full
 from arsdecode.methods.ars import decode as ars_decode
 from arsdecode.methods.cost_model import LatticeSizes
 from arsdecode.methods.fast_full import BatchResult
@@ -259,7 +259,8 @@ def decode(lm: ModelLike, lattice: Lattice | WordLattice, *, method: Method = "a
     check_method(method)
     if isinstance(lattice, WordLattice):
         return decode_word_lattice(lm, lattice, method=method, k=k,
-                                   unique=bool(options.get("unique", False)))
+                                   unique=bool(options.get("unique", False)),
+                                   max_iterations=options.get("max_iterations"))
     if k is not None:
         return _kbest(lm, lattice, k, method, options)
     needs_ars = [o for o in ("on_iteration", "keep_automaton") if options.get(o)]
@@ -279,34 +280,36 @@ def decode(lm: ModelLike, lattice: Lattice | WordLattice, *, method: Method = "a
 
 
 def decode_word_lattice(lm: ModelLike, wl: WordLattice, *, method: Method = "auto",
-                        k: int | None = None, unique: bool = False):
+                        k: int | None = None, unique: bool = False,
+                        max_iterations: int | None = None):
     """The exact best path of a word lattice (a DAG, issue 21), or with `k` its K best paths
     (distinct paths, or with `unique` distinct word sequences, each scored by its best path).
 
-    One exact method runs on word lattices today: the merged expansion (`methods.dag_full`,
-    numpy), for "full" and "auto". ARS on word lattices (a q-automaton over (node, context)
-    states) is not built yet, so "ars" raises OptionError rather than answering by another
+    "ars" is Algorithm 1 on the q-automaton over (node, context) states
+    (`methods.dag_ars.dag_ars_decode`, a DagArsResult; `max_iterations` may stop it
+    uncertified); "full" the merged expansion (`decode_word_lattices`: compiled given n-gram
+    tables, else `methods.dag_full`); "auto" the expansion: on every ASR-like lattice measured
+    (docs/results-lattice.md) the compiled expansion is several times faster than ARS, whose
+    states are not merged. k-best comes from the expansion (`dag_full.dag_kbest`), for every
     method. Raises NoPathError if every path has probability zero."""
     check_method(method)
-    if method == "ars":
-        raise OptionError("ARS does not run on word lattices yet; method 'full' or 'auto' "
-                          "decodes them exactly by the merged expansion")
     if k is not None:
         return dag_full.dag_kbest(lm, wl, k, unique=unique)
+    if method == "ars":
+        return dag_ars.dag_ars_decode(lm, wl, max_iterations=max_iterations)
     return decode_word_lattices(lm, [wl], method=method)[0]
 
 
 def decode_word_lattices(lm: ModelLike, lattices: Sequence[WordLattice], *,
                          method: Method = "auto") -> list[dag_full.DagDecodeResult]:
-    """The exact best path of every word lattice, in order: one compiled call over all of
-    them given n-gram tables (`fast_full.run_dag`, each result's `seconds` the call's mean),
-    else the numpy reference lattice by lattice. "ars" is refused as in
-    `decode_word_lattice`. Raises NoPathError naming the first lattice with no path of
-    nonzero probability."""
+    """The exact best path of every word lattice, in order: "full" and "auto" run one compiled
+    call over all of them given n-gram tables (`fast_full.run_dag`, each result's `seconds` the
+    call's mean), else the numpy reference lattice by lattice; "ars" runs
+    `dag_ars.dag_ars_decode` on each. Raises NoPathError naming the first lattice with no path
+    of nonzero probability."""
     check_method(method)
     if method == "ars":
-        raise OptionError("ARS does not run on word lattices yet; method 'full' or 'auto' "
-                          "decodes them exactly by the merged expansion")
+        return [dag_ars.dag_ars_decode(lm, wl) for wl in lattices]  # type: ignore[misc]
     model = as_target_model(lm)
     ngram = ngram_tables(model)
     if ngram is None:  # no compiled tables: the numpy reference
