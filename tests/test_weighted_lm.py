@@ -351,9 +351,9 @@ def test_lmw_on_batch_equals_brute_force(random_lms, tmp_path, capsys):
 
 
 @pytest.mark.parametrize("argv, fragment", [
-    (["decode", "--lattice", "LAT", "--lmw", "0"], "--lmw/--lm-scale: must be a finite number > 0, got 0"),
-    (["marginals", "--lattice", "LAT", "--lmw", "nan"], "--lmw: must be a finite number > 0"),
-    (["sample", "--lattice", "LAT", "-n", "2", "--lmw", "x"], "--lmw: expected a number"),
+    (["decode", "--lattice", "LAT", "--lmw", "0"], "--lm-scale: must be a finite number > 0"),
+    (["marginals", "--lattice", "LAT", "--lmw", "nan"], "--lm-scale: must be a finite number"),
+    (["sample", "--lattice", "LAT", "-n", "2", "--lmw", "x"], "--lm-scale: expected a number"),
     (["batch", "--in", "LAT", "--out", "OUT", "--task", "tag", "--lmw", "2"],
      "--lmw is for --task decode or sample"),
 ])
