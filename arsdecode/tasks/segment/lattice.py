@@ -49,8 +49,10 @@ import unicodedata
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+import numpy as np
+
 from arsdecode.errors import ObservationError, OptionError
-from arsdecode.lattice.word_lattice import RawArc, WordLattice
+from arsdecode.lattice.word_lattice import WordLattice
 
 DEFAULT_UNKNOWN_PENALTY_PER_CHAR = 1.0
 """ln weight per character of an unknown-word arc (module docstring: measured on held-out)."""
@@ -114,6 +116,7 @@ class SurfaceIndex:
 
     words: Mapping[str, tuple[str, ...]]  # surface form -> the LM words written so
     max_length: int  # longest surface form, in characters
+    prefixes: frozenset[str]  # every non-empty prefix of a surface form (itself included)
 
     @classmethod
     def of(cls, vocabulary: Iterable[str]) -> SurfaceIndex:
@@ -128,7 +131,8 @@ class SurfaceIndex:
                 if word not in entry:
                     entry.append(word)
         return cls({s: tuple(ws) for s, ws in by_surface.items()},
-                   max((len(s) for s in by_surface), default=0))
+                   max((len(s) for s in by_surface), default=0),
+                   frozenset(s[:k] for s in by_surface for k in range(1, len(s) + 1)))
 
     @classmethod
     def of_model(cls, lm: object) -> SurfaceIndex:
@@ -172,31 +176,67 @@ def segmentation_lattice(
                                                                         index.max_length)
     if longest_word < 0:
         raise OptionError(f"max_word_length must be >= 0, not {max_word_length}")
+    return _canonical_lattice(text, index, longest_word, unknown_penalty_per_char,
+                              unknown_max_length, breaks, source)
+
+
+def _canonical_lattice(text: str, index: SurfaceIndex, longest_word: int, penalty: float,
+                       unknown_max_length: int, breaks: Collection[int],
+                       source: str) -> WordLattice:
+    """The lattice, made directly in `WordLattice`'s canonical form, which it already has by
+    construction: node i is offset i (a topological order: every arc goes forward), every node
+    is on a path (each character has an arc, and no break stops a one-character arc), every
+    weight is finite, arcs are sorted by source. `WordLattice.build` would check all that
+    again and take three times as long as finding the arcs (the tests compare both).
+
+    Word arcs walk the prefix set from each offset and stop at the first non-prefix (a few
+    characters on average); unknown arcs are every (offset, length) pair, in numpy, minus the
+    word pairs and those crossing a break."""
     n = len(text)
-    next_break = _next_break_table(n, breaks)
-    lookup = index.words.get
-    arcs: list[RawArc] = []
+    next_break = _next_break_array(n, breaks)
+    limit = np.minimum(next_break, np.arange(n) + longest_word)
+    prefixes, lookup = index.prefixes, index.words.get
+    w_src: list[int] = []
+    w_dst: list[int] = []
+    w_words: list[str] = []
     for i in range(n):
-        limit = min(n, next_break[i], i + max(longest_word, unknown_max_length))
-        for j in range(i + 1, limit + 1):
+        stop = int(limit[i])
+        j = i + 1
+        while j <= stop:
             piece = text[i:j]
-            words = lookup(piece) if j - i <= longest_word else None
-            if words:
-                arcs.extend((i, j, w, 0.0) for w in words)
-            elif j - i <= unknown_max_length:
-                arcs.append((i, j, piece, -unknown_penalty_per_char * (j - i)))
-    return WordLattice.build(n + 1, 0, {n: 0.0}, arcs, source=source)
+            if piece not in prefixes:
+                break
+            for word in lookup(piece, ()):
+                w_src.append(i)
+                w_dst.append(j)
+                w_words.append(word)
+            j += 1
+    u = unknown_max_length
+    u_src = np.repeat(np.arange(n, dtype=np.int64), u)
+    u_len = np.tile(np.arange(1, u + 1, dtype=np.int64), n)
+    fits = u_src + u_len <= next_break[u_src]
+    is_word = np.zeros((n, u + 1), dtype=bool)
+    ws, wd = np.array(w_src, dtype=np.int64), np.array(w_dst, dtype=np.int64)
+    short = wd - ws <= u
+    is_word[ws[short], (wd - ws)[short]] = True
+    keep = fits & ~is_word[u_src, u_len]
+    u_src, u_len = u_src[keep], u_len[keep]
+    u_dst = u_src + u_len
+    src = np.concatenate([ws, u_src])
+    order = np.argsort(src, kind="stable")
+    unknown_words = [text[i:j] for i, j in zip(u_src.tolist(), u_dst.tolist(), strict=True)]
+    words = w_words + unknown_words
+    weights = np.concatenate([np.zeros(len(ws)), -penalty * u_len.astype(np.float64)])
+    return WordLattice(
+        n_nodes=n + 1, finals={n: 0.0}, src=src[order], dst=np.concatenate([wd, u_dst])[order],
+        words=tuple(words[k] for k in order.tolist()), log_weights=weights[order],
+        node_names=tuple(map(str, range(n + 1))), source=source)
 
 
-def _next_break_table(n: int, breaks: Collection[int]) -> list[int]:
+def _next_break_array(n: int, breaks: Collection[int]) -> np.ndarray:
     """For each offset i < n, the first break after i (or n): the farthest an arc may reach."""
-    inside = sorted(b for b in breaks if 0 < b < n)
-    table, k = [n] * n, 0
-    for i in range(n):
-        while k < len(inside) and inside[k] <= i:
-            k += 1
-        table[i] = inside[k] if k < len(inside) else n
-    return table
+    inside = np.array(sorted({b for b in breaks if 0 < b < n}) + [n], dtype=np.int64)
+    return inside[np.searchsorted(inside, np.arange(n), side="right")]
 
 
 def segmentation_words(words: Sequence[str | None], text: str) -> list[str]:
