@@ -55,7 +55,7 @@ IMG = REPO / "docs" / "img" / "segment"
 RESULTS = REPO / "work" / "segment" / "results.json"
 ORDERS = (3, 4, 5)
 DEV_SENTENCES = 200
-PENALTY_GRID = (0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0)
+PENALTY_GRID = (0.0, 0.5, 1.0, 1.5, 2.0, 2.5, 3.0, 4.0)
 
 
 def say(msg: str) -> None:

@@ -242,7 +242,8 @@ def _embedded():
 
 def test_the_comparison_runs_end_to_end_on_a_tiny_set(tmp_path):
     """experiments/segment_compare.py on 3 test and 2 dev sentences, the embedded 5-gram as
-    lm.5 (the page is made; its numbers are in range and ours is scored)."""
+    lm.5: the page and plot are made, the numbers are in range, and each whole-process run
+    (a fresh interpreter per segmenter) printed what the in-process run did (checked inside)."""
     from experiments import segment_compare
 
     data = tmp_path / "data"
@@ -255,7 +256,7 @@ def test_the_comparison_runs_end_to_end_on_a_tiny_set(tmp_path):
         shutil.copyfileobj(src, dst)
     doc = tmp_path / "page.md"
     rc = segment_compare.main(["--data", str(data), "--orders", "5", "--dev-sentences", "2",
-                               "--no-process", "--tune", "--results",
+                               "--tune", "--results",
                                str(tmp_path / "r.json"), "--doc", str(doc), "--img",
                                str(tmp_path / "img")])
     assert rc == 0
@@ -266,5 +267,6 @@ def test_the_comparison_runs_end_to_end_on_a_tiny_set(tmp_path):
     rows = res["compare"]["rows"]
     assert res["compare"]["sentences"] == 3
     assert all(0.0 <= r["f1"] <= 1.0 for r in rows)
+    assert all(r["process"]["chars_per_second"] > 0 for r in rows)
     assert [r for r in rows if r["tool"] == "ours"][0]["exact"] == 1.0  # "wewillwin" etc.
     assert len(res["tuning"]["grid"]) == len(segment_compare.PENALTY_GRID)
