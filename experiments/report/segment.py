@@ -29,17 +29,13 @@ def render(res: dict, img_dir: Path, img_link: str) -> str:
     series: dict[str, tuple[Sequence[float], Sequence[float]]] = {
         "exact n-gram (ours)": ([int(r["variant"].removeprefix("lm.")) for r in ours],
                                 [r["f1"] for r in ours])}
-    hlines = {}
     for r in rows:
-        if r["tool"] == "ours":
-            continue
-        if r["variant"] == "trained":
-            series[f"{r['tool']} (our training text)"] = ([ORDER_OF[r["tool"]]], [r["f1"]])
-        else:
-            hlines[f"{r['tool']} as shipped: {r['f1']:.3f}"] = r["f1"]
+        if r["tool"] != "ours":
+            series[_label(r)] = ([ORDER_OF[r["tool"]]], [r["f1"]])
     line_plot(img_dir / "f1_by_order.png", series,
               title=f"Boundary F1 against model order ({c['sentences']} held-out sentences)",
-              xlabel="n-gram order of the model", ylabel="boundary F1", hlines=hlines)
+              xlabel="n-gram order of the model (wordninja, symspellpy: 1; wordsegment: 2)",
+              ylabel="boundary F1")
 
     def speed(r: dict) -> str:
         p = r.get("process")
