@@ -1,6 +1,7 @@
 # The set-up commands of the README:
 #   make demo   installs only what decoding needs (no KenLM), then decodes an SMS with the
-#               embedded state_union model and tags a sentence with the shipped EWT tagger
+#               embedded state_union model, tags a sentence with the shipped EWT tagger and
+#               segments a hashtag
 #   make test   installs everything (KenLM module, lmplz), then runs the test suite
 VENV ?= .venv
 PY := $(VENV)/bin/python
@@ -16,6 +17,7 @@ install-demo:
 demo: install-demo
 	$(VENV)/bin/arsdecode sms "3637 843 66639 39478 *"
 	$(VENV)/bin/arsdecode tag "The dog barked ."
+	$(VENV)/bin/arsdecode segment "#StateOfTheUnion"
 
 test: install
 	$(PY) -m pytest -q -p no:cacheprovider

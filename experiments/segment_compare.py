@@ -9,13 +9,14 @@ never scored in the comparison.
 
 Segmenters: `wordsegment` (bigram), `wordninja` (unigram), `symspellpy` (word_segmentation),
 (a) as shipped and (b) fed the counts of the LMs' training text (experiments/segment_tools.py);
-ours: the segmentation lattice (arsdecode.tasks.segment) decoded exactly with lm.3/4/5.maxarpa
-by `arsdecode.methods.dag_full.dag_decode` (when it is not importable, by the reference Viterbi
-of segment_tools; the page says which ran, and when both are there every sentence's ln score
-is checked equal). Metrics: boundary precision, recall, F1, exact sentences. Speed: characters
-per second, in-process (segmenting only: the model or dictionary is loaded before the clock
-starts) and whole process (a fresh interpreter started on the text file, loading included),
-measured in the same run.
+ours: the segmentation lattice (arsdecode.tasks.segment) decoded exactly with lm.3/4/5 (as
+maxarpa binary models, written once beside the text ones) by `arsdecode.decode`, the compiled
+merged expansion; with --check every sentence's ln score is also checked equal to the numpy
+reference (`dag_full.dag_decode`) and to the reference Viterbi of segment_tools. Its whole
+process is the `arsdecode segment --file` command. Metrics: boundary precision, recall, F1,
+exact sentences. Speed: characters per second, in-process (segmenting only: the model or
+dictionary is loaded before the clock starts) and whole process (a fresh interpreter started on
+the text file, loading included), measured in the same run.
 
     PYTHONPATH=$PWD python experiments/segment_compare.py --data work/sms [--sentences 200]
     PYTHONPATH=$PWD python experiments/segment_compare.py --data work/sms --tune
@@ -76,16 +77,14 @@ def split_heldout(data: Path, dev: int) -> tuple[list[list[str]], list[list[str]
 
 # ----- our segmenter --------------------------------------------------------------------------
 def exact_decoder() -> tuple[str, Callable]:
-    """("dag_decode" or "reference", a function (lm, lattice) -> (words, ln score))."""
-    try:  # imported by name: the module is being written beside this one (issue 21)
-        dag_decode = importlib.import_module("arsdecode.methods.dag_full").dag_decode
-    except ImportError:
-        return "reference", segment_tools.reference_dag_decode
+    """("arsdecode.decode", a function (lm, lattice) -> (words, ln score)): the front door,
+    which runs the compiled merged expansion on a word lattice (`fast_full.run_dag`)."""
+    decode = importlib.import_module("arsdecode.api").decode
 
     def run(lm, wl):
-        result = dag_decode(lm, wl)
+        result = decode(lm, wl)
         return list(result.words), float(result.log_p)
-    return "dag_decode", run
+    return "arsdecode.decode", run
 
 
 def ours(lm: maxarpa.Model, penalty: float, unknown_max_length: int,
@@ -101,19 +100,35 @@ def ours(lm: maxarpa.Model, penalty: float, unknown_max_length: int,
         wl = segmentation_lattice(text, index, unknown_penalty_per_char=penalty,
                                   unknown_max_length=unknown_max_length)
         words, score = decode(lm, wl)
-        if check:
+        if check:  # the numpy reference and the experiment's own Viterbi agree
+            from arsdecode.methods.dag_full import dag_decode
+
+            numpy_ref = dag_decode(lm, wl).log_p
             _, ref = segment_tools.reference_dag_decode(lm, wl)
-            if not math.isclose(score, ref, rel_tol=0, abs_tol=1e-6):
-                raise AssertionError(f"{text[:40]}: dag_decode ln {score} != reference {ref}")
+            if not (math.isclose(score, ref, rel_tol=0, abs_tol=1e-6)
+                    and math.isclose(score, numpy_ref, rel_tol=0, abs_tol=1e-9)):
+                raise AssertionError(f"{text[:40]}: ln {score} != references {numpy_ref}, "
+                                     f"{ref}")
         return segmentation_words(words, text)
     return segment
+
+
+def model_file(data: Path, variant: str) -> Path:
+    """lm.N as a maxarpa binary model (written once beside the text one): the format a user
+    who segments often keeps, and the one that loads in a fraction of the time."""
+    binary = data / f"{variant}.npz"
+    if not binary.exists():
+        from maxarpa.binary_format import write_binary
+
+        write_binary(maxarpa.load(data / f"{variant}.maxarpa"), binary)
+    return binary
 
 
 def build(tool: str, variant: str, data: Path, penalty: float, unknown_max_length: int,
           check: bool = False) -> Callable[[str], list[str]]:
     """A segmenter by name: a pip tool ("shipped" or "trained") or "ours" (variant "lm.N")."""
     if tool == "ours":
-        lm = maxarpa.load(data / f"{variant}.maxarpa")
+        lm = maxarpa.load(model_file(data, variant))
         return ours(lm, penalty, unknown_max_length, check)
     if variant == "shipped":
         return segment_tools.shipped(tool)
@@ -140,13 +155,21 @@ def whole_process(tool: str, variant: str, args: argparse.Namespace, text_file: 
     """Wall seconds of a fresh interpreter segmenting the file (imports and loading included);
     its output must equal the in-process one."""
     out_file = text_file.with_name(f"out.{tool}.{variant}.txt")
-    cmd = [sys.executable, str(Path(__file__).resolve()), "--run-tool", tool,
-           "--variant", variant, "--data", str(args.data), "--in", str(text_file),
-           "--out", str(out_file), "--penalty", repr(args.penalty),
-           "--unknown-max-length", str(args.unknown_max_length)]
+    if tool == "ours":  # the installed command, as a user runs it
+        cmd = [sys.executable, "-m", "arsdecode", "segment", "--file", str(text_file),
+               "--lm", str(model_file(args.data, variant)), "--unknown-penalty",
+               repr(args.penalty), "--max-unknown-length", str(args.unknown_max_length)]
+    else:
+        cmd = [sys.executable, str(Path(__file__).resolve()), "--run-tool", tool,
+               "--variant", variant, "--data", str(args.data), "--in", str(text_file),
+               "--out", str(out_file), "--penalty", repr(args.penalty),
+               "--unknown-max-length", str(args.unknown_max_length)]
     t0 = time.perf_counter()
-    subprocess.run(cmd, check=True, env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"})
+    proc = subprocess.run(cmd, check=True, env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"},
+                          stdout=subprocess.PIPE, text=True)
     seconds = time.perf_counter() - t0
+    if tool == "ours":
+        out_file.write_text(proc.stdout, encoding="utf-8")
     got = out_file.read_text(encoding="utf-8").splitlines()
     if got != expected:
         raise AssertionError(f"{tool} {variant}: the whole-process output differs from the "
@@ -197,7 +220,7 @@ def compare(args: argparse.Namespace, test: list[list[str]]) -> dict:
         say(f"{tool} {variant}")
         t0 = time.perf_counter()
         segment = build(tool, variant, args.data, args.penalty, args.unknown_max_length,
-                        check=args.check and tool == "ours" and decoder == "dag_decode")
+                        check=args.check and tool == "ours")
         load = time.perf_counter() - t0
         m = measure(f"{tool} {variant}", segment, test)
         row = {"tool": tool, "variant": variant, "load_seconds": load, **m["score"]}

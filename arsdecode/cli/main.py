@@ -49,6 +49,7 @@ COMMANDS: dict[str, str] = {
     "marginals": "arsdecode.cli.marginals:add_parser",
     "batch": "arsdecode.cli.batch:add_parser",
     "disambig": "arsdecode.cli.disambig:add_parser",
+    "segment": "arsdecode.cli.segment:add_parser",
 }
 """Every sub-command, in --help order: name -> "module:function" adding its parser (which sets
 `handler`, args -> exit status)."""

@@ -232,14 +232,16 @@ def run_dag(lm: Model, lattices: Sequence[WordLattice], *,
     arc_off = np.zeros(n + 1, dtype=np.int64)
     dst, words, weights = [], [], []
     final_w = np.full(n, -np.inf)
+    get, unk = lm.word_to_id.get, lm.unk_id
     for base, wl in zip(node_off[:-1].tolist(), lattices, strict=True):
-        np.add.at(arc_off, base + wl.src + 1, 1)
+        arc_off[base + 1:base + 1 + wl.n_nodes] = np.bincount(wl.src, minlength=wl.n_nodes)
         dst.append(wl.dst + base)
         weights.append(wl.log_weights)
-        named = [w for w in wl.words if w is not None]
-        ids = iter(lm.ids(named).tolist() if named else [])
-        words.append(np.array([next(ids) if w is not None else -1 for w in wl.words],
-                              dtype=np.int64))
+        # An unknown word is <unk> (a model without one: maxarpa's `ids` raises its error).
+        ids = [-1 if w is None else get(w, unk) for w in wl.words]
+        if unk is None and None in ids:
+            lm.ids([w for w in wl.words if w is not None])
+        words.append(np.array(ids, dtype=np.int64))
         for node, w in wl.finals.items():
             final_w[base + node] = w
     np.cumsum(arc_off, out=arc_off)
