@@ -110,6 +110,8 @@ def ours(lm: maxarpa.Model, penalty: float, unknown_max_length: int,
                 raise AssertionError(f"{text[:40]}: ln {score} != references {numpy_ref}, "
                                      f"{ref}")
         return segmentation_words(words, text)
+
+    segment("warmup")  # the model's DP tables are built on first use: part of loading it
     return segment
 
 
