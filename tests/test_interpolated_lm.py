@@ -361,7 +361,7 @@ def test_bound_exactness_and_cut_against_brute_force(tmp_path_factory, mix, data
     target = InterpolatedLM(models, weights, missing=missing)
     width = target.order - 1
     plain = [w for w in target.vocab if w not in (BOS, EOS)]
-    has_unk = target.unk is not None
+    has_unk = target.unk_id is not None
     # extensions may hold a word no table lists (it is the union's <unk>, or the same
     # history as an unseen word when there is none)
     ext_words = plain + ([UNSEEN] if has_unk else [])
@@ -495,3 +495,125 @@ def _lattice_file(tmp_path, lattice: Lattice, name: str = "lat.json") -> str:
     path = tmp_path / name
     path.write_text(json.dumps(lattice.to_json_obj()))
     return str(path)
+
+
+def _mix_flags(mix: Mix) -> list[str]:
+    """The SRILM spelling of `mix`: --lm A --mix-lm B --lambda l_A [--mix-lm2 C
+    --mix-lambda2 l_C]; B's weight is 1 minus the others."""
+    argv = ["--lm", str(mix.paths[0]), "--mix-lm", str(mix.paths[1]),
+            "--lambda", repr(mix.weights[0])]
+    for k, (path, w) in enumerate(zip(mix.paths[2:], mix.weights[2:], strict=True), start=2):
+        argv += [f"--mix-lm{k}", str(path), f"--mix-lambda{k}", repr(w)]
+    return [*argv, "--mix-missing", mix.missing]
+
+
+def test_mix_flags_on_decode_sample_and_marginals(mixes, tmp_path, capsys):
+    checked = 0
+    for mix, _target, lattice, ref in cases([m for m in mixes if "<unk>" in m.words()], 1,
+                                            seed=9):
+        lat = _lattice_file(tmp_path, lattice)
+        for method in ("auto", "full"):
+            code, out, err = _cli(capsys, "decode", *_mix_flags(mix), "--lattice", lat,
+                                  "--method", method, "--json")
+            assert code == 0, err
+            got = json.loads(out)
+            assert got["log_p"] == pytest.approx(ref.best_log_p, abs=TIGHT), mix
+            assert tuple(got["tokens"]) in ref.near_best(1e-9)
+        code, out, err = _cli(capsys, "decode", *_mix_flags(mix), "--lattice", lat,
+                              "--nbest", "3", "--json")
+        assert code == 0, err
+        finite = sorted((x for x in ref.log_p if x > -math.inf), reverse=True)
+        assert [p["log_p"] for p in json.loads(out)["nbest"]] == pytest.approx(
+            finite[:3], abs=TIGHT)
+        code, out, err = _cli(capsys, "marginals", *_mix_flags(mix), "--lattice", lat,
+                              "--method", "full", "--json")
+        assert code == 0, err
+        got = json.loads(out)
+        assert got["exact"] and got["log_Z"] == pytest.approx(ref.log_Z, abs=TIGHT)
+        code, out, err = _cli(capsys, "sample", *_mix_flags(mix), "--lattice", lat,
+                              "-n", "30", "--json")
+        assert code == 0, err
+        got = json.loads(out)
+        for tokens, log_p in zip(got["samples"], got["log_p"], strict=True):
+            assert log_p == pytest.approx(ref.score(tokens), abs=TIGHT)
+        checked += 1
+    assert checked >= 3
+
+
+def test_mix_flags_on_batch_and_disambig(mixes, tmp_path, capsys):
+    mix = next(m for m in mixes if len(m.models) == 3)
+    rng = random.Random(10)
+    words = mix.words()
+    lattices = [make_lattice(rng, words) for _ in range(6)]
+    (tmp_path / "in.jsonl").write_text("".join(
+        json.dumps({"id": i, **lat.to_json_obj()}) + "\n" for i, lat in enumerate(lattices)))
+    code, _, err = _cli(capsys, "batch", *_mix_flags(mix), "--in", str(tmp_path / "in.jsonl"),
+                        "--out", str(tmp_path / "out.jsonl"),
+                        "--model-cache", str(tmp_path / "cache"))
+    assert code == 0, err
+    lines = [json.loads(x) for x in (tmp_path / "out.jsonl").read_text().splitlines()]
+    assert len(lines) == len(lattices)
+    for line in lines:
+        ref = brute(mix.models, mix.weights, mix.missing, lattices[line["id"]])
+        if ref.log_Z == -math.inf:
+            assert "error" in line
+            continue
+        assert line["log_p"] == pytest.approx(ref.best_log_p, abs=TIGHT)
+        assert tuple(line["tokens"]) in ref.near_best(1e-9)
+    # disambig, SRILM's spellings: observed o_j -> two hidden words each, one sentence
+    hidden = [rng.sample(words, 2) for _ in range(3)]
+    probs = [[0.7, 0.3], [0.4, 0.6], [0.5, 0.5]]
+    (tmp_path / "map").write_text("".join(
+        f"o{j} {h[0]} {p[0]} {h[1]} {p[1]}\n"
+        for j, (h, p) in enumerate(zip(hidden, probs, strict=True))))
+    (tmp_path / "text").write_text("o0 o1 o2\n")
+    lattice = Lattice.from_lists([[(w, math.log(p)) for w, p in zip(h, ps, strict=True)]
+                                  for h, ps in zip(hidden, probs, strict=True)])
+    ref = brute(mix.models, mix.weights, mix.missing, lattice)
+    argv = [a[1:] if a.startswith("--") and a != "--mix-missing" else a  # -lm, -mix-lm, ...
+            for a in _mix_flags(mix)]
+    code, out, err = _cli(capsys, "disambig", *argv, "-map", str(tmp_path / "map"),
+                          "-text", str(tmp_path / "text"))
+    assert code == 0, err
+    assert tuple(out.split()) in ref.near_best(1e-9)
+
+
+@pytest.mark.parametrize("extra, fragment", [
+    (["--lambda", "0.3"], "need --mix-lm"),
+    (["--mix-lm2", "M", "--mix-lambda2", "0.2"], "need --mix-lm"),
+    (["--mix-lm", "M", "--mix-lm2", "M"], "--mix-lm2 and --mix-lambda2 go together"),
+    (["--mix-lm", "M", "--lambda", "0.7", "--mix-lm2", "M", "--mix-lambda2", "0.5"],
+     "sum to 1.2 > 1"),
+    (["--mix-lm", "M", "--lambda", "1.5"], "--lambda: must be in [0, 1]"),
+    (["--mix-lm", "M", "--mix-missing", "drop"], "invalid choice"),
+])
+def test_mix_flag_errors_are_one_line(random_lms, tmp_path, capsys, extra, fragment):
+    model = random_lms[0]
+    lat = _lattice_file(tmp_path, Lattice.from_lists([[(model.words[0], 0.0)]]))
+    extra = [str(random_lms[1].path) if a == "M" else a for a in extra]
+    for command in ("decode", "marginals"):
+        code, out, err = _cli(capsys, command, "--lm", str(model.path), "--lattice", lat,
+                              *extra)
+        assert code == 2 and out == ""
+        assert len(err.splitlines()) == 1 and fragment in err and "Traceback" not in err
+
+
+def test_cli_constants_are_the_engine_s():
+    from arsdecode.cli.options import MIX_MISSING
+    from arsdecode.model.interpolated import MISSING
+
+    assert MIX_MISSING == MISSING
+
+
+def test_mix_is_refused_where_it_cannot_run(random_lms, tmp_path, capsys):
+    model = random_lms[0]
+    (tmp_path / "in.jsonl").write_text('{"id": 1, "tokens": ["a"]}\n')
+    code, out, err = _cli(capsys, "batch", "--task", "tag", "--lm", str(model.path),
+                          "--mix-lm", str(random_lms[1].path), "--in",
+                          str(tmp_path / "in.jsonl"), "--out", str(tmp_path / "o.jsonl"))
+    assert code == 2 and len(err.splitlines()) == 1 and "--task decode or sample" in err
+    slf = tmp_path / "w.slf"
+    slf.write_text(f"VERSION=1.0\nN=2 L=1\nI=0\nI=1\nJ=0 S=0 E=1 W={model.words[0]}\n")
+    code, out, err = _cli(capsys, "decode", "--lm", str(model.path), "--mix-lm",
+                          str(random_lms[1].path), "--lattice", str(slf))
+    assert code == 2 and len(err.splitlines()) == 1 and "not available for a word lattice" in err

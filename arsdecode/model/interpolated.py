@@ -158,10 +158,10 @@ class InterpolatedLM:
                 if w not in self.word_to_id:
                     self.word_to_id[w] = len(self.vocab)
                     self.vocab.append(w)
-        self.unk: int | None = None
+        self.unk_id: int | None = None
         for comp in self.components:
             if comp.ngram.unk_id is not None:
-                self.unk = self.word_to_id[comp.ngram.vocab[comp.ngram.unk_id]]
+                self.unk_id = self.word_to_id[comp.ngram.vocab[comp.ngram.unk_id]]
                 break
         self._maps = [self._map_of(comp) for comp in self.components]
         self.order = max(comp.order for comp in self.components)
@@ -179,8 +179,8 @@ class InterpolatedLM:
             own = lm.word_to_id.get(w)
             if own is not None:
                 table[u] = own
-        if self.unk is not None and lm.unk_id is not None:  # <unk> is <unk> (or <UNK>)
-            table[self.unk] = lm.unk_id
+        if self.unk_id is not None and lm.unk_id is not None:  # <unk> is <unk> (or <UNK>)
+            table[self.unk_id] = lm.unk_id
         return table
 
     def __repr__(self) -> str:
@@ -230,7 +230,7 @@ class InterpolatedLM:
         get = self.word_to_id.get
         out = np.empty(len(tokens), dtype=np.int64)
         for j, t in enumerate(tokens):
-            u = get(t, self.unk)
+            u = get(t, self.unk_id)
             if u is None:
                 raise ModelError(f"unknown word {t!r}: in none of the interpolated models, "
                                  "and none has <unk>")
