@@ -36,6 +36,7 @@ from arsdecode import api
 from arsdecode.errors import ModelError, OptionError
 from arsdecode.lattice import Lattice
 from arsdecode.model import InterpolatedLM, as_target_model, context_rows, ngram_tables
+from arsdecode.model.interpolated import Missing
 from arsdecode.testing.brute import BruteResult, chi_square_pvalue, target_path_log
 from arsdecode.testing.random_arpa import random_arpa_text
 from maxarpa.constants import BOS, EOS, LN10
@@ -109,7 +110,7 @@ class Mix:
     paths: list
     models: list[Model]
     weights: list[float]
-    missing: str
+    missing: Missing
 
     def target(self) -> InterpolatedLM:
         return InterpolatedLM(self.models, self.weights, missing=self.missing)
@@ -146,7 +147,7 @@ def mixes(random_lms, extra_lms) -> list[Mix]:
         raw = [rng.uniform(0.2, 1.0) for _ in idx]
         weights = [x / sum(raw) for x in raw]
         weights[-1] = 1.0 - sum(weights[:-1])
-        missing = "unk" if n % 2 == 0 else "zero"
+        missing: Missing = "unk" if n % 2 == 0 else "zero"
         out.append(Mix(f"{'+'.join(map(str, idx))}-{missing}", [pool[i][0] for i in idx],
                        [pool[i][1] for i in idx], weights, missing))
     return out
@@ -427,9 +428,9 @@ def test_bad_weights_and_models_are_option_errors(random_lms):
     with pytest.raises(OptionError, match="at least 2 models"):
         api.interpolate([a], [1.0])
     with pytest.raises(OptionError, match="missing must be one of"):
-        api.interpolate([a, b], [0.5, 0.5], missing="ignore")  # type: ignore[arg-type]
+        api.interpolate([a, b], [0.5, 0.5], missing="ignore")
     with pytest.raises(OptionError, match="expected an n-gram model"):
-        api.interpolate([a, "b.arpa"], [0.5, 0.5])  # type: ignore[list-item]
+        api.interpolate([a, "b.arpa"], [0.5, 0.5])
     # a zero weight is allowed (SRILM's -lambda 1): the other model alone
     only_a = api.interpolate([a, b], [1.0, 0.0])
     plain = api.interpolate([a, a], [0.5, 0.5])
@@ -466,10 +467,13 @@ def test_decode_time_against_the_plain_target(real_lms, capsys):
     timings = {}
     for name, target in (("plain", a.lm), ("mix", mix)):
         api.decode(target, lattices[0], method="ars")  # warm-up
-        start = time.perf_counter()
-        for lat in lattices:
-            assert api.decode(target, lat, method="ars").certified
-        timings[name] = (time.perf_counter() - start) / len(lattices)
+        best = math.inf
+        for _ in range(3):  # the fastest of three passes: the machine is shared
+            start = time.perf_counter()
+            for lat in lattices:
+                assert api.decode(target, lat, method="ars").certified
+            best = min(best, time.perf_counter() - start)
+        timings[name] = best / len(lattices)
     with capsys.disabled():
         print(f"\n[interpolated] ARS decode per lattice: plain 4-gram "
               f"{timings['plain'] * 1e3:.2f} ms, 0.6*4-gram + 0.4*3-gram "
@@ -480,9 +484,10 @@ def test_decode_time_against_the_plain_target(real_lms, capsys):
 # ---------------------------------------------------------------- the command line
 
 
-def _cli(capsys, *argv: str) -> tuple[int, str, str]:
+def _cli(capsys, *argv: str) -> tuple[object, str, str]:
     from arsdecode.cli import main as cli
 
+    code: object
     try:
         code = cli.main(list(argv))
     except SystemExit as stop:
