@@ -90,12 +90,13 @@ def reference_path(models, weights, missing, path) -> float:
     return total
 
 
-def brute(models, weights, missing, lattice: Lattice) -> BruteResult:
+def brute(models, weights, missing, lattice: Lattice, lm_weight: float = 1.0) -> BruteResult:
+    """Every path of `lattice`: lm_weight * ln p_mix(path) + its emissions."""
     paths, scores = [], []
     for choice in itertools.product(*(range(w) for w in lattice.widths)):
         path = tuple(lattice.tokens[i][j] for i, j in enumerate(choice))
         emis = sum(float(lattice.log_emissions[i][j]) for i, j in enumerate(choice))
-        lmp = reference_path(models, weights, missing, path)
+        lmp = lm_weight * reference_path(models, weights, missing, path)
         paths.append(path)
         scores.append(-math.inf if emis == -math.inf or lmp == -math.inf else lmp + emis)
     return BruteResult(paths, scores)
@@ -524,6 +525,11 @@ def test_mix_flags_on_decode_sample_and_marginals(mixes, tmp_path, capsys):
             got = json.loads(out)
             assert got["log_p"] == pytest.approx(ref.best_log_p, abs=TIGHT), mix
             assert tuple(got["tokens"]) in ref.near_best(1e-9)
+        weighted = brute(mix.models, mix.weights, mix.missing, lattice, lm_weight=1.7)
+        code, out, err = _cli(capsys, "decode", *_mix_flags(mix), "--lattice", lat,
+                              "--lmw", "1.7", "--json")  # SRILM's -lmw on the mixture
+        assert code == 0, err
+        assert json.loads(out)["log_p"] == pytest.approx(weighted.best_log_p, abs=TIGHT)
         code, out, err = _cli(capsys, "decode", *_mix_flags(mix), "--lattice", lat,
                               "--nbest", "3", "--json")
         assert code == 0, err
