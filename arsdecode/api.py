@@ -29,14 +29,16 @@ from arsdecode.methods.dag_full import DagDecodeResult, DagPath
 from arsdecode.methods.dispatch import MarginalsMethod, Method
 from arsdecode.methods.marginals import Marginal, MarginalsResult
 from arsdecode.methods.results import DecodeResult, KBestResult, SampleResult, SampleTrace
-from arsdecode.model import ModelLike, WeightedLM, as_target_model
+from arsdecode.model import InterpolatedLM, ModelLike, WeightedLM, as_target_model
+from arsdecode.model.interpolated import Missing
 from maxarpa.config import Config
 from maxarpa.model import Model
 
 __all__ = [
     "DATA_DIR", "DEFAULT_LM", "DagDecodeResult", "DagPath", "DecodeResult", "KBestResult",
     "Marginal", "MarginalsResult", "SampleResult", "SampleTrace", "TagResult", "WordLattice",
-    "adapt", "decode", "decode_kbest", "decode_many", "lattice_posteriors", "load_lm",
+    "adapt", "decode", "decode_kbest", "decode_many", "interpolate", "lattice_posteriors",
+    "load_lm",
     "marginals", "sample", "sms_decode", "tag", "weighted",
 ]
 
@@ -107,6 +109,22 @@ def weighted(lm: ModelLike, *, lm_weight: float = 1.0, sentence_start: bool = Tr
         return lm
     return WeightedLM(lm, lm_weight=lm_weight, sentence_start=sentence_start,
                       sentence_end=sentence_end)
+
+
+def interpolate(models: Sequence[Model], weights: Sequence[float], *,
+                missing: Missing = "unk") -> InterpolatedLM:
+    """The linear interpolation sum_i weights[i] p_i(w | h) of n-gram models of any orders
+    (SRILM's `ngram -lm A -mix-lm B -lambda 0.6` is `interpolate([a, b], [0.6, 0.4])`).
+
+    `weights`: one per model, finite, >= 0, summing to 1. The vocabulary is the union of the
+    models'; `missing` says what a model gives a word it lacks: "unk", its `<unk>`
+    probability (as scoring each model on its own, KenLM's way), or "zero", probability
+    zero (SRILM's behaviour). Returns an `InterpolatedLM` (`arsdecode.model.interpolated`),
+    which every function here takes as `lm`; it has no single n-gram table, so "auto" runs
+    ARS and "full" the numpy full DP. Raises OptionError for bad weights or fewer than two
+    models.
+    """
+    return InterpolatedLM(models, weights, missing=missing)
 
 
 def decode_many(

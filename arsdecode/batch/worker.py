@@ -57,6 +57,9 @@ class TaskSpec:
     keep_unk: bool = False  # an observed token missing from the map passes through as itself
     mapw: float = 1.0  # weight of the map's ln probabilities
     lmw: float = 1.0  # weight of the LM's ln probabilities (decode/sample; SRILM's -lmw)
+    mix: tuple[tuple[str, float], ...] = ()  # --mix-lm..: (binary model path, weight) each
+    mix_lambda: float = 1.0  # with `mix`: the weight of `lm` (SRILM's -lambda)
+    mix_missing: str = "unk"  # with `mix`: a word a model lacks ("unk" or "zero")
 
 
 def item_seed(seed: int, item_id: Any) -> int:
@@ -101,6 +104,19 @@ def worker_models(spec: TaskSpec) -> tuple[Any, Any]:
             del _WORKER_MODELS[old]
         _WORKER_MODELS[key] = (lm, emissions)
     return _WORKER_MODELS[key]
+
+
+_MIX_MODELS: dict[tuple, Any] = {}
+
+
+def _mix_model(path: str, config: Config):
+    """A --mix-lm model of this worker process, loaded once (keyed as `worker_models`)."""
+    key = (path, *_stamp(path), config)
+    if key not in _MIX_MODELS:
+        for old in [k for k in _MIX_MODELS if k[0] == path]:
+            del _MIX_MODELS[old]
+        _MIX_MODELS[key] = load_shared_model(path, config)
+    return _MIX_MODELS[key]
 
 
 def _stamp(path: str) -> tuple[int, int]:
@@ -240,6 +256,12 @@ def error_message(item: Item, err: Exception) -> str:
 def run_chunk(spec: TaskSpec, items: list[Item]) -> list[str]:
     """Worker entry point: the JSON output lines of one chunk, in its order."""
     lm, emissions = worker_models(spec)
+    if spec.mix:  # the interpolation of `lm` with the --mix-lm models (a wrapper per chunk)
+        from arsdecode.model.interpolated import InterpolatedLM
+
+        others = [_mix_model(path, spec.config) for path, _ in spec.mix]
+        lm = InterpolatedLM([lm, *others], [spec.mix_lambda, *(w for _, w in spec.mix)],
+                            missing=spec.mix_missing)  # type: ignore[arg-type]
     if spec.lmw != 1.0:  # the target scored with the LM weight (a light wrapper per chunk)
         from arsdecode.model.weighted import WeightedLM
 

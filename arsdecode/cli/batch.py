@@ -23,11 +23,13 @@ from arsdecode.cli.options import (
     add_lm_weight_option,
     add_map_reading_options,
     add_method_option,
+    add_mix_options,
     add_sampling_options,
     check_fits,
     epilog,
     lm_config,
     map_reading_options_set,
+    mix_models,
     positive_int,
 )
 from arsdecode.errors import BatchError, OptionError
@@ -91,6 +93,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                         "$XDG_CACHE_HOME/arsdecode/models, else ~/.cache/arsdecode/models)")
     add_lm_strictness_options(p)
     add_lm_weight_option(p)
+    add_mix_options(p)
     p.add_argument("--variant", choices=VARIANTS, default=None,
                    help="refinement variant (default: the engine's)")
     p.add_argument("--max-iterations", type=positive_int, default=None,
@@ -180,6 +183,10 @@ def run(args: argparse.Namespace) -> int:
     elif map_reading_options_set(args):
         raise OptionError("--logmap, --tolower, --keep-unk and --mapw need --map")
     cache = Path(args.model_cache) if args.model_cache else default_model_cache()
+    main_weight, mixed = mix_models(args)  # --mix-lm: each model converted, as --lm
+    if mixed and args.task == "tag":
+        raise OptionError("--mix-lm is for --task decode or sample")
+    mix = tuple((str(binary_model(path, cache, lm_config(args))), w) for path, w in mixed)
     spec = TaskSpec(
         task=args.task, lm=str(binary_model(lm, cache, lm_config(args))), emissions=emissions,
         n=args.n,
@@ -188,6 +195,7 @@ def run(args: argparse.Namespace) -> int:
         batch=args.batch, target_ar=args.target_ar, ar_window=args.ar_window,
         config=lm_config(args), map=map_path, logmap=args.logmap, tolower=args.tolower,
         keep_unk=args.keep_unk, mapw=args.mapw, lmw=args.lmw,
+        mix=mix, mix_lambda=main_weight, mix_missing=args.mix_missing,
     )
     stats = run_batch(spec, args.in_path, args.out, workers=args.workers or 1,
                       scheduler=args.scheduler, chunk_size=args.chunk_size, ordered=args.ordered,

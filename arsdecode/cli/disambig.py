@@ -29,8 +29,10 @@ from arsdecode.cli.options import (
     add_map_reading_options,
     add_max_iterations,
     add_memory_budget_option,
+    add_mix_options,
     epilog,
     lm_config,
+    lm_target,
     positive_int,
     seed_int,
 )
@@ -81,6 +83,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                         "N are dropped, and the N-grams' backoffs")
     add_map_reading_options(p, srilm=True)
     add_lm_weight_option(p, "-lmw")
+    add_mix_options(p, srilm=True)
     p.add_argument("--no-eos", "-no-eos", action="store_true",
                    help="no </s> factor at the end of a sentence (SRILM's -no-eos)")
     p.add_argument("--no-bos", "--no-sos", "-no-sos", dest="no_bos", action="store_true",
@@ -166,15 +169,16 @@ def run(args: argparse.Namespace) -> int:
         import maxarpa
 
         model = maxarpa.truncate(model, args.order)
+    mixed = lm_target(args, model)  # --mix-lm: the interpolation, whose vocabulary is the union
     count, seen = 0, {}
     for lat in lattices:
         if lat is None:
             continue
-        one = oov_report(lat, model.word_to_id)
+        one = oov_report(lat, mixed.word_to_id)
         count += one["count"]
         seen.update(dict.fromkeys(one["tokens"]))
-    warn_oov({"count": count, "tokens": list(seen)}, model, lm_path)
-    target = weighted(model, lm_weight=args.lmw, sentence_start=not args.no_bos,
+    warn_oov({"count": count, "tokens": list(seen)}, mixed, lm_path)
+    target = weighted(mixed, lm_weight=args.lmw, sentence_start=not args.no_bos,
                       sentence_end=not args.no_eos)
     if forward_backward:
         return _print_forward_backward(args, target, sentences, dmap.tolower)

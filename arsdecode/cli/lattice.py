@@ -25,13 +25,16 @@ from arsdecode.cli.options import (
     add_map_reading_options,
     add_max_iterations,
     add_method_option,
+    add_mix_options,
     add_sampling_options,
     check_batch_fits,
     check_fits,
     epilog,
     lm_config,
+    lm_target,
     map_reading_options_set,
     positive_int,
+    refuse_mix,
 )
 from arsdecode.cli.output import (
     check_writable,
@@ -63,6 +66,7 @@ def add_decode_parser(sub: argparse._SubParsersAction) -> None:
                                    "LM, with a certificate.", epilog=EPILOG)
     d.add_argument("--lm", required=True, help="ARPA, MAX-ARPA or maxarpa binary model (log10)")
     add_lm_weight_option(d, "--lm-scale")
+    add_mix_options(d)
     d.add_argument("--lattice", default=None,
                    help="lattice file: a confusion network (JSON, format below) or a word "
                         "lattice (SLF, OpenFst text, JSON DAG; below); or --map with --text")
@@ -120,6 +124,7 @@ def add_sample_parser(sub: argparse._SubParsersAction) -> None:
                        epilog=EPILOG)
     s.add_argument("--lm", required=True, help="ARPA, MAX-ARPA or maxarpa binary model (log10)")
     add_lm_weight_option(s, "--lm-scale")
+    add_mix_options(s)
     s.add_argument("--lattice", default=None,
                    help="lattice file: a confusion network (JSON, format below) or a word "
                         "lattice (SLF, OpenFst text, JSON DAG; below); or --map with --text")
@@ -179,9 +184,10 @@ def load_lattice_and_lm(args: argparse.Namespace):
 
     lattice = read_lattice(args)
     lm = load_lm(args.lm, config=lm_config(args))
-    oov = oov_report(lattice, lm.word_to_id)
-    warn_oov(oov, lm, args.lm)
-    return lattice, weighted(lm, lm_weight=args.lmw), oov
+    target = lm_target(args, lm)  # --mix-lm: the interpolation, whose vocabulary is the union
+    oov = oov_report(lattice, target.word_to_id)
+    warn_oov(oov, target, args.lm if target is lm else f"{args.lm} and the --mix-lm models")
+    return lattice, weighted(target, lm_weight=args.lmw), oov
 
 
 def cmd_decode(args: argparse.Namespace) -> int:
@@ -189,6 +195,7 @@ def cmd_decode(args: argparse.Namespace) -> int:
     from arsdecode.methods.ars import DecodeInterrupted
 
     if is_word_lattice(args):
+        refuse_mix(args, "a word lattice")
         return word_lattice.cmd_decode(args)
     outputs = [p for p in (args.fst, args.graphml) if p]
     if outputs and args.method == "full":
@@ -269,6 +276,7 @@ def cmd_sample(args: argparse.Namespace) -> int:
     if args.json and args.jsonl:
         raise OptionError("--json and --jsonl exclude each other")
     if is_word_lattice(args):
+        refuse_mix(args, "a word lattice")
         return word_lattice.cmd_sample(args)
     lattice, lm, oov = load_lattice_and_lm(args)
     check_batch_fits(args.batch, lattice)

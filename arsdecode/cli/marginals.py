@@ -22,11 +22,14 @@ from arsdecode.cli.options import (
     add_lm_strictness_options,
     add_lm_weight_option,
     add_memory_budget_option,
+    add_mix_options,
     add_sampling_options,
     check_batch_fits,
     epilog,
     lm_config,
+    lm_target,
     positive_int,
+    refuse_mix,
 )
 from arsdecode.cli.output import fixed, print_json
 from arsdecode.cli.word_lattice import add_word_lattice_options, is_word_lattice
@@ -43,6 +46,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--lm", required=True, help="ARPA, MAX-ARPA or maxarpa binary model")
     add_lm_weight_option(p, "--lm-scale")
+    add_mix_options(p)
     p.add_argument("--lattice", required=True,
                    help="lattice file: a confusion network (JSON) or a word lattice (SLF, "
                         "OpenFst text, JSON DAG: every arc's exact posterior)")
@@ -69,11 +73,12 @@ def run(args: argparse.Namespace) -> int:
     from arsdecode.lattice import Lattice
 
     if is_word_lattice(args):
+        refuse_mix(args, "a word lattice")
         return word_lattice.cmd_marginals(args)
 
     lattice = Lattice.from_json_file(args.lattice)
     check_batch_fits(args.batch, lattice)
-    lm = weighted(load_lm(args.lm, config=lm_config(args)), lm_weight=args.lmw)
+    lm = weighted(lm_target(args, load_lm(args.lm, config=lm_config(args))), lm_weight=args.lmw)
     result = marginals(lm, lattice, args.n, args.seed, all_candidates=args.all_candidates,
                        method=args.method, batch=args.batch, target_ar=args.target_ar,
                        ar_window=args.ar_window, variant=args.variant)

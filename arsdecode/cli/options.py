@@ -290,3 +290,101 @@ def add_lm_strictness_options(p: argparse.ArgumentParser) -> None:
 def lm_config(args: argparse.Namespace) -> Config:
     """The `maxarpa.Config` the strictness flags ask for, for `load_lm(..., config=...)`."""
     return config_from_args(args)
+
+
+# ---- interpolation with more models: SRILM ngram's -mix-lm, -lambda, -mix-lm2.. -------------
+
+MIX_SLOTS: tuple[int, ...] = tuple(range(2, 10))
+"""The numbered extra models, as SRILM's ngram: --mix-lm2 .. --mix-lm9."""
+MIX_MISSING: tuple[str, ...] = ("unk", "zero")
+"""`--mix-missing` choices: `arsdecode.model.interpolated.MISSING`."""
+
+
+def weight_fraction(text: str) -> float:
+    """A number in [0, 1] (an interpolation weight)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not (0.0 <= value <= 1.0):
+        raise argparse.ArgumentTypeError(f"must be in [0, 1], got {text}")
+    return value
+
+
+def add_mix_options(p: Any, srilm: bool = False) -> None:
+    """--mix-lm B --lambda L [--mix-lm2 C --mix-lambda2 L2 ...]: the hidden layer is the
+    linear interpolation of --lm with more models, spelled as SRILM's `ngram` (-lambda is the
+    weight of the main --lm, default 0.5; --mix-lmK's weight is --mix-lambdaK; --mix-lm gets
+    1 minus the others). `srilm` also accepts the single-dash spellings (-mix-lm, -lambda)."""
+    def also(name: str) -> tuple[str, ...]:
+        return (name,) if srilm else ()
+
+    g = p.add_argument_group("interpolation with more models (SRILM ngram's -mix-lm)")
+    g.add_argument("--mix-lm", *also("-mix-lm"), default=None, metavar="B",
+                   help="a second model (ARPA, MAX-ARPA or binary, any order): the score of a "
+                        "word is lambda p_lm + (1 - lambda - mix-lambda2 - ...) p_B + "
+                        "mix-lambda2 p_mix-lm2 + ... (dynamic interpolation, as SRILM's ngram "
+                        "-mix-lm; exact decoding runs ARS, or the numpy full DP)")
+    g.add_argument("--lambda", *also("-lambda"), dest="mix_lambda", type=weight_fraction,
+                   default=None, metavar="L",
+                   help="weight of the main --lm when interpolating, in [0, 1] (default 0.5)")
+    for k in MIX_SLOTS:
+        shown = k == 2
+        g.add_argument(f"--mix-lm{k}", *also(f"-mix-lm{k}"), dest=f"mix_lm{k}", default=None,
+                       metavar="C",
+                       help="another model to interpolate, up to --mix-lm9" if shown
+                       else argparse.SUPPRESS)
+        g.add_argument(f"--mix-lambda{k}", *also(f"-mix-lambda{k}"), dest=f"mix_lambda{k}",
+                       type=weight_fraction, default=None, metavar="L",
+                       help="the weight of --mix-lm2 (and so on, up to --mix-lambda9)"
+                       if shown else argparse.SUPPRESS)
+    g.add_argument("--mix-missing", choices=MIX_MISSING, default="unk",
+                   help="what a model gives a word of another model's vocabulary that it "
+                        "lacks: 'unk', its <unk> probability (each model scored on its own, "
+                        "as KenLM does), or 'zero' (SRILM's behaviour)")
+
+
+def mix_models(args: argparse.Namespace) -> tuple[float, list[tuple[str, float]]]:
+    """(weight of --lm, [(model path, weight), ...]) of the interpolation flags; an empty list
+    without --mix-lm. Raises OptionError for a flag without its partner or weights above 1."""
+    extra = [(k, getattr(args, f"mix_lm{k}"), getattr(args, f"mix_lambda{k}"))
+             for k in MIX_SLOTS]
+    if args.mix_lm is None:
+        if (args.mix_lambda is not None or args.mix_missing != "unk"
+                or any(path is not None or w is not None for _, path, w in extra)):
+            raise OptionError("--lambda, --mix-lm2.., --mix-lambda2.. and --mix-missing need "
+                              "--mix-lm")
+        return 1.0, []
+    main = 0.5 if args.mix_lambda is None else args.mix_lambda
+    rest: list[tuple[str, float]] = []
+    for k, path, w in extra:
+        if (path is None) != (w is None):
+            raise OptionError(f"--mix-lm{k} and --mix-lambda{k} go together")
+        if path is not None and w is not None:
+            rest.append((path, w))
+    second = 1.0 - main - sum(w for _, w in rest)
+    if second < -1e-9:
+        raise OptionError(f"interpolation weights sum to {1.0 - second:.6g} > 1: --lambda "
+                          f"{main:g} and the --mix-lambdaK leave no weight for --mix-lm "
+                          "(its weight is 1 minus the others)")
+    return main, [(args.mix_lm, max(second, 0.0)), *rest]
+
+
+def lm_target(args: argparse.Namespace, lm: Any) -> Any:
+    """The hidden layer the flags ask for: `lm` itself, or with --mix-lm its interpolation
+    with the other models (`arsdecode.api.interpolate`; each loaded with --lm's strictness
+    flags). Raises OptionError for bad interpolation flags (before loading anything)."""
+    main, rest = mix_models(args)
+    if not rest:
+        return lm
+    from arsdecode.api import interpolate, load_lm
+
+    models = [load_lm(path, config=lm_config(args)) for path, _ in rest]
+    return interpolate([lm, *models], [main, *(w for _, w in rest)], missing=args.mix_missing)
+
+
+def refuse_mix(args: argparse.Namespace, what: str) -> None:
+    """OptionError if --mix-lm is given for `what`, which needs one n-gram table."""
+    if getattr(args, "mix_lm", None) is not None:
+        raise OptionError(f"--mix-lm is not available for {what} (its exact expansion runs "
+                          "one n-gram table)")

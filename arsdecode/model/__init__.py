@@ -4,7 +4,8 @@
 `HasNgramTables` (`ngram_tables(model)`: the backoff n-gram the compiled core runs on, or None);
 `maxarpa_lm` adapts a `maxarpa.Model` to it, once, at the door (`as_target_model`);
 `weighted` scores a backoff n-gram as SRILM disambig does (`WeightedLM`: an LM weight, optional
-`<s>` and `</s>`).
+`<s>` and `</s>`); `interpolated` mixes k backoff n-grams linearly (`InterpolatedLM`, SRILM's
+`ngram -mix-lm`).
 """
 
 from arsdecode.model.interface import (
@@ -16,11 +17,13 @@ from arsdecode.model.interface import (
     ngram_scoring,
     ngram_tables,
 )
+from arsdecode.model.interpolated import InterpolatedLM
 from arsdecode.model.maxarpa_lm import MaxArpaLM, as_target_model
 from arsdecode.model.weighted import WeightedLM
 
 __all__ = [
     "HasNgramTables",
+    "InterpolatedLM",
     "MaxArpaLM",
     "ModelLike",
     "NgramScoring",
