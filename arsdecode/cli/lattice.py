@@ -20,6 +20,7 @@ from arsdecode.cli.options import (
     LATTICE_HELP,
     UNITS_HELP,
     add_engine_options,
+    add_features_option,
     add_lm_strictness_options,
     add_lm_weight_option,
     add_map_reading_options,
@@ -32,6 +33,8 @@ from arsdecode.cli.options import (
     lm_config,
     map_reading_options_set,
     positive_int,
+    refuse_features_on_word_lattices,
+    with_features,
 )
 from arsdecode.cli.output import (
     check_writable,
@@ -63,6 +66,7 @@ def add_decode_parser(sub: argparse._SubParsersAction) -> None:
                                    "LM, with a certificate.", epilog=EPILOG)
     d.add_argument("--lm", required=True, help="ARPA, MAX-ARPA or maxarpa binary model (log10)")
     add_lm_weight_option(d, "--lm-scale")
+    add_features_option(d)
     d.add_argument("--lattice", default=None,
                    help="lattice file: a confusion network (JSON, format below) or a word "
                         "lattice (SLF, OpenFst text, JSON DAG; below); or --map with --text")
@@ -120,6 +124,7 @@ def add_sample_parser(sub: argparse._SubParsersAction) -> None:
                        epilog=EPILOG)
     s.add_argument("--lm", required=True, help="ARPA, MAX-ARPA or maxarpa binary model (log10)")
     add_lm_weight_option(s, "--lm-scale")
+    add_features_option(s)
     s.add_argument("--lattice", default=None,
                    help="lattice file: a confusion network (JSON, format below) or a word "
                         "lattice (SLF, OpenFst text, JSON DAG; below); or --map with --text")
@@ -181,6 +186,8 @@ def load_lattice_and_lm(args: argparse.Namespace):
     lm = load_lm(args.lm, config=lm_config(args))
     oov = oov_report(lattice, lm.word_to_id)
     warn_oov(oov, lm, args.lm)
+    if args.features is not None:  # the log-linear target, alpha = --lmw
+        return lattice, with_features(args, lm), oov
     return lattice, weighted(lm, lm_weight=args.lmw), oov
 
 
@@ -189,6 +196,7 @@ def cmd_decode(args: argparse.Namespace) -> int:
     from arsdecode.methods.ars import DecodeInterrupted
 
     if is_word_lattice(args):
+        refuse_features_on_word_lattices(args)
         return word_lattice.cmd_decode(args)
     outputs = [p for p in (args.fst, args.graphml) if p]
     if outputs and args.method == "full":
@@ -269,6 +277,7 @@ def cmd_sample(args: argparse.Namespace) -> int:
     if args.json and args.jsonl:
         raise OptionError("--json and --jsonl exclude each other")
     if is_word_lattice(args):
+        refuse_features_on_word_lattices(args)
         return word_lattice.cmd_sample(args)
     lattice, lm, oov = load_lattice_and_lm(args)
     check_batch_fits(args.batch, lattice)

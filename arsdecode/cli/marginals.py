@@ -19,6 +19,7 @@ from arsdecode.cli.options import (
     MARGINALS_METHODS,
     UNITS_HELP,
     add_engine_options,
+    add_features_option,
     add_lm_strictness_options,
     add_lm_weight_option,
     add_memory_budget_option,
@@ -27,6 +28,8 @@ from arsdecode.cli.options import (
     epilog,
     lm_config,
     positive_int,
+    refuse_features_on_word_lattices,
+    with_features,
 )
 from arsdecode.cli.output import fixed, print_json
 from arsdecode.cli.word_lattice import add_word_lattice_options, is_word_lattice
@@ -43,6 +46,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--lm", required=True, help="ARPA, MAX-ARPA or maxarpa binary model")
     add_lm_weight_option(p, "--lm-scale")
+    add_features_option(p)
     p.add_argument("--lattice", required=True,
                    help="lattice file: a confusion network (JSON) or a word lattice (SLF, "
                         "OpenFst text, JSON DAG: every arc's exact posterior)")
@@ -69,11 +73,13 @@ def run(args: argparse.Namespace) -> int:
     from arsdecode.lattice import Lattice
 
     if is_word_lattice(args):
+        refuse_features_on_word_lattices(args)
         return word_lattice.cmd_marginals(args)
 
     lattice = Lattice.from_json_file(args.lattice)
     check_batch_fits(args.batch, lattice)
-    lm = weighted(load_lm(args.lm, config=lm_config(args)), lm_weight=args.lmw)
+    ngram = load_lm(args.lm, config=lm_config(args))
+    lm = with_features(args, ngram) if args.features else weighted(ngram, lm_weight=args.lmw)
     result = marginals(lm, lattice, args.n, args.seed, all_candidates=args.all_candidates,
                        method=args.method, batch=args.batch, target_ar=args.target_ar,
                        ar_window=args.ar_window, variant=args.variant)

@@ -4,7 +4,9 @@
 `HasNgramTables` (`ngram_tables(model)`: the backoff n-gram the compiled core runs on, or None);
 `maxarpa_lm` adapts a `maxarpa.Model` to it, once, at the door (`as_target_model`);
 `weighted` scores a backoff n-gram as SRILM disambig does (`WeightedLM`: an LM weight, optional
-`<s>` and `</s>`).
+`<s>` and `</s>`);
+`loglinear` combines n-gram models and n-gram indicator features log-linearly (`LogLinearLM`,
+the random-field form).
 """
 
 from arsdecode.model.interface import (
@@ -16,11 +18,13 @@ from arsdecode.model.interface import (
     ngram_scoring,
     ngram_tables,
 )
+from arsdecode.model.loglinear import LogLinearLM
 from arsdecode.model.maxarpa_lm import MaxArpaLM, as_target_model
 from arsdecode.model.weighted import WeightedLM
 
 __all__ = [
     "HasNgramTables",
+    "LogLinearLM",
     "MaxArpaLM",
     "ModelLike",
     "NgramScoring",
