@@ -462,3 +462,22 @@ def test_cli_bad_feature_file_is_one_line(random_lms, tmp_path, capsys):
                               "--features", str(bad))
         assert code == 2 and out == ""
         assert len(err.splitlines()) == 1 and f"{bad}:2" in err and "Traceback" not in err
+
+
+def test_wide_shapes_use_the_dict_and_agree_with_the_coded_lookup(random_lms):
+    """A shape whose keys do not fit an int64 is looked up by dict, row by row: same values."""
+    from arsdecode.model.loglinear import FeatureTable
+
+    rng = random.Random(12)
+    model = random_lms[3]
+    target = LogLinearLM([model.lm], features=random_features(rng, model.words, 12))
+    patterns = [(ids, w) for ids_list in target.table.by_last.values() for ids, w in ids_list]
+    wide = FeatureTable(patterns, vocab_size=2**62)
+    assert not wide.coded and target.table.coded  # one of each path
+    width = target.order - 1
+    hists = list(histories(target, rng, model.words, 60))
+    rows = context_rows(hists, width)
+    words = np.array([rng.choice([*target.ids(model.words).tolist(), target.eos])
+                      for _ in hists])
+    np.testing.assert_array_equal(wide.value(rows, words), target.table.value(rows, words))
+    np.testing.assert_array_equal(wide.bound(rows, words), target.table.bound(rows, words))

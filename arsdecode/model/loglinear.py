@@ -171,12 +171,17 @@ class FeatureTable:
     """Compiled features over word ids: the sum at a (context, word) and its bound.
 
     `shapes` groups the patterns by (span, skip positions); per shape a dict maps the ids at
-    the pattern's word positions (oldest first, the predicted word last) to the summed weight,
-    so scoring a row costs one dict lookup per shape. `by_last` lists, per predicted word, the
-    compiled patterns (ids, `_ANY` for a skip) for the bound's recurrence.
+    the pattern's word positions (oldest first, the predicted word last) to the summed weight.
+    Why also `coded`: the full DP scores every (state, word) pair, millions of rows, so a
+    shape whose keys fit an int64 (ids in base `vocab_size`) is looked up for all rows at
+    once by binary search in its sorted codes; a wider shape uses the dict, row by row.
+    `by_last` lists, per predicted word, the compiled patterns (ids, `_ANY` for a skip) for
+    the bound's recurrence.
     """
 
-    def __init__(self, patterns: Sequence[tuple[tuple[int, ...], float]]) -> None:
+    def __init__(self, patterns: Sequence[tuple[tuple[int, ...], float]],
+                 vocab_size: int) -> None:
+        self.vocab_size = max(int(vocab_size), 1)
         self.span = max((len(p) for p, _ in patterns), default=0)
         shapes: dict[tuple[int, tuple[int, ...]], dict[tuple[int, ...], float]] = {}
         self.by_last: dict[int, list[tuple[tuple[int, ...], float]]] = {}
@@ -187,6 +192,14 @@ class FeatureTable:
             table[key] = table.get(key, 0.0) + weight
             self.by_last.setdefault(ids[-1], []).append((ids, weight))
         self.shapes = shapes
+        self.coded: dict[tuple[int, tuple[int, ...]], tuple[np.ndarray, np.ndarray]] = {}
+        for shape, table in shapes.items():
+            if self.vocab_size ** len(shape[1]) < 2**62:
+                codes = np.array([self._code(np.array([key], dtype=np.int64))[0]
+                                  for key in table], dtype=np.int64)
+                weights = np.array(list(table.values()), dtype=np.float64)
+                order = np.argsort(codes)
+                self.coded[shape] = (codes[order], weights[order])
         self._memo: dict[tuple[tuple[int, ...], int], float] = {}
 
     def value(self, contexts: np.ndarray, words: np.ndarray) -> np.ndarray:
@@ -203,33 +216,41 @@ class FeatureTable:
             cols = [width + 1 - span + j for j in keep]
             part = full[:, cols]
             ok = (full[:, width + 1 - span] >= 0)  # the pattern's first word is in the context
+            if (span, keep) in self.coded:
+                codes, weights = self.coded[(span, keep)]
+                row_codes = np.where(ok, self._code(part), -1)
+                at = np.minimum(np.searchsorted(codes, row_codes), len(codes) - 1)
+                out += np.where(codes[at] == row_codes, weights[at], 0.0)
+                continue
             get = table.get
             hits = [get(tuple(r), 0.0) if good else 0.0
                     for r, good in zip(part.tolist(), ok.tolist(), strict=True)]
             out += np.asarray(hits, dtype=np.float64)
         return out
 
-    def bound(self, contexts: np.ndarray, words: np.ndarray) -> np.ndarray:
-        """Per row, A(c, w) + B(c, w) (module docstring): the max of the feature weight over
-        every left extension of the context's words (its -1 padding is where z goes)."""
-        out = np.zeros(len(words), dtype=np.float64)
-        if not self.shapes:
-            return out
-        for r, (row, w) in enumerate(zip(contexts.tolist(), np.asarray(words).tolist(),
-                                         strict=True)):
-            ctx = tuple(t for t in row if t >= 0)
-            out[r] = self.fixed(ctx, w) + self.extension_max(ctx[-(self.span - 1):]
-                                                             if self.span > 1 else (), w)
+    def _code(self, ids: np.ndarray) -> np.ndarray:
+        """Each row of ids (B, k) as one int64, base vocab_size (padding rows: garbage, masked
+        by the caller)."""
+        out = np.zeros(len(ids), dtype=np.int64)
+        for j in range(ids.shape[1]):
+            out = out * self.vocab_size + ids[:, j]
         return out
 
-    def fixed(self, ctx: tuple[int, ...], w: int) -> float:
-        """A(c, w): the weight of the features that fit inside c w."""
-        full = (*ctx, w)
-        total = 0.0
-        for ids, weight in self.by_last.get(w, ()):
-            if len(ids) <= len(full) and _agrees(ids, full[len(full) - len(ids):]):
-                total += weight
-        return total
+    def bound(self, contexts: np.ndarray, words: np.ndarray) -> np.ndarray:
+        """Per row, A(c, w) + B(c, w) (module docstring): the max of the feature weight over
+        every left extension of the context's words (its -1 padding is where z goes).
+
+        A is `value` (the features inside c w); B is 0 for a context of span - 1 words or
+        more (no feature reaches past it), so only shorter rows walk the recurrence."""
+        out = self.value(contexts, words)
+        if self.span <= 1 or len(words) == 0:
+            return out
+        tail = contexts[:, contexts.shape[1] - (self.span - 1):]
+        short = np.flatnonzero((tail < 0).any(axis=1))
+        rows, ws = tail[short].tolist(), np.asarray(words)[short].tolist()
+        for r, row, w in zip(short.tolist(), rows, ws, strict=True):
+            out[r] += self.extension_max(tuple(t for t in row if t >= 0), w)
+        return out
 
     def extension_max(self, ctx: tuple[int, ...], w: int) -> float:
         """B(c, w): the best weight of the features longer than c w, over every left
@@ -300,7 +321,7 @@ class LogLinearLM:
                 self.dropped_features += 1
             else:
                 compiled.append((ids, f.weight))
-        self.table = FeatureTable(compiled)
+        self.table = FeatureTable(compiled, len(self.vocab))
         self.span = self.table.span
         self.order = max([c.order for c in self.components] + [self.span])
         self.length_prior = dict(length_prior or {})
