@@ -10,7 +10,7 @@ natural log (ln); model files are log10.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from functools import lru_cache
 from pathlib import Path
@@ -19,6 +19,7 @@ from typing import Any, overload
 import numpy as np
 
 import maxarpa
+from arsdecode.errors import OptionError
 from arsdecode.lattice import Lattice, WordLattice
 from arsdecode.methods import dag_ars, dag_full, dispatch
 from arsdecode.methods import marginals as _marginals
@@ -31,6 +32,7 @@ from arsdecode.methods.marginals import Marginal, MarginalsResult
 from arsdecode.methods.results import DecodeResult, KBestResult, SampleResult, SampleTrace
 from arsdecode.model import InterpolatedLM, ModelLike, WeightedLM, as_target_model
 from arsdecode.model.interpolated import Missing
+from arsdecode.model.loglinear import LogLinearLM
 from maxarpa.config import Config
 from maxarpa.model import Model
 
@@ -41,6 +43,7 @@ __all__ = [
     "load_lm",
     "marginals", "sample", "sms_decode", "tag", "weighted",
 ]
+__all__ += ["fixed_length_lattice", "loglinear"]  # issue 22, target 2
 
 DATA_DIR = Path(__file__).resolve().parent / "data"
 DEFAULT_LM = DATA_DIR / "state_union.5gram.maxarpa.gz"
@@ -125,6 +128,30 @@ def interpolate(models: Sequence[Model], weights: Sequence[float], *,
     models.
     """
     return InterpolatedLM(models, weights, missing=missing)
+def loglinear(models: Sequence[ModelLike], alphas: Sequence[float] | None = None, *,
+              features: str | Path | Mapping[str, float] | None = None,
+              length_prior: Mapping[int, float] | None = None) -> LogLinearLM:
+    """The unnormalised log-linear target sum_i alphas[i] ln p_i(x) + sum_f lambda_f f(x):
+    `models` are n-gram models (alphas default 1 each, every one > 0), `features` n-gram
+    indicator weights (ln), from a file of `ngram<TAB>weight` lines or a {"w1 * w3": weight}
+    mapping, `*` a skipped word (`arsdecode.model.loglinear`). Every function here takes it
+    as `lm`: decoding is exact, samples follow the normalised score, and the sampler's ln Z is
+    the normaliser over the lattice (at a fixed length: `fixed_length_lattice`). Raises
+    OptionError for a bad alpha and ModelError naming the file and line for a bad feature file.
+    """
+    return LogLinearLM(models, alphas, features=features, length_prior=length_prior)
+
+
+def fixed_length_lattice(vocab: Sequence[str], length: int) -> Lattice:
+    """A lattice of `length` positions, each holding every word of `vocab` with emission 0:
+    its paths are all sentences of that length over `vocab`, so a target's samples on it
+    follow the target normalised at that length, and ln Z is that length's normaliser (for a
+    `LogLinearLM`, `vocab` is usually `lm.vocabulary()`). Raises OptionError for length < 1
+    and LatticeError for an empty vocabulary or a sentence marker in it."""
+    if length < 1:
+        raise OptionError(f"length must be >= 1, not {length}")
+    row = [(w, 0.0) for w in vocab]
+    return Lattice.from_lists([row] * length, source="fixed-length lattice")
 
 
 def decode_many(

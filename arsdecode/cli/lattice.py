@@ -20,6 +20,7 @@ from arsdecode.cli.options import (
     LATTICE_HELP,
     UNITS_HELP,
     add_engine_options,
+    add_features_option,
     add_lm_strictness_options,
     add_lm_weight_option,
     add_map_reading_options,
@@ -34,7 +35,9 @@ from arsdecode.cli.options import (
     lm_target,
     map_reading_options_set,
     positive_int,
+    refuse_features_on_word_lattices,
     refuse_mix,
+    with_features,
 )
 from arsdecode.cli.output import (
     check_writable,
@@ -67,6 +70,7 @@ def add_decode_parser(sub: argparse._SubParsersAction) -> None:
     d.add_argument("--lm", required=True, help="ARPA, MAX-ARPA or maxarpa binary model (log10)")
     add_lm_weight_option(d, "--lm-scale")
     add_mix_options(d)
+    add_features_option(d)
     d.add_argument("--lattice", default=None,
                    help="lattice file: a confusion network (JSON, format below) or a word "
                         "lattice (SLF, OpenFst text, JSON DAG; below); or --map with --text")
@@ -125,6 +129,7 @@ def add_sample_parser(sub: argparse._SubParsersAction) -> None:
     s.add_argument("--lm", required=True, help="ARPA, MAX-ARPA or maxarpa binary model (log10)")
     add_lm_weight_option(s, "--lm-scale")
     add_mix_options(s)
+    add_features_option(s)
     s.add_argument("--lattice", default=None,
                    help="lattice file: a confusion network (JSON, format below) or a word "
                         "lattice (SLF, OpenFst text, JSON DAG; below); or --map with --text")
@@ -187,6 +192,10 @@ def load_lattice_and_lm(args: argparse.Namespace):
     target = lm_target(args, lm)  # --mix-lm: the interpolation, whose vocabulary is the union
     oov = oov_report(lattice, target.word_to_id)
     warn_oov(oov, target, args.lm if target is lm else f"{args.lm} and the --mix-lm models")
+    if args.features is not None:  # the log-linear target, alpha = --lmw
+        if target is not lm:
+            raise OptionError("--features and --mix-lm do not combine yet")
+        return lattice, with_features(args, lm), oov
     return lattice, weighted(target, lm_weight=args.lmw), oov
 
 
@@ -196,6 +205,7 @@ def cmd_decode(args: argparse.Namespace) -> int:
 
     if is_word_lattice(args):
         refuse_mix(args, "a word lattice")
+        refuse_features_on_word_lattices(args)
         return word_lattice.cmd_decode(args)
     outputs = [p for p in (args.fst, args.graphml) if p]
     if outputs and args.method == "full":
@@ -277,6 +287,7 @@ def cmd_sample(args: argparse.Namespace) -> int:
         raise OptionError("--json and --jsonl exclude each other")
     if is_word_lattice(args):
         refuse_mix(args, "a word lattice")
+        refuse_features_on_word_lattices(args)
         return word_lattice.cmd_sample(args)
     lattice, lm, oov = load_lattice_and_lm(args)
     check_batch_fits(args.batch, lattice)

@@ -19,6 +19,7 @@ from arsdecode.cli.options import (
     MARGINALS_METHODS,
     UNITS_HELP,
     add_engine_options,
+    add_features_option,
     add_lm_strictness_options,
     add_lm_weight_option,
     add_memory_budget_option,
@@ -29,7 +30,9 @@ from arsdecode.cli.options import (
     lm_config,
     lm_target,
     positive_int,
+    refuse_features_on_word_lattices,
     refuse_mix,
+    with_features,
 )
 from arsdecode.cli.output import fixed, print_json
 from arsdecode.cli.word_lattice import add_word_lattice_options, is_word_lattice
@@ -47,6 +50,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--lm", required=True, help="ARPA, MAX-ARPA or maxarpa binary model")
     add_lm_weight_option(p, "--lm-scale")
     add_mix_options(p)
+    add_features_option(p)
     p.add_argument("--lattice", required=True,
                    help="lattice file: a confusion network (JSON) or a word lattice (SLF, "
                         "OpenFst text, JSON DAG: every arc's exact posterior)")
@@ -74,11 +78,18 @@ def run(args: argparse.Namespace) -> int:
 
     if is_word_lattice(args):
         refuse_mix(args, "a word lattice")
+        refuse_features_on_word_lattices(args)
         return word_lattice.cmd_marginals(args)
 
     lattice = Lattice.from_json_file(args.lattice)
     check_batch_fits(args.batch, lattice)
-    lm = weighted(lm_target(args, load_lm(args.lm, config=lm_config(args))), lm_weight=args.lmw)
+    ngram = load_lm(args.lm, config=lm_config(args))
+    target = lm_target(args, ngram)
+    if args.features is not None and target is not ngram:
+        from arsdecode.errors import OptionError
+
+        raise OptionError("--features and --mix-lm do not combine yet")
+    lm = with_features(args, ngram) if args.features else weighted(target, lm_weight=args.lmw)
     result = marginals(lm, lattice, args.n, args.seed, all_candidates=args.all_candidates,
                        method=args.method, batch=args.batch, target_ar=args.target_ar,
                        ar_window=args.ar_window, variant=args.variant)

@@ -153,6 +153,33 @@ def add_lm_weight_option(p: Any, *flags: str) -> None:
                         "+ its emissions (SRILM's -lmw; default 1)")
 
 
+def add_features_option(p: Any) -> None:
+    """--features FILE: n-gram feature weights on top of the LM (issue 22, target 2); the
+    target becomes `arsdecode.api.loglinear([lm], [W], features=FILE)` with W the --lmw."""
+    p.add_argument("--features", default=None, metavar="FILE",
+                   help="n-gram feature weights, lines 'ngram<TAB>weight' (ln; words separated "
+                        "by spaces, '*' a skipped word): the score of a path is W * ln p_LM + "
+                        "the weights of every feature it contains + its emissions, "
+                        "unnormalised (a random-field LM); confusion networks only")
+
+
+def with_features(args: argparse.Namespace, lm: Any) -> Any:
+    """The target of --features (None: `lm` unchanged): the log-linear target over `lm` with
+    alpha = --lmw. Imports the engine only when asked (--help must not load it)."""
+    if getattr(args, "features", None) is None:
+        return lm
+    from arsdecode.api import loglinear
+
+    return loglinear([lm], [args.lmw], features=args.features)
+
+
+def refuse_features_on_word_lattices(args: argparse.Namespace) -> None:
+    """--features needs a confusion network: the word-lattice methods run on n-gram tables."""
+    if getattr(args, "features", None) is not None:
+        raise OptionError("--features works on confusion-network lattices (JSON), not on "
+                          "word lattices")
+
+
 def add_map_reading_options(p: Any, prefix: str = "", srilm: bool = False) -> None:
     """--logmap, --tolower, --keep-unk and --mapw: how an SRILM disambig map is read, for every
     command that reads one (disambig, decode/sample --map, batch --map). `prefix` starts each

@@ -5,7 +5,9 @@
 `maxarpa_lm` adapts a `maxarpa.Model` to it, once, at the door (`as_target_model`);
 `weighted` scores a backoff n-gram as SRILM disambig does (`WeightedLM`: an LM weight, optional
 `<s>` and `</s>`); `interpolated` mixes k backoff n-grams linearly (`InterpolatedLM`, SRILM's
-`ngram -mix-lm`).
+`ngram -mix-lm`);
+`loglinear` combines n-gram models and n-gram indicator features log-linearly (`LogLinearLM`,
+the random-field form).
 """
 
 from arsdecode.model.interface import (
@@ -18,12 +20,14 @@ from arsdecode.model.interface import (
     ngram_tables,
 )
 from arsdecode.model.interpolated import InterpolatedLM
+from arsdecode.model.loglinear import LogLinearLM
 from arsdecode.model.maxarpa_lm import MaxArpaLM, as_target_model
 from arsdecode.model.weighted import WeightedLM
 
 __all__ = [
     "HasNgramTables",
     "InterpolatedLM",
+    "LogLinearLM",
     "MaxArpaLM",
     "ModelLike",
     "NgramScoring",

@@ -62,7 +62,8 @@ def render(res: dict, img_dir: Path, img_link: str) -> str:
         "Ours: the segmentation lattice (`arsdecode.tasks.segment.segmentation_lattice`: every "
         "in-vocabulary substring, unknown-word arcs of at most "
         f"{c['unknown_max_length']} characters at ln {-c['penalty']:g} per character plus "
-        f"the LM's `<unk>`) decoded exactly by `{c['decoder']}` with lm.N (as maxarpa binary models), the "
+        f"the LM's `<unk>`) decoded exactly by `{c['decoder']}` with lm.N (maxarpa binary "
+        "models), the "
         "Kneser-Ney models of the training text. The tools: as shipped, and fed the counts "
         "of the same training text (wordsegment: our unigram and bigram counts; wordninja: "
         "our words ranked by frequency; symspellpy: our word counts).",
