@@ -30,8 +30,10 @@ _EXPORTS = {
     **{name: "arsdecode.api" for name in (
         "load_lm", "decode", "decode_many", "decode_kbest", "sample", "adapt", "marginals",
         "tag", "sms_decode", "DecodeResult", "KBestResult", "SampleResult", "SampleTrace",
-        "MarginalsResult", "TagResult")},
+        "MarginalsResult", "TagResult", "weighted", "interpolate", "loglinear",
+        "lattice_posteriors")},
     "Lattice": "arsdecode.lattice",
+    "WordLattice": "arsdecode.lattice",
     **{name: "arsdecode.errors" for name in (
         "ArsDecodeError", "AutomatonError", "LatticeError", "ModelError", "NoPathError",
         "ObservationError", "OptionError", "TargetError")},
@@ -49,11 +51,15 @@ if TYPE_CHECKING:
         decode,
         decode_kbest,
         decode_many,
+        interpolate,
+        lattice_posteriors,
         load_lm,
+        loglinear,
         marginals,
         sample,
         sms_decode,
         tag,
+        weighted,
     )
     from arsdecode.errors import (
         ArsDecodeError,
@@ -65,7 +71,7 @@ if TYPE_CHECKING:
         OptionError,
         TargetError,
     )
-    from arsdecode.lattice import Lattice
+    from arsdecode.lattice import Lattice, WordLattice
 
 
 def __getattr__(name: str) -> Any:
@@ -97,14 +103,19 @@ __all__ = [
     "SampleTrace",
     "TagResult",
     "TargetError",
+    "WordLattice",
     "__version__",
     "adapt",
     "decode",
     "decode_kbest",
     "decode_many",
+    "interpolate",
+    "lattice_posteriors",
     "load_lm",
+    "loglinear",
     "marginals",
     "sample",
     "sms_decode",
     "tag",
+    "weighted",
 ]
