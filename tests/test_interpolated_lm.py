@@ -28,6 +28,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pytest
+from cli_in_process import in_process_cli as _cli
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -485,16 +486,6 @@ def test_decode_time_against_the_plain_target(real_lms, capsys):
 # ---------------------------------------------------------------- the command line
 
 
-def _cli(capsys, *argv: str) -> tuple[object, str, str]:
-    from arsdecode.cli import main as cli
-
-    code: object
-    try:
-        code = cli.main(list(argv))
-    except SystemExit as stop:
-        code = stop.code
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def _lattice_file(tmp_path, lattice: Lattice, name: str = "lat.json") -> str:

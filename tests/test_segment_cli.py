@@ -8,22 +8,12 @@ import json
 import math
 
 import pytest
+from cli_in_process import in_process_cli as _cli
 
 import maxarpa
 from arsdecode.api import DEFAULT_LM
 from arsdecode.tasks.segment import SurfaceIndex, segmentation_lattice
 from arsdecode.testing.brute_dag import brute_dag_model
-
-
-def _cli(capsys, *argv: str) -> tuple[int, str, str]:
-    from arsdecode.cli import main as cli
-
-    try:
-        code = cli.main(list(argv))
-    except SystemExit as stop:
-        code = stop.code
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 @pytest.fixture(scope="module")

@@ -21,6 +21,7 @@ import random
 
 import numpy as np
 import pytest
+from cli_in_process import in_process_cli as _cli
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -284,15 +285,6 @@ def test_log_bound_covers_every_left_extension(tmp_path_factory, arpa, data):
 # ---------------------------------------------------------------- --lmw on the commands
 
 
-def _cli(capsys, *argv: str) -> tuple[int, str, str]:
-    from arsdecode.cli import main as cli
-
-    try:
-        code = cli.main(list(argv))
-    except SystemExit as stop:  # argparse's errors
-        code = stop.code
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def _lattice_file(tmp_path, lattice: Lattice, name: str = "lat.json") -> str:

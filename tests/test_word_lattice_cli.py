@@ -13,21 +13,11 @@ import math
 import random
 
 import pytest
+from cli_in_process import in_process_cli as _cli
 
 from arsdecode import api
 from arsdecode.lattice.lattice_files import read_word_lattice, write_word_lattice
 from arsdecode.testing.brute_dag import brute_dag_model, random_word_lattice
-
-
-def _cli(capsys, *argv: str) -> tuple[int, str, str]:
-    from arsdecode.cli import main as cli
-
-    try:
-        code = cli.main(list(argv))
-    except SystemExit as stop:  # argparse's errors
-        code = stop.code
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 @pytest.fixture

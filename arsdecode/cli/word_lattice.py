@@ -78,11 +78,12 @@ def is_word_lattice(args: argparse.Namespace) -> bool:
 
 
 def _json_has_arcs(path: str) -> bool:
-    from arsdecode.lattice.confusion import json_constant, read_input_text
+    from arsdecode.errors import LatticeError
+    from arsdecode.lattice.confusion import read_json_input
 
     try:
-        obj = json.loads(read_input_text(path, "lattice"), parse_constant=json_constant)
-    except ValueError:
+        _, obj = read_json_input(path)
+    except LatticeError:
         return False  # the confusion-network reader reports it, with its line
     return isinstance(obj, dict) and "arcs" in obj
 

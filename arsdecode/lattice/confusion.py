@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -127,14 +128,7 @@ class Lattice:
         under a .json name, a Latin-1 token) has to be reported like any other bad input,
         with the file and the byte offset, not as a decoding traceback.
         """
-        name = input_name(path)
-        text = read_input_text(path, "lattice")
-        try:
-            obj = json.loads(text, parse_constant=json_constant)
-        except json.JSONDecodeError as err:
-            raise LatticeError(f"{name}:{err.lineno}: invalid JSON: {err.msg}") from None
-        except ValueError as err:
-            raise LatticeError(f"{name}: {err}") from None
+        name, obj = read_json_input(path)
         return cls.from_json_obj(obj, source=name)
 
     def to_json_obj(self) -> dict:
@@ -174,6 +168,20 @@ def json_constant(name: str) -> float:
 def input_name(path: str | Path) -> str:
     """How errors name an input: its path, or <stdin> for '-'."""
     return "<stdin>" if str(path) == "-" else str(path)
+
+
+def read_json_input(path: str | Path, what: str = "lattice") -> tuple[str, Any]:
+    """(the input's name, its parsed JSON), read by `read_input_text`, with the grammar of
+    lattice files (`json_constant`): confusion networks and JSON DAGs share it. Bad JSON is a
+    one-line LatticeError naming the file and line."""
+    name = input_name(path)
+    text = read_input_text(path, what)
+    try:
+        return name, json.loads(text, parse_constant=json_constant)
+    except json.JSONDecodeError as err:
+        raise LatticeError(f"{name}:{err.lineno}: invalid JSON: {err.msg}") from None
+    except ValueError as err:
+        raise LatticeError(f"{name}: {err}") from None
 
 
 def read_input_text(path: str | Path, what: str) -> str:

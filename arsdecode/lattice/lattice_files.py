@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import TextIO
 
 from arsdecode.errors import LatticeError, OptionError
-from arsdecode.lattice.confusion import Lattice, input_name, json_constant, read_input_text
+from arsdecode.lattice.confusion import Lattice, read_json_input
 from arsdecode.lattice.fst_text import LabelMode, read_fst_text, write_fst_text
 from arsdecode.lattice.slf import SlfScales, read_slf, write_slf
 from arsdecode.lattice.word_lattice import WordLattice
@@ -85,14 +85,7 @@ def read_word_lattice(path: str | Path, *, format: str | None = None,
             _refuse_binary_fst(path)
         return read_fst_text(path, symbols=symbols, acoustic_scale=acoustic_scale,
                              acceptor=acceptor, labels=labels)
-    name = input_name(path)
-    text = read_input_text(path, "lattice")
-    try:
-        obj = json.loads(text, parse_constant=json_constant)
-    except json.JSONDecodeError as err:
-        raise LatticeError(f"{name}:{err.lineno}: invalid JSON: {err.msg}") from None
-    except ValueError as err:
-        raise LatticeError(f"{name}: {err}") from None
+    name, obj = read_json_input(path)
     if isinstance(obj, dict) and "positions" in obj and "arcs" not in obj:
         return WordLattice.from_confusion(Lattice.from_json_obj(obj, source=name))
     return WordLattice.from_json_obj(obj, source=name)
