@@ -77,7 +77,8 @@ def reference_prob(counts: VpylmCounts, context: list[int], w: int) -> float:
                enumerate(zip(counts.parent, counts.word, strict=True))}
     rest = {(int(v), int(x)): (int(c), int(t)) for v, x, c, t in counts.restaurants}
     top = min(counts.max_depth, len(context))
-    total, reach, p, v = 0.0, 1.0, 1.0 / (len(counts.vocab) - 1), 0
+    total, reach, p = 0.0, 1.0, 1.0 / (len(counts.vocab) - 1)
+    v: int | None = 0
     for m in range(top + 1):
         if m > 0 and v is not None:
             v = node_of.get((v, context[-m]))
