@@ -26,8 +26,6 @@ import arsdecode
 from arsdecode.lattice import Lattice
 from arsdecode.model import TargetModel, context_rows
 from arsdecode.model.vpylm import (
-    DISCOUNTS,
-    STRENGTHS,
     VpylmCounts,
     VpylmLM,
     VpylmSampler,
@@ -58,6 +56,7 @@ def trained(seed: int, max_depth: int = 3) -> tuple[VpylmSampler, VpylmLM]:
     sampler.add_corpus(tiny_corpus(seed))
     for _ in range(3):
         sampler.sweep()
+        sampler.resample_hyperparameters()
     return sampler, VpylmLM(sampler.counts())
 
 
@@ -87,7 +86,7 @@ def reference_prob(counts: VpylmCounts, context: list[int], w: int) -> float:
             tu = sum(t for (u, _), (_, t) in rest.items() if u == v)
             if cu:
                 cw, tw = rest.get((v, w), (0, 0))
-                d, th = DISCOUNTS[m], STRENGTHS[m]
+                d, th = counts.discounts[m], counts.strengths[m]
                 p = (cw - d * tw + (th + d * tu) * p) / (th + cu)
             a, b = counts.stop[v]
             q = (a + counts.alpha) / (a + b + counts.alpha + counts.beta)
@@ -247,3 +246,12 @@ def test_samples_fit_brute_force(cases):
         assert abs(r.log_Z - brute.log_Z) <= 0.1
         tested += 1
     assert tested >= 3
+
+
+def test_resampled_hyperparameters_are_valid_and_saved(model, tmp_path):
+    sampler, lm = model
+    assert all(0.0 < d < 1.0 for d in sampler.d) and all(t > 0.0 for t in sampler.th)
+    assert lm.counts.discounts == sampler.d and lm.counts.strengths == sampler.th
+    assert sampler.d[:3] != [0.62, 0.69, 0.74]  # resampled, not the starting values
+    lm.counts.save(tmp_path / "m.npz")
+    assert load_vpylm(tmp_path / "m.npz").counts.discounts == sampler.d

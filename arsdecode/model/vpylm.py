@@ -48,8 +48,10 @@ Exactness and cuts: a context whose walk ends before its length (D < k), or ends
 with no child, or has max_depth words, fixes p for every extension (is_exact); the state cut
 (minimal_context) keeps the longest suffix that begins some node's context (its docstring).
 
-Discounts and strengths are fixed per depth (`DISCOUNTS`, `STRENGTHS`, after the values Teh
-(2006) sampled for HPY LMs), not resampled: documented in docs/results-vpylm.md.
+Discounts d_m and strengths th_m are shared per depth. They start at `DISCOUNTS`, `STRENGTHS`
+(near the values Teh (2006) sampled for HPY LMs) and, with `resample=True`, are resampled
+after every sweep by Teh's auxiliary-variable sampler (priors d ~ Beta(1, 1), th ~
+Gamma(1, 1)); the values used are saved with the counts.
 Natural log throughout.
 """
 
@@ -68,6 +70,7 @@ from arsdecode.errors import ModelError
 BOS, EOS, UNK = "<s>", "</s>", "<unk>"
 DISCOUNTS = (0.62, 0.69, 0.74, 0.80, 0.83, 0.85, 0.87, 0.88, 0.89, 0.90, 0.90)
 STRENGTHS = (0.5, 1.0, 1.5, 2.0, 2.0, 2.0, 2.0, 2.0, 2.0, 2.0, 2.0)
+MEMO_LIMIT = 4_000_000  # memo entries kept before they are dropped (bounded memory in batch runs)
 
 
 # ----- training: the Gibbs sampler --------------------------------------------------------
@@ -101,8 +104,8 @@ class VpylmSampler:
         self.index = {w: i for i, w in enumerate(self.vocab)}
         self.max_depth = max_depth
         self.alpha, self.beta = alpha, beta
-        self.d = DISCOUNTS[: max_depth + 1]
-        self.th = STRENGTHS[: max_depth + 1]
+        self.d = list(DISCOUNTS[: max_depth + 1])
+        self.th = list(STRENGTHS[: max_depth + 1])
         self.base = 1.0 / (len(self.vocab) - 1)
         self.root = _Node(0, None, -1)
         self.rng = np.random.default_rng(seed)
@@ -224,6 +227,30 @@ class VpylmSampler:
                 self._remove(int(s), pos)
                 self._add(int(s), pos)
 
+    def resample_hyperparameters(self) -> None:
+        """d_m, th_m per depth from their conditionals given the seating (Teh 2006, app. C):
+        per restaurant x ~ Beta(th + 1, c - 1) and y_i ~ Bernoulli(th / (th + d i)),
+        i < t; per table of size s, z_j ~ Bernoulli((j - 1) / (j - d)), j < s; then
+        d ~ Beta(1 + sum(1 - y), 1 + sum(1 - z)), th ~ Gamma(1 + sum y, rate 1 - sum ln x).
+        A depth with no restaurant of two customers keeps its values."""
+        by_depth: dict[int, list[_Node]] = {}
+        for u in self.nodes():
+            if u.c >= 2:
+                by_depth.setdefault(u.depth, []).append(u)
+        rng = self.rng
+        for m, nodes in by_depth.items():
+            d, th = self.d[m], self.th[m]
+            c = np.array([u.c for u in nodes], dtype=float)
+            t = np.array([u.t for u in nodes], dtype=np.int64)
+            log_x = np.log(rng.beta(th + 1.0, c - 1.0))
+            i = np.concatenate([np.arange(1, k) for k in t]) if (t > 1).any() else np.zeros(0)
+            y = rng.random(len(i)) < th / (th + d * i)
+            sizes = np.array([s for u in nodes for tabs in u.tables.values() for s in tabs])
+            j = np.concatenate([np.arange(1, s) for s in sizes if s > 1] or [np.zeros(0)])
+            z = rng.random(len(j)) < (j - 1) / (j - d)
+            self.d[m] = float(rng.beta(1.0 + (~y).sum(), 1.0 + (~z).sum()))
+            self.th[m] = float(rng.gamma(1.0 + y.sum(), 1.0 / (1.0 - log_x.sum())))
+
     def nodes(self) -> list[_Node]:
         """Every node some customer reached, parents before children (a node emptied by the
         sampler predicts as if absent, so it is dropped: is_exact sees the real leaves)."""
@@ -243,8 +270,8 @@ class VpylmSampler:
         stop = np.array([[u.a, u.b] for u in nodes], np.int64).reshape(-1, 2)
         rows = [(i, w, sum(t), len(t)) for i, u in enumerate(nodes) for w, t in u.tables.items()]
         rest = np.array(rows, np.int64).reshape(-1, 4)
-        return VpylmCounts(self.vocab, self.max_depth, self.alpha, self.beta, parent, word,
-                           stop, rest)
+        return VpylmCounts(self.vocab, self.max_depth, self.alpha, self.beta, list(self.d),
+                           list(self.th), parent, word, stop, rest)
 
 
 # ----- the trained model ----------------------------------------------------------------
@@ -257,6 +284,8 @@ class VpylmCounts:
     max_depth: int
     alpha: float
     beta: float
+    discounts: list[float]
+    strengths: list[float]
     parent: np.ndarray
     word: np.ndarray
     stop: np.ndarray
@@ -264,7 +293,8 @@ class VpylmCounts:
 
     def save(self, path: str | Path) -> None:
         meta = {"vocab": self.vocab, "max_depth": self.max_depth, "alpha": self.alpha,
-                "beta": self.beta, "format": "vpylm-1"}
+                "beta": self.beta, "discounts": self.discounts, "strengths": self.strengths,
+                "format": "vpylm-1"}
         np.savez_compressed(path, meta=np.array(json.dumps(meta)), parent=self.parent,
                             word=self.word, stop=self.stop, restaurants=self.restaurants)
 
@@ -276,20 +306,25 @@ class VpylmCounts:
                 if meta.get("format") != "vpylm-1":
                     raise ModelError(f"{path}: not a VPYLM file (format {meta.get('format')})")
                 return cls(meta["vocab"], int(meta["max_depth"]), float(meta["alpha"]),
-                           float(meta["beta"]), z["parent"], z["word"], z["stop"],
+                           float(meta["beta"]), [float(x) for x in meta["discounts"]],
+                           [float(x) for x in meta["strengths"]], z["parent"], z["word"], z["stop"],
                            z["restaurants"])
         except (OSError, KeyError, ValueError) as exc:
             raise ModelError(f"{path}: cannot read a VPYLM model ({exc})") from exc
 
 
 def train_vpylm(sentences: Sequence[Sequence[str]], max_depth: int = 8, sweeps: int = 2,
-                seed: int = 0, alpha: float = 1.0, beta: float = 1.0) -> VpylmCounts:
-    """Seat the corpus, run `sweeps` Gibbs sweeps, return the counts (the last sample)."""
+                seed: int = 0, alpha: float = 1.0, beta: float = 1.0,
+                resample: bool = True) -> VpylmCounts:
+    """Seat the corpus, run `sweeps` Gibbs sweeps (each followed by resampling d and th when
+    `resample`), return the counts (the last sample)."""
     vocab = [BOS, EOS, UNK, *sorted({w for s in sentences for w in s} - {BOS, EOS, UNK})]
     sampler = VpylmSampler(vocab, max_depth, alpha, beta, seed)
     sampler.add_corpus(sentences)
     for _ in range(sweeps):
         sampler.sweep()
+        if resample:
+            sampler.resample_hyperparameters()
     return sampler.counts()
 
 
@@ -353,7 +388,8 @@ class VpylmLM:
         if cv == 0:
             p = lower
         else:
-            d, th = DISCOUNTS[self.depth[v]], STRENGTHS[self.depth[v]]
+            m = self.depth[v]
+            d, th = self.counts.discounts[m], self.counts.strengths[m]
             cw, tw = self.rest[v].get(w, (0, 0))
             p = (cw - d * tw + (th + d * self.t[v]) * lower) / (th + cv)
         self._p[key] = p
@@ -432,7 +468,14 @@ class VpylmLM:
     def _unpad(row: np.ndarray) -> list[int]:
         return [int(x) for x in row if x >= 0]
 
+    def _trim_memos(self) -> None:
+        if len(self._p) > MEMO_LIMIT:
+            self._p.clear()
+        if len(self._path_memo) > MEMO_LIMIT:
+            self._path_memo.clear()
+
     def log_prob(self, contexts: np.ndarray, words: np.ndarray) -> np.ndarray:
+        self._trim_memos()
         out = np.empty(len(words))
         for r, (row, w) in enumerate(zip(contexts, words, strict=True)):
             p = self.prob(self._unpad(row), int(w))
@@ -440,6 +483,7 @@ class VpylmLM:
         return out
 
     def log_bound(self, contexts: np.ndarray, words: np.ndarray) -> np.ndarray:
+        self._trim_memos()
         out = np.empty(len(words))
         for r, (row, w) in enumerate(zip(contexts, words, strict=True)):
             p = self.bound(self._unpad(row), int(w))
