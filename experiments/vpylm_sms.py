@@ -113,6 +113,7 @@ def run(args: argparse.Namespace) -> dict:
         counts.save(args.model)
     out["max_depth"] = counts.max_depth
     out["nodes"] = len(counts.parent)
+    out["discounts"], out["strengths"] = counts.discounts, counts.strengths
     out["order_share"] = order_distribution(counts)
     vp = VpylmLM(counts)
     kn_file = args.data / "lm.5.npz"
@@ -162,13 +163,14 @@ def render(res: dict) -> str:
         "Both models are trained on the same text: KN5 is KenLM's modified Kneser-Ney 5-gram "
         "(`lm.5`), the VPYLM is `arsdecode.model.vpylm` (Mochihashi & Sumita 2007) with "
         f"maximum depth {res['max_depth']} (contexts of up to {res['max_depth']} words), "
-        f"q ~ Beta(1, 1), discounts and strengths fixed per depth (Teh's HPY values, "
-        f"`DISCOUNTS` / `STRENGTHS`, not resampled), {res['sweeps']} Gibbs sweeps after the "
-        "initial seating, seed "
-        f"{res['seed']}, the last sample's counts as the model"
+        f"q ~ Beta(1, 1), {res['sweeps']} Gibbs sweeps after the initial seating, each "
+        "followed by resampling the discount d and strength th of every depth (Teh's "
+        f"auxiliary variables), seed {res['seed']}, the last sample as the model"
         + (f" (trained in {res['train_seconds']:.0f} s, one process)"
            if res.get("train_seconds") else "")
-        + f"; {res['nodes']:,} context nodes.",
+        + f"; {res['nodes']:,} context nodes. Final d by depth: "
+        + ", ".join(f"{x:.2f}" for x in res["discounts"]) + "; th: "
+        + ", ".join(f"{x:.2f}" for x in res["strengths"]) + ".",
         "",
         "## Held-out perplexity",
         "",
@@ -228,7 +230,11 @@ def main() -> int:
     ap.add_argument("--samples", type=int, default=200)
     ap.add_argument("--json", type=Path, default=None, help="also write the raw results here")
     ap.add_argument("--out", type=Path, default=DOC)
+    ap.add_argument("--render-only", action="store_true", help="re-render --json's results")
     args = ap.parse_args()
+    if args.render_only:
+        args.out.write_text(render(json.loads(args.json.read_text())), encoding="utf-8")
+        return 0
     if args.model is None:
         args.model = args.data / f"vpylm.d{args.max_depth}.npz"
     res = run(args)

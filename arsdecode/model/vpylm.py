@@ -45,8 +45,9 @@ M_v(w) = P_v(w); M is therefore stored sparsely, on the words seen below v. Then
 which is the exact max over all left extensions (tests/test_vpylm.py checks it by brute force).
 
 Exactness and cuts: a context whose walk ends before its length (D < k), or ends at a node
-with no child, or has max_depth words, fixes p for every extension (is_exact); the state cut
-(minimal_context) keeps the longest suffix that begins some node's context (its docstring).
+with no child, fixes p for every extension; is_exact asks a little more (no node context
+continues it to the left, so later layers need nothing it dropped; its docstring). The state
+cut (minimal_context) keeps the longest suffix that begins some node's context.
 
 Discounts d_m and strengths th_m are shared per depth. They start at `DISCOUNTS`, `STRENGTHS`
 (near the values Teh (2006) sampled for HPY LMs) and, with `resample=True`, are resampled
@@ -364,6 +365,7 @@ class VpylmLM:
         self._path_memo: dict[tuple[int, ...], list[int]] = {}
         self._m: list[dict[int, float] | None] | None = None
         self._prefix_set: set[tuple[int, ...]] | None = None
+        self._continued_set: set[tuple[int, ...]] | None = None
 
     # -- TargetModel: vocabulary -------------------------------------------------------------
     def ids(self, tokens: Sequence[str]) -> np.ndarray:
@@ -491,21 +493,40 @@ class VpylmLM:
         return out
 
     def is_exact(self, position: int, context: Sequence[int]) -> bool:
+        """True when the context has max_depth words, is the whole history, or no node's
+        context continues it to the left: no node context begins with (v,) + context.
+
+        Why stronger than "p(. | z + c) is the same for every z" (which it implies: a node
+        with context c would have a child v + c): the automaton never extends an exact state,
+        and a later layer's state is grown from this one, so an exact state must hold every
+        word a later context can use. With (v,) + c beginning no node context, every left
+        extension z + c has the same state cut as c (minimal_context), so nothing is lost.
+        """
         n = len(context)
         if n >= self.max_depth or (n == position + 1 and n > 0 and context[0] == self.bos):
             return True
-        path = self.path(list(context))
-        return len(path) - 1 < n or not self.children[path[-1]]
+        return tuple(int(x) for x in context) not in self._continued()
+
+    def _node_contexts(self) -> list[tuple[int, ...]]:
+        contexts: list[tuple[int, ...]] = [()]
+        for v in range(1, len(self.children)):
+            p = int(self.counts.parent[v])
+            contexts.append((int(self.counts.word[v]), *contexts[p]))
+        return contexts
 
     def _prefixes(self) -> set[tuple[int, ...]]:
         """Every prefix (oldest word first) of every node's context; built on the first call."""
         if self._prefix_set is None:
-            contexts: list[tuple[int, ...]] = [()]
-            for v in range(1, len(self.children)):
-                p = int(self.counts.parent[v])
-                contexts.append((int(self.counts.word[v]), *contexts[p]))
-            self._prefix_set = {ctx[:m] for ctx in contexts for m in range(len(ctx) + 1)}
+            self._prefix_set = {ctx[:m] for ctx in self._node_contexts()
+                                for m in range(len(ctx) + 1)}
         return self._prefix_set
+
+    def _continued(self) -> set[tuple[int, ...]]:
+        """Every c such that some node context begins with (v,) + c (c may be empty)."""
+        if self._continued_set is None:
+            self._continued_set = {ctx[1:m] for ctx in self._node_contexts()
+                                   for m in range(1, len(ctx) + 1)}
+        return self._continued_set
 
     def minimal_context(self, contexts: np.ndarray) -> np.ndarray:
         """Each row cut to its longest suffix that begins some node's context (oldest word
