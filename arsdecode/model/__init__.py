@@ -22,6 +22,7 @@ from arsdecode.model.interface import (
 from arsdecode.model.interpolated import InterpolatedLM
 from arsdecode.model.loglinear import LogLinearLM
 from arsdecode.model.maxarpa_lm import MaxArpaLM, as_target_model
+from arsdecode.model.vpylm import VpylmLM, load_vpylm, train_vpylm
 from arsdecode.model.weighted import WeightedLM
 
 __all__ = [
@@ -32,9 +33,12 @@ __all__ = [
     "ModelLike",
     "NgramScoring",
     "TargetModel",
+    "VpylmLM",
     "WeightedLM",
     "as_target_model",
     "context_rows",
     "ngram_scoring",
     "ngram_tables",
+    "load_vpylm",
+    "train_vpylm",
 ]

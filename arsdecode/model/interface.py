@@ -58,7 +58,12 @@ class TargetModel(Protocol):
         ...
 
     def is_exact(self, position: int, context: Sequence[int]) -> bool:
-        """Whether `context`, a suffix of the history `<s> x_1..x_position`, fixes p there."""
+        """Whether `context`, a suffix of the history `<s> x_1..x_position`, fixes p there.
+
+        Also at every later position: the automaton never lengthens an exact state's context,
+        so the words it drops must not matter to any later factor either (an n-gram context of
+        order - 1 words meets this by construction; a variable-order model such as the VPYLM
+        must check that no deeper context continues it)."""
         ...
 
     def minimal_context(self, contexts: np.ndarray) -> np.ndarray:
