@@ -189,10 +189,10 @@ def _solve_word_lattice(spec: TaskSpec, lm, item: Item, wl, start: float) -> dic
 
 
 def _dag_fields(r, timing: dict[str, float]) -> dict:
-    """The fields of `arsdecode decode --lattice WORD_LATTICE --json` a batch line carries."""
-    return {"words": r.words, "arcs": list(r.arcs), "log_p": r.log_p,
-            "certified": r.certified, "method": r.method, "states": r.states,
-            "transitions": r.transitions, **timing}
+    """The fields of `arsdecode decode --lattice WORD_LATTICE --json` a batch line carries:
+    the result's own JSON (the expansion's, or ARS's with log_q and iterations), its
+    "timing" replaced by this item's or chunk's."""
+    return {**{k: v for k, v in r.to_json().items() if k != "timing"}, **timing}
 
 
 def _engine(spec: TaskSpec) -> dict[str, Any]:

@@ -301,7 +301,8 @@ def decode_word_lattice(lm: ModelLike, wl: WordLattice, *, method: Method = "aut
 
 
 def decode_word_lattices(lm: ModelLike, lattices: Sequence[WordLattice], *,
-                         method: Method = "auto") -> list[dag_full.DagDecodeResult]:
+                         method: Method = "auto"
+                         ) -> list[dag_full.DagDecodeResult] | list[dag_ars.DagArsResult]:
     """The exact best path of every word lattice, in order: "full" and "auto" run one compiled
     call over all of them given n-gram tables (`fast_full.run_dag`, each result's `seconds` the
     call's mean), else the numpy reference lattice by lattice; "ars" runs
@@ -309,7 +310,7 @@ def decode_word_lattices(lm: ModelLike, lattices: Sequence[WordLattice], *,
     of nonzero probability."""
     check_method(method)
     if method == "ars":
-        return [dag_ars.dag_ars_decode(lm, wl) for wl in lattices]  # type: ignore[misc]
+        return [dag_ars.dag_ars_decode(lm, wl) for wl in lattices]
     model = as_target_model(lm)
     ngram = ngram_tables(model)
     if ngram is None:  # no compiled tables: the numpy reference
