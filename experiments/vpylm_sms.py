@@ -21,7 +21,6 @@ import argparse
 import json
 import math
 import time
-from collections import Counter
 from pathlib import Path
 from typing import Literal
 
@@ -34,6 +33,7 @@ from arsdecode.methods.full import full_log_partition
 from arsdecode.model import TargetModel, as_target_model, context_rows
 from arsdecode.model.vpylm import VpylmCounts, VpylmLM, train_vpylm
 from arsdecode.tasks.sms.keypad import KeypadChannel
+from experiments.sms_measure import subset  # the first N records of each length
 
 REPO = Path(__file__).resolve().parents[1]
 DOC = REPO / "docs" / "results-vpylm.md"
@@ -76,17 +76,6 @@ def decode_all(lm: TargetModel, method: Literal["auto", "ars", "full"], lattices
     return {"word_acc": correct / total, "sent_acc": exact / len(records), "words": total,
             "certified": certified, "seconds_total": sum(seconds),
             "seconds_median": float(np.median(seconds)), "seconds_max": max(seconds)}
-
-
-def subset(records: list[dict], per_length: int) -> list[dict]:
-    taken: Counter = Counter()
-    out = []
-    for rec in records:
-        n = len(rec["words"])
-        if per_length == 0 or taken[n] < per_length:
-            taken[n] += 1
-            out.append(rec)
-    return out
 
 
 def order_distribution(counts: VpylmCounts) -> list[float]:

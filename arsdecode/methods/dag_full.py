@@ -54,7 +54,7 @@ from arsdecode.core.dp import draw_in_segments
 from arsdecode.core.semiring import LogSumExp, quiet
 from arsdecode.errors import NoPathError, OptionError
 from arsdecode.lattice import WordLattice
-from arsdecode.methods.full import StatesBudgetExceeded, _group_rows
+from arsdecode.methods.full import StatesBudgetExceeded, _group_rows, start_context
 from arsdecode.model import ModelLike, TargetModel, as_target_model
 
 __all__ = ["DagDecodeResult", "DagExpansion", "DagPath", "dag_decode", "dag_expand",
@@ -140,11 +140,7 @@ def dag_expand(model: TargetModel, wl: WordLattice, *, minimize: bool = True,
     Raises StatesBudgetExceeded as soon as the states built pass `max_states`."""
     w = max(model.order - 1, 0)
     cut = minimize and w > 0
-    start = np.full((1, w), -1, dtype=np.int64)
-    if w:
-        start[0, -1] = model.bos
-        if cut:
-            start = model.minimal_context(start)
+    start = start_context(model, minimize)
     word_arcs = [a for a, word in enumerate(wl.words) if word is not None]
     arc_ids = np.full(wl.n_arcs, -1, dtype=np.int64)
     if word_arcs:

@@ -99,6 +99,19 @@ def _group_rows(rows: np.ndarray) -> tuple[int, np.ndarray]:
     return len(uniq), inverse.ravel().astype(np.int64)
 
 
+def start_context(model: TargetModel, minimize: bool = True) -> np.ndarray:
+    """The full DP's start state: the context `<s>` as a (1, order - 1) row, cut to its
+    useful suffix with `minimize` (the confusion-network DP and the word-lattice expansion,
+    `methods.dag_full`, both start there)."""
+    w = max(model.order - 1, 0)
+    ctx = np.full((1, w), -1, dtype=np.int64)
+    if w:
+        ctx[0, -1] = model.bos
+        if minimize:
+            ctx = model.minimal_context(ctx)
+    return ctx
+
+
 def _sweep(
     lm: TargetModel,
     lattice: Lattice,
@@ -112,11 +125,7 @@ def _sweep(
     Raises StatesBudgetExceeded as soon as the states built pass `max_states`."""
     w = max(lm.order - 1, 0)
     cut = minimize and w > 0
-    ctx = np.full((1, w), -1, dtype=np.int64)
-    if w:
-        ctx[0, -1] = lm.bos
-        if cut:
-            ctx = lm.minimal_context(ctx)
+    ctx = start_context(lm, minimize)
     alpha = np.zeros(1)
     layers: list[_Layer] = []
     alphas: list[np.ndarray] = [alpha]

@@ -232,6 +232,15 @@ cdef struct StateCtx:
     double bows[NG_MAX_ORDER]
 
 
+def _check_scoring(str name, long long V, long long bos, long long eos, double lm_weight):
+    """OptionError unless `bos`/`eos` are word ids or -1 (none) and `lm_weight` is finite and
+    > 0: the scoring arguments `run` and `run_dag` share (`NgramScoring`)."""
+    if not (-1 <= bos < V and -1 <= eos < V):
+        raise OptionError(f"{name}: <s> or </s> id out of range")
+    if not (lm_weight > 0 and isfinite(lm_weight)):
+        raise OptionError(f"{name}: lm_weight must be a finite number > 0, not {lm_weight}")
+
+
 cdef class FullDP:
     """Viterbi and log partition of the full model over merged states, for many lattices.
 
@@ -327,6 +336,19 @@ cdef class FullDP:
         with nogil:
             uc_fail_links(&self.u, core.t.vocab, self.fail.data())
 
+    cdef _DPWorker _take_worker(self, double lm_weight):
+        """An idle worker for one run (or a new one), set to this run's LM weight; the caller
+        gives it back to `_idle` in a `finally`. pop is atomic: two threads never get the
+        same worker (see the class docstring)."""
+        cdef _DPWorker worker
+        try:
+            worker = self._idle.pop()
+        except IndexError:
+            worker = _DPWorker(self)
+            self._workers.append(worker)
+        worker.lmw = lm_weight
+        return worker
+
     def cache_bytes(self) -> int:
         """Bytes the caches hold now (as counted for the bound), over every worker; exact
         while no run is in progress."""
@@ -408,12 +430,9 @@ cdef class FullDP:
         for i in range(P):
             if pos_off[i + 1] < pos_off[i]:
                 raise LatticeError(f"FullDP.run: position offsets decrease after position {i}")
-        if not (-1 <= bos < V and -1 <= eos < V):
-            raise OptionError("FullDP.run: <s> or </s> id out of range")
+        _check_scoring("FullDP.run", V, bos, eos, lm_weight)
         if kbest < 0 or (kbest > 0 and (not viterbi or posteriors)) or (posteriors and viterbi):
             raise OptionError("FullDP.run: kbest needs viterbi, posteriors needs viterbi=False")
-        if not (lm_weight > 0 and isfinite(lm_weight)):
-            raise OptionError(f"FullDP.run: lm_weight must be a finite number > 0, not {lm_weight}")
         for i in range(C):
             if cand_ids[i] < 0 or cand_ids[i] >= V:
                 raise LatticeError(f"FullDP.run: word id {cand_ids[i]} out of range "
@@ -425,13 +444,8 @@ cdef class FullDP:
         budgets = np.ascontiguousarray(np.broadcast_to(given, (S,)))
         lows = np.ascontiguousarray(np.broadcast_to(
             np.asarray(np.nan if known is None else known, dtype=np.float64), (S,)))
-        try:  # pop is atomic: two threads never get the same worker
-            worker = self._idle.pop()
-        except IndexError:
-            worker = _DPWorker(self)
-            self._workers.append(worker)
+        worker = self._take_worker(lm_weight)
         try:
-            worker.lmw = lm_weight
             return worker.run_checked(sent_off, pos_off, cand_ids, cand_emis, bos, eos, viterbi,
                                       prune, budgets, lows, kbest, posteriors)
         finally:
@@ -461,11 +475,7 @@ cdef class FullDP:
                 or arc_off[N] != A or arc_word.shape[0] != A or arc_w.shape[0] != A \
                 or final_w.shape[0] != N:
             raise LatticeError("FullDP.run_dag: offsets disagree with the array lengths")
-        if not (-1 <= bos < V and -1 <= eos < V):
-            raise OptionError("FullDP.run_dag: <s> or </s> id out of range")
-        if not (lm_weight > 0 and isfinite(lm_weight)):
-            raise OptionError(f"FullDP.run_dag: lm_weight must be a finite number > 0, "
-                              f"not {lm_weight}")
+        _check_scoring("FullDP.run_dag", V, bos, eos, lm_weight)
         for s in range(S):
             if node_off[s + 1] < node_off[s]:
                 raise LatticeError(f"FullDP.run_dag: node offsets decrease after lattice {s}")
@@ -482,13 +492,8 @@ cdef class FullDP:
                                            f"{arc_word[i]} (vocabulary of {V})")
                     if not isfinite(arc_w[i]):
                         raise LatticeError(f"FullDP.run_dag: arc {i} has the weight {arc_w[i]}")
-        try:  # pop is atomic: two threads never get the same worker
-            worker = self._idle.pop()
-        except IndexError:
-            worker = _DPWorker(self)
-            self._workers.append(worker)
+        worker = self._take_worker(lm_weight)
         try:
-            worker.lmw = lm_weight
             return worker.dag_checked(node_off, arc_off, arc_dst, arc_word, arc_w, final_w,
                                       bos, eos)
         finally:
