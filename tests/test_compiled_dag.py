@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 import random
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -92,3 +93,45 @@ def test_property_compiled_dag_on_random_models(tmp_path_factory, arpa, seed):
     assert abs(got.log_p - brute.best_log_p) <= 1e-9 * (1 + abs(brute.best_log_p))
     assert np.isclose(path_score(lm, wl, got.arcs, NgramScoring()), got.log_p, rtol=0,
                       atol=1e-9 * (1 + abs(got.log_p)))
+
+
+CORPUS = Path(__file__).resolve().parents[2] / "shared" / "data" / "arpa"
+REAL_FILES = sorted(p for s in ("set1", "set2") for p in (CORPUS / s).glob("*")
+                    if p.suffix != ".md")
+
+
+@pytest.mark.skipif(not REAL_FILES, reason=f"no ARPA corpus at {CORPUS}")
+def test_word_lattices_on_the_real_arpa_files():
+    """Every real ARPA file maxarpa reads (with <s> and </s>): on random DAGs over its words,
+    the compiled expansion, the numpy reference and ARS on DAGs give brute force's best ln p
+    (each path scored by the model's scalar walk), and ARS certifies."""
+    from arsdecode.errors import ArsDecodeError
+    from arsdecode.methods.dag_ars import dag_ars_decode
+    from maxarpa.errors import MaxArpaError
+
+    ran = 0
+    for path in REAL_FILES:
+        try:
+            lm = maxarpa.load(path)
+        except (MaxArpaError, ArsDecodeError, OSError):
+            continue  # the broken files of the corpus (its README lists them)
+        if lm.bos_id is None or lm.eos_id is None:
+            continue
+        words = [w for w in lm.vocab if w not in ("<s>", "</s>")][:40]
+        if not words:
+            continue
+        rng = random.Random(path.name)
+        for _ in range(2):
+            wl = random_word_lattice(rng, words, max_nodes=5, max_paths=60)
+            brute = brute_dag_model(lm, wl)
+            [got] = fast_full.run_dag(lm, [wl])
+            if brute.best_log_p == -math.inf:
+                assert got.log_p == -math.inf, path.name
+                continue
+            tol = 1e-9 * (1 + abs(brute.best_log_p))
+            assert abs(got.log_p - brute.best_log_p) <= tol, path.name
+            assert abs(dag_full.dag_decode(lm, wl).log_p - brute.best_log_p) <= tol, path.name
+            ars = dag_ars_decode(lm, wl)
+            assert ars.certified and abs(ars.log_p - brute.best_log_p) <= tol, path.name
+            ran += 1
+    assert ran >= 40
