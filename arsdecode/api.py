@@ -128,6 +128,8 @@ def interpolate(models: Sequence[Model], weights: Sequence[float], *,
     models.
     """
     return InterpolatedLM(models, weights, missing=missing)
+
+
 def loglinear(models: Sequence[ModelLike], alphas: Sequence[float] | None = None, *,
               features: str | Path | Mapping[str, float] | None = None,
               length_prior: Mapping[int, float] | None = None) -> LogLinearLM:
