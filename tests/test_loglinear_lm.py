@@ -464,8 +464,10 @@ def test_cli_bad_feature_file_is_one_line(random_lms, tmp_path, capsys):
         assert len(err.splitlines()) == 1 and f"{bad}:2" in err and "Traceback" not in err
 
 
-def test_wide_shapes_use_the_dict_and_agree_with_the_coded_lookup(random_lms):
-    """A shape whose keys do not fit an int64 is looked up by dict, row by row: same values."""
+def test_wide_shapes_use_the_dict_and_agree_with_the_coded_lookup(random_lms, monkeypatch):
+    """A shape whose keys do not fit an int64 is looked up by dict, row by row, and a shape too
+    big for a dense array by binary search: all three lookups give the same values."""
+    import arsdecode.model.loglinear as loglinear_module
     from arsdecode.model.loglinear import FeatureTable
 
     rng = random.Random(12)
@@ -481,3 +483,8 @@ def test_wide_shapes_use_the_dict_and_agree_with_the_coded_lookup(random_lms):
                       for _ in hists])
     np.testing.assert_array_equal(wide.value(rows, words), target.table.value(rows, words))
     np.testing.assert_array_equal(wide.bound(rows, words), target.table.bound(rows, words))
+    monkeypatch.setattr(loglinear_module, "DENSE_TABLE_ENTRIES", 0)
+    searched = FeatureTable(patterns, vocab_size=target.table.vocab_size)
+    assert target.table.dense and not searched.dense and searched.coded
+    assert np.count_nonzero(target.table.value(rows, words))  # the rows hit some feature
+    np.testing.assert_array_equal(searched.value(rows, words), target.table.value(rows, words))
