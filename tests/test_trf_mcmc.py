@@ -25,6 +25,7 @@ import maxarpa
 from arsdecode import api
 from arsdecode.errors import OptionError
 from arsdecode.model import LogLinearLM
+from arsdecode.tasks.trf import mcmc
 from arsdecode.tasks.trf.mcmc import TransDimensionalSampler
 from arsdecode.testing.brute import chi_square_pvalue, target_path_log
 from arsdecode.testing.random_arpa import random_arpa_text
@@ -77,7 +78,10 @@ def final_states(model: LogLinearLM, log_pi: np.ndarray, zeta: np.ndarray, chain
 
 @pytest.mark.parametrize("log_pi", [LOG_PI, np.array([NO, NO, math.log(0.6), math.log(0.4)])],
                          ids=["lengths1-3", "lengths2-3"])
-def test_chains_are_stationary_on_the_enumerated_target(model, log_pi):
+@pytest.mark.parametrize("max_rows", [None, 10_000], ids=["one-batch", "chunked"])
+def test_chains_are_stationary_on_the_enumerated_target(model, log_pi, max_rows, monkeypatch):
+    if max_rows is not None:  # chains in chunks of about 10_000 / (n V) per log_prob call
+        monkeypatch.setattr(mcmc, "_MAX_ROWS", max_rows)
     samples = final_states(model, log_pi, ZETA, chains=12000, sweeps=20, seed=5)
     assert {len(s) for s in samples} <= set(np.flatnonzero(np.isfinite(log_pi)))
     assert chi_square_pvalue(samples, enumerate_target(model, log_pi, ZETA)) > 1e-3

@@ -74,6 +74,9 @@ import numpy as np
 from arsdecode.errors import OptionError
 from arsdecode.model import LogLinearLM, TargetModel
 
+_MAX_ROWS = 1 << 20
+"""About how many (context, word) rows one Gibbs `log_prob` call may take (~8 bytes * n each)."""
+
 
 class TransDimensionalSampler:
     """`chains` Markov chains over (length, sentence) targeting
@@ -126,14 +129,25 @@ class TransDimensionalSampler:
         length move, then Gibbs over every position. Returns the new `states` (fresh arrays;
         the length of a sentence is its len)."""
         zeta = self._check_zeta(zeta)
+        if len(self.states) != self.chains or any(
+                not self.lmin <= len(s) <= self.lmax for s in self.states):
+            raise OptionError(f"states must be {self.chains} sentences of lengths "
+                              f"{self.lmin} .. {self.lmax}")
         pad, lengths = self._padded(self.states)
-        self._length_move(pad, lengths, zeta)
+        # Chains are independent of each other, so they go through log_prob together, in
+        # chunks of at most about _MAX_ROWS rows (a chain takes up to (n, V) of them).
+        chunk = max(1, _MAX_ROWS // (self.n * len(self.candidates)))
+        for start in range(0, self.chains, chunk):
+            self._length_move(pad, lengths, zeta, np.arange(start, min(start + chunk,
+                                                                       self.chains)))
         for i in range(self.lmax):
-            rows = np.flatnonzero(lengths > i)
-            if len(rows) == 0:
+            active = np.flatnonzero(lengths > i)
+            if len(active) == 0:
                 break
-            logits = self._gibbs_logits(pad, lengths, rows, i)
-            pad[rows, i + self.n] = self.candidates[self._gumbel_argmax(logits)]
+            for start in range(0, len(active), chunk):
+                rows = active[start:start + chunk]
+                logits = self._gibbs_logits(pad, lengths, rows, i)
+                pad[rows, i + self.n] = self.candidates[self._gumbel_argmax(logits)]
         self.states = [pad[c, self.n:self.n + lengths[c]].copy() for c in range(self.chains)]
         return self.states
 
@@ -258,27 +272,28 @@ class TransDimensionalSampler:
             return (self._log_gamma(new, lengths) - self._log_gamma(lengths, new)
                     + prior[safe_new] - prior[lengths] + np.where(up, g, -g))
 
-    def _length_move(self, pad: np.ndarray, lengths: np.ndarray, zeta: np.ndarray) -> None:
-        """One MH length move of every chain, in place on `pad` and `lengths`."""
+    def _length_move(self, pad: np.ndarray, lengths: np.ndarray, zeta: np.ndarray,
+                     rows: np.ndarray) -> None:
+        """One MH length move of each chain in `rows`, in place on `pad` and `lengths`."""
         if self.lmin == self.lmax:
             return
-        k = len(lengths)
-        p_up = np.exp(self._log_gamma(lengths, lengths + 1))
-        up = self.rng.random(k) < p_up
-        rows = np.arange(k)
-        log_f, g = self._end_terms(pad, rows, np.where(up, lengths, lengths - 1))
-        log_a = self._log_accept(lengths, up, g, zeta)
+        length = lengths[rows]
+        p_up = np.exp(self._log_gamma(length, length + 1))
+        up = self.rng.random(len(rows)) < p_up
+        log_f, g = self._end_terms(pad, rows, np.where(up, length, length - 1))
+        log_a = self._log_accept(length, up, g, zeta)
         with np.errstate(divide="ignore", invalid="ignore"):
-            accept = np.log(self.rng.random(k)) < log_a
-        births = np.flatnonzero(accept & up)
-        deaths = np.flatnonzero(accept & ~up)
-        if len(births):
-            words = self.candidates[self._gumbel_argmax(log_f[births])]
+            accept = np.log(self.rng.random(len(rows))) < log_a
+        born = np.flatnonzero(accept & up)
+        died = np.flatnonzero(accept & ~up)
+        if len(born):
+            births = rows[born]
             at = self.n + lengths[births]
-            pad[births, at] = words
+            pad[births, at] = self.candidates[self._gumbel_argmax(log_f[born])]
             pad[births, at + 1] = self.model.eos
             lengths[births] += 1
-        if len(deaths):
+        if len(died):
+            deaths = rows[died]
             at = self.n + lengths[deaths]
             pad[deaths, at - 1] = self.model.eos
             pad[deaths, at] = -1
