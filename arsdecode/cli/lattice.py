@@ -69,7 +69,8 @@ EPILOG = epilog(UNITS_HELP, LATTICE_HELP, WORD_LATTICE_HELP, EXIT_STATUS_HELP)
 def add_decode_parser(sub: argparse._SubParsersAction) -> None:
     d = sub.add_parser("decode", help="exact best path of a lattice",
                        description="The exact most probable path of a lattice under an n-gram "
-                                   "LM, with a certificate.", epilog=EPILOG)
+                                   "LM (or a VPYLM: --vpylm), with a certificate.",
+                       epilog=EPILOG)
     add_model_options(d, "ARPA, MAX-ARPA or maxarpa binary model (log10)")
     add_lm_weight_option(d, "--lm-scale")
     add_mix_options(d)

@@ -138,28 +138,37 @@ def _max_depth(parent) -> int:
 
 def load_target(path: str) -> VpylmLM:
     """The --vpylm model as a target. Any file that is not a readable VPYLM is one ModelError
-    naming it: an ARPA or other non-.npz file is told apart first (its cause is the option, not
-    the file), and a truncated or corrupt archive, which numpy reports as BadZipFile,
-    EOFError or a zlib error, is caught here too (`VpylmCounts.load` catches only OSError,
-    KeyError and ValueError)."""
+    naming it: a file that is no .npz (an ARPA model) or an .npz without the VPYLM's metadata
+    (a maxarpa binary model) is told apart first, since its cause is the option, not the file;
+    a truncated or corrupt archive, which numpy reports as BadZipFile, EOFError or a zlib
+    error, is caught here too (`VpylmCounts.load` catches only OSError, KeyError and
+    ValueError)."""
     import zipfile
     import zlib
 
     from arsdecode.model.vpylm import load_vpylm
 
+    other = (f"{path}: not a VPYLM model (a .npz written by `arsdecode train-vpylm`); an "
+             "ARPA, MAX-ARPA or maxarpa binary n-gram model goes to --lm")
     try:
         with open(path, "rb") as fh:
             head = fh.read(4)
+        if head != b"PK\x03\x04":  # not a zip archive at all
+            raise ModelError(other)
+        with zipfile.ZipFile(path) as archive:
+            names = set(archive.namelist())
     except OSError as err:
         raise ModelError(f"{path}: cannot read a VPYLM model ({err.strerror or err})") from None
-    if head != b"PK\x03\x04":
-        raise ModelError(f"{path}: not a VPYLM model (a .npz from `arsdecode train-vpylm`); "
-                         "an ARPA, MAX-ARPA or binary n-gram model goes to --lm")
+    except zipfile.BadZipFile as err:
+        raise ModelError(f"{path}: cannot read a VPYLM model: truncated or corrupt archive "
+                         f"({err})") from None
+    if "meta.npy" not in names:
+        raise ModelError(other)
     try:
         return load_vpylm(path)
     except (zipfile.BadZipFile, EOFError, zlib.error) as err:
         raise ModelError(f"{path}: cannot read a VPYLM model: truncated or corrupt archive "
                          f"({err})") from None
-    except (AttributeError, TypeError, IndexError) as err:  # well-formed zip, wrong content
+    except (AttributeError, TypeError, IndexError) as err:  # an archive of other content
         raise ModelError(f"{path}: not a VPYLM model (its arrays or metadata are not a "
                          f"VPYLM's: {err})") from None
