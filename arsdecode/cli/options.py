@@ -421,9 +421,9 @@ def refuse_mix(args: argparse.Namespace, what: str) -> None:
 
 
 def add_model_options(p: Any, lm_help: str) -> None:
-    """--lm MODEL or --vpylm MODEL, exactly one (`check_model_options` says so at run time:
-    argparse's mutually exclusive group would print a usage line, and says nothing when both
-    are missing unless the group is required, which hides --vpylm from the usage)."""
+    """--lm MODEL or --vpylm MODEL, exactly one, checked by `check_model_options` at run time
+    (not by an argparse group: one OptionError can say which is missing or doubled, and
+    `--lm` keeps its help text and place)."""
     p.add_argument("--lm", default=None, help=f"{lm_help}; or --vpylm")
     p.add_argument("--vpylm", default=None, metavar="MODEL",
                    help="a variable-order Pitman-Yor LM (.npz from `arsdecode train-vpylm`) as "
