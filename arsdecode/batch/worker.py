@@ -60,6 +60,7 @@ class TaskSpec:
     mix: tuple[tuple[str, float], ...] = ()  # --mix-lm..: (binary model path, weight) each
     mix_lambda: float = 1.0  # with `mix`: the weight of `lm` (SRILM's -lambda)
     mix_missing: str = "unk"  # with `mix`: a word a model lacks ("unk" or "zero")
+    vpylm: bool = False  # `lm` is a VPYLM (.npz of `arsdecode train-vpylm`), not an n-gram model
 
 
 def item_seed(seed: int, item_id: Any) -> int:
@@ -99,7 +100,12 @@ def worker_models(spec: TaskSpec) -> tuple[Any, Any]:
             from arsdecode.lattice.disambig_map import DisambigMap
 
             emissions = DisambigMap.read(spec.map, logmap=spec.logmap, tolower=spec.tolower)
-        lm = load_shared_model(spec.lm, spec.config)
+        if spec.vpylm:  # a VPYLM: its .npz (a few arrays), loaded whole
+            from arsdecode.model.vpylm import load_vpylm
+
+            lm = load_vpylm(spec.lm)
+        else:
+            lm = load_shared_model(spec.lm, spec.config)
         for old in [k for k in _WORKER_MODELS if k[0][0] == spec.lm]:
             del _WORKER_MODELS[old]
         _WORKER_MODELS[key] = (lm, emissions)
@@ -137,6 +143,10 @@ def _lattice(spec: TaskSpec, item: Item, emissions) -> tuple[Any, list[str] | No
     if spec.task != "tag" and spec.map is None:
         if isinstance(obj, dict) and "arcs" in obj:  # a word lattice (JSON DAG)
             from arsdecode.lattice import WordLattice
+
+            if spec.vpylm:  # as `decode --vpylm` refuses a word lattice
+                raise LatticeError(f"{where}: --vpylm works on confusion networks, not on "
+                                   "word lattices (decoded with an n-gram model: --lm)")
 
             return WordLattice.from_json_obj(obj, source=where), None
         return Lattice.from_json_obj(obj, source=where), None

@@ -68,6 +68,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--lm", default=None,
                    help="ARPA, MAX-ARPA or maxarpa binary model (tag: default the tag LM of "
                         "--models)")
+    p.add_argument("--vpylm", default=None, metavar="MODEL",
+                   help="--task decode or sample: a VPYLM (.npz from `arsdecode train-vpylm`) "
+                        "instead of --lm; confusion-network items only (a word-lattice item "
+                        "becomes an error line)")
     p.add_argument("--in", dest="in_path", required=True, metavar="JSONL",
                    help="input items ('-' for stdin)")
     p.add_argument("--out", required=True, metavar="JSONL",
@@ -150,6 +154,24 @@ def tag_paths(args: argparse.Namespace) -> tuple[str | None, str]:
     return lm, str((d / "emissions.json.gz").resolve())
 
 
+def check_vpylm(args: argparse.Namespace) -> None:
+    """batch --vpylm: refuse what does not combine with it (as `decode --vpylm` does), and
+    load the model once here, so a bad file is one line before any worker starts."""
+    from arsdecode.cli.vpylm import load_target
+
+    if args.task == "tag":
+        raise OptionError("--vpylm is for --task decode or sample (the tagger has its own LM)")
+    if args.lm is not None:
+        raise OptionError("give --lm or --vpylm, not both")
+    if args.mix_lm is not None:
+        raise OptionError("--mix-lm interpolates n-gram models; it does not combine with "
+                          "--vpylm")
+    if lm_config(args) != Config():
+        raise OptionError("the ARPA strictness flags (--sentence-marker-missing, ...) apply to "
+                          "--lm, not to --vpylm")
+    load_target(args.vpylm)
+
+
 def run(args: argparse.Namespace) -> int:
     if args.workers is not None and args.scheduler:
         raise BatchError("give --workers or --scheduler, not both")
@@ -162,13 +184,15 @@ def run(args: argparse.Namespace) -> int:
         raise OptionError("--retry-errors rewrites --out, which cannot be stdout")
     emissions = None
     lm = args.lm
-    if args.task == "tag":
+    if args.vpylm is not None:
+        check_vpylm(args)
+    elif args.task == "tag":
         if args.lmw != 1.0:
             raise OptionError("--lmw is for --task decode or sample (the tagger's model is "
                               "scored as it was trained)")
         lm, emissions = tag_paths(args)
     elif lm is None:
-        raise BatchError(f"--task {args.task} needs --lm")
+        raise BatchError(f"--task {args.task} needs --lm (or --vpylm)")
     map_path = None
     if args.map is not None:
         if args.task == "tag":
@@ -182,13 +206,18 @@ def run(args: argparse.Namespace) -> int:
         map_path = str(Path(args.map).resolve())
     elif map_reading_options_set(args):
         raise OptionError("--logmap, --tolower, --keep-unk and --mapw need --map")
-    cache = Path(args.model_cache) if args.model_cache else default_model_cache()
-    main_weight, mixed = mix_models(args)  # --mix-lm: each model converted, as --lm
-    if mixed and args.task == "tag":
-        raise OptionError("--mix-lm is for --task decode or sample")
-    mix = tuple((str(binary_model(path, cache, lm_config(args))), w) for path, w in mixed)
+    if args.vpylm is not None:  # workers load the .npz itself: no conversion
+        mix: tuple[tuple[str, float], ...] = ()
+        main_weight, model = 1.0, str(Path(args.vpylm).resolve())
+    else:
+        cache = Path(args.model_cache) if args.model_cache else default_model_cache()
+        main_weight, mixed = mix_models(args)  # --mix-lm: each model converted, as --lm
+        if mixed and args.task == "tag":
+            raise OptionError("--mix-lm is for --task decode or sample")
+        mix = tuple((str(binary_model(path, cache, lm_config(args))), w) for path, w in mixed)
+        model = str(binary_model(lm, cache, lm_config(args)))
     spec = TaskSpec(
-        task=args.task, lm=str(binary_model(lm, cache, lm_config(args))), emissions=emissions,
+        task=args.task, lm=model, emissions=emissions, vpylm=args.vpylm is not None,
         n=args.n,
         seed=args.seed, variant=args.variant, max_iterations=args.max_iterations,
         method=args.method,

@@ -27,9 +27,11 @@ from arsdecode.cli.options import (
     add_max_iterations,
     add_method_option,
     add_mix_options,
+    add_model_options,
     add_sampling_options,
     check_batch_fits,
     check_fits,
+    check_model_options,
     epilog,
     lm_config,
     lm_target,
@@ -37,6 +39,7 @@ from arsdecode.cli.options import (
     positive_int,
     refuse_features_on_word_lattices,
     refuse_mix,
+    refuse_vpylm,
     with_features,
 )
 from arsdecode.cli.output import (
@@ -66,8 +69,9 @@ EPILOG = epilog(UNITS_HELP, LATTICE_HELP, WORD_LATTICE_HELP, EXIT_STATUS_HELP)
 def add_decode_parser(sub: argparse._SubParsersAction) -> None:
     d = sub.add_parser("decode", help="exact best path of a lattice",
                        description="The exact most probable path of a lattice under an n-gram "
-                                   "LM, with a certificate.", epilog=EPILOG)
-    d.add_argument("--lm", required=True, help="ARPA, MAX-ARPA or maxarpa binary model (log10)")
+                                   "LM (or a VPYLM: --vpylm), with a certificate.",
+                       epilog=EPILOG)
+    add_model_options(d, "ARPA, MAX-ARPA or maxarpa binary model (log10)")
     add_lm_weight_option(d, "--lm-scale")
     add_mix_options(d)
     add_features_option(d)
@@ -126,7 +130,7 @@ def add_sample_parser(sub: argparse._SubParsersAction) -> None:
                        description="Exact independent samples of the lattice's paths under "
                                    "p, by adaptive rejection, and an estimate of ln Z.",
                        epilog=EPILOG)
-    s.add_argument("--lm", required=True, help="ARPA, MAX-ARPA or maxarpa binary model (log10)")
+    add_model_options(s, "ARPA, MAX-ARPA or maxarpa binary model (log10)")
     add_lm_weight_option(s, "--lm-scale")
     add_mix_options(s)
     add_features_option(s)
@@ -184,10 +188,18 @@ def read_lattice(args: argparse.Namespace) -> Lattice:
 
 def load_lattice_and_lm(args: argparse.Namespace):
     """The lattice, the model (weighted by --lmw: `arsdecode.api.weighted`) and the OOV
-    report of its candidates."""
+    report of its candidates. The model is --lm's n-gram model (with --mix-lm or --features
+    as asked) or --vpylm's VPYLM (`check_model_options` has refused what does not combine)."""
     from arsdecode.api import load_lm, weighted
 
     lattice = read_lattice(args)
+    if args.vpylm is not None:
+        from arsdecode.cli.vpylm import load_target
+
+        vpylm = load_target(args.vpylm)
+        oov = oov_report(lattice, set(vpylm.vocab))  # ids() scores these as <unk>
+        warn_oov(oov, vpylm, args.vpylm)
+        return lattice, weighted(vpylm, lm_weight=args.lmw), oov
     lm = load_lm(args.lm, config=lm_config(args))
     target = lm_target(args, lm)  # --mix-lm: the interpolation, whose vocabulary is the union
     oov = oov_report(lattice, target.word_to_id)
@@ -203,7 +215,9 @@ def cmd_decode(args: argparse.Namespace) -> int:
     from arsdecode.api import decode
     from arsdecode.methods.ars import DecodeInterrupted
 
+    check_model_options(args)
     if is_word_lattice(args):
+        refuse_vpylm(args, "a word lattice")
         refuse_mix(args, "a word lattice")
         refuse_features_on_word_lattices(args)
         return word_lattice.cmd_decode(args)
@@ -285,7 +299,9 @@ def cmd_sample(args: argparse.Namespace) -> int:
 
     if args.json and args.jsonl:
         raise OptionError("--json and --jsonl exclude each other")
+    check_model_options(args)
     if is_word_lattice(args):
+        refuse_vpylm(args, "a word lattice")
         refuse_mix(args, "a word lattice")
         refuse_features_on_word_lattices(args)
         return word_lattice.cmd_sample(args)

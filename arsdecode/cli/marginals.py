@@ -24,17 +24,20 @@ from arsdecode.cli.options import (
     add_lm_weight_option,
     add_memory_budget_option,
     add_mix_options,
+    add_model_options,
     add_sampling_options,
     check_batch_fits,
+    check_model_options,
     epilog,
     lm_config,
     lm_target,
     positive_int,
     refuse_features_on_word_lattices,
     refuse_mix,
+    refuse_vpylm,
     with_features,
 )
-from arsdecode.cli.output import fixed, print_json
+from arsdecode.cli.output import fixed, oov_report, print_json, warn_oov
 from arsdecode.cli.word_lattice import add_word_lattice_options, is_word_lattice
 
 
@@ -47,7 +50,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                     "with 95% Wilson intervals and an interval on ln Z.",
         epilog=epilog(UNITS_HELP, LATTICE_HELP, EXIT_STATUS_HELP),
     )
-    p.add_argument("--lm", required=True, help="ARPA, MAX-ARPA or maxarpa binary model")
+    add_model_options(p, "ARPA, MAX-ARPA or maxarpa binary model")
     add_lm_weight_option(p, "--lm-scale")
     add_mix_options(p)
     add_features_option(p)
@@ -76,20 +79,30 @@ def run(args: argparse.Namespace) -> int:
     from arsdecode.api import load_lm, marginals, weighted
     from arsdecode.lattice import Lattice
 
+    check_model_options(args)
     if is_word_lattice(args):
+        refuse_vpylm(args, "a word lattice")
         refuse_mix(args, "a word lattice")
         refuse_features_on_word_lattices(args)
         return word_lattice.cmd_marginals(args)
 
     lattice = Lattice.from_json_file(args.lattice)
     check_batch_fits(args.batch, lattice)
-    ngram = load_lm(args.lm, config=lm_config(args))
-    target = lm_target(args, ngram)
-    if args.features is not None and target is not ngram:
-        from arsdecode.errors import OptionError
+    if args.vpylm is not None:  # the VPYLM (check_model_options refused what needs n-grams)
+        from arsdecode.cli.vpylm import load_target
 
-        raise OptionError("--features and --mix-lm do not combine yet")
-    lm = with_features(args, ngram) if args.features else weighted(target, lm_weight=args.lmw)
+        vpylm = load_target(args.vpylm)
+        warn_oov(oov_report(lattice, set(vpylm.vocab)), vpylm, args.vpylm)
+        lm = weighted(vpylm, lm_weight=args.lmw)
+    else:
+        ngram = load_lm(args.lm, config=lm_config(args))
+        target = lm_target(args, ngram)
+        if args.features is not None and target is not ngram:
+            from arsdecode.errors import OptionError
+
+            raise OptionError("--features and --mix-lm do not combine yet")
+        lm = (with_features(args, ngram) if args.features
+              else weighted(target, lm_weight=args.lmw))
     result = marginals(lm, lattice, args.n, args.seed, all_candidates=args.all_candidates,
                        method=args.method, batch=args.batch, target_ar=args.target_ar,
                        ar_window=args.ar_window, variant=args.variant)

@@ -415,3 +415,44 @@ def refuse_mix(args: argparse.Namespace, what: str) -> None:
     if getattr(args, "mix_lm", None) is not None:
         raise OptionError(f"--mix-lm is not available for {what} (its exact expansion runs "
                           "one n-gram table)")
+
+
+# ---- a VPYLM instead of --lm (issue 22, target 4) ------------------------------------------
+
+
+def add_model_options(p: Any, lm_help: str) -> None:
+    """--lm MODEL or --vpylm MODEL, exactly one, checked by `check_model_options` at run time
+    (not by an argparse group: one OptionError can say which is missing or doubled, and
+    `--lm` keeps its help text and place)."""
+    p.add_argument("--lm", default=None, help=f"{lm_help}; or --vpylm")
+    p.add_argument("--vpylm", default=None, metavar="MODEL",
+                   help="a variable-order Pitman-Yor LM (.npz from `arsdecode train-vpylm`) as "
+                        "the hidden layer instead of --lm; confusion-network lattices only "
+                        "(exact decoding runs ARS, or the numpy full DP)")
+
+
+def check_model_options(args: argparse.Namespace) -> None:
+    """Exactly one of --lm and --vpylm; with --vpylm, none of the options that build on an
+    n-gram table (--mix-lm, --features, the ARPA strictness flags). Raises OptionError."""
+    if (args.lm is None) == (args.vpylm is None):
+        raise OptionError("give --lm (an n-gram model) or --vpylm (a VPYLM), one of the two"
+                          if args.lm is None else "give --lm or --vpylm, not both")
+    if args.vpylm is None:
+        return
+    if getattr(args, "mix_lm", None) is not None:
+        raise OptionError("--mix-lm interpolates n-gram models; it does not combine with "
+                          "--vpylm")
+    if getattr(args, "features", None) is not None:
+        raise OptionError("--features adds n-gram features to an n-gram model; it does not "
+                          "combine with --vpylm")
+    if lm_config(args) != Config():
+        raise OptionError("the ARPA strictness flags (--sentence-marker-missing, ...) apply to "
+                          "--lm, not to --vpylm")
+
+
+def refuse_vpylm(args: argparse.Namespace, what: str) -> None:
+    """OptionError if --vpylm is given for `what` (a word lattice: that front end reads
+    an n-gram model, `cli.word_lattice.load`)."""
+    if getattr(args, "vpylm", None) is not None:
+        raise OptionError(f"--vpylm works on confusion-network lattices (JSON), not on {what} "
+                          "(word lattices are decoded with an n-gram model: --lm)")

@@ -1,0 +1,174 @@
+"""The VPYLM on the command line (issue 22, target 4): `arsdecode train-vpylm`, and the loader
+behind `decode`, `sample`, `marginals` and `batch --vpylm`.
+
+Why its own module: training a variable-order Pitman-Yor LM (arsdecode.model.vpylm) is the
+one way to make the model those options read, so the command and the loader live together:
+both know the file is one .npz ("vpylm-1"). The sampler runs here sweep by sweep, as
+`train_vpylm` runs it (the same seed gives the same counts; tests/test_vpylm_cli.py checks),
+so that a terminal sees progress. The model is written whole or not at all (a temporary
+file, then a rename), to exactly the path --out names (numpy would add ".npz" to a name).
+The engine is imported by the handlers, not here: building the parser loads no numpy.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from typing import TYPE_CHECKING
+
+from arsdecode.cli.options import EXIT_OK, epilog, int_at_least, positive_int, seed_int
+from arsdecode.cli.output import check_writable, print_json, progress_bar
+from arsdecode.errors import ModelError, OptionError
+
+if TYPE_CHECKING:
+    from arsdecode.model.vpylm import VpylmLM
+
+MARKERS = ("<s>", "</s>")
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "train-vpylm", help="train a variable-order Pitman-Yor LM (VPYLM) for --vpylm",
+        description="Train a variable-order Pitman-Yor LM (Mochihashi & Sumita 2007) by the "
+                    "paper's Gibbs sampler, and save it as one .npz that `decode`, `sample`, "
+                    "`marginals` and `batch` read with --vpylm.",
+        epilog=epilog("input: UTF-8 text (gzip, bzip2 or xz allowed), one sentence per line, "
+                      "tokens separated by whitespace; blank lines are skipped; <s> and </s> "
+                      "are added by the trainer and must not appear; <unk> may (it is the "
+                      "word that unknown lattice candidates are scored as).",
+                      "exit status: 0 success; 2 bad input or options (one line on stderr); "
+                      "130 interrupted (Ctrl-C): nothing is written."),
+    )
+    p.add_argument("--text", required=True, metavar="TRAIN",
+                   help="training text, one sentence per line ('-' for stdin)")
+    p.add_argument("--out", required=True, metavar="MODEL",
+                   help="the model file to write (written as named; .npz is the usual suffix)")
+    p.add_argument("--depth", type=positive_int, default=8,
+                   help="deepest context (words) the tree may grow, 1..10")
+    p.add_argument("--sweeps", type=int_at_least(0), default=5,
+                   help="Gibbs sweeps after the initial seating (>= 0), each followed by "
+                        "resampling the discounts and strengths")
+    p.add_argument("--seed", type=seed_int, default=0,
+                   help="random seed >= 0; the same seed and text give the same model")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.set_defaults(handler=run)
+
+
+def read_sentences(path: str) -> list[list[str]]:
+    """The sentences of a training text: one per non-blank line, split on whitespace. Raises
+    ModelError naming the file (and line) for text that is not UTF-8, a sentence marker in the
+    text, or no sentence at all; maxarpa's FormatError for a file that cannot be opened."""
+    import lzma
+    import zlib
+
+    from arsdecode.lattice import utf8_text
+    from maxarpa.arpa import open_binary
+
+    name = "<stdin>" if path == "-" else path
+    try:
+        if path == "-":
+            data = sys.stdin.buffer.read()
+        else:
+            with open_binary(path) as fh:
+                data = fh.read()
+    except (OSError, EOFError, zlib.error, lzma.LZMAError) as err:
+        raise ModelError(f"{name}: cannot read the training text ({err})") from None
+    sentences = []
+    for lineno, line in enumerate(utf8_text(data, name, ModelError).splitlines(), start=1):
+        words = line.split()
+        marker = next((w for w in words if w in MARKERS), None)
+        if marker is not None:
+            raise ModelError(f"{name}:{lineno}: {marker} in the text (the trainer adds <s> "
+                             "and </s> to every sentence)")
+        if words:
+            sentences.append(words)
+    if not sentences:
+        raise ModelError(f"{name}: no sentence to train on (every line is blank)")
+    return sentences
+
+
+def run(args: argparse.Namespace) -> int:
+    from arsdecode.model.vpylm import BOS, DISCOUNTS, EOS, UNK, VpylmSampler
+    from maxarpa.output import atomic_output
+
+    top = len(DISCOUNTS) - 1
+    if not 1 <= args.depth <= top:
+        raise OptionError(f"--depth must be in 1..{top}, got {args.depth}")
+    check_writable(args.out)  # before the work: a bad path must not cost a training run
+    sentences = read_sentences(args.text)
+    start = time.perf_counter()
+    # As train_vpylm (same vocabulary order, same draws), one step at a time for the bar.
+    vocab = [BOS, EOS, UNK, *sorted({w for s in sentences for w in s} - {BOS, EOS, UNK})]
+    sampler = VpylmSampler(vocab, args.depth, seed=args.seed)
+    with progress_bar(args.sweeps + 1, "pass", leave=False, desc="seat+sweeps") as bar:
+        sampler.add_corpus(sentences)
+        bar.update(1)
+        for _ in range(args.sweeps):
+            sampler.sweep()
+            sampler.resample_hyperparameters()
+            bar.update(1)
+    counts = sampler.counts()
+    with atomic_output(args.out) as tmp, open(tmp, "wb") as fh:
+        counts.save(fh)  # type: ignore[arg-type]  # a file object: numpy adds no ".npz"
+    seconds = time.perf_counter() - start
+    info = {"out": args.out, "sentences": len(sentences),
+            "tokens": int(sum(len(s) for s in sentences)), "vocab": len(vocab) - 1,
+            "depth": args.depth, "sweeps": args.sweeps, "seed": args.seed,
+            "nodes": len(counts.parent), "max_node_depth": _max_depth(counts.parent),
+            "discounts": counts.discounts, "strengths": counts.strengths,
+            "seconds": seconds}
+    if args.json:
+        print_json(info)
+    else:
+        print(f"trained a VPYLM on {info['sentences']} sentences ({info['tokens']} tokens, "
+              f"{info['vocab']} words with </s> and <unk>): {info['nodes']} context nodes, "
+              f"deepest {info['max_node_depth']} of {args.depth}, {args.sweeps} sweeps, "
+              f"{seconds:.1f} s -> {args.out}")
+    return EXIT_OK
+
+
+def _max_depth(parent) -> int:
+    """Depth of the deepest node (parents precede children in the saved arrays)."""
+    depth = [0] * len(parent)
+    for v in range(1, len(parent)):
+        depth[v] = depth[int(parent[v])] + 1
+    return max(depth, default=0)
+
+
+def load_target(path: str) -> VpylmLM:
+    """The --vpylm model as a target. Any file that is not a readable VPYLM is one ModelError
+    naming it: a file that is no .npz (an ARPA model) or an .npz without the VPYLM's metadata
+    (a maxarpa binary model) is told apart first, since its cause is the option, not the file;
+    a truncated or corrupt archive, which numpy reports as BadZipFile, EOFError or a zlib
+    error, is caught here too (`VpylmCounts.load` catches only OSError, KeyError and
+    ValueError)."""
+    import zipfile
+    import zlib
+
+    from arsdecode.model.vpylm import load_vpylm
+
+    other = (f"{path}: not a VPYLM model (a .npz written by `arsdecode train-vpylm`); an "
+             "ARPA, MAX-ARPA or maxarpa binary n-gram model goes to --lm")
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(4)
+        if head != b"PK\x03\x04":  # not a zip archive at all
+            raise ModelError(other)
+        with zipfile.ZipFile(path) as archive:
+            names = set(archive.namelist())
+    except OSError as err:
+        raise ModelError(f"{path}: cannot read a VPYLM model ({err.strerror or err})") from None
+    except zipfile.BadZipFile as err:
+        raise ModelError(f"{path}: cannot read a VPYLM model: truncated or corrupt archive "
+                         f"({err})") from None
+    if "meta.npy" not in names:
+        raise ModelError(other)
+    try:
+        return load_vpylm(path)
+    except (zipfile.BadZipFile, EOFError, zlib.error) as err:
+        raise ModelError(f"{path}: cannot read a VPYLM model: truncated or corrupt archive "
+                         f"({err})") from None
+    except (AttributeError, TypeError, IndexError) as err:  # an archive of other content
+        raise ModelError(f"{path}: not a VPYLM model (its arrays or metadata are not a "
+                         f"VPYLM's: {err})") from None
