@@ -264,3 +264,25 @@ def test_resampled_hyperparameters_are_valid_and_saved(model, tmp_path):
     assert sampler.d[:3] != [0.62, 0.69, 0.74]  # resampled, not the starting values
     lm.counts.save(tmp_path / "m.npz")
     assert load_vpylm(tmp_path / "m.npz").counts.discounts == sampler.d
+
+
+@pytest.mark.parametrize("content", [b"\\data\\\nngram 1=1\n", b"", b"PK\x03\x04garbage"])
+def test_load_vpylm_of_a_bad_file_is_one_model_error_naming_it(tmp_path, content):
+    """The API, not only the CLI, gets a ModelError (no BadZipFile/EOFError traceback)."""
+    from arsdecode.errors import ModelError
+
+    path = tmp_path / "bad.npz"
+    path.write_bytes(content)
+    with pytest.raises(ModelError, match=str(path)):
+        load_vpylm(path)
+
+
+def test_load_vpylm_of_a_truncated_model_is_a_model_error(tmp_path):
+    from arsdecode.errors import ModelError
+
+    good = tmp_path / "m.npz"
+    train_vpylm([["a", "b"], ["b", "a", "a"]], max_depth=2, sweeps=1).save(good)
+    bad = tmp_path / "cut.npz"
+    bad.write_bytes(good.read_bytes()[: good.stat().st_size // 2])
+    with pytest.raises(ModelError, match="cut.npz"):
+        load_vpylm(bad)

@@ -89,7 +89,7 @@ def read_sentences(path: str) -> list[list[str]]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from arsdecode.model.vpylm import BOS, DISCOUNTS, EOS, UNK, VpylmSampler
+    from arsdecode.model.vpylm import DISCOUNTS, train_vpylm
     from maxarpa.output import atomic_output
 
     top = len(DISCOUNTS) - 1
@@ -98,22 +98,14 @@ def run(args: argparse.Namespace) -> int:
     check_writable(args.out)  # before the work: a bad path must not cost a training run
     sentences = read_sentences(args.text)
     start = time.perf_counter()
-    # As train_vpylm (same vocabulary order, same draws), one step at a time for the bar.
-    vocab = [BOS, EOS, UNK, *sorted({w for s in sentences for w in s} - {BOS, EOS, UNK})]
-    sampler = VpylmSampler(vocab, args.depth, seed=args.seed)
     with progress_bar(args.sweeps + 1, "pass", leave=False, desc="seat+sweeps") as bar:
-        sampler.add_corpus(sentences)
-        bar.update(1)
-        for _ in range(args.sweeps):
-            sampler.sweep()
-            sampler.resample_hyperparameters()
-            bar.update(1)
-    counts = sampler.counts()
+        counts = train_vpylm(sentences, args.depth, args.sweeps, args.seed,
+                             on_pass=lambda: bar.update(1))
     with atomic_output(args.out) as tmp, open(tmp, "wb") as fh:
-        counts.save(fh)  # type: ignore[arg-type]  # a file object: numpy adds no ".npz"
+        counts.save(fh)  # a file object: numpy adds no ".npz"
     seconds = time.perf_counter() - start
     info = {"out": args.out, "sentences": len(sentences),
-            "tokens": int(sum(len(s) for s in sentences)), "vocab": len(vocab) - 1,
+            "tokens": int(sum(len(s) for s in sentences)), "vocab": len(counts.vocab) - 1,
             "depth": args.depth, "sweeps": args.sweeps, "seed": args.seed,
             "nodes": len(counts.parent), "max_node_depth": _max_depth(counts.parent),
             "discounts": counts.discounts, "strengths": counts.strengths,
@@ -137,38 +129,8 @@ def _max_depth(parent) -> int:
 
 
 def load_target(path: str) -> VpylmLM:
-    """The --vpylm model as a target. Any file that is not a readable VPYLM is one ModelError
-    naming it: a file that is no .npz (an ARPA model) or an .npz without the VPYLM's metadata
-    (a maxarpa binary model) is told apart first, since its cause is the option, not the file;
-    a truncated or corrupt archive, which numpy reports as BadZipFile, EOFError or a zlib
-    error, is caught here too (`VpylmCounts.load` catches only OSError, KeyError and
-    ValueError)."""
-    import zipfile
-    import zlib
-
+    """The --vpylm model as a target (`load_vpylm`: any file that is not a readable VPYLM is
+    one ModelError naming it)."""
     from arsdecode.model.vpylm import load_vpylm
 
-    other = (f"{path}: not a VPYLM model (a .npz written by `arsdecode train-vpylm`); an "
-             "ARPA, MAX-ARPA or maxarpa binary n-gram model goes to --lm")
-    try:
-        with open(path, "rb") as fh:
-            head = fh.read(4)
-        if head != b"PK\x03\x04":  # not a zip archive at all
-            raise ModelError(other)
-        with zipfile.ZipFile(path) as archive:
-            names = set(archive.namelist())
-    except OSError as err:
-        raise ModelError(f"{path}: cannot read a VPYLM model ({err.strerror or err})") from None
-    except zipfile.BadZipFile as err:
-        raise ModelError(f"{path}: cannot read a VPYLM model: truncated or corrupt archive "
-                         f"({err})") from None
-    if "meta.npy" not in names:
-        raise ModelError(other)
-    try:
-        return load_vpylm(path)
-    except (zipfile.BadZipFile, EOFError, zlib.error) as err:
-        raise ModelError(f"{path}: cannot read a VPYLM model: truncated or corrupt archive "
-                         f"({err})") from None
-    except (AttributeError, TypeError, IndexError) as err:  # an archive of other content
-        raise ModelError(f"{path}: not a VPYLM model (its arrays or metadata are not a "
-                         f"VPYLM's: {err})") from None
+    return load_vpylm(path)

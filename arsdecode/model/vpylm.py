@@ -60,9 +60,12 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterable, Sequence
+import zipfile
+import zlib
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO
 
 import numpy as np
 
@@ -292,7 +295,9 @@ class VpylmCounts:
     stop: np.ndarray
     restaurants: np.ndarray
 
-    def save(self, path: str | Path) -> None:
+    def save(self, path: str | Path | BinaryIO) -> None:
+        """Write one .npz (numpy adds ".npz" to a path without it; a file object is written
+        as is, which is how the CLI writes to a temporary name before renaming)."""
         meta = {"vocab": self.vocab, "max_depth": self.max_depth, "alpha": self.alpha,
                 "beta": self.beta, "discounts": self.discounts, "strengths": self.strengths,
                 "format": "vpylm-1"}
@@ -301,31 +306,55 @@ class VpylmCounts:
 
     @classmethod
     def load(cls, path: str | Path) -> VpylmCounts:
+        """The counts saved by `save`. Anything else is one ModelError naming the file: an
+        ARPA or other non-zip file, an .npz of other arrays (a maxarpa binary model), and a
+        truncated or corrupt archive (which numpy reports as BadZipFile, EOFError or a zlib
+        error)."""
+        other = (f"{path}: not a VPYLM model (a .npz written by `arsdecode train-vpylm`); an "
+                 "ARPA, MAX-ARPA or maxarpa binary n-gram model is read by `load_lm` / --lm")
         try:
+            with open(path, "rb") as fh:
+                if fh.read(4) != b"PK\x03\x04":  # not a zip archive at all
+                    raise ModelError(other)
             with np.load(path, allow_pickle=False) as z:
+                if "meta" not in z.files:
+                    raise ModelError(other)
                 meta = json.loads(str(z["meta"]))
-                if meta.get("format") != "vpylm-1":
-                    raise ModelError(f"{path}: not a VPYLM file (format {meta.get('format')})")
+                if not isinstance(meta, dict) or meta.get("format") != "vpylm-1":
+                    raise ModelError(other)
                 return cls(meta["vocab"], int(meta["max_depth"]), float(meta["alpha"]),
                            float(meta["beta"]), [float(x) for x in meta["discounts"]],
-                           [float(x) for x in meta["strengths"]], z["parent"], z["word"], z["stop"],
-                           z["restaurants"])
-        except (OSError, KeyError, ValueError) as exc:
-            raise ModelError(f"{path}: cannot read a VPYLM model ({exc})") from exc
+                           [float(x) for x in meta["strengths"]], z["parent"], z["word"],
+                           z["stop"], z["restaurants"])
+        except OSError as exc:
+            raise ModelError(f"{path}: cannot read a VPYLM model ({exc.strerror or exc})"
+                             ) from None
+        except (zipfile.BadZipFile, EOFError, zlib.error) as exc:
+            raise ModelError(f"{path}: cannot read a VPYLM model: truncated or corrupt "
+                             f"archive ({exc})") from None
+        except (KeyError, ValueError, TypeError, AttributeError, IndexError) as exc:
+            raise ModelError(f"{path}: not a VPYLM model (its arrays or metadata are not a "
+                             f"VPYLM's: {exc})") from None
 
 
 def train_vpylm(sentences: Sequence[Sequence[str]], max_depth: int = 8, sweeps: int = 2,
                 seed: int = 0, alpha: float = 1.0, beta: float = 1.0,
-                resample: bool = True) -> VpylmCounts:
+                resample: bool = True,
+                on_pass: Callable[[], object] | None = None) -> VpylmCounts:
     """Seat the corpus, run `sweeps` Gibbs sweeps (each followed by resampling d and th when
-    `resample`), return the counts (the last sample)."""
+    `resample`), return the counts (the last sample). `on_pass` is called after the seating
+    and after each sweep (a progress bar's update)."""
     vocab = [BOS, EOS, UNK, *sorted({w for s in sentences for w in s} - {BOS, EOS, UNK})]
     sampler = VpylmSampler(vocab, max_depth, alpha, beta, seed)
     sampler.add_corpus(sentences)
+    if on_pass is not None:
+        on_pass()
     for _ in range(sweeps):
         sampler.sweep()
         if resample:
             sampler.resample_hyperparameters()
+        if on_pass is not None:
+            on_pass()
     return sampler.counts()
 
 
