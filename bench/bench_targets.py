@@ -229,7 +229,8 @@ def run(*, data: Path, general: Path | None, targets: Sequence[str], per_length:
         "seed": seed, "targets": {}}
 
     def build(name: str) -> Any:
-        """A freshly built target (no memos from an earlier method's run)."""
+        """A freshly built target (no memos from an earlier method's run); plain is the loaded
+        model itself, whose only state is its lazily built tables."""
         if name == "plain":
             return lm5
         if name == "interpolated":
@@ -401,9 +402,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                     help="the general model mixed with lm.5 (default: the embedded 5-gram)")
     ap.add_argument("--targets", nargs="+", choices=TARGETS, default=list(TARGETS))
     ap.add_argument("--per-length", type=int, default=8,
-                    help="decoded lattices per sentence length (default 8: ~60 lattices)")
+                    help="decoded lattices per sentence length (default 8: 61 lattices; 0: all)")
     ap.add_argument("--sample-per-length", type=int, default=3,
-                    help="of those, sampled lattices per length (default 3: ~24)")
+                    help="of those, sampled lattices per length (default 3: 24; 0: all)")
     ap.add_argument("--samples", type=int, default=100, help="samples per lattice")
     ap.add_argument("--full-lattices", type=int, default=5,
                     help="small lattices: one of each of this many shortest lengths, cut "
