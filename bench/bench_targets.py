@@ -1,0 +1,450 @@
+"""Issue 22's per-target bench: decode and sample time of each target beyond one ARPA file
+against the plain ARPA target, on the same SMS keypad lattices, in the same run.
+
+Data: the SMS split of `data_prep.prepare_sms` (`--data DIR` with train.txt, test.jsonl and
+lm.5.{npz,maxarpa}; made by `python -m data_prep.prepare_sms --out work/sms`). The lattices
+are keypad lattices of test.jsonl with every candidate of lm.5's vocabulary (the channel of
+`arsdecode.tasks.sms.keypad`): the first `--per-length` records of each length (3-10 words),
+the same lattices for every target; sampling runs on the first `--sample-per-length` of
+each length of them.
+
+The targets (natural log throughout; the issue's targets 1, 2 and 4):
+
+  plain         lm.5, the KenLM modified Kneser-Ney 5-gram of train.txt (the baseline);
+  interpolated  `arsdecode.interpolate([lm.5, GENERAL], [0.6, 0.4])`: the in-domain model mixed
+                with a general one (`--general`, default the embedded state_union 5-gram
+                `arsdecode.api.DEFAULT_LM`; the general 5-gram of state_union + brown + abc +
+                webtext is `python -m data_prep.prepare_sms --out work/sms_all --corpora
+                state_union brown abc webtext --orders 5`, its lm.5.maxarpa);
+  loglinear     `arsdecode.loglinear([lm.5], [1.0], features=F)`: F holds the `--features`
+                most frequent bigrams, trigrams and skip-bigrams (`a * c`) each of
+                `<s> train.txt </s>`, weights drawn N(0, `--sigma`) by numpy's default_rng
+                (`--seed`), written to DATA/bench_targets.features.tsv (a synthetic stand-in
+                for a trained random-field LM's feature weights);
+  vpylm         `train_vpylm(train.txt, max_depth, sweeps, seed)` (arsdecode.model.vpylm), cached
+                as DATA/vpylm.d<depth>.sweeps<sweeps>.seed<seed>.npz with its training time in
+                a .json beside it (trained once; reruns reuse it).
+
+Per target and method ("auto", "ars"; "full" for the plain target, whose full DP is compiled),
+per lattice: CPU seconds (`time.process_time`, in process, after a warm-up decode of a lattice
+outside the subset on a freshly built target: a target's memos serve every later lattice, as
+in a user's batch, but never a re-run of the same lattice), certified, iterations (ARS
+refinements; 1 for the full DP), states (the automaton's, or the full DP's merged states).
+The other targets have no compiled full DP ("auto" runs ARS, "full" the numpy reference DP,
+which holds every (state, candidate) pair: GBs on a whole SMS lattice), so "full" runs on
+small lattices, for every target: the first lattice of each of the `--full-lattices` shortest
+lengths of the subset, cut to the `--full-top-k` best candidates per position (rows
+`ars_small`, `full_small`).
+Sampling: `arsdecode.sample(lm, lattice, --samples, seed)`, CPU seconds and acceptance rate.
+Every figure is also a ratio to the plain target of the same run.
+
+Checks (the exit status is 1 if one fails): the plain target's decodes are equal across
+methods (ln p within 1e-9); each target's "auto" and "ars" decodes are equal, and its
+"ars_small" and "full_small"; every decode is certified.
+
+Usage: python bench/bench_targets.py [--data work/sms] [--general M] [--per-length 8]
+           [--sample-per-length 3] [--samples 100] [--targets plain interpolated ...]
+           [--json OUT]
+`--per-length 2 --sample-per-length 1` is a quick run. Progress goes to a terminal only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import shlex
+import statistics
+import sys
+import time
+from collections import Counter
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))  # this checkout's arsdecode and experiments/, not another one
+
+Method = Literal["auto", "ars", "full"]
+TARGETS = ("plain", "interpolated", "loglinear", "vpylm")
+MIX_WEIGHTS = (0.6, 0.4)
+TOL = 1e-9
+
+
+def say(msg: str) -> None:
+    """Progress, on a terminal only (a redirected run's stderr stays clean)."""
+    if sys.stderr.isatty():
+        print(msg, file=sys.stderr, flush=True)
+
+
+def read_sentences(path: Path) -> list[list[str]]:
+    return [line.split() for line in path.read_text(encoding="utf-8").splitlines() if line]
+
+
+def frequent_ngrams(sentences: Sequence[Sequence[str]], per_kind: int) -> list[str]:
+    """The `per_kind` most frequent bigrams, trigrams and skip-bigrams (`a * c`) each of
+    `<s> s </s>` over the sentences, as feature patterns (the kinds are disjoint: a
+    skip-bigram's middle word is `*`); ties by the pattern text, so the list is
+    reproducible."""
+    kinds: list[Counter[str]] = [Counter(), Counter(), Counter()]
+    for s in sentences:
+        x = ["<s>", *s, "</s>"]
+        for i in range(len(x) - 1):
+            kinds[0][f"{x[i]} {x[i + 1]}"] += 1
+        for i in range(len(x) - 2):
+            kinds[1][f"{x[i]} {x[i + 1]} {x[i + 2]}"] += 1
+            kinds[2][f"{x[i]} * {x[i + 2]}"] += 1
+    out = []
+    for counts in kinds:
+        ranked = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
+        out += [pattern for pattern, _ in ranked[:per_kind]]
+    return out
+
+
+def write_features(sentences: Sequence[Sequence[str]], path: Path, per_kind: int,
+                   sigma: float, seed: int) -> int:
+    """The synthetic feature file (`ngram<TAB>weight`, weights N(0, sigma) from `seed`, in the
+    order of `frequent_ngrams`); returns the number of features."""
+    patterns = frequent_ngrams(sentences, per_kind)
+    weights = np.random.default_rng(seed).normal(0.0, sigma, len(patterns))
+    path.write_text("".join(f"{p}\t{w:.6f}\n" for p, w in zip(patterns, weights, strict=True)),
+                    encoding="utf-8")
+    return len(patterns)
+
+
+def vpylm_counts(data: Path, sentences: Sequence[Sequence[str]], depth: int, sweeps: int,
+                 seed: int) -> tuple[Any, dict[str, Any]]:
+    """The VPYLM's counts, trained once and cached under `data` (training takes a minute or
+    two: a rerun reuses the file), and what the page says about its training."""
+    from arsdecode.model.vpylm import VpylmCounts, train_vpylm
+
+    path = data / f"vpylm.d{depth}.sweeps{sweeps}.seed{seed}.npz"
+    meta_path = Path(f"{path}.json")
+    if path.exists() and meta_path.exists():
+        return VpylmCounts.load(path), json.loads(meta_path.read_text())
+    say(f"training the VPYLM (depth {depth}, {sweeps} sweeps) on {len(sentences):,} sentences")
+    cpu0, wall0 = time.process_time(), time.perf_counter()
+    counts = train_vpylm(sentences, depth, sweeps, seed)
+    meta = {"max_depth": depth, "sweeps": sweeps, "seed": seed,
+            "train_cpu_seconds": time.process_time() - cpu0,
+            "train_wall_seconds": time.perf_counter() - wall0,
+            "nodes": len(counts.parent), "train_sentences": len(sentences)}
+    counts.save(path)
+    meta_path.write_text(json.dumps(meta, indent=1) + "\n")
+    return counts, meta
+
+
+def choose(records: Sequence[dict], per_length: int) -> list[dict]:
+    """The first `per_length` records of each length (test.jsonl is a random draw per
+    length), in file order."""
+    from experiments.sms_measure import subset
+
+    return subset(records, per_length)
+
+
+def decode_row(lm: Any, lattices: Sequence[Any], method: Method, warm: Any
+               ) -> dict[str, Any]:
+    """Per lattice: CPU seconds, ln p, certified, iterations, states, the method that ran."""
+    import arsdecode
+
+    arsdecode.decode(lm, warm, method=method)  # lazy tables, memos: not part of a lattice
+    row: dict[str, list[Any]] = {k: [] for k in ("seconds", "log_p", "certified",
+                                                 "iterations", "states", "ran")}
+    for lat in lattices:
+        t0 = time.process_time()
+        r = arsdecode.decode(lm, lat, method=method)
+        row["seconds"].append(time.process_time() - t0)
+        row["log_p"].append(float(r.log_p))
+        row["certified"].append(bool(r.certified))
+        row["iterations"].append(int(r.iterations))
+        row["states"].append(int(r.states))
+        row["ran"].append(str(r.method))
+    return row
+
+
+def sample_row(lm: Any, lattices: Sequence[Any], n: int, seed: int, warm: Any
+               ) -> dict[str, Any]:
+    """Per lattice: CPU seconds of n exact samples, acceptance rate, trials."""
+    import arsdecode
+
+    arsdecode.sample(lm, warm, n, seed=seed)
+    row: dict[str, list[Any]] = {"seconds": [], "acceptance_rate": [], "trials": []}
+    for i, lat in enumerate(lattices):
+        t0 = time.process_time()
+        s = arsdecode.sample(lm, lat, n, seed=seed + i)
+        row["seconds"].append(time.process_time() - t0)
+        row["acceptance_rate"].append(float(s.acceptance_rate))
+        row["trials"].append(int(s.trials))
+    return row
+
+
+def summary(values: Sequence[float]) -> dict[str, float]:
+    xs = [float(v) for v in values]
+    return {"mean": statistics.fmean(xs), "median": statistics.median(xs)} if xs else \
+        {"mean": math.nan, "median": math.nan}
+
+
+def ratio(a: float, b: float) -> float:
+    return a / b if b else math.nan
+
+
+def run(*, data: Path, general: Path | None, targets: Sequence[str], per_length: int,
+        sample_per_length: int, samples: int, full_lattices: int, full_top_k: int,
+        features: int,
+        sigma: float, depth: int, sweeps: int, seed: int,
+        log: Callable[[str], None] = say) -> dict[str, Any]:
+    """Every target's decode and sample rows on the same lattices (module docstring)."""
+    import maxarpa
+    from arsdecode.api import DEFAULT_LM, interpolate, loglinear
+    from arsdecode.model.vpylm import VpylmLM
+    from arsdecode.tasks.sms.keypad import KeypadChannel
+
+    binary = data / "lm.5.npz"
+    lm5 = maxarpa.load(binary if binary.exists() else data / "lm.5.maxarpa")
+    records = [json.loads(x) for x in (data / "test.jsonl").read_text().splitlines() if x]
+    chosen = choose(records, per_length)
+    sampled = choose(chosen, sample_per_length)
+    channel = KeypadChannel.from_vocab(lm5.vocab)
+    lattices = [channel.build_lattice(r["observation"]) for r in chosen]
+    sample_lattices = [channel.build_lattice(r["observation"]) for r in sampled]
+    rest = [r for r in records if r not in chosen]
+    warm_obs = min(rest or records, key=lambda r: len(r["words"]))["observation"]
+    warm = channel.build_lattice(warm_obs)  # the warm-up lattice: the shortest not measured
+    warm_small = channel.build_lattice(warm_obs, top_k=full_top_k)
+    first_of_length: dict[int, dict] = {}
+    for r in chosen:
+        first_of_length.setdefault(len(r["words"]), r)
+    small = [channel.build_lattice(first_of_length[n]["observation"], top_k=full_top_k)
+             for n in sorted(first_of_length)[:full_lattices]]
+    train = read_sentences(data / "train.txt")
+    general_path = Path(general) if general is not None else Path(DEFAULT_LM)
+    out: dict[str, Any] = {
+        "data": str(data), "lattices": len(lattices), "sample_lattices": len(sample_lattices),
+        "lengths": dict(sorted(Counter(len(r["words"]) for r in chosen).items())),
+        "median_width": statistics.median(w for lat in lattices for w in lat.widths),
+        "samples": samples, "small_lattices": len(small), "small_top_k": full_top_k,
+        "small_lengths": [len(lat) for lat in small],
+        "seed": seed, "targets": {}}
+
+    def build(name: str) -> Any:
+        """A freshly built target (no memos from an earlier method's run); plain is the loaded
+        model itself, whose only state is its lazily built tables."""
+        if name == "plain":
+            return lm5
+        if name == "interpolated":
+            assert general_lm is not None
+            return interpolate([lm5, general_lm], list(MIX_WEIGHTS))
+        if name == "loglinear":
+            return loglinear([lm5], [1.0], features=feature_file)
+        assert vp_counts is not None
+        return VpylmLM(vp_counts)
+
+    general_lm: maxarpa.Model | None = None
+    feature_file: Path | None = None
+    vp_counts: Any = None
+    if "interpolated" in targets:
+        t0 = time.process_time()
+        general_lm = maxarpa.load(general_path)
+        out["general"] = {"path": _shown(general_path), "words": len(general_lm.vocab),
+                          "ngrams": sum(general_lm.counts), "order": general_lm.order,
+                          "load_cpu_seconds": time.process_time() - t0,
+                          "weights": list(MIX_WEIGHTS)}
+    if "loglinear" in targets:
+        feature_file = data / "bench_targets.features.tsv"
+        n_feat = write_features(train, feature_file, features, sigma, seed)
+        out["features"] = {"file": feature_file.name, "count": n_feat, "per_kind": features,
+                           "sigma": sigma, "seed": seed}
+    if "vpylm" in targets:
+        vp_counts, out["vpylm"] = vpylm_counts(data, train, depth, sweeps, seed)
+    for name in [t for t in TARGETS if t in targets]:
+        t0 = time.process_time()
+        lm = build(name)
+        res: dict[str, Any] = {"build_cpu_seconds": time.process_time() - t0, "decode": {}}
+        if name == "loglinear":
+            res["dropped_features"] = lm.dropped_features
+        methods: list[Method] = ["auto", "ars", "full"] if name == "plain" else ["auto", "ars"]
+        for method in methods:
+            log(f"{name}: decode, method {method}, {len(lattices)} lattices")
+            res["decode"][method] = decode_row(build(name), lattices, method, warm)
+        small_methods: tuple[Method, ...] = ("ars", "full") if small else ()
+        for method in small_methods:
+            log(f"{name}: decode, method {method}, {len(small)} small lattices")
+            res["decode"][f"{method}_small"] = decode_row(build(name), small, method,
+                                                          warm_small)
+        log(f"{name}: sample n={samples}, {len(sample_lattices)} lattices")
+        res["sample"] = sample_row(build(name), sample_lattices, samples, seed, warm)
+        out["targets"][name] = res
+        log(format_target(name, res))
+    out["checks"] = checks(out)
+    out["summary"] = summarize(out)
+    return out
+
+
+def _shown(path: Path) -> str:
+    p = path.resolve()
+    return str(p.relative_to(REPO)) if p.is_relative_to(REPO) else str(path)
+
+
+def checks(out: dict[str, Any]) -> dict[str, Any]:
+    """The sanity checks: each target's methods agree (ln p within 1e-9), on the lattices and
+    on the small lattices, and every decode is certified."""
+    res: dict[str, Any] = {}
+    for name, t in out["targets"].items():
+        rows = t["decode"]
+        ars = rows["ars"]["log_p"]
+        pairs = list(zip(rows["auto"]["log_p"], ars, strict=True))
+        if "full" in rows:
+            pairs += list(zip(rows["full"]["log_p"], ars, strict=True))
+        if "full_small" in rows:
+            pairs += list(zip(rows["full_small"]["log_p"], rows["ars_small"]["log_p"],
+                              strict=True))
+        worst = max((abs(a - b) for a, b in pairs), default=0.0)
+        res[name] = {"methods_agree": worst <= TOL, "max_log_p_gap": worst,
+                     "certified": sum(sum(r["certified"]) for r in rows.values()),
+                     "decodes": sum(len(r["certified"]) for r in rows.values())}
+    return res
+
+
+def summarize(out: dict[str, Any]) -> dict[str, Any]:
+    """Per target: each decode method's and the sampler's figures, and their ratios to the
+    plain target's same method on the same lattices (ratio of means, and the median of the
+    per-lattice ratios)."""
+    plain = out["targets"].get("plain")
+    res: dict[str, Any] = {}
+    for name, t in out["targets"].items():
+        dec = {}
+        for method, row in t["decode"].items():
+            base = plain["decode"].get(method) if plain else None
+            dec[method] = _figures(row, base, ("iterations", "states"))
+            dec[method]["ran"] = dict(Counter(row["ran"]))
+            dec[method]["certified"] = sum(row["certified"])
+            dec[method]["n"] = len(row["certified"])
+        res[name] = {"decode": dec,
+                     "sample": _figures(t["sample"], plain["sample"] if plain else None,
+                                        ("acceptance_rate", "trials"))}
+    return res
+
+
+def _figures(row: dict[str, list[Any]], base: dict[str, list[Any]] | None,
+             fields: Sequence[str]) -> dict[str, Any]:
+    """Mean and median of the seconds and `fields`, and their ratios to `base`'s."""
+    fig: dict[str, Any] = {"seconds": summary(row["seconds"])}
+    for f in fields:
+        fig[f] = summary(row[f])
+    if base is not None:
+        fig["x_plain"] = {"seconds_mean": ratio(fig["seconds"]["mean"],
+                                                statistics.fmean(base["seconds"])),
+                          "seconds_median_per_lattice": statistics.median(
+                              ratio(a, b) for a, b in zip(row["seconds"], base["seconds"],
+                                                          strict=True))}
+        for f in fields:
+            fig["x_plain"][f"{f}_mean"] = ratio(fig[f]["mean"], statistics.fmean(base[f]))
+    return fig
+
+
+def format_target(name: str, res: dict[str, Any]) -> str:
+    """A one-line progress summary of one target's decode and sample times."""
+    cells = [name]
+    for method, row in res["decode"].items():
+        cells.append(f"{method} {statistics.fmean(row['seconds']):.4f} s")
+    cells.append(f"sample {statistics.fmean(res['sample']['seconds']):.4f} s")
+    return " | ".join(cells)
+
+
+def table(out: dict[str, Any]) -> str:
+    """The printed tables (decode, then sampling), every figure beside its ratio to plain."""
+    lines = [f"{out['lattices']} lattices (lengths {out['lengths']}, median width "
+             f"{out['median_width']:.0f}); sampling: {out['sample_lattices']} lattices, "
+             f"n={out['samples']}; *_small: {out['small_lattices']} lattices, the first of each "
+             f"of the lengths {out['small_lengths']}, cut to the {out['small_top_k']} best "
+             "candidates per "
+             "position (the numpy full DP of the non-plain targets needs that). CPU seconds "
+             "per lattice; (x) = ratio to plain, same method, same lattices.",
+             "| target | method | ran | mean s (x) | median s (median per-lattice x) | "
+             "iterations mean (x) | states mean (x) | certified |",
+             "|---|---|---|---|---|---|---|---|"]
+    for name, s in out["summary"].items():
+        for method, d in s["decode"].items():
+            x = d.get("x_plain", {})
+            ran = ", ".join(f"{k} {v}" for k, v in d["ran"].items())
+            lines.append(
+                f"| {name} | {method} | {ran} | {d['seconds']['mean']:.4f} "
+                f"({x.get('seconds_mean', math.nan):.2f}x) | {d['seconds']['median']:.4f} "
+                f"({x.get('seconds_median_per_lattice', math.nan):.2f}x) | "
+                f"{d['iterations']['mean']:.1f} ({x.get('iterations_mean', math.nan):.2f}x) | "
+                f"{d['states']['mean']:,.0f} ({x.get('states_mean', math.nan):.2f}x) | "
+                f"{d['certified']}/{d['n']} |")
+    lines += ["", "| target | sample mean s (x) | median s (median per-lattice x) | "
+                  "acceptance mean (x) | trials mean |", "|---|---|---|---|---|"]
+    for name, s in out["summary"].items():
+        d = s["sample"]
+        x = d.get("x_plain", {})
+        lines.append(f"| {name} | {d['seconds']['mean']:.4f} "
+                     f"({x.get('seconds_mean', math.nan):.2f}x) | {d['seconds']['median']:.4f} "
+                     f"({x.get('seconds_median_per_lattice', math.nan):.2f}x) | "
+                     f"{d['acceptance_rate']['mean']:.3f} "
+                     f"({x.get('acceptance_rate_mean', math.nan):.2f}x) | "
+                     f"{d['trials']['mean']:.0f} |")
+    lines.append("")
+    for name, c in out["checks"].items():
+        lines.append(f"check {name}: methods agree {c['methods_agree']} (largest ln p gap "
+                     f"{c['max_log_p_gap']:.1e}), certified {c['certified']}/{c['decodes']}")
+    return "\n".join(lines)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--data", type=Path, default=REPO / "work" / "sms",
+                    help="the SMS split (python -m data_prep.prepare_sms --out DIR)")
+    ap.add_argument("--general", type=Path, default=None,
+                    help="the general model mixed with lm.5 (default: the embedded 5-gram)")
+    ap.add_argument("--targets", nargs="+", choices=TARGETS, default=list(TARGETS))
+    ap.add_argument("--per-length", type=int, default=8,
+                    help="decoded lattices per sentence length (default 8: 61 lattices; 0: all)")
+    ap.add_argument("--sample-per-length", type=int, default=3,
+                    help="of those, sampled lattices per length (default 3: 24; 0: all)")
+    ap.add_argument("--samples", type=int, default=100, help="samples per lattice")
+    ap.add_argument("--full-lattices", type=int, default=5,
+                    help="small lattices: one of each of this many shortest lengths, cut "
+                         "to --full-top-k candidates per position, decoded by ars and full "
+                         "on every target")
+    ap.add_argument("--full-top-k", type=int, default=30,
+                    help="candidates per position of the small lattices (the numpy full DP "
+                         "holds every (state, candidate) pair: whole SMS lattices take GBs)")
+    ap.add_argument("--features", type=int, default=2000,
+                    help="log-linear: the most frequent n-grams of each kind (3 kinds)")
+    ap.add_argument("--sigma", type=float, default=0.3, help="log-linear weights N(0, sigma)")
+    ap.add_argument("--max-depth", type=int, default=8, help="the VPYLM's depth")
+    ap.add_argument("--sweeps", type=int, default=5, help="the VPYLM's Gibbs sweeps")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--json", type=Path, default=None, help="save the results here")
+    args = ap.parse_args(argv)
+    if "plain" not in args.targets:
+        ap.error("--targets must include plain (the baseline of every ratio)")
+    for need in ("train.txt", "test.jsonl"):
+        if not (args.data / need).exists():
+            ap.error(f"{args.data / need} is missing: make the split with "
+                     f"`python -m data_prep.prepare_sms --out {args.data}`")
+    cpu0, wall0 = time.process_time(), time.perf_counter()
+    res = run(data=args.data, general=args.general, targets=args.targets,
+              per_length=args.per_length, sample_per_length=args.sample_per_length,
+              samples=args.samples, full_lattices=args.full_lattices,
+              full_top_k=args.full_top_k, features=args.features,
+              sigma=args.sigma, depth=args.max_depth, sweeps=args.sweeps, seed=args.seed)
+    res["run_cpu_seconds"] = time.process_time() - cpu0
+    res["run_wall_seconds"] = time.perf_counter() - wall0
+    res["command"] = shlex.join(["python", "bench/bench_targets.py",
+                                 *(sys.argv[1:] if argv is None else argv)])
+    print(table(res))
+    if args.json is not None:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps(res, indent=1) + "\n")
+    ok = all(c["methods_agree"] and c["certified"] == c["decodes"]
+             for c in res["checks"].values())
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
