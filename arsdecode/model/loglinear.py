@@ -212,6 +212,13 @@ class FeatureTable:
                     dense[codes] = weights
                     self.dense[shape] = dense
         self._memo: dict[tuple[tuple[int, ...], int], float] = {}
+        named: dict[int, set[int]] = {}  # distance before w -> codes v * V + w of named words
+        for w, listed in (self.by_last.items() if self.vocab_size ** 2 < 2**62 else ()):
+            for ids, _ in listed:
+                for d in range(1, len(ids)):
+                    if ids[-1 - d] != _ANY:
+                        named.setdefault(d, set()).add(ids[-1 - d] * self.vocab_size + w)
+        self._named = {d: np.array(sorted(c), dtype=np.int64) for d, c in named.items()}
 
     def value(self, contexts: np.ndarray, words: np.ndarray) -> np.ndarray:
         """Per row, the weight of the features ending at the word within context + word
@@ -256,33 +263,81 @@ class FeatureTable:
         every left extension of the context's words (its -1 padding is where z goes).
 
         A is `value` (the features inside c w); B is 0 for a context of span - 1 words or
-        more (no feature reaches past it), so only shorter rows walk the recurrence."""
+        more (no feature reaches past it), so only shorter rows walk the recurrence. Those
+        rows are first made canonical (`_canonical`), which maps the many contexts a lattice
+        holds onto the few the features tell apart, so the recurrence runs once per distinct
+        canonical (context, word), not once per row."""
         out = self.value(contexts, words)
         if self.span <= 1 or len(words) == 0:
             return out
         tail = contexts[:, contexts.shape[1] - (self.span - 1):]
         short = np.flatnonzero((tail < 0).any(axis=1))
-        rows, ws = tail[short].tolist(), np.asarray(words)[short].tolist()
-        for r, row, w in zip(short.tolist(), rows, ws, strict=True):
-            out[r] += self.extension_max(tuple(t for t in row if t >= 0), w)
+        if len(short) == 0:
+            return out
+        keys = np.concatenate([self._canonical(tail[short], np.asarray(words)[short]),
+                               np.asarray(words)[short, None]], axis=1)
+        unique, inverse = np.unique(keys, axis=0, return_inverse=True)
+        extra = np.array([self.extension_max(tuple(t for t in row[:-1] if t != -1), row[-1])
+                          for row in unique.tolist()], dtype=np.float64)
+        out[short] += extra[inverse.reshape(-1)]
         return out
 
-    def extension_max(self, ctx: tuple[int, ...], w: int) -> float:
+    def _canonical(self, tail: np.ndarray, words: np.ndarray) -> np.ndarray:
+        """`tail` (rows of context words, -1 padding on the left) with every word that no
+        feature ending at the row's word names at that distance replaced by `OTHER`.
+
+        Why B is unchanged: a feature agrees with such a word only through a `*` there,
+        which agrees with `OTHER` too, and disagrees with both otherwise; so the features
+        F(c, w) of the recurrence, and B(c, w), are the same for the canonical context."""
+        out = tail.copy()
+        if self.vocab_size ** 2 >= 2**62:  # (word, word) codes would overflow: keep the words
+            return out
+        k = tail.shape[1]
+        for j in range(k):
+            col = tail[:, j]
+            named = self._named.get(k - j)
+            codes = np.where(col >= 0, col, 0) * self.vocab_size + words
+            hit = (np.isin(codes, named) if named is not None else
+                   np.zeros(len(col), dtype=bool))
+            out[:, j] = np.where(col < 0, -1, np.where(hit, col, OTHER))
+        return out
+
+    def extension_max(self, ctx: tuple[int, ...], w: int,
+                      pool: Sequence[tuple[tuple[int, ...], float]] | None = None) -> float:
         """B(c, w): the best weight of the features longer than c w, over every left
-        extension of c (the recurrence of the module docstring, memoised)."""
+        extension of c (the recurrence of the module docstring, memoised).
+
+        `pool`: features that hold every one F(c, w) may (the caller's own F, when it
+        recurses one word further left), so a deep call filters a few features instead of
+        every feature ending at w."""
         key = (ctx, w)
-        if key in self._memo:
-            return self._memo[key]
+        known = self._memo.get(key)
+        if known is not None:
+            return known
         n = len(ctx) + 1  # words fixed: c w
-        longer = [(ids, weight) for ids, weight in self.by_last.get(w, ())
-                  if len(ids) > n and _agrees(ids[len(ids) - n:], (*ctx, w))]
+        fixed = (*ctx, w)
+        longer = [(ids, weight) for ids, weight in (self.by_last.get(w, ()) if pool is None
+                                                    else pool)
+                  if len(ids) > n and _agrees(ids[len(ids) - n:], fixed)]
         best = 0.0
         if longer:
-            slot = {ids[len(ids) - n - 1] for ids, _ in longer} - {_ANY}
-            for v in (*slot, OTHER):
-                here = sum(weight for ids, weight in longer
-                           if len(ids) == n + 1 and ids[0] == v)
-                best = max(best, here + self.extension_max((v, *ctx), w))
+            here: dict[int, float] = {}  # v -> weight of the features exactly v c w
+            named: dict[int, list[tuple[tuple[int, ...], float]]] = {OTHER: []}
+            skips: list[tuple[tuple[int, ...], float]] = []  # a `*` at v's place
+            for ids, weight in longer:
+                v = ids[len(ids) - n - 1]
+                if v == _ANY:
+                    skips.append((ids, weight))
+                    continue
+                reach = named.setdefault(v, [])
+                if len(ids) == n + 1:  # a feature starts with a word, never a skip
+                    here[v] = here.get(v, 0.0) + weight
+                else:
+                    reach.append((ids, weight))
+            for v, reach in named.items():  # F(v c, w) is within `reach` and the skips
+                deeper = (self.extension_max((v, *ctx), w, reach + skips) if reach or skips
+                          else 0.0)
+                best = max(best, here.get(v, 0.0) + deeper)
         self._memo[key] = best
         return best
 
