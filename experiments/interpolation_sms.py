@@ -40,6 +40,7 @@ import maxarpa
 from arsdecode.model import TargetModel, as_target_model
 from arsdecode.tasks.sms.keypad import KeypadChannel
 from arsdecode.tasks.trf.score import sentence_log_scores
+from experiments.report.render import write_page
 from experiments.sms_measure import subset  # the first N records of each length
 from experiments.vpylm_sms import decode_all, read_sentences, sentence_logs
 
@@ -211,9 +212,8 @@ def main() -> int:
     ap.add_argument("--out", type=Path, default=DOC)
     ap.add_argument("--render-only", action="store_true", help="re-render --json's results")
     args = ap.parse_args()
-    if args.render_only:
-        args.out.write_text(render(json.loads(args.json.read_text())), encoding="utf-8")
-        return 0
+    write_page(args, run, render)
+    return 0
     res = run(args)
     if args.json:
         args.json.write_text(json.dumps(res, indent=1))

@@ -33,6 +33,7 @@ from arsdecode.methods.full import full_log_partition
 from arsdecode.model import TargetModel, as_target_model, context_rows
 from arsdecode.model.vpylm import VpylmCounts, VpylmLM, train_vpylm
 from arsdecode.tasks.sms.keypad import KeypadChannel
+from experiments.report.render import write_page
 from experiments.sms_measure import subset  # the first N records of each length
 
 REPO = Path(__file__).resolve().parents[1]
@@ -245,15 +246,9 @@ def main() -> int:
     ap.add_argument("--out", type=Path, default=DOC)
     ap.add_argument("--render-only", action="store_true", help="re-render --json's results")
     args = ap.parse_args()
-    if args.render_only:
-        args.out.write_text(render(json.loads(args.json.read_text())), encoding="utf-8")
-        return 0
     if args.model is None:
         args.model = args.data / f"vpylm.d{args.max_depth}.npz"
-    res = run(args)
-    if args.json:
-        args.json.write_text(json.dumps(res, indent=1))
-    args.out.write_text(render(res), encoding="utf-8")
+    write_page(args, run, render)
     return 0
 
 

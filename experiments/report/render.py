@@ -6,7 +6,9 @@ one place keeps those scripts about the measurement.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import argparse
+import json
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import matplotlib
@@ -55,3 +57,17 @@ def table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
     out = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
     out += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
     return "\n".join(out)
+
+
+def write_page(args: argparse.Namespace, run: Callable[[argparse.Namespace], dict],
+               render: Callable[[dict], str]) -> None:
+    """The page of an experiment script with `--json`, `--out` and `--render-only` options:
+    run it (keeping the raw results in --json when given) or, with --render-only, read
+    --json's results, then write the rendered page to --out."""
+    if args.render_only:
+        res = json.loads(args.json.read_text())
+    else:
+        res = run(args)
+        if args.json:
+            args.json.write_text(json.dumps(res, indent=1))
+    args.out.write_text(render(res), encoding="utf-8")
