@@ -1,0 +1,336 @@
+"""Random-field LM training on State of the Union with exact (ARS) against MCMC samples, the
+same wall-time budget each (issue 22, target 3); writes docs/results-trf.md and its plot.
+
+Data: `data_prep.corpus.load_sentences(["state_union"])`, sentences of 1 .. --max-length
+words, shuffled with --seed and split into --train and --heldout sentences; the --vocab most
+frequent training words are kept and every other word is `<oov>` (lmplz refuses `<unk>` in its
+input, so the class has a name of its own; the ARPA's own `<unk>` stays a word of the model).
+Base: KenLM's bigram (lmplz -o 2 --discount_fallback) on the training text. Features: n-grams
+of order 1..3 and skip-bigrams seen >= --min-count times (`arsdecode.tasks.trf.features`).
+Training: `arsdecode.tasks.trf.train` with sampler "ars" and then "mcmc", same settings and
+--budget seconds each. Evaluation afterwards, at a few checkpoints of each run's log: held-out
+ln p(l, x) per token with the EXACT ln Z_l (the numpy forward DP, `full_log_partition`, over
+every sentence of each length) and with the sampler's own estimates (ARS's evidence, MCMC's
+zeta).
+
+    PYTHONPATH=$PWD KENLM_BIN=.tools/bin python experiments/trf_state_union.py [--budget 150]
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import json
+import math
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+import maxarpa
+from arsdecode.tasks.trf.exact import draw_length, exact_log_partitions
+from arsdecode.tasks.trf.features import FeatureSet, build_model, select_features
+from arsdecode.tasks.trf.train import (
+    Checkpoint,
+    Problem,
+    TrainConfig,
+    TrainResult,
+    heldout_log_likelihood,
+    train,
+)
+from data_prep.corpus import load_sentences
+from data_prep.lmplz import train_arpa
+from experiments.progress_log import progress, say
+
+REPO = Path(__file__).resolve().parents[1]
+DOC = REPO / "docs" / "results-trf.md"
+IMG = REPO / "docs" / "img" / "trf_heldout_ppl.png"
+OOV = "<oov>"
+
+
+def split_corpus(args: argparse.Namespace) -> tuple[list[list[str]], list[list[str]]]:
+    sents = [s for s in load_sentences(["state_union"], args.data_dir)
+             if 1 <= len(s) <= args.max_length]
+    rng = np.random.default_rng(args.seed)
+    order = rng.permutation(len(sents))
+    train_s = [sents[i] for i in order[:args.train]]
+    held = [sents[i] for i in order[args.train:args.train + args.heldout]]
+    return train_s, held
+
+
+def restrict(sentences: list[list[str]], keep: set[str]) -> list[list[str]]:
+    return [[w if w in keep else OOV for w in s] for s in sentences]
+
+
+def top_words(sentences: list[list[str]], v: int) -> set[str]:
+    counts = collections.Counter(w for s in sentences for w in s)
+    return {w for w, _ in counts.most_common(v)}
+
+
+def bigram(sentences: list[list[str]], path: Path) -> maxarpa.Model:
+    train_arpa([" ".join(s) for s in sentences], 2, path, ["--discount_fallback"])
+    return maxarpa.load(path)
+
+
+def measure(train_s: list[list[str]], tmp: Path, args: argparse.Namespace) -> list[dict]:
+    """Seconds for 20 ARS samples on a fixed-length lattice over the whole vocabulary (the
+    bigram plus 400 random-weight features), for the V and L the choice was made from."""
+    rows = []
+    grid = [(100, (5, 10, 15)), (300, (5, 10, 15)), (1000, (5,))]
+    for v, lengths in grid:
+        data = restrict(train_s, top_words(train_s, v))
+        base = bigram(data, tmp / f"measure{v}.arpa")
+        fs = select_features(data, min_count=1)
+        fs = FeatureSet(fs.patterns[:400])
+        rng = np.random.default_rng(args.seed)
+        model = build_model(base, fs, rng.normal(0.0, 0.3, len(fs)))
+        vocab = model.vocabulary()
+        for length in lengths:
+            d = draw_length(model, vocab, length, 20, np.random.default_rng(1))
+            row = {"V": len(vocab), "L": length, "ars_seconds": d.seconds, "trials": d.trials}
+            if v <= 100:
+                t0 = time.perf_counter()
+                draw_length(model, vocab, length, 20, np.random.default_rng(1), method="full")
+                row["full_seconds"] = time.perf_counter() - t0
+            rows.append(row)
+            say(f"measure V={len(vocab)} L={length}: ARS {d.seconds:.2f}s ({d.trials} trials)")
+    return rows
+
+
+def pick(log: list[Checkpoint], count: int) -> list[Checkpoint]:
+    """`count` checkpoints spread over the run's wall time, the last one included."""
+    if not log:
+        return []
+    end = log[-1].seconds
+    out: list[Checkpoint] = []
+    for k in range(1, count + 1):
+        target = end * k / count
+        best = min(log, key=lambda c: abs(c.seconds - target))
+        if best not in out:
+            out.append(best)
+    return out
+
+
+def evaluate(problem: Problem, held: list[list[str]], point: Checkpoint) -> dict:
+    model = problem.model(point.weights)
+    lengths = problem.lengths
+    t0 = time.perf_counter()
+    exact = exact_log_partitions(model, problem.vocab, lengths)
+    seconds = time.perf_counter() - t0
+    row = {"iteration": point.iteration, "seconds": point.seconds, "samples": point.samples,
+           "exact": heldout_log_likelihood(model, held, problem.log_pi, exact),
+           "exact_log_z": exact, "eval_seconds": seconds}
+    if point.log_z:
+        row["own"] = heldout_log_likelihood(model, held, problem.log_pi, point.log_z)
+        row["log_z_error"] = float(np.mean([abs(point.log_z[n] - exact[n]) for n in lengths]))
+    return row
+
+
+def run(args: argparse.Namespace) -> dict:
+    train_s, held = split_corpus(args)
+    keep = top_words(train_s, args.vocab)
+    train_r, held_r = restrict(train_s, keep), restrict(held, keep)
+    oov_rate = sum(w == OOV for s in train_r for w in s) / sum(map(len, train_r))
+    say(f"{len(train_r)} training, {len(held_r)} held-out sentences; V={args.vocab}, "
+        f"oov rate {oov_rate:.3f}")
+    out: dict = {"oov_rate": oov_rate}
+    out["settings"] = {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()}
+    with tempfile.TemporaryDirectory() as tmpdir:
+        tmp = Path(tmpdir)
+        if args.measure:
+            out["measure"] = measure(train_s, tmp, args)
+        base = bigram(train_r, tmp / "base.arpa")
+    features = select_features(train_r, min_count=args.min_count)
+    problem = Problem(base, features, train_r, args.max_length)
+    out["features"] = len(features)
+    say(f"{len(features)} features, {len(problem.vocab)} words to sample from")
+    # the base bigram on its own (normalised over every sentence of its vocabulary)
+    ids = [[int(i) for i in base.ids(s)] for s in held_r]
+    from arsdecode.model import as_target_model
+    from arsdecode.tasks.trf.score import sentence_log_scores
+
+    base_ll = float(sentence_log_scores(as_target_model(base), ids).sum())
+    tokens = sum(len(s) + 1 for s in held_r)
+    out["bigram_ppl"] = math.exp(-base_ll / tokens)
+    start = Checkpoint(0.0, 0, 0, np.zeros(len(features)), {})
+    out["start"] = evaluate(problem, held_r, start)
+    say(f"bigram ppl {out['bigram_ppl']:.2f}; TRF at lambda=0 (exact Z) "
+        f"{out['start']['exact']['perplexity']:.2f}")
+    config = TrainConfig(iterations=args.iterations, budget=args.budget,
+                         minibatch=args.minibatch, samples=args.samples, gamma0=args.gamma0,
+                         t0=args.t0, l2=args.l2, seed=args.seed, sweeps=args.sweeps)
+    out["config"] = {k: v for k, v in vars(config).items() if k != "ars_options"}
+    out["runs"] = {}
+    for sampler in ("ars", "mcmc"):
+        bar = progress(iter(int, 1), f"train {sampler}")
+        said = [0.0]
+
+        def tick(point: Checkpoint, bar=bar, said=said, sampler=sampler) -> None:
+            bar.update(1) if hasattr(bar, "update") else None
+            if point.seconds - said[0] > 30:
+                said[0] = point.seconds
+                say(f"{sampler}: {point.iteration} iterations, {point.seconds:.0f}s")
+
+        result = train(problem, sampler, config, on_iteration=tick)
+        say(f"{sampler}: {result.iterations} iterations, {result.samples} samples, "
+            f"{result.seconds:.1f}s")
+        out["runs"][sampler] = summarise(problem, held_r, result, args.checkpoints)
+    return out
+
+
+def summarise(problem: Problem, held: list[list[str]], result: TrainResult,
+              checkpoints: int) -> dict:
+    rows = []
+    for point in progress(pick(result.log, checkpoints), f"evaluate {result.sampler}"):
+        rows.append(evaluate(problem, held, point))
+        r = rows[-1]
+        say(f"  {result.sampler} it {r['iteration']} {r['seconds']:.1f}s: ppl exact "
+            f"{r['exact']['perplexity']:.3f} own {r['own']['perplexity']:.3f} "
+            f"|dlnZ| {r['log_z_error']:.3f}")
+    return {"iterations": result.iterations, "samples": result.samples,
+            "seconds": result.seconds, "checkpoints": rows,
+            "trace": [(c.seconds, c.iteration) for c in result.log]}
+
+
+def plot(out: dict, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6, 4))
+    start = out["start"]["exact"]["perplexity"]
+    for sampler, style in (("ars", "o-"), ("mcmc", "s--")):
+        rows = out["runs"][sampler]["checkpoints"]
+        xs = [0.0] + [r["seconds"] for r in rows]
+        ys = [start] + [r["exact"]["perplexity"] for r in rows]
+        label = "exact samples (ARS)" if sampler == "ars" else "trans-dimensional MCMC"
+        ax.plot(xs, ys, style, label=label)
+    ax.set_xlabel("training wall time (s)")
+    ax.set_ylabel("held-out perplexity (exact Z)")
+    ax.set_title("TRF on State of the Union")
+    ax.grid(alpha=0.3)
+    ax.legend()
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def render(out: dict) -> str:
+    s = out["settings"]
+    c = out["config"]
+    lines = [
+        "# Random-field LM training: exact (ARS) against MCMC samples",
+        "",
+        "Generated by `experiments/trf_state_union.py` (issue 22, target 3). Both runs train the "
+        "same trans-dimensional random field (Wang, Ou and Tan) by the same stochastic "
+        "approximation, with the same settings and the same wall-time budget; only the model "
+        "samples differ: exact i.i.d. samples per length by adaptive rejection on a "
+        "fixed-length lattice, or the paper's trans-dimensional MCMC (persistent chains, "
+        "zeta learnt by SA).",
+        "",
+        "## Setup",
+        "",
+        f"- Data: state_union, sentences of 1 .. {s['max_length']} words, shuffled (seed "
+        f"{s['seed']}): {s['train']} training, {s['heldout']} held-out. The {s['vocab']} most "
+        f"frequent training words are kept, every other word is `<oov>` "
+        f"({out['oov_rate']:.1%} of training tokens).",
+        "- Base: KenLM bigram (`lmplz -o 2 --discount_fallback`) on the training text; "
+        "score(x) = ln p_bigram(x) + lambda . f(x), alpha = 1.",
+        f"- Features: n-grams of order 1..3 and skip-bigrams `a * c` seen >= {s['min_count']} "
+        f"times: {out['features']:,} "
+        "features.",
+        f"- SA: minibatch {c['minibatch']} sentences, K = {c['samples']} model samples per "
+        f"iteration, gamma_t = {c['gamma0']} / max(1, t / {c['t0']})^{c['beta']}, gradient "
+        f"components clipped to +-{c['clip']}, L2 {c['l2']}. Exact: n_l ~ K pi_l samples per "
+        f"length (>= {c['min_per_length']}). MCMC: {c['samples']} chains, {c['sweeps']} sweep "
+        f"per iteration, zeta_l += {c['zeta_gamma0']} / t^{c['zeta_beta']} * frac_l / pi_l, "
+        "zeta_1 anchored to the exact ln Z_1 (a sum over V sentences, as in the paper).",
+        f"- Budget: {s['budget']:.0f} s of training wall time per method, on one core of a "
+        "shared 2-core machine; evaluation is not charged.",
+        "- Held-out: ln p(l, x) = ln pi_l + score(x) - ln Z_l per token (words and `</s>`); "
+        "\"exact Z\": ln Z_l by the numpy forward DP over every sentence of length l "
+        "(`methods.full.full_log_partition`), \"own Z\": the method's estimate at that point "
+        "(ARS: the evidence estimate of that iteration's sampling run; MCMC: zeta).",
+        "",
+        "## Results",
+        "",
+        f"Base bigram on its own: held-out perplexity {out['bigram_ppl']:.2f}. The field at "
+        f"lambda = 0 (the bigram renormalised per length, with the length prior): "
+        f"{out['start']['exact']['perplexity']:.2f}.",
+        "",
+        "| method | iterations | samples drawn | wall s | held-out ppl (exact Z) | "
+        "held-out ppl (own Z) | mean abs(own ln Z - exact ln Z) |",
+        "|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    for sampler, name in (("ars", "exact (ARS)"), ("mcmc", "MCMC")):
+        run = out["runs"][sampler]
+        last = run["checkpoints"][-1]
+        lines.append(f"| {name} | {run['iterations']} | {run['samples']:,} | "
+                     f"{run['seconds']:.0f} | {last['exact']['perplexity']:.3f} | "
+                     f"{last['own']['perplexity']:.3f} | {last['log_z_error']:.3f} |")
+    lines += ["", "Checkpoints (the plot's points):", "",
+              "| method | iteration | wall s | ppl (exact Z) | ppl (own Z) | "
+              "mean abs(dln Z) |", "|---|---:|---:|---:|---:|---:|"]
+    for sampler in ("ars", "mcmc"):
+        for r in out["runs"][sampler]["checkpoints"]:
+            lines.append(f"| {sampler} | {r['iteration']} | {r['seconds']:.1f} | "
+                         f"{r['exact']['perplexity']:.3f} | {r['own']['perplexity']:.3f} | "
+                         f"{r['log_z_error']:.3f} |")
+    lines += ["", f"![held-out perplexity against wall time](img/{IMG.name})", ""]
+    if "measure" in out:
+        lines += ["## Choosing V and L", "",
+                  "Seconds to draw 20 exact samples by ARS at one length, on a fixed-length "
+                  "lattice over the whole vocabulary (the bigram plus 400 random-weight "
+                  "features), and by the numpy forward-filtering backward-sampling DP where "
+                  "measured:", "",
+                  "| V (with <oov>, <unk>) | L | ARS s | ARS trials | full DP s |",
+                  "|---:|---:|---:|---:|---:|"]
+        for r in out["measure"]:
+            full = f"{r['full_seconds']:.2f}" if "full_seconds" in r else ""
+            lines.append(f"| {r['V']} | {r['L']} | {r['ars_seconds']:.2f} | {r['trials']} | "
+                         f"{full} |")
+        lines += [""]
+    lines += out.get("notes", [])
+    return "\n".join(lines) + "\n"
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--data-dir", type=Path, default=None)
+    ap.add_argument("--vocab", type=int, default=100)
+    ap.add_argument("--max-length", type=int, default=12)
+    ap.add_argument("--train", type=int, default=2500)
+    ap.add_argument("--heldout", type=int, default=500)
+    ap.add_argument("--min-count", type=int, default=3)
+    ap.add_argument("--budget", type=float, default=150.0, help="training seconds per method")
+    ap.add_argument("--iterations", type=int, default=100000)
+    ap.add_argument("--minibatch", type=int, default=100)
+    ap.add_argument("--samples", type=int, default=100)
+    ap.add_argument("--gamma0", type=float, default=0.1)
+    ap.add_argument("--t0", type=float, default=10.0)
+    ap.add_argument("--l2", type=float, default=1e-3)
+    ap.add_argument("--sweeps", type=int, default=1)
+    ap.add_argument("--checkpoints", type=int, default=4)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--no-measure", dest="measure", action="store_false")
+    ap.add_argument("--json", type=Path, default=None, help="also write the raw results")
+    ap.add_argument("--out", type=Path, default=DOC)
+    ap.add_argument("--render-only", action="store_true", help="re-render --json's results")
+    args = ap.parse_args()
+    if args.render_only:
+        out = json.loads(args.json.read_text())
+    else:
+        out = run(args)
+        if args.json:
+            args.json.write_text(json.dumps(out, indent=1, default=float))
+    plot(out, IMG)
+    args.out.write_text(render(out), encoding="utf-8")
+    say(f"wrote {args.out} and {IMG}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
