@@ -22,20 +22,24 @@ import argparse
 import collections
 import json
 import math
+import sys
 import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
+from tqdm import tqdm
 
 import maxarpa
+from arsdecode.model import as_target_model
 from arsdecode.tasks.trf.exact import draw_length, exact_log_partitions
 from arsdecode.tasks.trf.features import FeatureSet, build_model, select_features
+from arsdecode.tasks.trf.score import sentence_log_scores
 from arsdecode.tasks.trf.train import (
     Checkpoint,
     Problem,
+    Sampler,
     TrainConfig,
-    TrainResult,
     heldout_log_likelihood,
     train,
 )
@@ -130,11 +134,12 @@ def evaluate(problem: Problem, held: list[list[str]], point: Checkpoint) -> dict
 def run(args: argparse.Namespace) -> dict:
     train_s, held = split_corpus(args)
     keep = top_words(train_s, args.vocab)
-    train_r, held_r = restrict(train_s, keep), restrict(held, keep)
+    train_r = restrict(train_s, keep)
+    held_r = [s for s in restrict(held, keep) if len(s) >= args.min_length]
     oov_rate = sum(w == OOV for s in train_r for w in s) / sum(map(len, train_r))
     say(f"{len(train_r)} training, {len(held_r)} held-out sentences; V={args.vocab}, "
         f"oov rate {oov_rate:.3f}")
-    out: dict = {"oov_rate": oov_rate}
+    out: dict = {"oov_rate": oov_rate, "heldout_used": len(held_r)}
     out["settings"] = {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()}
     with tempfile.TemporaryDirectory() as tmpdir:
         tmp = Path(tmpdir)
@@ -142,55 +147,51 @@ def run(args: argparse.Namespace) -> dict:
             out["measure"] = measure(train_s, tmp, args)
         base = bigram(train_r, tmp / "base.arpa")
     features = select_features(train_r, min_count=args.min_count)
-    problem = Problem(base, features, train_r, args.max_length)
+    problem = Problem(base, features, train_r, args.max_length, min_length=args.min_length)
     out["features"] = len(features)
+    out["train_used"] = len(problem.sentences)
+    out["vocab_sampled"] = len(problem.vocab)
     say(f"{len(features)} features, {len(problem.vocab)} words to sample from")
     # the base bigram on its own (normalised over every sentence of its vocabulary)
     ids = [[int(i) for i in base.ids(s)] for s in held_r]
-    from arsdecode.model import as_target_model
-    from arsdecode.tasks.trf.score import sentence_log_scores
-
     base_ll = float(sentence_log_scores(as_target_model(base), ids).sum())
     tokens = sum(len(s) + 1 for s in held_r)
     out["bigram_ppl"] = math.exp(-base_ll / tokens)
-    start = Checkpoint(0.0, 0, 0, np.zeros(len(features)), {})
-    out["start"] = evaluate(problem, held_r, start)
-    say(f"bigram ppl {out['bigram_ppl']:.2f}; TRF at lambda=0 (exact Z) "
-        f"{out['start']['exact']['perplexity']:.2f}")
-    config = TrainConfig(iterations=args.iterations, budget=args.budget,
-                         minibatch=args.minibatch, samples=args.samples, gamma0=args.gamma0,
-                         t0=args.t0, l2=args.l2, seed=args.seed, sweeps=args.sweeps)
-    out["config"] = {k: v for k, v in vars(config).items() if k != "ars_options"}
-    out["runs"] = {}
-    for sampler in ("ars", "mcmc"):
-        bar = progress(iter(int, 1), f"train {sampler}")
-        said = [0.0]
-
-        def tick(point: Checkpoint, bar=bar, said=said, sampler=sampler) -> None:
-            bar.update(1) if hasattr(bar, "update") else None
-            if point.seconds - said[0] > 30:
-                said[0] = point.seconds
-                say(f"{sampler}: {point.iteration} iterations, {point.seconds:.0f}s")
-
-        result = train(problem, sampler, config, on_iteration=tick)
-        say(f"{sampler}: {result.iterations} iterations, {result.samples} samples, "
-            f"{result.seconds:.1f}s")
-        out["runs"][sampler] = summarise(problem, held_r, result, args.checkpoints)
+    out["start"] = evaluate(problem, held_r, Checkpoint(0.0, 0, 0, np.zeros(len(features)),
+                                                        {}))
+    say(f"bigram ppl {out['bigram_ppl']:.3f}; TRF at lambda=0 (exact Z) "
+        f"{out['start']['exact']['perplexity']:.3f} "
+        f"(exact Z of {len(problem.lengths)} lengths: {out['start']['eval_seconds']:.1f}s)")
+    out["runs"] = []
+    for k in args.samples:
+        config = TrainConfig(iterations=args.iterations, budget=args.budget,
+                             minibatch=args.minibatch, samples=k, gamma0=args.gamma0,
+                             t0=args.t0, l2=args.l2, seed=args.seed, sweeps=args.sweeps)
+        out["config"] = {key: v for key, v in vars(config).items()
+                         if key not in ("ars_options", "samples")}
+        for sampler in ("ars", "mcmc"):
+            out["runs"].append(train_and_evaluate(problem, held_r, sampler, config,
+                                                  args.checkpoints))
     return out
 
 
-def summarise(problem: Problem, held: list[list[str]], result: TrainResult,
-              checkpoints: int) -> dict:
+def train_and_evaluate(problem: Problem, held: list[list[str]], sampler: Sampler,
+                       config: TrainConfig, checkpoints: int) -> dict:
+    name = f"{sampler} K={config.samples}"
+    bar = tqdm(desc=f"train {name}", disable=not sys.stderr.isatty(), leave=False)
+    result = train(problem, sampler, config, on_iteration=lambda point: bar.update(1))
+    bar.close()
+    say(f"{name}: {result.iterations} iterations, {result.samples} samples, "
+        f"{result.seconds:.1f}s")
     rows = []
-    for point in progress(pick(result.log, checkpoints), f"evaluate {result.sampler}"):
+    for point in progress(pick(result.log, checkpoints), f"evaluate {name}"):
         rows.append(evaluate(problem, held, point))
         r = rows[-1]
-        say(f"  {result.sampler} it {r['iteration']} {r['seconds']:.1f}s: ppl exact "
+        say(f"  {name} it {r['iteration']} {r['seconds']:.1f}s: ppl exact "
             f"{r['exact']['perplexity']:.3f} own {r['own']['perplexity']:.3f} "
             f"|dlnZ| {r['log_z_error']:.3f}")
-    return {"iterations": result.iterations, "samples": result.samples,
-            "seconds": result.seconds, "checkpoints": rows,
-            "trace": [(c.seconds, c.iteration) for c in result.log]}
+    return {"sampler": sampler, "K": config.samples, "iterations": result.iterations,
+            "samples": result.samples, "seconds": result.seconds, "checkpoints": rows}
 
 
 def plot(out: dict, path: Path) -> None:
@@ -199,17 +200,17 @@ def plot(out: dict, path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(6, 4))
+    fig, ax = plt.subplots(figsize=(6.5, 4.2))
     start = out["start"]["exact"]["perplexity"]
-    for sampler, style in (("ars", "o-"), ("mcmc", "s--")):
-        rows = out["runs"][sampler]["checkpoints"]
-        xs = [0.0] + [r["seconds"] for r in rows]
-        ys = [start] + [r["exact"]["perplexity"] for r in rows]
-        label = "exact samples (ARS)" if sampler == "ars" else "trans-dimensional MCMC"
-        ax.plot(xs, ys, style, label=label)
+    for run in out["runs"]:
+        xs = [0.0] + [r["seconds"] for r in run["checkpoints"]]
+        ys = [start] + [r["exact"]["perplexity"] for r in run["checkpoints"]]
+        kind = "exact (ARS)" if run["sampler"] == "ars" else "MCMC"
+        style = "o-" if run["sampler"] == "ars" else "s--"
+        ax.plot(xs, ys, style, label=f"{kind}, K={run['K']}")
     ax.set_xlabel("training wall time (s)")
     ax.set_ylabel("held-out perplexity (exact Z)")
-    ax.set_title("TRF on State of the Union")
+    ax.set_title("Random-field LM on State of the Union")
     ax.grid(alpha=0.3)
     ax.legend()
     fig.tight_layout()
@@ -221,64 +222,73 @@ def plot(out: dict, path: Path) -> None:
 def render(out: dict) -> str:
     s = out["settings"]
     c = out["config"]
+    ks = ", ".join(str(k) for k in s["samples"])
     lines = [
         "# Random-field LM training: exact (ARS) against MCMC samples",
         "",
-        "Generated by `experiments/trf_state_union.py` (issue 22, target 3). Both runs train the "
-        "same trans-dimensional random field (Wang, Ou and Tan) by the same stochastic "
-        "approximation, with the same settings and the same wall-time budget; only the model "
-        "samples differ: exact i.i.d. samples per length by adaptive rejection on a "
-        "fixed-length lattice, or the paper's trans-dimensional MCMC (persistent chains, "
-        "zeta learnt by SA).",
+        "Generated by `experiments/trf_state_union.py` (issue 22, target 3). Each pair of runs "
+        "trains the same trans-dimensional random field (Wang, Ou and Tan) by the same "
+        "stochastic approximation, with the same settings, the same K and the same wall-time "
+        "budget; only the model samples differ: exact i.i.d. samples per length by adaptive "
+        "rejection on a fixed-length lattice (`arsdecode.tasks.trf.exact`), or the paper's "
+        "trans-dimensional MCMC (`arsdecode.tasks.trf.mcmc`: persistent chains, zeta learnt "
+        "by SA).",
         "",
         "## Setup",
         "",
-        f"- Data: state_union, sentences of 1 .. {s['max_length']} words, shuffled (seed "
-        f"{s['seed']}): {s['train']} training, {s['heldout']} held-out. The {s['vocab']} most "
-        f"frequent training words are kept, every other word is `<oov>` "
-        f"({out['oov_rate']:.1%} of training tokens).",
+        f"- Data: state_union, sentences of {s['min_length']} .. {s['max_length']} words, "
+        f"shuffled (seed {s['seed']}): {out['train_used']:,} training and "
+        f"{out['heldout_used']:,} held-out sentences. The {s['vocab']} most frequent training "
+        f"words are kept, every other word is `<oov>` ({out['oov_rate']:.1%} of training "
+        f"tokens); the field samples from {out['vocab_sampled']} words (those, `<oov>` and "
+        "the bigram's own `<unk>`).",
         "- Base: KenLM bigram (`lmplz -o 2 --discount_fallback`) on the training text; "
         "score(x) = ln p_bigram(x) + lambda . f(x), alpha = 1.",
         f"- Features: n-grams of order 1..3 and skip-bigrams `a * c` seen >= {s['min_count']} "
-        f"times: {out['features']:,} "
-        "features.",
-        f"- SA: minibatch {c['minibatch']} sentences, K = {c['samples']} model samples per "
-        f"iteration, gamma_t = {c['gamma0']} / max(1, t / {c['t0']})^{c['beta']}, gradient "
-        f"components clipped to +-{c['clip']}, L2 {c['l2']}. Exact: n_l ~ K pi_l samples per "
-        f"length (>= {c['min_per_length']}). MCMC: {c['samples']} chains, {c['sweeps']} sweep "
-        f"per iteration, zeta_l += {c['zeta_gamma0']} / t^{c['zeta_beta']} * frac_l / pi_l, "
-        "zeta_1 anchored to the exact ln Z_1 (a sum over V sentences, as in the paper).",
-        f"- Budget: {s['budget']:.0f} s of training wall time per method, on one core of a "
-        "shared 2-core machine; evaluation is not charged.",
+        f"times: {out['features']:,} features.",
+        f"- SA, the same for both: minibatch {s['minibatch']} sentences, K in {{{ks}}} model "
+        f"samples per iteration, gamma_t = {c['gamma0']} / max(1, t / {c['t0']})^{c['beta']}, "
+        f"gradient components clipped to +-{c['clip']}, L2 {c['l2']}, lambda starts at 0. "
+        f"Exact: n_l ~ K pi_l samples at every length (>= {c['min_per_length']}), the "
+        f"expectation sum_l pi_l mean_l f. MCMC: K chains, {c['sweeps']} sweep per iteration, "
+        "the same per-length estimator over the chains' states; zeta_l += "
+        f"{c['zeta_gamma0']} / t^{c['zeta_beta']} * frac_l / pi_l, then shifted so that zeta "
+        f"at length {s['min_length']} is its exact ln Z (a sum over its V^{s['min_length']} "
+        "sentences; the paper anchors length 1 the same way). Lengths start at "
+        f"{s['min_length']}: the corpus has one sentence of length 1, and with pi_1 ~ 0.0006 "
+        "every rare visit there would jump every zeta.",
+        f"- Budget: {s['budget']:.0f} s of training wall time per run, on a shared 2-core "
+        "machine; evaluation is done afterwards from the run's log and not charged.",
         "- Held-out: ln p(l, x) = ln pi_l + score(x) - ln Z_l per token (words and `</s>`); "
         "\"exact Z\": ln Z_l by the numpy forward DP over every sentence of length l "
-        "(`methods.full.full_log_partition`), \"own Z\": the method's estimate at that point "
-        "(ARS: the evidence estimate of that iteration's sampling run; MCMC: zeta).",
+        "(`methods.full.full_log_partition`, independent of both samplers), \"own Z\": the "
+        "run's estimate for the same weights (ARS: the evidence estimate of that iteration's "
+        "sampling run; MCMC: zeta).",
         "",
         "## Results",
         "",
-        f"Base bigram on its own: held-out perplexity {out['bigram_ppl']:.2f}. The field at "
-        f"lambda = 0 (the bigram renormalised per length, with the length prior): "
-        f"{out['start']['exact']['perplexity']:.2f}.",
+        f"Base bigram on its own: held-out perplexity {out['bigram_ppl']:.3f}. The field at "
+        f"lambda = 0 (the bigram renormalised per length, times the length prior): "
+        f"{out['start']['exact']['perplexity']:.3f}.",
         "",
-        "| method | iterations | samples drawn | wall s | held-out ppl (exact Z) | "
+        "| method | K | iterations | samples drawn | wall s | held-out ppl (exact Z) | "
         "held-out ppl (own Z) | mean abs(own ln Z - exact ln Z) |",
-        "|---|---:|---:|---:|---:|---:|---:|",
+        "|---|---:|---:|---:|---:|---:|---:|---:|",
     ]
-    for sampler, name in (("ars", "exact (ARS)"), ("mcmc", "MCMC")):
-        run = out["runs"][sampler]
+    for run in out["runs"]:
         last = run["checkpoints"][-1]
-        lines.append(f"| {name} | {run['iterations']} | {run['samples']:,} | "
+        name = "exact (ARS)" if run["sampler"] == "ars" else "MCMC"
+        lines.append(f"| {name} | {run['K']} | {run['iterations']:,} | {run['samples']:,} | "
                      f"{run['seconds']:.0f} | {last['exact']['perplexity']:.3f} | "
                      f"{last['own']['perplexity']:.3f} | {last['log_z_error']:.3f} |")
-    lines += ["", "Checkpoints (the plot's points):", "",
-              "| method | iteration | wall s | ppl (exact Z) | ppl (own Z) | "
-              "mean abs(dln Z) |", "|---|---:|---:|---:|---:|---:|"]
-    for sampler in ("ars", "mcmc"):
-        for r in out["runs"][sampler]["checkpoints"]:
-            lines.append(f"| {sampler} | {r['iteration']} | {r['seconds']:.1f} | "
-                         f"{r['exact']['perplexity']:.3f} | {r['own']['perplexity']:.3f} | "
-                         f"{r['log_z_error']:.3f} |")
+    lines += ["", "Checkpoints (the plot's points; the last row of each run is the table's):",
+              "", "| method | K | iteration | wall s | ppl (exact Z) | ppl (own Z) | "
+              "mean abs(d ln Z) |", "|---|---:|---:|---:|---:|---:|---:|"]
+    for run in out["runs"]:
+        for r in run["checkpoints"]:
+            lines.append(f"| {run['sampler']} | {run['K']} | {r['iteration']:,} | "
+                         f"{r['seconds']:.1f} | {r['exact']['perplexity']:.3f} | "
+                         f"{r['own']['perplexity']:.3f} | {r['log_z_error']:.3f} |")
     lines += ["", f"![held-out perplexity against wall time](img/{IMG.name})", ""]
     if "measure" in out:
         lines += ["## Choosing V and L", "",
@@ -302,13 +312,15 @@ def main() -> int:
     ap.add_argument("--data-dir", type=Path, default=None)
     ap.add_argument("--vocab", type=int, default=100)
     ap.add_argument("--max-length", type=int, default=12)
+    ap.add_argument("--min-length", type=int, default=2)
     ap.add_argument("--train", type=int, default=2500)
     ap.add_argument("--heldout", type=int, default=500)
     ap.add_argument("--min-count", type=int, default=3)
     ap.add_argument("--budget", type=float, default=150.0, help="training seconds per method")
     ap.add_argument("--iterations", type=int, default=100000)
     ap.add_argument("--minibatch", type=int, default=100)
-    ap.add_argument("--samples", type=int, default=100)
+    ap.add_argument("--samples", type=lambda t: [int(k) for k in t.split(",")],
+                    default=[100, 1000], help="K per iteration, one pair of runs each")
     ap.add_argument("--gamma0", type=float, default=0.1)
     ap.add_argument("--t0", type=float, default=10.0)
     ap.add_argument("--l2", type=float, default=1e-3)

@@ -22,8 +22,8 @@ The two samplers:
 - "mcmc": K persistent chains of `mcmc.TransDimensionalSampler`, `sweeps` sweeps per
   iteration, the chains' states the samples; zeta (the ln Z estimates the chains need) is
   updated as in the paper, zeta_l += gamma_zeta,t (fraction of samples at length l) / pi_l,
-  then shifted so that zeta at the shortest length equals its exact ln Z (a sum over V
-  sentences when that length is 1, as in the paper; the forward DP otherwise).
+  then shifted so that zeta at the shortest length equals its exact ln Z (a sum over the V^l
+  sentences of that length: V of them at length 1, as in the paper).
 
 Training stops at `iterations` or when the wall clock passes `budget` seconds. Every
 iteration appends a `Checkpoint` (seconds, iteration, samples so far, a copy of lambda and the
@@ -33,6 +33,7 @@ charged to the training clock.
 
 from __future__ import annotations
 
+import itertools
 import math
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -102,33 +103,41 @@ class TrainResult:
 
 
 def length_log_prior(sentences: Sequence[Sequence[str]], max_length: int,
-                     smoothing: float = 0.5) -> np.ndarray:
+                     smoothing: float = 0.5, min_length: int = 1) -> np.ndarray:
     """ln pi_l for l = 0 .. max_length: the lengths' relative frequencies in `sentences`,
-    plus `smoothing` per length 1 .. max_length (so every length stays allowed); -inf at 0."""
+    plus `smoothing` per length min_length .. max_length (so every one stays allowed); -inf
+    below min_length."""
     counts = np.zeros(max_length + 1)
     for s in sentences:
-        if 1 <= len(s) <= max_length:
+        if min_length <= len(s) <= max_length:
             counts[len(s)] += 1
-    counts[1:] += smoothing
+    counts[min_length:] += smoothing
     with np.errstate(divide="ignore"):
         out = np.log(counts / counts.sum())
-    out[0] = -math.inf
+    out[:min_length] = -math.inf
     return out
 
 
 class Problem:
     """What one training run needs: the base model, the features, the training sentences and
-    their feature counts, the length prior and the sampling vocabulary."""
+    their feature counts, the length prior and the sampling vocabulary. Sentences outside
+    min_length .. max_length are left out (the field has no mass there).
+
+    Why a `min_length`: the MCMC sampler anchors zeta at the shortest length and updates it by
+    frac_l / pi_l, so a nearly empty shortest length (one sentence of length 1 in thousands)
+    makes every zeta jump with each rare visit there."""
 
     def __init__(self, base: ModelLike, features: FeatureSet,
-                 sentences: Sequence[Sequence[str]], max_length: int) -> None:
+                 sentences: Sequence[Sequence[str]], max_length: int,
+                 min_length: int = 1) -> None:
         self.base = base
         self.features = features
-        self.sentences = [list(s) for s in sentences if 1 <= len(s) <= max_length]
+        self.sentences = [list(s) for s in sentences if min_length <= len(s) <= max_length]
         if not self.sentences:
-            raise OptionError(f"no training sentence of 1 .. {max_length} words")
+            raise OptionError(f"no training sentence of {min_length} .. {max_length} words")
         self.max_length = max_length
-        self.log_pi = length_log_prior(self.sentences, max_length)
+        self.min_length = min_length
+        self.log_pi = length_log_prior(self.sentences, max_length, min_length=min_length)
         self.lengths = [int(n) for n in np.flatnonzero(np.isfinite(self.log_pi))]
         self.data_counts = features.counts(self.sentences)
         self.vocab = build_model(base, features, np.zeros(len(features))).vocabulary()
@@ -225,13 +234,18 @@ def train(problem: Problem, sampler: Sampler, config: TrainConfig, *,
     return TrainResult(sampler, last.weights, last.log_z, t, total_samples, clock, log)
 
 
+_ENUMERATE = 20_000
+"""Largest number of sentences the zeta anchor scores one by one (else the forward DP)."""
+
+
 def _anchor(zeta: np.ndarray, model: LogLinearLM, problem: Problem,
             lengths: np.ndarray) -> np.ndarray:
     """zeta shifted so that its shortest allowed length holds the exact ln Z there."""
     first = int(lengths[0])
-    if first == 1:
-        scores = sentence_log_scores(model, [[int(i)] for i in model.ids(problem.vocab)])
-        exact = float(np.logaddexp.reduce(scores))
+    if len(problem.vocab) ** first <= _ENUMERATE:  # every sentence of that length, scored
+        ids = [int(i) for i in model.ids(problem.vocab)]
+        sentences = [list(p) for p in itertools.product(ids, repeat=first)]
+        exact = float(np.logaddexp.reduce(sentence_log_scores(model, sentences)))
     else:
         exact = exact_log_partitions(model, problem.vocab, [first])[first]
     out = zeta.copy()
