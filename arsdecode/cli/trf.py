@@ -59,8 +59,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="model samples per iteration (default 100)")
     p.add_argument("--minibatch", type=positive_int, default=100, metavar="B",
                    help="training sentences per iteration (default 100)")
-    p.add_argument("--step", type=positive_float, default=0.1, metavar="G",
-                   help="initial SA step gamma_0 (default 0.1)")
+    p.add_argument("--min-length", type=positive_int, default=1, metavar="L",
+                   help="shortest sentence modelled (default 1); shorter lines are skipped")
+    p.add_argument("--step", type=positive_float, default=1.0, metavar="G",
+                   help="initial SA step gamma_0 (default 1; each gradient component is "
+                        "clipped to +-1 first)")
     p.add_argument("--l2", type=non_negative_float, default=1e-3, help="L2 penalty")
     p.add_argument("--seed", type=seed_int, default=0)
     p.add_argument("--json", action="store_true", help="a JSON summary on stdout")
@@ -109,13 +112,14 @@ def run(args: argparse.Namespace) -> int:
                                      f"{args.lm}, which has no <unk>")
                 words[i] = unk
     max_length = args.max_length or max(len(s) for s in sentences)
-    kept = [s for s in sentences if len(s) <= max_length]
+    kept = [s for s in sentences if args.min_length <= len(s) <= max_length]
     if not kept:
-        raise OptionError(f"{args.text}: no sentence of at most {max_length} words")
+        raise OptionError(f"{args.text}: no sentence of {args.min_length} .. {max_length} "
+                          "words")
     features = select_features(kept, min_count=args.min_count)
     if not len(features):
         raise OptionError(f"{args.text}: no feature seen {args.min_count} times")
-    problem = Problem(lm, features, kept, max_length)
+    problem = Problem(lm, features, kept, max_length, min_length=args.min_length)
     config = TrainConfig(iterations=args.iterations, budget=args.budget,
                          minibatch=min(args.minibatch, len(kept)), samples=args.samples,
                          gamma0=args.step, l2=args.l2, seed=args.seed)

@@ -60,7 +60,7 @@ class TrainConfig:
     budget: float | None = None  # wall seconds
     minibatch: int = 100
     samples: int = 100  # K per iteration
-    gamma0: float = 0.1
+    gamma0: float = 1.0
     t0: float = 10.0
     beta: float = 0.6
     clip: float = 1.0
