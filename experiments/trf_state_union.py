@@ -139,7 +139,8 @@ def run(args: argparse.Namespace) -> dict:
     oov_rate = sum(w == OOV for s in train_r for w in s) / sum(map(len, train_r))
     say(f"{len(train_r)} training, {len(held_r)} held-out sentences; V={args.vocab}, "
         f"oov rate {oov_rate:.3f}")
-    out: dict = {"oov_rate": oov_rate, "heldout_used": len(held_r)}
+    out: dict = {"oov_rate": oov_rate, "heldout_used": len(held_r),
+                 "started": time.perf_counter()}
     out["settings"] = {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()}
     with tempfile.TemporaryDirectory() as tmpdir:
         tmp = Path(tmpdir)
@@ -173,6 +174,7 @@ def run(args: argparse.Namespace) -> dict:
         mcmc = train_and_evaluate(problem, held_r, "mcmc", config, args.checkpoints,
                                   also=ars["iterations"])
         out["runs"] += [ars, mcmc]
+    out["command_seconds"] = time.perf_counter() - out.pop("started")
     return out
 
 
@@ -264,7 +266,9 @@ def render(out: dict) -> str:
         f"{s['min_length']}: the corpus has one sentence of length 1, and with pi_1 ~ 0.0006 "
         "every rare visit there would jump every zeta.",
         f"- Budget: {s['budget']:.0f} s of training wall time per run, on a shared 2-core "
-        "machine; evaluation is done afterwards from the run's log and not charged.",
+        "machine; evaluation is done afterwards from the run's log and not charged"
+        + (f" (the whole command: {out['command_seconds'] / 60:.1f} min)."
+           if "command_seconds" in out else "."),
         "- Held-out: ln p(l, x) = ln pi_l + score(x) - ln Z_l per token (words and `</s>`); "
         "\"exact Z\": ln Z_l by the numpy forward DP over every sentence of length l "
         "(`methods.full.full_log_partition`, independent of both samplers), \"own Z\": the "
@@ -371,6 +375,26 @@ def findings(out: dict) -> list[str]:
         "iteration and a ln Z_l estimate with a confidence interval at every iteration, "
         "with no zeta to learn; MCMC buys many cheap, correlated, biased iterations.",
     ]
+    start = out["start"]["exact"]["perplexity"]
+    rising = [r for r in out["runs"] if r["checkpoints"][0]["exact"]["perplexity"] > start]
+    if rising:
+        names = ", ".join(f"{r['sampler']} K={r['K']} "
+                          f"({r['checkpoints'][0]['exact']['perplexity']:.3f} at "
+                          f"{r['checkpoints'][0]['seconds']:.0f} s)" for r in rising)
+        lines.append(
+            f"- Some runs first get worse than the start ({start:.3f}): {names}. The step "
+            "is gamma_0 for the first t0 iterations, and clipped steps of that size "
+            "overshoot; a run with few iterations spends its first checkpoint there, one with "
+            "many has left that phase. The schedule is per iteration and the same for both "
+            "samplers; one tuned for ARS's few iterations would change the early part of its "
+            "curve, not the accuracy of its ln Z.")
+    lines.append(
+        "- A perplexity computed with MCMC's zeta is not reliable here: zeta trails the "
+        "moving lambda (it is learnt by the same SA) and its error goes both ways, so the "
+        "own-Z perplexity can come out below or above the true one by far more than the "
+        "differences between methods. ARS's own ln Z comes from an importance estimate of "
+        "Z_l for the current weights (unbiased for Z_l), with its interval, at every "
+        "iteration.")
     full = [r for r in out.get("measure", []) if "full_seconds" in r]
     if full:
         ratios = [r["full_seconds"] / r["ars_seconds"] for r in full]
