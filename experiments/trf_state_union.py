@@ -442,9 +442,10 @@ def main() -> int:
         out = run(args)
         if args.json:
             args.json.write_text(json.dumps(out, indent=1, default=float))
-    plot(out, IMG)
+    image = args.out.parent / "img" / IMG.name  # beside the page, as its link says
+    plot(out, image)
     args.out.write_text(render(out), encoding="utf-8")
-    say(f"wrote {args.out} and {IMG}")
+    say(f"wrote {args.out} and {image}")
     return 0
 
 
