@@ -51,6 +51,7 @@ COMMANDS: dict[str, str] = {
     "disambig": "arsdecode.cli.disambig:add_parser",
     "segment": "arsdecode.cli.segment:add_parser",
     "train-vpylm": "arsdecode.cli.vpylm:add_parser",
+    "train-trf": "arsdecode.cli.trf:add_parser",
 }
 """Every sub-command, in --help order: name -> "module:function" adding its parser (which sets
 `handler`, args -> exit status)."""
