@@ -19,7 +19,6 @@ from typing import Any, overload
 import numpy as np
 
 import maxarpa
-from arsdecode.errors import OptionError
 from arsdecode.lattice import Lattice, WordLattice
 from arsdecode.methods import dag_ars, dag_full, dispatch
 from arsdecode.methods import marginals as _marginals
@@ -145,15 +144,13 @@ def loglinear(models: Sequence[ModelLike], alphas: Sequence[float] | None = None
 
 
 def fixed_length_lattice(vocab: Sequence[str], length: int) -> Lattice:
-    """A lattice of `length` positions, each holding every word of `vocab` with emission 0:
-    its paths are all sentences of that length over `vocab`, so a target's samples on it
-    follow the target normalised at that length, and ln Z is that length's normaliser (for a
-    `LogLinearLM`, `vocab` is usually `lm.vocabulary()`). Raises OptionError for length < 1
-    and LatticeError for an empty vocabulary or a sentence marker in it."""
-    if length < 1:
-        raise OptionError(f"length must be >= 1, not {length}")
-    row = [(w, 0.0) for w in vocab]
-    return Lattice.from_lists([row] * length, source="fixed-length lattice")
+    """A lattice of `length` positions, each holding every word of `vocab` with emission 0
+    (`Lattice.fixed_length`): its paths are all sentences of that length over `vocab`, so a
+    target's samples on it follow the target normalised at that length, and ln Z is that
+    length's normaliser (for a `LogLinearLM`, `vocab` is usually `lm.vocabulary()`). Raises
+    OptionError for length < 1 and LatticeError for an empty vocabulary or a sentence marker
+    in it."""
+    return Lattice.fixed_length(vocab, length)
 
 
 def decode_many(

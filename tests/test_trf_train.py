@@ -22,7 +22,8 @@ import pytest
 
 import maxarpa
 from arsdecode import api
-from arsdecode.tasks.trf.exact import draw_length, exact_log_partitions, fixed_length_lattice
+from arsdecode.lattice import Lattice
+from arsdecode.tasks.trf.exact import draw_length, exact_log_partitions
 from arsdecode.tasks.trf.features import (
     FeatureSet,
     build_model,
@@ -245,7 +246,7 @@ def test_cli_train_then_sample_with_the_features(base_path, corpus, tmp_path, ca
     model = api.loglinear([maxarpa.load(base_path)], features=out)
     assert model.dropped_features == 0 and len(model.features) > 0
     lat = tmp_path / "lat.json"
-    lattice = fixed_length_lattice(model.vocabulary(), 2)
+    lattice = Lattice.fixed_length(model.vocabulary(), 2)
     lat.write_text(json.dumps(lattice.to_json_obj()))
     code, stdout, err = in_process_cli(capsys, "sample", "--lm", str(base_path), "--lattice",
                                        str(lat), "--features", str(out), "-n", "20", "--json")

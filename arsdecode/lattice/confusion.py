@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from arsdecode.errors import LatticeError
+from arsdecode.errors import LatticeError, OptionError
 from maxarpa.constants import BOS, EOS
 
 SENTENCE_MARKERS = (BOS, EOS)
@@ -51,6 +51,18 @@ class Lattice:
     @property
     def widths(self) -> list[int]:
         return [len(t) for t in self.tokens]
+
+    @classmethod
+    def fixed_length(cls, vocab: Sequence[str], length: int) -> Lattice:
+        """`length` positions, each holding every word of `vocab` with emission 0: its paths
+        are all sentences of that length over `vocab`, so a target's samples on it follow the
+        target normalised at that length, and ln Z is that length's normaliser (what
+        random-field training needs). Raises OptionError for length < 1 and LatticeError for
+        an empty vocabulary or a sentence marker in it."""
+        if length < 1:
+            raise OptionError(f"length must be >= 1, not {length}")
+        row = [(w, 0.0) for w in vocab]
+        return cls.from_lists([row] * length, source=f"fixed-length lattice ({length} words)")
 
     @classmethod
     def from_lists(

@@ -5,9 +5,7 @@ length, the field normalised over the sentences of that length. A fixed-length l
 position holds the whole vocabulary, emission 0) has exactly those sentences as paths, so
 adaptive rejection on it (`methods.ars.sample`) draws i.i.d. samples of p(x | l) and its
 evidence estimate is ln Z_l, with a 95% interval: what random-field training needs, with no
-Markov chain, no burn-in and no zeta to learn. (The lattice is what
-`arsdecode.api.fixed_length_lattice` builds; tasks sit below the api layer, so it is built
-here from `Lattice` directly.)
+Markov chain, no burn-in and no zeta to learn (the lattice is `Lattice.fixed_length`).
 
 `method="full"` draws the same samples by the numpy merged DP (forward filtering, backward
 sampling: `methods.full.full_sample`) with the exact ln Z (`full_log_partition`), for
@@ -47,12 +45,6 @@ class LengthDraw:
     seconds: float
 
 
-def fixed_length_lattice(vocab: Sequence[str], length: int) -> Lattice:
-    """The lattice whose paths are every sentence of `length` words over `vocab`."""
-    row = [(w, 0.0) for w in vocab]
-    return Lattice.from_lists([row] * length, source=f"fixed-length lattice ({length})")
-
-
 def draw_length(model: TargetModel, vocab: Sequence[str], length: int, n: int,
                 rng: np.random.Generator, *, method: ExactMethod = "ars",
                 **ars_options) -> LengthDraw:
@@ -60,7 +52,7 @@ def draw_length(model: TargetModel, vocab: Sequence[str], length: int, n: int,
     and ln Z at that length (`ars_options` go to `methods.ars.sample`: batch, target_ar, ...).
     """
     start = time.perf_counter()
-    lattice = fixed_length_lattice(vocab, length)
+    lattice = Lattice.fixed_length(vocab, length)
     if method == "full":
         samples = full_sample(model, lattice, n, rng) if n else []
         z = full_log_partition(model, lattice)
@@ -82,7 +74,7 @@ def exact_log_partitions(model: TargetModel, vocab: Sequence[str], lengths: Sequ
                          ) -> dict[int, float]:
     """The exact ln Z_l for each length (the numpy merged forward DP over the fixed-length
     lattice; exact for any `TargetModel`, the evaluation's reference)."""
-    return {int(length): full_log_partition(model, fixed_length_lattice(vocab, int(length)))
+    return {int(length): full_log_partition(model, Lattice.fixed_length(vocab, int(length)))
             for length in lengths}
 
 
