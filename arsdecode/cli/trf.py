@@ -24,7 +24,7 @@ from arsdecode.cli.options import (
     positive_int,
     seed_int,
 )
-from arsdecode.cli.output import print_json
+from arsdecode.cli.output import print_json, progress_bar
 from arsdecode.errors import ModelError, OptionError
 
 
@@ -123,7 +123,8 @@ def run(args: argparse.Namespace) -> int:
     config = TrainConfig(iterations=args.iterations, budget=args.budget,
                          minibatch=min(args.minibatch, len(kept)), samples=args.samples,
                          gamma0=args.step, l2=args.l2, seed=args.seed)
-    result = train(problem, args.sampler, config)
+    with progress_bar(args.iterations, "it", leave=False, desc=f"SA ({args.sampler})") as bar:
+        result = train(problem, args.sampler, config, on_iteration=lambda _: bar.update(1))
     header = [f"arsdecode train-trf --sampler {args.sampler}: {result.iterations} iterations, "
               f"{result.samples} samples, {result.seconds:.1f} s; base {args.lm}, alpha 1"]
     write_feature_file(args.out, features, result.weights, result.log_z, header=header)
