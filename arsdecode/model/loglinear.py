@@ -276,7 +276,15 @@ class FeatureTable:
             return out
         keys = np.concatenate([self._canonical(tail[short], np.asarray(words)[short]),
                                np.asarray(words)[short, None]], axis=1)
-        unique, inverse = np.unique(keys, axis=0, return_inverse=True)
+        base = self.vocab_size + 2  # a key holds OTHER (-2), padding (-1) and ids
+        if base ** keys.shape[1] < 2**62:  # one int64 per row: a 1-d unique is ~20x faster
+            codes = np.zeros(len(keys), dtype=np.int64)
+            for j in range(keys.shape[1]):
+                codes = codes * base + (keys[:, j] + 2)
+            _, first, inverse = np.unique(codes, return_index=True, return_inverse=True)
+            unique = keys[first]
+        else:
+            unique, inverse = np.unique(keys, axis=0, return_inverse=True)
         extra = np.array([self.extension_max(tuple(t for t in row[:-1] if t != -1), row[-1])
                           for row in unique.tolist()], dtype=np.float64)
         out[short] += extra[inverse.reshape(-1)]
