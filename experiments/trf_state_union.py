@@ -420,7 +420,7 @@ def main() -> int:
     ap.add_argument("--train", type=int, default=2500)
     ap.add_argument("--heldout", type=int, default=500)
     ap.add_argument("--min-count", type=int, default=3)
-    ap.add_argument("--budget", type=float, default=75.0, help="training seconds per run")
+    ap.add_argument("--budget", type=float, default=150.0, help="training seconds per run")
     ap.add_argument("--iterations", type=int, default=100000)
     ap.add_argument("--minibatch", type=int, default=100)
     ap.add_argument("--samples", type=lambda t: [int(k) for k in t.split(",")],
