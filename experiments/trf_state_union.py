@@ -330,7 +330,7 @@ def render(out: dict) -> str:
                   "each time (the weights changed), so its cost is about the sum of a column "
                   f"of this table (summed over the lengths measured: {summed}). "
                   f"V = {s['vocab']} and lengths {s['min_length']} .. {s['max_length']} "
-                  "keep an exact iteration near a second or two, so that a few-minute budget "
+                  "keep an exact iteration around a second, so that a few-minute budget "
                   "holds tens of iterations; the price is a large `<oov>` share. Lengths "
                   "stop at 12 because the exact normalisers of the evaluation (the forward DP, "
                   "linear in L) are computed at every length for every checkpoint.", ""]
@@ -368,9 +368,13 @@ def findings(out: dict) -> list[str]:
     lines += [
         "- Why an exact iteration is dear: the weights change every iteration, so ARS starts "
         "each length from q^(0) again and refines it until K pi_l samples are accepted; its "
-        "cost is mostly that refinement (profiled: about 60% in the feature bound, "
-        "`FeatureTable.bound`, a Python loop over context rows with a per-model memo that a "
-        "new lambda empties), and grows little with K. An MCMC sweep costs time linear in K "
+        "cost is mostly that refinement, and grows little with K. Profiled at K = 100: about "
+        "half is the q-automaton creating states (`core/automaton.py`, Python), the feature "
+        "bound a fifth (vectorised over canonical contexts for this experiment: it was 60% "
+        "and twice the iteration time before). Keeping q's refined contexts from one "
+        "iteration to the next (the weights move little) would save most of the rest, but "
+        "that is a change to ARS's entry points, which this issue does not make. An MCMC "
+        "sweep costs time linear in K "
         "and nothing to start. Exact samples buy an unbiased gradient from the first "
         "iteration and a ln Z_l estimate with a confidence interval at every iteration, "
         "with no zeta to learn; MCMC buys many cheap, correlated, biased iterations.",

@@ -23,7 +23,6 @@ import json
 import math
 import random
 import re
-import time
 from dataclasses import dataclass
 
 import numpy as np
@@ -452,40 +451,7 @@ def test_unknown_word_without_any_unk_is_a_model_error(extra_lms):
 # ---------------------------------------------------------------- speed against the plain model
 
 
-def test_decode_time_against_the_plain_target(real_lms, capsys):
-    """Measured, not asserted beyond sanity: ARS on a 2-model mixture of real 3- and 4-gram
-    models against ARS on the 4-gram alone, the same lattices, the same run."""
-    rng = random.Random(8)
-    a, b = real_lms[4], real_lms[3]
-    lattices = []
-    for _ in range(20):
-        sent = rng.choice([s for s in a.sentences if len(s) >= 8])[:8]
-        positions = []
-        for tok in sent:
-            toks = list(dict.fromkeys([tok, *rng.sample(a.words, 4)]))
-            positions.append([(t, round(rng.uniform(-3.0, 0.0), 4)) for t in toks])
-        lattices.append(Lattice.from_lists(positions))
-    mix = api.interpolate([a.lm, b.lm], [0.6, 0.4])
-    timings = {}
-    for name, target in (("plain", a.lm), ("mix", mix)):
-        api.decode(target, lattices[0], method="ars")  # warm-up
-        best = math.inf
-        for _ in range(3):  # the fastest of three passes: the machine is shared
-            start = time.perf_counter()
-            for lat in lattices:
-                assert api.decode(target, lat, method="ars").certified
-            best = min(best, time.perf_counter() - start)
-        timings[name] = best / len(lattices)
-    with capsys.disabled():
-        print(f"\n[interpolated] ARS decode per lattice: plain 4-gram "
-              f"{timings['plain'] * 1e3:.2f} ms, 0.6*4-gram + 0.4*3-gram "
-              f"{timings['mix'] * 1e3:.2f} ms ({timings['mix'] / timings['plain']:.1f}x)")
-    assert timings["mix"] > 0
-
-
 # ---------------------------------------------------------------- the command line
-
-
 
 
 def _lattice_file(tmp_path, lattice: Lattice, name: str = "lat.json") -> str:

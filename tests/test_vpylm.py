@@ -253,6 +253,7 @@ def test_samples_fit_brute_force(cases):
         r = arsdecode.sample(lm, lattice, 2000, seed=n)
         assert chi_square_pvalue(r.samples, dist) > 0.001, lattice.to_json_obj()
         assert abs(r.log_Z - brute.log_Z) <= 0.1
+        assert r.log_Z_ci[0] <= brute.log_Z <= r.log_Z_ci[1]  # the 95% interval covers it
         tested += 1
     assert tested >= 3
 
