@@ -265,7 +265,7 @@ def render(out: dict) -> str:
         "sentences; the paper anchors length 1 the same way). Lengths start at "
         f"{s['min_length']}: the corpus has one sentence of length 1, and with pi_1 ~ 0.0006 "
         "every rare visit there would jump every zeta.",
-        f"- Budget: {s['budget']:.0f} s of training wall time per run, on a shared 2-core "
+        f"- Budget: {s['budget']:.0f} s of training wall time per run, on a 2-core "
         "machine; evaluation is done afterwards from the run's log and not charged"
         + (f" (the whole command: {out['command_seconds'] / 60:.1f} min)."
            if "command_seconds" in out else "."),
@@ -331,7 +331,7 @@ def render(out: dict) -> str:
                   f"of this table (summed over the lengths measured: {summed}). "
                   f"V = {s['vocab']} and lengths {s['min_length']} .. {s['max_length']} "
                   "keep an exact iteration around a second, so that a few-minute budget "
-                  "holds tens of iterations; the price is a large `<oov>` share. Lengths "
+                  "holds a few hundred iterations; the price is a large `<oov>` share. Lengths "
                   "stop at 12 because the exact normalisers of the evaluation (the forward DP, "
                   "linear in L) are computed at every length for every checkpoint.", ""]
     lines += out.get("notes", [])
