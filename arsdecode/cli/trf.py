@@ -25,6 +25,7 @@ from arsdecode.cli.options import (
     seed_int,
 )
 from arsdecode.cli.output import print_json, progress_bar
+from arsdecode.cli.training_text import read_sentences
 from arsdecode.errors import ModelError, OptionError
 
 
@@ -41,7 +42,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--lm", required=True, help="the base n-gram model (ARPA, MAX-ARPA or "
                    "maxarpa binary); its vocabulary is the sentences' (other words: <unk>)")
     p.add_argument("--text", required=True,
-                   help="training text, one whitespace-tokenised sentence a line")
+                   help="training text, one whitespace-tokenised sentence a line (gzip, "
+                        "bzip2 or xz allowed; - for stdin)")
     p.add_argument("--out", required=True, help="the feature file to write")
     p.add_argument("--sampler", choices=("ars", "mcmc"), default="ars",
                    help="exact samples per length by adaptive rejection, or the "
@@ -71,28 +73,6 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(handler=run)
 
 
-def read_text(path: str) -> list[list[str]]:
-    """The sentences of a text file (blank lines skipped); ModelError naming the line if the
-    file is not UTF-8 or a line holds a sentence marker, OptionError if it has no sentence."""
-    out: list[list[str]] = []
-    with open(path, "rb") as fh:  # bytes: a decoding error must name its own line
-        for number, raw in enumerate(fh, 1):
-            try:
-                words = raw.decode("utf-8").split()
-            except UnicodeDecodeError:
-                raise ModelError(f"{path}:{number}: not UTF-8 text") from None
-            if not words:
-                continue
-            for w in ("<s>", "</s>"):
-                if w in words:
-                    raise ModelError(f"{path}:{number}: {w} inside a sentence (write the "
-                                     "words only)")
-            out.append(words)
-    if not out:
-        raise OptionError(f"{path}: no sentence to train on")
-    return out
-
-
 def run(args: argparse.Namespace) -> int:
     import numpy as np
 
@@ -101,7 +81,7 @@ def run(args: argparse.Namespace) -> int:
     from arsdecode.tasks.trf.train import Problem, TrainConfig, train
 
     lm = load_lm(args.lm, config=lm_config(args))
-    sentences = read_text(args.text)
+    sentences = read_sentences(args.text)
     known = set(lm.vocab)
     unk = "<unk>" if "<unk>" in known else None
     for number, words in enumerate(sentences, 1):

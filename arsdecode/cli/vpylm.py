@@ -3,28 +3,27 @@ behind `decode`, `sample`, `marginals` and `batch --vpylm`.
 
 Why its own module: training a variable-order Pitman-Yor LM (arsdecode.model.vpylm) is the
 one way to make the model those options read, so the command and the loader live together:
-both know the file is one .npz ("vpylm-1"). The sampler runs here sweep by sweep, as
-`train_vpylm` runs it (the same seed gives the same counts; tests/test_vpylm_cli.py checks),
-so that a terminal sees progress. The model is written whole or not at all (a temporary
-file, then a rename), to exactly the path --out names (numpy would add ".npz" to a name).
+both know the file is one .npz ("vpylm-1"). Training is `train_vpylm` itself (the same seed
+gives the same counts; tests/test_vpylm_cli.py checks), whose `on_pass` moves a terminal's
+progress bar. The model is written whole or not at all (a temporary file, then a rename), to
+exactly the path --out names (numpy would add ".npz" to a name).
 The engine is imported by the handlers, not here: building the parser loads no numpy.
 """
 
 from __future__ import annotations
 
 import argparse
-import sys
 import time
 from typing import TYPE_CHECKING
 
 from arsdecode.cli.options import EXIT_OK, epilog, int_at_least, positive_int, seed_int
 from arsdecode.cli.output import check_writable, print_json, progress_bar
-from arsdecode.errors import ModelError, OptionError
+from arsdecode.cli.training_text import read_sentences
+from arsdecode.errors import OptionError
 
 if TYPE_CHECKING:
     from arsdecode.model.vpylm import VpylmLM
 
-MARKERS = ("<s>", "</s>")
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -53,39 +52,6 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="random seed >= 0; the same seed and text give the same model")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(handler=run)
-
-
-def read_sentences(path: str) -> list[list[str]]:
-    """The sentences of a training text: one per non-blank line, split on whitespace. Raises
-    ModelError naming the file (and line) for text that is not UTF-8, a sentence marker in the
-    text, or no sentence at all; maxarpa's FormatError for a file that cannot be opened."""
-    import lzma
-    import zlib
-
-    from arsdecode.lattice import utf8_text
-    from maxarpa.arpa import open_binary
-
-    name = "<stdin>" if path == "-" else path
-    try:
-        if path == "-":
-            data = sys.stdin.buffer.read()
-        else:
-            with open_binary(path) as fh:
-                data = fh.read()
-    except (OSError, EOFError, zlib.error, lzma.LZMAError) as err:
-        raise ModelError(f"{name}: cannot read the training text ({err})") from None
-    sentences = []
-    for lineno, line in enumerate(utf8_text(data, name, ModelError).splitlines(), start=1):
-        words = line.split()
-        marker = next((w for w in words if w in MARKERS), None)
-        if marker is not None:
-            raise ModelError(f"{name}:{lineno}: {marker} in the text (the trainer adds <s> "
-                             "and </s> to every sentence)")
-        if words:
-            sentences.append(words)
-    if not sentences:
-        raise ModelError(f"{name}: no sentence to train on (every line is blank)")
-    return sentences
 
 
 def run(args: argparse.Namespace) -> int:

@@ -218,7 +218,7 @@ def read_input_text(path: str | Path, what: str) -> str:
 
 def utf8_text(data: bytes, name: str, error: type[Exception], gzip_hint: bool = False) -> str:
     """`data` (the bytes of input `name`) decoded as UTF-8; otherwise `error`, one line naming
-    the input and the offending byte, not a decoding traceback (nor, on stdin, silent
+    the input, the line and the offending byte, not a decoding traceback (nor, on stdin, silent
     U+FFFD). Lattice files and `tag --file` text share it; `gzip_hint` (for inputs that are
     read compressed when named *.gz) says so when the bytes are gzip data."""
     try:
@@ -226,5 +226,6 @@ def utf8_text(data: bytes, name: str, error: type[Exception], gzip_hint: bool = 
     except UnicodeDecodeError as err:
         gz = gzip_hint and data[:2] == b"\x1f\x8b"
         hint = " (gzip data: name the file *.gz)" if gz else ""
-        raise error(f"{name}: not UTF-8 text: byte 0x{data[err.start]:02x} at offset "
+        line = data.count(b"\n", 0, err.start) + 1
+        raise error(f"{name}:{line}: not UTF-8 text: byte 0x{data[err.start]:02x} at offset "
                     f"{err.start}{hint}") from None
