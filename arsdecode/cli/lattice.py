@@ -37,9 +37,7 @@ from arsdecode.cli.options import (
     lm_target,
     map_reading_options_set,
     positive_int,
-    refuse_features_on_word_lattices,
-    refuse_mix,
-    refuse_vpylm,
+    refuse_on_word_lattices,
     with_features,
 )
 from arsdecode.cli.output import (
@@ -187,19 +185,25 @@ def read_lattice(args: argparse.Namespace) -> Lattice:
 
 
 def load_lattice_and_lm(args: argparse.Namespace):
-    """The lattice, the model (weighted by --lmw: `arsdecode.api.weighted`) and the OOV
-    report of its candidates. The model is --lm's n-gram model (with --mix-lm or --features
-    as asked) or --vpylm's VPYLM (`check_model_options` has refused what does not combine)."""
+    """The lattice (`read_lattice`), and the model and OOV report of `lattice_target`."""
+    lattice = read_lattice(args)
+    return (lattice, *lattice_target(args, lattice))
+
+
+def lattice_target(args: argparse.Namespace, lattice: Lattice):
+    """The model the flags ask for (weighted by --lmw: `arsdecode.api.weighted`) and the OOV
+    report of the lattice's candidates, warned about on stderr. The model is --lm's n-gram
+    model (with --mix-lm or --features as asked) or --vpylm's VPYLM (`check_model_options`
+    has refused what does not combine). decode, sample and marginals share it."""
     from arsdecode.api import load_lm, weighted
 
-    lattice = read_lattice(args)
     if args.vpylm is not None:
         from arsdecode.cli.vpylm import load_target
 
         vpylm = load_target(args.vpylm)
         oov = oov_report(lattice, set(vpylm.vocab))  # ids() scores these as <unk>
         warn_oov(oov, vpylm, args.vpylm)
-        return lattice, weighted(vpylm, lm_weight=args.lmw), oov
+        return weighted(vpylm, lm_weight=args.lmw), oov
     lm = load_lm(args.lm, config=lm_config(args))
     target = lm_target(args, lm)  # --mix-lm: the interpolation, whose vocabulary is the union
     oov = oov_report(lattice, target.word_to_id)
@@ -207,8 +211,8 @@ def load_lattice_and_lm(args: argparse.Namespace):
     if args.features is not None:  # the log-linear target, alpha = --lmw
         if target is not lm:
             raise OptionError("--features and --mix-lm do not combine yet")
-        return lattice, with_features(args, lm), oov
-    return lattice, weighted(target, lm_weight=args.lmw), oov
+        return with_features(args, lm), oov
+    return weighted(target, lm_weight=args.lmw), oov
 
 
 def cmd_decode(args: argparse.Namespace) -> int:
@@ -217,9 +221,7 @@ def cmd_decode(args: argparse.Namespace) -> int:
 
     check_model_options(args)
     if is_word_lattice(args):
-        refuse_vpylm(args, "a word lattice")
-        refuse_mix(args, "a word lattice")
-        refuse_features_on_word_lattices(args)
+        refuse_on_word_lattices(args)
         return word_lattice.cmd_decode(args)
     outputs = [p for p in (args.fst, args.graphml) if p]
     if outputs and args.method == "full":
@@ -301,9 +303,7 @@ def cmd_sample(args: argparse.Namespace) -> int:
         raise OptionError("--json and --jsonl exclude each other")
     check_model_options(args)
     if is_word_lattice(args):
-        refuse_vpylm(args, "a word lattice")
-        refuse_mix(args, "a word lattice")
-        refuse_features_on_word_lattices(args)
+        refuse_on_word_lattices(args)
         return word_lattice.cmd_sample(args)
     lattice, lm, oov = load_lattice_and_lm(args)
     check_batch_fits(args.batch, lattice)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 
 from arsdecode.cli import word_lattice
+from arsdecode.cli.lattice import lattice_target
 from arsdecode.cli.options import (
     EXIT_OK,
     EXIT_STATUS_HELP,
@@ -29,15 +30,10 @@ from arsdecode.cli.options import (
     check_batch_fits,
     check_model_options,
     epilog,
-    lm_config,
-    lm_target,
     positive_int,
-    refuse_features_on_word_lattices,
-    refuse_mix,
-    refuse_vpylm,
-    with_features,
+    refuse_on_word_lattices,
 )
-from arsdecode.cli.output import fixed, oov_report, print_json, warn_oov
+from arsdecode.cli.output import fixed, print_json
 from arsdecode.cli.word_lattice import add_word_lattice_options, is_word_lattice
 
 
@@ -76,33 +72,17 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from arsdecode.api import load_lm, marginals, weighted
+    from arsdecode.api import marginals
     from arsdecode.lattice import Lattice
 
     check_model_options(args)
     if is_word_lattice(args):
-        refuse_vpylm(args, "a word lattice")
-        refuse_mix(args, "a word lattice")
-        refuse_features_on_word_lattices(args)
+        refuse_on_word_lattices(args)
         return word_lattice.cmd_marginals(args)
 
     lattice = Lattice.from_json_file(args.lattice)
     check_batch_fits(args.batch, lattice)
-    if args.vpylm is not None:  # the VPYLM (check_model_options refused what needs n-grams)
-        from arsdecode.cli.vpylm import load_target
-
-        vpylm = load_target(args.vpylm)
-        warn_oov(oov_report(lattice, set(vpylm.vocab)), vpylm, args.vpylm)
-        lm = weighted(vpylm, lm_weight=args.lmw)
-    else:
-        ngram = load_lm(args.lm, config=lm_config(args))
-        target = lm_target(args, ngram)
-        if args.features is not None and target is not ngram:
-            from arsdecode.errors import OptionError
-
-            raise OptionError("--features and --mix-lm do not combine yet")
-        lm = (with_features(args, ngram) if args.features
-              else weighted(target, lm_weight=args.lmw))
+    lm, _ = lattice_target(args, lattice)
     result = marginals(lm, lattice, args.n, args.seed, all_candidates=args.all_candidates,
                        method=args.method, batch=args.batch, target_ar=args.target_ar,
                        ar_window=args.ar_window, variant=args.variant)

@@ -450,6 +450,14 @@ def check_model_options(args: argparse.Namespace) -> None:
                           "--lm, not to --vpylm")
 
 
+def refuse_on_word_lattices(args: argparse.Namespace) -> None:
+    """OptionError for the flags a word lattice cannot take (--vpylm, --mix-lm, --features):
+    its front end and exact expansion run one n-gram table (`cli.word_lattice`)."""
+    refuse_vpylm(args, "a word lattice")
+    refuse_mix(args, "a word lattice")
+    refuse_features_on_word_lattices(args)
+
+
 def refuse_vpylm(args: argparse.Namespace, what: str) -> None:
     """OptionError if --vpylm is given for `what` (a word lattice: that front end reads
     an n-gram model, `cli.word_lattice.load`)."""
