@@ -54,7 +54,12 @@ from arsdecode.core.dp import draw_in_segments
 from arsdecode.core.semiring import LogSumExp, quiet
 from arsdecode.errors import NoPathError, OptionError
 from arsdecode.lattice import WordLattice
-from arsdecode.methods.full import StatesBudgetExceeded, _group_rows, start_context
+from arsdecode.methods.full import (
+    StatesBudgetExceeded,
+    _group_rows,
+    _rank_in_groups,
+    start_context,
+)
 from arsdecode.model import ModelLike, TargetModel, as_target_model
 
 __all__ = ["DagDecodeResult", "DagExpansion", "DagPath", "dag_decode", "dag_expand",
@@ -414,7 +419,7 @@ def _kbest_paths(ex: DagExpansion, wl: WordLattice, k: int) -> list[DagPath]:
         order = np.lexsort((dst_lex, cand_arc, -cand_v, cand_state))
         cand_state, cand_e, cand_r, cand_v, cand_arc, dst_lex = (
             a[order] for a in (cand_state, cand_e, cand_r, cand_v, cand_arc, dst_lex))
-        pos = _rank_in_runs(cand_state)
+        pos = _rank_in_groups(cand_state)
         top = pos < k
         st, ps = cand_state[top] + lo, pos[top]
         vals[st, ps] = cand_v[top]
@@ -424,7 +429,7 @@ def _kbest_paths(ex: DagExpansion, wl: WordLattice, k: int) -> list[DagPath]:
         kept_arc, kept_lex, kept_state = cand_arc[top], dst_lex[top], cand_state[top]
         lorder = np.lexsort((kept_lex, kept_arc, kept_state))
         rank = np.empty(len(lorder), dtype=np.int64)
-        rank[lorder] = _rank_in_runs(kept_state[lorder])
+        rank[lorder] = _rank_in_groups(kept_state[lorder])
         lex[st, ps] = rank
     if vals[0, 0] == -np.inf:
         raise NoPathError(f"{wl.source}: every path has probability zero")
@@ -441,13 +446,6 @@ def _kbest_paths(ex: DagExpansion, wl: WordLattice, k: int) -> list[DagPath]:
     return out
 
 
-def _rank_in_runs(keys: np.ndarray) -> np.ndarray:
-    """Each entry's position within its run of equal values of the sorted `keys`."""
-    if len(keys) == 0:
-        return np.zeros(0, dtype=np.int64)
-    starts = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]])
-    lengths = np.diff(np.r_[starts, len(keys)])
-    return np.arange(len(keys)) - np.repeat(starts, lengths)
 
 
 @dataclass
