@@ -42,7 +42,7 @@ from arsdecode.tasks.sms.keypad import KeypadChannel
 from arsdecode.tasks.trf.score import sentence_log_scores
 from experiments.report.render import write_page
 from experiments.sms_measure import subset  # the first N records of each length
-from experiments.vpylm_sms import decode_all, read_sentences, sentence_logs
+from experiments.vpylm_sms import decode_all, perplexity, read_sentences, sentence_logs
 
 REPO = Path(__file__).resolve().parents[1]
 DOC = REPO / "docs" / "results-interpolation.md"
@@ -60,11 +60,6 @@ def general_model(data: Path, nltk_data: Path | None) -> Path:
         sentences = load_sentences(GENERAL_CORPORA, nltk_data)
         train_arpa((" ".join(s) for s in sentences), 3, path)
     return path
-
-
-def perplexity(lm: TargetModel, sentences: list[list[str]], known: set[str]) -> float:
-    logs = [x for s in sentences for x in sentence_logs(lm, s, known)]
-    return math.exp(-sum(logs) / len(logs))
 
 
 def kenlm_check(arpa_in: Path, arpa_gen: Path, weight: float, mixture: TargetModel,
@@ -112,8 +107,8 @@ def run(args: argparse.Namespace) -> dict:
         target: TargetModel = (as_target_model(m_in) if weight == 1.0 else
                                as_target_model(m_gen) if weight == 0.0 else
                                arsdecode.interpolate([m_in, m_gen], [weight, 1 - weight]))
-        grid.append({"lambda": weight, "ppl_tune": perplexity(target, tune, known),
-                     "ppl_report": perplexity(target, report, known)})
+        grid.append({"lambda": weight, "ppl_tune": perplexity(target, tune, known)["ppl"],
+                     "ppl_report": perplexity(target, report, known)["ppl"]})
         print(json.dumps(grid[-1]), flush=True)
     out["grid"] = grid
     best = min(grid, key=lambda g: g["ppl_tune"])["lambda"]
