@@ -85,22 +85,18 @@ def read_sentences(path: Path) -> list[list[str]]:
 
 def frequent_ngrams(sentences: Sequence[Sequence[str]], per_kind: int) -> list[str]:
     """The `per_kind` most frequent bigrams, trigrams and skip-bigrams (`a * c`) each of
-    `<s> s </s>` over the sentences, as feature patterns (the kinds are disjoint: a
-    skip-bigram's middle word is `*`); ties by the pattern text, so the list is
-    reproducible."""
-    kinds: list[Counter[str]] = [Counter(), Counter(), Counter()]
-    for s in sentences:
-        x = ["<s>", *s, "</s>"]
-        for i in range(len(x) - 1):
-            kinds[0][f"{x[i]} {x[i + 1]}"] += 1
-        for i in range(len(x) - 2):
-            kinds[1][f"{x[i]} {x[i + 1]} {x[i + 2]}"] += 1
-            kinds[2][f"{x[i]} * {x[i + 2]}"] += 1
-    out = []
-    for counts in kinds:
-        ranked = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
-        out += [pattern for pattern, _ in ranked[:per_kind]]
-    return out
+    `<s> s </s>` over the sentences, as feature patterns: the random-field trainer's own
+    selection (`select_features`, most frequent first, ties by the pattern, so the list is
+    reproducible), split by kind (disjoint: a skip-bigram's middle word is `*`)."""
+    from arsdecode.model.loglinear import SKIP
+    from arsdecode.tasks.trf.features import select_features
+
+    kinds: list[list[str]] = [[], [], []]
+    for pattern in select_features(sentences, max_order=3, skip=True, min_count=1).patterns:
+        kind = (len(pattern) == 3) + (SKIP in pattern)  # 0 bigram, 1 trigram, 2 skip-bigram
+        if len(pattern) > 1 and len(kinds[kind]) < per_kind:
+            kinds[kind].append(" ".join(pattern))
+    return [p for kind in kinds for p in kind]
 
 
 def write_features(sentences: Sequence[Sequence[str]], path: Path, per_kind: int,
