@@ -21,8 +21,9 @@ The targets (natural log throughout; the issue's targets 1, 2 and 4):
                 `<s> train.txt </s>`, weights drawn N(0, `--sigma`) by numpy's default_rng
                 (`--seed`), written to DATA/bench_targets.features.tsv (a synthetic stand-in
                 for a trained random-field LM's feature weights);
-  vpylm         `train_vpylm(train.txt, max_depth, sweeps, seed)` (arsdecode.model.vpylm), cached
-                as DATA/vpylm.d<depth>.sweeps<sweeps>.seed<seed>.npz with its training time in
+  vpylm         `train_vpylm(train.txt, max_depth, sweeps, seed)`
+                (arsdecode.model.vpylm_train), cached as
+                DATA/vpylm.d<depth>.sweeps<sweeps>.seed<seed>.npz with its training time in
                 a .json beside it (trained once; reruns reuse it).
 
 Per target and method ("auto", "ars"; "full" for the plain target, whose full DP is compiled),
@@ -114,7 +115,8 @@ def vpylm_counts(data: Path, sentences: Sequence[Sequence[str]], depth: int, swe
                  seed: int) -> tuple[Any, dict[str, Any]]:
     """The VPYLM's counts, trained once and cached under `data` (training takes a minute or
     two: a rerun reuses the file), and what the page says about its training."""
-    from arsdecode.model.vpylm import VpylmCounts, train_vpylm
+    from arsdecode.model.vpylm import VpylmCounts
+    from arsdecode.model.vpylm_train import train_vpylm
 
     path = data / f"vpylm.d{depth}.sweeps{sweeps}.seed{seed}.npz"
     meta_path = Path(f"{path}.json")

@@ -31,7 +31,8 @@ import maxarpa
 from arsdecode.lattice import Lattice
 from arsdecode.methods.full import full_log_partition
 from arsdecode.model import TargetModel, as_target_model, context_rows
-from arsdecode.model.vpylm import VpylmCounts, VpylmLM, train_vpylm
+from arsdecode.model.vpylm import VpylmCounts, VpylmLM
+from arsdecode.model.vpylm_train import train_vpylm
 from arsdecode.tasks.sms.keypad import KeypadChannel
 from experiments.report.render import write_page
 from experiments.sms_measure import subset  # the first N records of each length
