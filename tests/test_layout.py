@@ -8,6 +8,7 @@ how bench/ and experiments/ came to import each other's folders.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -46,3 +47,51 @@ def test_the_feature_file_parser_is_not_in_the_target_module():
 def test_split_modules_stay_small(path):
     lines = len((REPO / path).read_text(encoding="utf-8").splitlines())
     assert lines <= MAX_LINES, f"{path}: {lines} lines"
+
+
+RUNNER_DIRS = ("bench", "experiments")
+SYS_PATH_EDIT = re.compile(r"sys\.path\.(insert|append|extend)\(|sys\.path\s*(\+?=|\[)")
+
+
+def _sources(*folders: str) -> list[Path]:
+    return sorted(p for folder in folders for p in (REPO / folder).rglob("*.py"))
+
+
+def _module(path: Path) -> str:
+    parts = list(path.relative_to(REPO).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def test_no_runner_edits_sys_path():
+    """They run as modules from the root (`python -m bench.bench_pos`), which puts the root
+    on sys.path; the tests get it from pyproject's `pythonpath`."""
+    edits = [f"{p.relative_to(REPO)}:{n}" for p in [*_sources("bench", "experiments", "scripts",
+                                                               "data_prep"),
+                                                     REPO / "tests" / "conftest.py"]
+             for n, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1)
+             if SYS_PATH_EDIT.search(line)]
+    assert not edits, edits
+
+
+@pytest.mark.parametrize("folder, other", [("bench", "experiments"), ("experiments", "bench")])
+def test_bench_and_experiments_do_not_import_each_other(folder, other):
+    """What both need lives where both may import it: data_prep (the SMS subset, the ASR-like
+    lattices) or arsdecode.testing (the oracles)."""
+    found = [f"{_module(p)} -> {name}" for p in _sources(folder)
+             for name, _ in imported_names(_module(p), p)
+             if name == other or name.startswith(other + ".")]
+    assert not found, found
+
+
+@pytest.mark.parametrize("path", _sources(*RUNNER_DIRS), ids=lambda p: _module(p))
+def test_every_runner_imports_from_the_root(path):
+    """Importing a runner as the module `python -m` would run (no __main__ block runs)."""
+    import importlib
+
+    try:
+        importlib.import_module(_module(path))
+    except ModuleNotFoundError as err:
+        if err.name and err.name.split(".")[0] in ("bench", "experiments", "data_prep",
+                                                    "arsdecode", "maxarpa", "scripts"):
+            raise
+        pytest.skip(f"optional dependency {err.name} is not installed")
