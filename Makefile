@@ -26,9 +26,9 @@ lint:
 	$(VENV)/bin/ruff check .
 
 bench: install
-	$(PY) bench/bench_maxarpa.py
-	$(PY) bench/bench_ars.py
-	$(PY) bench/bench_variants.py
+	$(PY) -m bench.bench_maxarpa
+	$(PY) -m bench.bench_ars
+	$(PY) -m bench.bench_variants
 
 wheel: install
 	$(PY) -m pip install -q build

@@ -8,7 +8,7 @@ candidates per position), it runs, in the same process and run:
 and prints seconds, the speed-up ratio, ARS iterations and states, and the fraction of the
 literal full state space (all (n-1)-token contexts) that ARS built.
 
-Usage: python bench/bench_ars.py [--models DIR] [--sentences K]
+Usage: python -m bench.bench_ars [--models DIR] [--sentences K]
   DIR holds lm.{3,4,5}.maxarpa and test.jsonl from `python -m data_prep.prepare_sms`
   (default work/sms; built on first use from state_union).
 """
@@ -26,7 +26,6 @@ from pathlib import Path
 import numpy as np
 
 REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))  # this checkout's arsdecode, not another one installed
 
 
 LITERAL_CAP = 300_000  # literal full-model states above which "F" is not run (reported nan)

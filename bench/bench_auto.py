@@ -23,7 +23,7 @@ Times are CPU seconds of the process (`clock`). Besides the per-lattice times, o
 family in a process that has not set up the full DP for the model (the first lattice alone: a
 one-off call; and the whole family: a corpus).
 
-Usage: python bench/bench_auto.py [--sms work/sms] [--pos work/pos] [--per-family 20]
+Usage: python -m bench.bench_auto [--sms work/sms] [--pos work/pos] [--per-family 20]
   work/sms from `python -m data_prep.prepare_sms --out work/sms --corpora state_union`,
   work/pos from `python -m data_prep.pos_data --out work/pos`; --ewt DIR (default: the shared
   ud_ewt directory) for the out-of-domain family. --only SUBSTRING runs the families whose
@@ -39,7 +39,6 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))  # this checkout's arsdecode, and data_prep (a folder, not installed)
 
 
 def clock() -> float:

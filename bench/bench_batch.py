@@ -8,7 +8,7 @@ cores), the overhead per item of each runner against the baseline, and each work
 memory (RSS, and USS = pages private to it; the memory-mapped model is shared, so it counts
 in RSS but not in USS).
 
-    PYTHONPATH=. .venv/bin/python bench/bench_batch.py [--items 400] [--chunk 16] [--repeat 2]
+    .venv/bin/python -m bench.bench_batch [--items 400] [--chunk 16] [--repeat 2]
 
 A second corpus of tiny one-position lattices isolates the overhead per item: there the decode
 costs almost nothing, so (Dask run - baseline loop) / items is the scheduling cost itself.

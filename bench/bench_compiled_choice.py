@@ -10,7 +10,7 @@ this run:
   - cold start of a FRESH process (import + first call, model load included, as the CLI pays
     on every run), and for numba also the first run with an empty cache (after install).
 
-Usage: python bench/bench_compiled_choice.py [MODEL]   (default: the embedded state_union 5-gram)
+Usage: python -m bench.bench_compiled_choice [MODEL]   (default: the embedded state_union 5-gram)
 """
 
 from __future__ import annotations
@@ -25,12 +25,10 @@ from pathlib import Path
 import numpy as np
 
 REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))  # this checkout's arsdecode, and bench.numba_walk
 DEFAULT_MODEL = REPO / "arsdecode" / "data" / "state_union.5gram.maxarpa.gz"
 
 PRELUDE = """
 import sys, numpy as np
-sys.path.insert(0, {repo!r})
 import maxarpa
 lm = maxarpa.load({model!r})
 rng = np.random.default_rng(0)
@@ -73,10 +71,11 @@ def best_of(fn, reps: int) -> float:
 
 
 def fresh_process(model: Path, kind: str, env: dict[str, str] | None = None) -> float:
-    code = PRELUDE.format(repo=str(REPO), model=str(model))
+    code = PRELUDE.format(model=str(model))
     code += FIRST_CALL[kind] + "\n"
     t0 = time.perf_counter()
-    subprocess.run([sys.executable, "-c", code], check=True, env=env)
+    # `python -c` puts its working directory first on sys.path: this checkout's packages
+    subprocess.run([sys.executable, "-c", code], check=True, env=env, cwd=REPO)
     return time.perf_counter() - t0
 
 

@@ -19,7 +19,7 @@ Printed, per input kind and order:
 Next to them, SRILM disambig 1.7.3's figures from the issue (measured by a session on this
 kind of machine; SRILM is not installed here) and the issue's goals.
 
-Usage: python bench/bench_disambig.py [--sentences 100]
+Usage: python -m bench.bench_disambig [--sentences 100]
   Order 5 is the embedded model; order 3 is that model at `--order 3` (`maxarpa.truncate`,
   what disambig -order 3 does with it), as in the issue's measurement.
 """
@@ -37,7 +37,6 @@ from pathlib import Path
 import numpy as np
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))  # data_prep is a repo folder, not an installed package
 
 # SRILM disambig 1.7.3 on the same task (issue 23's table): CPU seconds of the whole process.
 DISAMBIG = {("full", 5): "434 s, 60 MB", ("full", 3): "395 s", ("top100", 5): "3.17 s, 19 MB",

@@ -1,6 +1,6 @@
 """Issue 21's lattice rescoring, measured: exact decoding of ASR-like word lattices.
 
-The lattices (`experiments/asr_lattices.py`): held-out text of `data_prep.prepare_sms`'s split,
+The lattices (`data_prep/asr_lattices.py`): held-out text of `data_prep.prepare_sms`'s split,
 per setting (words x arcs per position) N lattices, the same lattices at every order. Per
 setting and order (orders below the model's are `maxarpa.truncate` of it, what lattice-tool
 -order N does with a higher-order LM):
@@ -25,7 +25,7 @@ Beside them: SRILM lattice-tool 1.7.3's figures from the issue (order 5, the emb
 CPU per lattice, whole process; SRILM is not installed here) and the goal, exact decode at most
 the expansion-plus-Viterbi time: <= 0.03 s per 40 x 50 lattice at order 5.
 
-Usage: python bench/bench_lattice.py [--n 10] [--orders 2 3 4 5] [--words 10 20 40 60]
+Usage: python -m bench.bench_lattice [--n 10] [--orders 2 3 4 5] [--words 10 20 40 60]
            [--arcs 5 15 50] [--model PATH --corpora C ...] [--no-process] [--json OUT]
 The default model is the embedded state_union 5-gram (`arsdecode.api.DEFAULT_LM`), with the
 held-out text of `--corpora state_union`; a model trained by
@@ -49,7 +49,6 @@ from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))  # experiments/ and data_prep/ are repo folders, not packages
 
 # SRILM lattice-tool 1.7.3, order 5, embedded state_union 5-gram (issue 21's table): CPU per
 # lattice, whole process. (words, arcs) -> figures.
@@ -120,7 +119,7 @@ def measure_setting(lm, order: int, lattices: list, *, ars: Callable[..., Any] |
     """One (order, words, arcs) row: see the module docstring."""
     from arsdecode.api import decode
     from arsdecode.methods.dag_full import dag_decode
-    from experiments.asr_lattices import acoustic_best, word_errors
+    from data_prep.asr_lattices import acoustic_best, word_errors
 
     wls = [a.lattice for a in lattices]
     decode(lm, wls[0])  # warm up: the model's tables are built on first use
@@ -182,7 +181,7 @@ def run(*, model: Path | None, corpora: Sequence[str], n: int, orders: Sequence[
     """Every setting's row (`measure_setting`) and what the page needs to say about them."""
     import maxarpa
     from arsdecode.api import DEFAULT_LM
-    from experiments.asr_lattices import Confuser, generate, heldout_sentences, write_slf_files
+    from data_prep.asr_lattices import Confuser, generate, heldout_sentences, write_slf_files
     from maxarpa.binary_format import write_binary
 
     model_path = Path(model) if model is not None else Path(DEFAULT_LM)
@@ -272,7 +271,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = ap.parse_args(argv)
     res = run(model=args.model, corpora=args.corpora, n=args.n, orders=args.orders,
               words=args.words, arcs=args.arcs, seed=args.seed, processes=not args.no_process)
-    res["command"] = shlex.join(["python", "bench/bench_lattice.py",
+    res["command"] = shlex.join(["python", "-m", "bench.bench_lattice",
                                  *(sys.argv[1:] if argv is None else argv)])
     print(f"model {res['model']} ({res['model_ngrams']:,} n-grams), {args.n} lattices per "
           f"setting; whole process: {res['process_note'] or 'measured'}; ARS: {res['ars_note']}")

@@ -6,9 +6,9 @@ time and resident memory (private vs shared file-backed) of the binary mapped vs
 throughput of 1M random batch queries (log10p, max_log10p) next to KenLM's Python
 per-query scoring. Ratios are what to read: absolute times are noisy on shared machines.
 
-Usage: python bench/bench_maxarpa.py [ARPA]   (default: a 5-gram trained with lmplz on
+Usage: python -m bench.bench_maxarpa [ARPA]   (default: a 5-gram trained with lmplz on
 state_union + brown + abc + webtext into work/bench/, built on first use)
-       python bench/bench_maxarpa.py --digest [MODEL ...]   (only the digest check's share of
+       python -m bench.bench_maxarpa --digest [MODEL ...]   (only the digest check's share of
        the load, issue 19; default: the shipped 5-gram, as MAX-ARPA and as .npz)
 """
 
@@ -24,7 +24,6 @@ from pathlib import Path
 import numpy as np
 
 REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))  # this checkout's arsdecode, and data_prep (a folder, not installed)
 WORK = REPO / "work" / "bench"
 
 

@@ -19,7 +19,7 @@ test set (data_prep.ewt; many words the WSJ-trained tagger never saw), tagged by
 models; the whole process then runs with --method auto and --method full (auto must not be
 the slower).
 
-Usage: python bench/bench_pos.py [--pos-dir work/pos] [--orders 3 5 9] [--check-full]
+Usage: python -m bench.bench_pos [--pos-dir work/pos] [--orders 3 5 9] [--check-full]
                                  [--test wsj20|ewt] [--sentences 1500] [--ewt DIR]
 """
 
@@ -35,7 +35,6 @@ from pathlib import Path
 import numpy as np
 
 REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))  # this checkout's arsdecode, and data_prep (a folder, not installed)
 
 
 

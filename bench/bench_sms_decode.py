@@ -8,7 +8,7 @@ time for the acceptance rate over the last 100 trials to reach 20% at length 10,
 
 Every engine result is checked against the reference (same log p to 1e-9) before it counts.
 
-Usage: python bench/bench_sms_decode.py [--models work/sms] [--order 5] [--sentences 30]
+Usage: python -m bench.bench_sms_decode [--models work/sms] [--order 5] [--sentences 30]
   --models holds lm.<order>.maxarpa and test.jsonl from
   `python -m data_prep.prepare_sms --out work/sms --corpora state_union`.
 """
@@ -20,14 +20,12 @@ import gc
 import json
 import signal
 import statistics
-import sys
 import time
 from pathlib import Path
 
 import numpy as np
 
 REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))  # this checkout's arsdecode, not another one installed
 
 
 def pct(xs: list[float], q: float) -> float:

@@ -21,8 +21,9 @@ The targets (natural log throughout; the issue's targets 1, 2 and 4):
                 `<s> train.txt </s>`, weights drawn N(0, `--sigma`) by numpy's default_rng
                 (`--seed`), written to DATA/bench_targets.features.tsv (a synthetic stand-in
                 for a trained random-field LM's feature weights);
-  vpylm         `train_vpylm(train.txt, max_depth, sweeps, seed)` (arsdecode.model.vpylm), cached
-                as DATA/vpylm.d<depth>.sweeps<sweeps>.seed<seed>.npz with its training time in
+  vpylm         `train_vpylm(train.txt, max_depth, sweeps, seed)`
+                (arsdecode.model.vpylm_train), cached as
+                DATA/vpylm.d<depth>.sweeps<sweeps>.seed<seed>.npz with its training time in
                 a .json beside it (trained once; reruns reuse it).
 
 Per target and method ("auto", "ars"; "full" for the plain target, whose full DP is compiled),
@@ -42,7 +43,7 @@ Checks (the exit status is 1 if one fails): the plain target's decodes are equal
 methods (ln p within 1e-9); each target's "auto" and "ars" decodes are equal, and its
 "ars_small" and "full_small"; every decode is certified.
 
-Usage: python bench/bench_targets.py [--data work/sms] [--general M] [--per-length 8]
+Usage: python -m bench.bench_targets [--data work/sms] [--general M] [--per-length 8]
            [--sample-per-length 3] [--samples 100] [--targets plain interpolated ...]
            [--json OUT]
 `--per-length 2 --sample-per-length 1` is a quick run. Progress goes to a terminal only.
@@ -65,7 +66,6 @@ from typing import Any, Literal
 import numpy as np
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))  # this checkout's arsdecode and experiments/, not another one
 
 Method = Literal["auto", "ars", "full"]
 TARGETS = ("plain", "interpolated", "loglinear", "vpylm")
@@ -114,7 +114,8 @@ def vpylm_counts(data: Path, sentences: Sequence[Sequence[str]], depth: int, swe
                  seed: int) -> tuple[Any, dict[str, Any]]:
     """The VPYLM's counts, trained once and cached under `data` (training takes a minute or
     two: a rerun reuses the file), and what the page says about its training."""
-    from arsdecode.model.vpylm import VpylmCounts, train_vpylm
+    from arsdecode.model.vpylm import VpylmCounts
+    from arsdecode.model.vpylm_train import train_vpylm
 
     path = data / f"vpylm.d{depth}.sweeps{sweeps}.seed{seed}.npz"
     meta_path = Path(f"{path}.json")
@@ -135,7 +136,7 @@ def vpylm_counts(data: Path, sentences: Sequence[Sequence[str]], depth: int, swe
 def choose(records: Sequence[dict], per_length: int) -> list[dict]:
     """The first `per_length` records of each length (test.jsonl is a random draw per
     length), in file order."""
-    from experiments.sms_measure import subset
+    from data_prep.prepare_sms import subset
 
     return subset(records, per_length)
 
@@ -431,7 +432,7 @@ def main(argv: Sequence[str] | None = None) -> int:
               sigma=args.sigma, depth=args.max_depth, sweeps=args.sweeps, seed=args.seed)
     res["run_cpu_seconds"] = time.process_time() - cpu0
     res["run_wall_seconds"] = time.perf_counter() - wall0
-    res["command"] = shlex.join(["python", "bench/bench_targets.py",
+    res["command"] = shlex.join(["python", "-m", "bench.bench_targets",
                                  *(sys.argv[1:] if argv is None else argv)])
     print(table(res))
     if args.json is not None:

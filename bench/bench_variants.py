@@ -6,7 +6,7 @@ For exact decoding (full candidate lists) and sampling (top-100, B=100, to AR-10
 on length-10 SMS sentences with the 5-gram, it prints mean iterations, states and seconds per
 variant and the ratio paper/all-edges.
 
-Usage: python bench/bench_variants.py [--models work/sms] [--sentences 10]
+Usage: python -m bench.bench_variants [--models work/sms] [--sentences 10]
 """
 
 from __future__ import annotations
@@ -14,12 +14,10 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
-import sys
 import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))  # this checkout's arsdecode, not another one installed
 
 
 def main() -> None:

@@ -23,6 +23,7 @@ import json
 import statistics
 import sys
 import time
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
@@ -48,6 +49,19 @@ def _progress(items: Iterable, desc: str, total: int | None = None) -> Iterable:
 
 def _say(msg: str) -> None:
     print(msg, file=sys.stderr, flush=True)
+
+
+def subset(records: Sequence[dict], per_length: int) -> list[dict]:
+    """The first `per_length` records of each length (0: all; test.jsonl is a random draw).
+    Bench and experiments both take their SMS test sentences this way."""
+    taken: Counter = Counter()
+    out = []
+    for rec in records:
+        n = len(rec["words"])
+        if per_length == 0 or taken[n] < per_length:
+            taken[n] += 1
+            out.append(rec)
+    return out
 
 
 def split_heldout(

@@ -9,7 +9,7 @@ Gibbs); marginal error against time on real POS lattices, exact-sample marginals
 (4) the evidence-estimator study (experiments/evidence_study.py). Times are process CPU
 seconds of one core, model loading and lattice construction excluded.
 
-    PYTHONPATH=$PWD python experiments/approx_vs_exact.py --sms work/sms --pos work/pos
+    python -m experiments.approx_vs_exact --sms work/sms --pos work/pos
 """
 
 from __future__ import annotations
@@ -23,22 +23,21 @@ from pathlib import Path
 
 import numpy as np
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))  # experiments/ and data_prep/ are repo folders, not packages
+import maxarpa
+from arsdecode.core.tolerances import CERTIFICATE_TOL
+from arsdecode.methods.approx import beam_search, gibbs, randomized_log_partition
+from arsdecode.methods.ars import decode, sample
+from arsdecode.methods.full import full_log_partition
+from arsdecode.methods.marginals import marginals_from_samples
+from arsdecode.tasks.pos.emissions import TnTEmissions
+from arsdecode.tasks.pos.evaluation import read_tagged
+from arsdecode.tasks.sms.keypad import KeypadChannel
+from arsdecode.testing.brute import brute_model
+from experiments import evidence_study
+from experiments.report.approx import render
+from maxarpa.model import Model
 
-import maxarpa  # noqa: E402
-from arsdecode.core.tolerances import CERTIFICATE_TOL  # noqa: E402
-from arsdecode.methods.approx import beam_search, gibbs, randomized_log_partition  # noqa: E402
-from arsdecode.methods.ars import decode, sample  # noqa: E402
-from arsdecode.methods.full import full_log_partition  # noqa: E402
-from arsdecode.methods.marginals import marginals_from_samples  # noqa: E402
-from arsdecode.tasks.pos.emissions import TnTEmissions  # noqa: E402
-from arsdecode.tasks.pos.evaluation import read_tagged  # noqa: E402
-from arsdecode.tasks.sms.keypad import KeypadChannel  # noqa: E402
-from arsdecode.testing.brute import brute_model  # noqa: E402
-from experiments import evidence_study  # noqa: E402
-from experiments.report.approx import render  # noqa: E402
-from maxarpa.model import Model  # noqa: E402
+REPO = Path(__file__).resolve().parents[1]
 
 WIDTHS = [1, 2, 4, 8, 16, 64]
 IMG = REPO / "docs" / "img" / "approx"
@@ -192,7 +191,7 @@ def main() -> int:
     ap.add_argument("--render-only", action="store_true",
                     help="rewrite the page and plots from --json without measuring")
     args = ap.parse_args()
-    cmd = ("PYTHONPATH=$PWD python experiments/approx_vs_exact.py --sms work/sms --pos work/pos"
+    cmd = ("python -m experiments.approx_vs_exact --sms work/sms --pos work/pos"
            f" --sms-n {args.sms_n} --sms-top-k {args.sms_top_k}"
            + (f" --pos-n {args.pos_n}" if args.pos_n else "")
            + f" --evidence-seeds {args.evidence_seeds}")

@@ -10,7 +10,7 @@ is enumerable, else by the full-model DP arsdecode.methods.full.full_log_partiti
   give (width shrinks as 1 / sqrt(work)), so estimators and cases compare at equal cost. All
   estimators share the trials, so their cost is the same sampling run.
 
-    PYTHONPATH=$PWD python experiments/evidence_study.py [--seeds 100] [--json out.json]
+    python -m experiments.evidence_study [--seeds 100] [--json out.json]
 """
 
 from __future__ import annotations
@@ -25,19 +25,17 @@ from pathlib import Path
 
 import numpy as np
 
+import maxarpa
+from arsdecode.lattice import Lattice
+from arsdecode.methods import evidence
+from arsdecode.methods.ars import sample
+from arsdecode.methods.full import full_log_partition
+from arsdecode.testing.brute import brute_model
+from arsdecode.testing.random_arpa import random_arpa_text
+from experiments.report.evidence import markdown
+from maxarpa.model import Model
+
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))  # experiments/ and data_prep/ are repo folders, not packages
-
-
-import maxarpa  # noqa: E402
-from arsdecode.lattice import Lattice  # noqa: E402
-from arsdecode.methods import evidence  # noqa: E402
-from arsdecode.methods.ars import sample  # noqa: E402
-from arsdecode.methods.full import full_log_partition  # noqa: E402
-from arsdecode.testing.brute import brute_model  # noqa: E402
-from arsdecode.testing.random_arpa import random_arpa_text  # noqa: E402
-from experiments.report.evidence import markdown  # noqa: E402
-from maxarpa.model import Model  # noqa: E402
 
 # (name, model seed, order, vocabulary, positive-backoff fraction, lattice length, width, n)
 CASES = [

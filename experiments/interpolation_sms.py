@@ -20,7 +20,7 @@ Measured:
     mixture at the chosen lambda: every decode exact and certified (`method="auto"`: the
     compiled DP for one table, ARS for the mixture), with its time.
 
-    PYTHONPATH=$PWD python experiments/interpolation_sms.py --data work/sms \
+    python -m experiments.interpolation_sms --data work/sms \
         [--nltk-data ../shared/data/nltk] [--per-length 50]
 """
 
@@ -40,8 +40,8 @@ import maxarpa
 from arsdecode.model import TargetModel, as_target_model
 from arsdecode.tasks.sms.keypad import KeypadChannel
 from arsdecode.tasks.trf.score import sentence_log_scores
+from data_prep.prepare_sms import subset  # the first N records of each length
 from experiments.report.render import write_page
-from experiments.sms_measure import subset  # the first N records of each length
 from experiments.vpylm_sms import decode_all, perplexity, read_sentences, sentence_logs
 
 REPO = Path(__file__).resolve().parents[1]
@@ -146,7 +146,7 @@ def render(res: dict) -> str:
         "10 s):",
         "",
         "    .venv/bin/python -m data_prep.prepare_sms --out work/sms",
-        "    PYTHONPATH=$PWD .venv/bin/python experiments/interpolation_sms.py --data work/sms",
+        "    .venv/bin/python -m experiments.interpolation_sms --data work/sms",
         "",
         "The hidden layer is the dynamic interpolation p(w | h) = lambda p_in(w | h) + "
         "(1 - lambda) p_gen(w | h) of two KN 3-grams (`arsdecode.interpolate`; SRILM's "

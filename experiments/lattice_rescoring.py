@@ -1,6 +1,10 @@
 """Issue 21's lattice rescoring: runs bench/bench_lattice.py's measurements and writes
 docs/results-lattice.md with its plots (docs/img/lattice/).
 
+The bench runs as a command (`python -m bench.bench_lattice ... --json FILE`), whose JSON is
+read back: experiments/ and bench/ do not import each other, so either can change its insides
+without the other noticing (issue 30).
+
 First the embedded state_union 5-gram (orders 2-5, as lattice-tool -order N uses it), then,
 with `--model`, a larger model: the issue's "the same with the 4-corpus 54k-word 5-gram, where
 the expansion grows", made by
@@ -13,8 +17,8 @@ split: `--model-corpora`, default the four corpora). Where ARS on DAGs
 (`arsdecode.methods.dag_ars`) is in the checkout, the page says where it starts to beat the
 expansion.
 
-    PYTHONPATH=$PWD python experiments/lattice_rescoring.py [--n 10] [--model PATH]
-    PYTHONPATH=$PWD python experiments/lattice_rescoring.py --render-only   # from --json
+    python -m experiments.lattice_rescoring [--n 10] [--model PATH]
+    python -m experiments.lattice_rescoring --render-only   # from --json
 """
 
 from __future__ import annotations
@@ -22,14 +26,15 @@ from __future__ import annotations
 import argparse
 import json
 import shlex
+import subprocess
 import sys
+import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))  # experiments/, bench/ and data_prep/ are repo folders
+from experiments.report.lattice import render
 
-from experiments.report.lattice import render  # noqa: E402
+REPO = Path(__file__).resolve().parents[1]
 
 IMG = REPO / "docs" / "img" / "lattice"
 DOC = REPO / "docs" / "results-lattice.md"
@@ -38,6 +43,30 @@ FOUR_CORPORA = ["state_union", "brown", "abc", "webtext"]
 
 def say(msg: str) -> None:
     print(msg, file=sys.stderr, flush=True)
+
+
+def bench_lattice(*, model: Path | None, corpora: Sequence[str], n: int, orders: Sequence[int],
+                  words: Sequence[int], arcs: Sequence[int], processes: bool) -> dict:
+    """One model's rows, measured by `python -m bench.bench_lattice` (its printed rows go to
+    stderr, as progress) and read from the JSON it writes. Its exit status 1 (ARS disagreed
+    with the expansion somewhere) is said and the rows are kept: the page shows `ars_agrees`."""
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "bench_lattice.json"
+        cmd = [sys.executable, "-m", "bench.bench_lattice", "--n", str(n),
+               "--orders", *map(str, orders), "--words", *map(str, words),
+               "--arcs", *map(str, arcs), "--corpora", *corpora, "--json", str(out)]
+        if model is not None:
+            cmd += ["--model", str(Path(model).resolve())]
+        if not processes:
+            cmd.append("--no-process")
+        status = subprocess.run(cmd, cwd=REPO, stdout=sys.stderr).returncode
+        if status not in (0, 1) or not out.exists():
+            raise SystemExit(f"bench.bench_lattice failed (exit status {status})")
+        if status == 1:
+            say("bench.bench_lattice: ARS disagreed with the expansion on some setting")
+        result = json.loads(out.read_text())
+    result.pop("command", None)  # the experiment's own command heads the page
+    return result
 
 
 PROFILED = {  # (file suffix, function) -> what it does, for the page
@@ -59,7 +88,7 @@ def profile_expansion(n: int, words: int = 40, arcs: int = 50) -> dict:
     import maxarpa
     from arsdecode.api import DEFAULT_LM
     from arsdecode.methods.dag_full import dag_decode
-    from experiments.asr_lattices import Confuser, generate, heldout_sentences
+    from data_prep.asr_lattices import Confuser, generate, heldout_sentences
 
     lm = maxarpa.load(DEFAULT_LM)
     lats = generate(Confuser.from_model(lm), heldout_sentences(), words, arcs, n)
@@ -99,21 +128,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--render-only", action="store_true",
                     help="rewrite the page and plots from --json without measuring")
     args = ap.parse_args(argv)
-    cmd = shlex.join(["PYTHONPATH=$PWD", "python", "experiments/lattice_rescoring.py",
+    cmd = shlex.join(["python", "-m", "experiments.lattice_rescoring",
                       *(sys.argv[1:] if argv is None else argv)]).replace("'", "")
     if args.render_only:
         results = json.loads(args.json.read_text())
     else:
-        from bench.bench_lattice import run
-
         common = {"orders": args.orders, "words": args.words, "arcs": args.arcs,
                   "processes": not args.no_process}
         say("embedded state_union 5-gram")
-        models = [run(model=None, corpora=["state_union"], n=args.n, **common)]
+        models = [bench_lattice(model=None, corpora=["state_union"], n=args.n, **common)]
         if args.model is not None:
             say(f"model {args.model}")
-            models.append(run(model=args.model, corpora=args.model_corpora,
-                              n=args.model_n or args.n, **common))
+            models.append(bench_lattice(model=args.model, corpora=args.model_corpora,
+                                        n=args.model_n or args.n, **common))
         say("profile of the goal's setting")
         results = {"command": cmd, "models": models, "profile": profile_expansion(args.n)}
         args.json.parent.mkdir(parents=True, exist_ok=True)

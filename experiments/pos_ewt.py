@@ -9,8 +9,8 @@ short still renders), and the EWT section of docs/results-pos.md (between the `e
 is rendered from that JSON alone (experiments/report/pos_ewt.py).
 
     python -m data_prep.ewt --out work/ewt --ship arsdecode/data/pos
-    python experiments/pos_ewt.py [--jobs 2] [--orders 2 3 4 5 6 7 8 9]
-    python experiments/pos_ewt.py --render-only
+    python -m experiments.pos_ewt [--jobs 2] [--orders 2 3 4 5 6 7 8 9]
+    python -m experiments.pos_ewt --render-only
 
 Decoding is exact: `tasks.pos.tag_many.tag_many(..., method="full")`, the full-model Viterbi
 of every sentence of a set in one compiled call. Exactness stays checked in every job: on
@@ -43,9 +43,6 @@ from collections import Counter  # noqa: E402
 from collections.abc import Sequence  # noqa: E402
 from pathlib import Path  # noqa: E402
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))  # experiments/ and data_prep/ are repo folders, not packages
-
 import maxarpa  # noqa: E402
 from arsdecode.core.tolerances import FLOAT_NOISE  # noqa: E402
 from arsdecode.methods.ars import decode  # noqa: E402
@@ -57,6 +54,8 @@ from data_prep.ewt import DEFAULT_ORDER, SETTINGS  # noqa: E402
 from experiments.pos_cap import build_plain_lms  # noqa: E402
 from experiments.progress_log import progress, say  # noqa: E402
 from experiments.report.pos_ewt import render_section, splice  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[1]
 
 ORDERS = tuple(range(2, 10))
 SETS = ("test", "wsj20")

@@ -18,7 +18,7 @@ work/ewt/caps.json; the block `ewtcaps` of docs/results-pos.md is rendered from 
 (experiments/report/pos_ewt_caps.py).
 
     python -m data_prep.ewt --out work/ewt
-    python experiments/pos_ewt_caps.py [--jobs 2] [--orders 2 3 4 5 6 7 8 9] [--render-only]
+    python -m experiments.pos_ewt_caps [--jobs 2] [--orders 2 3 4 5 6 7 8 9] [--render-only]
 """
 
 from __future__ import annotations
@@ -37,9 +37,6 @@ import time  # noqa: E402
 from collections.abc import Sequence  # noqa: E402
 from pathlib import Path  # noqa: E402
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))  # experiments/ and data_prep/ are repo folders, not packages
-
 from arsdecode.tasks.pos.cap import CapEmissions  # noqa: E402
 from arsdecode.tasks.pos.emissions import TnTEmissions  # noqa: E402
 from data_prep.ewt import DEFAULT_ORDER, SETTINGS  # noqa: E402
@@ -48,6 +45,8 @@ from experiments.pos_cap import build_plain_lms  # noqa: E402
 from experiments.progress_log import progress, say  # noqa: E402
 from experiments.report.pos_ewt import splice  # noqa: E402
 from experiments.report.pos_ewt_caps import markdown  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[1]
 
 OFF = {"capitalisation": False, "skip_case_variants": False, "closed_tags": ()}
 VARIANTS: dict[str, dict] = {

@@ -6,9 +6,9 @@ results go to JSON under work/pos/ (gitignored: derived from the treebank and Co
 the Markdown report and the PNGs are rendered from that JSON alone (`--render-only`).
 
     python -m data_prep.pos_data --out work/pos            # models, ~1.5 min
-    python experiments/pos_experiments.py                   # ~15 min on 2 cores
-    python experiments/pos_experiments.py --dev-study       # the model choices, ~15 min
-    python experiments/pos_experiments.py --render-only     # redo doc + PNGs from the JSON
+    python -m experiments.pos_experiments                   # ~15 min on 2 cores
+    python -m experiments.pos_experiments --dev-study       # the model choices, ~15 min
+    python -m experiments.pos_experiments --render-only     # redo doc + PNGs from the JSON
 
 What is run (natural log throughout, like the library):
 - Fig. 4a: exact decoding (`methods.ars.decode`, every result must be certified) of the whole
@@ -56,9 +56,6 @@ from pathlib import Path  # noqa: E402
 
 import numpy as np  # noqa: E402
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))  # experiments/ and data_prep/ are repo folders, not packages
-
 import maxarpa  # noqa: E402
 from arsdecode.lattice import Lattice  # noqa: E402
 from arsdecode.methods.ars import decode, sample  # noqa: E402
@@ -81,6 +78,8 @@ from experiments.report.pos_ewt import keep_block  # noqa: E402
 from experiments.report.pos_markdown import markdown  # noqa: E402
 from experiments.report.pos_plots import write_plots  # noqa: E402
 from maxarpa.model import Model  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[1]
 
 
 # ----- helpers -------------------------------------------------------------------------------

@@ -4,7 +4,7 @@ Why: the exact decoder's tagging accuracy only means something next to an establ
 tagger trained on exactly the same data. NLTK's TnT (>= 3.9) includes Brants' suffix model
 for unknown words, so it is the closest off-the-shelf counterpart to our trigram setting.
 
-Usage: python experiments/pos_tnt_baseline.py --pos-dir work/pos --out work/pos/tnt.json
+Usage: python -m experiments.pos_tnt_baseline --pos-dir work/pos --out work/pos/tnt.json
 (the directory written by `python -m data_prep.pos_data`). Known/unknown is decided by the
 exact word string's presence in the training data, as in
 `arsdecode.tasks.pos.evaluation.score_tags`.

@@ -18,9 +18,9 @@ exact sentences. Speed: characters per second, in-process (segmenting only: the 
 dictionary is loaded before the clock starts) and whole process (a fresh interpreter started on
 the text file, loading included), measured in the same run.
 
-    PYTHONPATH=$PWD python experiments/segment_compare.py --data work/sms [--sentences 200]
-    PYTHONPATH=$PWD python experiments/segment_compare.py --data work/sms --tune
-    PYTHONPATH=$PWD python experiments/segment_compare.py --render-only
+    python -m experiments.segment_compare --data work/sms [--sentences 200]
+    python -m experiments.segment_compare --data work/sms --tune
+    python -m experiments.segment_compare --render-only
 """
 
 from __future__ import annotations
@@ -37,19 +37,18 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))  # experiments/ is a repo folder, not a package
-
-import maxarpa  # noqa: E402
-from arsdecode.tasks.segment.evaluation import score_segmentations  # noqa: E402
-from arsdecode.tasks.segment.lattice import (  # noqa: E402
+import maxarpa
+from arsdecode.tasks.segment.evaluation import score_segmentations
+from arsdecode.tasks.segment.lattice import (
     DEFAULT_UNKNOWN_MAX_LENGTH,
     DEFAULT_UNKNOWN_PENALTY_PER_CHAR,
     SurfaceIndex,
     segmentation_lattice,
     segmentation_words,
 )
-from experiments import segment_tools  # noqa: E402
+from experiments import segment_tools
+
+REPO = Path(__file__).resolve().parents[1]
 
 DOC = REPO / "docs" / "results-segment.md"
 IMG = REPO / "docs" / "img" / "segment"
@@ -162,12 +161,13 @@ def whole_process(tool: str, variant: str, args: argparse.Namespace, text_file: 
                "--lm", str(model_file(args.data, variant)), "--unknown-penalty",
                repr(args.penalty), "--max-unknown-length", str(args.unknown_max_length)]
     else:
-        cmd = [sys.executable, str(Path(__file__).resolve()), "--run-tool", tool,
+        cmd = [sys.executable, "-m", "experiments.segment_compare", "--run-tool", tool,
                "--variant", variant, "--data", str(args.data), "--in", str(text_file),
                "--out", str(out_file), "--penalty", repr(args.penalty),
                "--unknown-max-length", str(args.unknown_max_length)]
     t0 = time.perf_counter()
-    proc = subprocess.run(cmd, check=True, env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"},
+    # from the repository root, as modules: this checkout's arsdecode and experiments
+    proc = subprocess.run(cmd, check=True, cwd=REPO, env={"PATH": "/usr/bin:/bin"},
                           stdout=subprocess.PIPE, text=True)
     seconds = time.perf_counter() - t0
     if tool == "ours":
@@ -265,7 +265,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         test, dev = split_heldout(args.data, args.dev_sentences)
         if args.sentences:
             test = test[:args.sentences]
-        res = {"command": "PYTHONPATH=$PWD python experiments/segment_compare.py "
+        res = {"command": "python -m experiments.segment_compare "
                           + shlex.join(argv if argv is not None else sys.argv[1:])}
         if args.tune:
             res["tuning"] = tune(args, dev)

@@ -11,8 +11,8 @@ command that produced the page.
 
     .venv/bin/python -m data_prep.prepare_sms --out work/sms_all \
         --corpora state_union brown abc webtext
-    .venv/bin/python experiments/sms_experiments.py               # about 7 min on 2 cores
-    .venv/bin/python experiments/sms_experiments.py --render-only work/sms_experiments/results.json
+    .venv/bin/python -m experiments.sms_experiments               # about 7 min on 2 cores
+    .venv/bin/python -m experiments.sms_experiments --render-only work/sms_experiments/results.json
 
 What is run (natural log throughout, like the library); "long" sentences are those of the
 test set's greatest length (10), N is the highest order (5):
@@ -41,16 +41,16 @@ from pathlib import Path
 
 import numpy as np
 
+from arsdecode.methods.ars import decode
+from data_prep.prepare_sms import subset
+from experiments import sms_measure as M
+from experiments.progress_log import say
+from experiments.report.sms_markdown import markdown
+from experiments.report.sms_plots import write_plots
+
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))  # experiments/ and data_prep/ are repo folders, not packages
 
-from arsdecode.methods.ars import decode  # noqa: E402
-from experiments import sms_measure as M  # noqa: E402
-from experiments.progress_log import say  # noqa: E402
-from experiments.report.sms_markdown import markdown  # noqa: E402
-from experiments.report.sms_plots import write_plots  # noqa: E402
-
-SCRIPT = "experiments/sms_experiments.py"
+SCRIPT = "experiments.sms_experiments"  # run as a module from the repository root
 PYTHON = ".venv/bin/python"
 # Options that define the run (recorded in the JSON and shown in the page's Reproduce block);
 # the other options only say where files go.
@@ -132,7 +132,7 @@ def run(opts: dict, data: Path) -> dict:
     out["table3"] = M.run_adapt(t3, "Table 3")
 
     phase("Fig. 3c/3d (time to AR-100 >= 20% by length)")
-    chosen = M.subset(records, opts["sample_per_length"])
+    chosen = subset(records, opts["sample_per_length"])
     out["fig3cd"] = M.run_adapt([(n, 100, rec, seed, i) for n in orders
                                  for i, rec in enumerate(chosen)], "Fig. 3c/3d")
     out["full_check_top100"] = M.full_check(long[: opts["table3_sentences"]], top)
@@ -141,7 +141,7 @@ def run(opts: dict, data: Path) -> dict:
     out["embedded_timings"] = M.embedded_timings(timing_recs, seed)
 
     phase("Fig. 2 (decoding sweep)")
-    dec_recs = M.subset(records, opts["decode_per_length"])
+    dec_recs = subset(records, opts["decode_per_length"])
     out["decoding"] = M.run_decoding(dec_recs, orders, opts["jobs"])
     out["baselines"] = M.baselines(dec_recs, min(orders))
 
@@ -153,7 +153,7 @@ def run(opts: dict, data: Path) -> dict:
 
 # ----- command line --------------------------------------------------------------------------
 def parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(prog=f"python {SCRIPT}", description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(prog=f"python -m {SCRIPT}", description=__doc__.split("\n\n")[0])
     ap.add_argument("--data", type=Path, default=REPO / "work" / "sms_all",
                     help="data_prep.prepare_sms output: manifest.json, test.jsonl, lm.N.maxarpa")
     ap.add_argument("--orders", type=int, nargs="+", default=[3, 4, 5])
@@ -184,7 +184,7 @@ def _arg_text(value: object) -> str:
 def command(values: dict[str, object]) -> str:
     """The canonical command line for these option values: every option that differs from its
     default, in the parser's order, paths relative to the repository."""
-    words = [PYTHON, SCRIPT]
+    words = [PYTHON, "-m", SCRIPT]
     for action in parser()._actions:
         if action.dest in values and values[action.dest] is not None:
             text = _arg_text(values[action.dest])

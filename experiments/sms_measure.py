@@ -12,7 +12,6 @@ import math
 import multiprocessing as mp
 import statistics
 import time
-from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -47,18 +46,6 @@ MAX_TRIALS = 200_000
 
 
 # ----- helpers -------------------------------------------------------------------------------
-def subset(records: Sequence[dict], per_length: int) -> list[dict]:
-    """The first `per_length` records of each length (0: all; test.jsonl is a random draw)."""
-    taken: Counter = Counter()
-    out = []
-    for rec in records:
-        n = len(rec["words"])
-        if per_length == 0 or taken[n] < per_length:
-            taken[n] += 1
-            out.append(rec)
-    return out
-
-
 def rng_for(seed: int, *parts: int) -> np.random.Generator:
     return np.random.default_rng([seed, *parts])
 

@@ -13,7 +13,7 @@ ln p(l, x) per token with the EXACT ln Z_l (the numpy forward DP, `full_log_part
 every sentence of each length) and with the sampler's own estimates (ARS's evidence, MCMC's
 zeta).
 
-    PYTHONPATH=$PWD KENLM_BIN=.tools/bin python experiments/trf_state_union.py [--budget 150]
+    KENLM_BIN=.tools/bin python -m experiments.trf_state_union [--budget 150]
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ method "auto" (compiled) and the VPYLM by "ars" (its numpy target); on the first
 lattices the VPYLM is also decoded by "full" (the numpy merged DP, which must give the same
 ln p) and sampled (`arsdecode.sample`).
 
-    PYTHONPATH=$PWD python experiments/vpylm_sms.py --data work/sms [--sweeps 5] [--per-length 0]
+    python -m experiments.vpylm_sms --data work/sms [--sweeps 5] [--per-length 0]
 """
 
 from __future__ import annotations
@@ -31,10 +31,11 @@ import maxarpa
 from arsdecode.lattice import Lattice
 from arsdecode.methods.full import full_log_partition
 from arsdecode.model import TargetModel, as_target_model, context_rows
-from arsdecode.model.vpylm import VpylmCounts, VpylmLM, train_vpylm
+from arsdecode.model.vpylm import VpylmCounts, VpylmLM
+from arsdecode.model.vpylm_train import train_vpylm
 from arsdecode.tasks.sms.keypad import KeypadChannel
+from data_prep.prepare_sms import subset  # the first N records of each length
 from experiments.report.render import write_page
-from experiments.sms_measure import subset  # the first N records of each length
 
 REPO = Path(__file__).resolve().parents[1]
 DOC = REPO / "docs" / "results-vpylm.md"
@@ -154,7 +155,7 @@ def render(res: dict) -> str:
         "Reproduce:",
         "",
         "    .venv/bin/python -m data_prep.prepare_sms --out work/sms",
-        "    PYTHONPATH=$PWD .venv/bin/python experiments/vpylm_sms.py --data work/sms",
+        "    .venv/bin/python -m experiments.vpylm_sms --data work/sms",
         "",
         f"Data: the SMS split of `data_prep.prepare_sms` (state_union): "
         f"{res['train_sentences']:,} training sentences, {res['heldout_sentences']:,} held-out.",

@@ -4,11 +4,13 @@ follow (tests/test_imports.py asserts them; this script prints them).
     python scripts/import_graph.py          # module sizes, files per folder, package graph,
                                             # and any cycle or upward import
 
-Why read the source (`ast`) instead of importing: an import inside a function counts as much
-as one at the top of a module (it runs the first time the function does), and only the source
-shows both. An import under `if TYPE_CHECKING:` never runs, so it makes no cycle; it still
-names a module, so the layer rule counts it. Imports through `importlib.import_module(...)`
-(the CLI's lazy command table, the package's lazy exports) are not seen.
+Why read the source (`ast`) instead of importing: an import inside a function counts as much as
+one at the top of a module (it runs the first time the function does), and only the source
+shows both. An import under `if TYPE_CHECKING:` never runs, but it still names a module: the
+cycle check and the layer rule both count it (a typing-only circle still means neither module
+can be read without the other; issue 30 removed the last, core.automaton <-> core.export).
+Imports through `importlib.import_module(...)` (the CLI's lazy command table, the package's
+lazy exports) are not seen.
 
 The layers, lowest first: a module of arsdecode may import modules of its own layer or of a
 lower one, never of a higher one (within a layer both ways are fine, unless they form a cycle).
@@ -209,13 +211,15 @@ def main() -> int:
         units[unit] |= {unit_of(t, files[t]) for t in targets} - {unit}
     for unit in sorted(units):
         print(f"{unit} -> {', '.join(sorted(units[unit])) or '(nothing)'}")
+    everything = import_graph(typing_imports=True)
     print("\n## Checks\n")
+    print(f"{len(everything)} modules, {sum(map(len, everything.values()))} import edges "
+          "(typing-only ones included)")
     failed = False
     for package in PACKAGES:
-        cycle = find_cycle(package_graph(graph, package))
+        cycle = find_cycle(package_graph(everything, package))
         print(f"cycle in {package}: {' -> '.join(cycle) if cycle else 'none'}")
         failed |= cycle is not None
-    everything = import_graph(typing_imports=True)
     problems = upward_imports(everything) + maxarpa_imports_of_arsdecode(everything)
     missing = unlayered(graph)
     print(f"upward imports (maxarpa -> arsdecode included): {len(problems) or 'none'}")

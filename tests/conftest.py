@@ -18,19 +18,14 @@ import gzip
 import itertools
 import lzma
 import re
-import sys
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
-if str(REPO_ROOT) not in sys.path:  # data_prep is a top-level folder, not an installed package
-    sys.path.insert(0, str(REPO_ROOT))
-
-from corpora import find_corpus  # noqa: E402
-from data_prep.lmplz import LmplzError, find_tool, train_arpa  # noqa: E402
+from corpora import find_corpus
+from data_prep.lmplz import LmplzError, find_tool, train_arpa  # the root: pyproject pythonpath
 
 # Fixtures shared by the arsdecode test modules, registered once for the whole session (a
 # module-level import in each test file would rebuild the session fixtures per module).

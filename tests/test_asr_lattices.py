@@ -1,4 +1,4 @@
-"""The ASR-like lattice generator of the lattice-rescoring bench (experiments/asr_lattices.py).
+"""The ASR-like lattice generator of the lattice-rescoring bench (data_prep/asr_lattices.py).
 
 The bench's figures mean something only if its lattices are what the issue describes: the
 true path present, `arcs` competing arcs per position, epsilon deletions, two-position spans,
@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 import maxarpa
 from arsdecode.api import DEFAULT_LM
 from arsdecode.lattice.lattice_files import read_word_lattice
-from experiments import asr_lattices as asr
+from data_prep import asr_lattices as asr
 
 TEXT = [["it", "is", "with", "a", "heavy", "heart", "that", "i", "stand", "before", "you", ","],
         ["my", "friends", "and", "colleagues", ",", "in", "the", "congress", "."],

@@ -22,6 +22,7 @@ import pytest
 
 from ars_fixtures import make_lattice
 from arsdecode.core.automaton import QAutomaton
+from arsdecode.core.export import to_fst, to_networkx, write_fst
 from arsdecode.core.inference import log_partition, sample_paths, viterbi
 from arsdecode.core.target import Target
 from arsdecode.errors import AutomatonError
@@ -166,18 +167,18 @@ def test_exports_agree_with_automaton(real_lms, random_lms, variant, tmp_path):
         qa = QAutomaton(as_target_model(model.lm), lattice, variant=variant)
         for step in range(4):
             where = (model.name, variant, step, lattice.to_json_obj())
-            g = qa.to_networkx()
+            g = to_networkx(qa)
             assert isinstance(g, nx.MultiDiGraph), where
             assert g.number_of_nodes() == qa.num_states(), (where, g.number_of_nodes())
             assert nx.is_directed_acyclic_graph(g), where
-            fst = qa.to_fst()
+            fst = to_fst(qa)
             assert fst.arc_type() == "log64", where
             dist = pynini.shortestdistance(fst, reverse=True)
             got = -float(dist[fst.start()])
             want = log_partition(qa)
             assert abs(got - want) <= TIGHT + FST_REL * abs(want), (where, got, want)
             path = tmp_path / f"q{step}.fst"
-            qa.write_fst(str(path))
+            write_fst(qa, str(path))
             back = pynini.Fst.read(str(path))
             dist_back = pynini.shortestdistance(back, reverse=True)
             assert abs(-float(dist_back[back.start()]) - want) <= TIGHT + FST_REL * abs(want)

@@ -11,7 +11,6 @@ plain count of every n-gram.
 
 from __future__ import annotations
 
-import importlib.util
 import itertools
 import json
 import shutil
@@ -24,12 +23,7 @@ import pytest
 from arsdecode.api import DEFAULT_LM
 from arsdecode.model.loglinear import read_features
 from arsdecode.tasks.sms.keypad import sample_sentence
-
-REPO = Path(__file__).resolve().parents[1]
-SPEC = importlib.util.spec_from_file_location("bench_targets", REPO / "bench" / "bench_targets.py")
-assert SPEC is not None and SPEC.loader is not None
-bench = importlib.util.module_from_spec(SPEC)
-SPEC.loader.exec_module(bench)
+from bench import bench_targets as bench
 
 TRAIN = ["we must act now .", "the state of our union is strong .", "we will act .",
          "our union is strong and we are strong .", "the congress must act now .",

@@ -128,10 +128,10 @@ def test_page_names_its_own_command(tiny_run):
     assert doc.startswith("# SMS retrieval: the paper's experiments on state_union\n")
     prep, run, render = reproduce_block(doc)
     assert prep == "# data: built by tests/test_experiments_sms.py"
-    assert shlex.split(run)[2:] == ["--data", str(tiny_run["data"]), *OPTIONS,
+    assert shlex.split(run)[3:] == ["--data", str(tiny_run["data"]), *OPTIONS,
                                     "--json", str(tiny_run["json"]),
                                     "--doc", str(tiny_run["doc"]), "--img", str(tiny_run["img"])]
-    assert shlex.split(render)[2:] == ["--doc", str(tiny_run["doc"]), "--img", str(tiny_run["img"]),
+    assert shlex.split(render)[3:] == ["--doc", str(tiny_run["doc"]), "--img", str(tiny_run["img"]),
                                        "--render-only", str(tiny_run["json"])]
     # What the page says about the library follows the code, not an older version of it.
     assert "backward_values" not in doc and "viterbi_indices" in doc
@@ -144,7 +144,7 @@ def test_reproduce_block_reproduces_the_page(tiny_run, tmp_path):
     saved = tmp_path / "first.json"
     saved.write_text(json.dumps(res))
     run = shlex.split(reproduce_block(doc)[1])
-    assert run[:2] == [".venv/bin/python", "experiments/sms_experiments.py"]
+    assert run[:3] == [".venv/bin/python", "-m", "experiments.sms_experiments"]
     subprocess.run([sys.executable, *run[1:]], cwd=REPO, check=True, capture_output=True,
                    timeout=600)
     again = json.loads(tiny_run["json"].read_text())

@@ -25,13 +25,8 @@ import pytest
 import arsdecode
 from arsdecode.lattice import Lattice
 from arsdecode.model import TargetModel, context_rows
-from arsdecode.model.vpylm import (
-    VpylmCounts,
-    VpylmLM,
-    VpylmSampler,
-    load_vpylm,
-    train_vpylm,
-)
+from arsdecode.model.vpylm import VpylmCounts, VpylmLM, load_vpylm
+from arsdecode.model.vpylm_train import VpylmSampler, train_vpylm
 from arsdecode.testing.brute import brute_target, chi_square_pvalue
 
 TIGHT = 1e-9

@@ -23,7 +23,8 @@ import pytest
 import arsdecode
 from arsdecode.batch.worker import item_seed
 from arsdecode.lattice import Lattice
-from arsdecode.model.vpylm import VpylmCounts, load_vpylm, train_vpylm
+from arsdecode.model.vpylm import VpylmCounts, load_vpylm
+from arsdecode.model.vpylm_train import train_vpylm
 from arsdecode.testing.brute import BruteResult, brute_target, chi_square_pvalue
 from arsdecode.testing.random_arpa import random_arpa_text
 from tests.cli_in_process import in_process_cli

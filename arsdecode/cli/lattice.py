@@ -259,18 +259,19 @@ def write_automaton(args: argparse.Namespace, qa) -> None:
 
     Serialised here, written by Python: OpenFst's own writer reports a full disk as "Write
     failed" lines on stderr that name the temporary file."""
+    from arsdecode.core.export import to_fst, to_networkx
     from maxarpa.output import atomic_output
 
     if qa is None:  # `decode(keep_automaton=True)` returns it whenever a file is asked for
         raise RuntimeError("internal error: decode did not keep the q-automaton")
     if args.fst:
-        data = qa.to_fst().write_to_string()
+        data = to_fst(qa).write_to_string()
         with atomic_output(args.fst) as tmp:
             tmp.write_bytes(data)
     if args.graphml:
         import networkx as nx
 
-        graph = qa.to_networkx()
+        graph = to_networkx(qa)
         with atomic_output(args.graphml) as tmp:
             nx.write_graphml(graph, str(tmp))
 

@@ -57,7 +57,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from arsdecode.api import DEFAULT_LM, decode, load_lm, sample
-    from arsdecode.lattice.confusion import read_input_text
+    from arsdecode.lattice.input_files import read_input_text
     from arsdecode.tasks import segment as seg
 
     if (args.text is None) == (args.file is None):

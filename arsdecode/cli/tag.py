@@ -136,7 +136,7 @@ def tag_json(words: list[str], tags: list[str], log_p: float, seconds: float,
 def read_text(path: str) -> str:
     """The UTF-8 text of `path` ('-': stdin); text that is not UTF-8 is an ObservationError
     naming the file and the byte, not a decoding traceback (nor, on stdin, silent U+FFFD)."""
-    from arsdecode.lattice import utf8_text
+    from arsdecode.lattice.input_files import utf8_text
 
     data = sys.stdin.buffer.read() if path == "-" else Path(path).read_bytes()
     return utf8_text(data, "<stdin>" if path == "-" else path, ObservationError)

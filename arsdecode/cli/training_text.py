@@ -23,7 +23,7 @@ def read_sentences(path: str) -> list[list[str]]:
     import lzma
     import zlib
 
-    from arsdecode.lattice import utf8_text
+    from arsdecode.lattice.input_files import utf8_text
     from maxarpa.arpa import open_binary
 
     name = "<stdin>" if path == "-" else path

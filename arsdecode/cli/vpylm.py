@@ -55,7 +55,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from arsdecode.model.vpylm import DISCOUNTS, train_vpylm
+    from arsdecode.model.vpylm_train import DISCOUNTS, train_vpylm
     from maxarpa.output import atomic_output
 
     top = len(DISCOUNTS) - 1

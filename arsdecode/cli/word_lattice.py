@@ -67,11 +67,11 @@ def is_word_lattice(args: argparse.Namespace) -> bool:
     path = getattr(args, "lattice", None)
     if path is None:
         return False
+    from arsdecode.lattice.input_files import without_compression_suffix
+
     if args.format is not None:
         return True
-    name = str(path).lower()
-    for compressed in (".gz", ".bz2", ".xz"):
-        name = name.removesuffix(compressed)
+    name = without_compression_suffix(str(path).lower())
     if name.endswith(".json") or name == "-":
         return name.endswith(".json") and _json_has_arcs(path)
     return True  # a suffix that is not .json: a word-lattice format (or its error)

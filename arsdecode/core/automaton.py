@@ -16,7 +16,7 @@ This module is q and Algorithm 2 (`refine`) only. The incremental Viterbi's cach
 Storage: per layer, dense float64 weight and int32 target matrices (state x candidate), so the
 dynamic programs (`dp.py`, `inference.py`) are a few numpy operations per layer. float64
 throughout; OpenFst's tropical and log arcs are float32, so pynini is used for export and
-inspection (`to_fst`, log64 arcs), not for the dynamic programs.
+inspection (`arsdecode.core.export.to_fst`, log64 arcs), not for the dynamic programs.
 
 Variants of Algorithm 2 (`refine`):
 - "all-edges" (default): a new state's whole row of outgoing edges is re-bounded at the new,
@@ -33,7 +33,6 @@ from typing import Literal, Protocol, cast
 
 import numpy as np
 
-import arsdecode.core.export as automaton_export
 from arsdecode.core.semiring import quiet
 from arsdecode.errors import AutomatonError, LatticeError
 from arsdecode.lattice import Lattice
@@ -432,20 +431,3 @@ class QAutomaton:
 
     def context_tokens(self, i: int, s: int) -> list[str]:
         return [self.lm.word(w) for w in self.layers[i].contexts[s]]
-
-    # ----- export (arsdecode/core/export.py) ------------------------------------------
-    def state_ids(self) -> dict[tuple[int, int], int]:
-        """A global number for each (layer, state), layer by layer."""
-        return automaton_export.state_ids(self)
-
-    def to_networkx(self):
-        """The automaton as a networkx.MultiDiGraph (see `automaton_export.to_networkx`)."""
-        return automaton_export.to_networkx(self)
-
-    def to_fst(self):
-        """The automaton as a pynini log64 Fst (see `automaton_export.to_fst`)."""
-        return automaton_export.to_fst(self)
-
-    def write_fst(self, path: str) -> None:
-        """Write `to_fst()` as an OpenFst binary file (inspect with fstprint/fstdraw)."""
-        self.to_fst().write(str(path))

@@ -1,7 +1,9 @@
 """Exports of the q-automaton for inspection: networkx graphs and pynini (OpenFst) log64 Fsts.
 
 Kept apart from `automaton.py` (the refinable bound itself): these are read-only views, and
-pynini / networkx are imported only when an export is asked for.
+pynini / networkx are imported only when an export is asked for. They are functions of the
+automaton, not its methods, so that the automaton does not import its exports: the two modules
+used to import each other (issue 30).
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ def to_networkx(qa: QAutomaton):
     import networkx as nx
 
     g = nx.MultiDiGraph()
-    ids = qa.state_ids()
+    ids = state_ids(qa)
     L = len(qa.lattice)
     for (i, s), node in ids.items():
         attrs = {"layer": i, "context": " ".join(qa.context_tokens(i, s))}
@@ -59,7 +61,7 @@ def to_fst(qa: QAutomaton):
         for t in toks:
             syms.add_symbol(t)
     fst = pynini.Fst(arc_type="log64")
-    ids = qa.state_ids()
+    ids = state_ids(qa)
     for _ in ids:
         fst.add_state()
     fst.set_start(0)
@@ -82,3 +84,8 @@ def to_fst(qa: QAutomaton):
     fst.set_input_symbols(syms)
     fst.set_output_symbols(syms)
     return fst
+
+
+def write_fst(qa: QAutomaton, path: str) -> None:
+    """Write `to_fst(qa)` as an OpenFst binary file (inspect with fstprint/fstdraw)."""
+    to_fst(qa).write(str(path))

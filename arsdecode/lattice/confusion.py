@@ -6,10 +6,8 @@ same object, and every check on it (empty, NaN, no candidates) must happen once,
 
 from __future__ import annotations
 
-import gzip
 import json
 import math
-import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
@@ -19,6 +17,8 @@ from typing import Any
 import numpy as np
 
 from arsdecode.errors import LatticeError, OptionError
+from arsdecode.lattice.input_files import input_name, read_input_text
+from arsdecode.lattice.input_files import utf8_text as utf8_text  # re-exported: it lived here
 from maxarpa.constants import BOS, EOS
 
 SENTENCE_MARKERS = (BOS, EOS)
@@ -177,11 +177,6 @@ def json_constant(name: str) -> float:
     raise ValueError(f"weight {name} is not allowed")
 
 
-def input_name(path: str | Path) -> str:
-    """How errors name an input: its path, or <stdin> for '-'."""
-    return "<stdin>" if str(path) == "-" else str(path)
-
-
 def read_json_input(path: str | Path, what: str = "lattice") -> tuple[str, Any]:
     """(the input's name, its parsed JSON), read by `read_input_text`, with the grammar of
     lattice files (`json_constant`): confusion networks and JSON DAGs share it. Bad JSON is a
@@ -194,38 +189,3 @@ def read_json_input(path: str | Path, what: str = "lattice") -> tuple[str, Any]:
         raise LatticeError(f"{name}:{err.lineno}: invalid JSON: {err.msg}") from None
     except ValueError as err:
         raise LatticeError(f"{name}: {err}") from None
-
-
-def read_input_text(path: str | Path, what: str) -> str:
-    """The UTF-8 text of an input file ('-' for stdin; gzip-compressed if its name ends in
-    .gz). Any problem is a one-line LatticeError naming the file and `what` it should hold
-    ("lattice", "map", "text"): lattice JSON and disambig's map and text files share it."""
-    name = input_name(path)
-    try:
-        if str(path) == "-":
-            data = sys.stdin.buffer.read()
-        elif str(path).endswith(".gz"):
-            with gzip.open(path, "rb") as fh:
-                data = fh.read()
-        else:
-            data = Path(path).read_bytes()
-    except OSError as err:  # gzip.BadGzipFile is an OSError too
-        reason = err.strerror or str(err).splitlines()[0]
-        raise LatticeError(f"{name}: cannot read {what}: {reason}") from None
-    except EOFError:
-        raise LatticeError(f"{name}: cannot read {what}: truncated gzip file") from None
-    return utf8_text(data, name, LatticeError, gzip_hint=True)
-
-def utf8_text(data: bytes, name: str, error: type[Exception], gzip_hint: bool = False) -> str:
-    """`data` (the bytes of input `name`) decoded as UTF-8; otherwise `error`, one line naming
-    the input, the line and the offending byte, not a decoding traceback (nor, on stdin, silent
-    U+FFFD). Lattice files and `tag --file` text share it; `gzip_hint` (for inputs that are
-    read compressed when named *.gz) says so when the bytes are gzip data."""
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as err:
-        gz = gzip_hint and data[:2] == b"\x1f\x8b"
-        hint = " (gzip data: name the file *.gz)" if gz else ""
-        line = data.count(b"\n", 0, err.start) + 1
-        raise error(f"{name}:{line}: not UTF-8 text: byte 0x{data[err.start]:02x} at offset "
-                    f"{err.start}{hint}") from None

@@ -36,12 +36,8 @@ from pathlib import Path
 import numpy as np
 
 from arsdecode.errors import LatticeError, ObservationError
-from arsdecode.lattice.confusion import (
-    SENTENCE_MARKERS,
-    Lattice,
-    input_name,
-    read_input_text,
-)
+from arsdecode.lattice.confusion import SENTENCE_MARKERS, Lattice
+from arsdecode.lattice.input_files import input_name, read_input_text
 
 LN10 = math.log(10.0)
 

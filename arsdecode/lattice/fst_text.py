@@ -54,7 +54,8 @@ from pathlib import Path
 from typing import Literal, TextIO
 
 from arsdecode.errors import LatticeError, OptionError
-from arsdecode.lattice.confusion import SENTENCE_MARKERS, input_name, read_input_text
+from arsdecode.lattice.confusion import SENTENCE_MARKERS
+from arsdecode.lattice.input_files import input_name, read_input_text
 from arsdecode.lattice.word_lattice import RawArc, WordLattice
 
 EPSILON_SYMBOL = "<eps>"

@@ -31,6 +31,7 @@ from typing import TextIO
 from arsdecode.errors import LatticeError, OptionError
 from arsdecode.lattice.confusion import Lattice, read_json_input
 from arsdecode.lattice.fst_text import LabelMode, read_fst_text, write_fst_text
+from arsdecode.lattice.input_files import without_compression_suffix
 from arsdecode.lattice.slf import SlfScales, read_slf, write_slf
 from arsdecode.lattice.word_lattice import WordLattice
 from maxarpa.output import atomic_output, byte_stream, compression_of
@@ -55,10 +56,7 @@ def format_of(path: str | Path, format: str | None = None) -> str:
     name = str(path).lower()
     if name == "-":
         raise OptionError("a lattice on stdin/stdout needs a format (slf, fst or json)")
-    for compressed in (".gz", ".bz2", ".xz"):
-        if name.endswith(compressed):
-            name = name[: -len(compressed)]
-            break
+    name = without_compression_suffix(name)
     for suffix in sorted(SUFFIXES, key=len, reverse=True):
         if name.endswith(suffix):
             return SUFFIXES[suffix]

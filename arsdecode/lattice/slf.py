@@ -75,7 +75,8 @@ from typing import TextIO
 import numpy as np
 
 from arsdecode.errors import LatticeError
-from arsdecode.lattice.confusion import SENTENCE_MARKERS, input_name, read_input_text
+from arsdecode.lattice.confusion import SENTENCE_MARKERS
+from arsdecode.lattice.input_files import input_name, read_input_text
 from arsdecode.lattice.word_lattice import RawArc, WordLattice
 
 NULL_WORD = "!NULL"

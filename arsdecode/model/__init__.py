@@ -7,7 +7,8 @@
 `<s>` and `</s>`); `interpolated` mixes k backoff n-grams linearly (`InterpolatedLM`, SRILM's
 `ngram -mix-lm`);
 `loglinear` combines n-gram models and n-gram indicator features log-linearly (`LogLinearLM`,
-the random-field form).
+the random-field form), read from files by `feature_file`;
+`vpylm` is a variable-order Pitman-Yor LM (`VpylmLM`), trained by `vpylm_train`'s Gibbs sampler.
 """
 
 from arsdecode.model.interface import (
@@ -22,7 +23,8 @@ from arsdecode.model.interface import (
 from arsdecode.model.interpolated import InterpolatedLM
 from arsdecode.model.loglinear import LogLinearLM
 from arsdecode.model.maxarpa_lm import MaxArpaLM, as_target_model
-from arsdecode.model.vpylm import VpylmLM, load_vpylm, train_vpylm
+from arsdecode.model.vpylm import VpylmLM, load_vpylm
+from arsdecode.model.vpylm_train import train_vpylm
 from arsdecode.model.weighted import WeightedLM
 
 __all__ = [

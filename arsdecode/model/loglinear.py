@@ -12,12 +12,12 @@ sampler's ln Z estimate is the log normaliser over the lattice. Over a lattice w
 position holds the whole vocabulary (`arsdecode.api.fixed_length_lattice`) that is the
 normaliser at that length, which random-field training estimates.
 
-Features (file `ngram<TAB>weight`, `read_features`): words separated by spaces; `*` stands for
-any one word (a skip), so `a * c` fires on `a b c`, `a x c`, ...: the skip-n-grams of that
-paper. A pattern starts and ends with a word; `<s>` may only start it, `</s>` only end it (it
-could never match elsewhere). Weights are natural-log, any finite sign. A pattern word missing
-from the vocabulary can never match (tokens outside it are read as `<unk>`): the feature is
-dropped and counted in `dropped_features`.
+Features (file `ngram<TAB>weight`, read by `feature_file.read_features`): words separated by
+spaces; `*` stands for any one word (a skip), so `a * c` fires on `a b c`, `a x c`, ...: the
+skip-n-grams of that paper. A pattern starts and ends with a word; `<s>` may only start it,
+`</s>` only end it (it could never match elsewhere). Weights are natural-log, any finite sign.
+A pattern word missing from the vocabulary can never match (tokens outside it are read as
+`<unk>`): the feature is dropped and counted in `dropped_features`.
 
 The factor at a position, for the word w after the history h:
 
@@ -62,20 +62,19 @@ DP would ignore the features), so `full` runs the numpy DP.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import TextIO
 
 import numpy as np
 
 from arsdecode.errors import ModelError, OptionError
+from arsdecode.model.feature_file import SKIP, Feature, as_features
+from arsdecode.model.feature_file import parse_feature as parse_feature  # re-exported: it
+from arsdecode.model.feature_file import read_features as read_features  # lived here
 from arsdecode.model.interface import ModelLike, TargetModel, ngram_tables
 from arsdecode.model.maxarpa_lm import as_target_model
 from maxarpa.constants import BOS, EOS
 
-SKIP = "*"
-"""The pattern word that stands for any one word (a skip-n-gram's gap)."""
 OTHER = -2
 """The stand-in id, in the bound's recurrence, for a word that no feature names there."""
 _ANY = -3
@@ -83,91 +82,6 @@ _ANY = -3
 DENSE_TABLE_ENTRIES = 2**22
 """The largest dense lookup array of one feature shape (32 MiB of float64): every bigram of a
 2,048-word vocabulary."""
-
-
-@dataclass(frozen=True)
-class Feature:
-    """One n-gram indicator: `pattern` (words, `SKIP` for any word), its ln weight."""
-
-    pattern: tuple[str, ...]
-    weight: float
-
-
-def parse_feature(text: str) -> tuple[str, ...]:
-    """The pattern of `text` (`w1 * w3`), or OptionError saying why it is not one."""
-    words = tuple(text.split())
-    if not words:
-        raise OptionError("empty n-gram")
-    if words[0] == SKIP or words[-1] == SKIP:
-        raise OptionError(f"n-gram {text!r} starts or ends with {SKIP!r} (a skip is between "
-                          "two words)")
-    if BOS in words[1:]:
-        raise OptionError(f"n-gram {text!r} has {BOS} after its first word (never matches)")
-    if EOS in words[:-1]:
-        raise OptionError(f"n-gram {text!r} has {EOS} before its last word (never matches)")
-    return words
-
-
-def read_features(path: str | Path) -> list[Feature]:
-    """The features of a file of lines `ngram<TAB>weight` (blank lines and lines starting with
-    `#` skipped). Raises ModelError naming the file and line for a malformed line, a weight
-    that is not a finite number, or an n-gram listed twice; OSError if it cannot be read."""
-    features: list[Feature] = []
-    seen: dict[tuple[str, ...], int] = {}
-    with open(path, encoding="utf-8") as fh:
-        for number, line in _lines(path, fh):
-            text = line.rstrip("\n").rstrip("\r")
-            if not text.strip() or text.lstrip().startswith("#"):
-                continue
-            where = f"{path}:{number}"
-            fields = text.split("\t")
-            if len(fields) != 2:
-                raise ModelError(f"{where}: expected 'ngram<TAB>weight', got {text!r}")
-            try:
-                pattern = parse_feature(fields[0])
-            except OptionError as e:
-                raise ModelError(f"{where}: {e}") from None
-            try:
-                weight = float(fields[1])
-            except ValueError:
-                raise ModelError(f"{where}: weight {fields[1]!r} is not a number") from None
-            if not math.isfinite(weight):
-                raise ModelError(f"{where}: weight {fields[1]!r} is not finite")
-            if pattern in seen:
-                raise ModelError(f"{where}: n-gram {fields[0]!r} already listed on line "
-                                 f"{seen[pattern]}")
-            seen[pattern] = number
-            features.append(Feature(pattern, weight))
-    return features
-
-
-def _lines(path: str | Path, fh: TextIO) -> Iterator[tuple[int, str]]:
-    """(line number, line) of a text file; ModelError naming the line if it is not UTF-8."""
-    number = 0
-    try:
-        for number, line in enumerate(fh, 1):
-            yield number, line
-    except UnicodeDecodeError:
-        raise ModelError(f"{path}:{number + 1}: not UTF-8 text") from None
-
-
-def as_features(features: str | Path | Mapping[str, float] | Iterable[Feature] | None
-                ) -> list[Feature]:
-    """Features from a file path, a {"w1 * w3": weight} mapping, Feature objects, or None."""
-    if features is None:
-        return []
-    if isinstance(features, (str, Path)):
-        return read_features(features)
-    if isinstance(features, Mapping):
-        out = []
-        for text, weight in features.items():
-            if not math.isfinite(float(weight)):
-                raise OptionError(f"feature {text!r}: weight {weight!r} is not finite")
-            out.append(Feature(parse_feature(text), float(weight)))
-        if len({f.pattern for f in out}) != len(out):
-            raise OptionError("a feature n-gram is listed twice")
-        return out
-    return list(features)
 
 
 class FeatureTable:

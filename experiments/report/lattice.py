@@ -194,7 +194,7 @@ def render(results: dict[str, Any], cmd: str, img_dir: Path) -> str:
              f"- Machine: {platform.machine()}, Python {platform.python_version()}; CPU seconds "
              "of one process (`time.process_time`) on a shared 2-core machine, model loaded and "
              "warmed up (its context tables built), lattice generation excluded.",
-             "- Lattices: `experiments/asr_lattices.py` (its docstring says how: competing "
+             "- Lattices: `data_prep/asr_lattices.py` (its docstring says how: competing "
              "arcs for the true word and its most confusable vocabulary words by spelling, "
              "length and frequency; random acoustic ln scores, the truth not always best; "
              "two-position spans; epsilon deletions; insertions through an extra node).",

@@ -308,7 +308,7 @@ def render_section(res: dict, top: int = 10) -> str:
       "work/ewt/results.json):\n")
     orders_arg = " ".join(map(str, res["orders"]))
     w("```\npython -m data_prep.ewt --out work/ewt --ship arsdecode/data/pos\n"
-      f"python experiments/pos_ewt.py --jobs {res['machine']['jobs']} --orders {orders_arg}\n"
+      f"python -m experiments.pos_ewt --jobs {res['machine']['jobs']} --orders {orders_arg}\n"
       "```\n")
     m = res["machine"]
     w(f"Run wall time: {res['wall_seconds'] / 60:.1f} min on {m['jobs']} worker processes, "

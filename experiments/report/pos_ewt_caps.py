@@ -68,5 +68,5 @@ def markdown(res: dict) -> str:
              f"processes, Python {res['machine']['python']}, load average "
              f"{res['machine']['load_before']:.1f} at the start.\n")
     L.append("Reproduce:\n\n```\npython -m data_prep.ewt --out work/ewt\n"
-             "python experiments/pos_ewt_caps.py --jobs 2\n```\n")
+             "python -m experiments.pos_ewt_caps --jobs 2\n```\n")
     return "\n".join(L)

@@ -376,8 +376,8 @@ def reproduce(res: dict) -> list[str]:
     w = L.append
     w("## Reproduce\n")
     w("```\npython -m data_prep.pos_data --out work/pos --all-tags-for-unknown\n"
-      "python experiments/pos_experiments.py --dev-study   # optional, the dev grid\n"
-      "python experiments/pos_experiments.py\n```\n")
+      "python -m experiments.pos_experiments --dev-study   # optional, the dev grid\n"
+      "python -m experiments.pos_experiments\n```\n")
     w("The tables above are of the paper's plain TnT suffix model, hence "
       "`--all-tags-for-unknown`. Since issue 19 `data_prep.pos_data` by default leaves "
       "closed-class tags out of the suffix model, as the shipped EWT tagger does "

@@ -4,7 +4,8 @@ Why: issue 21 compares exact rescoring of word lattices with SRILM `lattice-tool
 "ASR-like lattices" that were measured but not kept; this module makes such lattices again,
 seeded, from text the model did not see in training (the held-out split of
 `data_prep.prepare_sms`), so `bench/bench_lattice.py` and `experiments/lattice_rescoring.py`
-measure the same inputs every run, and a test can check their promised structure.
+measure the same inputs every run, and a test can check their promised structure. It lives in
+data_prep (not in experiments/ or bench/) because both use it and neither imports the other.
 
 One lattice from a reference text of n words w_0..w_{n-1} (nodes P_0..P_n, P_n final, weight 0):
 
