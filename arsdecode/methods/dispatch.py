@@ -260,7 +260,8 @@ def decode(lm: ModelLike, lattice: Lattice | WordLattice, *, method: Method = "a
     if isinstance(lattice, WordLattice):
         return decode_word_lattice(lm, lattice, method=method, k=k,
                                    unique=bool(options.get("unique", False)),
-                                   max_iterations=options.get("max_iterations"))
+                                   max_iterations=options.get("max_iterations"),
+                                   on_iteration=options.get("on_iteration"))
     if k is not None:
         return _kbest(lm, lattice, k, method, options)
     needs_ars = [o for o in ("on_iteration", "keep_automaton") if options.get(o)]
@@ -281,22 +282,26 @@ def decode(lm: ModelLike, lattice: Lattice | WordLattice, *, method: Method = "a
 
 def decode_word_lattice(lm: ModelLike, wl: WordLattice, *, method: Method = "auto",
                         k: int | None = None, unique: bool = False,
-                        max_iterations: int | None = None):
+                        max_iterations: int | None = None,
+                        on_iteration: Callable[..., None] | None = None):
     """The exact best path of a word lattice (a DAG, issue 21), or with `k` its K best paths
     (distinct paths, or with `unique` distinct word sequences, each scored by its best path).
 
     "ars" is Algorithm 1 on the q-automaton over (node, context) states
     (`methods.dag_ars.dag_ars_decode`, a DagArsResult; `max_iterations` may stop it
-    uncertified); "full" the merged expansion (`decode_word_lattices`: compiled given n-gram
-    tables, else `methods.dag_full`); "auto" the expansion: on every ASR-like lattice measured
-    (docs/results-lattice.md) the compiled expansion is several times faster than ARS, whose
-    states are not merged. k-best comes from the expansion (`dag_full.dag_kbest`), for every
-    method. Raises NoPathError if every path has probability zero."""
+    uncertified, `on_iteration` sees each iteration, Ctrl-C raises `ars.DecodeInterrupted`
+    with the best path so far); "full" the merged expansion (`decode_word_lattices`:
+    compiled given n-gram tables, else `methods.dag_full`); "auto" the expansion: on every
+    ASR-like lattice measured (docs/results-lattice.md) the compiled expansion is several
+    times faster than ARS, whose states are not merged. k-best comes from the expansion
+    (`dag_full.dag_kbest`), for every method. Raises NoPathError if every path has
+    probability zero."""
     check_method(method)
     if k is not None:
         return dag_full.dag_kbest(lm, wl, k, unique=unique)
     if method == "ars":
-        return dag_ars.dag_ars_decode(lm, wl, max_iterations=max_iterations)
+        return dag_ars.dag_ars_decode(lm, wl, max_iterations=max_iterations,
+                                      on_iteration=on_iteration)
     return decode_word_lattices(lm, [wl], method=method)[0]
 
 
@@ -352,7 +357,8 @@ def _kbest(lm: ModelLike, lattice: Lattice, k: int, method: str, options: dict):
             return _compiled_kbest(res, lattice, time.perf_counter() - start)
     elif method == "full":  # the numpy reference DP's K-lists (any target)
         return full_kbest(lm, lattice, k)
-    kbest_options = {o: v for o, v in options.items() if o in ("variant", "max_iterations", "tol")}
+    kbest_options = {o: v for o, v in options.items()
+                     if o in ("variant", "max_iterations", "tol", "on_iteration")}
     return decode_kbest(lm, lattice, k, **kbest_options)
 
 
