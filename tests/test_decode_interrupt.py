@@ -21,13 +21,14 @@ from pathlib import Path
 import pytest
 
 import maxarpa
-from arsdecode.api import decode_kbest
+from arsdecode.api import decode_kbest, decode_many
 from arsdecode.core.target import Target
 from arsdecode.lattice import Lattice, WordLattice
 from arsdecode.methods.ars import DecodeInterrupted, decode
 from arsdecode.methods.dag_ars import dag_ars_decode, path_log_p
-from arsdecode.methods.dispatch import decode_word_lattice
+from arsdecode.methods.dispatch import MEMORY_BUDGET_ENV, decode_word_lattice
 from arsdecode.methods.kbest import KBestInterrupted
+from arsdecode.methods.lockstep import DecodeManyInterrupted
 from arsdecode.model import as_target_model
 
 DATA = Path(__file__).resolve().parent.parent / "arsdecode" / "data"
@@ -230,3 +231,57 @@ def test_ctrl_c_of_nbest_prints_the_paths_so_far_uncertified(lm, tmp_path, json_
     target = Target(as_target_model(lm), lattice)
     for tokens, log_p in paths:
         assert abs(target.log_p(tokens) - log_p) < 1e-5
+
+
+class StopsAtQuery:
+    """The real model, whose n-th `log_prob` query raises KeyboardInterrupt: Ctrl-C landing
+    in a query of a long corpus decode, at a known point."""
+
+    def __init__(self, model, n: int) -> None:
+        self.model, self.left = model, n
+
+    def __getattr__(self, name):
+        return getattr(self.model, name)
+
+    def log_prob(self, contexts, words):
+        self.left -= 1
+        if self.left == 0:
+            raise KeyboardInterrupt
+        return self.model.log_prob(contexts, words)
+
+
+def test_an_interrupted_decode_many_keeps_the_finished_results_and_the_best_paths_so_far(lm):
+    """Issue 29 E: decode_many kept nothing on Ctrl-C. A lattice done keeps its certified
+    result; one in progress its best path so far, uncertified, within its gap of the optimum."""
+    small = Lattice.from_lists([[("the", 0.0), ("a", -1.0)], [("united", 0.0), ("unit", -1.0)]])
+    lattices = [small, big_lattice(lm, 20, 30, seed=1), big_lattice(lm, 20, 30, seed=2)]
+    with pytest.raises(DecodeManyInterrupted) as info:
+        decode_many(StopsAtQuery(as_target_model(lm), 25), lattices, method="ars")
+    results = info.value.results
+    assert isinstance(info.value, KeyboardInterrupt) and len(results) == 3
+    done = decode(lm, small)
+    assert results[0] is not None and results[0].certified
+    assert (results[0].tokens, results[0].log_p) == (done.tokens, done.log_p)
+    for lattice, r in zip(lattices[1:], results[1:], strict=True):
+        assert r is not None and not r.certified and r.states == -1
+        assert r.log_p == Target(as_target_model(lm), lattice).log_p(r.tokens)
+        optimum = decode_many(lm, [lattice], method="full")[0].log_p
+        assert r.log_p <= optimum <= r.log_q and r.log_q - r.log_p > 0
+
+
+def test_an_interrupted_decode_many_keeps_the_full_dps_results_beside_ars(lm, monkeypatch):
+    """auto: the compiled full DP solves the small lattices first; Ctrl-C during ARS on the
+    lattice past its budget keeps the DP's results as well as ARS's best path so far."""
+    monkeypatch.setenv(MEMORY_BUDGET_ENV, "64")  # the 40 x 300 lattice goes to ARS
+    small = Lattice.from_lists([[("the", 0.0), ("a", -1.0)], [("united", 0.0), ("unit", -1.0)]])
+    lattices = [small, big_lattice(lm, 20, 30, seed=1), big_lattice(lm, 40, 300, seed=2)]
+    expected = decode_many(lm, lattices[:2])
+    with pytest.raises(DecodeManyInterrupted) as info:
+        decode_many(StopsAtQuery(as_target_model(lm), 5), lattices)
+    results = info.value.results
+    assert [r.method if r else None for r in results] == ["full", "full", "ars"]
+    for r, e in zip(results[:2], expected, strict=True):
+        assert r is not None and r.certified and (r.tokens, r.log_p) == (e.tokens, e.log_p)
+    partial = results[2]
+    assert partial is not None and not partial.certified and partial.log_q > partial.log_p
+    assert partial.log_p == Target(as_target_model(lm), lattices[2]).log_p(partial.tokens)

@@ -44,7 +44,7 @@ from arsdecode.methods.full import (
     full_kbest,
     full_marginals,
 )
-from arsdecode.methods.lockstep import ars_lockstep, lockstep_groups
+from arsdecode.methods.lockstep import DecodeManyInterrupted, ars_lockstep, lockstep_groups
 from arsdecode.methods.results import DecodeResult
 from arsdecode.model import (
     ModelLike,
@@ -193,8 +193,14 @@ def decode_flat(lm: ModelLike, flat: FlatLattices,
         if method == "full":  # no compiled tables: the numpy reference DP
             decoded = dict(zip(rest, _reference_full(model, todo, rest), strict=True))
         else:
-            decoded = dict(zip(rest, _ars_many(model, todo, rest, variant, max_iterations, tol),
-                               strict=True))
+            try:
+                decoded = dict(zip(rest, _ars_many(model, todo, rest, variant, max_iterations,
+                                                   tol), strict=True))
+            except DecodeManyInterrupted as stop:  # per lattice of `flat`, with the DP's
+                partial: list[DecodeResult | None] = [None] * n
+                for s, r in zip(rest, stop.results, strict=True):
+                    partial[s] = r
+                raise DecodeManyInterrupted(partial, compiled, seconds) from None
     if compiled is not None:
         choice, log_p = compiled.choice, compiled.score.copy()
     else:
@@ -231,8 +237,15 @@ def decode_many(
             return _reference_full(model, lattices, everyone)
         return _ars_many(model, lattices, everyone, variant, max_iterations, tol)
     flat = FlatLattices.from_lattices(model, lattices)
-    res = decode_flat(model, flat, lambda ks: [lattices[k] for k in ks], method=method,
-                      variant=variant, max_iterations=max_iterations, tol=tol, plan=plan)
+    try:
+        res = decode_flat(model, flat, lambda ks: [lattices[k] for k in ks], method=method,
+                          variant=variant, max_iterations=max_iterations, tol=tol, plan=plan)
+    except DecodeManyInterrupted as stop:  # the compiled DP's results, and ARS's so far
+        done = stop.compiled
+        raise DecodeManyInterrupted(
+            [r if r is not None or done is None or np.isnan(done.score[s])
+             else _compiled_result(done, flat, s, lat, stop.compiled_seconds)
+             for s, (r, lat) in enumerate(zip(stop.results, lattices, strict=True))]) from None
     if res.compiled is None:
         return [res.decoded[s] for s in range(len(lattices))]
     return [res.decoded[s] if s in res.decoded
@@ -454,14 +467,19 @@ def _compiled_full(model: TargetModel, flat: FlatLattices, method: str,
 
 def _ars_many(model: TargetModel, lattices: Sequence[Lattice], labels: list[int],
               variant: Variant, max_iterations: int | None, tol: float) -> list[DecodeResult]:
-    """ARS on every lattice, in lockstep groups (`lockstep_groups`), in input order."""
+    """ARS on every lattice, in lockstep groups (`lockstep_groups`), in input order. Ctrl-C
+    raises DecodeManyInterrupted with one entry per lattice (None for the groups not run)."""
     start = time.perf_counter()
-    out: list[DecodeResult] = []
+    out: list[DecodeResult | None] = []
     for group in lockstep_groups(list(range(len(lattices))),
                                  [sum(lat.widths) for lat in lattices]):
-        out.extend(ars_lockstep(model, [lattices[k] for k in group], variant, max_iterations,
-                                tol, [labels[k] for k in group], start))
-    return out
+        try:
+            out.extend(ars_lockstep(model, [lattices[k] for k in group], variant,
+                                    max_iterations, tol, [labels[k] for k in group], start))
+        except DecodeManyInterrupted as stop:
+            out.extend(stop.results)
+            raise DecodeManyInterrupted(out + [None] * (len(lattices) - len(out))) from None
+    return out  # type: ignore[return-value]  # no None without an interrupt
 
 
 def _reference_full(model: TargetModel, lattices: Sequence[Lattice], labels: list[int]
