@@ -285,3 +285,15 @@ def test_an_interrupted_decode_many_keeps_the_full_dps_results_beside_ars(lm, mo
     partial = results[2]
     assert partial is not None and not partial.certified and partial.log_q > partial.log_p
     assert partial.log_p == Target(as_target_model(lm), lattices[2]).log_p(partial.tokens)
+
+
+@pytest.mark.parametrize("dag", [False, True])
+def test_trace_without_ars_is_refused_before_the_work(lm, tmp_path, dag):
+    """--trace shows ARS's iterations: with the full DP (auto's choice here) it would print
+    nothing, so it is refused with one line naming the option, exit status 2."""
+    path = tmp_path / ("small.dag.json" if dag else "small.json")
+    path.write_text(lattice_json(big_lattice(lm, 3, 3), dag=dag))
+    proc = subprocess.run([sys.executable, "-m", "arsdecode", "decode", "--lm", str(MODEL),
+                           "--lattice", str(path), "--trace"], capture_output=True, text=True)
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert proc.stderr.count("\n") == 1 and "--trace" in proc.stderr

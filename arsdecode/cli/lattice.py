@@ -237,13 +237,14 @@ def cmd_decode(args: argparse.Namespace) -> int:
                           "(or auto) builds")
     for path in outputs:  # before the work: a bad path must not cost a decode
         check_writable(path)
+    trace = iteration_trace(args)  # refuses --trace without --method ars, before the work
     lattice, lm, oov = load_lattice_and_lm(args)
     if args.nbest is not None:
         return print_nbest(args, lm, lattice, oov)
     try:
         r = decode(lm, lattice, method=args.method, variant=args.variant,
                    max_iterations=args.max_iterations, keep_automaton=bool(outputs),
-                   on_iteration=iteration_trace(args))
+                   on_iteration=trace)
     except DecodeInterrupted as stop:
         return print_interrupted(args, stop, oov)
     # The result is printed before the files are written, so a failed write never loses it.
