@@ -226,7 +226,8 @@ def decode_many(
     `seconds` (here: the wall time from the start of the ARS batch until that lattice was
     done). Full-DP results have `method="full"`, `log_q = log_p`, one iteration and the merged
     DP's state count. Raises NoPathError naming the first lattice on which every path has
-    probability zero.
+    probability zero. Ctrl-C raises `lockstep.DecodeManyInterrupted` with every lattice's
+    result so far, in input order (the compiled DP's, ARS's best paths so far).
     """
     check_method(method)
     model = as_target_model(lm)
