@@ -36,7 +36,9 @@ The tree, and the user mistake each class means:
 A malformed or refused model file is maxarpa's `MaxArpaError` (FormatError, ...), raised by
 `arsdecode.load_lm`; callers that catch bad input catch both. Stopping is not an error:
 Ctrl-C is KeyboardInterrupt, SIGTERM/SIGHUP `arsdecode.termination.Terminated` (a
-KeyboardInterrupt too).
+KeyboardInterrupt too); an ARS decode it stops raises a KeyboardInterrupt carrying what was
+found (`methods.ars.DecodeInterrupted`, `methods.kbest.KBestInterrupted`,
+`methods.lockstep.DecodeManyInterrupted`).
 
 Every class subclasses ValueError, as maxarpa's do: each is a bad value given by the caller,
 and code written for the standard library's convention (`except ValueError`) still sees it.

@@ -12,8 +12,13 @@ import sys
 from typing import TYPE_CHECKING
 
 from arsdecode.cli import word_lattice
+from arsdecode.cli.interrupted import (
+    add_trace_option,
+    iteration_trace,
+    print_interrupted,
+    print_kbest_interrupted,
+)
 from arsdecode.cli.options import (
-    EXIT_INTERRUPTED,
     EXIT_OK,
     EXIT_STATUS_HELP,
     EXIT_UNCERTIFIED,
@@ -59,7 +64,6 @@ from arsdecode.errors import OptionError
 
 if TYPE_CHECKING:
     from arsdecode.lattice import Lattice
-    from arsdecode.methods.ars import DecodeInterrupted
 
 EPILOG = epilog(UNITS_HELP, LATTICE_HELP, WORD_LATTICE_HELP, EXIT_STATUS_HELP)
 
@@ -89,8 +93,9 @@ def add_decode_parser(sub: argparse._SubParsersAction) -> None:
                         "full is the merged DP's k-best, ars k-best Viterbi on q, auto the DP "
                         "within its budgets, else ARS); the JSON gains \"nbest\": [{tokens, "
                         "log_p}], best first, ties by ln p then candidate order")
+    add_trace_option(d)
     add_engine_options(d)
-    add_method_option(d, needs_ars="--fst and --graphml")
+    add_method_option(d, needs_ars="--fst, --graphml and --trace")
     add_word_lattice_options(d, decode=True)
     d.set_defaults(handler=cmd_decode)
 
@@ -98,14 +103,17 @@ def add_decode_parser(sub: argparse._SubParsersAction) -> None:
 def print_nbest(args: argparse.Namespace, lm, lattice: Lattice, oov: dict) -> int:
     """`decode --nbest K`: the single best stays in tokens/log_p; the K best go in "nbest"."""
     from arsdecode.api import decode_kbest
-    from arsdecode.methods.kbest import nbest_json
+    from arsdecode.methods.kbest import KBestInterrupted, nbest_json
 
     # No more paths than the lattice has; the K-lists of k-best Viterbi hold, per state of
     # the widest layer, K scores of every candidate (and the K paths come back as lists).
     k = min(args.nbest, lattice.num_paths())
     check_fits("--nbest", args.nbest, 24 * max(lattice.widths) + 16 * len(lattice) + 200, k)
-    kb = decode_kbest(lm, lattice, k, method=args.method, variant=args.variant,
-                      max_iterations=args.max_iterations)
+    try:
+        kb = decode_kbest(lm, lattice, k, method=args.method, variant=args.variant,
+                          max_iterations=args.max_iterations, on_iteration=iteration_trace(args))
+    except KBestInterrupted as stop:
+        return print_kbest_interrupted(args, stop, oov)
     best = kb.paths[0]
     if args.json:
         print_json({"tokens": best.tokens, "log_p": best.log_p, "certified": kb.certified,
@@ -229,12 +237,14 @@ def cmd_decode(args: argparse.Namespace) -> int:
                           "(or auto) builds")
     for path in outputs:  # before the work: a bad path must not cost a decode
         check_writable(path)
+    trace = iteration_trace(args)  # refuses --trace without --method ars, before the work
     lattice, lm, oov = load_lattice_and_lm(args)
     if args.nbest is not None:
         return print_nbest(args, lm, lattice, oov)
     try:
         r = decode(lm, lattice, method=args.method, variant=args.variant,
-                   max_iterations=args.max_iterations, keep_automaton=bool(outputs))
+                   max_iterations=args.max_iterations, keep_automaton=bool(outputs),
+                   on_iteration=trace)
     except DecodeInterrupted as stop:
         return print_interrupted(args, stop, oov)
     # The result is printed before the files are written, so a failed write never loses it.
@@ -274,27 +284,6 @@ def write_automaton(args: argparse.Namespace, qa) -> None:
         graph = to_networkx(qa)
         with atomic_output(args.graphml) as tmp:
             nx.write_graphml(graph, str(tmp))
-
-
-def print_interrupted(args: argparse.Namespace, stop: DecodeInterrupted, oov: dict) -> int:
-    """Ctrl-C during an ARS decode: the best path found so far, marked UNCERTIFIED, with its
-    bound gap (ln q(x*) - ln p(path): the path is at most that far below the optimum).
-
-    Why print it: a long decode's best exact path is often the answer, and the gap says how
-    much it could still be off; printing nothing threw that away. No --fst/--graphml file
-    is written (the automaton may be mid-refinement). Exit status 130, as any interrupt.
-    """
-    r = stop.result
-    if args.json:
-        print_json({**r.to_json(), "interrupted": True, "gap": stop.gap, "oov": oov})
-    else:
-        print(" ".join(r.tokens))
-        print(f"log_p={r.log_p:.6f} (UNCERTIFIED: interrupted, ln) gap={stop.gap:.6f} "
-              f"method={r.method} iterations={r.iterations} seconds={r.seconds:.3f}",
-              flush=True)
-    print(f"arsdecode: interrupted: UNCERTIFIED, the path above is the best found so far; the "
-          f"optimum is at most {stop.gap:.6g} (ln) above its log_p", file=sys.stderr)
-    return EXIT_INTERRUPTED
 
 
 def cmd_sample(args: argparse.Namespace) -> int:

@@ -126,8 +126,10 @@ def load(args: argparse.Namespace) -> tuple[WordLattice, Any, dict]:
 def cmd_decode(args: argparse.Namespace) -> int:
     """`decode --lattice WORD_LATTICE`: the exact best path, or --nbest K of them."""
     from arsdecode.api import decode, lattice_posteriors
+    from arsdecode.cli.interrupted import iteration_trace, print_interrupted
     from arsdecode.lattice.lattice_files import write_word_lattice
     from arsdecode.lattice.slf import paths_lattice
+    from arsdecode.methods.ars import DecodeInterrupted
 
     for opt in ("fst", "graphml"):
         if getattr(args, opt, None):
@@ -135,9 +137,17 @@ def cmd_decode(args: argparse.Namespace) -> int:
                               "word lattices yet")
     if args.unique and args.nbest is None:
         raise OptionError("--unique needs --nbest")
+    trace = iteration_trace(args)
+    if trace is not None and args.nbest is not None:
+        raise OptionError("--trace shows ARS's iterations; a word lattice's k-best comes from "
+                          "its expansion")
     wl, lm, oov = load(args)
     if args.nbest is None:
-        r = decode(lm, wl, method=args.method, max_iterations=args.max_iterations)
+        try:  # Ctrl-C of ARS: the best path so far (the expansion has none to give)
+            r = decode(lm, wl, method=args.method, max_iterations=args.max_iterations,
+                       on_iteration=trace)
+        except DecodeInterrupted as stop:
+            return print_interrupted(args, stop, oov)
         paths = [r.arcs]
         if args.json:
             print_json({**r.to_json(), "oov": oov})

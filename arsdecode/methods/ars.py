@@ -21,6 +21,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -33,6 +34,9 @@ from arsdecode.errors import BoundViolationError, NoPathError, OptionError
 from arsdecode.lattice import Lattice
 from arsdecode.methods.results import DecodeResult, SampleResult, SampleTrace
 from arsdecode.model import ModelLike, TargetModel, as_target_model
+
+if TYPE_CHECKING:
+    from arsdecode.methods.dag_ars import DagArsResult
 
 NO_PATH = "every path of the lattice has probability 0 under the model"
 
@@ -280,17 +284,19 @@ def decode(
 
 
 class DecodeInterrupted(KeyboardInterrupt):
-    """Ctrl-C during `decode`, carrying the best path found so far.
+    """Ctrl-C during `decode` (or `dag_ars.dag_ars_decode` on a word lattice), carrying the
+    best path found so far.
 
     Why a KeyboardInterrupt: code that does not know this class still stops as on any
     interrupt; code that does (the `arsdecode decode` CLI) reports the partial answer.
-    `result` is a DecodeResult with `certified=False` whose tokens and `log_p` are the best
-    exactly scored path seen, and whose `log_q` is the least log q(x*) seen, an upper bound
-    on the optimum; `gap` = log_q - log_p >= 0 bounds how far the path can be from the best
-    (natural log). `states` is -1: the automaton may have been interrupted mid-refinement.
+    `result` is a DecodeResult (a DagArsResult on a word lattice) with `certified=False`
+    whose path and `log_p` are the best exactly scored path seen, and whose `log_q` is the
+    least log q(x*) seen, an upper bound on the optimum; `gap` = log_q - log_p >= 0 bounds
+    how far the path can be from the best (natural log). `states` is -1: the automaton may
+    have been interrupted mid-refinement.
     """
 
-    def __init__(self, result: DecodeResult) -> None:
+    def __init__(self, result: DecodeResult | DagArsResult) -> None:
         super().__init__("interrupted")
         self.result = result
 

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -41,6 +41,7 @@ from arsdecode.core.semiring import LogSumExp, quiet
 from arsdecode.core.tolerances import CERTIFICATE_TOL, FLOAT_NOISE
 from arsdecode.errors import BoundViolationError, NoPathError, OptionError
 from arsdecode.lattice import WordLattice
+from arsdecode.methods.ars import DecodeInterrupted
 from arsdecode.methods.dag_full import DagPath
 from arsdecode.model import ModelLike, TargetModel, as_target_model, context_rows
 
@@ -280,7 +281,8 @@ def _check_depth(depth: int | None) -> None:
 # ----- decode ------------------------------------------------------------------------------------
 def dag_ars_decode(lm: ModelLike, wl: WordLattice, *, max_iterations: int | None = None,
                    tol: float = CERTIFICATE_TOL, depth: int | None = 1,
-                   first_words: bool = True) -> DagArsResult:
+                   first_words: bool = True, on_iteration: Callable[..., None] | None = None
+                   ) -> DagArsResult:
     """The exact best path of the word lattice, with a certificate (Algorithm 1, decoding).
 
     Each iteration: x* = argmax q (Viterbi), ln p(x*) on its true history; certified when
@@ -290,6 +292,9 @@ def dag_ars_decode(lm: ModelLike, wl: WordLattice, *, max_iterations: int | None
     run uncertified. `depth`: words a context may gain per step of x* (1: the paper's
     Algorithm 2; None: all the previous state tells apart); see `DagQAutomaton.refine_paths`.
     `first_words`: start from one-word contexts (`DagQAutomaton`); False: the paper's q^(0).
+    `on_iteration`: callback(iteration, words, ln q(x*), ln p(x*)) once x* is scored, as
+    `ars.decode`'s. Ctrl-C raises `ars.DecodeInterrupted` with the best path scored so far
+    (uncertified; `log_q` the least ln q(x*) seen), as on confusion networks.
 
     Raises:
         OptionError: max_iterations or depth < 1.
@@ -303,20 +308,32 @@ def dag_ars_decode(lm: ModelLike, wl: WordLattice, *, max_iterations: int | None
     model = as_target_model(lm)
     qa = DagQAutomaton(model, wl, first_words=first_words)
     trace: list[tuple[float, float]] = []
+    best: tuple[float, list[int]] | None = None  # (ln p, arcs) of the best path scored
     certified = False
-    while True:
-        arcs, final, log_q = viterbi(qa)
-        log_p = path_log_p(model, wl, arcs, final)
-        _check_bound(qa, arcs, log_q, log_p, tol)
-        trace.append((log_q, log_p))
-        if log_q - log_p <= tol:
-            certified = True
-            break
-        if not qa.refine_paths([arcs], depth):
-            certified = log_q - log_p <= FLOAT_NOISE
-            break
-        if max_iterations is not None and len(trace) >= max_iterations:
-            break
+    try:
+        while True:
+            arcs, final, log_q = viterbi(qa)
+            log_p = path_log_p(model, wl, arcs, final)
+            _check_bound(qa, arcs, log_q, log_p, tol)
+            trace.append((log_q, log_p))
+            if best is None or log_p > best[0]:
+                best = (log_p, arcs)
+            if on_iteration is not None:
+                on_iteration(len(trace), wl.path_words(arcs), log_q, log_p)
+            if log_q - log_p <= tol:
+                certified = True
+                break
+            if not qa.refine_paths([arcs], depth):
+                certified = log_q - log_p <= FLOAT_NOISE
+                break
+            if max_iterations is not None and len(trace) >= max_iterations:
+                break
+    except KeyboardInterrupt:
+        if best is None:  # no path scored yet: nothing to report
+            raise
+        raise DecodeInterrupted(DagArsResult(  # states -1: q may be mid-refinement
+            wl.path_words(best[1]), tuple(best[1]), best[0], min(q for q, _ in trace),
+            len(trace), -1, False, time.perf_counter() - t0, trace=trace)) from None
     return DagArsResult(words=wl.path_words(arcs), arcs=tuple(arcs), log_p=log_p, log_q=log_q,
                         iterations=len(trace), states=qa.num_states(), certified=certified,
                         seconds=time.perf_counter() - t0, trace=trace)

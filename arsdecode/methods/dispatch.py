@@ -44,7 +44,7 @@ from arsdecode.methods.full import (
     full_kbest,
     full_marginals,
 )
-from arsdecode.methods.lockstep import ars_lockstep, lockstep_groups
+from arsdecode.methods.lockstep import DecodeManyInterrupted, ars_lockstep, lockstep_groups
 from arsdecode.methods.results import DecodeResult
 from arsdecode.model import (
     ModelLike,
@@ -193,8 +193,14 @@ def decode_flat(lm: ModelLike, flat: FlatLattices,
         if method == "full":  # no compiled tables: the numpy reference DP
             decoded = dict(zip(rest, _reference_full(model, todo, rest), strict=True))
         else:
-            decoded = dict(zip(rest, _ars_many(model, todo, rest, variant, max_iterations, tol),
-                               strict=True))
+            try:
+                decoded = dict(zip(rest, _ars_many(model, todo, rest, variant, max_iterations,
+                                                   tol), strict=True))
+            except DecodeManyInterrupted as stop:  # per lattice of `flat`, with the DP's
+                partial: list[DecodeResult | None] = [None] * n
+                for s, r in zip(rest, stop.results, strict=True):
+                    partial[s] = r
+                raise DecodeManyInterrupted(partial, compiled, seconds) from None
     if compiled is not None:
         choice, log_p = compiled.choice, compiled.score.copy()
     else:
@@ -220,7 +226,8 @@ def decode_many(
     `seconds` (here: the wall time from the start of the ARS batch until that lattice was
     done). Full-DP results have `method="full"`, `log_q = log_p`, one iteration and the merged
     DP's state count. Raises NoPathError naming the first lattice on which every path has
-    probability zero.
+    probability zero. Ctrl-C raises `lockstep.DecodeManyInterrupted` with every lattice's
+    result so far, in input order (the compiled DP's, ARS's best paths so far).
     """
     check_method(method)
     model = as_target_model(lm)
@@ -231,8 +238,15 @@ def decode_many(
             return _reference_full(model, lattices, everyone)
         return _ars_many(model, lattices, everyone, variant, max_iterations, tol)
     flat = FlatLattices.from_lattices(model, lattices)
-    res = decode_flat(model, flat, lambda ks: [lattices[k] for k in ks], method=method,
-                      variant=variant, max_iterations=max_iterations, tol=tol, plan=plan)
+    try:
+        res = decode_flat(model, flat, lambda ks: [lattices[k] for k in ks], method=method,
+                          variant=variant, max_iterations=max_iterations, tol=tol, plan=plan)
+    except DecodeManyInterrupted as stop:  # the compiled DP's results, and ARS's so far
+        done = stop.compiled
+        raise DecodeManyInterrupted(
+            [r if r is not None or done is None or np.isnan(done.score[s])
+             else _compiled_result(done, flat, s, lat, stop.compiled_seconds)
+             for s, (r, lat) in enumerate(zip(stop.results, lattices, strict=True))]) from None
     if res.compiled is None:
         return [res.decoded[s] for s in range(len(lattices))]
     return [res.decoded[s] if s in res.decoded
@@ -260,7 +274,8 @@ def decode(lm: ModelLike, lattice: Lattice | WordLattice, *, method: Method = "a
     if isinstance(lattice, WordLattice):
         return decode_word_lattice(lm, lattice, method=method, k=k,
                                    unique=bool(options.get("unique", False)),
-                                   max_iterations=options.get("max_iterations"))
+                                   max_iterations=options.get("max_iterations"),
+                                   on_iteration=options.get("on_iteration"))
     if k is not None:
         return _kbest(lm, lattice, k, method, options)
     needs_ars = [o for o in ("on_iteration", "keep_automaton") if options.get(o)]
@@ -281,22 +296,26 @@ def decode(lm: ModelLike, lattice: Lattice | WordLattice, *, method: Method = "a
 
 def decode_word_lattice(lm: ModelLike, wl: WordLattice, *, method: Method = "auto",
                         k: int | None = None, unique: bool = False,
-                        max_iterations: int | None = None):
+                        max_iterations: int | None = None,
+                        on_iteration: Callable[..., None] | None = None):
     """The exact best path of a word lattice (a DAG, issue 21), or with `k` its K best paths
     (distinct paths, or with `unique` distinct word sequences, each scored by its best path).
 
     "ars" is Algorithm 1 on the q-automaton over (node, context) states
     (`methods.dag_ars.dag_ars_decode`, a DagArsResult; `max_iterations` may stop it
-    uncertified); "full" the merged expansion (`decode_word_lattices`: compiled given n-gram
-    tables, else `methods.dag_full`); "auto" the expansion: on every ASR-like lattice measured
-    (docs/results-lattice.md) the compiled expansion is several times faster than ARS, whose
-    states are not merged. k-best comes from the expansion (`dag_full.dag_kbest`), for every
-    method. Raises NoPathError if every path has probability zero."""
+    uncertified, `on_iteration` sees each iteration, Ctrl-C raises `ars.DecodeInterrupted`
+    with the best path so far); "full" the merged expansion (`decode_word_lattices`:
+    compiled given n-gram tables, else `methods.dag_full`); "auto" the expansion: on every
+    ASR-like lattice measured (docs/results-lattice.md) the compiled expansion is several
+    times faster than ARS, whose states are not merged. k-best comes from the expansion
+    (`dag_full.dag_kbest`), for every method. Raises NoPathError if every path has
+    probability zero."""
     check_method(method)
     if k is not None:
         return dag_full.dag_kbest(lm, wl, k, unique=unique)
     if method == "ars":
-        return dag_ars.dag_ars_decode(lm, wl, max_iterations=max_iterations)
+        return dag_ars.dag_ars_decode(lm, wl, max_iterations=max_iterations,
+                                      on_iteration=on_iteration)
     return decode_word_lattices(lm, [wl], method=method)[0]
 
 
@@ -352,7 +371,8 @@ def _kbest(lm: ModelLike, lattice: Lattice, k: int, method: str, options: dict):
             return _compiled_kbest(res, lattice, time.perf_counter() - start)
     elif method == "full":  # the numpy reference DP's K-lists (any target)
         return full_kbest(lm, lattice, k)
-    kbest_options = {o: v for o, v in options.items() if o in ("variant", "max_iterations", "tol")}
+    kbest_options = {o: v for o, v in options.items()
+                     if o in ("variant", "max_iterations", "tol", "on_iteration")}
     return decode_kbest(lm, lattice, k, **kbest_options)
 
 
@@ -448,14 +468,19 @@ def _compiled_full(model: TargetModel, flat: FlatLattices, method: str,
 
 def _ars_many(model: TargetModel, lattices: Sequence[Lattice], labels: list[int],
               variant: Variant, max_iterations: int | None, tol: float) -> list[DecodeResult]:
-    """ARS on every lattice, in lockstep groups (`lockstep_groups`), in input order."""
+    """ARS on every lattice, in lockstep groups (`lockstep_groups`), in input order. Ctrl-C
+    raises DecodeManyInterrupted with one entry per lattice (None for the groups not run)."""
     start = time.perf_counter()
-    out: list[DecodeResult] = []
+    out: list[DecodeResult | None] = []
     for group in lockstep_groups(list(range(len(lattices))),
                                  [sum(lat.widths) for lat in lattices]):
-        out.extend(ars_lockstep(model, [lattices[k] for k in group], variant, max_iterations,
-                                tol, [labels[k] for k in group], start))
-    return out
+        try:
+            out.extend(ars_lockstep(model, [lattices[k] for k in group], variant,
+                                    max_iterations, tol, [labels[k] for k in group], start))
+        except DecodeManyInterrupted as stop:
+            out.extend(stop.results)
+            raise DecodeManyInterrupted(out + [None] * (len(lattices) - len(out))) from None
+    return out  # type: ignore[return-value]  # no None without an interrupt
 
 
 def _reference_full(model: TargetModel, lattices: Sequence[Lattice], labels: list[int]

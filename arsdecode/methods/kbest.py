@@ -17,12 +17,18 @@ Paths whose q is -inf (hence p = 0) are never returned, so fewer than K paths co
 fewer than K paths have probability > 0. Which of several paths tied within `tol` at the K-th
 place is kept follows q's order; the certificate is that no path left out has ln p above the
 K-th ln p + `tol`.
+
+Ctrl-C keeps what was found (`KBestInterrupted`): the K best distinct paths scored so far, and
+per rank r a bound. Every q is >= p, so q has at least r paths at or above the r-th best ln p:
+the r-th best ln q of any iteration bounds it from above, and the r-th best path scored so far
+from below. The gap of the list is the largest of those differences.
 """
 
 from __future__ import annotations
 
 import math
 import time
+from collections.abc import Callable, Iterable, Sequence
 
 import numpy as np
 
@@ -78,6 +84,23 @@ class KBestDecoder(ArsDecoder):
         super().__init__(model, lattice, variant=variant, tol=tol,
                          max_iterations=max_iterations, prune=False)
         self.k = k
+        self.found: dict[tuple[int, ...], tuple[float, float]] = {}  # path: (ln p, ln q)
+        self.rank_bounds: list[float] = []  # per rank r: the least r-th best ln q seen
+
+    def judge(self, log_p: Sequence[float]) -> None:
+        """`ArsDecoder.judge`, then keep what an interrupt reports (module docstring)."""
+        super().judge(log_p)
+        ranked = sorted(self.log_q, reverse=True)  # bounds first: `found` implies bounds
+        self.rank_bounds = [min(a, b) for a, b in zip(self.rank_bounds, ranked, strict=False)
+                            ] if self.rank_bounds else ranked
+        for idx, lp, lq in zip(self.paths, self.log_p, self.log_q, strict=True):
+            if lp > -math.inf:
+                self.found[tuple(idx)] = (lp, lq)
+
+    def ranked(self, rows: Iterable[tuple[float, tuple[int, ...], float]]) -> list[ScoredPath]:
+        """(ln p, indices, ln q) rows as ScoredPaths, by ln p then candidate indices."""
+        ordered = sorted(rows, key=lambda row: (-row[0], row[1]))
+        return [ScoredPath(self.tokens(p), p, lp, lq) for lp, p, lq in ordered]
 
     def best_of_q(self) -> tuple[list[list[int]], list[float]]:
         """q's K best paths, best first, and ln q of each forward-summed like p."""
@@ -93,8 +116,13 @@ def decode_kbest(
     variant: Variant = DEFAULT_VARIANT,
     max_iterations: int | None = None,
     tol: float = CERTIFICATE_TOL,
+    on_iteration: Callable[[int, list[str], float, float], None] | None = None,
 ) -> KBestResult:
     """The k most probable distinct paths of p over the lattice, each exact, best first.
+
+    `on_iteration`: callback(iteration, tokens, ln q, ln p) of q's best path, after each
+    iteration (for traces and progress). Ctrl-C raises `KBestInterrupted` with the best
+    paths scored so far and their gap (module docstring).
 
     Raises:
         OptionError: k < 1.
@@ -105,14 +133,38 @@ def decode_kbest(
     start = time.perf_counter()
     run = KBestDecoder(as_target_model(lm), lattice, k, variant=variant, tol=tol,
                        max_iterations=max_iterations)
-    while not run.done:  # certified iff q's K best paths are all exact
-        run.step()
-    rows = sorted(((lp, tuple(p), lq) for p, lp, lq in zip(run.paths, run.log_p, run.log_q,
-                                                             strict=True) if lp > -math.inf),
-                  key=lambda row: (-row[0], row[1]))
-    paths = [ScoredPath(run.tokens(p), p, lp, lq) for lp, p, lq in rows]
+    try:
+        while not run.done:  # certified iff q's K best paths are all exact
+            run.step()
+            if on_iteration is not None:
+                on_iteration(run.iterations, run.tokens(run.paths[0]), run.log_q[0],
+                             run.log_p[0])
+    except KeyboardInterrupt:
+        if not run.found:  # no path scored yet: nothing to report
+            raise
+        raise KBestInterrupted(run, time.perf_counter() - start) from None
+    paths = run.ranked((lp, tuple(p), lq) for p, lp, lq in zip(run.paths, run.log_p, run.log_q,
+                                                               strict=True) if lp > -math.inf)
     return KBestResult(paths, run.iterations, run.qa.num_states(), time.perf_counter() - start,
                        run.certified)
+
+
+class KBestInterrupted(KeyboardInterrupt):
+    """Ctrl-C during `decode_kbest`, carrying the K best distinct paths scored so far.
+
+    Why a KeyboardInterrupt: as `ars.DecodeInterrupted`, code that does not know it stops as
+    on any interrupt. `result` is a KBestResult with `certified=False` (`states` -1: q may
+    be mid-refinement); `gap` (ln) bounds how far each path can be below the true path of its
+    rank: the largest, over the ranks, of the least r-th best ln q seen minus the r-th path's
+    ln p (module docstring).
+    """
+
+    def __init__(self, run: KBestDecoder, seconds: float) -> None:
+        super().__init__("interrupted")
+        paths = run.ranked((lp, p, lq) for p, (lp, lq) in run.found.items())[:run.k]
+        self.result = KBestResult(paths, run.iterations, -1, seconds, False)
+        self.gap = max(bound - p.log_p
+                       for bound, p in zip(run.rank_bounds, paths, strict=False))
 
 
 def nbest_json(result: KBestResult) -> list[dict]:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -22,6 +23,9 @@ from arsdecode.lattice import Lattice
 from arsdecode.methods.ars import ArsDecoder
 from arsdecode.methods.results import DecodeResult
 from arsdecode.model import TargetModel
+
+if TYPE_CHECKING:
+    from arsdecode.methods.fast_full import BatchResult
 
 LOCKSTEP_CANDIDATES = 20_000  # candidates (summed over positions) decoded in lockstep at most
 
@@ -66,22 +70,47 @@ def ars_lockstep(
     _answer(model, [(run.qa, q) for run in active.values()
                     for q in run.qa.fill_requests(run.qa.unfilled)])  # q^(0) of every lattice
     results: list[DecodeResult | None] = [None] * len(lattices)
-    while active:
-        for k, run in active.items():  # x* = argmax q, on every lattice
-            with _naming(labels[k]):
-                run.propose()
-        _score(model, list(active.values()))  # p(x*) of every lattice: one model query
-        requests: list[tuple[QAutomaton, FillRequest]] = []
-        for k, run in list(active.items()):
-            with _naming(labels[k]):
-                run.judge(run.score())  # every factor is known now: no query
-            if not run.done:  # Algorithm 2; the new rows are filled below, batched
-                requests.extend((run.qa, q) for q in run.refine(defer=True))
-            if run.done:
-                results[k] = run.result(time.perf_counter() - start)
-                del active[k]  # release the automaton now, not when the slowest finishes
-        _answer(model, requests)
+    try:
+        while active:
+            for k, run in active.items():  # x* = argmax q, on every lattice
+                with _naming(labels[k]):
+                    run.propose()
+            _score(model, list(active.values()))  # p(x*) of every lattice: one model query
+            requests: list[tuple[QAutomaton, FillRequest]] = []
+            for k, run in list(active.items()):
+                with _naming(labels[k]):
+                    run.judge(run.score())  # every factor is known now: no query
+                if not run.done:  # Algorithm 2; the new rows are filled below, batched
+                    requests.extend((run.qa, q) for q in run.refine(defer=True))
+                if run.done:
+                    results[k] = run.result(time.perf_counter() - start)
+                    del active[k]  # release the automaton now, not when the slowest finishes
+            _answer(model, requests)
+    except KeyboardInterrupt:
+        for k, run in active.items():
+            if results[k] is None:
+                results[k] = run.best_so_far(time.perf_counter() - start)
+        raise DecodeManyInterrupted(results) from None
     return [r for r in results if r is not None]
+
+
+class DecodeManyInterrupted(KeyboardInterrupt):
+    """Ctrl-C during `decode_many`, carrying what was found, in input order.
+
+    Why: as `ars.DecodeInterrupted` for one lattice, a long corpus decode keeps its answers.
+    `results[i]` is lattice i's result when it was done (certified as usual), the best path
+    scored so far when it was being decoded by ARS (`certified=False`, `states` -1, `log_q`
+    the least ln q(x*) seen: `log_q - log_p` bounds its gap to the optimum), and None when
+    its decode had not started or had scored no path yet. From `dispatch.decode_flat`, the
+    lattices the compiled full DP solved are None in `results` and found in `compiled`.
+    """
+
+    def __init__(self, results: list[DecodeResult | None],
+                 compiled: BatchResult | None = None, compiled_seconds: float = 0.0) -> None:
+        super().__init__("interrupted")
+        self.results = results
+        self.compiled = compiled
+        self.compiled_seconds = compiled_seconds
 
 
 @contextmanager

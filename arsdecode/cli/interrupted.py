@@ -1,0 +1,97 @@
+"""What `arsdecode decode` prints when an ARS decode is stopped by Ctrl-C, and its --trace.
+
+Why print anything: a long decode's best exactly scored path is often the answer, and its gap
+says how much it could still be off; printing only "interrupted" threw that away. The same
+promise holds on confusion networks, on word lattices (`--method ars`) and for `--nbest`
+(ARS's k-best): the paths found so far on stdout, marked UNCERTIFIED with their gap (ln), a
+line on stderr saying so, and exit status 130 as for any interrupt. No file (--fst, --graphml,
+--write-best, --write-lattice) is written: the automaton may be mid-refinement. The full DP
+and the word-lattice expansion have no partial answer: Ctrl-C there prints "interrupted" only.
+
+`--trace EVERY` prints ARS's iterations on stderr (stdout keeps the result alone), so that a
+user watching a long decode sees the gap close and knows what Ctrl-C would print.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from arsdecode.cli.options import EXIT_INTERRUPTED, positive_int
+from arsdecode.cli.output import fixed, print_json
+from arsdecode.errors import OptionError
+
+if TYPE_CHECKING:
+    from arsdecode.methods.ars import DecodeInterrupted
+    from arsdecode.methods.kbest import KBestInterrupted
+
+
+def add_trace_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--trace", type=positive_int, nargs="?", const=1, default=None,
+                   metavar="EVERY",
+                   help="with --method ars: print the first and every EVERY-th iteration on "
+                        "stderr (iteration, ln q and ln p of q's best path, their gap), to "
+                        "watch a long decode (EVERY >= 1, default 1 when given)")
+
+
+def iteration_trace(args: argparse.Namespace) -> Callable[..., None] | None:
+    """--trace: the `on_iteration` callback of the ARS decoders, or None."""
+    every = getattr(args, "trace", None)
+    if every is None:
+        return None
+    if args.method != "ars":
+        raise OptionError("--trace shows the iterations of ARS: add --method ars")
+
+    def show(iteration: int, tokens: list[str], log_q: float, log_p: float) -> None:
+        if iteration == 1 or iteration % every == 0:
+            print(f"arsdecode: iteration {iteration}: ln q={fixed(log_q, 6)} "
+                  f"ln p={fixed(log_p, 6)} gap={fixed(log_q - log_p, 6)} {' '.join(tokens)}",
+                  file=sys.stderr, flush=True)
+
+    return show
+
+
+def print_interrupted(args: argparse.Namespace, stop: DecodeInterrupted, oov: dict) -> int:
+    """The best path found so far (a confusion network's tokens, or a word lattice's words),
+    marked UNCERTIFIED, with its bound gap (ln q(x*) - ln p(path): the optimum is at most that
+    far above it). Exit status 130."""
+    from arsdecode.methods.dag_ars import DagArsResult
+
+    r = stop.result
+    words = r.words if isinstance(r, DagArsResult) else r.tokens
+    if args.json:
+        print_json({**r.to_json(), "interrupted": True, "gap": stop.gap, "oov": oov})
+    else:
+        print(" ".join(words))
+        print(f"log_p={r.log_p:.6f} (UNCERTIFIED: interrupted, ln) gap={stop.gap:.6f} "
+              f"method={r.method} iterations={r.iterations} seconds={r.seconds:.3f}",
+              flush=True)
+    print(f"arsdecode: interrupted: UNCERTIFIED, the path above is the best found so far; the "
+          f"optimum is at most {stop.gap:.6g} (ln) above its log_p", file=sys.stderr)
+    return EXIT_INTERRUPTED
+
+
+def print_kbest_interrupted(args: argparse.Namespace, stop: KBestInterrupted,
+                            oov: dict) -> int:
+    """`--nbest K` stopped: the K best distinct paths scored so far, best first, UNCERTIFIED;
+    each is at most `gap` (ln) below the true path of its rank. Exit status 130."""
+    from arsdecode.methods.kbest import nbest_json
+
+    kb = stop.result
+    best = kb.paths[0]
+    if args.json:
+        print_json({"tokens": best.tokens, "log_p": best.log_p, "certified": False,
+                    "interrupted": True, "gap": stop.gap, "method": kb.method,
+                    "iterations": kb.iterations, "states": kb.states,
+                    "nbest": nbest_json(kb), "oov": oov, "timing": {"seconds": kb.seconds}})
+    else:
+        for rank, p in enumerate(kb.paths, start=1):
+            print(f"{rank}\t{fixed(p.log_p, 6)}\t{' '.join(p.tokens)}")
+        print(f"(UNCERTIFIED: interrupted, ln) gap={stop.gap:.6f} iterations={kb.iterations} "
+              f"seconds={kb.seconds:.3f}", flush=True)
+    print(f"arsdecode: interrupted: UNCERTIFIED, the {len(kb.paths)} paths above are the best "
+          f"found so far; each is at most {stop.gap:.6g} (ln) below the true path of its rank",
+          file=sys.stderr)
+    return EXIT_INTERRUPTED
