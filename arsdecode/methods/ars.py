@@ -21,7 +21,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING
+from typing import Any
 
 import numpy as np
 
@@ -34,9 +34,6 @@ from arsdecode.errors import BoundViolationError, NoPathError, OptionError
 from arsdecode.lattice import Lattice
 from arsdecode.methods.results import DecodeResult, SampleResult, SampleTrace
 from arsdecode.model import ModelLike, TargetModel, as_target_model
-
-if TYPE_CHECKING:
-    from arsdecode.methods.dag_ars import DagArsResult
 
 NO_PATH = "every path of the lattice has probability 0 under the model"
 
@@ -296,7 +293,9 @@ class DecodeInterrupted(KeyboardInterrupt):
     have been interrupted mid-refinement.
     """
 
-    def __init__(self, result: DecodeResult | DagArsResult) -> None:
+    def __init__(self, result: Any) -> None:
+        # Any, not DecodeResult | DagArsResult: naming dag_ars here, even for typing only,
+        # closes an import circle (dag_ars raises this class); see tests/test_imports.py.
         super().__init__("interrupted")
         self.result = result
 
