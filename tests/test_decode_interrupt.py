@@ -71,10 +71,11 @@ def test_an_interrupted_decode_carries_the_best_path_seen_and_its_gap(lm):
     assert decode(lm, lattice).log_p <= r.log_q
 
 
-def interrupt_after_first_iteration(*args: str) -> tuple[int, str, str]:
-    """Run `arsdecode decode ... --method ars --trace 100000`, send SIGINT once the first
-    iteration's trace line is on stderr (a path has been scored), and return (exit status,
-    stdout, stderr)."""
+def interrupt_after_first_iteration(*args: str, signum: int = signal.SIGINT
+                                    ) -> tuple[int, str, str]:
+    """Run `arsdecode decode ... --method ars --trace 100000`, send `signum` (SIGINT) once the
+    first iteration's trace line is on stderr (a path has been scored), and return (exit
+    status, stdout, stderr)."""
     proc = subprocess.Popen([sys.executable, "-m", "arsdecode", "decode", "--lm", str(MODEL),
                              *args, "--method", "ars", "--trace", "100000"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
@@ -88,7 +89,7 @@ def interrupt_after_first_iteration(*args: str) -> tuple[int, str, str]:
         assert line, f"the decode ended before its first iteration: {''.join(before)}"
         before.append(line)
     assert proc.poll() is None, "the decode ended before it could be interrupted"
-    proc.send_signal(signal.SIGINT)
+    proc.send_signal(signum)
     out, err = proc.communicate(timeout=120)
     return proc.returncode, out, line + err
 
@@ -178,6 +179,22 @@ def test_ctrl_c_of_a_word_lattice_decode_prints_the_best_path_uncertified(lm, tm
     arcs = [next(a for a in range(len(wl.words)) if int(wl.src[a]) == i and wl.words[a] == w)
             for i, w in enumerate(words)]
     assert abs(path_log_p(as_target_model(lm), wl, arcs, len(lattice)) - log_p) < 1e-5
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP])
+def test_a_terminated_decode_prints_the_best_path_and_exits_128_plus_the_signal(lm, tmp_path,
+                                                                               signum):
+    """SIGTERM/SIGHUP are handled as Ctrl-C (the best path so far, UNCERTIFIED), but the exit
+    status is the shell's for that signal (143, 129), as the README promises: the partial
+    answer used to exit 130 whatever the signal."""
+    lattice = big_lattice(lm, 100, 200)
+    path = tmp_path / "big.dag.json"
+    path.write_text(lattice_json(lattice, dag=True))
+    status, out, err = interrupt_after_first_iteration("--lattice", str(path), signum=signum)
+    assert status == 128 + signum, err
+    assert "Traceback" not in err and "UNCERTIFIED" in err
+    words, _, gap = parse_interrupted(out, False)
+    assert gap > 0 and len(words) == len(lattice)
 
 
 def test_an_interrupted_kbest_carries_the_best_paths_seen_within_their_gap(lm):

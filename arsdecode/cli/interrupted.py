@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 from arsdecode.cli.options import EXIT_INTERRUPTED, positive_int
 from arsdecode.cli.output import fixed, print_json
 from arsdecode.errors import OptionError
+from arsdecode.termination import Terminated
 
 if TYPE_CHECKING:
     from arsdecode.methods.ars import DecodeInterrupted
@@ -53,10 +54,22 @@ def iteration_trace(args: argparse.Namespace) -> Callable[..., None] | None:
     return show
 
 
+def exit_status(stop: BaseException) -> int:
+    """130 for Ctrl-C; 128 + the signal for SIGTERM/SIGHUP (143, 129), as the shell reports a
+    process that signal killed.
+
+    Why look at `__context__`: the decoders raise their partial-answer exception `from None`
+    inside `except KeyboardInterrupt`, so the signal's own exception (`Terminated`, which
+    knows its number) is the context of the one the CLI catches; without this a terminated
+    decode exited 130 although the README promises 143."""
+    cause = stop.__context__
+    return cause.exit_status if isinstance(cause, Terminated) else EXIT_INTERRUPTED
+
+
 def print_interrupted(args: argparse.Namespace, stop: DecodeInterrupted, oov: dict) -> int:
     """The best path found so far (a confusion network's tokens, or a word lattice's words),
     marked UNCERTIFIED, with its bound gap (ln q(x*) - ln p(path): the optimum is at most that
-    far above it). Exit status 130."""
+    far above it). Exit status 130 (128 + the signal for SIGTERM/SIGHUP)."""
     from arsdecode.methods.dag_ars import DagArsResult
 
     r = stop.result
@@ -70,13 +83,14 @@ def print_interrupted(args: argparse.Namespace, stop: DecodeInterrupted, oov: di
               flush=True)
     print(f"arsdecode: interrupted: UNCERTIFIED, the path above is the best found so far; the "
           f"optimum is at most {stop.gap:.6g} (ln) above its log_p", file=sys.stderr)
-    return EXIT_INTERRUPTED
+    return exit_status(stop)
 
 
 def print_kbest_interrupted(args: argparse.Namespace, stop: KBestInterrupted,
                             oov: dict) -> int:
     """`--nbest K` stopped: the K best distinct paths scored so far, best first, UNCERTIFIED;
-    each is at most `gap` (ln) below the true path of its rank. Exit status 130."""
+    each is at most `gap` (ln) below the true path of its rank. Exit status as
+    `exit_status`."""
     from arsdecode.methods.kbest import nbest_json
 
     kb = stop.result
@@ -94,4 +108,4 @@ def print_kbest_interrupted(args: argparse.Namespace, stop: KBestInterrupted,
     print(f"arsdecode: interrupted: UNCERTIFIED, the {len(kb.paths)} paths above are the best "
           f"found so far; each is at most {stop.gap:.6g} (ln) below the true path of its rank",
           file=sys.stderr)
-    return EXIT_INTERRUPTED
+    return exit_status(stop)
