@@ -19,10 +19,33 @@ from typing import Any
 import numpy as np
 
 from arsdecode.errors import LatticeError, OptionError
+from arsdecode.model.limits import too_large
 from maxarpa.constants import BOS, EOS
 
 SENTENCE_MARKERS = (BOS, EOS)
 """Not words: the decoder adds them itself around every path, so a lattice may not list them."""
+WORD_SEPARATORS = frozenset(" \t\n\r\v\f")
+"""What separates words in ARPA files and in every text arsdecode prints (maxarpa.arpa.SPACE):
+no token may hold one, or a printed path would read as more words than it has."""
+
+
+def token_problem(token: str) -> str | None:
+    """Why `token` cannot be a lattice word (a clause for a message naming it), or None.
+
+    Why these: a token holding white space ("the union") prints like two words and can never
+    be an ARPA word; a lone surrogate ("\\ud800", which JSON's \\u escapes allow) is no text
+    and no byte, so printing it fails. A surrogate U+DC80..U+DCFF is accepted: it is how a
+    word's non-UTF-8 byte reads (surrogateescape, as maxarpa reads ARPA words), and it prints
+    back as that byte.
+    """
+    if not WORD_SEPARATORS.isdisjoint(token):
+        return "holds white space (a token is one word; text output separates words by spaces)"
+    try:
+        token.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError as err:
+        return (f"holds the lone surrogate U+{ord(token[err.start]):04X} at character "
+                f"{err.start}, which is neither text nor a byte")
+    return None
 
 
 @dataclass(frozen=True)
@@ -72,8 +95,10 @@ class Lattice:
 
         Raises:
             LatticeError: empty lattice, empty position, duplicate token, a sentence marker
-                (<s>, </s>) as a token, non-finite weight other than -inf, or a position
-                whose candidates all have weight -inf.
+                (<s>, </s>) as a token, a token with white space or a lone surrogate
+                (`token_problem`), non-finite weight other than -inf, a weight too large to
+                add up (`arsdecode.model.limits`), or a position whose candidates all have
+                weight -inf.
         """
         if len(positions) == 0:
             raise LatticeError(f"{source}: the lattice is empty (no positions)")
@@ -102,8 +127,12 @@ class Lattice:
                                        "range") from None
                 if math.isnan(w) or w == math.inf:
                     raise LatticeError(f"{where}: token {tok!r} has weight {w}")
+                if (big := too_large(w)) is not None:
+                    raise LatticeError(f"{where}: token {tok!r} has the weight {w!r}, {big}")
                 if tok == "":
                     raise LatticeError(f"{where}: empty token")
+                if (bad := token_problem(tok)) is not None:
+                    raise LatticeError(f"{where}: the token {tok!r} {bad}")
                 if tok in SENTENCE_MARKERS:
                     raise LatticeError(
                         f"{where}: {tok!r} is a sentence marker, not a word (the decoder "
@@ -194,12 +223,18 @@ def read_json_input(path: str | Path, what: str = "lattice") -> tuple[str, Any]:
         raise LatticeError(f"{name}:{err.lineno}: invalid JSON: {err.msg}") from None
     except ValueError as err:
         raise LatticeError(f"{name}: {err}") from None
+    except RecursionError:  # json's parser recurses once per nested list or object
+        raise LatticeError(f"{name}: invalid {what}: JSON nested too deeply for the "
+                           "parser") from None
 
 
-def read_input_text(path: str | Path, what: str) -> str:
+def read_input_text(path: str | Path, what: str, *, bytes_ok: bool = False) -> str:
     """The UTF-8 text of an input file ('-' for stdin; gzip-compressed if its name ends in
     .gz). Any problem is a one-line LatticeError naming the file and `what` it should hold
-    ("lattice", "map", "text"): lattice JSON and disambig's map and text files share it."""
+    ("lattice", "map", "text"): lattice JSON and disambig's map and text files share it.
+    `bytes_ok` (disambig's map and text, whose words are bytes as an ARPA file's are): bytes
+    that are not UTF-8 read as maxarpa reads ARPA words (surrogateescape), so the same bytes
+    are the same word in the map, the text and the model; gzip bytes are still refused."""
     name = input_name(path)
     try:
         if str(path) == "-":
@@ -214,6 +249,8 @@ def read_input_text(path: str | Path, what: str) -> str:
         raise LatticeError(f"{name}: cannot read {what}: {reason}") from None
     except EOFError:
         raise LatticeError(f"{name}: cannot read {what}: truncated gzip file") from None
+    if bytes_ok and data[:2] != b"\x1f\x8b":
+        return data.decode("utf-8", "surrogateescape")
     return utf8_text(data, name, LatticeError, gzip_hint=True)
 
 def utf8_text(data: bytes, name: str, error: type[Exception], gzip_hint: bool = False) -> str:

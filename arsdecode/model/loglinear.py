@@ -15,9 +15,10 @@ normaliser at that length, which random-field training estimates.
 Features (file `ngram<TAB>weight`, `read_features`): words separated by spaces; `*` stands for
 any one word (a skip), so `a * c` fires on `a b c`, `a x c`, ...: the skip-n-grams of that
 paper. A pattern starts and ends with a word; `<s>` may only start it, `</s>` only end it (it
-could never match elsewhere). Weights are natural-log, any finite sign. A pattern word missing
-from the vocabulary can never match (tokens outside it are read as `<unk>`): the feature is
-dropped and counted in `dropped_features`.
+could never match elsewhere). Weights are natural-log, either sign, at most `model.limits`'s
+LARGEST_LN in magnitude (a path's score must not overflow). A pattern word missing from the
+vocabulary can never match (tokens outside it are read as `<unk>`): the feature is dropped and
+counted in `dropped_features`.
 
 The factor at a position, for the word w after the history h:
 
@@ -71,6 +72,7 @@ import numpy as np
 
 from arsdecode.errors import ModelError, OptionError
 from arsdecode.model.interface import ModelLike, TargetModel, ngram_tables
+from arsdecode.model.limits import too_large
 from arsdecode.model.maxarpa_lm import as_target_model
 from maxarpa.constants import BOS, EOS
 
@@ -111,7 +113,8 @@ def parse_feature(text: str) -> tuple[str, ...]:
 def read_features(path: str | Path) -> list[Feature]:
     """The features of a file of lines `ngram<TAB>weight` (blank lines and lines starting with
     `#` skipped). Raises ModelError naming the file and line for a malformed line, a weight
-    that is not a finite number, or an n-gram listed twice; OSError if it cannot be read."""
+    that is not a finite number or is too large (`too_large`), or an n-gram listed twice;
+    OSError if it cannot be read."""
     features: list[Feature] = []
     seen: dict[tuple[str, ...], int] = {}
     with open(path, encoding="utf-8") as fh:
@@ -133,6 +136,8 @@ def read_features(path: str | Path) -> list[Feature]:
                 raise ModelError(f"{where}: weight {fields[1]!r} is not a number") from None
             if not math.isfinite(weight):
                 raise ModelError(f"{where}: weight {fields[1]!r} is not finite")
+            if (big := too_large(abs(weight))) is not None:
+                raise ModelError(f"{where}: weight {fields[1]!r} is {big}")
             if pattern in seen:
                 raise ModelError(f"{where}: n-gram {fields[0]!r} already listed on line "
                                  f"{seen[pattern]}")
@@ -163,6 +168,8 @@ def as_features(features: str | Path | Mapping[str, float] | Iterable[Feature] |
         for text, weight in features.items():
             if not math.isfinite(float(weight)):
                 raise OptionError(f"feature {text!r}: weight {weight!r} is not finite")
+            if (big := too_large(abs(float(weight)))) is not None:
+                raise OptionError(f"feature {text!r}: weight {weight!r} is {big}")
             out.append(Feature(parse_feature(text), float(weight)))
         if len({f.pattern for f in out}) != len(out):
             raise OptionError("a feature n-gram is listed twice")
