@@ -73,7 +73,13 @@ def test_mapw_keeps_zero_probability_impossible():
     ("a x 0 y 0\n", False, "probability 0"),
     ("a <s>\n", False, "sentence marker"),
     ("a x 0.5 y 0.5 </s>\n", False, "sentence marker"),
-    ("a x 0.5\nb x 1 y 1 z 1 z 1\n", True, "listed twice"),
+    ("a x -0.5\nb x 0 y 0 z 0 z 0\n", True, "listed twice"),
+    # issue 29 C: every number is checked, on the fast path too (SRILM takes them as they come)
+    ("TEH the 1.5 teh 0.5\n", False, "probability '1.5', not one in [0, 1]"),
+    ("TEH the 0.5 teh 7\n", False, "probability '7', not one in [0, 1]"),
+    ("TEH the 0.5 teh 1e400\n", False, "probability '1e400', not one in [0, 1]"),
+    ("a x 0\nTEH the -0.5 teh 0.25\n", True, "probability '0.25', not one in [-inf, 0]"),
+    ("TEH the -0.5 teh 1e400\n", True, "probability '1e400', not one in [-inf, 0]"),
 ])
 def test_malformed_lines_name_file_and_line(text, logmap, fragment):
     with pytest.raises(LatticeError) as err:
@@ -352,17 +358,24 @@ def test_fast_path_parses_as_the_general_grammar():
 
     rng = random.Random(0)
     pool = ["x", "y", "1st", "-z", "nan", "inf", "0.5", "1e-3", "-inf", "1_0", ".5", "0",
-            "2", "-0.3", "+1", "w_1", "Infinity", "\u0663", "1e5", "5.", "-.5e-1", "1e"]
-    agreed = 0
-    for _ in range(3000):
+            "2", "-0.3", "+1", "w_1", "Infinity", "\u0663", "1e5", "5.", "-.5e-1", "1e",
+            "1", "-2.5", "0.25", "1e400", "-1e400", "0.1", "0.9", "-0.7", "1e-9"]
+    agreed = refused = 0
+    for _ in range(6000):
         fields = ["o"] + [rng.choice(pool) for _ in range(rng.randint(1, 6))]
         for logmap in (False, True):
             fast = _fast_row(fields, logmap)
+            try:
+                general = _general_row(fields, logmap, "m:1")
+            except LatticeError:  # what the general grammar refuses, the fast path must too
+                assert fast is None, (fields, logmap)
+                refused += 1
+                continue
             if fast is None:
                 continue
-            assert fast == _general_row(fields, logmap, "m:1"), (fields, logmap)
+            assert fast == general, (fields, logmap)
             agreed += 1
-    assert agreed > 100
+    assert agreed > 100 and refused > 100
 
 
 # ---------------------------------------------------------------- decode/sample --map

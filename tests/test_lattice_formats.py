@@ -247,7 +247,7 @@ def test_an_explicit_format_overrides_the_suffix(tmp_path):
 
 
 def test_a_failed_write_leaves_no_file(tmp_path):
-    wl = WordLattice.build(2, 0, {1: 0.0}, [(0, 1, "two words", -1.0)])
+    wl = WordLattice.build(2, 0, {1: 0.0}, [(0, 1, "<eps>", -1.0)])  # a word, not epsilon
     path = tmp_path / "x.fst.txt"
     one_line_error(write_word_lattice, wl, path, match="cannot be an OpenFst symbol")
     assert not list(tmp_path.iterdir())
@@ -323,17 +323,20 @@ def test_words_on_links_long_names_quotes_and_unknown_fields():
     text = """VERSION=1.1
 NODES=3 LINKS=3
 start=0 end=2
-J=0 START=0 END=1 WORD="new york" acoustic=-1.5 x1=7 foo=bar
+J=0 START=0 END=1 WORD="new\\"york" acoustic=-1.5 x1=7 foo=bar
 J=1 S=0 E=1 W='it\\'s' a=-2
 J=2 S=1 E=2 W=!NULL language=-4 ngram=-4 div=:a,0.1,-1:
 """
     wl = slf(text)
-    assert wl.words == ("new york", "it's", None)
+    assert wl.words == ('new"york', "it's", None)
     np.testing.assert_allclose(wl.log_weights, [-1.5, -2.0, 0.0], atol=1e-12)
     buf = io.StringIO()
     write_slf(wl, buf)
-    assert 'W="new york"' in buf.getvalue()
+    assert 'W="new\\"york"' in buf.getvalue()
     assert_same(slf(buf.getvalue()), wl)
+    # A quoted word may not hold white space: it would print as two words (issue 29 C)
+    one_line_error(slf, text.replace('new\\"york', "new york"),
+                   match="t.slf:4: the word 'new york' holds white space")
 
 
 def test_htk_octal_escapes_are_utf8_bytes():

@@ -169,14 +169,12 @@ def add_map_options(p: argparse.ArgumentParser) -> None:
 
 def read_lattice(args: argparse.Namespace) -> Lattice:
     """The lattice of --lattice, or of --map with --text (one sentence)."""
-    from arsdecode.lattice import Lattice
-
     if args.map is None:
         if args.text is not None or map_reading_options_set(args):
             raise OptionError("--text, --logmap, --tolower, --keep-unk and --mapw need --map")
         if args.lattice is None:
             raise OptionError("give --lattice, or --map with --text")
-        return Lattice.from_json_file(args.lattice)
+        return word_lattice.read_confusion(args)
     if args.lattice is not None:
         raise OptionError("give --lattice or --map, not both")
     if args.text is None:
@@ -203,7 +201,8 @@ def lattice_target(args: argparse.Namespace, lattice: Lattice):
     report of the lattice's candidates, warned about on stderr. The model is --lm's n-gram
     model (with --mix-lm or --features as asked) or --vpylm's VPYLM (`check_model_options`
     has refused what does not combine). decode, sample and marginals share it."""
-    from arsdecode.api import load_lm, weighted
+    from arsdecode.api import weighted
+    from arsdecode.cli.vpylm import load_ngram
 
     if args.vpylm is not None:
         from arsdecode.cli.vpylm import load_target
@@ -212,7 +211,7 @@ def lattice_target(args: argparse.Namespace, lattice: Lattice):
         oov = oov_report(lattice, set(vpylm.vocab))  # ids() scores these as <unk>
         warn_oov(oov, vpylm, args.vpylm)
         return weighted(vpylm, lm_weight=args.lmw), oov
-    lm = load_lm(args.lm, config=lm_config(args))
+    lm = load_ngram(args.lm, lm_config(args))
     target = lm_target(args, lm)  # --mix-lm: the interpolation, whose vocabulary is the union
     oov = oov_report(lattice, target.word_to_id)
     warn_oov(oov, target, args.lm if target is lm else f"{args.lm} and the --mix-lm models")

@@ -32,8 +32,9 @@ from arsdecode.cli.options import (
     UNITS_HELP,
     Parser,
     epilog,
+    refuse_two_stdin,
 )
-from arsdecode.cli.output import buffer_stdout
+from arsdecode.cli.output import buffer_stdout, bytes_transparent_stdout
 from arsdecode.errors import ArsDecodeError
 from arsdecode.termination import Terminated, raise_on_termination
 from maxarpa.cli_config import with_flag_hints
@@ -95,9 +96,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     command = argv[0] if argv and argv[0] in COMMANDS else None  # else the full parser
     args = build_parser(command).parse_args(argv)
+    bytes_transparent_stdout()  # first: buffer_stdout's wrapper keeps its errors setting
     buffer_stdout()
     raise_on_termination()
     try:
+        refuse_two_stdin(args)
         if getattr(args, "memory_budget", None) is not None:
             from arsdecode.methods.dispatch import set_memory_budget
 

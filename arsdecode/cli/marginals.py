@@ -73,14 +73,13 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from arsdecode.api import marginals
-    from arsdecode.lattice import Lattice
 
     check_model_options(args)
     if is_word_lattice(args):
         refuse_on_word_lattices(args)
         return word_lattice.cmd_marginals(args)
 
-    lattice = Lattice.from_json_file(args.lattice)
+    lattice = word_lattice.read_confusion(args)
     check_batch_fits(args.batch, lattice)
     lm, _ = lattice_target(args, lattice)
     result = marginals(lm, lattice, args.n, args.seed, all_candidates=args.all_candidates,

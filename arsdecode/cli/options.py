@@ -204,6 +204,24 @@ def map_reading_options_set(args: argparse.Namespace) -> bool:
     nothing without a map)."""
     return bool(args.logmap or args.tolower or args.keep_unk or args.mapw != 1.0)
 
+STDIN_INPUTS: dict[str, str] = {
+    **{dest: f"--{dest.replace('_', '-')}" for dest in (
+        "lm", "vpylm", "lattice", "map", "text", "features", "symbols", "file", "mix_lm",
+        *(f"mix_lm{k}" for k in range(2, 10)))},
+    "in_path": "--in"}
+"""Every option that reads a file, and so may be '-' for stdin: its destination -> its flag."""
+
+
+def refuse_two_stdin(args: argparse.Namespace) -> None:
+    """OptionError when two inputs are '-': stdin can be read once, and the first reader
+    would take what the user meant for the second (`--lm - --lattice -` read the ARPA file
+    as the lattice)."""
+    named = [flag for dest, flag in STDIN_INPUTS.items() if getattr(args, dest, None) == "-"]
+    if len(named) > 1:
+        raise OptionError(f"{' and '.join(named)} are both '-': stdin can feed one input; "
+                          "give the others as files")
+
+
 def available_memory() -> int:
     """Bytes of memory this process could still use: MemAvailable on Linux, else the
     physical memory."""

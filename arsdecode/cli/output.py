@@ -44,6 +44,20 @@ def buffer_stdout() -> None:
                                       write_through=True)
 
 
+def bytes_transparent_stdout() -> None:
+    """Print a word read from non-UTF-8 bytes as those bytes again.
+
+    Why: words are bytes (maxarpa reads an ARPA file's Latin-1 `caf\\xe9` as the str
+    'caf\\udce9', and disambig's map and text read the same way), so a decoded path may hold
+    such a word; stdout's strict UTF-8 would fail on it. surrogateescape writes it back as the
+    byte it came from; text that is UTF-8 prints as before. Only the process's own stdout: a
+    caller's stream (a test's capture) keeps its settings.
+    """
+    out = sys.stdout
+    if out is sys.__stdout__ and isinstance(out, io.TextIOWrapper):
+        out.reconfigure(errors="surrogateescape")
+
+
 def print_json(obj: object) -> None:
     """One JSON object per line, flushed (so a pipe sees it at once).
 

@@ -24,6 +24,13 @@ from arsdecode.cli.options import (
 from arsdecode.cli.output import fixed, print_json
 from arsdecode.errors import OptionError
 
+UNKNOWN_PENALTY = 2.5
+"""The default of --unknown-penalty, shown in --help: the task's
+`DEFAULT_UNKNOWN_PENALTY_PER_CHAR` (a plain constant, so that --help loads no engine;
+tests/test_segment_cli.py checks they agree)."""
+UNKNOWN_MAX_LENGTH = 12
+"""The default of --max-unknown-length: the task's `DEFAULT_UNKNOWN_MAX_LENGTH`."""
+
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
@@ -45,11 +52,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="N exact samples of the segmentation distribution instead")
     p.add_argument("--seed", type=seed_int, default=0, help="with --sample")
     p.add_argument("--unknown-penalty", type=non_negative_float, default=None, metavar="P",
-                   help="ln penalty per character of an unknown word (default: "
-                        "arsdecode.tasks.segment.DEFAULT_UNKNOWN_PENALTY_PER_CHAR), on top of "
-                        "the LM's ln p(<unk>)")
+                   help=f"ln penalty per character of an unknown word (default "
+                        f"{UNKNOWN_PENALTY}), on top of the LM's ln p(<unk>)")
     p.add_argument("--max-unknown-length", type=positive_int, default=None, metavar="L",
-                   help="longest unknown word, in characters (default 12)")
+                   help=f"longest unknown word, in characters (default {UNKNOWN_MAX_LENGTH})")
     p.add_argument("--json", action="store_true", help="one JSON object per text")
     add_lm_strictness_options(p)
     p.set_defaults(handler=run)

@@ -23,6 +23,8 @@ from arsdecode.errors import OptionError
 
 if TYPE_CHECKING:
     from arsdecode.model.vpylm import VpylmLM
+    from maxarpa.config import Config
+    from maxarpa.model import Model
 
 
 
@@ -92,6 +94,25 @@ def _max_depth(parent) -> int:
     for v in range(1, len(parent)):
         depth[v] = depth[int(parent[v])] + 1
     return max(depth, default=0)
+
+
+def load_ngram(path: str, config: Config) -> Model:
+    """The --lm model (`arsdecode.api.load_lm`); a VPYLM given there is an OptionError
+    pointing to --vpylm, instead of maxarpa's complaint about a binary model's members (a
+    VPYLM is an .npz too). Checked only once maxarpa has refused the file."""
+    from arsdecode.api import load_lm
+    from arsdecode.errors import ModelError
+    from maxarpa.errors import MaxArpaError
+
+    try:
+        return load_lm(path, config=config)
+    except MaxArpaError as refused:
+        try:
+            load_target(path)
+        except ModelError:
+            raise refused from None  # not a VPYLM either: maxarpa's message stands
+        raise OptionError(f"--lm {path}: a VPYLM model (from `arsdecode train-vpylm`), not "
+                          "an n-gram model: give it with --vpylm") from None
 
 
 def load_target(path: str) -> VpylmLM:

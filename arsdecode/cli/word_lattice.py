@@ -6,6 +6,8 @@ own results (arc posteriors, paths of different lengths), while `decode --lattic
 confusion network keeps its options and output unchanged. The commands route here when
 `is_word_lattice(args)`: `--format` is given, the file's suffix names a word-lattice format
 (.slf, .lat, .htk, .fst, .fst.txt), or a .json file holds "arcs" rather than "positions".
+`--lattice -` without --format is read once and its format sniffed from the text
+(`lattice_files.sniff_format`); the text is kept on `args.lattice_text` for the reader.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from arsdecode.cli.output import check_writable, fixed, oov_report, print_json, 
 from arsdecode.errors import OptionError
 
 if TYPE_CHECKING:
-    from arsdecode.lattice import WordLattice
+    from arsdecode.lattice import Lattice, WordLattice
 
 WORD_LATTICE_HELP = (
     "word lattices (--lattice FILE): HTK SLF (.slf, .lat, .htk), OpenFst text as fstprint "
@@ -71,10 +73,44 @@ def is_word_lattice(args: argparse.Namespace) -> bool:
 
     if args.format is not None:
         return True
+    if str(path) == "-":
+        return _sniff_stdin(args) != "confusion"
     name = without_compression_suffix(str(path).lower())
     if name.endswith(".json") or name == "-":
         return name.endswith(".json") and _json_has_arcs(path)
     return True  # a suffix that is not .json: a word-lattice format (or its error)
+
+
+def _sniff_stdin(args: argparse.Namespace) -> str:
+    """Read `--lattice -` once, keep its text on `args.lattice_text`, and tell its format:
+    "confusion" (JSON with "positions"), else set `args.format` to the word-lattice format
+    ("slf", "fst" or "json"). Text of no known format is an OptionError asking for --format."""
+    from arsdecode.lattice.confusion import read_input_text
+    from arsdecode.lattice.lattice_files import parse_json_text, sniff_format
+
+    text = args.lattice_text = read_input_text("-", "lattice")
+    fmt = sniff_format(text)
+    if fmt is None:
+        raise OptionError("<stdin>: cannot tell the lattice format from its text; give "
+                          "--format (slf, fst or json)")
+    if fmt == "json":
+        obj = parse_json_text(text, "<stdin>")
+        if not (isinstance(obj, dict) and "arcs" in obj):
+            return "confusion"
+    args.format = fmt
+    return fmt
+
+
+def read_confusion(args: argparse.Namespace) -> Lattice:
+    """The --lattice confusion network (JSON): the file, or the stdin text `is_word_lattice`
+    has read."""
+    from arsdecode.lattice import Lattice
+    from arsdecode.lattice.lattice_files import parse_json_text
+
+    text = getattr(args, "lattice_text", None)
+    if text is None:
+        return Lattice.from_json_file(args.lattice)
+    return Lattice.from_json_obj(parse_json_text(text, "<stdin>"), source="<stdin>")
 
 
 def _json_has_arcs(path: str) -> bool:
@@ -102,7 +138,7 @@ def read_lattice(args: argparse.Namespace) -> WordLattice:
     wl = read_word_lattice(args.lattice, format=fmt, scales=scales,
                            keep_lm_score=args.keep_lattice_lm, symbols=args.symbols,
                            acoustic_scale=1.0 if args.acoustic_scale is None
-                           else args.acoustic_scale)
+                           else args.acoustic_scale, text=getattr(args, "lattice_text", None))
     if args.word_penalty and fmt != "slf":  # SLF applied it while reading
         wl = wl.with_word_penalty(args.word_penalty)
     return wl
@@ -110,14 +146,15 @@ def read_lattice(args: argparse.Namespace) -> WordLattice:
 
 def load(args: argparse.Namespace) -> tuple[WordLattice, Any, dict]:
     """The word lattice, the model weighted by --lmw (--lm-scale), and the OOV report."""
-    from arsdecode.api import load_lm, weighted
+    from arsdecode.api import weighted
     from arsdecode.cli.options import lm_config
+    from arsdecode.cli.vpylm import load_ngram
 
     for out in (getattr(args, "write_best", None), getattr(args, "write_lattice", None)):
         if out:
             check_writable(out)
     wl = read_lattice(args)
-    lm = load_lm(args.lm, config=lm_config(args))
+    lm = load_ngram(args.lm, lm_config(args))
     oov = oov_report(wl, lm.word_to_id)
     warn_oov(oov, lm, args.lm)
     return wl, weighted(lm, lm_weight=args.lmw), oov

@@ -19,10 +19,33 @@ import numpy as np
 from arsdecode.errors import LatticeError, OptionError
 from arsdecode.lattice.input_files import input_name, read_input_text
 from arsdecode.lattice.input_files import utf8_text as utf8_text  # re-exported: it lived here
+from arsdecode.model.limits import too_large
 from maxarpa.constants import BOS, EOS
 
 SENTENCE_MARKERS = (BOS, EOS)
 """Not words: the decoder adds them itself around every path, so a lattice may not list them."""
+WORD_SEPARATORS = frozenset(" \t\n\r\v\f")
+"""What separates words in ARPA files and in every text arsdecode prints (maxarpa.arpa.SPACE):
+no token may hold one, or a printed path would read as more words than it has."""
+
+
+def token_problem(token: str) -> str | None:
+    """Why `token` cannot be a lattice word (a clause for a message naming it), or None.
+
+    Why these: a token holding white space ("the union") prints like two words and can never
+    be an ARPA word; a lone surrogate ("\\ud800", which JSON's \\u escapes allow) is no text
+    and no byte, so printing it fails. A surrogate U+DC80..U+DCFF is accepted: it is how a
+    word's non-UTF-8 byte reads (surrogateescape, as maxarpa reads ARPA words), and it prints
+    back as that byte.
+    """
+    if not WORD_SEPARATORS.isdisjoint(token):
+        return "holds white space (a token is one word; text output separates words by spaces)"
+    try:
+        token.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError as err:
+        return (f"holds the lone surrogate U+{ord(token[err.start]):04X} at character "
+                f"{err.start}, which is neither text nor a byte")
+    return None
 
 
 @dataclass(frozen=True)
@@ -72,8 +95,10 @@ class Lattice:
 
         Raises:
             LatticeError: empty lattice, empty position, duplicate token, a sentence marker
-                (<s>, </s>) as a token, non-finite weight other than -inf, or a position
-                whose candidates all have weight -inf.
+                (<s>, </s>) as a token, a token with white space or a lone surrogate
+                (`token_problem`), non-finite weight other than -inf, a weight too large to
+                add up (`arsdecode.model.limits`), or a position whose candidates all have
+                weight -inf.
         """
         if len(positions) == 0:
             raise LatticeError(f"{source}: the lattice is empty (no positions)")
@@ -102,8 +127,12 @@ class Lattice:
                                        "range") from None
                 if math.isnan(w) or w == math.inf:
                     raise LatticeError(f"{where}: token {tok!r} has weight {w}")
+                if (big := too_large(w)) is not None:
+                    raise LatticeError(f"{where}: token {tok!r} has the weight {w!r}, {big}")
                 if tok == "":
                     raise LatticeError(f"{where}: empty token")
+                if (bad := token_problem(tok)) is not None:
+                    raise LatticeError(f"{where}: the token {tok!r} {bad}")
                 if tok in SENTENCE_MARKERS:
                     raise LatticeError(
                         f"{where}: {tok!r} is a sentence marker, not a word (the decoder "
@@ -189,3 +218,7 @@ def read_json_input(path: str | Path, what: str = "lattice") -> tuple[str, Any]:
         raise LatticeError(f"{name}:{err.lineno}: invalid JSON: {err.msg}") from None
     except ValueError as err:
         raise LatticeError(f"{name}: {err}") from None
+    except RecursionError:  # json's parser recurses once per nested list or object
+        raise LatticeError(f"{name}: invalid {what}: JSON nested too deeply for the "
+                           "parser") from None
+

@@ -15,10 +15,16 @@ The map format, as SRILM's VocabMap reads it:
 - blank lines are skipped.
 
 Differences from SRILM, each an error here (one line naming file and line) where SRILM goes on:
-a hidden word listed twice on one line (SRILM keeps the last probability), a negative or NaN
-probability, a sentence marker (<s>, </s>) as a hidden word of another token (the decoder adds
-<s> and </s> itself; the lines `<s> <s>` and `</s> </s>`, SRILM's built-in defaults, are
-accepted and ignored).
+a hidden word listed twice on one line (SRILM keeps the last probability), a probability
+outside [0, 1] (log10 above 0 with logmap; SRILM takes 1.5 or 7 as they come), a number that
+overflows float64 (1e400), a sentence marker (<s>, </s>) as a hidden word of another token (the
+decoder adds <s> and </s> itself; the lines `<s> <s>` and `</s> </s>`, SRILM's built-in
+defaults, are accepted and ignored).
+
+Words are bytes, as in SRILM and in maxarpa's ARPA reader: the map and the text are read as
+UTF-8, and bytes that are not UTF-8 (a Latin-1 `caf\xe9`) with surrogateescape, as maxarpa
+reads an ARPA file's words; so the same bytes are the same word in the map, the text and the
+model, and the CLI prints such a word back as its bytes.
 
 Emissions are natural log: ln p(observed | hidden) * mapw. Identical candidate lists (the same
 hidden words with the same probabilities, e.g. every spelling of a keypad code) share one parsed
@@ -86,8 +92,10 @@ def _fast_row(fields: list[str], logmap: bool) -> tuple[list[str], list[float]] 
     if len(set(words)) != len(words) or not SENTENCE_MARKERS_SET.isdisjoint(words):
         return None
     if logmap:
+        if any(v > 0 for v in values):
+            return None
         return words, [v * LN10 for v in values]
-    if any(v < 0 for v in values):
+    if any(v < 0 or v > 1 for v in values):
         return None
     return words, [math.log(v) if v > 0 else -math.inf for v in values]
 
@@ -124,7 +132,7 @@ def _general_row(fields: list[str], logmap: bool, where: str) -> tuple[list[str]
             value = _probability(fields[i], logmap)
             if value is not None:
                 i += 1
-                if math.isnan(value) or value == math.inf:
+                if math.isnan(value) or value > 0:  # p < 0, p > 1, NaN or overflow
                     raise LatticeError(f"{where}: hidden word {word!r} has the "
                                        f"probability {fields[i - 1]!r}, not one in "
                                        f"{'[-inf, 0] (log10)' if logmap else '[0, 1]'}")
@@ -166,7 +174,8 @@ class DisambigMap:
         """Read a map file ('-' for stdin, .gz compressed). Raises LatticeError (one line,
         `file:line: ...`) on a malformed line."""
         name = input_name(path)
-        return cls.parse(read_input_text(path, "map"), source=name, logmap=logmap, tolower=tolower)
+        return cls.parse(read_input_text(path, "map", bytes_ok=True), source=name,
+                         logmap=logmap, tolower=tolower)
 
     @classmethod
     def parse(cls, text: str, *, source: str = "map", logmap: bool = False,
@@ -266,7 +275,7 @@ _ZERO.setflags(write=False)
 def read_observations(path: str | Path) -> list[list[str]]:
     """`--text`: one sentence of observed tokens per line (whitespace-separated; a blank line
     is an empty sentence)."""
-    return [line.split() for line in read_input_text(path, "text").splitlines()]
+    return [line.split() for line in read_input_text(path, "text", bytes_ok=True).splitlines()]
 
 
 def text_sentences(dmap: DisambigMap, path: str | Path, *, mapw: float = 1.0,

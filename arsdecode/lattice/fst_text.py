@@ -112,13 +112,16 @@ def write_symbol_table(table: Mapping[str, int], out: TextIO) -> None:
 
 def read_fst_text(path: str | Path, *, symbols: str | Path | Mapping[str, int] | None = None,
                   acoustic_scale: float = 1.0, acceptor: bool | None = None,
-                  labels: LabelMode = "auto") -> WordLattice:
-    """Read an OpenFst text file ('-' for stdin, gzip if *.gz); `symbols` is a symbol table
-    file or an already read table. Errors name the file and line."""
+                  labels: LabelMode = "auto", text: str | None = None) -> WordLattice:
+    """Read an OpenFst text file ('-' for stdin, gzip if *.gz; `text`: its content, when the
+    caller has read it already); `symbols` is a symbol table file or an already read table.
+    Errors name the file and line."""
     table = symbols if symbols is None or isinstance(symbols, Mapping) else \
         read_symbol_table(symbols)
     table_name = input_name(symbols) if isinstance(symbols, (str, Path)) else "the symbol table"
-    return parse_fst_text(read_input_text(path, "lattice"), source=input_name(path),
+    if text is None:
+        text = read_input_text(path, "lattice")
+    return parse_fst_text(text, source=input_name(path),
                           symbols=table, symbols_name=table_name,
                           acoustic_scale=acoustic_scale, acceptor=acceptor, labels=labels)
 

@@ -32,10 +32,13 @@ def without_compression_suffix(name: str) -> str:
     return name
 
 
-def read_input_text(path: str | Path, what: str) -> str:
+def read_input_text(path: str | Path, what: str, *, bytes_ok: bool = False) -> str:
     """The UTF-8 text of an input file ('-' for stdin; gzip-compressed if its name ends in
     .gz). Any problem is a one-line LatticeError naming the file and `what` it should hold
-    ("lattice", "map", "text"): lattice JSON and disambig's map and text files share it."""
+    ("lattice", "map", "text"): lattice JSON and disambig's map and text files share it.
+    `bytes_ok` (disambig's map and text, whose words are bytes as an ARPA file's are): bytes
+    that are not UTF-8 read as maxarpa reads ARPA words (surrogateescape), so the same bytes
+    are the same word in the map, the text and the model; gzip bytes are still refused."""
     name = input_name(path)
     try:
         if str(path) == "-":
@@ -50,6 +53,8 @@ def read_input_text(path: str | Path, what: str) -> str:
         raise LatticeError(f"{name}: cannot read {what}: {reason}") from None
     except EOFError:
         raise LatticeError(f"{name}: cannot read {what}: truncated gzip file") from None
+    if bytes_ok and data[:2] != b"\x1f\x8b":
+        return data.decode("utf-8", "surrogateescape")
     return utf8_text(data, name, LatticeError, gzip_hint=True)
 
 

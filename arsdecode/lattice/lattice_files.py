@@ -13,8 +13,9 @@ are lower-cased):
             network ({"positions": ...}, read as WordLattice.from_confusion)
 
 `.fst` is also OpenFst's binary suffix: a binary FST is refused with a hint to run fstprint.
-Any other name, and '-' (stdin/stdout), needs `format`. Reading: gzip when the name ends in
-.gz. Writing: through a temporary file renamed into place when complete
+Any other name, and '-' (stdin/stdout), needs `format`; a caller that has read stdin can ask
+`sniff_format` which format its text is in (the CLI does, for `--lattice -`). Reading: gzip
+when the name ends in .gz. Writing: through a temporary file renamed into place when complete
 (`maxarpa.output.atomic_output`), compressed by suffix (.gz, .bz2, .xz).
 """
 
@@ -29,7 +30,7 @@ from pathlib import Path
 from typing import TextIO
 
 from arsdecode.errors import LatticeError, OptionError
-from arsdecode.lattice.confusion import Lattice, read_json_input
+from arsdecode.lattice.confusion import Lattice, input_name, json_constant, read_json_input
 from arsdecode.lattice.fst_text import LabelMode, read_fst_text, write_fst_text
 from arsdecode.lattice.input_files import without_compression_suffix
 from arsdecode.lattice.slf import SlfScales, read_slf, write_slf
@@ -65,28 +66,68 @@ def format_of(path: str | Path, format: str | None = None) -> str:
                       f"{', '.join(sorted(SUFFIXES))}")
 
 
+def sniff_format(text: str) -> str | None:
+    """The format a lattice's `text` is in, from its first line that is not blank nor a `#`
+    comment: "json" if it starts with `{` or `[`, "slf" if its first field is `name=value`,
+    "fst" if its first field is a state number (or, as in a Kaldi archive, the line is one
+    utterance key and the next one starts with a state number); None when nothing fits.
+
+    Why: a lattice piped on stdin has no name to tell its format by, and "invalid JSON" for
+    an SLF file sends the user the wrong way."""
+    lines = (line.split() for line in text.splitlines())
+    data = [f for f in lines if f and not f[0].startswith("#")][:2]
+    if not data:
+        return None
+    first = data[0]
+    if first[0][0] in "{[":
+        return "json"
+    if "=" in first[0]:
+        return "slf"
+    if first[0].isdigit():
+        return "fst"
+    if len(first) == 1 and len(data) > 1 and data[1][0].isdigit():
+        return "fst"
+    return None
+
+
 def read_word_lattice(path: str | Path, *, format: str | None = None,
                       scales: SlfScales | None = None, keep_lm_score: bool = False,
                       symbols: str | Path | Mapping[str, int] | None = None,
                       acoustic_scale: float = 1.0, acceptor: bool | None = None,
-                      labels: LabelMode = "auto") -> WordLattice:
+                      labels: LabelMode = "auto", text: str | None = None) -> WordLattice:
     """Read a word lattice in any format ('-' for stdin, needing `format`; gzip if *.gz).
 
     `scales` and `keep_lm_score` apply to SLF (`slf` module); `symbols`, `acoustic_scale`,
-    `acceptor` and `labels` to OpenFst text (`fst_text` module). Errors are one line naming
-    the file (and the line, where there is one)."""
+    `acceptor` and `labels` to OpenFst text (`fst_text` module). `text` is the input's
+    content when the caller has read it already (stdin, read once to `sniff_format`). Errors
+    are one line naming the file (and the line, where there is one)."""
     fmt = format_of(path, format)
     if fmt == "slf":
-        return read_slf(path, scales=scales, keep_lm_score=keep_lm_score).lattice
+        return read_slf(path, scales=scales, keep_lm_score=keep_lm_score, text=text).lattice
     if fmt == "fst":
-        if str(path) != "-" and not str(path).endswith(".gz"):
+        if text is None and str(path) != "-" and not str(path).endswith(".gz"):
             _refuse_binary_fst(path)
         return read_fst_text(path, symbols=symbols, acoustic_scale=acoustic_scale,
-                             acceptor=acceptor, labels=labels)
-    name, obj = read_json_input(path)
+                             acceptor=acceptor, labels=labels, text=text)
+    name = input_name(path)
+    obj = read_json_input(path)[1] if text is None else parse_json_text(text, name)
     if isinstance(obj, dict) and "positions" in obj and "arcs" not in obj:
         return WordLattice.from_confusion(Lattice.from_json_obj(obj, source=name))
     return WordLattice.from_json_obj(obj, source=name)
+
+
+def parse_json_text(text: str, name: str) -> object:
+    """The JSON of a lattice's text already read, with the grammar and the one-line errors of
+    `confusion.read_json_input` (which reads the file itself)."""
+    try:
+        return json.loads(text, parse_constant=json_constant)
+    except json.JSONDecodeError as err:
+        raise LatticeError(f"{name}:{err.lineno}: invalid JSON: {err.msg}") from None
+    except ValueError as err:
+        raise LatticeError(f"{name}: {err}") from None
+    except RecursionError:  # json's parser recurses once per nested list or object
+        raise LatticeError(f"{name}: invalid lattice: JSON nested too deeply for the "
+                           "parser") from None
 
 
 def _refuse_binary_fst(path: str | Path) -> None:

@@ -129,10 +129,12 @@ class SlfLattice:
 
 
 def read_slf(path: str | Path, *, scales: SlfScales | None = None,
-             keep_lm_score: bool = False) -> SlfLattice:
-    """Read an SLF file ('-' for stdin, gzip if named *.gz); errors name the file and line."""
-    return parse_slf(read_input_text(path, "lattice"), source=input_name(path), scales=scales,
-                     keep_lm_score=keep_lm_score)
+             keep_lm_score: bool = False, text: str | None = None) -> SlfLattice:
+    """Read an SLF file ('-' for stdin, gzip if named *.gz; `text`: its content, when the
+    caller has read it already); errors name the file and line."""
+    if text is None:
+        text = read_input_text(path, "lattice")
+    return parse_slf(text, source=input_name(path), scales=scales, keep_lm_score=keep_lm_score)
 
 
 def parse_slf(text: str, *, source: str = "lattice", scales: SlfScales | None = None,

@@ -18,9 +18,10 @@ came from, for messages and for writing it back.
 
 Errors (LatticeError, one line naming the source and, when known, the line): an arc to or from
 a node that does not exist, a start node that does not exist, no final node, a weight that is
-NaN or +inf, `<s>` or `</s>` as an arc's word (the score adds them; so in a history `<s>` is
-always first, which ARS's exactness rule relies on), a cycle (naming an arc that closes it), no
-path from the start to a final node.
+NaN, +inf or too large to add up (`arsdecode.model.limits`), a word holding white space or a
+lone surrogate (`confusion.token_problem`), `<s>` or `</s>` as an arc's word (the score adds
+them; so in a history `<s>` is always first, which ARS's exactness rule relies on), a cycle
+(naming an arc that closes it), no path from the start to a final node.
 """
 
 from __future__ import annotations
@@ -33,7 +34,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from arsdecode.errors import LatticeError
-from arsdecode.lattice.confusion import SENTENCE_MARKERS, Lattice
+from arsdecode.lattice.confusion import SENTENCE_MARKERS, Lattice, token_problem
+from arsdecode.model.limits import too_large
 
 RawArc = tuple[int, int, "str | None", float]
 """An arc as a reader gives it: (source node, destination node, word or None, ln weight)."""
@@ -74,15 +76,16 @@ class WordLattice:
 
         if not 0 <= start < n_nodes:
             raise LatticeError(f"{source}: the start node {start} does not exist")
-        if not finals:
-            raise LatticeError(f"{source}: no final node")
         for node, weight in finals.items():
             if not 0 <= node < n_nodes:
                 raise LatticeError(f"{source}: the final node {node} does not exist")
             if math.isnan(weight) or weight == math.inf:
                 raise LatticeError(f"{source}: final node {names[node]} has the weight {weight}")
+            if (big := too_large(weight)) is not None:
+                raise LatticeError(f"{source}: final node {names[node]} has the weight "
+                                   f"{weight!r}, {big}")
         out: list[int] = []
-        for i, (s, d, _, w) in enumerate(arcs):
+        for i, (s, d, word, w) in enumerate(arcs):
             for node in (s, d):
                 if not 0 <= node < n_nodes:
                     raise LatticeError(f"{where(i)}: the arc {s} -> {d} names the node {node}, "
@@ -90,12 +93,21 @@ class WordLattice:
             if math.isnan(w) or w == math.inf:
                 raise LatticeError(f"{where(i)}: the arc {names[s]} -> {names[d]} has the "
                                    f"weight {w}")
-            if arcs[i][2] in SENTENCE_MARKERS:
-                raise LatticeError(f"{where(i)}: {arcs[i][2]!r} is a sentence marker, not a "
+            if (big := too_large(w)) is not None:
+                raise LatticeError(f"{where(i)}: the arc {names[s]} -> {names[d]} has the "
+                                   f"weight {w!r}, {big}")
+            if word in SENTENCE_MARKERS:
+                raise LatticeError(f"{where(i)}: {word!r} is a sentence marker, not a "
                                    "word (a path's score adds <s> and </s> itself)")
+            if word is not None and (bad := token_problem(word)) is not None:
+                raise LatticeError(f"{where(i)}: the word {word!r} {bad}")
             if w > -math.inf:
                 out.append(i)
+        # A cycle before "no final node": a cyclic SLF without end= has no node that no link
+        # leaves, and the cycle is what the user has to fix.
         order = _topological_order(n_nodes, arcs, out, names, where)
+        if not finals:
+            raise LatticeError(f"{source}: no final node")
         live = _useful_nodes(n_nodes, start, finals, arcs, out)
         if not live[start] or not any(live[f] for f in finals if finals[f] > -math.inf):
             raise LatticeError(f"{source}: no path from the start node {names[start]} to a "

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TextIO
 
 from arsdecode.errors import ModelError, OptionError
+from arsdecode.model.limits import too_large
 from maxarpa.constants import BOS, EOS
 
 SKIP = "*"
@@ -72,6 +73,8 @@ def read_features(path: str | Path) -> list[Feature]:
                 raise ModelError(f"{where}: weight {fields[1]!r} is not a number") from None
             if not math.isfinite(weight):
                 raise ModelError(f"{where}: weight {fields[1]!r} is not finite")
+            if (big := too_large(abs(weight))) is not None:
+                raise ModelError(f"{where}: weight {fields[1]!r} is {big}")
             if pattern in seen:
                 raise ModelError(f"{where}: n-gram {fields[0]!r} already listed on line "
                                  f"{seen[pattern]}")
@@ -102,6 +105,8 @@ def as_features(features: str | Path | Mapping[str, float] | Iterable[Feature] |
         for text, weight in features.items():
             if not math.isfinite(float(weight)):
                 raise OptionError(f"feature {text!r}: weight {weight!r} is not finite")
+            if (big := too_large(abs(float(weight)))) is not None:
+                raise OptionError(f"feature {text!r}: weight {weight!r} is {big}")
             out.append(Feature(parse_feature(text), float(weight)))
         if len({f.pattern for f in out}) != len(out):
             raise OptionError("a feature n-gram is listed twice")

@@ -15,9 +15,10 @@ normaliser at that length, which random-field training estimates.
 Features (file `ngram<TAB>weight`, read by `feature_file.read_features`): words separated by
 spaces; `*` stands for any one word (a skip), so `a * c` fires on `a b c`, `a x c`, ...: the
 skip-n-grams of that paper. A pattern starts and ends with a word; `<s>` may only start it,
-`</s>` only end it (it could never match elsewhere). Weights are natural-log, any finite sign.
-A pattern word missing from the vocabulary can never match (tokens outside it are read as
-`<unk>`): the feature is dropped and counted in `dropped_features`.
+`</s>` only end it (it could never match elsewhere). Weights are natural-log, either sign, at
+most `model.limits`'s LARGEST_LN in magnitude (a path's score must not overflow). A pattern
+word missing from the vocabulary can never match (tokens outside it are read as `<unk>`): the
+feature is dropped and counted in `dropped_features`.
 
 The factor at a position, for the word w after the history h:
 

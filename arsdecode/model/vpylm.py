@@ -121,6 +121,8 @@ class VpylmCounts:
                            float(meta["beta"]), [float(x) for x in meta["discounts"]],
                            [float(x) for x in meta["strengths"]], z["parent"], z["word"],
                            z["stop"], z["restaurants"])
+        except ModelError:  # raised above with its own message (a ValueError too: not below)
+            raise
         except OSError as exc:
             raise ModelError(f"{path}: cannot read a VPYLM model ({exc.strerror or exc})"
                              ) from None
