@@ -39,7 +39,7 @@ Words = tuple[str, ...]
 UNSEEN = "zzunseen"  # a token in no model's vocabulary (scored as <unk> where there is one)
 
 # Cases per target and lattice kind, shared out round-robin over the target's subjects.
-CN_CASES = 40
+CN_CASES = 48
 DAG_CASES = 16
 
 
