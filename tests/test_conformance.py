@@ -7,7 +7,7 @@ method) and calls the front door as a user would (`arsdecode.api`, `method=`), s
 that the front door serves that target on that lattice:
 
 - decode with "ars", "full" (the compiled DP where the target has n-gram tables, the numpy DP
-  otherwise) and "auto": certified, ln p of the best path to 1e-9 relative, the path's own
+  otherwise) and "auto": certified, ln p of the best path to 1e-9, the path's own
   brute-force score equal to the returned ln p, and the method that ran;
 - decode_many (confusion networks), the same on a batch;
 - decode_kbest and decode(k=): the K best scores, each path's own score, distinct paths
@@ -15,9 +15,10 @@ that the front door serves that target on that lattice:
 - sample (every method= the lattice kind takes): each sample's ln p, a fixed-seed chi-square
   goodness of fit to the brute-force distribution (p > 1e-3 on 4000 draws), the ARS
   estimate of ln Z within 0.1 and its 95% interval covering all but at most one case; adapt;
-- marginals (exact: every candidate's posterior and ln Z to 1e-9; sampled: within 0.05 and
-  95% Wilson intervals covering >= 90% pooled) and, on word lattices, lattice_posteriors
-  (every arc's posterior and ln Z to 1e-9).
+- marginals (exact: every candidate's posterior and ln Z to 1e-9; sampled: within 0.05, 95%
+  Wilson intervals covering >= 90% pooled, ln Z within 0.1 and its interval (+-0.05) covering
+  the exact value) and, on word lattices, lattice_posteriors (every arc's posterior and ln Z
+  to 1e-9).
 
 A combination the engine refuses is listed once, with its reason, in
 `conformance_targets.REFUSED`; `test_refused` asserts it raises an ArsDecodeError, so a list
