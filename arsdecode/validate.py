@@ -145,7 +145,9 @@ def optional(inner: Check) -> Check:
         try:
             return inner(value)
         except Refused as r:
-            raise Refused(f"None or {r.expected}", r.value, r.where) from None
+            if r.where:  # an item of the value is the mistake, not the value
+                raise
+            raise Refused(f"None or {r.expected}", r.value) from None
 
     return check
 
@@ -227,7 +229,7 @@ def mapping_of(key: Check, value_check: Check, expected: str) -> Check:
             try:
                 k = key(k)
             except Refused as r:
-                raise Refused(f"a key that is {r.expected}", r.value, " (a key)") from None
+                raise Refused(r.expected, r.value, " key") from None
             try:
                 out[k] = value_check(v)
             except Refused as r:
