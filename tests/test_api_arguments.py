@@ -303,3 +303,10 @@ def test_random_values_give_a_result_or_an_ars_decode_error(valid, name, arg):
             assert name == "load_lm" and isinstance(value, str), value
 
     check()
+
+
+def test_argument_error_is_public():
+    import arsdecode
+
+    assert arsdecode.ArgumentError is ArgumentError
+    assert "ArgumentError" in arsdecode.__all__
