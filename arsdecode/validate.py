@@ -6,8 +6,8 @@ object has no attribute 'order'"), or to accept it silently (`sample(lm, lat, 2.
 samples, `decode_kbest(lm, lat, None)` returned one best path). As scikit-learn's
 `validate_params` does, each public function declares, per argument, what it accepts
 (`@checked(k=integer(1), ...)`); every declared argument given is checked before the body
-runs, and a refusal is one `ArgumentError` (an OptionError and a TypeError)
-naming the function, the argument (an item as `models[1]`) and the value given.
+runs, and a refusal is one `ArgumentError` (an OptionError and a TypeError) naming the
+function, the argument (an item as `models[1]`) and the value given.
 
 A check is a function of the value that returns it (normalised: a numpy integer becomes an
 int, a sequence a list) or raises `Refused` with what it expected. What a value means
