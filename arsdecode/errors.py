@@ -11,6 +11,9 @@ The tree, and the user mistake each class means:
     ArsDecodeError          any bad input or impossible request (the base; never raised itself)
       OptionError           an argument value outside its documented range (a CLI option or
                             a keyword argument: a negative --batch, an unknown method)
+        ArgumentError       an argument of a public function (arsdecode.api) of the wrong type
+                            or out of range, refused before any work (arsdecode.validate);
+                            also a TypeError
       LatticeError          a lattice that cannot be decoded: unreadable or malformed file,
                             an empty position, a NaN weight, a sentence marker as a token
       NoPathError           a lattice whose every path has probability zero
@@ -42,6 +45,9 @@ found (`methods.ars.DecodeInterrupted`, `methods.kbest.KBestInterrupted`,
 
 Every class subclasses ValueError, as maxarpa's do: each is a bad value given by the caller,
 and code written for the standard library's convention (`except ValueError`) still sees it.
+`ArgumentError` is a TypeError as well (as scikit-learn's InvalidParameterError is both): a
+wrong type is a TypeError by Python's convention, and calls like `sample(lm, lat, 2.5)` raised
+one before the public functions checked their arguments, so `except TypeError` keeps working.
 """
 
 from __future__ import annotations
@@ -53,6 +59,14 @@ class ArsDecodeError(ValueError):
 
 class OptionError(ArsDecodeError):
     """An argument value outside its documented range (a CLI option or a keyword argument)."""
+
+
+class ArgumentError(OptionError, TypeError):
+    """An argument of a public function of the wrong type or outside its range (`k=0`,
+    `n=2.5`, `lm="model.arpa"`), refused before any work; the message names the function
+    and the argument. Why an OptionError: it is the same mistake, found at the door, so
+    callers catching OptionError for a range (`n < 0`) still catch it; why a TypeError: see
+    the module docstring."""
 
 
 class LatticeError(ArsDecodeError):
