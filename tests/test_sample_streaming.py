@@ -21,9 +21,12 @@ import pytest
 
 import maxarpa
 from arsdecode.cli import main as cli
+from arsdecode.cli import word_lattice as word_lattice_cli
 from arsdecode.lattice import Lattice
+from arsdecode.lattice.lattice_files import read_word_lattice
 from arsdecode.methods import evidence
 from arsdecode.methods.ars import sample
+from arsdecode.methods.dag_full import dag_sample
 from arsdecode.testing.random_arpa import random_arpa_text
 
 POSITIONS = [[[f"w{(3 * i + j) % 12}", -0.3 * j] for j in range(4)] for i in range(8)]
@@ -34,7 +37,10 @@ def files(tmp_path_factory):
     d = tmp_path_factory.mktemp("stream")
     (d / "m.arpa").write_text(random_arpa_text(7, 3, 12, 0.3, density=0.7))
     (d / "lat.json").write_text(json.dumps({"positions": POSITIONS}))
-    return d / "m.arpa", d / "lat.json"
+    arcs = [[i, i + 1, word, log_w] for i, position in enumerate(POSITIONS)
+            for word, log_w in position] + [[0, 2, None, -1.0]]  # an epsilon arc too
+    (d / "dag.json").write_text(json.dumps({"start": 0, "finals": {"8": 0.0}, "arcs": arcs}))
+    return d / "m.arpa", d / "lat.json", d / "dag.json"
 
 
 @pytest.mark.parametrize("seed", range(6))
@@ -77,12 +83,12 @@ def test_keep_false_streams_the_same_samples_and_estimates(files):
         assert math.isclose(a, b, rel_tol=0, abs_tol=1e-9)
 
 
-def _cli_peak(files, n: int, monkeypatch) -> int:
+def _cli_peak(files, n: int, monkeypatch, lattice: int = 1) -> int:
     with open(os.devnull, "w") as sink:
         monkeypatch.setattr(sys, "stdout", sink)
         tracemalloc.start()
         try:
-            code = cli.main(["sample", "--lm", str(files[0]), "--lattice", str(files[1]),
+            code = cli.main(["sample", "--lm", str(files[0]), "--lattice", str(files[lattice]),
                              "-n", str(n), "--jsonl", "--seed", "3"])
             peak = tracemalloc.get_traced_memory()[1]
         finally:
@@ -105,3 +111,29 @@ def test_the_tally_holds_one_entry_per_ln_q_value():
     lz, counts, acc = tally._arrays()
     assert lz.tolist() == [-5.0, -4.0] and counts.tolist() == [100, 9900]
     assert np.array_equal(acc, [50, 4950])
+
+
+def test_word_lattice_samples_are_drawn_in_chunks_of_one_generator(files, monkeypatch, capsys):
+    lm = maxarpa.load(files[0])
+    wl = read_word_lattice(files[2])
+    argv = ["sample", "--lm", str(files[0]), "--lattice", str(files[2]), "-n", "20",
+            "--jsonl", "--seed", "5"]
+    assert cli.main(argv) == 0
+    whole = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert whole == [p.to_json() for p in dag_sample(lm, wl, 20, 5)]  # as before, N <= chunk
+    monkeypatch.setattr(word_lattice_cli, "SAMPLE_CHUNK", 7)
+    assert cli.main(argv) == 0
+    chunked = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    rng = np.random.default_rng(5)
+    want = [p.to_json() for m in (7, 7, 6) for p in dag_sample(lm, wl, m, rng)]
+    assert chunked == want and len(chunked) == 20
+
+
+def test_word_lattice_jsonl_sampling_does_not_grow_with_n(files, monkeypatch):
+    monkeypatch.setattr(word_lattice_cli, "SAMPLE_CHUNK", 1000)
+    _cli_peak(files, 10, monkeypatch, lattice=2)
+    monkeypatch.setattr(word_lattice_cli, "SAMPLE_CHUNK", 1000)
+    small = _cli_peak(files, 2000, monkeypatch, lattice=2)
+    monkeypatch.setattr(word_lattice_cli, "SAMPLE_CHUNK", 1000)
+    large = _cli_peak(files, 30000, monkeypatch, lattice=2)
+    assert large < 1.5 * small, (small, large)  # 15x the samples
