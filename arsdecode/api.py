@@ -235,7 +235,8 @@ def sample(
 ) -> SampleResult | list[DagPath]:
     """`n` exact i.i.d. samples of p over `lattice` by adaptive rejection, with the
     evidence ln Z and its 95% interval (`methods.ars.sample`; options: batch, target_ar,
-    ar_window, variant, max_trials, stop_when_adapted, rng, on_sample).
+    ar_window, variant, max_trials, stop_when_adapted, rng, on_sample, keep: False streams the
+    samples to on_sample only, in constant memory).
 
     A `WordLattice` is sampled exactly from its merged expansion (`methods.dag_full.dag_sample`:
     a list of `DagPath`), or with the option `method="ars"` by adaptive rejection on its

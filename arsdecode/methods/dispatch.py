@@ -355,6 +355,9 @@ def _kbest(lm: ModelLike, lattice: Lattice, k: int, method: str, options: dict):
 
     if k < 1:
         raise OptionError("k (the number of paths) must be >= 1")
+    # Every method holds K scores per state (or K paths): no more than the lattice has, as
+    # the CLI's --nbest (k = 10**12 on a small lattice tried to allocate 7.28 TiB).
+    k = min(k, lattice.num_paths())
     model = as_target_model(lm)
     ngram = ngram_tables(model)
     if method != "ars" and ngram is not None and len(lattice):
