@@ -351,13 +351,41 @@ def _kbest(lm: ModelLike, lattice: Lattice, k: int, method: str, options: dict):
     compiled one given n-gram tables, else the numpy reference `full_kbest`); "auto" runs the
     compiled one within KBEST_BUDGET_FACTOR times its decode budget (and the memory budget),
     else ARS's k-best; "ars" runs ARS's. ARS options apply to ARS only."""
-    from arsdecode.methods.kbest import decode_kbest
 
     if k < 1:
         raise OptionError("k (the number of paths) must be >= 1")
     # Every method holds K scores per state (or K paths): no more than the lattice has, as
     # the CLI's --nbest (k = 10**12 on a small lattice tried to allocate 7.28 TiB).
     k = min(k, lattice.num_paths())
+    _check_kbest_fits(k, lattice)
+    try:
+        return _kbest_within_budget(lm, lattice, k, method, options)
+    except MemoryError:  # numpy's _ArrayMemoryError included: one line, not a traceback
+        raise OptionError(f"k={k}: the {k} best paths ran out of memory; ask for fewer paths "
+                          "(k, --nbest)") from None
+
+
+def _check_kbest_fits(k: int, lattice: Lattice) -> None:
+    """Refuse a k whose K-lists cannot fit in the memory budget, before any allocation.
+
+    Why: cutting k to the number of paths is no help on a lattice with 10**30 of them, and
+    `decode_kbest(lm, lattice, 10**9)` then died in numpy with a traceback (issue 29 B). The
+    estimate is the CLI's --nbest floor (`cli.options.check_fits`: the paths kept, each a row
+    of candidates and positions), held against the budget that `set_memory_budget` and
+    --memory-budget set, so the API and the CLI refuse alike."""
+    per_path = 24 * max(lattice.widths, default=1) + 16 * len(lattice) + 200
+    need, budget = k * per_path, memory_budget()
+    if need > budget:
+        raise OptionError(f"k={k}: the {k} best paths need about {need / 1e9:,.1f} GB, more "
+                          f"than the memory budget of {budget / 1e9:,.1f} GB; ask for fewer "
+                          "paths, or raise the budget (set_memory_budget, --memory-budget)")
+
+
+def _kbest_within_budget(lm: ModelLike, lattice: Lattice, k: int, method: str,
+                         options: dict):
+    """`_kbest` once k is known to fit."""
+    from arsdecode.methods.kbest import decode_kbest
+
     model = as_target_model(lm)
     ngram = ngram_tables(model)
     if method != "ars" and ngram is not None and len(lattice):
