@@ -85,6 +85,13 @@ class MemoryBudgetExceeded(ArsDecodeError):
     names the option that would help (a larger --memory-budget, a smaller --nbest), instead
     of a MemoryError traceback or the OOM killer."""
 
+    @classmethod
+    def of(cls, what: str, need: float, max_bytes: int, hint: str) -> MemoryBudgetExceeded:
+        """The refusal of `what`, estimated to need `need` bytes, naming the help (`hint`)."""
+        mib = max_bytes >> 20
+        return cls(f"{what} needs more than the memory budget of {mib} MiB (at least "
+                   f"{max(int(need) >> 20, mib + 1)} MiB); {hint}")
+
 
 class ObservationError(ArsDecodeError):
     """A task observation that cannot be turned into a lattice (a bad keypad string, an empty

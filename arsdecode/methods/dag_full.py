@@ -28,10 +28,13 @@ ids in node order, and transitions are stored sorted by (source state, arc index
 transition goes from a lower state id to a higher one.
 
 The dynamic programs run backward, node by node in reverse order (a state's value is final once
-every later node is done): Viterbi, the backward sums (ln Z is the start state's), k-best
-(Huang & Chiang 2005, Algorithm 1, on suffixes) and sampling forward from the start state with
-the backward sums (exact: each step draws the next transition, or the stop, with probability
-proportional to its weight times the mass after it). Arc posteriors add one forward sweep.
+every later node is done): Viterbi, the backward sums (ln Z is the start state's) and sampling
+forward from the start state with the backward sums (exact: each step draws the next
+transition, or the stop, with probability proportional to its weight times the mass after it).
+k-best (`methods.dag_kbest`) runs on the stored expansion; arc posteriors
+(`methods.dag_posteriors`) rebuild it node by node instead of storing it. With `max_bytes`
+(the memory budget) the expansion is refused, before a node's transitions are built, once its
+estimated size (TRANSITION_BYTES, PAIR_BYTES, STATE_BYTES) would pass it (issue 29).
 
 Ties (float64 equal scores, as the dynamic program sums them) are broken deterministically:
 - paths (`dag_decode`, `dag_kbest`): the smaller arc-index sequence, lexicographically
@@ -159,8 +162,8 @@ class Expander:
         word_arcs = [a for a, word in enumerate(wl.words) if word is not None]
         self.arc_ids = np.full(wl.n_arcs, -1, dtype=np.int64)
         if word_arcs:
-            self.arc_ids[word_arcs] = model.ids(  # type: ignore[misc]
-                [wl.words[a] for a in word_arcs])
+            self.arc_ids[word_arcs] = model.ids(
+                [wl.words[a] for a in word_arcs])  # type: ignore[misc]
         self.is_word = np.zeros(wl.n_arcs, dtype=bool)
         self.is_word[word_arcs] = True
 
@@ -203,14 +206,6 @@ class Expander:
             e_next[word_pos] = nxt
         live = e_weight > -np.inf
         return stop, e_state[live], e_arc[live], e_weight[live], e_next[live]
-
-
-def over_budget(what: str, need: float, max_bytes: int, hint: str) -> MemoryBudgetExceeded:
-    """The one-line refusal of a request past the memory budget, naming the option(s) that
-    would help (`hint`)."""
-    return MemoryBudgetExceeded(
-        f"{what} needs more than the memory budget of {max_bytes >> 20} MiB "
-        f"(at least {max(int(need) >> 20, (max_bytes >> 20) + 1)} MiB); {hint}")
 
 
 RAISE_BUDGET = "raise it with --memory-budget MB"
@@ -256,9 +251,9 @@ def dag_expand(model: TargetModel, wl: WordLattice, *, minimize: bool = True,
             need = (n_edges * TRANSITION_BYTES + n_states * STATE_BYTES
                     + size * len(ex.arcs(u)) * PAIR_BYTES)
             if need > max_bytes:
-                raise over_budget(f"{wl.source}: the lattice's expansion (by node {u} of "
-                                  f"{wl.n_nodes}: {n_states} states, {n_edges} transitions)",
-                                  need, max_bytes, RAISE_BUDGET)
+                raise MemoryBudgetExceeded.of(
+                    f"{wl.source}: the lattice's expansion (by node {u} of {wl.n_nodes}: "
+                    f"{n_states} states, {n_edges} transitions)", need, max_bytes, RAISE_BUDGET)
         stop, e_state, e_arc, e_weight, e_next = ex.step(u, ctx)
         final_blocks.append(stop)
         ctx_blocks.append(ctx)

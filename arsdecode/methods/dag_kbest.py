@@ -27,13 +27,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from arsdecode.core.semiring import quiet
-from arsdecode.errors import NoPathError
+from arsdecode.errors import MemoryBudgetExceeded, NoPathError
 from arsdecode.lattice import WordLattice
 from arsdecode.methods.dag_full import (
     RAISE_BUDGET,
     DagExpansion,
     DagPath,
-    over_budget,
 )
 from arsdecode.methods.full import _rank_in_groups
 
@@ -72,8 +71,9 @@ def kbest_paths(ex: DagExpansion, wl: WordLattice, k: int,
         need = (expansion_bytes(ex) + s_count * k * TABLE_BYTES
                 + (widest * k + s_count) * CANDIDATE_BYTES)
         if need > max_bytes:
-            raise over_budget(f"{wl.source}: --nbest {k} on {s_count} expanded states", need,
-                              max_bytes, f"give a smaller --nbest or {RAISE_BUDGET}")
+            raise MemoryBudgetExceeded.of(
+                f"{wl.source}: --nbest {k} on {s_count} expanded states", need, max_bytes,
+                f"give a smaller --nbest or {RAISE_BUDGET}")
     vals = np.full((s_count, k), -np.inf)
     nxt_e = np.full((s_count, k), -1, dtype=np.int64)  # first transition (-1: stop)
     nxt_r = np.full((s_count, k), -1, dtype=np.int64)  # rank of the rest in dst's list
@@ -314,7 +314,7 @@ def kbest_unique(ex: DagExpansion, wl: WordLattice, k: int, h: np.ndarray,
         if max_bytes is not None:
             need = base + held + len(heap) * HEAP_ENTRY_BYTES
             if need > max_bytes:
-                raise over_budget(f"{wl.source}: --nbest {k} --unique (after {len(out)} "
-                                  "word sequences)", need, max_bytes,
-                                  f"give a smaller --nbest or {RAISE_BUDGET}")
+                raise MemoryBudgetExceeded.of(
+                    f"{wl.source}: --nbest {k} --unique (after {len(out)} word sequences)",
+                    need, max_bytes, f"give a smaller --nbest or {RAISE_BUDGET}")
     return out

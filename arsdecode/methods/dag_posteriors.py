@@ -26,13 +26,12 @@ import math
 import numpy as np
 
 from arsdecode.core.semiring import LogSumExp, quiet
-from arsdecode.errors import NoPathError
+from arsdecode.errors import MemoryBudgetExceeded, NoPathError
 from arsdecode.lattice import WordLattice
 from arsdecode.methods.dag_full import (
     PAIR_BYTES,
     RAISE_BUDGET,
     Expander,
-    over_budget,
 )
 from arsdecode.methods.full import StatesBudgetExceeded, _group_rows
 from arsdecode.model import ModelLike, as_target_model
@@ -100,8 +99,9 @@ def chunked_posteriors(lm: ModelLike, wl: WordLattice, *, minimize: bool = True,
             need = (held + waiting * (row_bytes + PENDING_BYTES)
                     + size * len(ex.arcs(u)) * PAIR_BYTES)
             if need > max_bytes:
-                raise over_budget(f"{wl.source}: the posteriors' states (by node {u} of {n}: "
-                                  f"{n_states} states)", need, max_bytes, RAISE_BUDGET)
+                raise MemoryBudgetExceeded.of(
+                    f"{wl.source}: the posteriors' states (by node {u} of {n}: {n_states} "
+                    "states)", need, max_bytes, RAISE_BUDGET)
         ctxs[u], alphas[u] = ctx, alpha
         stop, e_state, e_arc, e_weight, e_next = ex.step(u, ctx)
         with quiet():
@@ -124,10 +124,10 @@ def chunked_posteriors(lm: ModelLike, wl: WordLattice, *, minimize: bool = True,
     post = np.zeros(wl.n_arcs)
     betas: list[np.ndarray] = [np.zeros(0)] * n
     for u in range(n - 1, -1, -1):
-        ctx = ctxs[u]
-        if ctx is None:
+        here = ctxs[u]
+        if here is None:
             continue
-        stop, e_state, e_arc, e_weight, e_next = ex.step(u, ctx)
+        stop, e_state, e_arc, e_weight, e_next = ex.step(u, here)
         d_node = wl.dst[e_arc]
         after = np.full(len(e_arc), -np.inf)
         for v in np.unique(d_node).tolist():
@@ -137,7 +137,7 @@ def chunked_posteriors(lm: ModelLike, wl: WordLattice, *, minimize: bool = True,
             after[sel] = betas[v][_lookup(dctx, e_next[sel])]
         with quiet():
             through = e_weight + after
-            betas[u] = np.logaddexp(stop, LogSumExp.scatter_sum(through, e_state, len(ctx)))
+            betas[u] = np.logaddexp(stop, LogSumExp.scatter_sum(through, e_state, len(here)))
             mass = np.exp(alphas[u][e_state] + through - log_z)
         post += np.bincount(e_arc, weights=mass, minlength=wl.n_arcs)
         alphas[u] = np.zeros(0)  # read by no other node: freed as the sweep goes
