@@ -145,6 +145,10 @@ PAIR_BYTES = 160
 STATE_BYTES = 64
 
 
+Step = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]
+"""`Expander.step`'s answer: (stop, e_state, e_arc, e_weight, e_next)."""
+
+
 class Expander:
     """The expansion's step at one node: from the states (context rows) of node u, their stop
     weights and every outgoing transition (module docstring), with one batched `log_prob`.
@@ -170,8 +174,7 @@ class Expander:
     def arcs(self, u: int) -> np.ndarray:
         return np.arange(*_arc_range(self.wl, u), dtype=np.int64)
 
-    def step(self, u: int, ctx: np.ndarray
-             ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    def step(self, u: int, ctx: np.ndarray) -> Step:
         """(stop, e_state, e_arc, e_weight, e_next) for the states `ctx` of node u: stop[s]
         is finals[u] + ln p(</s> | ctx[s]) (-inf off a final node); the live transitions
         (ln weight > -inf) sorted by (local state, arc), with their next context rows."""

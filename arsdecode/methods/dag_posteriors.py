@@ -7,15 +7,17 @@ embedded 5-gram, 4.3M transitions, 0.5 GB, and several GB on denser lattices, wh
 --memory-budget said (issue 29). Here only the states are kept (their context rows and their
 forward and backward sums, a few tens of bytes each): the forward sweep builds each node's
 transitions (`dag_full.Expander.step`, one batched `log_prob`), sends their forward sums to
-the destination nodes and drops them; the backward sweep builds them again, in reverse node
-order, for the backward sums and the arc posteriors
+the destination nodes and keeps them only while they fit half the budget; the backward sweep
+takes them back, or builds them again, in reverse node order, for the backward sums and the
+arc posteriors
 
     posterior[a] = sum over the transitions t on arc a of exp(alpha[src t] + w_t
                    + beta[dst t] - ln Z),
 
-with ln Z = logsumexp over the states of alpha + stop weight. Twice the model queries, memory
-in the states plus one node's transitions; a request whose states would not fit the budget is
-refused before they are allocated. The same transitions as the stored expansion, so the same
+with ln Z = logsumexp over the states of alpha + stop weight. Within a budget too small for
+the transitions: up to twice the model queries, memory in the states plus one node's
+transitions; a request whose states would not fit the budget is refused before they are
+allocated. The same transitions as the stored expansion, so the same
 posteriors up to float rounding of the sums' grouping (natural log).
 """
 
@@ -32,6 +34,7 @@ from arsdecode.methods.dag_full import (
     PAIR_BYTES,
     RAISE_BUDGET,
     Expander,
+    Step,
 )
 from arsdecode.methods.full import StatesBudgetExceeded, _group_rows
 from arsdecode.model import ModelLike, as_target_model
@@ -83,6 +86,9 @@ def chunked_posteriors(lm: ModelLike, wl: WordLattice, *, minimize: bool = True,
     waiting = 1  # rows pending
     n_states = 0
     stops: list[np.ndarray] = []
+    # node u's transitions kept from the forward sweep for the backward one (None: rebuild)
+    kept: list[Step | None] = [None] * n
+    kept_bytes = 0
     for u in range(n):
         if not pending[u]:
             continue
@@ -103,7 +109,13 @@ def chunked_posteriors(lm: ModelLike, wl: WordLattice, *, minimize: bool = True,
                     f"{wl.source}: the posteriors' states (by node {u} of {n}: {n_states} "
                     "states)", need, max_bytes, RAISE_BUDGET)
         ctxs[u], alphas[u] = ctx, alpha
-        stop, e_state, e_arc, e_weight, e_next = ex.step(u, ctx)
+        step = ex.step(u, ctx)
+        stop, e_state, e_arc, e_weight, e_next = step
+        size_of = sum(a.nbytes for a in step)
+        if max_bytes is None or (held + kept_bytes + size_of
+                                 + waiting * (row_bytes + PENDING_BYTES)) <= max_bytes // 2:
+            kept[u] = step
+            kept_bytes += size_of
         with quiet():
             stops.append(alpha + stop)
             vals = alpha[e_state] + e_weight
@@ -127,7 +139,8 @@ def chunked_posteriors(lm: ModelLike, wl: WordLattice, *, minimize: bool = True,
         here = ctxs[u]
         if here is None:
             continue
-        stop, e_state, e_arc, e_weight, e_next = ex.step(u, here)
+        step, kept[u] = kept[u] or ex.step(u, here), None
+        stop, e_state, e_arc, e_weight, e_next = step
         d_node = wl.dst[e_arc]
         after = np.full(len(e_arc), -np.inf)
         for v in np.unique(d_node).tolist():
