@@ -135,12 +135,13 @@ class DagExpansion:
 
 # ----- the expansion ---------------------------------------------------------------------------
 # Bytes the numpy expansion holds or builds, for the memory budget (`max_bytes`): a stored
-# transition is src, dst, arc and weight (32 bytes) plus its block before the final concatenation;
-# a (state, outgoing arc) pair of the node being built passes through about a dozen temporary
-# columns (contexts, words, scores, next contexts); a state keeps its context and final weight.
-# Measured with tracemalloc on the 1,000-node DAG of bench/bench_dag_memory.py (the peak stays
-# below the estimate); used to refuse before allocating, not as a precise figure.
-TRANSITION_BYTES = 48
+# transition is src, dst, arc and weight (32 bytes), and while the expansion is built also its
+# blocks, its destination's bookkeeping and the final concatenations (tracemalloc's peak on 300
+# nodes of bench/bench_dag_memory.py's DAG: 75 bytes per transition); a (state, outgoing arc)
+# pair of the node being built passes through about a dozen temporary columns (contexts,
+# words, scores, next contexts); a state keeps its context and final weight. Used to refuse
+# before allocating, not as a precise figure.
+TRANSITION_BYTES = 80
 PAIR_BYTES = 160
 STATE_BYTES = 64
 
