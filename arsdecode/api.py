@@ -252,8 +252,9 @@ def sample(
 @v.checked(lm=LM, lattice=v.word_lattice)
 def lattice_posteriors(lm: ModelLike, lattice: WordLattice) -> tuple[np.ndarray, float]:
     """Every arc's exact posterior probability and ln Z of a word lattice, by forward-backward
-    over its merged expansion (`methods.dag_full.dag_posteriors`)."""
-    return dag_full.dag_posteriors(lm, lattice)
+    over its merged expansion (`methods.dag_full.dag_posteriors`), within the memory budget
+    (`methods.dispatch.memory_budget`: MemoryBudgetExceeded past it, before allocating)."""
+    return dag_full.dag_posteriors(lm, lattice, max_bytes=dispatch.memory_budget())
 
 
 @v.checked(lm=LM, lattice=v.confusion)

@@ -22,6 +22,8 @@ The tree, and the user mistake each class means:
       TargetError           a token sequence the lattice does not allow, given to the target p
       BoundViolationError   a model whose "upper bounds" are not bounds (a corrupt or
                             hand-edited MAX-ARPA table, a TargetModel with a wrong log_bound)
+      MemoryBudgetExceeded  a request that would need more memory than the memory budget
+                            (--memory-budget): refused before allocating it, naming the option
       ObservationError      a task observation that cannot become a lattice (a bad keypad
                             string, an empty sentence, a word no tag can emit)
         NoCandidatesError     (arsdecode.tasks.sms.keypad) a digit string whose length no
@@ -91,6 +93,20 @@ class BoundViolationError(ArsDecodeError):
     model's bounds are wrong (a hand-edited or corrupt MAX-ARPA table, a TargetModel whose
     `log_bound` is not a bound). Raised instead of certifying or sampling on a broken bound;
     the message names the position, the word and its context."""
+
+
+class MemoryBudgetExceeded(ArsDecodeError):
+    """A request whose memory would pass the memory budget (`methods.dispatch.memory_budget`,
+    the CLI's --memory-budget): refused before the memory is allocated, with one line that
+    names the option that would help (a larger --memory-budget, a smaller --nbest), instead
+    of a MemoryError traceback or the OOM killer."""
+
+    @classmethod
+    def of(cls, what: str, need: float, max_bytes: int, hint: str) -> MemoryBudgetExceeded:
+        """The refusal of `what`, estimated to need `need` bytes, naming the help (`hint`)."""
+        mib = max_bytes >> 20
+        return cls(f"{what} needs more than the memory budget of {mib} MiB (at least "
+                   f"{max(int(need) >> 20, mib + 1)} MiB); {hint}")
 
 
 class ObservationError(ArsDecodeError):

@@ -30,7 +30,8 @@ WORD_LATTICE_HELP = (
     "arcs' ln weights, its final node's, the word penalty per word and lm-scale x ln p_LM of "
     "its words with <s> and </s>. Method 'full' (and 'auto') decodes them by the merged "
     "expansion, compiled; 'ars' by adaptive rejection over (node, context) states; k-best, "
-    "posteriors and samples come from the expansion."
+    "posteriors and samples come from the expansion. k-best, posteriors and 'ars' stay within "
+    "--memory-budget, or refuse in one line before allocating."
 )
 
 

@@ -308,14 +308,15 @@ def decode_word_lattice(lm: ModelLike, wl: WordLattice, *, method: Method = "aut
     compiled given n-gram tables, else `methods.dag_full`); "auto" the expansion: on every
     ASR-like lattice measured (docs/results-lattice.md) the compiled expansion is several
     times faster than ARS, whose states are not merged. k-best comes from the expansion
-    (`dag_full.dag_kbest`), for every method. Raises NoPathError if every path has
-    probability zero."""
+    (`dag_full.dag_kbest`), for every method. k-best and ARS stay within `memory_budget()`.
+    Raises NoPathError if every path has probability zero, MemoryBudgetExceeded (before
+    allocating) past the budget."""
     check_method(method)
     if k is not None:
-        return dag_full.dag_kbest(lm, wl, k, unique=unique)
+        return dag_full.dag_kbest(lm, wl, k, unique=unique, max_bytes=memory_budget())
     if method == "ars":
         return dag_ars.dag_ars_decode(lm, wl, max_iterations=max_iterations,
-                                      on_iteration=on_iteration)
+                                      on_iteration=on_iteration, max_bytes=memory_budget())
     return decode_word_lattices(lm, [wl], method=method)[0]
 
 
@@ -329,7 +330,8 @@ def decode_word_lattices(lm: ModelLike, lattices: Sequence[WordLattice], *,
     of nonzero probability."""
     check_method(method)
     if method == "ars":
-        return [dag_ars.dag_ars_decode(lm, wl) for wl in lattices]
+        return [dag_ars.dag_ars_decode(lm, wl, max_bytes=memory_budget())
+                for wl in lattices]
     model = as_target_model(lm)
     ngram = ngram_tables(model)
     if ngram is None:  # no compiled tables: the numpy reference
