@@ -11,7 +11,7 @@ wall seconds, peak RSS (`os.wait4`'s ru_maxrss), exit status and the last line o
 optionally under an address-space cap (RLIMIT_AS, `--cap-mb`), to check that a run past its
 memory gives one line and exit 2, never a traceback.
 
-Usage: python bench/bench_dag_memory.py [--nodes 1000] [--width 100] [--budgets none 64 256]
+Usage: python -m bench.bench_dag_memory [--nodes 1000] [--width 100] [--budgets none 64 256]
            [--cap-mb 2560] [--timeout 300] [--commands decode nbest unique marginals ars]
 """
 
@@ -28,8 +28,7 @@ import tempfile
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
+REPO = Path(__file__).resolve().parents[1]  # the commands run with it on PYTHONPATH
 
 COMMANDS = {
     "decode": ["decode"],

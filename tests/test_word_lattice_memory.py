@@ -5,7 +5,7 @@ memory is allocated; never a MemoryError traceback, even under an address-space 
 The wide lattice: 2,000 distinct words from node 0 to node 1 (about 1,600 merged states at
 node 1 with the embedded 5-gram), then 3,000 words to the final node 2: its expansion has
 4.8M transitions at one node (hundreds of MB, over a minute to build), so a 64 MiB budget is
-refused at node 1, in about a second. Memory figures: bench/bench_dag_memory.py.
+refused at node 1, in about a second. Memory figures: bench/bench_dag_memory.py (`python -m bench.bench_dag_memory`).
 """
 
 from __future__ import annotations
