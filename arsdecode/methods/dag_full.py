@@ -65,15 +65,23 @@ __all__ = ["DagDecodeResult", "DagExpansion", "DagPath", "dag_decode", "dag_expa
 
 @dataclass(frozen=True)
 class DagPath:
-    """One start-to-final path: its words, its arc indices (into the `WordLattice`) and its
-    score `log_p` (ln: arc and final weights plus the LM's ln p with `<s>` and `</s>`)."""
+    """One start-to-final path: its words (`tokens`, as every result names a path's words;
+    `words` is an alias), its arc indices (into the `WordLattice`) and its score `log_p` (ln:
+    arc and final weights plus the LM's ln p with `<s>` and `</s>`). Its JSON carries the
+    words under "words" (the name before) and "tokens"."""
 
-    words: list[str]
+    tokens: list[str]
     arcs: tuple[int, ...]
     log_p: float
 
+    @property
+    def words(self) -> list[str]:
+        """Alias of `tokens`."""
+        return self.tokens
+
     def to_json(self) -> dict:
-        return {"words": self.words, "arcs": list(self.arcs), "log_p": self.log_p}
+        return {"words": self.tokens, "tokens": self.tokens, "arcs": list(self.arcs),
+                "log_p": self.log_p}
 
 
 @dataclass(frozen=True)
@@ -81,9 +89,10 @@ class DagDecodeResult:
     """The best path of a word lattice by the exact expansion (natural log).
 
     `states` and `transitions` are the size of the merged expansion (what SRILM calls the
-    expanded lattice's nodes and arcs), for comparison with the states ARS builds."""
+    expanded lattice's nodes and arcs), for comparison with the states ARS builds. `tokens`
+    are the path's words (`words` an alias; the JSON carries both names)."""
 
-    words: list[str]
+    tokens: list[str]
     arcs: tuple[int, ...]
     log_p: float
     states: int
@@ -92,9 +101,15 @@ class DagDecodeResult:
     certified: bool = True
     method: str = "full"
 
+    @property
+    def words(self) -> list[str]:
+        """Alias of `tokens`."""
+        return self.tokens
+
     def to_json(self) -> dict:
         """JSON-ready dict (natural logs). Only "timing" varies between identical runs."""
-        return {"words": self.words, "arcs": list(self.arcs), "log_p": self.log_p,
+        return {"words": self.tokens, "tokens": self.tokens, "arcs": list(self.arcs),
+                "log_p": self.log_p,
                 "certified": self.certified, "method": self.method, "states": self.states,
                 "transitions": self.transitions, "timing": {"seconds": self.seconds}}
 
@@ -354,7 +369,7 @@ def dag_decode(lm: ModelLike, wl: WordLattice, *, minimize: bool = True,
     if best[0] == -np.inf:
         raise NoPathError(f"{wl.source}: every path has probability zero")
     arcs = _follow(ex, choice, 0)
-    return DagDecodeResult(words=wl.path_words(arcs), arcs=arcs, log_p=float(best[0]),
+    return DagDecodeResult(tokens=wl.path_words(arcs), arcs=arcs, log_p=float(best[0]),
                            states=ex.n_states, transitions=ex.n_transitions,
                            seconds=time.perf_counter() - t0)
 

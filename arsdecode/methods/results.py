@@ -17,7 +17,13 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class DecodeResult:
-    """The exact argmax of p, with the paper's Table 1 and Table 2 facts (natural log)."""
+    """The exact argmax of p, with the paper's Table 1 and Table 2 facts (natural log).
+
+    One result for every lattice kind: on a word lattice (`dag_ars.dag_ars_decode`, a
+    `DagArsResult`, which adds only the alias `words` of `tokens`) `arcs` holds the path's arc
+    numbers, `ngrams_by_order` is empty, and the JSON carries "words" (the name the
+    word-lattice CLI wrote before "tokens"; the same list) and "arcs" besides the fields
+    below."""
 
     tokens: list[str]
     log_p: float
@@ -30,10 +36,13 @@ class DecodeResult:
     certified: bool = True
     automaton: QAutomaton | None = field(default=None, repr=False, compare=False)
     method: str = "ars"  # which exact method produced it: "ars" or "full" (dispatch)
+    arcs: tuple[int, ...] | None = None  # a word lattice's path, as arc numbers
 
     def to_json(self) -> dict:
         """JSON-ready dict (natural logs). Only "timing" varies between identical runs."""
+        path = {} if self.arcs is None else {"words": self.tokens, "arcs": list(self.arcs)}
         return {
+            **path,
             "tokens": self.tokens,
             "log_p": self.log_p,
             "log_q": self.log_q,
