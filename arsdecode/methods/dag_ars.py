@@ -31,7 +31,6 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -41,69 +40,11 @@ from arsdecode.core.tolerances import CERTIFICATE_TOL
 from arsdecode.errors import BoundViolationError, NoPathError, OptionError
 from arsdecode.lattice import WordLattice
 from arsdecode.methods.ars_loop import ArsDecodeRun, decode_loop, sampling_loop
-from arsdecode.methods.dag_full import DagPath
-from arsdecode.methods.results import DecodeResult, SampleTrace
+from arsdecode.methods.results import DagArsResult, DagArsSampleResult, DagPath
 from arsdecode.model import ModelLike, TargetModel, as_target_model, context_rows
 
 __all__ = ["DagArsResult", "DagArsSampleResult", "DagPaths", "dag_ars_decode", "dag_ars_sample",
            "path_log_p", "paths_log_p"]
-
-
-@dataclass(frozen=True)
-class DagArsResult(DecodeResult):
-    """ARS's best path of a word lattice: a `DecodeResult` (the one decode result of every
-    lattice kind) whose `arcs` are the path's arc numbers. `tokens` are the path's words
-    (`words`, the name before, is an alias), `certified` False only when `max_iterations`
-    stopped the run first (then `log_q` bounds the optimum from above); `states` is the size
-    of the final q-automaton, to compare with the expansion's (`DagDecodeResult.states`)."""
-
-    arcs: tuple[int, ...] = ()  # never None here: the path's arc numbers
-
-    @property
-    def words(self) -> list[str]:
-        """Alias of `tokens`."""
-        return self.tokens
-
-
-@dataclass(frozen=True)
-class DagArsSampleResult:
-    """Exact i.i.d. samples of a word lattice's paths by adaptive rejection (natural log).
-
-    The fields of `SampleResult` (the confusion network's), except that each sample is a
-    `DagPath` (tokens, arcs, ln p). `log_Z` is the importance estimate of ln Z with its 95%
-    interval `log_Z_ci` (`evidence.importance_estimate`); `log_Z_rejection` uses the accepted
-    trials only, `log_Z_unweighted` is the plain mean of q_t(X) 1[accepted_t]."""
-
-    samples: list[DagPath]
-    trials: int
-    acceptance_rate: float
-    log_Z: float
-    log_Z_ci: tuple[float, float]
-    log_Z_rejection: float
-    log_Z_rejection_ci: tuple[float, float]
-    states: int
-    refinements: int
-    adapted_at_trial: int | None
-    seconds: float
-    log_Z_unweighted: float = -math.inf
-    trace: SampleTrace | None = field(default=None, repr=False)
-
-    @property
-    def log_p(self) -> list[float]:
-        """ln p of each sample, as `SampleResult.log_p`."""
-        return [p.log_p for p in self.samples]
-
-    def to_json(self) -> dict:
-        """JSON-ready dict (natural logs), with `SampleResult.to_json`'s fields; each sample
-        is a path's JSON (`DagPath.to_json`). Only "timing" varies between runs with one seed."""
-        return {"samples": [p.to_json() for p in self.samples], "log_p": self.log_p,
-                "trials": self.trials, "acceptance_rate": self.acceptance_rate,
-                "log_Z": self.log_Z, "log_Z_ci": list(self.log_Z_ci),
-                "log_Z_unweighted": self.log_Z_unweighted,
-                "log_Z_rejection": self.log_Z_rejection,
-                "log_Z_rejection_ci": list(self.log_Z_rejection_ci), "states": self.states,
-                "refinements": self.refinements, "method": "ars",
-                "timing": {"seconds": self.seconds}}
 
 
 # ----- p and the bound check --------------------------------------------------------------------

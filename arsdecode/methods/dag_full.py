@@ -56,62 +56,12 @@ from arsdecode.core.semiring import LogSumExp, quiet
 from arsdecode.errors import MemoryBudgetExceeded, NoPathError, OptionError
 from arsdecode.lattice import WordLattice
 from arsdecode.methods.full import StatesBudgetExceeded, _group_rows, start_context
+from arsdecode.methods.results import DagDecodeResult, DagPath
 from arsdecode.model import ModelLike, TargetModel, as_target_model
 
 __all__ = ["DagDecodeResult", "DagExpansion", "DagPath", "dag_decode", "dag_expand",
            "dag_kbest", "dag_log_partition", "dag_posteriors", "dag_sample",
            "StatesBudgetExceeded"]
-
-
-@dataclass(frozen=True)
-class DagPath:
-    """One start-to-final path: its words (`tokens`, as every result names a path's words;
-    `words` is an alias), its arc indices (into the `WordLattice`) and its score `log_p` (ln:
-    arc and final weights plus the LM's ln p with `<s>` and `</s>`). Its JSON carries the
-    words under "words" (the name before) and "tokens"."""
-
-    tokens: list[str]
-    arcs: tuple[int, ...]
-    log_p: float
-
-    @property
-    def words(self) -> list[str]:
-        """Alias of `tokens`."""
-        return self.tokens
-
-    def to_json(self) -> dict:
-        return {"words": self.tokens, "tokens": self.tokens, "arcs": list(self.arcs),
-                "log_p": self.log_p}
-
-
-@dataclass(frozen=True)
-class DagDecodeResult:
-    """The best path of a word lattice by the exact expansion (natural log).
-
-    `states` and `transitions` are the size of the merged expansion (what SRILM calls the
-    expanded lattice's nodes and arcs), for comparison with the states ARS builds. `tokens`
-    are the path's words (`words` an alias; the JSON carries both names)."""
-
-    tokens: list[str]
-    arcs: tuple[int, ...]
-    log_p: float
-    states: int
-    transitions: int
-    seconds: float
-    certified: bool = True
-    method: str = "full"
-
-    @property
-    def words(self) -> list[str]:
-        """Alias of `tokens`."""
-        return self.tokens
-
-    def to_json(self) -> dict:
-        """JSON-ready dict (natural logs). Only "timing" varies between identical runs."""
-        return {"words": self.tokens, "tokens": self.tokens, "arcs": list(self.arcs),
-                "log_p": self.log_p,
-                "certified": self.certified, "method": self.method, "states": self.states,
-                "transitions": self.transitions, "timing": {"seconds": self.seconds}}
 
 
 @dataclass(frozen=True)
