@@ -250,7 +250,8 @@ def decode(
     Args:
         lm: a maxarpa.Model (wrapped by `arsdecode.model.MaxArpaLM`) or any `TargetModel`.
         variant: Algorithm 2's refinement, "all-edges" or "paper" (see `automaton.py`).
-        max_iterations: stop early (result marked `certified=False`) after this many.
+        max_iterations: stop early (result marked `certified=False`) after this many; an
+            integer >= 1 (else OptionError, before any work, as on word lattices).
         on_iteration: optional callback(iteration, tokens, log_q, log_p) of x*, called after
             each iteration (for traces and progress).
         keep_automaton: return the final q-automaton in `automaton` (for export); off by
