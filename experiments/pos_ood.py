@@ -1,20 +1,21 @@
 """The out-of-domain development check of the shipped tagger (issue 29 G): ours against TnT.
 
 Why: the shipped EWT tagger's choices were once made on EWT dev alone, and it fell behind NLTK
-TnT out of domain. Every tagger change must now pass this check: on EWT dev and on two
-out-of-domain development sets (data_prep.pos_ood: a fixed Brown sample compared on the
-universal tagset, and the NLTK WSJ sample, sections 00-01), the tagger (the shipped one, or
-`--models DIR`) at its order (the shipped default unless `--order`) must be more accurate than
-NLTK TnT (N = 1000, C=False, the baseline of docs/results-pos.md) trained on the same EWT
-train. TnT with C=True is shown beside it. No test set is read (neither EWT test nor WSJ
-section 20), and nothing of the NLTK corpora is written into the project: the page gets
+TnT out of domain. Every tagger change must now pass this check: on EWT dev and on two out-of-
+domain development sets (data_prep.pos_ood: a fixed Brown sample compared on the universal
+tagset, and the NLTK WSJ sample, sections 00-01), and on the Brown sample in title case (every
+word capitalised: headline text, where the capitalised states once lost), the tagger (the
+shipped one, or `--models DIR`) at its order (the shipped default unless `--order`) must be
+more accurate than NLTK TnT (N = 1000, C=False, the baseline of docs/results-pos.md) trained on
+the same EWT train. TnT with C=True is shown beside it. No test set is read (neither EWT test
+nor WSJ section 20), and nothing of the NLTK corpora is written into the project: the page gets
 accuracies only.
 
     python experiments/pos_ood.py                 # the shipped tagger; exit 1 if it loses
     python experiments/pos_ood.py --models work/ewt --order 3 --no-doc
 
 Decoding is exact (`tag_many(..., method="full")`). Writes work/ewt/ood.json and the block
-`ewtood` of docs/results-pos.md (unless --no-doc). Takes about 40 s on one core.
+`ewtood` of docs/results-pos.md (unless --no-doc). Takes about 25 s of CPU.
 """
 
 from __future__ import annotations
@@ -36,7 +37,6 @@ from arsdecode.tasks.pos.tag_many import tag_many  # noqa: E402
 from data_prep.ewt import DEFAULT_ORDER, ewt_file, read_conllu, shared_data  # noqa: E402
 from data_prep.pos_data import DataError  # noqa: E402
 from data_prep.pos_ood import (  # noqa: E402
-    BROWN_STEP,
     brown_dev,
     to_universal,
     universal_map,
@@ -44,14 +44,13 @@ from data_prep.pos_ood import (  # noqa: E402
 )
 
 Sentence = list[tuple[str, str]]
-SETS = ("ewt_dev", "brown_dev", "wsj_dev")
-SET_NAMES = {"ewt_dev": "EWT dev", "brown_dev": f"Brown dev (every {BROWN_STEP}th sentence, "
-             "universal tags)", "wsj_dev": "WSJ dev (treebank.zip, sections 00-01)"}
+SETS = ("ewt_dev", "brown_dev", "brown_title", "wsj_dev")
+UNIVERSAL_SETS = ("brown_dev", "brown_title")
 TNT_BEAM = 1000
 
 
 class DevData:
-    """EWT train (for TnT and the known/unknown split), the three dev sets, the tag maps."""
+    """EWT train (for TnT and the known/unknown split), the dev sets, the tag maps."""
 
     def __init__(self, ewt_dir: Path, nltk_dir: Path) -> None:
         self.train = read_conllu(ewt_file(ewt_dir, "train"))
@@ -59,13 +58,17 @@ class DevData:
         self.sets: dict[str, list[Sentence]] = {
             "ewt_dev": read_conllu(ewt_file(ewt_dir, "dev")),
             "brown_dev": brown_dev(nltk_dir), "wsj_dev": wsj_dev(nltk_dir)}
+        # Headline and title text: Brown dev with every word capitalised. The capitalised
+        # states read such text as proper nouns (issue 29 G: 83.61% against TnT's 84.07%).
+        self.sets["brown_title"] = [[(w[:1].upper() + w[1:], t) for w, t in s]
+                                    for s in self.sets["brown_dev"]]
         self.ptb = universal_map(nltk_dir, "en-ptb")
         self.brown = universal_map(nltk_dir, "en-brown")
 
     def score(self, name: str, preds: list[list[str]]) -> Accuracy:
         """Accuracy of Penn-tag predictions on set `name`; Brown on the universal tagset."""
         gold = self.sets[name]
-        if name == "brown_dev":
+        if name in UNIVERSAL_SETS:
             gold = [list(zip([w for w, _ in s], to_universal([t for _, t in s], self.brown),
                              strict=True)) for s in gold]
             preds = [to_universal(p, self.ptb) for p in preds]
@@ -112,17 +115,18 @@ def tag_tnt(data: DevData, capitalization: bool) -> dict[str, dict]:
     return out
 
 
-def run(data: DevData, models: str | Path | None, order: int | None) -> dict:
-    """The check: ours, TnT C=False (the baseline) and C=True; `passed` if ours beats the
-    baseline on every set."""
+def run(data: DevData, models: str | Path | None, order: int | None,
+        with_tnt_c: bool = True) -> dict:
+    """The check: ours, TnT C=False (the baseline) and, if `with_tnt_c`, C=True (shown
+    beside it); `passed` if ours beats the baseline on every set."""
     lm, em = load_models(models, order)
     lm_path = tag_lm_path(models_dir(models), order)
     ours = tag_ours(data, lm, em)
-    tnt = {c: tag_tnt(data, c) for c in (False, True)}
+    tnt = {c: tag_tnt(data, c) for c in ((False, True) if with_tnt_c else (False,))}
     margins = {s: ours[s]["accuracy"] - tnt[False][s]["accuracy"] for s in SETS}
     return {"models": str(models) if models else "shipped", "lm": lm_path.name,
             "order": lm.order, "settings": _settings(em), "ours": ours,
-            "tnt": tnt[False], "tnt_c": tnt[True], "margins": margins,
+            "tnt": tnt[False], "tnt_c": tnt.get(True), "margins": margins,
             "passed": all(m > 0 for m in margins.values()),
             "sentences": {s: len(v) for s, v in data.sets.items()},
             "unknown_tokens": {s: ours[s]["unknown_tokens"] for s in SETS}}
@@ -145,13 +149,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--json", type=Path, default=REPO / "work" / "ewt" / "ood.json")
     ap.add_argument("--doc", type=Path, default=REPO / "docs" / "results-pos.md")
     ap.add_argument("--no-doc", action="store_true", help="do not rewrite the results page")
+    ap.add_argument("--baseline-only", action="store_true",
+                    help="skip TnT C=True (shown beside the baseline; not part of the check)")
     args = ap.parse_args(argv)
     from experiments.report.pos_ood import check_markdown, print_table
 
     t0 = time.perf_counter()
     try:
         data = DevData(*find_data(args.ewt, args.nltk_dir))
-        res = run(data, args.models, args.order)
+        res = run(data, args.models, args.order, with_tnt_c=not args.baseline_only)
     except (DataError, ArsDecodeError, OSError) as err:
         print(f"pos_ood: {err}", file=sys.stderr)
         return 2
@@ -159,7 +165,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args.json.parent.mkdir(parents=True, exist_ok=True)
     args.json.write_text(json.dumps(res, indent=1) + "\n", encoding="utf-8")
     print_table(res)
-    if not args.no_doc and args.models is None and args.order is None:
+    if not (args.no_doc or args.baseline_only) and args.models is None and args.order is None:
         from experiments.report.pos_ewt import splice
 
         splice(args.doc, "ewtood", check_markdown(res), script="experiments/pos_ood.py")

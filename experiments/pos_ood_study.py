@@ -1,15 +1,15 @@
 """Issue 29 G: choose the shipped tagger's suffix-model switches on EWT dev AND out-of-domain dev.
 
-Why: issue 19's capitalisation states, case-variant and closed-class suffix rules were chosen on
-EWT dev alone, and the shipped tagger then fell behind NLTK TnT on a hidden out-of-domain set.
-This grid scores every combination of those three switches (and the Dirichlet suffix weight
-alpha, also chosen on EWT dev alone) at the shipped order on the three development sets of
-experiments/pos_ood.py (EWT dev, Brown dev, WSJ dev), next to TnT trained on the same EWT
-train, and picks the configuration whose *smallest* margin over TnT (C=False) across the three
-sets is largest (ties: the higher mean accuracy): a tagger must beat TnT on each set, not on
-their average. No test set is read. data_prep.ewt.SETTINGS must hold the choice (the run says
-so if it does not). Writes work/ewt/ood_study.json and the block `ewtoodchoice` of
-docs/results-pos.md.
+Why: issue 19's capitalisation states, case-variant and closed-class suffix rules were chosen
+on EWT dev alone, and the shipped tagger then fell behind NLTK TnT on a hidden out-of-domain
+set. This grid scores every combination of those three switches (and the Dirichlet suffix
+weight alpha, also chosen on EWT dev alone) at the shipped order on the development sets of
+experiments/pos_ood.py (EWT dev, Brown dev, Brown dev in title case, WSJ dev), next to TnT
+trained on the same EWT train, and picks the configuration whose *smallest* margin over TnT
+(C=False) across the sets is largest (ties: the higher mean accuracy): a tagger must beat TnT
+on each set, not on their average. No test set is read. data_prep.ewt.SETTINGS must hold the
+choice (the run says so if it does not). Writes work/ewt/ood_study.json and the block
+`ewtoodchoice` of docs/results-pos.md.
 
     python experiments/pos_ood_study.py [--jobs 1] [--render-only]
 """

@@ -76,14 +76,17 @@ def test_check_without_data_is_one_line_exit_2(tmp_path, capsys):
 
 @needs_data
 def test_shipped_tagger_beats_tnt_on_every_dev_set(tmp_path):
-    """The check itself (~40 s): the shipped tagger at its shipped order is more accurate than
-    NLTK TnT trained on the same EWT train on EWT dev, Brown dev and WSJ dev."""
+    """The check itself (~20 s of CPU): the shipped tagger at its shipped order is more
+    accurate than NLTK TnT trained on the same EWT train on EWT dev, Brown dev (also in title
+    case) and WSJ dev. Fails before headlines got the sentence-initial rule (title case:
+    83.61 vs 84.07)."""
     pytest.importorskip("nltk")
     out = tmp_path / "ood.json"
-    rc = pos_ood.main(["--no-doc", "--json", str(out)])
+    rc = pos_ood.main(["--baseline-only", "--json", str(out)])
     res = json.loads(out.read_text())
     assert set(res["margins"]) == set(pos_ood.SETS)
     assert all(res["ours"][s]["tokens"] > 20_000 for s in pos_ood.SETS)
+    assert res["ours"]["brown_title"]["tokens"] == res["ours"]["brown_dev"]["tokens"]
     assert res["order"] == 4 and res["lm"] == "tags.4.maxarpa.gz"
     assert {s: m > 0 for s, m in res["margins"].items()} == dict.fromkeys(pos_ood.SETS, True)
     assert rc == 0 and res["passed"]
