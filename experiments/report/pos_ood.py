@@ -98,7 +98,7 @@ def study_markdown(res: dict) -> str:
     for r in rows:
         name = r["label"]
         tags = (" **(chosen)**" if name == res["chosen"] else "") + (
-            " (shipped before)" if name == res.get("previous", res["shipped"]) else "")
+            " (shipped)" if name == res["shipped"] else "")
         cells = " | ".join(f"{100 * r['ours'][s]['accuracy']:.2f}" for s in sets)
         lines.append(f"| {name}{tags} | {cells} | {100 * r['min_margin']:+.2f} | "
                      f"{100 * r['mean']:.2f} |")
