@@ -11,8 +11,8 @@ the same EWT train. TnT with C=True is shown beside it. No test set is read (nei
 nor WSJ section 20), and nothing of the NLTK corpora is written into the project: the page gets
 accuracies only.
 
-    python experiments/pos_ood.py                 # the shipped tagger; exit 1 if it loses
-    python experiments/pos_ood.py --models work/ewt --order 3 --no-doc
+    python -m experiments.pos_ood                 # the shipped tagger; exit 1 if it loses
+    python -m experiments.pos_ood --models work/ewt --order 3 --no-doc
 
 Decoding is exact (`tag_many(..., method="full")`). Writes work/ewt/ood.json and the block
 `ewtood` of docs/results-pos.md (unless --no-doc). Takes about 25 s of CPU.
@@ -28,7 +28,6 @@ from collections.abc import Sequence
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))  # experiments/ and data_prep/ are repo folders, not packages
 
 from arsdecode.errors import ArsDecodeError  # noqa: E402
 from arsdecode.tasks.pos.evaluation import Accuracy, score_tags  # noqa: E402

@@ -11,7 +11,7 @@ on each set, not on their average. No test set is read. data_prep.ewt.SETTINGS m
 choice (the run says so if it does not). Writes work/ewt/ood_study.json and the block
 `ewtoodchoice` of docs/results-pos.md.
 
-    python experiments/pos_ood_study.py [--jobs 1] [--render-only]
+    python -m experiments.pos_ood_study [--jobs 1] [--render-only]
 """
 
 from __future__ import annotations
@@ -31,7 +31,6 @@ from collections.abc import Sequence  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))  # experiments/ and data_prep/ are repo folders, not packages
 
 import maxarpa  # noqa: E402
 from arsdecode.tasks.pos.cap import CapEmissions, cap_sequences  # noqa: E402

@@ -57,7 +57,7 @@ def check_markdown(res: dict) -> str:
     lines = [
         "## Out-of-domain development check (issue 29 G)",
         "",
-        "Every change to the shipped tagger must pass `python experiments/pos_ood.py`: at its "
+        "Every change to the shipped tagger must pass `python -m experiments.pos_ood`: at its "
         f"shipped order (n = {res['order']}), exact decoding, more accurate than NLTK TnT "
         "(N = 1000, C=False) trained on the same EWT train on each development set "
         "(the command exits 1 otherwise; tests/test_pos_ood.py runs it when ../shared/data is "
@@ -84,7 +84,7 @@ def study_markdown(res: dict) -> str:
     lines = [
         "### Choosing the suffix-model switches on EWT dev and out-of-domain dev together",
         "",
-        "`python experiments/pos_ood_study.py`: every combination of issue 19's three switches "
+        "`python -m experiments.pos_ood_study`: every combination of issue 19's three switches "
         "(capitalised states; case variants and closed-class tags left out of the suffix model) "
         f"and the suffix weight alpha, at n = {res['order']}, on the development sets "
         "above. Chosen: the largest *smallest* margin over NLTK TnT (C=False) across the "
