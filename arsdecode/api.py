@@ -22,11 +22,11 @@ from typing import Any, overload
 
 import numpy as np
 
+import arsdecode.validate as v
 import maxarpa
-from arsdecode import validate as v
 from arsdecode.errors import ModelError
 from arsdecode.lattice import Lattice, WordLattice
-from arsdecode.methods import dag_ars, dag_full, dispatch
+from arsdecode.methods import dag_ars, dag_full, dag_posteriors, dispatch
 from arsdecode.methods import marginals as _marginals
 from arsdecode.methods.ars import adapt as _adapt
 from arsdecode.methods.ars import sample as _sample
@@ -252,9 +252,9 @@ def sample(
 @v.checked(lm=LM, lattice=v.word_lattice)
 def lattice_posteriors(lm: ModelLike, lattice: WordLattice) -> tuple[np.ndarray, float]:
     """Every arc's exact posterior probability and ln Z of a word lattice, by forward-backward
-    over its merged expansion (`methods.dag_full.dag_posteriors`), within the memory budget
+    over its merged expansion (`methods.dag_posteriors.dag_posteriors`), within the memory budget
     (`methods.dispatch.memory_budget`: MemoryBudgetExceeded past it, before allocating)."""
-    return dag_full.dag_posteriors(lm, lattice, max_bytes=dispatch.memory_budget())
+    return dag_posteriors.dag_posteriors(lm, lattice, max_bytes=dispatch.memory_budget())
 
 
 @v.checked(lm=LM, lattice=v.confusion)

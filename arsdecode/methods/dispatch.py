@@ -34,7 +34,7 @@ from arsdecode.core.tolerances import CERTIFICATE_TOL
 from arsdecode.errors import NoPathError, OptionError
 from arsdecode.lattice import Lattice, WordLattice
 from arsdecode.lattice.flat import FlatLattices
-from arsdecode.methods import cost_model, dag_ars, dag_full, fast_full
+from arsdecode.methods import cost_model, dag_ars, dag_full, dag_kbest, fast_full
 from arsdecode.methods.ars import decode as ars_decode
 from arsdecode.methods.cost_model import LatticeSizes
 from arsdecode.methods.fast_full import BatchResult
@@ -308,12 +308,12 @@ def decode_word_lattice(lm: ModelLike, wl: WordLattice, *, method: Method = "aut
     compiled given n-gram tables, else `methods.dag_full`); "auto" the expansion: on every
     ASR-like lattice measured (docs/results-lattice.md) the compiled expansion is several
     times faster than ARS, whose states are not merged. k-best comes from the expansion
-    (`dag_full.dag_kbest`), for every method. k-best and ARS stay within `memory_budget()`.
+    (`dag_kbest.dag_kbest`), for every method. k-best and ARS stay within `memory_budget()`.
     Raises NoPathError if every path has probability zero, MemoryBudgetExceeded (before
     allocating) past the budget."""
     check_method(method)
     if k is not None:
-        return dag_full.dag_kbest(lm, wl, k, unique=unique, max_bytes=memory_budget())
+        return dag_kbest.dag_kbest(lm, wl, k, unique=unique, max_bytes=memory_budget())
     if method == "ars":
         return dag_ars.dag_ars_decode(lm, wl, max_iterations=max_iterations,
                                       on_iteration=on_iteration, max_bytes=memory_budget())
