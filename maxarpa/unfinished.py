@@ -126,9 +126,14 @@ def _restore() -> None:
     arrives meanwhile is delivered after, to the handler it finds."""
     mask = (signal.pthread_sigmask(signal.SIG_BLOCK, set(_installed))
             if hasattr(signal, "pthread_sigmask") else None)
+    pending: BaseException | None = None
     try:
         for signum, previous in list(_installed.items()):
-            signal.signal(signum, previous)
+            try:
+                signal.signal(signum, previous)
+            except BaseException as err:  # a pending stop's handler ran first and raised:
+                pending = pending or err  # the switch did not happen yet
+                signal.signal(signum, previous)
             del _installed[signum]
     finally:
         _stopped.clear()
@@ -136,6 +141,8 @@ def _restore() -> None:
             sys.unraisablehook = _hook.pop()
         if mask is not None:
             signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+    if pending is not None:
+        raise pending
 
 
 @contextlib.contextmanager
