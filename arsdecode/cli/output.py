@@ -155,12 +155,23 @@ def check_writable(path: str | os.PathLike[str]) -> Path:
     """Fail before any work if `path` cannot be written (missing folder, a directory, no
     permission). Raises OSError naming the user's path.
 
+    The folder checked is the one the file is written in (`maxarpa.output.output_target`):
+    a symbolic link's file's; a FIFO or a device is written through, so only it must be
+    writable, not the folder it sits in (/dev).
+
     (Not `maxarpa.output.check_output`: that one also reads a compression from the suffix,
     which an FST, GraphML or CoNLL output does not have.)"""
+    from maxarpa.output import output_target
+
     p = Path(path)
     if p.is_dir():
         raise IsADirectoryError(21, "is a directory", str(path))
-    parent = p.parent if str(p.parent) else Path(".")
+    target = output_target(p)
+    if target.through:
+        if not os.access(p, os.W_OK):
+            raise PermissionError(13, "permission denied", str(path))
+        return p
+    parent = target.path.parent
     if not parent.is_dir():
         raise FileNotFoundError(2, "folder does not exist", str(path))
     if not os.access(parent, os.W_OK | os.X_OK) or (p.exists() and not os.access(p, os.W_OK)):
