@@ -20,10 +20,8 @@ import numpy as np
 
 import maxarpa
 from arsdecode.lattice import Lattice, WordLattice
-from arsdecode.methods import dag_ars, dag_full, dispatch
+from arsdecode.methods import dispatch
 from arsdecode.methods import marginals as _marginals
-from arsdecode.methods.ars import adapt as _adapt
-from arsdecode.methods.ars import sample as _sample
 from arsdecode.methods.dag_ars import DagArsResult
 from arsdecode.methods.dag_full import DagDecodeResult, DagPath
 from arsdecode.methods.dispatch import MarginalsMethod, Method
@@ -155,14 +153,15 @@ def fixed_length_lattice(vocab: Sequence[str], length: int) -> Lattice:
 
 def decode_many(
     lm: ModelLike,
-    lattices: Sequence[Lattice],
+    lattices: Sequence[Lattice] | Sequence[WordLattice],
     *,
     method: Method = "auto",
     **options: Any,
-) -> list[DecodeResult]:
+) -> list[DecodeResult] | list[DagDecodeResult] | list[DagArsResult]:
     """`decode` on every lattice, in input order, with the model queries batched across
     lattices (`methods.dispatch.decode_many`; options: variant, max_iterations, tol). Each
-    result equals `decode`'s on that lattice, apart from `seconds`."""
+    result equals `decode`'s on that lattice, apart from `seconds`. Word lattices (one kind
+    per call) give `decode`'s word-lattice results."""
     return dispatch.decode_many(as_target_model(lm), lattices, method=method, **options)
 
 
@@ -205,30 +204,32 @@ def sample(
     A `WordLattice` is sampled exactly from its merged expansion (`methods.dag_full.dag_sample`:
     a list of `DagPath`), or with the option `method="ars"` by adaptive rejection on its
     q-automaton (`methods.dag_ars.dag_ars_sample`: a DagArsSampleResult with the acceptance
-    rate and the ln Z estimate; options batch, target_ar, ...)."""
-    if isinstance(lattice, WordLattice):
-        if options.pop("method", "full") == "ars":
-            return dag_ars.dag_ars_sample(lm, lattice, n, seed, **options)  # type: ignore
-        return dag_full.dag_sample(lm, lattice, n, seed)
-    return _sample(as_target_model(lm), lattice, n, seed, **options)
+    rate and the ln Z estimate; options batch, target_ar, ...). `method="full"` on a
+    confusion network draws by the merged full DP, with the exact ln Z. Which method runs
+    is `methods.dispatch.sample`'s choice; an option the chosen sampler does not take is an
+    OptionError naming it."""
+    return dispatch.sample(as_target_model(lm), lattice, n, seed, **options)
 
 
-def lattice_posteriors(lm: ModelLike, lattice: WordLattice) -> tuple[np.ndarray, float]:
+def lattice_posteriors(lm: ModelLike, lattice: WordLattice | Lattice
+                       ) -> tuple[np.ndarray, float]:
     """Every arc's exact posterior probability and ln Z of a word lattice, by forward-backward
-    over its merged expansion (`methods.dag_full.dag_posteriors`)."""
-    return dag_full.dag_posteriors(lm, lattice)
+    over its merged expansion (`methods.dag_full.dag_posteriors`). A confusion network is
+    read as `WordLattice.from_confusion(lattice)` (one arc per candidate, position by
+    position; `methods.dispatch.lattice_posteriors`)."""
+    return dispatch.lattice_posteriors(lm, lattice)
 
 
 def adapt(lm: ModelLike, lattice: Lattice, **options: Any) -> SampleResult:
     """Refine q until its acceptance rate reaches the target, then stop (the paper's Table 3
     protocol; `methods.ars.adapt`; options: batch, target_ar, ar_window, variant,
     max_trials, seed, rng)."""
-    return _adapt(as_target_model(lm), lattice, **options)
+    return dispatch.adapt(as_target_model(lm), lattice, **options)
 
 
 def marginals(
     lm: ModelLike,
-    lattice: Lattice,
+    lattice: Lattice | WordLattice,
     n: int = 1000,
     seed: int | None = None,
     *,
@@ -242,7 +243,8 @@ def marginals(
     samples, with 95% Wilson intervals and ln Z's 95% interval from the same run (options go to
     `sample`); "auto" (the default): exact when the merged states fit a budget
     (`methods.dispatch.MARGINALS_FULL_STATES`), else sampled. `all_candidates=False` lists only
-    the tokens drawn (exact: of nonzero probability)."""
+    the tokens drawn (exact: of nonzero probability). A `WordLattice` gets its exact arc
+    posteriors (methods "full" and "auto"): one list per arc, in arc order."""
     return _marginals.posterior_marginals(as_target_model(lm), lattice, n, seed,
                                           all_candidates=all_candidates, method=method,
                                           **options)

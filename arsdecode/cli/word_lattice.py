@@ -178,6 +178,9 @@ def cmd_decode(args: argparse.Namespace) -> int:
     if trace is not None and args.nbest is not None:
         raise OptionError("--trace shows ARS's iterations; a word lattice's k-best comes from "
                           "its expansion")
+    if args.nbest is not None and args.method == "ars":
+        raise OptionError("--nbest on a word lattice comes from its exact expansion: use "
+                          "--method full or auto (--method ars decodes the single best path)")
     wl, lm, oov = load(args)
     if args.nbest is None:
         try:  # Ctrl-C of ARS: the best path so far (the expansion has none to give)
@@ -206,8 +209,8 @@ def cmd_decode(args: argparse.Namespace) -> int:
         kb = decode(lm, wl, method=args.method, k=args.nbest, unique=args.unique)
         paths = [p.arcs for p in kb]
         if args.json:
-            print_json({"words": kb[0].words, "log_p": kb[0].log_p, "certified": True,
-                        "method": "full", "nbest": [p.to_json() for p in kb], "oov": oov})
+            print_json({"words": kb[0].words, "log_p": kb[0].log_p, "certified": kb.certified,
+                        "method": kb.method, "nbest": [p.to_json() for p in kb], "oov": oov})
         else:
             for rank, p in enumerate(kb, start=1):
                 print(f"{rank}\t{fixed(p.log_p, 6)}\t{' '.join(p.words)}")
@@ -226,7 +229,7 @@ def cmd_sample(args: argparse.Namespace) -> int:
     wl, lm, _ = load(args)
     draws = sample(lm, wl, args.n, args.seed)
     if args.json:
-        print_json({"samples": [p.to_json() for p in draws], "method": "full"})
+        print_json({"samples": [p.to_json() for p in draws], "method": draws.method})
     elif args.jsonl:
         for p in draws:
             print(json.dumps(p.to_json()), flush=True)
