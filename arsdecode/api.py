@@ -22,11 +22,17 @@ import maxarpa
 from arsdecode.lattice import Lattice, WordLattice
 from arsdecode.methods import dispatch
 from arsdecode.methods import marginals as _marginals
-from arsdecode.methods.dag_ars import DagArsResult
+from arsdecode.methods.dag_ars import DagArsResult, DagArsSampleResult
 from arsdecode.methods.dag_full import DagDecodeResult, DagPath
 from arsdecode.methods.dispatch import MarginalsMethod, Method
 from arsdecode.methods.marginals import Marginal, MarginalsResult
-from arsdecode.methods.results import DecodeResult, KBestResult, SampleResult, SampleTrace
+from arsdecode.methods.results import (
+    DecodeResult,
+    KBestResult,
+    Paths,
+    SampleResult,
+    SampleTrace,
+)
 from arsdecode.model import InterpolatedLM, ModelLike, WeightedLM, as_target_model
 from arsdecode.model.interpolated import Missing
 from arsdecode.model.loglinear import LogLinearLM
@@ -71,7 +77,7 @@ def decode(lm: ModelLike, lattice: WordLattice, *, method: Method = "auto",
            k: None = None, **options: Any) -> DagDecodeResult | DagArsResult: ...
 @overload
 def decode(lm: ModelLike, lattice: WordLattice, *, method: Method = "auto",
-           k: int, **options: Any) -> list[DagPath]: ...
+           k: int, **options: Any) -> Paths: ...
 def decode(
     lm: ModelLike,
     lattice: Lattice | WordLattice,
@@ -79,7 +85,7 @@ def decode(
     method: Method = "auto",
     k: int | None = None,
     **options: Any,
-) -> DecodeResult | KBestResult | DagDecodeResult | DagArsResult | list[DagPath]:
+) -> DecodeResult | KBestResult | DagDecodeResult | DagArsResult | Paths:
     """The exact most probable path of p over `lattice` (natural log).
 
     `method`: "ars" (adaptive rejection, Algorithm 1 of Carter et al.), "full" (the merged
@@ -151,6 +157,12 @@ def fixed_length_lattice(vocab: Sequence[str], length: int) -> Lattice:
     return Lattice.fixed_length(vocab, length)
 
 
+@overload
+def decode_many(lm: ModelLike, lattices: Sequence[Lattice], *, method: Method = "auto",
+                **options: Any) -> list[DecodeResult]: ...
+@overload
+def decode_many(lm: ModelLike, lattices: Sequence[WordLattice], *, method: Method = "auto",
+                **options: Any) -> list[DagDecodeResult] | list[DagArsResult]: ...
 def decode_many(
     lm: ModelLike,
     lattices: Sequence[Lattice] | Sequence[WordLattice],
@@ -170,11 +182,11 @@ def decode_kbest(lm: ModelLike, lattice: Lattice, k: int, *, method: Method = "a
                  **options: Any) -> KBestResult: ...
 @overload
 def decode_kbest(lm: ModelLike, lattice: WordLattice, k: int, *, method: Method = "auto",
-                 **options: Any) -> list[DagPath]: ...
+                 **options: Any) -> Paths: ...
 def decode_kbest(
     lm: ModelLike, lattice: Lattice | WordLattice, k: int, *, method: Method = "auto",
     **options: Any
-) -> KBestResult | list[DagPath]:
+) -> KBestResult | Paths:
     """The k most probable distinct paths of p, each exact and certified, best first.
 
     A `WordLattice` gives a list of `DagPath` (`methods.dispatch.decode_word_lattice`; option
@@ -192,11 +204,11 @@ def sample(lm: ModelLike, lattice: Lattice, n: int, seed: int | None = None,
            **options: Any) -> SampleResult: ...
 @overload
 def sample(lm: ModelLike, lattice: WordLattice, n: int, seed: int | None = None,
-           **options: Any) -> list[DagPath]: ...
+           **options: Any) -> Paths: ...
 def sample(
     lm: ModelLike, lattice: Lattice | WordLattice, n: int, seed: int | None = None,
     **options: Any
-) -> SampleResult | list[DagPath]:
+) -> SampleResult | Paths | DagArsSampleResult:
     """`n` exact i.i.d. samples of p over `lattice` by adaptive rejection, with the
     evidence ln Z and its 95% interval (`methods.ars.sample`; options: batch, target_ar,
     ar_window, variant, max_trials, stop_when_adapted, rng, on_sample).

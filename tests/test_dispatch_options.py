@@ -16,12 +16,12 @@ import numpy as np
 import pytest
 
 import maxarpa
-from maxarpa.errors import UnknownWordError
 from arsdecode import api
 from arsdecode.errors import OptionError
 from arsdecode.lattice import Lattice, WordLattice
 from arsdecode.methods import dispatch
 from arsdecode.methods.options import REFUSED_METHODS, TABLE
+from maxarpa.errors import UnknownWordError
 
 ARPA = """\\data\\
 ngram 1=5

@@ -24,7 +24,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 import numpy as np
 
@@ -182,14 +182,14 @@ def decode_flat(lm: ModelLike, flat: FlatLattices,
 
 def decode_many(
     lm: ModelLike,
-    lattices: Sequence[Lattice],
+    lattices: Sequence[Lattice] | Sequence[WordLattice],
     *,
     method: Method = "auto",
     variant: Variant = DEFAULT_VARIANT,
     max_iterations: int | None = None,
     tol: float = CERTIFICATE_TOL,
     **options: Any,
-) -> list[DecodeResult]:
+) -> list[Any]:
     """The exact argmax of p on each lattice, in input order (natural log).
 
     Word lattices (all of `lattices`: one kind per call) are decoded as `decode` decodes
@@ -210,10 +210,20 @@ def decode_many(
     check_options("decode_many", kinds.pop() if kinds else "cn", method,
                   {"variant": variant, "max_iterations": max_iterations, "tol": tol, **options})
     if lattices and isinstance(lattices[0], WordLattice):
+        dags = cast("Sequence[WordLattice]", lattices)
         if method == "ars":
             return [decode_word_lattice(lm, wl, method="ars", max_iterations=max_iterations,
-                                        tol=tol) for wl in lattices]  # type: ignore[misc]
-        return decode_word_lattices(lm, lattices, method=method)  # type: ignore[arg-type,return-value]
+                                        tol=tol) for wl in dags]
+        return decode_word_lattices(lm, dags, method=method)
+    return _decode_many_cn(lm, cast("Sequence[Lattice]", lattices), method, variant,
+                           max_iterations, tol)
+
+
+def _decode_many_cn(lm: ModelLike, lattices: Sequence[Lattice], method: Method,
+                    variant: Variant, max_iterations: int | None, tol: float
+                    ) -> list[DecodeResult]:
+    """`decode_many` on confusion networks: the compiled DP on their flat layout, ARS in
+    lockstep on the rest."""
     model = as_target_model(lm)
     plan = _compiled_plan(model, method, LatticeSizes.of_widths([lat.widths for lat in lattices]))
     if not plan[0]:  # no compiled DP: no flat layout either
@@ -389,8 +399,8 @@ def exact_marginals(lm: ModelLike, lattice: Lattice | WordLattice, method: str
         raise OptionError(f"unknown method {method!r}; choose from {MARGINALS_METHODS}")
     if isinstance(lattice, WordLattice):  # arc posteriors; "sample" refused (check_options)
         check_options("marginals", "dag", method, {})
-        post, log_z = lattice_posteriors(lm, lattice)
-        return [post], log_z
+        arc_post, arc_log_z = lattice_posteriors(lm, lattice)
+        return [arc_post], arc_log_z
     if method == "sample":
         return None
     model = as_target_model(lm)

@@ -139,7 +139,7 @@ class KBestResult:
     method: str = "ars"  # which exact method produced it: "ars" (kbest) or "full" (full_kbest)
 
 
-class Paths(list):
+class Paths(list[Any]):
     """A list of paths (a word lattice's k-best or samples, `DagPath`s) that also says how they
     were found: `method` ("full": the exact expansion; "ars": adaptive rejection) and
     `certified` (each path exact). Why a list: callers index and iterate it as the list it
