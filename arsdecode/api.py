@@ -227,8 +227,8 @@ def lattice_posteriors(lm: ModelLike, lattice: WordLattice | Lattice
                        ) -> tuple[np.ndarray, float]:
     """Every arc's exact posterior probability and ln Z of a word lattice, by forward-backward
     over its merged expansion (`methods.dag_full.dag_posteriors`). A confusion network is
-    read as `WordLattice.from_confusion(lattice)` (one arc per candidate, position by
-    position; `methods.dispatch.lattice_posteriors`)."""
+    read as `WordLattice.from_confusion(lattice)`; its answer has one entry per candidate,
+    position by position (`methods.dispatch.lattice_posteriors`)."""
     return dispatch.lattice_posteriors(lm, lattice)
 
 

@@ -466,10 +466,16 @@ def lattice_posteriors(lm: ModelLike, lattice: Lattice | WordLattice
                        ) -> tuple[np.ndarray, float]:
     """Every arc's exact posterior and ln Z by forward-backward over the merged expansion
     (`dag_full.dag_posteriors`). A confusion network is read as the word lattice it is
-    (`WordLattice.from_confusion`: one arc per candidate, position by position), so its arc
-    posteriors are its candidates' marginals in that order."""
-    wl = lattice if isinstance(lattice, WordLattice) else WordLattice.from_confusion(lattice)
-    return dag_full.dag_posteriors(lm, wl)
+    (`WordLattice.from_confusion`), and the answer has one entry per candidate, position by
+    position, in lattice order: its marginal (0 for a candidate of weight -inf, which the
+    word lattice has no arc for)."""
+    if isinstance(lattice, WordLattice):
+        return dag_full.dag_posteriors(lm, lattice)
+    post, log_z = dag_full.dag_posteriors(lm, WordLattice.from_confusion(lattice))
+    live = np.concatenate([np.isfinite(e) for e in lattice.log_emissions])
+    out = np.zeros(len(live))
+    out[live] = post  # from_confusion keeps the finite candidates, in order
+    return out, log_z
 
 
 Plan = tuple[bool, "np.ndarray | None"]
