@@ -5,7 +5,11 @@ and runs a method. Each function here takes `lm` as a maxarpa Model (what `load_
 any `arsdecode.model.TargetModel` (a target of your own), converts it once
 (`as_target_model`), and calls the method that does the work; nothing here decides or
 computes anything (which exact method runs is `methods.dispatch`'s choice). Results are
-natural log (ln); model files are log10.
+natural log (ln); model files are log10. Every argument is checked first (`@v.checked`,
+`arsdecode.validate`): a wrong type or a value out of range is an `ArgumentError` naming the
+function and the argument, raised before any work; a model or lattice is an object, never a
+path (`load_lm` and `arsdecode.lattice.lattice_files` read files), so that a call never hides
+a load.
 """
 
 from __future__ import annotations
@@ -19,12 +23,14 @@ from typing import Any, overload
 import numpy as np
 
 import maxarpa
+from arsdecode import validate as v
+from arsdecode.errors import ModelError
 from arsdecode.lattice import Lattice, WordLattice
 from arsdecode.methods import dispatch
 from arsdecode.methods import marginals as _marginals
 from arsdecode.methods.dag_ars import DagArsResult, DagArsSampleResult
 from arsdecode.methods.dag_full import DagDecodeResult, DagPath
-from arsdecode.methods.dispatch import MarginalsMethod, Method
+from arsdecode.methods.dispatch import MARGINALS_METHODS, METHODS, MarginalsMethod, Method
 from arsdecode.methods.marginals import Marginal, MarginalsResult
 from arsdecode.methods.results import (
     DecodeResult,
@@ -34,7 +40,7 @@ from arsdecode.methods.results import (
     SampleTrace,
 )
 from arsdecode.model import InterpolatedLM, ModelLike, WeightedLM, as_target_model
-from arsdecode.model.interpolated import Missing
+from arsdecode.model.interpolated import MISSING, Missing
 from arsdecode.model.loglinear import LogLinearLM
 from maxarpa.config import Config
 from maxarpa.model import Model
@@ -52,7 +58,19 @@ DATA_DIR = Path(__file__).resolve().parent / "data"
 DEFAULT_LM = DATA_DIR / "state_union.5gram.maxarpa.gz"
 """The embedded 5-gram trained on State of the Union (public domain); used by `sms_decode`."""
 
+# What each public function accepts, per argument (arsdecode.validate says why): checked
+# before any work, a refusal is an ArgumentError naming the function and the argument.
+METHOD = v.one_of(METHODS)
+LM = v.target
+MODELS = v.sequence_of(v.target, "a list of models")
+WEIGHTS = v.sequence_of(v.real(0), "a list of numbers")
+FEATURES = v.optional(v.either(v.path, v.mapping_of(
+    v.text, v.real(), "a {n-gram: ln weight} mapping")))
+LENGTH_PRIOR = v.optional(v.mapping_of(
+    v.positive, v.real(minus_inf=True), "a {length: ln prior} mapping"))
 
+
+@v.checked(path=v.path, config=v.config)
 def load_lm(path: str | Path, *, config: Config | None = None) -> Model:
     """Load an n-gram model: ARPA, MAX-ARPA (plain or .gz/.bz2/.xz) or maxarpa binary.
 
@@ -78,6 +96,7 @@ def decode(lm: ModelLike, lattice: WordLattice, *, method: Method = "auto",
 @overload
 def decode(lm: ModelLike, lattice: WordLattice, *, method: Method = "auto",
            k: int, **options: Any) -> Paths: ...
+@v.checked(lm=LM, lattice=v.lattice, method=METHOD, k=v.optional(v.positive))
 def decode(
     lm: ModelLike,
     lattice: Lattice | WordLattice,
@@ -101,6 +120,8 @@ def decode(
     return dispatch.decode(as_target_model(lm), lattice, method=method, k=k, **options)
 
 
+@v.checked(lm=LM, lm_weight=v.real(0, above=True), sentence_start=v.flag,
+           sentence_end=v.flag)
 def weighted(lm: ModelLike, *, lm_weight: float = 1.0, sentence_start: bool = True,
              sentence_end: bool = True) -> ModelLike:
     """`lm` scored as SRILM disambig scores it: every LM ln probability times `lm_weight`
@@ -117,6 +138,8 @@ def weighted(lm: ModelLike, *, lm_weight: float = 1.0, sentence_start: bool = Tr
                       sentence_end=sentence_end)
 
 
+@v.checked(models=v.sequence_of(v.ngram, "a list of n-gram models"), weights=WEIGHTS,
+           missing=v.one_of(MISSING))
 def interpolate(models: Sequence[Model], weights: Sequence[float], *,
                 missing: Missing = "unk") -> InterpolatedLM:
     """The linear interpolation sum_i weights[i] p_i(w | h) of n-gram models of any orders
@@ -133,6 +156,9 @@ def interpolate(models: Sequence[Model], weights: Sequence[float], *,
     return InterpolatedLM(models, weights, missing=missing)
 
 
+@v.checked(models=MODELS, alphas=v.optional(v.sequence_of(v.real(0, above=True),
+                                                        "a list of numbers")),
+           features=FEATURES, length_prior=LENGTH_PRIOR)
 def loglinear(models: Sequence[ModelLike], alphas: Sequence[float] | None = None, *,
               features: str | Path | Mapping[str, float] | None = None,
               length_prior: Mapping[int, float] | None = None) -> LogLinearLM:
@@ -142,11 +168,17 @@ def loglinear(models: Sequence[ModelLike], alphas: Sequence[float] | None = None
     mapping, `*` a skipped word (`arsdecode.model.loglinear`). Every function here takes it
     as `lm`: decoding is exact, samples follow the normalised score, and the sampler's ln Z is
     the normaliser over the lattice (at a fixed length: `fixed_length_lattice`). Raises
-    OptionError for a bad alpha and ModelError naming the file and line for a bad feature file.
+    OptionError for a bad alpha and ModelError naming the file and line for a bad feature file,
+    or the file when it cannot be read (as `load_lm` names a model file it cannot open).
     """
-    return LogLinearLM(models, alphas, features=features, length_prior=length_prior)
+    try:
+        return LogLinearLM(models, alphas, features=features, length_prior=length_prior)
+    except OSError as err:  # the only file read here: a feature file
+        raise ModelError(f"{features}: cannot read the feature file: "
+                         f"{err.strerror or err}") from None
 
 
+@v.checked(vocab=v.sequence_of(v.text, "a list of str"), length=v.positive)
 def fixed_length_lattice(vocab: Sequence[str], length: int) -> Lattice:
     """A lattice of `length` positions, each holding every word of `vocab` with emission 0
     (`Lattice.fixed_length`): its paths are all sentences of that length over `vocab`, so a
@@ -163,6 +195,8 @@ def decode_many(lm: ModelLike, lattices: Sequence[Lattice], *, method: Method = 
 @overload
 def decode_many(lm: ModelLike, lattices: Sequence[WordLattice], *, method: Method = "auto",
                 **options: Any) -> list[DagDecodeResult] | list[DagArsResult]: ...
+@v.checked(lm=LM, lattices=v.sequence_of(v.lattice, "a list of Lattice or WordLattice"),
+           method=METHOD)
 def decode_many(
     lm: ModelLike,
     lattices: Sequence[Lattice] | Sequence[WordLattice],
@@ -183,6 +217,7 @@ def decode_kbest(lm: ModelLike, lattice: Lattice, k: int, *, method: Method = "a
 @overload
 def decode_kbest(lm: ModelLike, lattice: WordLattice, k: int, *, method: Method = "auto",
                  **options: Any) -> Paths: ...
+@v.checked(lm=LM, lattice=v.lattice, k=v.positive, method=METHOD)
 def decode_kbest(
     lm: ModelLike, lattice: Lattice | WordLattice, k: int, *, method: Method = "auto",
     **options: Any
@@ -205,13 +240,15 @@ def sample(lm: ModelLike, lattice: Lattice, n: int, seed: int | None = None,
 @overload
 def sample(lm: ModelLike, lattice: WordLattice, n: int, seed: int | None = None,
            **options: Any) -> Paths: ...
+@v.checked(lm=LM, lattice=v.lattice, n=v.count, seed=v.seed)
 def sample(
     lm: ModelLike, lattice: Lattice | WordLattice, n: int, seed: int | None = None,
     **options: Any
 ) -> SampleResult | Paths | DagArsSampleResult:
     """`n` exact i.i.d. samples of p over `lattice` by adaptive rejection, with the
     evidence ln Z and its 95% interval (`methods.ars.sample`; options: batch, target_ar,
-    ar_window, variant, max_trials, stop_when_adapted, rng, on_sample).
+    ar_window, variant, max_trials, stop_when_adapted, rng, on_sample, keep: False streams the
+    samples to on_sample only, in constant memory).
 
     A `WordLattice` is sampled exactly from its merged expansion (`methods.dag_full.dag_sample`:
     a list of `DagPath`), or with the option `method="ars"` by adaptive rejection on its
@@ -223,6 +260,7 @@ def sample(
     return dispatch.sample(as_target_model(lm), lattice, n, seed, **options)
 
 
+@v.checked(lm=LM, lattice=v.lattice)
 def lattice_posteriors(lm: ModelLike, lattice: WordLattice | Lattice
                        ) -> tuple[np.ndarray, float]:
     """Every arc's exact posterior probability and ln Z of a word lattice, by forward-backward
@@ -232,6 +270,7 @@ def lattice_posteriors(lm: ModelLike, lattice: WordLattice | Lattice
     return dispatch.lattice_posteriors(lm, lattice)
 
 
+@v.checked(lm=LM, lattice=v.confusion)
 def adapt(lm: ModelLike, lattice: Lattice, **options: Any) -> SampleResult:
     """Refine q until its acceptance rate reaches the target, then stop (the paper's Table 3
     protocol; `methods.ars.adapt`; options: batch, target_ar, ar_window, variant,
@@ -239,6 +278,8 @@ def adapt(lm: ModelLike, lattice: Lattice, **options: Any) -> SampleResult:
     return dispatch.adapt(as_target_model(lm), lattice, **options)
 
 
+@v.checked(lm=LM, lattice=v.lattice, n=v.positive, seed=v.seed, all_candidates=v.flag,
+           method=v.one_of(MARGINALS_METHODS))
 def marginals(
     lm: ModelLike,
     lattice: Lattice | WordLattice,
@@ -262,6 +303,8 @@ def marginals(
                                           **options)
 
 
+@v.checked(observation=v.text, lm=v.optional(v.maxarpa_model), k=v.real(0),
+           top_k=v.optional(v.positive))
 def sms_decode(
     observation: str,
     *,
@@ -318,6 +361,7 @@ class TagResult(DecodeResult):
         return {"words": self.words, "tags": self.tags, **super().to_json()}
 
 
+@v.checked(words=v.words, order=v.optional(v.positive), models=v.optional(v.path))
 def tag(
     words: Sequence[str] | str,
     *,

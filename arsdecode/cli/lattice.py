@@ -310,7 +310,8 @@ def cmd_sample(args: argparse.Namespace) -> int:
 
     try:
         r = sample(lm, lattice, args.n, args.seed, batch=args.batch, target_ar=args.target_ar,
-                   ar_window=args.ar_window, variant=args.variant, on_sample=on_sample)
+                   ar_window=args.ar_window, variant=args.variant, on_sample=on_sample,
+                   keep=args.json)  # streamed output keeps nothing per sample
     except KeyboardInterrupt:  # Ctrl-C or SIGTERM: say what was kept
         kept = "none printed: --json prints at the end (--jsonl streams)" if args.json else (
             "printed above")

@@ -299,17 +299,19 @@ def decode_word_lattice(lm: ModelLike, wl: WordLattice, *, method: Method = "aut
     compiled given n-gram tables, else `methods.dag_full`); "auto" the expansion: on every
     ASR-like lattice measured (docs/results-lattice.md) the compiled expansion is several
     times faster than ARS, whose states are not merged. k-best comes from the expansion
-    (`dag_full.dag_kbest`), for every method. Raises NoPathError if every path has
-    probability zero."""
+    (`dag_full.dag_kbest`), for every method. k-best and ARS stay within `memory_budget()`.
+    Raises NoPathError if every path has probability zero, MemoryBudgetExceeded (before
+    allocating) past the budget."""
     check_method(method)
     check_options("decode" if k is None else "kbest", "dag", method,
                   {"unique": unique, "max_iterations": max_iterations, "tol": tol,
                    "on_iteration": on_iteration})
     if k is not None:
-        return Paths(dag_full.dag_kbest(lm, wl, k, unique=unique), method="full")
+        return Paths(dag_full.dag_kbest(lm, wl, k, unique=unique, max_bytes=memory_budget()),
+                     method="full")
     if method == "ars":
         return dag_ars.dag_ars_decode(lm, wl, max_iterations=max_iterations, tol=tol,
-                                      on_iteration=on_iteration)
+                                      on_iteration=on_iteration, max_bytes=memory_budget())
     return decode_word_lattices(lm, [wl], method=method)[0]
 
 
@@ -323,7 +325,8 @@ def decode_word_lattices(lm: ModelLike, lattices: Sequence[WordLattice], *,
     of nonzero probability."""
     check_method(method)
     if method == "ars":
-        return [dag_ars.dag_ars_decode(lm, wl) for wl in lattices]
+        return [dag_ars.dag_ars_decode(lm, wl, max_bytes=memory_budget())
+                for wl in lattices]
     model = as_target_model(lm)
     ngram = ngram_tables(model)
     if ngram is None:  # no compiled tables: the numpy reference
@@ -345,10 +348,41 @@ def _kbest(lm: ModelLike, lattice: Lattice, k: int, method: str, options: dict):
     compiled one given n-gram tables, else the numpy reference `full_kbest`); "auto" runs the
     compiled one within KBEST_BUDGET_FACTOR times its decode budget (and the memory budget),
     else ARS's k-best; "ars" runs ARS's. ARS options apply to ARS only."""
-    from arsdecode.methods.kbest import decode_kbest
 
     if k < 1:
         raise OptionError("k (the number of paths) must be >= 1")
+    # Every method holds K scores per state (or K paths): no more than the lattice has, as
+    # the CLI's --nbest (k = 10**12 on a small lattice tried to allocate 7.28 TiB).
+    k = min(k, lattice.num_paths())
+    _check_kbest_fits(k, lattice)
+    try:
+        return _kbest_within_budget(lm, lattice, k, method, options)
+    except MemoryError:  # numpy's _ArrayMemoryError included: one line, not a traceback
+        raise OptionError(f"k={k}: the {k} best paths ran out of memory; ask for fewer paths "
+                          "(k, --nbest)") from None
+
+
+def _check_kbest_fits(k: int, lattice: Lattice) -> None:
+    """Refuse a k whose K-lists cannot fit in the memory budget, before any allocation.
+
+    Why: cutting k to the number of paths is no help on a lattice with 10**30 of them, and
+    `decode_kbest(lm, lattice, 10**9)` then died in numpy with a traceback (issue 29 B). The
+    estimate is the CLI's --nbest floor (`cli.options.check_fits`: the paths kept, each a row
+    of candidates and positions), held against the budget that `set_memory_budget` and
+    --memory-budget set, so the API and the CLI refuse alike."""
+    per_path = 24 * max(lattice.widths, default=1) + 16 * len(lattice) + 200
+    need, budget = k * per_path, memory_budget()
+    if need > budget:
+        raise OptionError(f"k={k}: the {k} best paths need about {need / 1e9:,.1f} GB, more "
+                          f"than the memory budget of {budget / 1e9:,.1f} GB; ask for fewer "
+                          "paths, or raise the budget (set_memory_budget, --memory-budget)")
+
+
+def _kbest_within_budget(lm: ModelLike, lattice: Lattice, k: int, method: str,
+                         options: dict):
+    """`_kbest` once k is known to fit."""
+    from arsdecode.methods.kbest import decode_kbest
+
     model = as_target_model(lm)
     ngram = ngram_tables(model)
     if method != "ars" and ngram is not None and len(lattice):
@@ -470,8 +504,9 @@ def lattice_posteriors(lm: ModelLike, lattice: Lattice | WordLattice
     position, in lattice order: its marginal (0 for a candidate of weight -inf, which the
     word lattice has no arc for)."""
     if isinstance(lattice, WordLattice):
-        return dag_full.dag_posteriors(lm, lattice)
-    post, log_z = dag_full.dag_posteriors(lm, WordLattice.from_confusion(lattice))
+        return dag_full.dag_posteriors(lm, lattice, max_bytes=memory_budget())
+    post, log_z = dag_full.dag_posteriors(lm, WordLattice.from_confusion(lattice),
+                                          max_bytes=memory_budget())
     live = np.concatenate([np.isfinite(e) for e in lattice.log_emissions])
     out = np.zeros(len(live))
     out[live] = post  # from_confusion keeps the finite candidates, in order

@@ -32,7 +32,8 @@ _ARS_KBEST = {**_ARS, "on_iteration": None}
 # ARS sampling on a confusion network (methods.ars.sample).
 _ARS_SAMPLE = {"batch": 100, "target_ar": 0.2, "ar_window": 100, "variant": DEFAULT_VARIANT,
                "max_trials": None, "stop_when_adapted": False, "rng": None,
-               "on_sample": None}
+               "on_sample": None, "keep": True}
+_MARGINALS_SAMPLE = {k: v for k, v in _ARS_SAMPLE.items() if k not in ("on_sample", "keep")}
 _ADAPT = {"batch": 100, "target_ar": 0.2, "ar_window": 100, "variant": DEFAULT_VARIANT,
           "max_trials": None, "seed": None, "rng": None}
 # ARS on a word lattice (methods.dag_ars).
@@ -66,8 +67,8 @@ TABLE: dict[tuple[str, str, str], Mapping[str, Any]] = {
     ("sample", "dag", "ars"): _DAG_ARS_SAMPLE,
     ("sample", "dag", "auto"): {},  # auto samples a word lattice from its expansion
     ("sample", "dag", "full"): {},
-    ("marginals", "cn", "auto"): {k: v for k, v in _ARS_SAMPLE.items() if k != "on_sample"},
-    ("marginals", "cn", "sample"): {k: v for k, v in _ARS_SAMPLE.items() if k != "on_sample"},
+    ("marginals", "cn", "auto"): _MARGINALS_SAMPLE,
+    ("marginals", "cn", "sample"): _MARGINALS_SAMPLE,
     ("marginals", "cn", "full"): {},
     ("marginals", "dag", "auto"): {},
     ("marginals", "dag", "full"): {},
