@@ -22,8 +22,8 @@ from typing import Any, overload
 
 import numpy as np
 
+import arsdecode.validate as v
 import maxarpa
-from arsdecode import validate as v
 from arsdecode.errors import ModelError
 from arsdecode.lattice import Lattice, WordLattice
 from arsdecode.methods import dispatch

@@ -48,7 +48,7 @@ NON_DEFAULT = {
     "variant": "paper", "max_iterations": 50, "tol": 1e-7, "on_iteration": lambda *a: None,
     "keep_automaton": True, "prune": True, "unique": True, "batch": 7, "target_ar": 0.5,
     "ar_window": 9, "max_trials": 400, "stop_when_adapted": True, "on_sample": lambda *a: None,
-    "depth": 2, "first_words": False, "seed": 3,
+    "depth": 2, "first_words": False, "seed": 3, "keep": False,
 }
 # `rng` is given a generator (not a default) too; fresh per call.
 OPERATIONS = {  # public operation -> (the table's name, its methods)
