@@ -33,7 +33,7 @@ from arsdecode.core.tolerances import CERTIFICATE_TOL
 from arsdecode.errors import NoPathError, OptionError
 from arsdecode.lattice import Lattice, WordLattice
 from arsdecode.lattice.flat import FlatLattices
-from arsdecode.methods import cost_model, dag_ars, dag_full, fast_full
+from arsdecode.methods import cost_model, dag_ars, dag_full, dag_kbest, dag_posteriors, fast_full
 from arsdecode.methods.ars import decode as ars_decode
 from arsdecode.methods.budget import (  # noqa: F401  (re-exported: dispatch's names)
     BYTES_PER_PAIR,
@@ -299,7 +299,7 @@ def decode_word_lattice(lm: ModelLike, wl: WordLattice, *, method: Method = "aut
     compiled given n-gram tables, else `methods.dag_full`); "auto" the expansion: on every
     ASR-like lattice measured (docs/results-lattice.md) the compiled expansion is several
     times faster than ARS, whose states are not merged. k-best comes from the expansion
-    (`dag_full.dag_kbest`), for every method. k-best and ARS stay within `memory_budget()`.
+    (`dag_kbest.dag_kbest`), for every method. k-best and ARS stay within `memory_budget()`.
     Raises NoPathError if every path has probability zero, MemoryBudgetExceeded (before
     allocating) past the budget."""
     check_method(method)
@@ -307,7 +307,7 @@ def decode_word_lattice(lm: ModelLike, wl: WordLattice, *, method: Method = "aut
                   {"unique": unique, "max_iterations": max_iterations, "tol": tol,
                    "on_iteration": on_iteration})
     if k is not None:
-        return Paths(dag_full.dag_kbest(lm, wl, k, unique=unique, max_bytes=memory_budget()),
+        return Paths(dag_kbest.dag_kbest(lm, wl, k, unique=unique, max_bytes=memory_budget()),
                      method="full")
     if method == "ars":
         return dag_ars.dag_ars_decode(lm, wl, max_iterations=max_iterations, tol=tol,
@@ -499,13 +499,13 @@ def adapt(lm: ModelLike, lattice: Lattice | WordLattice, **options: Any):
 def lattice_posteriors(lm: ModelLike, lattice: Lattice | WordLattice
                        ) -> tuple[np.ndarray, float]:
     """Every arc's exact posterior and ln Z by forward-backward over the merged expansion
-    (`dag_full.dag_posteriors`). A confusion network is read as the word lattice it is
+    (`dag_posteriors.dag_posteriors`). A confusion network is read as the word lattice it is
     (`WordLattice.from_confusion`), and the answer has one entry per candidate, position by
     position, in lattice order: its marginal (0 for a candidate of weight -inf, which the
     word lattice has no arc for)."""
     if isinstance(lattice, WordLattice):
-        return dag_full.dag_posteriors(lm, lattice, max_bytes=memory_budget())
-    post, log_z = dag_full.dag_posteriors(lm, WordLattice.from_confusion(lattice),
+        return dag_posteriors.dag_posteriors(lm, lattice, max_bytes=memory_budget())
+    post, log_z = dag_posteriors.dag_posteriors(lm, WordLattice.from_confusion(lattice),
                                           max_bytes=memory_budget())
     live = np.concatenate([np.isfinite(e) for e in lattice.log_emissions])
     out = np.zeros(len(live))
