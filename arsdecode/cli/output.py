@@ -110,9 +110,18 @@ def warn(message: str) -> None:
     print(f"arsdecode: warning: {message}", file=sys.stderr)
 
 
-def report_uncertified(iterations: int) -> None:
-    print(f"arsdecode: UNCERTIFIED: stopped after {iterations} iterations (--max-iterations); "
-          "the path above is the best found, not proven best", file=sys.stderr)
+def report_uncertified(iterations: int, max_iterations: int | None) -> None:
+    """Say on stderr why a result is not certified: the --max-iterations the user gave, or
+    else a bound ARS could not tighten (every state on the path already exact, yet q above p
+    beyond float noise: scores that overflowed or are not finite). Naming --max-iterations
+    when it was never given sent users looking for a flag they had not used (issue 29 C)."""
+    if max_iterations is not None and iterations >= max_iterations:
+        why = f"stopped after {iterations} iterations (--max-iterations {max_iterations})"
+    else:
+        why = (f"after {iterations} iterations the bound still exceeds the path's score, with "
+               "nothing left to refine (scores too large or not finite?)")
+    print(f"arsdecode: UNCERTIFIED: {why}; the path above is the best found, not proven best",
+          file=sys.stderr)
 
 
 def oov_report(lattice: Lattice | WordLattice, vocabulary: Container[str]) -> dict[str, Any]:

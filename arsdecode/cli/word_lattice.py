@@ -204,7 +204,8 @@ def cmd_decode(args: argparse.Namespace) -> int:
             from arsdecode.cli.options import EXIT_UNCERTIFIED
             from arsdecode.cli.output import report_uncertified
 
-            report_uncertified(getattr(r, "iterations", 1))
+            report_uncertified(getattr(r, "iterations", 1),
+                               getattr(args, "max_iterations", None))
             return EXIT_UNCERTIFIED
     else:
         kb = decode(lm, wl, method=args.method, k=args.nbest, unique=args.unique)
