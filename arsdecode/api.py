@@ -29,9 +29,10 @@ from arsdecode.methods.dag_full import DagDecodeResult, DagPath
 from arsdecode.methods.dispatch import MarginalsMethod, Method
 from arsdecode.methods.marginals import Marginal, MarginalsResult
 from arsdecode.methods.results import DecodeResult, KBestResult, SampleResult, SampleTrace
-from arsdecode.model import InterpolatedLM, ModelLike, WeightedLM, as_target_model
+from arsdecode.model import InterpolatedLM, ModelLike, as_target_model
 from arsdecode.model.interpolated import Missing
 from arsdecode.model.loglinear import LogLinearLM
+from arsdecode.model.target_spec import weighted_target
 from maxarpa.config import Config
 from maxarpa.model import Model
 
@@ -107,10 +108,8 @@ def weighted(lm: ModelLike, *, lm_weight: float = 1.0, sentence_start: bool = Tr
     `lm`, every method included; with the defaults, `lm` itself (nothing to change). Raises
     OptionError for a weight that is not a finite number > 0.
     """
-    if lm_weight == 1.0 and sentence_start and sentence_end and not isinstance(lm, WeightedLM):
-        return lm
-    return WeightedLM(lm, lm_weight=lm_weight, sentence_start=sentence_start,
-                      sentence_end=sentence_end)
+    return weighted_target(lm, lm_weight=lm_weight, sentence_start=sentence_start,
+                           sentence_end=sentence_end)  # the builder's own (model.target_spec)
 
 
 def interpolate(models: Sequence[Model], weights: Sequence[float], *,

@@ -157,9 +157,17 @@ def build_target(spec: TargetSpec, *, load_ngram: NgramLoader | None = None,
 
 
 def _weighted(model: Any, spec: TargetSpec) -> Any:
-    """`model` scored with the spec's LM weight and sentence markers (itself when they are
-    the defaults: nothing to change)."""
-    if spec.lm_weight == 1.0 and spec.sentence_start and spec.sentence_end:
+    return weighted_target(model, lm_weight=spec.lm_weight,
+                           sentence_start=spec.sentence_start, sentence_end=spec.sentence_end)
+
+
+def weighted_target(model: Any, *, lm_weight: float = 1.0, sentence_start: bool = True,
+                    sentence_end: bool = True) -> Any:
+    """`model` scored with an LM weight and sentence markers (`WeightedLM`), or `model` itself
+    when they are the defaults and it is not weighted already: nothing to change, so the
+    compiled core sees the plain model. `arsdecode.api.weighted` is this."""
+    if lm_weight == 1.0 and sentence_start and sentence_end and not isinstance(model,
+                                                                               WeightedLM):
         return model
-    return WeightedLM(model, lm_weight=spec.lm_weight, sentence_start=spec.sentence_start,
-                      sentence_end=spec.sentence_end)
+    return WeightedLM(model, lm_weight=lm_weight, sentence_start=sentence_start,
+                      sentence_end=sentence_end)
