@@ -35,8 +35,8 @@ _EXPORTS = {
     "Lattice": "arsdecode.lattice",
     "WordLattice": "arsdecode.lattice",
     **{name: "arsdecode.errors" for name in (
-        "ArsDecodeError", "AutomatonError", "LatticeError", "ModelError", "NoPathError",
-        "ObservationError", "OptionError", "TargetError")},
+        "ArgumentError", "ArsDecodeError", "AutomatonError", "LatticeError", "ModelError",
+        "NoPathError", "ObservationError", "OptionError", "TargetError")},
 }
 
 if TYPE_CHECKING:
@@ -62,6 +62,7 @@ if TYPE_CHECKING:
         weighted,
     )
     from arsdecode.errors import (
+        ArgumentError,
         ArsDecodeError,
         AutomatonError,
         LatticeError,
@@ -88,6 +89,7 @@ def __dir__() -> list[str]:
 
 
 __all__ = [
+    "ArgumentError",
     "ArsDecodeError",
     "AutomatonError",
     "DecodeResult",

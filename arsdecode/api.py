@@ -5,7 +5,11 @@ and runs a method. Each function here takes `lm` as a maxarpa Model (what `load_
 any `arsdecode.model.TargetModel` (a target of your own), converts it once
 (`as_target_model`), and calls the method that does the work; nothing here decides or
 computes anything (which exact method runs is `methods.dispatch`'s choice). Results are
-natural log (ln); model files are log10.
+natural log (ln); model files are log10. Every argument is checked first (`@v.checked`,
+`arsdecode.validate`): a wrong type or a value out of range is an `ArgumentError` naming the
+function and the argument, raised before any work; a model or lattice is an object, never a
+path (`load_lm` and `arsdecode.lattice.lattice_files` read files), so that a call never hides
+a load.
 """
 
 from __future__ import annotations
@@ -18,19 +22,25 @@ from typing import Any, overload
 
 import numpy as np
 
+import arsdecode.validate as v
 import maxarpa
+from arsdecode.errors import ModelError
 from arsdecode.lattice import Lattice, WordLattice
-from arsdecode.methods import dag_ars, dag_full, dispatch
+from arsdecode.methods import dispatch
 from arsdecode.methods import marginals as _marginals
-from arsdecode.methods.ars import adapt as _adapt
-from arsdecode.methods.ars import sample as _sample
-from arsdecode.methods.dag_ars import DagArsResult
+from arsdecode.methods.dag_ars import DagArsResult, DagArsSampleResult
 from arsdecode.methods.dag_full import DagDecodeResult, DagPath
-from arsdecode.methods.dispatch import MarginalsMethod, Method
+from arsdecode.methods.dispatch import MARGINALS_METHODS, METHODS, MarginalsMethod, Method
 from arsdecode.methods.marginals import Marginal, MarginalsResult
-from arsdecode.methods.results import DecodeResult, KBestResult, SampleResult, SampleTrace
+from arsdecode.methods.results import (
+    DecodeResult,
+    KBestResult,
+    Paths,
+    SampleResult,
+    SampleTrace,
+)
 from arsdecode.model import InterpolatedLM, ModelLike, as_target_model
-from arsdecode.model.interpolated import Missing
+from arsdecode.model.interpolated import MISSING, Missing
 from arsdecode.model.loglinear import LogLinearLM
 from arsdecode.model.target_spec import weighted_target
 from maxarpa.config import Config
@@ -49,7 +59,19 @@ DATA_DIR = Path(__file__).resolve().parent / "data"
 DEFAULT_LM = DATA_DIR / "state_union.5gram.maxarpa.gz"
 """The embedded 5-gram trained on State of the Union (public domain); used by `sms_decode`."""
 
+# What each public function accepts, per argument (arsdecode.validate says why): checked
+# before any work, a refusal is an ArgumentError naming the function and the argument.
+METHOD = v.one_of(METHODS)
+LM = v.target
+MODELS = v.sequence_of(v.target, "a list of models")
+WEIGHTS = v.sequence_of(v.real(0), "a list of numbers")
+FEATURES = v.optional(v.either(v.path, v.mapping_of(
+    v.text, v.real(), "a {n-gram: ln weight} mapping")))
+LENGTH_PRIOR = v.optional(v.mapping_of(
+    v.positive, v.real(minus_inf=True), "a {length: ln prior} mapping"))
 
+
+@v.checked(path=v.path, config=v.config)
 def load_lm(path: str | Path, *, config: Config | None = None) -> Model:
     """Load an n-gram model: ARPA, MAX-ARPA (plain or .gz/.bz2/.xz) or maxarpa binary.
 
@@ -74,7 +96,8 @@ def decode(lm: ModelLike, lattice: WordLattice, *, method: Method = "auto",
            k: None = None, **options: Any) -> DagDecodeResult | DagArsResult: ...
 @overload
 def decode(lm: ModelLike, lattice: WordLattice, *, method: Method = "auto",
-           k: int, **options: Any) -> list[DagPath]: ...
+           k: int, **options: Any) -> Paths: ...
+@v.checked(lm=LM, lattice=v.lattice, method=METHOD, k=v.optional(v.positive))
 def decode(
     lm: ModelLike,
     lattice: Lattice | WordLattice,
@@ -82,7 +105,7 @@ def decode(
     method: Method = "auto",
     k: int | None = None,
     **options: Any,
-) -> DecodeResult | KBestResult | DagDecodeResult | DagArsResult | list[DagPath]:
+) -> DecodeResult | KBestResult | DagDecodeResult | DagArsResult | Paths:
     """The exact most probable path of p over `lattice` (natural log).
 
     `method`: "ars" (adaptive rejection, Algorithm 1 of Carter et al.), "full" (the merged
@@ -98,6 +121,8 @@ def decode(
     return dispatch.decode(as_target_model(lm), lattice, method=method, k=k, **options)
 
 
+@v.checked(lm=LM, lm_weight=v.real(0, above=True), sentence_start=v.flag,
+           sentence_end=v.flag)
 def weighted(lm: ModelLike, *, lm_weight: float = 1.0, sentence_start: bool = True,
              sentence_end: bool = True) -> ModelLike:
     """`lm` scored as SRILM disambig scores it: every LM ln probability times `lm_weight`
@@ -112,6 +137,8 @@ def weighted(lm: ModelLike, *, lm_weight: float = 1.0, sentence_start: bool = Tr
                            sentence_end=sentence_end)  # the builder's own (model.target_spec)
 
 
+@v.checked(models=v.sequence_of(v.ngram, "a list of n-gram models"), weights=WEIGHTS,
+           missing=v.one_of(MISSING))
 def interpolate(models: Sequence[Model], weights: Sequence[float], *,
                 missing: Missing = "unk") -> InterpolatedLM:
     """The linear interpolation sum_i weights[i] p_i(w | h) of n-gram models of any orders
@@ -128,6 +155,9 @@ def interpolate(models: Sequence[Model], weights: Sequence[float], *,
     return InterpolatedLM(models, weights, missing=missing)
 
 
+@v.checked(models=MODELS, alphas=v.optional(v.sequence_of(v.real(0, above=True),
+                                                        "a list of numbers")),
+           features=FEATURES, length_prior=LENGTH_PRIOR)
 def loglinear(models: Sequence[ModelLike], alphas: Sequence[float] | None = None, *,
               features: str | Path | Mapping[str, float] | None = None,
               length_prior: Mapping[int, float] | None = None) -> LogLinearLM:
@@ -137,11 +167,17 @@ def loglinear(models: Sequence[ModelLike], alphas: Sequence[float] | None = None
     mapping, `*` a skipped word (`arsdecode.model.loglinear`). Every function here takes it
     as `lm`: decoding is exact, samples follow the normalised score, and the sampler's ln Z is
     the normaliser over the lattice (at a fixed length: `fixed_length_lattice`). Raises
-    OptionError for a bad alpha and ModelError naming the file and line for a bad feature file.
+    OptionError for a bad alpha and ModelError naming the file and line for a bad feature file,
+    or the file when it cannot be read (as `load_lm` names a model file it cannot open).
     """
-    return LogLinearLM(models, alphas, features=features, length_prior=length_prior)
+    try:
+        return LogLinearLM(models, alphas, features=features, length_prior=length_prior)
+    except OSError as err:  # the only file read here: a feature file
+        raise ModelError(f"{features}: cannot read the feature file: "
+                         f"{err.strerror or err}") from None
 
 
+@v.checked(vocab=v.sequence_of(v.text, "a list of str"), length=v.positive)
 def fixed_length_lattice(vocab: Sequence[str], length: int) -> Lattice:
     """A lattice of `length` positions, each holding every word of `vocab` with emission 0
     (`Lattice.fixed_length`): its paths are all sentences of that length over `vocab`, so a
@@ -152,16 +188,25 @@ def fixed_length_lattice(vocab: Sequence[str], length: int) -> Lattice:
     return Lattice.fixed_length(vocab, length)
 
 
+@overload
+def decode_many(lm: ModelLike, lattices: Sequence[Lattice], *, method: Method = "auto",
+                **options: Any) -> list[DecodeResult]: ...
+@overload
+def decode_many(lm: ModelLike, lattices: Sequence[WordLattice], *, method: Method = "auto",
+                **options: Any) -> list[DagDecodeResult] | list[DagArsResult]: ...
+@v.checked(lm=LM, lattices=v.sequence_of(v.lattice, "a list of Lattice or WordLattice"),
+           method=METHOD)
 def decode_many(
     lm: ModelLike,
-    lattices: Sequence[Lattice],
+    lattices: Sequence[Lattice] | Sequence[WordLattice],
     *,
     method: Method = "auto",
     **options: Any,
-) -> list[DecodeResult]:
+) -> list[DecodeResult] | list[DagDecodeResult] | list[DagArsResult]:
     """`decode` on every lattice, in input order, with the model queries batched across
     lattices (`methods.dispatch.decode_many`; options: variant, max_iterations, tol). Each
-    result equals `decode`'s on that lattice, apart from `seconds`."""
+    result equals `decode`'s on that lattice, apart from `seconds`. Word lattices (one kind
+    per call) give `decode`'s word-lattice results."""
     return dispatch.decode_many(as_target_model(lm), lattices, method=method, **options)
 
 
@@ -170,11 +215,12 @@ def decode_kbest(lm: ModelLike, lattice: Lattice, k: int, *, method: Method = "a
                  **options: Any) -> KBestResult: ...
 @overload
 def decode_kbest(lm: ModelLike, lattice: WordLattice, k: int, *, method: Method = "auto",
-                 **options: Any) -> list[DagPath]: ...
+                 **options: Any) -> Paths: ...
+@v.checked(lm=LM, lattice=v.lattice, k=v.positive, method=METHOD)
 def decode_kbest(
     lm: ModelLike, lattice: Lattice | WordLattice, k: int, *, method: Method = "auto",
     **options: Any
-) -> KBestResult | list[DagPath]:
+) -> KBestResult | Paths:
     """The k most probable distinct paths of p, each exact and certified, best first.
 
     A `WordLattice` gives a list of `DagPath` (`methods.dispatch.decode_word_lattice`; option
@@ -192,42 +238,50 @@ def sample(lm: ModelLike, lattice: Lattice, n: int, seed: int | None = None,
            **options: Any) -> SampleResult: ...
 @overload
 def sample(lm: ModelLike, lattice: WordLattice, n: int, seed: int | None = None,
-           **options: Any) -> list[DagPath]: ...
+           **options: Any) -> Paths: ...
+@v.checked(lm=LM, lattice=v.lattice, n=v.count, seed=v.seed)
 def sample(
     lm: ModelLike, lattice: Lattice | WordLattice, n: int, seed: int | None = None,
     **options: Any
-) -> SampleResult | list[DagPath]:
+) -> SampleResult | Paths | DagArsSampleResult:
     """`n` exact i.i.d. samples of p over `lattice` by adaptive rejection, with the
     evidence ln Z and its 95% interval (`methods.ars.sample`; options: batch, target_ar,
-    ar_window, variant, max_trials, stop_when_adapted, rng, on_sample).
+    ar_window, variant, max_trials, stop_when_adapted, rng, on_sample, keep: False streams the
+    samples to on_sample only, in constant memory).
 
     A `WordLattice` is sampled exactly from its merged expansion (`methods.dag_full.dag_sample`:
     a list of `DagPath`), or with the option `method="ars"` by adaptive rejection on its
     q-automaton (`methods.dag_ars.dag_ars_sample`: a DagArsSampleResult with the acceptance
-    rate and the ln Z estimate; options batch, target_ar, ...)."""
-    if isinstance(lattice, WordLattice):
-        if options.pop("method", "full") == "ars":
-            return dag_ars.dag_ars_sample(lm, lattice, n, seed, **options)  # type: ignore
-        return dag_full.dag_sample(lm, lattice, n, seed)
-    return _sample(as_target_model(lm), lattice, n, seed, **options)
+    rate and the ln Z estimate; options batch, target_ar, ...). `method="full"` on a
+    confusion network draws by the merged full DP, with the exact ln Z. Which method runs
+    is `methods.dispatch.sample`'s choice; an option the chosen sampler does not take is an
+    OptionError naming it."""
+    return dispatch.sample(as_target_model(lm), lattice, n, seed, **options)
 
 
-def lattice_posteriors(lm: ModelLike, lattice: WordLattice) -> tuple[np.ndarray, float]:
+@v.checked(lm=LM, lattice=v.lattice)
+def lattice_posteriors(lm: ModelLike, lattice: WordLattice | Lattice
+                       ) -> tuple[np.ndarray, float]:
     """Every arc's exact posterior probability and ln Z of a word lattice, by forward-backward
-    over its merged expansion (`methods.dag_full.dag_posteriors`)."""
-    return dag_full.dag_posteriors(lm, lattice)
+    over its merged expansion (`methods.dag_full.dag_posteriors`). A confusion network is
+    read as `WordLattice.from_confusion(lattice)`; its answer has one entry per candidate,
+    position by position (`methods.dispatch.lattice_posteriors`)."""
+    return dispatch.lattice_posteriors(lm, lattice)
 
 
+@v.checked(lm=LM, lattice=v.confusion)
 def adapt(lm: ModelLike, lattice: Lattice, **options: Any) -> SampleResult:
     """Refine q until its acceptance rate reaches the target, then stop (the paper's Table 3
     protocol; `methods.ars.adapt`; options: batch, target_ar, ar_window, variant,
     max_trials, seed, rng)."""
-    return _adapt(as_target_model(lm), lattice, **options)
+    return dispatch.adapt(as_target_model(lm), lattice, **options)
 
 
+@v.checked(lm=LM, lattice=v.lattice, n=v.positive, seed=v.seed, all_candidates=v.flag,
+           method=v.one_of(MARGINALS_METHODS))
 def marginals(
     lm: ModelLike,
-    lattice: Lattice,
+    lattice: Lattice | WordLattice,
     n: int = 1000,
     seed: int | None = None,
     *,
@@ -241,12 +295,15 @@ def marginals(
     samples, with 95% Wilson intervals and ln Z's 95% interval from the same run (options go to
     `sample`); "auto" (the default): exact when the merged states fit a budget
     (`methods.dispatch.MARGINALS_FULL_STATES`), else sampled. `all_candidates=False` lists only
-    the tokens drawn (exact: of nonzero probability)."""
+    the tokens drawn (exact: of nonzero probability). A `WordLattice` gets its exact arc
+    posteriors (methods "full" and "auto"): one list per arc, in arc order."""
     return _marginals.posterior_marginals(as_target_model(lm), lattice, n, seed,
                                           all_candidates=all_candidates, method=method,
                                           **options)
 
 
+@v.checked(observation=v.text, lm=v.optional(v.maxarpa_model), k=v.real(0),
+           top_k=v.optional(v.positive))
 def sms_decode(
     observation: str,
     *,
@@ -303,6 +360,7 @@ class TagResult(DecodeResult):
         return {"words": self.words, "tags": self.tags, **super().to_json()}
 
 
+@v.checked(words=v.words, order=v.optional(v.positive), models=v.optional(v.path))
 def tag(
     words: Sequence[str] | str,
     *,

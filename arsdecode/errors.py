@@ -11,6 +11,9 @@ The tree, and the user mistake each class means:
     ArsDecodeError          any bad input or impossible request (the base; never raised itself)
       OptionError           an argument value outside its documented range (a CLI option or
                             a keyword argument: a negative --batch, an unknown method)
+        ArgumentError       an argument of a public function (arsdecode.api) of the wrong type
+                            or out of range, refused before any work (arsdecode.validate);
+                            also a TypeError
       LatticeError          a lattice that cannot be decoded: unreadable or malformed file,
                             an empty position, a NaN weight, a sentence marker as a token
       NoPathError           a lattice whose every path has probability zero
@@ -19,6 +22,8 @@ The tree, and the user mistake each class means:
       TargetError           a token sequence the lattice does not allow, given to the target p
       BoundViolationError   a model whose "upper bounds" are not bounds (a corrupt or
                             hand-edited MAX-ARPA table, a TargetModel with a wrong log_bound)
+      MemoryBudgetExceeded  a request that would need more memory than the memory budget
+                            (--memory-budget): refused before allocating it, naming the option
       ObservationError      a task observation that cannot become a lattice (a bad keypad
                             string, an empty sentence, a word no tag can emit)
         NoCandidatesError     (arsdecode.tasks.sms.keypad) a digit string whose length no
@@ -42,6 +47,9 @@ found (`methods.ars.DecodeInterrupted`, `methods.kbest.KBestInterrupted`,
 
 Every class subclasses ValueError, as maxarpa's do: each is a bad value given by the caller,
 and code written for the standard library's convention (`except ValueError`) still sees it.
+`ArgumentError` is a TypeError as well (as scikit-learn's InvalidParameterError is both): a
+wrong type is a TypeError by Python's convention, and calls like `sample(lm, lat, 2.5)` raised
+one before the public functions checked their arguments, so `except TypeError` keeps working.
 """
 
 from __future__ import annotations
@@ -53,6 +61,14 @@ class ArsDecodeError(ValueError):
 
 class OptionError(ArsDecodeError):
     """An argument value outside its documented range (a CLI option or a keyword argument)."""
+
+
+class ArgumentError(OptionError, TypeError):
+    """An argument of a public function of the wrong type or outside its range (`k=0`,
+    `n=2.5`, `lm="model.arpa"`), refused before any work; the message names the function
+    and the argument. Why an OptionError: it is the same mistake, found at the door, so
+    callers catching OptionError for a range (`n < 0`) still catch it; why a TypeError: see
+    the module docstring."""
 
 
 class LatticeError(ArsDecodeError):
@@ -77,6 +93,20 @@ class BoundViolationError(ArsDecodeError):
     model's bounds are wrong (a hand-edited or corrupt MAX-ARPA table, a TargetModel whose
     `log_bound` is not a bound). Raised instead of certifying or sampling on a broken bound;
     the message names the position, the word and its context."""
+
+
+class MemoryBudgetExceeded(ArsDecodeError):
+    """A request whose memory would pass the memory budget (`methods.dispatch.memory_budget`,
+    the CLI's --memory-budget): refused before the memory is allocated, with one line that
+    names the option that would help (a larger --memory-budget, a smaller --nbest), instead
+    of a MemoryError traceback or the OOM killer."""
+
+    @classmethod
+    def of(cls, what: str, need: float, max_bytes: int, hint: str) -> MemoryBudgetExceeded:
+        """The refusal of `what`, estimated to need `need` bytes, naming the help (`hint`)."""
+        mib = max_bytes >> 20
+        return cls(f"{what} needs more than the memory budget of {mib} MiB (at least "
+                   f"{max(int(need) >> 20, mib + 1)} MiB); {hint}")
 
 
 class ObservationError(ArsDecodeError):

@@ -37,6 +37,8 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("arsdecode.methods",),
     # testing (brute force, reference ARS) may use what tasks may use
     ("arsdecode.batch", "arsdecode.tasks", "arsdecode.testing"),
+    # the public functions' argument checks (api's), over the types of the layers below
+    ("arsdecode.validate",),
     # the package root re-exports api's (and lower) names lazily: importing it is importing api
     ("arsdecode.api", "arsdecode"),
     ("arsdecode.cli", "arsdecode.__main__"),

@@ -486,3 +486,29 @@ def test_context_hash_is_maxarpas_row_hash():
                 if n:
                     row[0, width - n:] = ctx
                 assert context_hash(ctx, width) == int(row_hashes(row)[0])
+
+
+def test_every_target_is_the_longest_suffix_present(random_lms):
+    """The construction's determinism, on q^(0) (one-word contexts set a node's matrix at a
+    time, `_first_word_targets`) and after refinements: each (state, arc) goes to the state
+    at the arc's destination whose context is the longest suffix of the state's context
+    extended by the arc's word (its context itself on an epsilon arc)."""
+    for which in (2, 5):
+        model = random_lms[which]
+        rng = random.Random(which)
+        for _ in range(15):
+            wl = random_word_lattice(rng, model.words)
+            qa = DagQAutomaton(as_target_model(model.lm), wl)
+            for step in range(3):
+                for u, node in enumerate(qa.nodes):
+                    lo = int(qa.arc_lo[u])
+                    for s, ctx in enumerate(node.contexts):
+                        for j, d in enumerate(qa.arc_dst[u].tolist()):
+                            full = qa.extend(ctx, lo + j)
+                            present = [c for c in qa.nodes[d].contexts
+                                       if c == full[len(full) - len(c):] or not c]
+                            want = max(present, key=len)
+                            got = qa.nodes[d].contexts[int(node.targets[s, j])]
+                            assert got == want, (which, step, u, ctx, j, got, want)
+                paths = list(wl.paths())
+                qa.refine_paths([rng.choice(paths)[0]])

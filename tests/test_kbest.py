@@ -77,6 +77,37 @@ def test_k_larger_than_paths(random_lms):
     assert len(r.paths) == sum(lp > -math.inf for lp in brute_model(model.lm, lattice).log_p)
 
 
+
+@pytest.mark.parametrize("method", ["auto", "full", "ars"])
+def test_a_huge_k_is_cut_to_the_number_of_paths(random_lms, method):
+    """decode_kbest(lm, lattice, 10**12) tried to allocate 7.28 TiB (K scores per state); the
+    CLI's --nbest was already cut to the number of paths, now the API is too."""
+    import arsdecode
+
+    model = random_lms[1]
+    lattice = make_lattice(random.Random(3), model, max_len=3, max_width=2, neg_inf=0.5)
+    r = arsdecode.decode_kbest(model.lm, lattice, 10**12, method=method)
+    want = sorted((lp for lp in brute_model(model.lm, lattice).log_p if lp > -math.inf),
+                  reverse=True)
+    assert r.certified and [p.log_p for p in r.paths] == pytest.approx(want, abs=1e-9)
+
+
+@pytest.mark.parametrize("method", ["auto", "full", "ars"])
+def test_a_huge_k_on_a_huge_lattice_is_refused_in_one_line(random_lms, method):
+    """Cutting k to the number of paths is no help when the lattice has 10**40 of them:
+    decode_kbest(lm, lattice, 10**12) then died in numpy with an allocation traceback. It is
+    refused before any work, naming k and the budget."""
+    import arsdecode
+    from arsdecode.errors import OptionError
+
+    model = random_lms[1]
+    words = sorted(set(model.words))[:10]
+    lattice = Lattice.from_lists([[(w, -1.0) for w in words]] * 40)  # len(words)**40 paths
+    with pytest.raises(OptionError, match=r"^k=1000000000000: .* memory budget") as info:
+        arsdecode.decode_kbest(model.lm, lattice, 10**12, method=method)
+    assert "\n" not in str(info.value)
+
+
 UNIGRAM_TIES = """
 \\data\\
 ngram 1=5

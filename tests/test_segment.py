@@ -12,7 +12,6 @@ import gzip
 import math
 import random
 import shutil
-import time
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -143,16 +142,16 @@ def test_prepare_input_keeps_the_writers_separators_as_breaks():
                    for b in breaks)
 
 
-def test_a_long_text_builds_fast():
+def test_a_long_text_builds_one_node_per_character():
+    """Its speed is measured in bench/bench_lattice_building.py, not here: a timing assert
+    fails at random on a loaded 2-core CI machine (issue 29 F)."""
     lm = maxarpa.load(_embedded())
     index = SurfaceIndex.of_model(lm)
     rng = random.Random(0)
     words = [w for w in index.words if w.isalpha()]
     text = "".join(rng.choice(words) for _ in range(600))[:3000]
-    t0 = time.perf_counter()
     wl = segmentation_lattice(text, index)
-    seconds = time.perf_counter() - t0
-    assert wl.n_nodes == 3001 and seconds < 0.5, seconds
+    assert wl.n_nodes == 3001
 
 
 def test_segmentation_words_maps_decoded_words_back_to_substrings():

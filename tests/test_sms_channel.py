@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import itertools
 import math
-import time
 
 import numpy as np
 import pytest
@@ -153,17 +152,6 @@ def test_lattice_shape_and_validity(channel: KeypadChannel) -> None:
     assert again.tokens == lat.tokens
     pruned = channel.build_lattice(obs, top_k=5)
     assert pruned.widths == [min(5, n) for n in lat.widths]
-
-
-def test_lattice_building_is_fast(channel: KeypadChannel) -> None:
-    words = "the president said that the congress must act now on these problems".split()
-    obs = sample_sentence(words[:10], np.random.default_rng(1))
-    best = math.inf
-    for _ in range(5):
-        t0 = time.perf_counter()
-        channel.build_lattice(obs)
-        best = min(best, time.perf_counter() - t0)
-    assert best < 0.05
 
 
 def test_build_lattice_function_matches_channel(vocab: list[str], channel: KeypadChannel) -> None:

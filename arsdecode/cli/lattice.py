@@ -120,7 +120,7 @@ def print_nbest(args: argparse.Namespace, lm, lattice: Lattice, oov: dict) -> in
         print(f"({status}, ln) iterations={kb.iterations} states={kb.states} "
               f"seconds={kb.seconds:.3f}", flush=True)
     if not kb.certified:
-        report_uncertified(kb.iterations)
+        report_uncertified(kb.iterations, args.max_iterations)
         return EXIT_UNCERTIFIED
     return EXIT_OK
 
@@ -226,7 +226,7 @@ def cmd_decode(args: argparse.Namespace) -> int:
     if outputs:
         write_automaton(args, r.automaton)
     if not r.certified:
-        report_uncertified(r.iterations)
+        report_uncertified(r.iterations, args.max_iterations)
         return EXIT_UNCERTIFIED
     return EXIT_OK
 
@@ -277,7 +277,8 @@ def cmd_sample(args: argparse.Namespace) -> int:
 
     try:
         r = sample(lm, lattice, args.n, args.seed, batch=args.batch, target_ar=args.target_ar,
-                   ar_window=args.ar_window, variant=args.variant, on_sample=on_sample)
+                   ar_window=args.ar_window, variant=args.variant, on_sample=on_sample,
+                   keep=args.json)  # streamed output keeps nothing per sample
     except KeyboardInterrupt:  # Ctrl-C or SIGTERM: say what was kept
         kept = "none printed: --json prints at the end (--jsonl streams)" if args.json else (
             "printed above")

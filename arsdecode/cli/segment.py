@@ -95,7 +95,7 @@ def run(args: argparse.Namespace) -> int:
             draws = sample(lm, wl, args.sample, args.seed)
             rows = [(seg.segmentation_words(d.words, text), d.log_p) for d in draws]
         elif args.nbest is not None:
-            rows = _distinct_segmentations(decode, lm, wl, text, args.nbest, seg)
+            rows = seg.best_segmentations(lm, wl, text, args.nbest)
         else:
             best = decode(lm, wl)
             rows = [(seg.segmentation_words(best.words, text), best.log_p)]
@@ -112,22 +112,3 @@ def run(args: argparse.Namespace) -> int:
                 print(f"{fixed(log_p, 6)}\t{' '.join(words)}")
     return EXIT_OK
 
-
-def _distinct_segmentations(decode, lm, wl, text: str, k: int, seg) -> list:
-    """The K best distinct segmentations (cut points), each with its best ln score: the best
-    distinct word sequences, those that cut the text the same way merged (two LM words can
-    share a surface form: "its" and "it's"). Asks for more sequences until K cuts are found
-    or the lattice has no more."""
-    want = k
-    while True:
-        top = decode(lm, wl, k=want, unique=True)
-        rows: list[tuple[list[str], float]] = []
-        seen: set[tuple[str, ...]] = set()
-        for p in top:
-            words = seg.segmentation_words(p.words, text)
-            if tuple(words) not in seen:
-                seen.add(tuple(words))
-                rows.append((words, p.log_p))
-        if len(rows) >= k or len(top) < want:
-            return rows[:k]
-        want *= 2

@@ -30,7 +30,8 @@ WORD_LATTICE_HELP = (
     "arcs' ln weights, its final node's, the word penalty per word and lm-scale x ln p_LM of "
     "its words with <s> and </s>. Method 'full' (and 'auto') decodes them by the merged "
     "expansion, compiled; 'ars' by adaptive rejection over (node, context) states; k-best, "
-    "posteriors and samples come from the expansion."
+    "posteriors and samples come from the expansion. k-best, posteriors and 'ars' stay within "
+    "--memory-budget, or refuse in one line before allocating."
 )
 
 
@@ -174,6 +175,9 @@ def cmd_decode(args: argparse.Namespace) -> int:
     if trace is not None and args.nbest is not None:
         raise OptionError("--trace shows ARS's iterations; a word lattice's k-best comes from "
                           "its expansion")
+    if args.nbest is not None and args.method == "ars":
+        raise OptionError("--nbest on a word lattice comes from its exact expansion: use "
+                          "--method full or auto (--method ars decodes the single best path)")
     wl, lm, oov = load(args)
     if args.nbest is None:
         try:  # Ctrl-C of ARS: the best path so far (the expansion has none to give)
@@ -196,14 +200,15 @@ def cmd_decode(args: argparse.Namespace) -> int:
             from arsdecode.cli.options import EXIT_UNCERTIFIED
             from arsdecode.cli.output import report_uncertified
 
-            report_uncertified(getattr(r, "iterations", 1))
+            report_uncertified(getattr(r, "iterations", 1),
+                               getattr(args, "max_iterations", None))
             return EXIT_UNCERTIFIED
     else:
         kb = decode(lm, wl, method=args.method, k=args.nbest, unique=args.unique)
         paths = [p.arcs for p in kb]
         if args.json:
-            print_json({"words": kb[0].words, "log_p": kb[0].log_p, "certified": True,
-                        "method": "full", "nbest": [p.to_json() for p in kb], "oov": oov})
+            print_json({"words": kb[0].words, "log_p": kb[0].log_p, "certified": kb.certified,
+                        "method": kb.method, "nbest": [p.to_json() for p in kb], "oov": oov})
         else:
             for rank, p in enumerate(kb, start=1):
                 print(f"{rank}\t{fixed(p.log_p, 6)}\t{' '.join(p.words)}")
@@ -215,20 +220,35 @@ def cmd_decode(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+SAMPLE_CHUNK = 100_000
+"""Streamed word-lattice samples are drawn this many at a time (one generator throughout)."""
+
+
 def cmd_sample(args: argparse.Namespace) -> int:
-    """`sample --lattice WORD_LATTICE -n N`: exact i.i.d. paths (from the merged expansion)."""
-    from arsdecode.api import sample
+    """`sample --lattice WORD_LATTICE -n N`: exact i.i.d. paths (from the merged expansion).
+
+    Streamed output (--jsonl, text) is drawn SAMPLE_CHUNK paths at a time, so memory does not
+    grow with N (it held every path: 200 MB at N = 200,000); up to SAMPLE_CHUNK the samples
+    are those of one call with the seed. Each chunk expands the lattice again."""
+    import numpy as np
+
+    from arsdecode.methods.dispatch import sample
 
     wl, lm, _ = load(args)
-    draws = sample(lm, wl, args.n, args.seed)
+    rng = np.random.default_rng(args.seed)
     if args.json:
-        print_json({"samples": [p.to_json() for p in draws], "method": "full"})
-    elif args.jsonl:
-        for p in draws:
-            print(json.dumps(p.to_json()), flush=True)
-    else:
-        for p in draws:
-            print(f"{fixed(p.log_p, 6)}\t{' '.join(p.words)}")
+        draws = sample(lm, wl, args.n, rng)  # dispatch's choice, which it reports
+        print_json({"samples": [p.to_json() for p in draws], "method": draws.method})
+        return EXIT_OK
+    left = args.n
+    while left:
+        chunk = min(left, SAMPLE_CHUNK)
+        for p in sample(lm, wl, chunk, rng):
+            if args.jsonl:
+                print(json.dumps(p.to_json()), flush=True)
+            else:
+                print(f"{fixed(p.log_p, 6)}\t{' '.join(p.words)}")
+        left -= chunk
     return EXIT_OK
 
 

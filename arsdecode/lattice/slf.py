@@ -14,9 +14,10 @@ Long names are the book's: VERSION, UTTERANCE, NODES, LINKS for the header; time
 div, acoustic for nodes; START, END, WORD, var, div, acoustic, ngram, language for links.
 
 Header. `N=`/`NODES=` and `L=`/`LINKS=` are compulsory and must agree with the file (the number
-of `I=` lines, when there are any, and of `J=` lines). `base=` is the log base of every score
-field: absent means e; `base=10` is log10 (SRILM's choice); `base=0` means the scores are
-plain probabilities/likelihoods, not logs. `start=`/`end=` name the start and the end node;
+of `I=` lines, when there are any, and of `J=` lines); memory follows the nodes the lines name,
+never `N=` (a three-line file may claim N=10^9). `base=` is the log base of every score field:
+absent means e; `base=10` is log10 (SRILM's choice); `base=0` means the scores are plain
+probabilities/likelihoods, not logs. `start=`/`end=` name the start and the end node;
 without `start=` the start is the one node no link enters (two such nodes are an error);
 without `end=` every node no link leaves is an end node (several are fine, each with final
 weight 0). `acscale=`, `lmscale=`, `prscale=`, `wdpenalty=` are the scales below. `dir=` must
@@ -225,10 +226,10 @@ def _assemble(source: str, header: dict[str, str], header_lines: dict[str, int],
 
     node_ac = {i: _log_score(f["a"], base, "a", f"{source}:{node_lines[i]}")
                for i, f in nodes.items() if "a" in f}
-    arcs: list[RawArc] = []
+    arcs: list[RawArc] = []  # file node ids, compacted below
     arc_lines: list[int] = []
-    has_in = [False] * n_nodes
-    has_out = [False] * n_nodes
+    has_in: set[int] = set()
+    has_out: set[int] = set()
     for lineno, f in links:
         where = f"{source}:{lineno}"
         for name in ("S", "E"):
@@ -262,13 +263,15 @@ def _assemble(source: str, header: dict[str, str], header_lines: dict[str, int],
             weight += sc.wdpenalty
         arcs.append((s, d, word, weight))
         arc_lines.append(lineno)
-        has_out[s] = has_in[d] = True
+        has_out.add(s)
+        has_in.add(d)
 
-    used = [a or b for a, b in zip(has_in, has_out)] if n_nodes > 1 else [True] * n_nodes
+    # Sized by the nodes the file names, never by N= (module docstring), in file id order.
+    used = has_in | has_out if n_nodes > 1 else set(range(n_nodes))
     if "start" in header:
         start = _node_ref(header["start"], "start", at("start"), n_nodes)
     else:
-        starts = [v for v in range(n_nodes) if used[v] and not has_in[v]]
+        starts = sorted(v for v in used if v not in has_in)
         if not starts:
             raise LatticeError(f"{source}: no start node (a link enters every node; name "
                                "one with start=)")
@@ -281,10 +284,13 @@ def _assemble(source: str, header: dict[str, str], header_lines: dict[str, int],
     if "end" in header:
         ends = [_node_ref(header["end"], "end", at("end"), n_nodes)]
     else:
-        ends = [v for v in range(n_nodes) if used[v] and not has_out[v]]
-    names = [str(i) for i in range(n_nodes)]
-    lattice = WordLattice.build(n_nodes, start, dict.fromkeys(ends, 0.0), arcs, source=source,
-                                node_names=names, arc_lines=arc_lines)
+        ends = sorted(v for v in used if v not in has_out)
+    ids = sorted(used | {start, *ends})
+    new_id = {v: k for k, v in enumerate(ids)}
+    lattice = WordLattice.build(
+        len(ids), new_id[start], {new_id[v]: 0.0 for v in ends},
+        [(new_id[s], new_id[d], word, w) for s, d, word, w in arcs], source=source,
+        node_names=[str(v) for v in ids], arc_lines=arc_lines)
     return SlfLattice(lattice, sc, base, header)
 
 

@@ -25,14 +25,14 @@ from typing import Any
 
 import numpy as np
 
-import arsdecode.methods.evidence as evidence
 from arsdecode.core.automaton import DEFAULT_VARIANT, FillRequest, QAutomaton, Variant
 from arsdecode.core.inference import log_partition, prune_hopeless, sample_indices, viterbi_indices
 from arsdecode.core.target import Target
 from arsdecode.core.tolerances import CERTIFICATE_TOL, FLOAT_NOISE
 from arsdecode.errors import BoundViolationError, NoPathError, OptionError
 from arsdecode.lattice import Lattice
-from arsdecode.methods.results import DecodeResult, SampleResult, SampleTrace
+from arsdecode.methods.results import DecodeResult, SampleResult
+from arsdecode.methods.trials import TrialLog
 from arsdecode.model import ModelLike, TargetModel, as_target_model
 
 NO_PATH = "every path of the lattice has probability 0 under the model"
@@ -318,6 +318,7 @@ def sample(
     stop_when_adapted: bool = False,
     rng: np.random.Generator | None = None,
     on_sample: Callable[[list[str], float], None] | None = None,
+    keep: bool = True,
 ) -> SampleResult:
     """n exact i.i.d. samples of p by adaptive rejection (Algorithm 1, sampling).
 
@@ -335,6 +336,10 @@ def sample(
 
     on_sample: optional callback(tokens, log_p) called as each sample is accepted (for
     streaming output and progress); an exception in it ends the run.
+
+    keep=False: a streamed run in constant memory (`methods.trials`): the samples go to
+    `on_sample` only (`samples` and `log_p` are empty) and the trace's lists are empty; the
+    estimates are the same up to float64 summation order.
     """
     if n < 0:
         raise OptionError("n (the number of samples) must be >= 0")
@@ -342,7 +347,7 @@ def sample(
     return _adaptive_rejection(
         as_target_model(lm), lattice, n, rng, batch=batch, target_ar=target_ar,
         ar_window=ar_window, variant=variant, max_trials=max_trials,
-        stop_when_adapted=stop_when_adapted, on_sample=on_sample,
+        stop_when_adapted=stop_when_adapted, on_sample=on_sample, keep=keep,
     )
 
 
@@ -388,10 +393,11 @@ def _adaptive_rejection(
     max_trials: int | None,
     stop_when_adapted: bool,
     on_sample: Callable[[list[str], float], None] | None = None,
+    keep: bool = True,
 ) -> SampleResult:
     """The loop shared by `sample` (until n accepted) and `adapt` (n = None: until adapted)."""
-    if batch < 1:
-        raise OptionError("batch must be >= 1")
+    if batch < 1 or ar_window < 1:
+        raise OptionError("batch and ar_window must be >= 1")
     start = time.perf_counter()
     qa = QAutomaton(model, lattice, variant=variant, track_pointers=False)
     target = Target(model, lattice, token_ids=qa.cand_ids)
@@ -399,18 +405,13 @@ def _adaptive_rejection(
         raise NoPathError(NO_PATH)
     samples: list[list[str]] = []
     sample_log_p: list[float] = []
-    ratios: list[float] = []
-    accepted: list[bool] = []
-    states: list[int] = []
-    log_zq: list[float] = []
-    trial_log_p: list[float] = []
-    trial_log_q: list[float] = []
+    log = TrialLog(keep, ar_window)
     adapting = True
     adapted_at: int | None = None
     frozen_from = 0
     refinements = 0
-    while n is None or len(samples) < n:
-        if max_trials is not None and len(accepted) >= max_trials:
+    while n is None or log.accepted < n:
+        if max_trials is not None and log.trials >= max_trials:
             break
         paths, log_z = sample_indices(qa, batch, rng)
         if log_z == -math.inf:  # refinement proved that no path has probability > 0
@@ -430,50 +431,43 @@ def _adaptive_rejection(
         ):
             ratio = 0.0 if log_p == -math.inf else math.exp(log_p - log_q)
             ok = u_t < ratio
-            ratios.append(ratio)
-            accepted.append(ok)
-            states.append(n_states)
-            log_zq.append(log_z)
-            trial_log_p.append(log_p)
-            trial_log_q.append(log_q)
+            log.add(ratio, ok, n_states, log_z, log_p, log_q)
             if ok:
-                samples.append([lattice.tokens[i][j] for i, j in enumerate(row)])
-                sample_log_p.append(log_p)
+                tokens = [lattice.tokens[i][j] for i, j in enumerate(row)]
+                if keep:
+                    samples.append(tokens)
+                    sample_log_p.append(log_p)
                 if on_sample is not None:
-                    on_sample(samples[-1], log_p)
-                if len(samples) == n:
+                    on_sample(tokens, log_p)
+                if log.accepted == n:
                     break
             else:
                 rejected.append(row)
         if adapting:
-            window = accepted[-ar_window:]
-            if len(accepted) >= ar_window and sum(window) / len(window) >= target_ar:
+            rate = log.window_rate()
+            if rate is not None and rate >= target_ar:
                 adapting = False
-                adapted_at = len(accepted)
+                adapted_at = log.trials
                 if stop_when_adapted:  # the paper's protocol: time to reach the AR target
                     break
             else:
                 changed = qa.refine_many(rejected)
                 refinements += changed
                 if changed:
-                    frozen_from = len(accepted)
-    log_ratio = np.asarray(trial_log_p) - np.asarray(trial_log_q)
-    est = evidence.importance_estimate(log_zq, log_ratio)
-    rej = evidence.rejection_estimate(log_zq, accepted)
-    trials = len(accepted)
+                    frozen_from = log.trials
+    est, rej, plain = log.evidence()
     return SampleResult(
         samples=samples,
         log_p=sample_log_p,
-        trials=trials,
-        acceptance_rate=(sum(accepted) / trials) if trials else 0.0,
+        trials=log.trials,
+        acceptance_rate=log.acceptance_rate(),
         log_Z=est.log_Z,
         log_Z_ci=est.ci,
-        log_Z_unweighted=evidence.rejection_plain(log_zq, accepted),
+        log_Z_unweighted=plain,
         states=qa.num_states(),
         refinements=refinements,
         seconds=time.perf_counter() - start,
-        trace=SampleTrace(ratios, accepted, states, log_zq, frozen_from, trial_log_p,
-                          trial_log_q),
+        trace=log.trace(frozen_from),
         adapted_at_trial=adapted_at,
         log_Z_rejection=rej.log_Z,
         log_Z_rejection_ci=rej.ci,

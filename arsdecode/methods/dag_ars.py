@@ -36,10 +36,15 @@ from dataclasses import dataclass, field
 import numpy as np
 
 import arsdecode.methods.evidence as evidence
-from arsdecode.core.dag_automaton import DagQAutomaton
+from arsdecode.core.dag_automaton import ARS_HINT, DagQAutomaton
 from arsdecode.core.semiring import LogSumExp, quiet
 from arsdecode.core.tolerances import CERTIFICATE_TOL, FLOAT_NOISE
-from arsdecode.errors import BoundViolationError, NoPathError, OptionError
+from arsdecode.errors import (
+    BoundViolationError,
+    MemoryBudgetExceeded,
+    NoPathError,
+    OptionError,
+)
 from arsdecode.lattice import WordLattice
 from arsdecode.methods.ars import DecodeInterrupted
 from arsdecode.methods.dag_full import DagPath
@@ -281,8 +286,8 @@ def _check_depth(depth: int | None) -> None:
 # ----- decode ------------------------------------------------------------------------------------
 def dag_ars_decode(lm: ModelLike, wl: WordLattice, *, max_iterations: int | None = None,
                    tol: float = CERTIFICATE_TOL, depth: int | None = 1,
-                   first_words: bool = True, on_iteration: Callable[..., None] | None = None
-                   ) -> DagArsResult:
+                   first_words: bool = True, on_iteration: Callable[..., None] | None = None,
+                   max_bytes: int | None = None) -> DagArsResult:
     """The exact best path of the word lattice, with a certificate (Algorithm 1, decoding).
 
     Each iteration: x* = argmax q (Viterbi), ln p(x*) on its true history; certified when
@@ -295,18 +300,21 @@ def dag_ars_decode(lm: ModelLike, wl: WordLattice, *, max_iterations: int | None
     `on_iteration`: callback(iteration, words, ln q(x*), ln p(x*)) once x* is scored, as
     `ars.decode`'s. Ctrl-C raises `ars.DecodeInterrupted` with the best path scored so far
     (uncertified; `log_q` the least ln q(x*) seen), as on confusion networks.
+    `max_bytes`: the q-automaton's memory budget, checked before q^(0) is built and after
+    every refinement (which adds at most a path's length of states).
 
     Raises:
         OptionError: max_iterations or depth < 1.
         NoPathError: every path has probability zero.
         BoundViolationError: p > q on x* (the model's bounds are wrong).
+        MemoryBudgetExceeded: q would pass `max_bytes`.
     """
     if max_iterations is not None and max_iterations < 1:
         raise OptionError(f"max_iterations must be >= 1, not {max_iterations!r}")
     _check_depth(depth)
     t0 = time.perf_counter()
     model = as_target_model(lm)
-    qa = DagQAutomaton(model, wl, first_words=first_words)
+    qa = DagQAutomaton(model, wl, first_words=first_words, max_bytes=max_bytes)
     trace: list[tuple[float, float]] = []
     best: tuple[float, list[int]] | None = None  # (ln p, arcs) of the best path scored
     certified = False
@@ -326,6 +334,10 @@ def dag_ars_decode(lm: ModelLike, wl: WordLattice, *, max_iterations: int | None
             if not qa.refine_paths([arcs], depth):
                 certified = log_q - log_p <= FLOAT_NOISE
                 break
+            if max_bytes is not None and qa.nbytes() > max_bytes:
+                raise MemoryBudgetExceeded.of(
+                    f"{wl.source}: --method ars's q-automaton ({qa.num_states()} states after "
+                    f"{len(trace)} iterations)", qa.nbytes(), max_bytes, ARS_HINT)
             if max_iterations is not None and len(trace) >= max_iterations:
                 break
     except KeyboardInterrupt:

@@ -28,10 +28,13 @@ ids in node order, and transitions are stored sorted by (source state, arc index
 transition goes from a lower state id to a higher one.
 
 The dynamic programs run backward, node by node in reverse order (a state's value is final once
-every later node is done): Viterbi, the backward sums (ln Z is the start state's), k-best
-(Huang & Chiang 2005, Algorithm 1, on suffixes) and sampling forward from the start state with
-the backward sums (exact: each step draws the next transition, or the stop, with probability
-proportional to its weight times the mass after it). Arc posteriors add one forward sweep.
+every later node is done): Viterbi, the backward sums (ln Z is the start state's) and sampling
+forward from the start state with the backward sums (exact: each step draws the next
+transition, or the stop, with probability proportional to its weight times the mass after it).
+k-best (`methods.dag_kbest`) runs on the stored expansion; arc posteriors
+(`methods.dag_posteriors`) rebuild it node by node instead of storing it. With `max_bytes`
+(the memory budget) the expansion is refused, before a node's transitions are built, once its
+estimated size (TRANSITION_BYTES, PAIR_BYTES, STATE_BYTES) would pass it (issue 29).
 
 Ties (float64 equal scores, as the dynamic program sums them) are broken deterministically:
 - paths (`dag_decode`, `dag_kbest`): the smaller arc-index sequence, lexicographically
@@ -43,8 +46,6 @@ Near-ties that differ only by float rounding may come out in either order.
 
 from __future__ import annotations
 
-import heapq
-import math
 import time
 from dataclasses import dataclass
 
@@ -52,18 +53,13 @@ import numpy as np
 
 from arsdecode.core.dp import draw_in_segments
 from arsdecode.core.semiring import LogSumExp, quiet
-from arsdecode.errors import NoPathError, OptionError
+from arsdecode.errors import MemoryBudgetExceeded, NoPathError, OptionError
 from arsdecode.lattice import WordLattice
-from arsdecode.methods.full import (
-    StatesBudgetExceeded,
-    _group_rows,
-    _rank_in_groups,
-    start_context,
-)
+from arsdecode.methods.full import StatesBudgetExceeded, _group_rows, start_context
 from arsdecode.model import ModelLike, TargetModel, as_target_model
 
 __all__ = ["DagDecodeResult", "DagExpansion", "DagPath", "dag_decode", "dag_expand",
-           "dag_kbest", "dag_log_partition", "dag_posteriors", "dag_sample",
+           "dag_log_partition", "dag_sample",
            "StatesBudgetExceeded"]
 
 
@@ -138,24 +134,99 @@ class DagExpansion:
 
 
 # ----- the expansion ---------------------------------------------------------------------------
+# Bytes the numpy expansion holds or builds, for the memory budget (`max_bytes`): a stored
+# transition is src, dst, arc and weight (32 bytes), and while the expansion is built also its
+# blocks, its destination's bookkeeping and the final concatenations (tracemalloc's peak on 300
+# nodes of bench/bench_dag_memory.py's DAG: 75 bytes per transition); a (state, outgoing arc)
+# pair of the node being built passes through about a dozen temporary columns (contexts,
+# words, scores, next contexts); a state keeps its context and final weight. Used to refuse
+# before allocating, not as a precise figure.
+TRANSITION_BYTES = 80
+PAIR_BYTES = 160
+STATE_BYTES = 64
+
+
+Step = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]
+"""`Expander.step`'s answer: (stop, e_state, e_arc, e_weight, e_next)."""
+
+
+class Expander:
+    """The expansion's step at one node: from the states (context rows) of node u, their stop
+    weights and every outgoing transition (module docstring), with one batched `log_prob`.
+
+    Why a class of its own: the expansion (`dag_expand`) stores every transition, while the
+    chunked forward-backward (`methods.dag_posteriors`) rebuilds a node's transitions in its
+    backward sweep instead of keeping them all; both must build exactly the same ones."""
+
+    def __init__(self, model: TargetModel, wl: WordLattice, minimize: bool = True) -> None:
+        self.model = model
+        self.wl = wl
+        self.width = max(model.order - 1, 0)
+        self.cut = minimize and self.width > 0
+        self.start = start_context(model, minimize)
+        word_arcs = [a for a, word in enumerate(wl.words) if word is not None]
+        self.arc_ids = np.full(wl.n_arcs, -1, dtype=np.int64)
+        if word_arcs:
+            self.arc_ids[word_arcs] = model.ids(
+                [wl.words[a] for a in word_arcs])  # type: ignore[misc]
+        self.is_word = np.zeros(wl.n_arcs, dtype=bool)
+        self.is_word[word_arcs] = True
+
+    def arcs(self, u: int) -> np.ndarray:
+        return np.arange(*_arc_range(self.wl, u), dtype=np.int64)
+
+    def step(self, u: int, ctx: np.ndarray) -> Step:
+        """(stop, e_state, e_arc, e_weight, e_next) for the states `ctx` of node u: stop[s]
+        is finals[u] + ln p(</s> | ctx[s]) (-inf off a final node); the live transitions
+        (ln weight > -inf) sorted by (local state, arc), with their next context rows."""
+        wl, model, size = self.wl, self.model, len(ctx)
+        arcs = self.arcs(u)
+        warcs = arcs[self.is_word[arcs]]
+        # (state, word arc) pairs state-major, then one </s> row per state at a final node
+        q_state = np.repeat(np.arange(size), len(warcs))
+        q_arc = np.tile(warcs, size)
+        q_ctx = ctx[q_state]
+        q_word = self.arc_ids[q_arc]
+        fin = u in wl.finals
+        if fin:
+            q_ctx = np.concatenate([q_ctx, ctx])
+            q_word = np.concatenate([q_word, np.full(size, model.eos, dtype=np.int64)])
+        lp = model.log_prob(q_ctx, q_word) if len(q_word) else np.zeros(0)
+        lp = np.asarray(lp, dtype=np.float64)
+        with quiet():
+            stop = (wl.finals[u] + lp[len(q_arc):]) if fin else np.full(size, -np.inf)
+        # every outgoing transition, sorted by (state, arc): word arcs scored, epsilon arcs not
+        e_state = np.repeat(np.arange(size), len(arcs))
+        e_arc = np.tile(arcs, size)
+        e_weight = wl.log_weights[e_arc].copy()
+        e_next = ctx[e_state]
+        word_pos = np.flatnonzero(self.is_word[e_arc])
+        with quiet():
+            e_weight[word_pos] += lp[: len(q_arc)]
+        if len(word_pos) and self.width:
+            nxt = np.concatenate([q_ctx[: len(q_arc), 1:], q_word[: len(q_arc), None]], axis=1)
+            if self.cut:
+                nxt = model.minimal_context(nxt)
+            e_next[word_pos] = nxt
+        live = e_weight > -np.inf
+        return stop, e_state[live], e_arc[live], e_weight[live], e_next[live]
+
+
+RAISE_BUDGET = "raise it with --memory-budget MB"
+
+
 def dag_expand(model: TargetModel, wl: WordLattice, *, minimize: bool = True,
-               max_states: int | None = None) -> DagExpansion:
+               max_states: int | None = None, max_bytes: int | None = None) -> DagExpansion:
     """Build the expansion of `wl` (module docstring), one `log_prob` call per node.
 
-    Raises StatesBudgetExceeded as soon as the states built pass `max_states`."""
-    w = max(model.order - 1, 0)
-    cut = minimize and w > 0
-    start = start_context(model, minimize)
-    word_arcs = [a for a, word in enumerate(wl.words) if word is not None]
-    arc_ids = np.full(wl.n_arcs, -1, dtype=np.int64)
-    if word_arcs:
-        arc_ids[word_arcs] = model.ids([wl.words[a] for a in word_arcs])  # type: ignore[misc]
-    is_word = np.zeros(wl.n_arcs, dtype=bool)
-    is_word[word_arcs] = True
-
+    Raises StatesBudgetExceeded as soon as the states built pass `max_states`, and
+    MemoryBudgetExceeded before a node's transitions would take the expansion past
+    `max_bytes` (estimated: TRANSITION_BYTES, PAIR_BYTES, STATE_BYTES)."""
+    ex = Expander(model, wl, minimize)
+    w = ex.width
     # pending[v]: transitions into node v waiting for their destination state's id
     pending: list[list[tuple[np.ndarray, np.ndarray]]] = [[] for _ in range(wl.n_nodes)]
-    pending[0].append((np.full(1, -1, dtype=np.int64), start))  # the start, no transition
+    pending[0].append((np.full(1, -1, dtype=np.int64), ex.start))  # the start, no transition
     node_start = np.zeros(wl.n_nodes + 1, dtype=np.int64)
     ctx_blocks: list[np.ndarray] = []
     final_blocks: list[np.ndarray] = []
@@ -180,39 +251,16 @@ def dag_expand(model: TargetModel, wl: WordLattice, *, minimize: bool = True,
         n_states += size
         if max_states is not None and n_states > max_states:
             raise StatesBudgetExceeded(f"{n_states} merged states > {max_states}")
-        arcs = np.arange(*_arc_range(wl, u), dtype=np.int64)
-        warcs = arcs[is_word[arcs]]
-        # (state, word arc) pairs state-major, then one </s> row per state at a final node
-        q_state = np.repeat(np.arange(size), len(warcs))
-        q_arc = np.tile(warcs, size)
-        q_ctx = ctx[q_state]
-        q_word = arc_ids[q_arc]
-        fin = u in wl.finals
-        if fin:
-            q_ctx = np.concatenate([q_ctx, ctx])
-            q_word = np.concatenate([q_word, np.full(size, model.eos, dtype=np.int64)])
-        lp = model.log_prob(q_ctx, q_word) if len(q_word) else np.zeros(0)
-        lp = np.asarray(lp, dtype=np.float64)
-        with quiet():
-            stop = (wl.finals[u] + lp[len(q_arc):]) if fin else np.full(size, -np.inf)
+        if max_bytes is not None:
+            need = (n_edges * TRANSITION_BYTES + n_states * STATE_BYTES
+                    + size * len(ex.arcs(u)) * PAIR_BYTES)
+            if need > max_bytes:
+                raise MemoryBudgetExceeded.of(
+                    f"{wl.source}: the lattice's expansion (by node {u} of {wl.n_nodes}: "
+                    f"{n_states} states, {n_edges} transitions)", need, max_bytes, RAISE_BUDGET)
+        stop, e_state, e_arc, e_weight, e_next = ex.step(u, ctx)
         final_blocks.append(stop)
         ctx_blocks.append(ctx)
-        # every outgoing transition, sorted by (state, arc): word arcs scored, epsilon arcs not
-        e_state = np.repeat(np.arange(size), len(arcs))
-        e_arc = np.tile(arcs, size)
-        e_weight = wl.log_weights[e_arc].copy()
-        e_next = ctx[e_state]
-        word_pos = np.flatnonzero(is_word[e_arc])
-        with quiet():
-            e_weight[word_pos] += lp[: len(q_arc)]
-        if len(word_pos) and w:
-            nxt = np.concatenate([q_ctx[: len(q_arc), 1:], q_word[: len(q_arc), None]], axis=1)
-            if cut:
-                nxt = model.minimal_context(nxt)
-            e_next[word_pos] = nxt
-        live = e_weight > -np.inf
-        e_state, e_arc, e_weight, e_next = (e_state[live], e_arc[live], e_weight[live],
-                                            e_next[live])
         ids = np.arange(n_edges, n_edges + len(e_arc), dtype=np.int64)
         n_edges += len(e_arc)
         src_blocks.append(node_start[u] + e_state)
@@ -242,7 +290,7 @@ def _arc_range(wl: WordLattice, u: int) -> tuple[int, int]:
 
 
 def _cat(blocks: list[np.ndarray], dtype: type) -> np.ndarray:
-    return np.concatenate(blocks).astype(dtype) if blocks else np.zeros(0, dtype=dtype)
+    return np.concatenate(blocks).astype(dtype, copy=False) if blocks else np.zeros(0, dtype=dtype)
 
 
 # ----- backward dynamic programs ---------------------------------------------------------------
@@ -259,22 +307,6 @@ def _backward_sums(ex: DagExpansion) -> np.ndarray:
         out = LogSumExp.scatter_sum(through, ex.src[elo:ehi] - lo, hi - lo)
         beta[lo:hi] = np.logaddexp(beta[lo:hi], out)
     return beta
-
-
-def _forward_sums(ex: DagExpansion) -> np.ndarray:
-    """alpha[s] = ln of the total weight of the prefixes from the start state to s."""
-    alpha = np.full(ex.n_states, -np.inf)
-    alpha[0] = 0.0
-    order = np.argsort(ex.dst, kind="stable")
-    dsts = ex.dst[order]
-    bounds = np.searchsorted(dsts, ex.node_start)
-    for u in range(1, len(ex.node_start) - 1):
-        lo, hi = ex.node_states(u)
-        sel = order[bounds[u]:bounds[u + 1]]
-        with quiet():
-            vals = alpha[ex.src[sel]] + ex.weight[sel]
-        alpha[lo:hi] = LogSumExp.scatter_sum(vals, ex.dst[sel] - lo, hi - lo)
-    return alpha
 
 
 def _viterbi(ex: DagExpansion) -> tuple[np.ndarray, np.ndarray]:
@@ -340,206 +372,6 @@ def dag_log_partition(lm: ModelLike, wl: WordLattice, *, minimize: bool = True,
     """ln Z: ln of the sum over every path of exp(score); -inf if every path has p = 0."""
     ex = dag_expand(as_target_model(lm), wl, minimize=minimize, max_states=max_states)
     return float(_backward_sums(ex)[0])
-
-
-def dag_posteriors(lm: ModelLike, wl: WordLattice, *, minimize: bool = True,
-                   max_states: int | None = None) -> tuple[np.ndarray, float]:
-    """Arc posteriors and ln Z by forward-backward on the expansion.
-
-    Returns:
-        (posteriors, log_z): posteriors[a] = (total weight of the paths using arc a) / Z, a
-        float64 array of one entry per arc (0 for an arc on no path of p > 0); ln Z.
-
-    Raises:
-        NoPathError: every path has probability zero.
-    """
-    ex = dag_expand(as_target_model(lm), wl, minimize=minimize, max_states=max_states)
-    beta = _backward_sums(ex)
-    log_z = float(beta[0])
-    if log_z == -math.inf:
-        raise NoPathError(f"{wl.source}: every path has probability zero")
-    alpha = _forward_sums(ex)
-    with quiet():
-        post = np.exp(alpha[ex.src] + ex.weight + beta[ex.dst] - log_z)
-    return np.bincount(ex.arc, weights=post, minlength=wl.n_arcs).astype(np.float64), log_z
-
-
-def dag_kbest(lm: ModelLike, wl: WordLattice, k: int, *, unique: bool = False,
-              minimize: bool = True, max_states: int | None = None) -> list[DagPath]:
-    """The k best paths, best first, exact in float64 (fewer if fewer have p > 0).
-
-    unique=False: distinct paths (arc sequences), ties by the smaller arc-index sequence.
-    unique=True: distinct word sequences, each scored by its best path (several paths can
-    carry the same words: epsilon arcs, parallel arcs), ties by the smaller word tuple.
-
-    Raises:
-        OptionError: k < 1.
-        NoPathError: every path has probability zero.
-    """
-    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
-        raise OptionError(f"k (the number of paths) must be an integer >= 1, not {k!r}")
-    ex = dag_expand(as_target_model(lm), wl, minimize=minimize, max_states=max_states)
-    k = min(int(k), wl.num_paths())  # each lattice path is at most one expansion path
-    if unique:
-        best, _ = _viterbi(ex)
-        if best[0] == -np.inf:
-            raise NoPathError(f"{wl.source}: every path has probability zero")
-        return _kbest_unique(ex, wl, int(k), best)
-    return _kbest_paths(ex, wl, int(k))
-
-
-def _kbest_paths(ex: DagExpansion, wl: WordLattice, k: int) -> list[DagPath]:
-    """Huang & Chiang's Algorithm 1 backward: every state keeps its k best suffixes, ordered by
-    score, then lexicographically by arc indices (the stop first). A suffix through transition
-    e is e + a kept suffix of dst(e); same e means same dst, so the lexicographic order of two
-    candidates is (arc, the rank of the dst's suffix in lexicographic order), which each state
-    keeps for its k entries (`lex`)."""
-    s_count = ex.n_states
-    vals = np.full((s_count, k), -np.inf)
-    nxt_e = np.full((s_count, k), -1, dtype=np.int64)  # first transition (-1: stop)
-    nxt_r = np.full((s_count, k), -1, dtype=np.int64)  # rank of the rest in dst's list
-    lex = np.zeros((s_count, k), dtype=np.int64)
-    for u in range(len(ex.node_start) - 2, -1, -1):
-        lo, hi = ex.node_states(u)
-        elo, ehi = ex.node_transitions(u)
-        m = hi - lo
-        e = np.arange(elo, ehi)
-        cand_state = np.concatenate([np.arange(m), np.repeat(ex.src[e] - lo, k)])
-        cand_e = np.concatenate([np.full(m, -1, dtype=np.int64), np.repeat(e, k)])
-        cand_r = np.concatenate([np.full(m, -1, dtype=np.int64), np.tile(np.arange(k), len(e))])
-        with quiet():
-            cand_v = np.concatenate([ex.final[lo:hi],
-                                     (ex.weight[e][:, None] + vals[ex.dst[e]]).ravel()])
-        cand_arc = np.concatenate([np.full(m, -1, dtype=np.int64), np.repeat(ex.arc[e], k)])
-        dst_lex = np.concatenate([np.zeros(m, dtype=np.int64),
-                                  lex[ex.dst[e]].ravel() if len(e) else np.zeros(0, np.int64)])
-        live = cand_v > -np.inf
-        cand_state, cand_e, cand_r, cand_v, cand_arc, dst_lex = (
-            a[live] for a in (cand_state, cand_e, cand_r, cand_v, cand_arc, dst_lex))
-        order = np.lexsort((dst_lex, cand_arc, -cand_v, cand_state))
-        cand_state, cand_e, cand_r, cand_v, cand_arc, dst_lex = (
-            a[order] for a in (cand_state, cand_e, cand_r, cand_v, cand_arc, dst_lex))
-        pos = _rank_in_groups(cand_state)
-        top = pos < k
-        st, ps = cand_state[top] + lo, pos[top]
-        vals[st, ps] = cand_v[top]
-        nxt_e[st, ps] = cand_e[top]
-        nxt_r[st, ps] = cand_r[top]
-        # the kept entries' lexicographic rank within their state
-        kept_arc, kept_lex, kept_state = cand_arc[top], dst_lex[top], cand_state[top]
-        lorder = np.lexsort((kept_lex, kept_arc, kept_state))
-        rank = np.empty(len(lorder), dtype=np.int64)
-        rank[lorder] = _rank_in_groups(kept_state[lorder])
-        lex[st, ps] = rank
-    if vals[0, 0] == -np.inf:
-        raise NoPathError(f"{wl.source}: every path has probability zero")
-    out = []
-    for r in range(k):
-        if vals[0, r] == -np.inf:
-            break
-        arcs: list[int] = []
-        state, rr = 0, r
-        while (e_ := int(nxt_e[state, rr])) >= 0:
-            arcs.append(int(ex.arc[e_]))
-            state, rr = int(ex.dst[e_]), int(nxt_r[state, rr])
-        out.append(DagPath(wl.path_words(arcs), tuple(arcs), float(vals[0, r])))
-    return out
-
-
-
-
-@dataclass
-class _Prefix:
-    """A word prefix in the unique k-best search: for every state some path reading exactly
-    these words reaches, its best score and how (transition, whether it came from `parent`)."""
-
-    words: tuple[str, ...]
-    best: dict[int, tuple[float, int, bool]]  # state -> (g, transition into it, from parent)
-    parent: _Prefix | None
-
-
-def _kbest_unique(ex: DagExpansion, wl: WordLattice, k: int, h: np.ndarray) -> list[DagPath]:
-    """A* over word prefixes (the on-the-fly determinisation of Mohri & Riley 2002): a search
-    node is a word prefix with the best score g of reaching each state by reading it (epsilon
-    closure included); its priority is max g + h, h the exact best suffix (`_viterbi`), so
-    complete word sequences come out best first. Each prefix is built once (a tree)."""
-    words = [wl.words[a] for a in ex.arc.tolist()]
-    out_start = ex.out_start.tolist()
-    dst = ex.dst.tolist()
-    weight = ex.weight.tolist()
-    final = ex.final.tolist()
-    hl = h.tolist()
-
-    def close(best: dict[int, tuple[float, int, bool]]) -> None:
-        todo = list(best)
-        heapq.heapify(todo)
-        while todo:  # states in increasing id: every epsilon transition goes up
-            s = heapq.heappop(todo)
-            g = best[s][0]
-            for e in range(out_start[s], out_start[s + 1]):
-                if words[e] is None:
-                    d, v = dst[e], g + weight[e]
-                    if d not in best:
-                        heapq.heappush(todo, d)
-                        best[d] = (v, e, False)
-                    elif v > best[d][0]:
-                        best[d] = (v, e, False)
-
-    root = _Prefix((), {0: (0.0, -1, False)}, None)
-    close(root.best)
-    # heap entries: (-priority, words, 0 complete / 1 prefix, id, prefix, its stop state)
-    heap: list[tuple[float, tuple[str, ...], int, int, _Prefix, int]] = []
-    counter = 0
-
-    def push(node: _Prefix) -> None:
-        nonlocal counter
-        f = max(g + hl[s] for s, (g, _, _) in node.best.items())
-        if f > -math.inf:
-            heapq.heappush(heap, (-f, node.words, 1, counter, node, -1))
-            counter += 1
-
-    push(root)
-    out: list[DagPath] = []
-    while heap and len(out) < k:
-        negf, _, kind, _, node, state = heapq.heappop(heap)
-        if kind == 0:
-            out.append(DagPath(list(node.words), _unique_arcs(node, state, ex), -negf))
-            continue
-        stops = [(g + final[s], s) for s, (g, _, _) in node.best.items() if final[s] > -math.inf]
-        if stops:
-            v, s = max(stops, key=lambda t: (t[0], -t[1]))
-            heapq.heappush(heap, (-v, node.words, 0, counter, node, s))
-            counter += 1
-        children: dict[str, dict[int, tuple[float, int, bool]]] = {}
-        for s in sorted(node.best):
-            g = node.best[s][0]
-            for e in range(out_start[s], out_start[s + 1]):
-                word = words[e]
-                if word is None:
-                    continue
-                child = children.setdefault(word, {})
-                d, v = dst[e], g + weight[e]
-                if d not in child or v > child[d][0]:
-                    child[d] = (v, e, True)
-        for word, best in children.items():
-            close(best)
-            push(_Prefix((*node.words, word), best, node))
-    return out
-
-
-def _unique_arcs(node: _Prefix, state: int, ex: DagExpansion) -> tuple[int, ...]:
-    """The arcs of the best path reading `node.words` and ending at `state`."""
-    arcs: list[int] = []
-    cur: _Prefix | None = node
-    while cur is not None:
-        _, e, from_parent = cur.best[state]
-        if e < 0:
-            break
-        arcs.append(int(ex.arc[e]))
-        state = int(ex.src[e])
-        if from_parent:
-            cur = cur.parent
-    return tuple(reversed(arcs))
 
 
 def dag_sample(lm: ModelLike, wl: WordLattice, n: int,

@@ -175,3 +175,72 @@ def all_estimates(
 
 
 DEFAULT = "importance"
+
+
+class GroupedTrials:
+    """The trials' tally for the importance and rejection estimates without a per-trial list
+    (a streamed run, `methods.trials`): ln Q_t takes one value per refinement of q, so the
+    trials are counted per value (trials, accepted), and sum_t r_t is a running logsumexp.
+    The estimates are those of `importance_estimate`, `rejection_estimate` and
+    `rejection_plain` on the same trials, summed in another order."""
+
+    def __init__(self) -> None:
+        self._groups: dict[float, list[int]] = {}  # ln Q -> [trials, accepted]
+        self._log_sum_r = -math.inf  # ln sum_t r_t, as a running max and scaled sum
+        self._top = -math.inf
+        self._scaled = 0.0
+
+    def add(self, log_zq: float, log_ratio: float, accepted: bool) -> None:
+        group = self._groups.setdefault(log_zq, [0, 0])
+        group[0] += 1
+        group[1] += accepted
+        if log_ratio == -math.inf:
+            return
+        if log_ratio > self._top:
+            self._scaled = self._scaled * math.exp(self._top - log_ratio) + 1.0
+            self._top = log_ratio
+        else:
+            self._scaled += math.exp(log_ratio - self._top)
+
+    def _arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        lz = np.array(list(self._groups), dtype=float)
+        counts = np.array([c for c, _ in self._groups.values()], dtype=float)
+        acc = np.array([a for _, a in self._groups.values()], dtype=float)
+        return lz, counts, acc
+
+    def _no_hit(self, name: str) -> Evidence:
+        lz, counts, _ = self._arrays()
+        if not counts.sum():
+            return Evidence(-math.inf, (-math.inf, math.inf), name)
+        upper = math.log(3.0) - logsumexp(-lz + np.log(counts))
+        return Evidence(-math.inf, (-math.inf, float(upper)), name)
+
+    def importance(self) -> Evidence:
+        """As `importance_estimate`."""
+        if self._top == -math.inf:
+            return self._no_hit("importance")
+        lz, counts, _ = self._arrays()
+        log_num = self._top + math.log(self._scaled)
+        log_z = log_num - logsumexp(-lz + np.log(counts))
+        mu = np.exp(np.minimum(log_z - lz, 0.0))
+        rel_se = math.sqrt(float((counts * mu * (1.0 - mu)).sum())) / math.exp(log_num)
+        return Evidence(log_z, _interval(log_z, rel_se), "importance", rel_se)
+
+    def rejection(self) -> Evidence:
+        """As `rejection_estimate`."""
+        lz, counts, acc = self._arrays()
+        n_acc = int(acc.sum())
+        if n_acc == 0:
+            return self._no_hit("rejection")
+        log_z = math.log(n_acc) - logsumexp(-lz + np.log(counts))
+        r = np.exp(np.minimum(log_z - lz, 0.0))
+        rel_se = math.sqrt(float((counts * r * (1.0 - r)).sum())) / n_acc
+        return Evidence(log_z, _interval(log_z, rel_se), "rejection", rel_se)
+
+    def rejection_plain(self) -> float:
+        """As `rejection_plain`."""
+        lz, counts, acc = self._arrays()
+        hit = acc > 0
+        if not hit.any():
+            return -math.inf
+        return logsumexp(lz[hit] + np.log(acc[hit])) - math.log(counts.sum())

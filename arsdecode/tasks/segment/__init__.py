@@ -3,8 +3,9 @@ word sequence.
 
 `lattice` builds the segmentation lattice (every in-vocabulary substring, plus penalised
 unknown-word arcs) and maps a decoded path back to substrings; `evaluation` scores
-segmentations (word-boundary precision, recall, F1; exact sentences). Decoding itself is
-`arsdecode.methods.dag_full` on the lattice, like any other word lattice.
+segmentations (word-boundary precision, recall, F1; exact sentences); `nbest` gives the K best
+distinct segmentations. Decoding itself is `arsdecode.methods.dag_full` on the lattice, like any
+other word lattice.
 """
 
 from arsdecode.tasks.segment.evaluation import BoundaryScore, boundaries, score_segmentations
@@ -18,9 +19,10 @@ from arsdecode.tasks.segment.lattice import (
     segmentation_words,
     surface_form,
 )
+from arsdecode.tasks.segment.nbest import best_segmentations
 
 __all__ = [
     "DEFAULT_UNKNOWN_MAX_LENGTH", "DEFAULT_UNKNOWN_PENALTY_PER_CHAR", "BoundaryScore",
-    "SurfaceIndex", "boundaries", "normalize_text", "prepare_input", "score_segmentations",
-    "segmentation_lattice", "segmentation_words", "surface_form",
+    "SurfaceIndex", "best_segmentations", "boundaries", "normalize_text", "prepare_input",
+    "score_segmentations", "segmentation_lattice", "segmentation_words", "surface_form",
 ]
