@@ -269,7 +269,7 @@ class _UniqueSearch:
 def kbest_unique(ex: DagExpansion, wl: WordLattice, k: int, h: np.ndarray,
                  max_bytes: int | None = None) -> list[DagPath]:
     """The k best distinct word sequences, each scored by its best path (module docstring):
-    `h` is the exact best suffix of every state (`dag_full._viterbi`).
+    `h` is the exact best suffix of every state (`dag_full._best`).
 
     Heap entries are (-priority, words, 0 complete / 1 prefix to build, id, prefix, state or
     word code); ties by the smaller word tuple, a complete sequence before a longer prefix.
