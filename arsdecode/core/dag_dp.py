@@ -67,9 +67,9 @@ class Graph(Protocol):
 
     offsets: np.ndarray  # (nodes + 1,) node u's states are offsets[u]:offsets[u + 1]
 
-    def block(self, u: int, rows: np.ndarray | None = None) -> Block:
-        """The stop weights and out-edges of node u's local states `rows` (sorted, distinct;
-        None: all of them, in order)."""
+    def block(self, u: int, rows: np.ndarray | slice | None = None) -> Block:
+        """The stop weights and out-edges of node u's local states `rows` (sorted, distinct,
+        or a slice; None: all of them, in order)."""
         ...
 
 
@@ -106,10 +106,17 @@ def _edge_slots(block: Block) -> np.ndarray:
     return np.arange(len(block.weight)) + np.repeat(np.arange(len(block.stop)), counts) + 1
 
 
-def _sums(block: Block, seg: np.ndarray, semiring: type[Semiring]) -> np.ndarray:
+def _sums(block: Block, values: np.ndarray, semiring: type[Semiring]) -> tuple[np.ndarray,
+                                                                               np.ndarray]:
+    """The semiring sum of each state's segment, and the edges' w + values[dst]. Dense: the
+    stop PLUS the sum over the row (no segment matrix is copied, the hot loop of Viterbi in
+    ARS); sparse: the flat segments (a state may have no edge)."""
     if block.starts is None:
-        return semiring.sum(seg, axis=1)
-    return semiring.segment_sum(seg, block.starts + np.arange(len(block.stop)))
+        with quiet():
+            through = block.weight + values[block.dst]
+        return semiring.plus(block.stop, semiring.sum(through, axis=1)), through
+    flat, through = _segments(block, values)
+    return semiring.segment_sum(flat, block.starts + np.arange(len(block.stop))), through
 
 
 def backward(graph: Graph, semiring: type[Semiring],
@@ -124,9 +131,8 @@ def backward(graph: Graph, semiring: type[Semiring],
         if hi == lo:
             continue
         block = graph.block(u)
-        seg, through = _segments(block, values)
         with quiet():
-            values[lo:hi] = _sums(block, seg, semiring)
+            values[lo:hi], through = _sums(block, values, semiring)
         if visit is not None:
             visit(u, block, through)
     return values
@@ -160,18 +166,24 @@ def best_path(graph: Graph, values: np.ndarray) -> Path:
     s, score = 0, 0.0
     with quiet():
         while True:
-            u = int(node_of(off, np.array([s]))[0])
-            block = graph.block(u, np.array([s - int(off[u])]))
-            seg, _ = _segments(block, values)
-            row = seg[0] if block.starts is None else seg
-            c = int(np.argmax(row)) - 1
-            if c < 0:
-                return Path(states, nodes, cols, s, u, score + float(block.stop[0]))
-            states.append(s)
-            nodes.append(u)
-            cols.append(c)
-            score += float(block.weight[0, c] if block.starts is None else block.weight[c])
-            s = int(block.dst[0, c] if block.starts is None else block.dst[c])
+            u = int(np.searchsorted(off, s, side="right")) - 1
+            r = s - int(off[u])
+            block = graph.block(u, slice(r, r + 1))
+            flat = block.starts is not None
+            weight = block.weight if flat else block.weight[0]
+            dst = block.dst if flat else block.dst[0]
+            stop = float(block.stop[0])
+            if len(weight):
+                through = weight + values[dst]
+                c = int(np.argmax(through))
+                if through[c] > stop:
+                    states.append(s)
+                    nodes.append(u)
+                    cols.append(c)
+                    score += float(weight[c])
+                    s = int(dst[c])
+                    continue
+            return Path(states, nodes, cols, s, u, score + stop)
 
 
 class Draws(NamedTuple):
@@ -255,7 +267,7 @@ class Layered:
         sizes = [len(w) for w in weights] + [len(final)]
         self.offsets = np.r_[0, np.cumsum(sizes)].astype(np.int64)
 
-    def block(self, u: int, rows: np.ndarray | None = None) -> Block:
+    def block(self, u: int, rows: np.ndarray | slice | None = None) -> Block:
         sel = slice(None) if rows is None else rows
         if u == len(self.weights):
             stop = self.final[sel]
@@ -272,7 +284,7 @@ class QGraph:
         self.qa = qa
         self.offsets = qa.offsets()
 
-    def block(self, u: int, rows: np.ndarray | None = None) -> Block:
+    def block(self, u: int, rows: np.ndarray | slice | None = None) -> Block:
         node = self.qa.nodes[u]
         sel = slice(0, len(node)) if rows is None else rows
         base = self.offsets[self.qa.arc_dst[u]]

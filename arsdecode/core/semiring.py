@@ -41,6 +41,11 @@ class Semiring:
     def sum(cls, x: np.ndarray, axis: int = -1) -> np.ndarray:
         raise NotImplementedError
 
+    @staticmethod
+    def plus(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        """The semiring sum of two arrays, elementwise."""
+        raise NotImplementedError
+
     @classmethod
     def segment_sum(cls, x: np.ndarray, starts: np.ndarray) -> np.ndarray:
         """The semiring sum of each segment x[starts[k]:starts[k + 1]] (segments non-empty)."""
@@ -64,6 +69,10 @@ class MaxPlus(Semiring):
 
     name = "max-plus"
 
+    @staticmethod
+    def plus(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        return np.maximum(a, b)
+
     @classmethod
     def sum(cls, x: np.ndarray, axis: int = -1) -> np.ndarray:
         if x.shape[axis] == 0:
@@ -85,6 +94,11 @@ class LogSumExp(Semiring):
     """(logsumexp, +): the total mass of all paths (log partition, sampling)."""
 
     name = "log-sum-exp"
+
+    @staticmethod
+    def plus(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        with quiet():
+            return np.logaddexp(a, b)
 
     @classmethod
     def sum(cls, x: np.ndarray, axis: int = -1) -> np.ndarray:

@@ -304,9 +304,11 @@ class ExpansionGraph:
         self.ex = ex
         self.offsets = ex.node_start
 
-    def block(self, u: int, rows: np.ndarray | None = None) -> dag_dp.Block:
+    def block(self, u: int, rows: np.ndarray | slice | None = None) -> dag_dp.Block:
         ex = self.ex
         lo, hi = ex.node_states(u)
+        if isinstance(rows, slice):
+            rows = np.arange(hi - lo)[rows]
         if rows is None:
             elo, ehi = ex.node_transitions(u)
             return dag_dp.Block(ex.final[lo:hi], ex.weight[elo:ehi], ex.dst[elo:ehi],

@@ -76,7 +76,7 @@ class _Chunked:
             np.int64)
         self.last = (np.zeros(0, np.int64), np.zeros(0, np.int64))  # (e_state, e_arc) of u
 
-    def block(self, u: int, rows: np.ndarray | None = None) -> dag_dp.Block:
+    def block(self, u: int, rows: np.ndarray | slice | None = None) -> dag_dp.Block:
         assert rows is None, "the backward sweep asks for whole nodes only"
         here = self.ctxs[u]
         assert here is not None
