@@ -27,6 +27,8 @@ class Dense:
     """A random DAG of blocks: node u has sizes[u] states and widths[u] columns; every state
     has an edge on every column (ln weight possibly -inf) to a state of a later node."""
 
+    dense = True
+
     def __init__(self, rng: np.random.Generator, sizes: list[int], widths: list[int]) -> None:
         self.offsets = np.r_[0, np.cumsum(sizes)].astype(np.int64)
         n = len(sizes)
@@ -44,7 +46,7 @@ class Dense:
             self.weight.append(w)
             self.dst.append(d.astype(np.int64))
 
-    def block(self, u: int, rows: np.ndarray | slice | None = None) -> dag_dp.Block:
+    def block(self, u: int, rows: np.ndarray | int | None = None) -> dag_dp.Block:
         sel = slice(None) if rows is None else rows
         return dag_dp.Block(self.stop[u][sel], self.weight[u][sel], self.dst[u][sel])
 
@@ -70,14 +72,18 @@ class Sparse:
     """The same graph with its -inf edges dropped (the expansion's layout): a path's column
     is then the edge's rank among its state's live edges."""
 
+    dense = False
+
     def __init__(self, dense: Dense) -> None:
-        self.dense = dense
+        self.of = dense
         self.offsets = dense.offsets
 
-    def block(self, u: int, rows: np.ndarray | slice | None = None) -> dag_dp.Block:
-        d = self.dense
-        every = np.arange(len(d.stop[u]))
-        rows = every if rows is None else every[rows]
+    def block(self, u: int, rows: np.ndarray | int | None = None) -> dag_dp.Block:
+        d = self.of
+        if isinstance(rows, int):
+            live = np.flatnonzero(d.weight[u][rows] > -np.inf)
+            return dag_dp.Block(d.stop[u][rows], d.weight[u][rows, live], d.dst[u][rows, live])
+        rows = np.arange(len(d.stop[u])) if rows is None else rows
         w, t, starts = [], [], []
         for r in rows.tolist():
             live = np.flatnonzero(d.weight[u][r] > -np.inf)
@@ -90,7 +96,7 @@ class Sparse:
 
     def dense_column(self, s: int, c: int) -> int:
         u = int(np.searchsorted(self.offsets, s, side="right") - 1)
-        return int(np.flatnonzero(self.dense.weight[u][s - int(self.offsets[u])] > -np.inf)[c])
+        return int(np.flatnonzero(self.of.weight[u][s - int(self.offsets[u])] > -np.inf)[c])
 
 
 def graphs(seed: int) -> Dense:
@@ -183,3 +189,22 @@ def test_no_path_gives_minus_infinity_not_nan():
     for semiring in (MaxPlus, LogSumExp):
         values = dag_dp.backward(g, semiring)
         assert not np.isnan(values).any() and values[0] == -math.inf
+
+
+def test_the_row_layout_of_the_one_draw_is_the_ragged_one():
+    """`draw_in_segments` on a 2-d array (the dense blocks' rows) picks what it picks on the
+    same rows laid flat, and never an entry of probability zero."""
+    from arsdecode.core.semiring import draw_in_segments
+
+    rng = np.random.default_rng(5)
+    logits = rng.normal(size=(6, 5)) * 3
+    logits[rng.random((6, 5)) < 0.4] = -np.inf
+    logits[:, 2] = 0.0  # every row has mass
+    starts = np.arange(6) * 5
+    u = np.r_[0.0, 1.0 - 1e-16, rng.random(40)]
+    for r in range(6):
+        which = np.full(len(u), r)
+        rows = draw_in_segments(logits, None, which, u)
+        flat = draw_in_segments(logits.ravel(), starts, which, u) - starts[r]
+        assert rows.tolist() == flat.tolist()
+        assert np.all(np.isfinite(logits[r, rows]))

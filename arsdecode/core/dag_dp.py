@@ -66,10 +66,12 @@ class Graph(Protocol):
     """A DAG of (node, state) blocks (module docstring)."""
 
     offsets: np.ndarray  # (nodes + 1,) node u's states are offsets[u]:offsets[u + 1]
+    dense: bool  # the layout of its blocks
 
-    def block(self, u: int, rows: np.ndarray | slice | None = None) -> Block:
-        """The stop weights and out-edges of node u's local states `rows` (sorted, distinct,
-        or a slice; None: all of them, in order)."""
+    def block(self, u: int, rows: np.ndarray | int | None = None) -> Block:
+        """The stop weights and out-edges of node u's local states `rows` (sorted and distinct
+        for a sparse graph, possibly repeated for a dense one; None: all of them, in order).
+        An int: that one state, its stop a scalar and its edges 1-d (`starts` None)."""
         ...
 
 
@@ -82,9 +84,9 @@ def ranges(starts: np.ndarray, counts: np.ndarray) -> np.ndarray:
 
 def _segments(block: Block, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Each state's segment [stop, w_e + values[dst_e]...], and the edges' entries alone
-    (dense: a (k, 1 + m) matrix; sparse: flat, segment i at starts[i] + i)."""
-    with quiet():
-        through = block.weight + values[block.dst]
+    (dense: a (k, 1 + m) matrix; sparse: flat, segment i at starts[i] + i). Called under
+    the caller's `quiet()` (one per sweep: entering it costs microseconds)."""
+    through = block.weight + values[block.dst]
     if block.starts is None:
         seg = np.empty((len(block.stop), through.shape[1] + 1))
         seg[:, 0] = block.stop
@@ -106,19 +108,6 @@ def _edge_slots(block: Block) -> np.ndarray:
     return np.arange(len(block.weight)) + np.repeat(np.arange(len(block.stop)), counts) + 1
 
 
-def _sums(block: Block, values: np.ndarray, semiring: type[Semiring]) -> tuple[np.ndarray,
-                                                                               np.ndarray]:
-    """The semiring sum of each state's segment, and the edges' w + values[dst]. Dense: the
-    stop PLUS the sum over the row (no segment matrix is copied, the hot loop of Viterbi in
-    ARS); sparse: the flat segments (a state may have no edge)."""
-    if block.starts is None:
-        with quiet():
-            through = block.weight + values[block.dst]
-        return semiring.plus(block.stop, semiring.sum(through, axis=1)), through
-    flat, through = _segments(block, values)
-    return semiring.segment_sum(flat, block.starts + np.arange(len(block.stop))), through
-
-
 def backward(graph: Graph, semiring: type[Semiring],
              visit: Callable[[int, Block, np.ndarray], None] | None = None) -> np.ndarray:
     """values[s] (global numbering): the semiring sum over every completion of state s, its
@@ -126,15 +115,23 @@ def backward(graph: Graph, semiring: type[Semiring],
     sees each node's block and its edges' w + values[dst] (for posteriors) once it is done."""
     off = graph.offsets
     values = np.empty(int(off[-1]))
-    for u in range(len(off) - 2, -1, -1):
-        lo, hi = int(off[u]), int(off[u + 1])
-        if hi == lo:
-            continue
-        block = graph.block(u)
-        with quiet():
-            values[lo:hi], through = _sums(block, values, semiring)
-        if visit is not None:
-            visit(u, block, through)
+    plus, total = semiring.plus, semiring.sum  # bound once: the loop is per node
+    with quiet():
+        for u in range(len(off) - 2, -1, -1):
+            lo, hi = int(off[u]), int(off[u + 1])
+            if hi == lo:
+                continue
+            block = graph.block(u)
+            if block.starts is None:  # dense: stop PLUS the row's sum (no segment copied)
+                through = block.weight + values[block.dst]
+                values[lo:hi] = plus(block.stop, total(through, axis=1)) if through.shape[1] \
+                    else block.stop
+            else:
+                flat, through = _segments(block, values)
+                values[lo:hi] = semiring.segment_sum(flat, block.starts
+                                                     + np.arange(len(block.stop)))
+            if visit is not None:
+                visit(u, block, through)
     return values
 
 
@@ -160,19 +157,16 @@ def best_path(graph: Graph, values: np.ndarray) -> Path:
     """The argmax path from state 0 given max-plus `values`: at each state the first maximum
     of its segment (stop wins a tie, then the smallest column)."""
     off = graph.offsets
+    node_of_state = np.repeat(np.arange(len(off) - 1), np.diff(off))
     states: list[int] = []
     nodes: list[int] = []
     cols: list[int] = []
     s, score = 0, 0.0
     with quiet():
         while True:
-            u = int(np.searchsorted(off, s, side="right")) - 1
-            r = s - int(off[u])
-            block = graph.block(u, slice(r, r + 1))
-            flat = block.starts is not None
-            weight = block.weight if flat else block.weight[0]
-            dst = block.dst if flat else block.dst[0]
-            stop = float(block.stop[0])
+            u = int(node_of_state[s])
+            block = graph.block(u, s - int(off[u]))  # one row: 1-d edges, a scalar stop
+            weight, dst, stop = block.weight, block.dst, float(block.stop)
             if len(weight):
                 through = weight + values[dst]
                 c = int(np.argmax(through))
@@ -226,16 +220,19 @@ def sample(graph: Graph, beta: np.ndarray, n: int, rng: np.random.Generator) -> 
         while len(active):
             u = int(node[active].min())
             here = active[node[active] == u]
-            rows, which = np.unique(state[here] - off[u], return_inverse=True)
-            which = which.ravel()
-            block = graph.block(u, rows)
-            seg, _ = _segments(block, beta)
-            if block.starts is None:
-                width = seg.shape[1]
-                heads = np.arange(len(rows)) * width
-                pick = draw_in_segments(seg.ravel(), heads, which, rng.random(len(here)))
-                col = pick - heads[which] - 1
+            local = state[here] - off[u]
+            if graph.dense:
+                # dense: one row per walker (rows may repeat), the draw over each row
+                block = graph.block(u, local)
+                seg, _ = _segments(block, beta)
+                which = np.arange(len(here))
+                col = draw_in_segments(seg, None, which, rng.random(len(here))) - 1
             else:
+                rows, which = np.unique(local, return_inverse=True)
+                which = which.ravel()
+                block = graph.block(u, rows)
+                seg, _ = _segments(block, beta)
+                assert block.starts is not None
                 heads = block.starts + np.arange(len(rows))
                 pick = draw_in_segments(seg, heads, which, rng.random(len(here)))
                 col = pick - heads[which] - 1
@@ -261,31 +258,36 @@ class Layered:
     """A confusion network's layered q-automaton (`core.dp`'s arrays) as a `Graph`: node i is
     layer i, no state stops before the last layer, whose stop weights are `final`."""
 
+    dense = True
+
     def __init__(self, weights: list[np.ndarray], targets: list[np.ndarray],
                  final: np.ndarray) -> None:
         self.weights, self.targets, self.final = weights, targets, final
         sizes = [len(w) for w in weights] + [len(final)]
         self.offsets = np.r_[0, np.cumsum(sizes)].astype(np.int64)
 
-    def block(self, u: int, rows: np.ndarray | slice | None = None) -> Block:
+    def block(self, u: int, rows: np.ndarray | int | None = None) -> Block:
         sel = slice(None) if rows is None else rows
         if u == len(self.weights):
             stop = self.final[sel]
-            return Block(stop, np.zeros((len(stop), 0)), np.zeros((len(stop), 0), np.int64))
+            none = np.shape(stop) + (0,)
+            return Block(stop, np.zeros(none), np.zeros(none, np.int64))
         w = self.weights[u][sel]
-        return Block(np.full(len(w), -np.inf), w, self.targets[u][sel] + self.offsets[u + 1])
+        return Block(np.full(w.shape[:-1], -np.inf), w, self.targets[u][sel] + self.offsets[u + 1])
 
 
 class QGraph:
     """A word lattice's q-automaton (`DagQAutomaton`) as a dense `Graph`: one column per
     outgoing arc of the node, the targets made global by their destination node's offset."""
 
-    def __init__(self, qa: DagQAutomaton) -> None:
-        self.qa = qa
-        self.offsets = qa.offsets()
+    dense = True
 
-    def block(self, u: int, rows: np.ndarray | slice | None = None) -> Block:
-        node = self.qa.nodes[u]
+    def __init__(self, qa: DagQAutomaton) -> None:
+        self.nodes = qa.nodes
+        self.offsets = off = qa.offsets()
+        self.base = [off[d] for d in qa.arc_dst]  # each column's destination's first state
+
+    def block(self, u: int, rows: np.ndarray | int | None = None) -> Block:
+        node = self.nodes[u]
         sel = slice(0, len(node)) if rows is None else rows
-        base = self.offsets[self.qa.arc_dst[u]]
-        return Block(node.final[sel], node.weights[sel], node.targets[sel] + base)
+        return Block(node.final[sel], node.weights[sel], node.targets[sel] + self.base[u])

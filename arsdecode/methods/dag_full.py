@@ -300,15 +300,18 @@ class ExpansionGraph:
     """The stored expansion as a sparse `dag_dp.Graph`: node u's states and their transitions
     (sorted by state, then arc: a state's first maximum is its smallest arc)."""
 
+    dense = False
+
     def __init__(self, ex: DagExpansion) -> None:
         self.ex = ex
         self.offsets = ex.node_start
 
-    def block(self, u: int, rows: np.ndarray | slice | None = None) -> dag_dp.Block:
+    def block(self, u: int, rows: np.ndarray | int | None = None) -> dag_dp.Block:
         ex = self.ex
         lo, hi = ex.node_states(u)
-        if isinstance(rows, slice):
-            rows = np.arange(hi - lo)[rows]
+        if isinstance(rows, int):  # one state: its transitions
+            e0, e1 = int(ex.out_start[lo + rows]), int(ex.out_start[lo + rows + 1])
+            return dag_dp.Block(ex.final[lo + rows], ex.weight[e0:e1], ex.dst[e0:e1])
         if rows is None:
             elo, ehi = ex.node_transitions(u)
             return dag_dp.Block(ex.final[lo:hi], ex.weight[elo:ehi], ex.dst[elo:ehi],

@@ -69,6 +69,8 @@ class _Chunked:
     sweep: node u's transitions are taken from `kept` (then dropped) or built again, and their
     destination states found by their context rows (`_lookup`)."""
 
+    dense = False
+
     def __init__(self, ex: Expander, ctxs: list[np.ndarray | None],
                  kept: list[Step | None]) -> None:
         self.ex, self.ctxs, self.kept = ex, ctxs, kept
@@ -76,7 +78,7 @@ class _Chunked:
             np.int64)
         self.last = (np.zeros(0, np.int64), np.zeros(0, np.int64))  # (e_state, e_arc) of u
 
-    def block(self, u: int, rows: np.ndarray | slice | None = None) -> dag_dp.Block:
+    def block(self, u: int, rows: np.ndarray | int | None = None) -> dag_dp.Block:
         assert rows is None, "the backward sweep asks for whole nodes only"
         here = self.ctxs[u]
         assert here is not None
