@@ -22,19 +22,23 @@ from typing import Any, overload
 
 import numpy as np
 
+import arsdecode.validate as v
 import maxarpa
-from arsdecode import validate as v
 from arsdecode.errors import ModelError
 from arsdecode.lattice import Lattice, WordLattice
-from arsdecode.methods import dag_ars, dag_full, dispatch
+from arsdecode.methods import dispatch
 from arsdecode.methods import marginals as _marginals
-from arsdecode.methods.ars import adapt as _adapt
-from arsdecode.methods.ars import sample as _sample
-from arsdecode.methods.dag_ars import DagArsResult
+from arsdecode.methods.dag_ars import DagArsResult, DagArsSampleResult
 from arsdecode.methods.dag_full import DagDecodeResult, DagPath
 from arsdecode.methods.dispatch import MARGINALS_METHODS, METHODS, MarginalsMethod, Method
 from arsdecode.methods.marginals import Marginal, MarginalsResult
-from arsdecode.methods.results import DecodeResult, KBestResult, SampleResult, SampleTrace
+from arsdecode.methods.results import (
+    DecodeResult,
+    KBestResult,
+    Paths,
+    SampleResult,
+    SampleTrace,
+)
 from arsdecode.model import InterpolatedLM, ModelLike, WeightedLM, as_target_model
 from arsdecode.model.interpolated import MISSING, Missing
 from arsdecode.model.loglinear import LogLinearLM
@@ -91,7 +95,7 @@ def decode(lm: ModelLike, lattice: WordLattice, *, method: Method = "auto",
            k: None = None, **options: Any) -> DagDecodeResult | DagArsResult: ...
 @overload
 def decode(lm: ModelLike, lattice: WordLattice, *, method: Method = "auto",
-           k: int, **options: Any) -> list[DagPath]: ...
+           k: int, **options: Any) -> Paths: ...
 @v.checked(lm=LM, lattice=v.lattice, method=METHOD, k=v.optional(v.positive))
 def decode(
     lm: ModelLike,
@@ -100,7 +104,7 @@ def decode(
     method: Method = "auto",
     k: int | None = None,
     **options: Any,
-) -> DecodeResult | KBestResult | DagDecodeResult | DagArsResult | list[DagPath]:
+) -> DecodeResult | KBestResult | DagDecodeResult | DagArsResult | Paths:
     """The exact most probable path of p over `lattice` (natural log).
 
     `method`: "ars" (adaptive rejection, Algorithm 1 of Carter et al.), "full" (the merged
@@ -185,17 +189,25 @@ def fixed_length_lattice(vocab: Sequence[str], length: int) -> Lattice:
     return Lattice.fixed_length(vocab, length)
 
 
-@v.checked(lm=LM, lattices=v.sequence_of(v.confusion, "a list of Lattice"), method=METHOD)
+@overload
+def decode_many(lm: ModelLike, lattices: Sequence[Lattice], *, method: Method = "auto",
+                **options: Any) -> list[DecodeResult]: ...
+@overload
+def decode_many(lm: ModelLike, lattices: Sequence[WordLattice], *, method: Method = "auto",
+                **options: Any) -> list[DagDecodeResult] | list[DagArsResult]: ...
+@v.checked(lm=LM, lattices=v.sequence_of(v.lattice, "a list of Lattice or WordLattice"),
+           method=METHOD)
 def decode_many(
     lm: ModelLike,
-    lattices: Sequence[Lattice],
+    lattices: Sequence[Lattice] | Sequence[WordLattice],
     *,
     method: Method = "auto",
     **options: Any,
-) -> list[DecodeResult]:
+) -> list[DecodeResult] | list[DagDecodeResult] | list[DagArsResult]:
     """`decode` on every lattice, in input order, with the model queries batched across
     lattices (`methods.dispatch.decode_many`; options: variant, max_iterations, tol). Each
-    result equals `decode`'s on that lattice, apart from `seconds`."""
+    result equals `decode`'s on that lattice, apart from `seconds`. Word lattices (one kind
+    per call) give `decode`'s word-lattice results."""
     return dispatch.decode_many(as_target_model(lm), lattices, method=method, **options)
 
 
@@ -204,12 +216,12 @@ def decode_kbest(lm: ModelLike, lattice: Lattice, k: int, *, method: Method = "a
                  **options: Any) -> KBestResult: ...
 @overload
 def decode_kbest(lm: ModelLike, lattice: WordLattice, k: int, *, method: Method = "auto",
-                 **options: Any) -> list[DagPath]: ...
+                 **options: Any) -> Paths: ...
 @v.checked(lm=LM, lattice=v.lattice, k=v.positive, method=METHOD)
 def decode_kbest(
     lm: ModelLike, lattice: Lattice | WordLattice, k: int, *, method: Method = "auto",
     **options: Any
-) -> KBestResult | list[DagPath]:
+) -> KBestResult | Paths:
     """The k most probable distinct paths of p, each exact and certified, best first.
 
     A `WordLattice` gives a list of `DagPath` (`methods.dispatch.decode_word_lattice`; option
@@ -227,12 +239,12 @@ def sample(lm: ModelLike, lattice: Lattice, n: int, seed: int | None = None,
            **options: Any) -> SampleResult: ...
 @overload
 def sample(lm: ModelLike, lattice: WordLattice, n: int, seed: int | None = None,
-           **options: Any) -> list[DagPath]: ...
+           **options: Any) -> Paths: ...
 @v.checked(lm=LM, lattice=v.lattice, n=v.count, seed=v.seed)
 def sample(
     lm: ModelLike, lattice: Lattice | WordLattice, n: int, seed: int | None = None,
     **options: Any
-) -> SampleResult | list[DagPath]:
+) -> SampleResult | Paths | DagArsSampleResult:
     """`n` exact i.i.d. samples of p over `lattice` by adaptive rejection, with the
     evidence ln Z and its 95% interval (`methods.ars.sample`; options: batch, target_ar,
     ar_window, variant, max_trials, stop_when_adapted, rng, on_sample, keep: False streams the
@@ -241,20 +253,21 @@ def sample(
     A `WordLattice` is sampled exactly from its merged expansion (`methods.dag_full.dag_sample`:
     a list of `DagPath`), or with the option `method="ars"` by adaptive rejection on its
     q-automaton (`methods.dag_ars.dag_ars_sample`: a DagArsSampleResult with the acceptance
-    rate and the ln Z estimate; options batch, target_ar, ...)."""
-    if isinstance(lattice, WordLattice):
-        if options.pop("method", "full") == "ars":
-            return dag_ars.dag_ars_sample(lm, lattice, n, seed, **options)  # type: ignore
-        return dag_full.dag_sample(lm, lattice, n, seed)
-    return _sample(as_target_model(lm), lattice, n, seed, **options)
+    rate and the ln Z estimate; options batch, target_ar, ...). `method="full"` on a
+    confusion network draws by the merged full DP, with the exact ln Z. Which method runs
+    is `methods.dispatch.sample`'s choice; an option the chosen sampler does not take is an
+    OptionError naming it."""
+    return dispatch.sample(as_target_model(lm), lattice, n, seed, **options)
 
 
-@v.checked(lm=LM, lattice=v.word_lattice)
-def lattice_posteriors(lm: ModelLike, lattice: WordLattice) -> tuple[np.ndarray, float]:
+@v.checked(lm=LM, lattice=v.lattice)
+def lattice_posteriors(lm: ModelLike, lattice: WordLattice | Lattice
+                       ) -> tuple[np.ndarray, float]:
     """Every arc's exact posterior probability and ln Z of a word lattice, by forward-backward
-    over its merged expansion (`methods.dag_full.dag_posteriors`), within the memory budget
-    (`methods.dispatch.memory_budget`: MemoryBudgetExceeded past it, before allocating)."""
-    return dag_full.dag_posteriors(lm, lattice, max_bytes=dispatch.memory_budget())
+    over its merged expansion (`methods.dag_full.dag_posteriors`). A confusion network is
+    read as `WordLattice.from_confusion(lattice)`; its answer has one entry per candidate,
+    position by position (`methods.dispatch.lattice_posteriors`)."""
+    return dispatch.lattice_posteriors(lm, lattice)
 
 
 @v.checked(lm=LM, lattice=v.confusion)
@@ -262,14 +275,14 @@ def adapt(lm: ModelLike, lattice: Lattice, **options: Any) -> SampleResult:
     """Refine q until its acceptance rate reaches the target, then stop (the paper's Table 3
     protocol; `methods.ars.adapt`; options: batch, target_ar, ar_window, variant,
     max_trials, seed, rng)."""
-    return _adapt(as_target_model(lm), lattice, **options)
+    return dispatch.adapt(as_target_model(lm), lattice, **options)
 
 
-@v.checked(lm=LM, lattice=v.confusion, n=v.positive, seed=v.seed, all_candidates=v.flag,
+@v.checked(lm=LM, lattice=v.lattice, n=v.positive, seed=v.seed, all_candidates=v.flag,
            method=v.one_of(MARGINALS_METHODS))
 def marginals(
     lm: ModelLike,
-    lattice: Lattice,
+    lattice: Lattice | WordLattice,
     n: int = 1000,
     seed: int | None = None,
     *,
@@ -283,7 +296,8 @@ def marginals(
     samples, with 95% Wilson intervals and ln Z's 95% interval from the same run (options go to
     `sample`); "auto" (the default): exact when the merged states fit a budget
     (`methods.dispatch.MARGINALS_FULL_STATES`), else sampled. `all_candidates=False` lists only
-    the tokens drawn (exact: of nonzero probability)."""
+    the tokens drawn (exact: of nonzero probability). A `WordLattice` gets its exact arc
+    posteriors (methods "full" and "auto"): one list per arc, in arc order."""
     return _marginals.posterior_marginals(as_target_model(lm), lattice, n, seed,
                                           all_candidates=all_candidates, method=method,
                                           **options)

@@ -28,7 +28,7 @@ from maxarpa.errors import MaxArpaError
 from maxarpa.load import load
 from maxarpa.maxarpa_format import write_max_arpa
 from maxarpa.model import Model
-from maxarpa.output import OutputError, TerminatedBySignal, check_output
+from maxarpa.output import OutputError, check_output
 from maxarpa.query import Totals, first_unknown, ngram_answers, sentence_answers
 from maxarpa.spool import STDIN, display_name, needs_spooling, spooled, under_name
 
@@ -326,9 +326,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())  # so the interpreter's final flush is silent
         return 0
-    except TerminatedBySignal as err:  # SIGTERM/SIGHUP while writing: the output was cleaned
-        report(f"terminated by signal {err.signum}; no output written")
-        return 128 + err.signum
     except OSError as err:
         name = getattr(err, "filename", None) or getattr(args, "output", None) or "<stdout>"
         if name == STDOUT:

@@ -4,24 +4,32 @@ never left half-written, whatever ends the process.
 Why: a conversion takes seconds to minutes. Discovering only at the end that the output
 directory is missing wastes that time; overwriting the input destroys the user's model; and a
 SIGTERM from a job scheduler or a closed terminal (SIGHUP) used to leave a large temporary
-file behind, because only SIGINT raised an exception that ran the cleanup. Here those signals
-raise too while a file is being written, so the same `except BaseException` cleanup runs.
+file behind. A stop while writing removes the temporary file (maxarpa.unfinished).
+
+Only a regular file (or a new path) is replaced by a rename. A symbolic link is followed, and
+the file it names is replaced (as GNU tools and KenLM do): renaming over the link would leave
+its file unwritten. A FIFO, a device or /dev/stdout is written through: renaming over it
+would replace a device node or leave a FIFO's reader with nothing.
 """
 
 from __future__ import annotations
 
 import bz2
 import contextlib
+import errno
 import gzip
 import io
 import lzma
 import os
-import signal
-import threading
+import shutil
+import stat
+import tempfile
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 from maxarpa.errors import MaxArpaError
+from maxarpa.unfinished import forget_stop, raise_if_stopped, registered
 
 
 class OutputError(MaxArpaError):
@@ -31,8 +39,51 @@ class OutputError(MaxArpaError):
 
 COMPRESSED_SUFFIXES = (".gz", ".bz2", ".xz")
 REFUSED_SUFFIXES = (".zst", ".zstd", ".lz4", ".lzma", ".z", ".zip", ".7z", ".br", ".tgz")
-CLEANUP_SIGNALS = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGHUP")
-                        if hasattr(signal, name))
+OUTPUT_ERRNOS = frozenset({errno.ENOSPC, errno.EFBIG, errno.EDQUOT, errno.EIO})
+"""Errors of a write that cannot go on (full disk, file size limit, quota, device error)."""
+FD_ALIASES = ("/dev/", "/proc/")
+"""Where /dev/stdout, /dev/fd/N and /proc/self/fd/N live: links to whatever a descriptor is
+open on (a pipe, a terminal, a file the shell truncated), never to be replaced by a rename."""
+
+
+@dataclass(frozen=True)
+class Target:
+    """Where an output really goes.
+
+    path: the file that is written: the output itself or, through symbolic links, the file
+        they name.
+    through: True when `path` is not a regular file (a FIFO, a device, /dev/stdout) and is
+        written through rather than replaced.
+    """
+
+    path: Path
+    through: bool
+
+
+def output_target(path: str | Path) -> Target:
+    """The `Target` of the output `path` (which need not exist yet)."""
+    path = Path(path)
+    try:
+        mode = os.stat(path).st_mode  # follows symbolic links
+    except OSError:  # a new file, a dangling link (its file is created), a loop (open says)
+        mode = None
+    if (mode is not None and not stat.S_ISREG(mode)) or _through_fd_alias(path):
+        return Target(path, True)
+    return Target(Path(os.path.realpath(path)), False)
+
+
+def _through_fd_alias(path: Path) -> bool:
+    """True if `path` or a symbolic link on the way to its file lies in /dev or /proc."""
+    current = Path(os.path.abspath(path))
+    for _ in range(40):  # the kernel's own limit on links followed
+        if str(current).startswith(FD_ALIASES):
+            return True
+        try:
+            link = os.readlink(current)
+        except OSError:
+            return False
+        current = Path(os.path.normpath(current.parent / link))
+    return False
 
 
 def compression_of(path: str | Path) -> str | None:
@@ -58,6 +109,7 @@ def check_output(input: str | Path | None, output: str | Path, *, binary: bool =
         OutputError: naming `output`.
     """
     out = Path(output)
+    target = output_target(out)
     if input is not None and out.exists():
         try:
             same = os.path.samefile(input, out)
@@ -67,8 +119,8 @@ def check_output(input: str | Path | None, output: str | Path, *, binary: bool =
             raise OutputError(f"{output}: is the input file {input}; choose another output")
     if out.is_dir():
         raise OutputError(f"{output}: is a directory")
-    parent = out.parent if str(out.parent) else Path(".")
-    if not parent.is_dir():
+    parent = target.path.parent
+    if not target.through and not parent.is_dir():
         raise OutputError(f"{output}: directory {parent} does not exist")
     if binary:
         suffix = out.suffix.lower()
@@ -77,38 +129,6 @@ def check_output(input: str | Path | None, output: str | Path, *, binary: bool =
                               f"memory-mapped); drop the {suffix} suffix")
     else:
         compression_of(out)
-
-
-class TerminatedBySignal(SystemExit):
-    """Raised in the main thread by SIGTERM/SIGHUP while an output is being written, so the
-    writer's cleanup runs; exits with the shell's status for a signal, 128 + signal number."""
-
-    def __init__(self, signum: int) -> None:
-        super().__init__(128 + signum)
-        self.signum = signum
-
-
-def _raise_terminated(signum: int, frame: object) -> None:
-    raise TerminatedBySignal(signum)
-
-
-@contextlib.contextmanager
-def signals_raise() -> Iterator[None]:
-    """While active, SIGTERM and SIGHUP raise TerminatedBySignal (SIGINT already raises
-    KeyboardInterrupt). Only the main thread can set handlers; elsewhere this does nothing."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    previous = {s: signal.getsignal(s) for s in CLEANUP_SIGNALS}
-    for s in CLEANUP_SIGNALS:
-        if previous[s] in (signal.SIG_DFL, None):  # respect a handler someone else installed
-            signal.signal(s, _raise_terminated)
-    try:
-        yield
-    finally:
-        for s, handler in previous.items():
-            if handler is not None:
-                signal.signal(s, handler)
 
 
 def temp_path(path: str | Path, pid: int | None = None) -> Path:
@@ -162,22 +182,56 @@ def pid_alive(pid: int) -> bool:
 
 @contextlib.contextmanager
 def atomic_output(path: str | Path) -> Iterator[Path]:
-    """Yield a temporary path beside `path`; rename it to `path` when the block succeeds,
-    delete it on any exception or termination signal. An OSError names `path`, never the
-    temporary file. Temporary files of `path` left by dead writers are removed first
-    (`remove_stale_temporaries`)."""
-    remove_stale_temporaries(path)
-    tmp = temp_path(path)
-    with signals_raise():
+    """Yield a temporary path to write; when the block succeeds, put it in place as `path`.
+
+    A regular file (or a new path) is replaced by a rename of a temporary file beside it; a
+    symbolic link's file likewise, beside that file. A FIFO, a device or /dev/stdout
+    (`output_target`) gets the finished temporary file's bytes written through, as stdout
+    would: a writer that needs to seek (a zip) works, and an error while formatting sends
+    nothing. The temporary file is deleted on any exception or stop (maxarpa.unfinished). An
+    OSError names `path`, never the temporary file; a full disk or a file size limit says
+    "cannot write the output", as a full stdout does. Temporary files of `path` left by dead
+    writers are removed first (`remove_stale_temporaries`).
+    """
+    target = output_target(path)
+    if target.through:
+        fd, name = tempfile.mkstemp(prefix="maxarpa-output-", suffix=".tmp")
+        os.close(fd)
+        tmp = Path(name)
+    else:
+        remove_stale_temporaries(target.path)
+        tmp = temp_path(target.path)
+    with registered(tmp, str(path)):
         try:
             yield tmp
-            os.replace(tmp, path)
+            raise_if_stopped()  # a stop that something swallowed: the file stays out
+            if target.through:
+                _write_through(tmp, target.path)
+                tmp.unlink()
+            else:
+                os.replace(tmp, target.path)
+            raise_if_stopped()
         except BaseException as err:
+            forget_stop(err)
             with contextlib.suppress(OSError):
                 tmp.unlink()
             if isinstance(err, OSError) and not isinstance(err, BrokenPipeError):
-                raise OSError(err.errno, err.strerror or str(err), str(path)) from None
+                raise _naming(err, path) from None
             raise
+
+
+def _write_through(tmp: Path, path: Path) -> None:
+    """Copy the finished `tmp` into the FIFO or device `path`, without creating a file."""
+    with open(tmp, "rb") as src, open(path, "wb") as dst:
+        shutil.copyfileobj(src, dst, 1 << 20)
+
+
+def _naming(err: OSError, path: str | Path) -> OSError:
+    """`err` naming the user's `path`; a write that cannot go on says so as stdout's does."""
+    text = err.strerror or str(err)
+    if err.errno in OUTPUT_ERRNOS:
+        text = f"cannot write the output: {text}"
+    return OSError(err.errno, text, str(path))
 
 
 def byte_stream(raw: io.BufferedWriter, compression: str | None) -> io.BufferedIOBase:

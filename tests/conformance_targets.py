@@ -205,24 +205,16 @@ class Refusal:
     target: str | None = None
 
 
-_NOT_AN_ERROR = "raises {} outside the ArsDecodeError tree (issue 30: never a {})"
 REFUSED = [
-    Refusal("decode_many", "dag", None,
-            "decode_many batches confusion networks (their flat layout); a word lattice is "
-            "decoded with decode", _NOT_AN_ERROR.format("AttributeError", "crash")),
     Refusal("adapt", "dag", None,
             "adapt refines the confusion-network q-automaton; a word lattice's ARS sampler "
-            "is sample(method='ars')", _NOT_AN_ERROR.format("AttributeError", "crash")),
-    *(Refusal("marginals", "dag", m,
-              "per-position marginals need positions; a word lattice has arc posteriors "
-              "(lattice_posteriors)", _NOT_AN_ERROR.format("TypeError/AttributeError", "crash"))
-      for m in ("full", "auto", "sample")),
-    Refusal("lattice_posteriors", "cn", None,
-            "arc posteriors are a WordLattice's; a confusion network has marginals",
-            _NOT_AN_ERROR.format("AttributeError", "crash")),
-    *(Refusal("sample", "cn", m,
-              "sample takes no method= on a confusion network (ARS is its only sampler)",
-              _NOT_AN_ERROR.format("TypeError", "TypeError")) for m in ("ars", "full", "auto")),
+            "is sample(method='ars'), which adapts its own q"),
+    Refusal("marginals", "dag", "sample",
+            "a word lattice gets exact arc posteriors (method full or auto); sampled "
+            "marginals are per position of a confusion network"),
+    Refusal("decode_kbest", "dag", "ars",
+            "a word lattice's k-best comes from its exact expansion (method full or auto); "
+            "ARS decodes its single best path"),
 ]
 
 

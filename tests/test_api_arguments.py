@@ -146,8 +146,8 @@ BAD_CALLS = [  # (function, {argument: bad value}, what the message names)
     ("marginals", {"all_candidates": None}, "all_candidates"),
     ("marginals", {"all_candidates": "no"}, "all_candidates"),
     ("marginals", {"method": "exact"}, "method"),
-    ("marginals", {"lattice": "DAG"}, "lattice"),
-    ("lattice_posteriors", {"lattice": "LAT"}, "lattice"),
+    ("marginals", {"lattice": [1, 2]}, "lattice"),  # both lattice kinds are served (issue 30)
+    ("lattice_posteriors", {"lattice": "a.slf"}, "lattice"),
     ("weighted", {"lm_weight": "2"}, "lm_weight"),
     ("weighted", {"lm_weight": float("nan")}, "lm_weight"),
     ("weighted", {"lm_weight": 0}, "lm_weight"),

@@ -29,11 +29,11 @@ from arsdecode.methods.dag_full import (
     DagPath,
     StatesBudgetExceeded,
     dag_decode,
-    dag_kbest,
     dag_log_partition,
-    dag_posteriors,
     dag_sample,
 )
+from arsdecode.methods.dag_kbest import dag_kbest
+from arsdecode.methods.dag_posteriors import dag_posteriors
 from arsdecode.methods.full import full_decode, full_kbest, full_log_partition, full_marginals
 from arsdecode.model import WeightedLM
 from arsdecode.testing.brute import chi_square_pvalue

@@ -306,3 +306,17 @@ def test_latin1_map_decode_prints_bytes(tmp_path):
                "--text", str(tmp_path / "text"))
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.splitlines()[0] == "café crème".encode("latin-1")
+
+
+def test_the_uncertified_message_names_max_iterations_only_when_it_was_given(capsys):
+    """Issue 29 C: a result left uncertified with no --max-iterations (scores too large for
+    the bound to close) said "stopped after 1 iterations (--max-iterations)", a flag the user
+    had never given."""
+    from arsdecode.cli.output import report_uncertified
+
+    report_uncertified(1, None)
+    err = capsys.readouterr().err
+    assert "UNCERTIFIED" in err and "--max-iterations" not in err and "not finite" in err
+    report_uncertified(3, 3)
+    err = capsys.readouterr().err
+    assert "stopped after 3 iterations (--max-iterations 3)" in err

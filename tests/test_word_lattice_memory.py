@@ -5,7 +5,7 @@ memory is allocated; never a MemoryError traceback, even under an address-space 
 The wide lattice: 2,000 distinct words from node 0 to node 1 (about 1,600 merged states at
 node 1 with the embedded 5-gram), then 3,000 words to the final node 2: its expansion has
 4.8M transitions at one node (hundreds of MB, over a minute to build), so a 64 MiB budget is
-refused at node 1, in about a second. Memory figures: bench/bench_dag_memory.py (`python -m bench.bench_dag_memory`).
+refused at node 1, in about a second. Memory figures: `python -m bench.bench_dag_memory`.
 """
 
 from __future__ import annotations
@@ -25,6 +25,8 @@ from arsdecode.errors import MemoryBudgetExceeded
 from arsdecode.lattice import WordLattice
 from arsdecode.methods import dag_full
 from arsdecode.methods.dag_ars import dag_ars_decode
+from arsdecode.methods.dag_kbest import dag_kbest
+from arsdecode.methods.dag_posteriors import dag_posteriors
 from arsdecode.model import as_target_model
 
 REPO = Path(__file__).resolve().parents[1]
@@ -92,7 +94,7 @@ def test_posteriors_need_the_states_not_the_transitions(embedded):
     budget = stored // 4
     with pytest.raises(MemoryBudgetExceeded, match="--memory-budget"):
         dag_full.dag_expand(model, wl, max_bytes=budget)
-    post, log_z = dag_full.dag_posteriors(embedded, wl, max_bytes=budget)
+    post, log_z = dag_posteriors(embedded, wl, max_bytes=budget)
     want = dag_full.dag_log_partition(embedded, wl)
     assert abs(log_z - want) <= 1e-9 * (1 + abs(want))
     start = wl.src == 0
@@ -108,8 +110,8 @@ def test_kbest_refuses_before_its_tables(embedded):
     k = 10_000
     budget = ex.n_states * k * 32 // 2
     with pytest.raises(MemoryBudgetExceeded, match="smaller --nbest"):
-        dag_full.dag_kbest(embedded, wl, k, max_bytes=budget)
-    assert len(dag_full.dag_kbest(embedded, wl, 10, max_bytes=budget)) == 10
+        dag_kbest(embedded, wl, k, max_bytes=budget)
+    assert len(dag_kbest(embedded, wl, 10, max_bytes=budget)) == 10
 
 
 def test_ars_refuses_a_first_automaton_over_the_budget(embedded, wide):

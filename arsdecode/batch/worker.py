@@ -165,8 +165,7 @@ def _lattice(spec: TaskSpec, item: Item, emissions) -> tuple[Any, list[str] | No
 
 def solve_one(spec: TaskSpec, lm, item: Item, lattice) -> dict:
     """The fields of the single-item command for one lattice."""
-    from arsdecode.methods.ars import sample
-    from arsdecode.methods.dispatch import decode
+    from arsdecode.methods.dispatch import decode, sample
 
     start = time.perf_counter()
     engine = _engine(spec)
@@ -186,14 +185,13 @@ def solve_one(spec: TaskSpec, lm, item: Item, lattice) -> dict:
 
 def _solve_word_lattice(spec: TaskSpec, lm, item: Item, wl, start: float) -> dict:
     """`solve_one` for a word lattice: the fields of `decode` / `sample --lattice X --json`."""
-    from arsdecode.methods.dag_full import dag_sample
-    from arsdecode.methods.dispatch import decode_word_lattices
+    from arsdecode.methods.dispatch import decode_word_lattices, sample
 
     if spec.task == "sample":
         seed = item_seed(spec.seed, item.id)
-        draws = dag_sample(lm, wl, spec.n, seed)
+        draws = sample(lm, wl, spec.n, seed)  # dispatch's choice, which it reports
         return {"samples": [d.words for d in draws], "log_p": [d.log_p for d in draws],
-                "seed": seed, "method": "full", "seconds": time.perf_counter() - start}
+                "seed": seed, "method": draws.method, "seconds": time.perf_counter() - start}
     [r] = decode_word_lattices(lm, [wl], method=spec.method)  # type: ignore[arg-type]
     return _dag_fields(r, {"seconds": time.perf_counter() - start})
 

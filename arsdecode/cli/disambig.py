@@ -206,7 +206,7 @@ def _print_best(args: argparse.Namespace, target: Any, lattices: list[Lattice | 
                 uncertified = max(uncertified, r.iterations)
             print(" ".join(r.tokens))
         sys.stdout.flush()
-    return _status(uncertified)
+    return _status(uncertified, args)
 
 
 def _print_nbest(args: argparse.Namespace, target: Any, lattices: list[Lattice | None]) -> int:
@@ -223,7 +223,7 @@ def _print_nbest(args: argparse.Namespace, target: Any, lattices: list[Lattice |
         uncertified = max(uncertified, 0 if kb.certified else kb.iterations)
         for path in kb.paths:
             print(f"({bytelog(path.log_p)}) {' '.join(path.tokens)}")
-    return _status(uncertified)
+    return _status(uncertified, args)
 
 
 def _print_forward_backward(args: argparse.Namespace, target: Any,
@@ -277,8 +277,9 @@ def _probability(p: float, log10: bool) -> str:
     return _number(p)
 
 
-def _status(uncertified: int) -> int:
+def _status(uncertified: int, args: argparse.Namespace) -> int:
+    """`uncertified`: the most iterations of a sentence left uncertified (0: none)."""
     if uncertified:
-        report_uncertified(uncertified)
+        report_uncertified(uncertified, args.max_iterations)
         return EXIT_UNCERTIFIED
     return EXIT_OK

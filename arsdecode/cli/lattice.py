@@ -126,7 +126,7 @@ def print_nbest(args: argparse.Namespace, lm, lattice: Lattice, oov: dict) -> in
         print(f"({status}, ln) iterations={kb.iterations} states={kb.states} "
               f"seconds={kb.seconds:.3f}", flush=True)
     if not kb.certified:
-        report_uncertified(kb.iterations)
+        report_uncertified(kb.iterations, args.max_iterations)
         return EXIT_UNCERTIFIED
     return EXIT_OK
 
@@ -258,7 +258,7 @@ def cmd_decode(args: argparse.Namespace) -> int:
     if outputs:
         write_automaton(args, r.automaton)
     if not r.certified:
-        report_uncertified(r.iterations)
+        report_uncertified(r.iterations, args.max_iterations)
         return EXIT_UNCERTIFIED
     return EXIT_OK
 

@@ -110,9 +110,18 @@ def warn(message: str) -> None:
     print(f"arsdecode: warning: {message}", file=sys.stderr)
 
 
-def report_uncertified(iterations: int) -> None:
-    print(f"arsdecode: UNCERTIFIED: stopped after {iterations} iterations (--max-iterations); "
-          "the path above is the best found, not proven best", file=sys.stderr)
+def report_uncertified(iterations: int, max_iterations: int | None) -> None:
+    """Say on stderr why a result is not certified: the --max-iterations the user gave, or
+    else a bound ARS could not tighten (every state on the path already exact, yet q above p
+    beyond float noise: scores that overflowed or are not finite). Naming --max-iterations
+    when it was never given sent users looking for a flag they had not used (issue 29 C)."""
+    if max_iterations is not None and iterations >= max_iterations:
+        why = f"stopped after {iterations} iterations (--max-iterations {max_iterations})"
+    else:
+        why = (f"after {iterations} iterations the bound still exceeds the path's score, with "
+               "nothing left to refine (scores too large or not finite?)")
+    print(f"arsdecode: UNCERTIFIED: {why}; the path above is the best found, not proven best",
+          file=sys.stderr)
 
 
 def oov_report(lattice: Lattice | WordLattice, vocabulary: Container[str]) -> dict[str, Any]:
@@ -155,12 +164,23 @@ def check_writable(path: str | os.PathLike[str]) -> Path:
     """Fail before any work if `path` cannot be written (missing folder, a directory, no
     permission). Raises OSError naming the user's path.
 
+    The folder checked is the one the file is written in (`maxarpa.output.output_target`):
+    a symbolic link's file's; a FIFO or a device is written through, so only it must be
+    writable, not the folder it sits in (/dev).
+
     (Not `maxarpa.output.check_output`: that one also reads a compression from the suffix,
     which an FST, GraphML or CoNLL output does not have.)"""
+    from maxarpa.output import output_target
+
     p = Path(path)
     if p.is_dir():
         raise IsADirectoryError(21, "is a directory", str(path))
-    parent = p.parent if str(p.parent) else Path(".")
+    target = output_target(p)
+    if target.through:
+        if not os.access(p, os.W_OK):
+            raise PermissionError(13, "permission denied", str(path))
+        return p
+    parent = target.path.parent
     if not parent.is_dir():
         raise FileNotFoundError(2, "folder does not exist", str(path))
     if not os.access(parent, os.W_OK | os.X_OK) or (p.exists() and not os.access(p, os.W_OK)):

@@ -144,7 +144,7 @@ def run_decode(args: argparse.Namespace, lm, channel, load_seconds: float) -> in
               f"seconds={r.seconds:.3f} (model load {load_seconds:.2f} s)")
     sys.stdout.flush()
     if not r.certified:
-        report_uncertified(r.iterations)
+        report_uncertified(r.iterations, args.max_iterations)
         return EXIT_UNCERTIFIED
     return EXIT_OK
 

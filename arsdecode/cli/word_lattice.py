@@ -179,6 +179,9 @@ def cmd_decode(args: argparse.Namespace) -> int:
     if trace is not None and args.nbest is not None:
         raise OptionError("--trace shows ARS's iterations; a word lattice's k-best comes from "
                           "its expansion")
+    if args.nbest is not None and args.method == "ars":
+        raise OptionError("--nbest on a word lattice comes from its exact expansion: use "
+                          "--method full or auto (--method ars decodes the single best path)")
     wl, lm, oov = load(args)
     if args.nbest is None:
         try:  # Ctrl-C of ARS: the best path so far (the expansion has none to give)
@@ -201,14 +204,15 @@ def cmd_decode(args: argparse.Namespace) -> int:
             from arsdecode.cli.options import EXIT_UNCERTIFIED
             from arsdecode.cli.output import report_uncertified
 
-            report_uncertified(getattr(r, "iterations", 1))
+            report_uncertified(getattr(r, "iterations", 1),
+                               getattr(args, "max_iterations", None))
             return EXIT_UNCERTIFIED
     else:
         kb = decode(lm, wl, method=args.method, k=args.nbest, unique=args.unique)
         paths = [p.arcs for p in kb]
         if args.json:
-            print_json({"words": kb[0].words, "log_p": kb[0].log_p, "certified": True,
-                        "method": "full", "nbest": [p.to_json() for p in kb], "oov": oov})
+            print_json({"words": kb[0].words, "log_p": kb[0].log_p, "certified": kb.certified,
+                        "method": kb.method, "nbest": [p.to_json() for p in kb], "oov": oov})
         else:
             for rank, p in enumerate(kb, start=1):
                 print(f"{rank}\t{fixed(p.log_p, 6)}\t{' '.join(p.words)}")
@@ -232,18 +236,18 @@ def cmd_sample(args: argparse.Namespace) -> int:
     are those of one call with the seed. Each chunk expands the lattice again."""
     import numpy as np
 
-    from arsdecode.methods.dag_full import dag_sample
+    from arsdecode.methods.dispatch import sample
 
     wl, lm, _ = load(args)
     rng = np.random.default_rng(args.seed)
     if args.json:
-        draws = dag_sample(lm, wl, args.n, rng)
-        print_json({"samples": [p.to_json() for p in draws], "method": "full"})
+        draws = sample(lm, wl, args.n, rng)  # dispatch's choice, which it reports
+        print_json({"samples": [p.to_json() for p in draws], "method": draws.method})
         return EXIT_OK
     left = args.n
     while left:
         chunk = min(left, SAMPLE_CHUNK)
-        for p in dag_sample(lm, wl, chunk, rng):
+        for p in sample(lm, wl, chunk, rng):
             if args.jsonl:
                 print(json.dumps(p.to_json()), flush=True)
             else:

@@ -61,7 +61,7 @@ from arsdecode.methods.full import StatesBudgetExceeded, _group_rows, start_cont
 from arsdecode.model import ModelLike, TargetModel, as_target_model
 
 __all__ = ["DagDecodeResult", "DagExpansion", "DagPath", "dag_decode", "dag_expand",
-           "dag_kbest", "dag_log_partition", "dag_posteriors", "dag_sample",
+           "dag_log_partition", "dag_sample",
            "StatesBudgetExceeded"]
 
 
@@ -372,57 +372,6 @@ def dag_log_partition(lm: ModelLike, wl: WordLattice, *, minimize: bool = True,
     """ln Z: ln of the sum over every path of exp(score); -inf if every path has p = 0."""
     ex = dag_expand(as_target_model(lm), wl, minimize=minimize, max_states=max_states)
     return float(_backward_sums(ex)[0])
-
-
-def dag_posteriors(lm: ModelLike, wl: WordLattice, *, minimize: bool = True,
-                   max_states: int | None = None, max_bytes: int | None = None
-                   ) -> tuple[np.ndarray, float]:
-    """Arc posteriors and ln Z by forward-backward on the expansion, node by node without
-    storing its transitions (`methods.dag_posteriors`).
-
-    Returns:
-        (posteriors, log_z): posteriors[a] = (total weight of the paths using arc a) / Z, a
-        float64 array of one entry per arc (0 for an arc on no path of p > 0); ln Z.
-
-    Raises:
-        NoPathError: every path has probability zero.
-        MemoryBudgetExceeded: the states would pass `max_bytes`.
-    """
-    from arsdecode.methods.dag_posteriors import chunked_posteriors
-
-    return chunked_posteriors(lm, wl, minimize=minimize, max_states=max_states,
-                              max_bytes=max_bytes)
-
-
-def dag_kbest(lm: ModelLike, wl: WordLattice, k: int, *, unique: bool = False,
-              minimize: bool = True, max_states: int | None = None,
-              max_bytes: int | None = None) -> list[DagPath]:
-    """The k best paths, best first, exact in float64 (fewer if fewer have p > 0), by
-    `methods.dag_kbest` on the expansion.
-
-    unique=False: distinct paths (arc sequences), ties by the smaller arc-index sequence.
-    unique=True: distinct word sequences, each scored by its best path (several paths can
-    carry the same words: epsilon arcs, parallel arcs), ties by the smaller word tuple.
-
-    Raises:
-        OptionError: k < 1.
-        NoPathError: every path has probability zero.
-        MemoryBudgetExceeded: the expansion or the k-best search would pass `max_bytes`
-            (refused before the memory is allocated).
-    """
-    from arsdecode.methods.dag_kbest import kbest_paths, kbest_unique
-
-    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
-        raise OptionError(f"k (the number of paths) must be an integer >= 1, not {k!r}")
-    ex = dag_expand(as_target_model(lm), wl, minimize=minimize, max_states=max_states,
-                    max_bytes=max_bytes)
-    k = min(int(k), wl.num_paths())  # each lattice path is at most one expansion path
-    if unique:
-        best = _best(ex)
-        if best[0] == -np.inf:
-            raise NoPathError(f"{wl.source}: every path has probability zero")
-        return kbest_unique(ex, wl, int(k), best, max_bytes)
-    return kbest_paths(ex, wl, int(k), max_bytes)
 
 
 def dag_sample(lm: ModelLike, wl: WordLattice, n: int,

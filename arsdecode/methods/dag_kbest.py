@@ -27,16 +27,19 @@ from dataclasses import dataclass
 import numpy as np
 
 from arsdecode.core.semiring import quiet
-from arsdecode.errors import MemoryBudgetExceeded, NoPathError
+from arsdecode.errors import MemoryBudgetExceeded, NoPathError, OptionError
 from arsdecode.lattice import WordLattice
 from arsdecode.methods.dag_full import (
     RAISE_BUDGET,
     DagExpansion,
     DagPath,
+    _best,
+    dag_expand,
 )
 from arsdecode.methods.full import _rank_in_groups
+from arsdecode.model import ModelLike, as_target_model
 
-__all__ = ["kbest_paths", "kbest_unique", "expansion_bytes"]
+__all__ = ["dag_kbest", "kbest_paths", "kbest_unique", "expansion_bytes"]
 
 # Bytes per entry of the distinct-path tables (4 columns of 8 bytes per state and rank) and
 # per candidate of a node's merge (a dozen 8-byte columns and the sort's permutations).
@@ -318,3 +321,32 @@ def kbest_unique(ex: DagExpansion, wl: WordLattice, k: int, h: np.ndarray,
                     f"{wl.source}: --nbest {k} --unique (after {len(out)} word sequences)",
                     need, max_bytes, f"give a smaller --nbest or {RAISE_BUDGET}")
     return out
+
+
+def dag_kbest(lm: ModelLike, wl: WordLattice, k: int, *, unique: bool = False,
+              minimize: bool = True, max_states: int | None = None,
+              max_bytes: int | None = None) -> list[DagPath]:
+    """The k best paths, best first, exact in float64 (fewer if fewer have p > 0), by
+    `kbest_paths` / `kbest_unique` on the expansion.
+
+    unique=False: distinct paths (arc sequences), ties by the smaller arc-index sequence.
+    unique=True: distinct word sequences, each scored by its best path (several paths can
+    carry the same words: epsilon arcs, parallel arcs), ties by the smaller word tuple.
+
+    Raises:
+        OptionError: k < 1.
+        NoPathError: every path has probability zero.
+        MemoryBudgetExceeded: the expansion or the k-best search would pass `max_bytes`
+            (refused before the memory is allocated).
+    """
+    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
+        raise OptionError(f"k (the number of paths) must be an integer >= 1, not {k!r}")
+    ex = dag_expand(as_target_model(lm), wl, minimize=minimize, max_states=max_states,
+                    max_bytes=max_bytes)
+    k = min(int(k), wl.num_paths())  # each lattice path is at most one expansion path
+    if unique:
+        best = _best(ex)
+        if best[0] == -np.inf:
+            raise NoPathError(f"{wl.source}: every path has probability zero")
+        return kbest_unique(ex, wl, int(k), best, max_bytes)
+    return kbest_paths(ex, wl, int(k), max_bytes)

@@ -40,7 +40,7 @@ from arsdecode.methods.dag_full import (
 from arsdecode.methods.full import StatesBudgetExceeded, _group_rows
 from arsdecode.model import ModelLike, as_target_model
 
-__all__ = ["chunked_posteriors"]
+__all__ = ["chunked_posteriors", "dag_posteriors"]
 
 # Bytes a state keeps (beside its width x 8-byte context row): alpha, beta, stop weight and
 # the grouping's index; and a pending (row, forward sum) into a later node, beside its row.
@@ -180,3 +180,20 @@ def chunked_posteriors(lm: ModelLike, wl: WordLattice, *, minimize: bool = True,
     dag_dp.backward(graph, LogSumExp, visit)
     return post.astype(np.float64), log_z
 
+
+def dag_posteriors(lm: ModelLike, wl: WordLattice, *, minimize: bool = True,
+                   max_states: int | None = None, max_bytes: int | None = None
+                   ) -> tuple[np.ndarray, float]:
+    """Arc posteriors and ln Z by forward-backward on the expansion, node by node without
+    storing its transitions (`chunked_posteriors`).
+
+    Returns:
+        (posteriors, log_z): posteriors[a] = (total weight of the paths using arc a) / Z, a
+        float64 array of one entry per arc (0 for an arc on no path of p > 0); ln Z.
+
+    Raises:
+        NoPathError: every path has probability zero.
+        MemoryBudgetExceeded: the states would pass `max_bytes`.
+    """
+    return chunked_posteriors(lm, wl, minimize=minimize, max_states=max_states,
+                              max_bytes=max_bytes)

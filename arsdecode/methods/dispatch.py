@@ -21,11 +21,10 @@ all. A target without compiled tables gets ARS from auto.
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal, cast
 
 import numpy as np
 
@@ -34,8 +33,16 @@ from arsdecode.core.tolerances import CERTIFICATE_TOL
 from arsdecode.errors import NoPathError, OptionError
 from arsdecode.lattice import Lattice, WordLattice
 from arsdecode.lattice.flat import FlatLattices
-from arsdecode.methods import cost_model, dag_ars, dag_full, fast_full
+from arsdecode.methods import cost_model, dag_ars, dag_full, dag_kbest, dag_posteriors, fast_full
 from arsdecode.methods.ars import decode as ars_decode
+from arsdecode.methods.budget import (  # noqa: F401  (re-exported: dispatch's names)
+    BYTES_PER_PAIR,
+    DEFAULT_MEMORY_BUDGET,
+    MEMORY_BUDGET_ENV,
+    memory_budget,
+    memory_pairs_budget,
+    set_memory_budget,
+)
 from arsdecode.methods.cost_model import LatticeSizes
 from arsdecode.methods.fast_full import BatchResult
 from arsdecode.methods.full import (
@@ -45,7 +52,8 @@ from arsdecode.methods.full import (
     full_marginals,
 )
 from arsdecode.methods.lockstep import DecodeManyInterrupted, ars_lockstep, lockstep_groups
-from arsdecode.methods.results import DecodeResult
+from arsdecode.methods.options import check_options, kind_of
+from arsdecode.methods.results import DecodeResult, Paths
 from arsdecode.model import (
     ModelLike,
     TargetModel,
@@ -63,45 +71,6 @@ MARGINALS_METHODS: tuple[str, ...] = ("auto", "full", "sample")
 # tables): merged full-model states (all layers, kept for the backward pass). Past it the
 # forward pass is abandoned and the marginals are sampled (by ARS).
 MARGINALS_FULL_STATES = 200_000
-
-# The memory auto lets the compiled DP use (bytes): its transition cache, plus
-# BYTES_PER_PAIR for every (state, candidate) pair it tries (the states, and the graph that
-# k-best and posteriors keep). auto never runs the DP past it: the pair budget of every
-# lattice is at most (budget - cache) / BYTES_PER_PAIR, and a lattice past its budget goes to
-# ARS (decode, k-best) or to sampling (marginals). It lives in the environment variable
-# MEMORY_BUDGET_ENV (MiB), so the worker processes of a batch run inherit it; set it with
-# `set_memory_budget` or the CLI's --memory-budget.
-DEFAULT_MEMORY_BUDGET = 1 << 30
-MEMORY_BUDGET_ENV = "ARSDECODE_MEMORY_BUDGET_MB"
-BYTES_PER_PAIR = 40  # a recorded edge is 24 bytes; a state 36; pairs >= states
-
-
-def set_memory_budget(nbytes: int) -> None:
-    """The memory auto lets the compiled full DP use, in bytes (default 1 GiB), for this
-    process and the processes it starts."""
-    if nbytes < 64 << 20:
-        raise OptionError(f"the memory budget must be at least 64 MiB, not {nbytes} bytes")
-    os.environ[MEMORY_BUDGET_ENV] = str(nbytes >> 20)
-
-
-def memory_budget() -> int:
-    """The memory budget in bytes (MEMORY_BUDGET_ENV, else DEFAULT_MEMORY_BUDGET)."""
-    text = os.environ.get(MEMORY_BUDGET_ENV)
-    if text is None:
-        return DEFAULT_MEMORY_BUDGET
-    try:
-        mib = int(text)
-    except ValueError:
-        mib = 0
-    if mib < 64:
-        raise OptionError(f"{MEMORY_BUDGET_ENV}={text!r}: give a whole number of MiB, >= 64")
-    return mib << 20
-
-
-def memory_pairs_budget() -> int:
-    """The most pairs the compiled DP may try on one lattice within the memory budget."""
-    return max(0, (memory_budget() - fast_full.SPARSE_CACHE_BYTES) // BYTES_PER_PAIR)
-
 
 # auto's k-best: the compiled DP's k-best makes two or three passes and keeps the graph, and
 # ARS's k-best runs many more iterations than its decode (bench_disambig: 0.7 s per SMS
@@ -213,14 +182,18 @@ def decode_flat(lm: ModelLike, flat: FlatLattices,
 
 def decode_many(
     lm: ModelLike,
-    lattices: Sequence[Lattice],
+    lattices: Sequence[Lattice] | Sequence[WordLattice],
     *,
     method: Method = "auto",
     variant: Variant = DEFAULT_VARIANT,
     max_iterations: int | None = None,
     tol: float = CERTIFICATE_TOL,
-) -> list[DecodeResult]:
+    **options: Any,
+) -> list[Any]:
     """The exact argmax of p on each lattice, in input order (natural log).
+
+    Word lattices (all of `lattices`: one kind per call) are decoded as `decode` decodes
+    each, the expansion in one compiled call (`decode_word_lattices`), ARS one by one.
 
     ARS results are identical to `ars.decode(lm, lattice, ...)` field by field, apart from
     `seconds` (here: the wall time from the start of the ARS batch until that lattice was
@@ -230,6 +203,27 @@ def decode_many(
     result so far, in input order (the compiled DP's, ARS's best paths so far).
     """
     check_method(method)
+    kinds = {kind_of(lat) for lat in lattices}
+    if len(kinds) > 1:
+        raise OptionError("decode_many: lattices mixes confusion networks and word lattices; "
+                          "give one kind per call")
+    check_options("decode_many", kinds.pop() if kinds else "cn", method,
+                  {"variant": variant, "max_iterations": max_iterations, "tol": tol, **options})
+    if lattices and isinstance(lattices[0], WordLattice):
+        dags = cast("Sequence[WordLattice]", lattices)
+        if method == "ars":
+            return [decode_word_lattice(lm, wl, method="ars", max_iterations=max_iterations,
+                                        tol=tol) for wl in dags]
+        return decode_word_lattices(lm, dags, method=method)
+    return _decode_many_cn(lm, cast("Sequence[Lattice]", lattices), method, variant,
+                           max_iterations, tol)
+
+
+def _decode_many_cn(lm: ModelLike, lattices: Sequence[Lattice], method: Method,
+                    variant: Variant, max_iterations: int | None, tol: float
+                    ) -> list[DecodeResult]:
+    """`decode_many` on confusion networks: the compiled DP on their flat layout, ARS in
+    lockstep on the rest."""
     model = as_target_model(lm)
     plan = _compiled_plan(model, method, LatticeSizes.of_widths([lat.widths for lat in lattices]))
     if not plan[0]:  # no compiled DP: no flat layout either
@@ -271,16 +265,13 @@ def decode(lm: ModelLike, lattice: Lattice | WordLattice, *, method: Method = "a
     has probability zero.
     """
     check_method(method)
+    options = check_options("decode" if k is None else "kbest", kind_of(lattice), method,
+                            options)
     if isinstance(lattice, WordLattice):
-        return decode_word_lattice(lm, lattice, method=method, k=k,
-                                   unique=bool(options.get("unique", False)),
-                                   max_iterations=options.get("max_iterations"),
-                                   on_iteration=options.get("on_iteration"))
+        return decode_word_lattice(lm, lattice, method=method, k=k, **options)
     if k is not None:
         return _kbest(lm, lattice, k, method, options)
     needs_ars = [o for o in ("on_iteration", "keep_automaton") if options.get(o)]
-    if method == "full" and needs_ars:
-        raise OptionError(f"{needs_ars[0]} needs the q-automaton, which only method 'ars' builds")
     model = as_target_model(lm)
     if method != "ars" and not needs_ars:
         plan = _compiled_plan(model, method, LatticeSizes.of_widths([lattice.widths]))
@@ -296,7 +287,7 @@ def decode(lm: ModelLike, lattice: Lattice | WordLattice, *, method: Method = "a
 
 def decode_word_lattice(lm: ModelLike, wl: WordLattice, *, method: Method = "auto",
                         k: int | None = None, unique: bool = False,
-                        max_iterations: int | None = None,
+                        max_iterations: int | None = None, tol: float = CERTIFICATE_TOL,
                         on_iteration: Callable[..., None] | None = None):
     """The exact best path of a word lattice (a DAG, issue 21), or with `k` its K best paths
     (distinct paths, or with `unique` distinct word sequences, each scored by its best path).
@@ -308,14 +299,18 @@ def decode_word_lattice(lm: ModelLike, wl: WordLattice, *, method: Method = "aut
     compiled given n-gram tables, else `methods.dag_full`); "auto" the expansion: on every
     ASR-like lattice measured (docs/results-lattice.md) the compiled expansion is several
     times faster than ARS, whose states are not merged. k-best comes from the expansion
-    (`dag_full.dag_kbest`), for every method. k-best and ARS stay within `memory_budget()`.
+    (`dag_kbest.dag_kbest`), for every method. k-best and ARS stay within `memory_budget()`.
     Raises NoPathError if every path has probability zero, MemoryBudgetExceeded (before
     allocating) past the budget."""
     check_method(method)
+    check_options("decode" if k is None else "kbest", "dag", method,
+                  {"unique": unique, "max_iterations": max_iterations, "tol": tol,
+                   "on_iteration": on_iteration})
     if k is not None:
-        return dag_full.dag_kbest(lm, wl, k, unique=unique, max_bytes=memory_budget())
+        return Paths(dag_kbest.dag_kbest(lm, wl, k, unique=unique, max_bytes=memory_budget()),
+                     method="full")
     if method == "ars":
-        return dag_ars.dag_ars_decode(lm, wl, max_iterations=max_iterations,
+        return dag_ars.dag_ars_decode(lm, wl, max_iterations=max_iterations, tol=tol,
                                       on_iteration=on_iteration, max_bytes=memory_budget())
     return decode_word_lattices(lm, [wl], method=method)[0]
 
@@ -404,9 +399,7 @@ def _kbest_within_budget(lm: ModelLike, lattice: Lattice, k: int, method: str,
             return _compiled_kbest(res, lattice, time.perf_counter() - start)
     elif method == "full":  # the numpy reference DP's K-lists (any target)
         return full_kbest(lm, lattice, k)
-    kbest_options = {o: v for o, v in options.items()
-                     if o in ("variant", "max_iterations", "tol", "on_iteration")}
-    return decode_kbest(lm, lattice, k, **kbest_options)
+    return decode_kbest(lm, lattice, k, **options)  # ARS's options (`check_options`)
 
 
 def _compiled_kbest(res: fast_full.KBestBatch, lattice: Lattice, seconds: float):
@@ -425,18 +418,23 @@ def _compiled_kbest(res: fast_full.KBestBatch, lattice: Lattice, seconds: float)
                        method="full")
 
 
-def exact_marginals(lm: ModelLike, lattice: Lattice, method: str
+def exact_marginals(lm: ModelLike, lattice: Lattice | WordLattice, method: str
                     ) -> tuple[list[np.ndarray], float] | None:
     """The marginals' method choice: exact posteriors and ln Z from forward-backward over the
     merged full-model states (`methods.full.full_marginals`), or None when they are sampled.
 
     "full" always runs the exact pass; "sample" never does; "auto" runs it within
     MARGINALS_FULL_STATES merged states and returns None past them (the work done so far is
-    abandoned). Raises OptionError for an unknown method, NoPathError if every path has
+    abandoned). A word lattice gets its arc posteriors (one array, `lattice_posteriors`),
+    always exact. Raises OptionError for an unknown method, NoPathError if every path has
     probability zero (exact pass only).
     """
     if method not in MARGINALS_METHODS:
         raise OptionError(f"unknown method {method!r}; choose from {MARGINALS_METHODS}")
+    if isinstance(lattice, WordLattice):  # arc posteriors; "sample" refused (check_options)
+        check_options("marginals", "dag", method, {})
+        arc_post, arc_log_z = lattice_posteriors(lm, lattice)
+        return [arc_post], arc_log_z
     if method == "sample":
         return None
     model = as_target_model(lm)
@@ -456,6 +454,63 @@ def exact_marginals(lm: ModelLike, lattice: Lattice, method: str
         return full_marginals(lm, lattice, max_states=budget)
     except StatesBudgetExceeded:
         return None
+
+
+# ----- sampling and posteriors: the method choice ---------------------------------------------
+
+def sample(lm: ModelLike, lattice: Lattice | WordLattice, n: int,
+           seed: int | np.random.Generator | None = None, *, method: Method = "auto",
+           **options: Any):
+    """`n` exact i.i.d. samples of p over `lattice` by the method `method` picks (natural log).
+
+    "auto": ARS on a confusion network (`ars.sample`, a SampleResult with the evidence ln Z
+    and its 95% interval; the paper's sampler, whose memory stays small where the merged
+    states would not), the exact expansion on a word lattice (`dag_full.dag_sample`: forward
+    filtering, backward sampling; a `Paths` list of DagPath, method "full"), as
+    `decode_word_lattice` chooses the expansion there. "ars" and "full" force one: ARS on a word
+    lattice is `dag_ars.dag_ars_sample`, "full" on a confusion network the merged DP's samples
+    with the exact ln Z (`full_samples.full_sample_result`). Options are checked first
+    (`options.check_options`). Raises NoPathError if every path has probability zero.
+    """
+    from arsdecode.methods.ars import sample as ars_sample
+    from arsdecode.methods.full_samples import full_sample_result
+
+    check_method(method)
+    kind = kind_of(lattice)
+    options = check_options("sample", kind, method, options)
+    if isinstance(lattice, WordLattice):
+        if method == "ars":
+            return dag_ars.dag_ars_sample(lm, lattice, n, seed, **options)
+        return Paths(dag_full.dag_sample(lm, lattice, n, seed), method="full")
+    if method == "full":
+        return full_sample_result(lm, lattice, n, seed, **options)
+    return ars_sample(as_target_model(lm), lattice, n, seed, **options)  # type: ignore[arg-type]
+
+
+def adapt(lm: ModelLike, lattice: Lattice | WordLattice, **options: Any):
+    """Refine q until its acceptance rate reaches the target, then stop (`ars.adapt`); a
+    confusion network only (`options.REFUSED_METHODS` says why)."""
+    from arsdecode.methods.ars import adapt as ars_adapt
+
+    options = check_options("adapt", kind_of(lattice), "auto", options)
+    return ars_adapt(as_target_model(lm), lattice, **options)  # type: ignore[arg-type]
+
+
+def lattice_posteriors(lm: ModelLike, lattice: Lattice | WordLattice
+                       ) -> tuple[np.ndarray, float]:
+    """Every arc's exact posterior and ln Z by forward-backward over the merged expansion
+    (`dag_posteriors.dag_posteriors`). A confusion network is read as the word lattice it is
+    (`WordLattice.from_confusion`), and the answer has one entry per candidate, position by
+    position, in lattice order: its marginal (0 for a candidate of weight -inf, which the
+    word lattice has no arc for)."""
+    if isinstance(lattice, WordLattice):
+        return dag_posteriors.dag_posteriors(lm, lattice, max_bytes=memory_budget())
+    post, log_z = dag_posteriors.dag_posteriors(lm, WordLattice.from_confusion(lattice),
+                                          max_bytes=memory_budget())
+    live = np.concatenate([np.isfinite(e) for e in lattice.log_emissions])
+    out = np.zeros(len(live))
+    out[live] = post  # from_confusion keeps the finite candidates, in order
+    return out, log_z
 
 
 Plan = tuple[bool, "np.ndarray | None"]

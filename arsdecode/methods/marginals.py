@@ -28,10 +28,11 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from arsdecode.errors import OptionError
-from arsdecode.lattice import Lattice
+from arsdecode.lattice import Lattice, WordLattice
 from arsdecode.methods.ars import sample
 from arsdecode.methods.dispatch import MarginalsMethod, exact_marginals
 from arsdecode.methods.evidence import Z95
+from arsdecode.methods.options import check_options, kind_of
 from arsdecode.methods.results import SampleResult
 from arsdecode.model import ModelLike
 
@@ -145,7 +146,7 @@ def marginals_from_probabilities(probs: Sequence[np.ndarray], lattice: Lattice, 
 
 def posterior_marginals(
     lm: ModelLike,
-    lattice: Lattice,
+    lattice: Lattice | WordLattice,
     n: int,
     seed: int | None = None,
     *,
@@ -162,12 +163,22 @@ def posterior_marginals(
     `all_candidates` lists every candidate of a position, also those never drawn (p = 0 and
     an upper bound, which is information too); False lists only the drawn tokens (exact: those
     of nonzero probability).
+    A word lattice (methods "full" and "auto") gets its exact arc posteriors instead: one list
+    per arc, in arc order, holding the arc's word ("" for epsilon) with its posterior (empty
+    for an arc of probability 0 with `all_candidates=False`).
     Raises OptionError for n < 1 or an unknown method, NoPathError if every path has
     probability zero.
     """
     if n < 1:
         raise OptionError("n (the number of samples) must be >= 1 to estimate marginals")
     t0 = time.perf_counter()
+    sample_options = check_options("marginals", kind_of(lattice), method, sample_options)
+    if isinstance(lattice, WordLattice):  # exact arc posteriors, one list per arc
+        [post], log_z = exact_marginals(lm, lattice, method)  # type: ignore[misc]
+        rows = [[Marginal(w or "", p, p, p)] if all_candidates or p > 0.0 else []
+                for w, p in zip(lattice.words, post.tolist(), strict=True)]
+        return MarginalsResult(rows, log_z, (log_z, log_z), None, exact=True,
+                               seconds=time.perf_counter() - t0)
     exact = exact_marginals(lm, lattice, method)
     if exact is not None:
         probs, log_z = exact

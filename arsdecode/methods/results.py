@@ -8,8 +8,9 @@ and none of them needs the ARS module to do so. All logs are natural (ln).
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from arsdecode.core.automaton import QAutomaton
@@ -136,3 +137,17 @@ class KBestResult:
     seconds: float
     certified: bool
     method: str = "ars"  # which exact method produced it: "ars" (kbest) or "full" (full_kbest)
+
+
+class Paths(list[Any]):
+    """A list of paths (a word lattice's k-best or samples, `DagPath`s) that also says how they
+    were found: `method` ("full": the exact expansion; "ars": adaptive rejection) and
+    `certified` (each path exact). Why a list: callers index and iterate it as the list it
+    always was; the two attributes let the CLI and `batch` report what the engine ran
+    instead of writing it by hand."""
+
+    def __init__(self, paths: Iterable[Any] = (), *, method: str, certified: bool = True
+                 ) -> None:
+        super().__init__(paths)
+        self.method = method
+        self.certified = certified

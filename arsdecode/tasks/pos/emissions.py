@@ -28,8 +28,8 @@ The emission model, for every tag t (natural logs everywhere):
   unknown w. Note u_k(t) / root_k(t) = P(UNK_k) * N / c(t), so the weight is TnT's
   P(t | suffix) / P(t) up to a tag-independent constant.
 * Sentence-initial words (not in TnT; standard practice): if the first word is unknown but its
-  lower-cased form is known, it is treated as that known word. This is a deterministic
-  normalisation of the observation, so the model above is unchanged.
+  lower-cased form is known, it is treated as that known word; so is every word of a headline
+  or all-caps sentence (`pos.initial`). A deterministic normalisation of the observation.
 * Case variants (setting `skip_case_variants`, on in the shipped tagger): a rare capitalised
   word whose lower-cased form is a frequent word ("Which", "Each": sentence-initial forms of
   function words) is left out of the suffix statistics (`pos_suffix.case_variants`). It is
@@ -65,6 +65,7 @@ import numpy as np
 from arsdecode.errors import ModelError, ObservationError, OptionError
 from arsdecode.lattice import Lattice
 from arsdecode.tasks.pos.evaluation import TaggedSentence
+from arsdecode.tasks.pos.initial import initial_flags
 from arsdecode.tasks.pos.suffix import (
     RARE_MAX_COUNT,
     SUFFIX_ALPHA,
@@ -443,8 +444,8 @@ def emission_lattice(candidates: Callable[..., tuple[tuple[str, float], ...]],
     if beam is not None and not beam >= 0:
         raise OptionError(f"beam must be a non-negative number of nats, got {beam!r}")
     positions = []
-    for i, w in enumerate(words):
-        cands = candidates(w, initial=(i == 0))
+    for w, initial in zip(words, initial_flags(words), strict=True):
+        cands = candidates(w, initial=initial)
         if beam is not None:
             top = max(lp for _, lp in cands)
             cands = tuple(c for c in cands if c[1] >= top - beam)

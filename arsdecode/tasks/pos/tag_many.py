@@ -20,6 +20,7 @@ import numpy as np
 from arsdecode.errors import ObservationError
 from arsdecode.lattice.flat import FlatLattices
 from arsdecode.methods.dispatch import Method, check_method, decode_flat
+from arsdecode.tasks.pos.initial import initial_flags
 from arsdecode.tasks.pos.table import CandidateRows
 from maxarpa.model import Model
 
@@ -47,15 +48,15 @@ def flatten(lm: Model, emissions, sentences: Sequence[Sequence[str]]
     unknown words in bulk), else `candidates` per word. The tokens then gather their
     candidates with numpy, not one Python list operation per token.
     """
-    key_of: dict[str | tuple[str], int] = {}  # a word, or (word,) at the start of a sentence
+    key_of: dict[str | tuple[str], int] = {}  # a word, or (word,) where `initial_flags` says
     token_key: list[int] = []
     lengths: list[int] = []
     for s, words in enumerate(sentences):
         if isinstance(words, str) or len(words) == 0:
             raise ObservationError(f"sentence {s}: expected a non-empty sequence of words")
         lengths.append(len(words))
-        token_key.append(key_of.setdefault((words[0],), len(key_of)))
-        token_key.extend([key_of.setdefault(w, len(key_of)) for w in words[1:]])
+        token_key.extend([key_of.setdefault((w,) if first else w, len(key_of))
+                          for w, first in zip(words, initial_flags(words), strict=True)])
     initial = [isinstance(k, tuple) for k in key_of]  # dicts keep insertion order
     words = [k[0] if isinstance(k, tuple) else k for k in key_of]
     bulk = getattr(emissions, "candidate_rows", None)

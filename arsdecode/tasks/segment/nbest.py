@@ -8,7 +8,7 @@ need it. Its paths and its word sequences are one and the same: it has no epsilo
 words of a path spell the text, so a word sequence fixes every cut, and between two cuts each
 word has at most one arc (one word arc per LM word of that surface; an unknown arc only where
 no LM word has that surface, its word the substring, which no LM word equals). So the K best
-distinct *paths* (`dag_full.dag_kbest` with unique=False, K scores per expansion state: linear
+distinct *paths* (`dag_kbest.dag_kbest` with unique=False, K scores per expansion state: linear
 in the text) are the K best distinct word sequences. The only difference is the order of exact
 ties: by the smaller arc-index sequence here, by the smaller word tuple there.
 
@@ -20,7 +20,7 @@ best, and more paths are asked for until K cuts are found or the lattice has no 
 from __future__ import annotations
 
 from arsdecode.lattice.word_lattice import WordLattice
-from arsdecode.methods.dag_full import dag_kbest
+from arsdecode.methods.dag_kbest import dag_kbest
 from arsdecode.model.interface import ModelLike
 from arsdecode.tasks.segment.lattice import segmentation_words
 

@@ -9,7 +9,8 @@ Markov chain, no burn-in and no zeta to learn (the lattice is `Lattice.fixed_len
 
 `method="full"` draws the same samples by the numpy merged DP (forward filtering, backward
 sampling: `methods.full.full_sample`) with the exact ln Z (`full_log_partition`), for
-comparison and as the evaluation's reference normaliser.
+comparison and as the evaluation's reference normaliser. Both go through
+`methods.dispatch.sample`, which owns the choice.
 """
 
 from __future__ import annotations
@@ -23,8 +24,8 @@ from typing import Literal
 import numpy as np
 
 from arsdecode.lattice import Lattice
-from arsdecode.methods.ars import sample as ars_sample
-from arsdecode.methods.full import full_log_partition, full_sample
+from arsdecode.methods.dispatch import sample
+from arsdecode.methods.full import full_log_partition
 from arsdecode.model import TargetModel
 
 ExactMethod = Literal["ars", "full"]
@@ -53,11 +54,7 @@ def draw_length(model: TargetModel, vocab: Sequence[str], length: int, n: int,
     """
     start = time.perf_counter()
     lattice = Lattice.fixed_length(vocab, length)
-    if method == "full":
-        samples = full_sample(model, lattice, n, rng) if n else []
-        z = full_log_partition(model, lattice)
-        return LengthDraw(length, samples, z, (z, z), n, time.perf_counter() - start)
-    r = ars_sample(model, lattice, n, rng=rng, **ars_options)
+    r = sample(model, lattice, n, method=method, rng=rng, **ars_options)  # dispatch chooses
     return LengthDraw(length, r.samples, r.log_Z, r.log_Z_ci, r.trials,
                       time.perf_counter() - start)
 
