@@ -39,9 +39,10 @@ from arsdecode.methods.results import (
     SampleResult,
     SampleTrace,
 )
-from arsdecode.model import InterpolatedLM, ModelLike, WeightedLM, as_target_model
+from arsdecode.model import InterpolatedLM, ModelLike, as_target_model
 from arsdecode.model.interpolated import MISSING, Missing
 from arsdecode.model.loglinear import LogLinearLM
+from arsdecode.model.target_spec import weighted_target
 from maxarpa.config import Config
 from maxarpa.model import Model
 
@@ -132,10 +133,8 @@ def weighted(lm: ModelLike, *, lm_weight: float = 1.0, sentence_start: bool = Tr
     `lm`, every method included; with the defaults, `lm` itself (nothing to change). Raises
     OptionError for a weight that is not a finite number > 0.
     """
-    if lm_weight == 1.0 and sentence_start and sentence_end and not isinstance(lm, WeightedLM):
-        return lm
-    return WeightedLM(lm, lm_weight=lm_weight, sentence_start=sentence_start,
-                      sentence_end=sentence_end)
+    return weighted_target(lm, lm_weight=lm_weight, sentence_start=sentence_start,
+                           sentence_end=sentence_end)  # the builder's own (model.target_spec)
 
 
 @v.checked(models=v.sequence_of(v.ngram, "a list of n-gram models"), weights=WEIGHTS,

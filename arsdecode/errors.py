@@ -14,6 +14,8 @@ The tree, and the user mistake each class means:
         ArgumentError       an argument of a public function (arsdecode.api) of the wrong type
                             or out of range, refused before any work (arsdecode.validate);
                             also a TypeError
+      Refused               (arsdecode.validate) a check's verdict, which the argument
+                            checker turns into the ArgumentError naming the argument
       LatticeError          a lattice that cannot be decoded: unreadable or malformed file,
                             an empty position, a NaN weight, a sentence marker as a token
       NoPathError           a lattice whose every path has probability zero

@@ -28,7 +28,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from arsdecode.errors import ArgumentError
+from arsdecode.errors import ArgumentError, ArsDecodeError
 from arsdecode.lattice import Lattice, WordLattice
 from arsdecode.model.interface import TargetModel
 from arsdecode.model.maxarpa_lm import MaxArpaLM
@@ -48,9 +48,11 @@ _SHOW.maxlong = 30
 _PLAIN = (int, float, complex, str, bytes, list, tuple, dict, set, frozenset, np.generic)
 
 
-class Refused(Exception):
+class Refused(ArsDecodeError):
     """Raised by a check: `expected` says what the argument must be; `value` and `where`
-    (an index or key, e.g. "[2]") locate the offending part when it is an item."""
+    (an index or key, e.g. "[2]") locate the offending part when it is an item. The wrapper
+    turns it into an ArgumentError naming the argument; it is in the error tree so that,
+    should it ever escape, the CLI and batch still report it in one line."""
 
     def __init__(self, expected: str, value: Any, where: str = "") -> None:
         super().__init__(expected)

@@ -187,12 +187,17 @@ def test_decode_stopped_early_exits_3_and_says_so(small_lattice):
                "--max-iterations", "1", "--method", "ars")
     assert proc.returncode == 3, proc.stderr
     assert "UNCERTIFIED" in proc.stdout and "UNCERTIFIED" in proc.stderr
-    # The full DP has no iterations to stop: the same lattice is certified, exit 0.
+    # The full DP has no iterations to stop: the option does not apply there, and is refused
+    # by name before any work rather than silently dropped (issue 30: one way in).
     proc = run("decode", "--lm", EMBEDDED, "--lattice", str(small_lattice),
                "--max-iterations", "1", "--method", "full", "--json")
-    assert proc.returncode == 0, proc.stderr
+    assert proc.returncode == 2 and proc.stdout == "", proc.stderr
+    assert "'max_iterations' does not apply to method 'full'" in proc.stderr
+    assert "Traceback" not in proc.stderr
+    proc = run("decode", "--lm", EMBEDDED, "--lattice", str(small_lattice), "--method", "full",
+               "--json")
     out = json.loads(proc.stdout)
-    assert out["certified"] and out["method"] == "full"
+    assert proc.returncode == 0 and out["certified"] and out["method"] == "full"
     for bad in ("0", "-1"):
         proc = run("decode", "--lm", EMBEDDED, "--lattice", str(small_lattice),
                    "--max-iterations", bad)

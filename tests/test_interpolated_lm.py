@@ -507,15 +507,10 @@ def test_cli_constants_are_the_engine_s():
     assert MIX_MISSING == MISSING
 
 
-def test_mix_is_refused_where_it_cannot_run(random_lms, tmp_path, capsys):
+def test_mix_is_refused_for_the_tagger(random_lms, tmp_path, capsys):
     model = random_lms[0]
     (tmp_path / "in.jsonl").write_text('{"id": 1, "tokens": ["a"]}\n')
     code, out, err = _cli(capsys, "batch", "--task", "tag", "--lm", str(model.path),
                           "--mix-lm", str(random_lms[1].path), "--in",
                           str(tmp_path / "in.jsonl"), "--out", str(tmp_path / "o.jsonl"))
     assert code == 2 and len(err.splitlines()) == 1 and "--task decode or sample" in err
-    slf = tmp_path / "w.slf"
-    slf.write_text(f"VERSION=1.0\nN=2 L=1\nI=0\nI=1\nJ=0 S=0 E=1 W={model.words[0]}\n")
-    code, out, err = _cli(capsys, "decode", "--lm", str(model.path), "--mix-lm",
-                          str(random_lms[1].path), "--lattice", str(slf))
-    assert code == 2 and len(err.splitlines()) == 1 and "not available for a word lattice" in err

@@ -252,7 +252,20 @@ def test_batch_lines_equal_the_single_item_commands(trained, tmp_path, capsys):
         assert code == 0, err
         lines = {d["id"]: d for d in map(json.loads, out.read_text().splitlines())}
         assert sorted(lines) == [0, 1, 2, 3, 4]
-        assert "--vpylm works on confusion networks" in lines[4]["error"]
+        # The word-lattice item runs too (issue 30: every target on every lattice kind),
+        # as the single-item command runs it.
+        dag_file = tmp_path / "dag.json"
+        dag_file.write_text(json.dumps(dag))
+        argv = (["decode"] if task == "decode" else ["sample", "-n", "3", "--seed",
+                                                     str(item_seed(0, 4))])
+        code, single, err = in_process_cli(capsys, *argv, "--vpylm", str(path), "--lattice",
+                                           str(dag_file), "--json")
+        assert code == 0 and "error" not in lines[4], (err, lines[4])
+        if task == "decode":
+            assert (lines[4]["words"], lines[4]["log_p"]) == (json.loads(single)["words"],
+                                                              json.loads(single)["log_p"])
+        else:
+            assert lines[4]["samples"] == [d["words"] for d in json.loads(single)["samples"]]
         for i, lattice in enumerate(lattices):
             lat = lattice_file(tmp_path, lattice)
             if task == "decode":
@@ -318,8 +331,6 @@ def test_a_file_that_is_not_a_vpylm_is_one_line(bad_files, tmp_path, capsys, nam
     (["--vpylm", "M", "--mix-lm", "A"], "--mix-lm interpolates n-gram models"),
     (["--vpylm", "M", "--features", "F"], "--features adds n-gram features"),
     (["--vpylm", "M", "--sentence-marker-missing", "accept"], "strictness flags"),
-    (["--vpylm", "M", "--format", "slf"], "--vpylm works on confusion-network lattices"),
-    (["--vpylm", "M", "WORD_LATTICE"], "--vpylm works on confusion-network lattices"),
 ])
 def test_refusals_are_one_line(trained, bad_files, tmp_path, capsys, extra, fragment):
     (tmp_path / "f.tsv").write_text("a b\t1.0\n")
@@ -328,11 +339,11 @@ def test_refusals_are_one_line(trained, bad_files, tmp_path, capsys, extra, frag
                                                    "arcs": [[0, 1, "a", 0.0]]}))
     values = {"M": str(trained[0]), "A": str(bad_files["model.arpa"]),
               "F": str(tmp_path / "f.tsv")}
-    argv = [values.get(a, a) for a in extra if a != "WORD_LATTICE"]
-    where = str(tmp_path / "dag.json") if "WORD_LATTICE" in extra else lat
-    for command in (["decode"], ["sample", "-n", "2"], ["marginals"]):
-        code, out, err = in_process_cli(capsys, *command, *argv, "--lattice", where)
-        one_line_error(code, out, err, fragment)
+    argv = [values.get(a, a) for a in extra]
+    for where in (lat, str(tmp_path / "dag.json")):  # the same refusal on both lattice kinds
+        for command in (["decode"], ["sample", "-n", "2"], ["marginals"]):
+            code, out, err = in_process_cli(capsys, *command, *argv, "--lattice", where)
+            one_line_error(code, out, err, fragment)
 
 
 def test_batch_refusals_are_one_line(trained, bad_files, tmp_path, capsys):

@@ -22,12 +22,15 @@ import json
 import os
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from arsdecode.batch.io import Item
 from arsdecode.errors import ArsDecodeError, LatticeError, ObservationError
 from maxarpa.config import DEFAULT_CONFIG, Config
 from maxarpa.errors import MaxArpaError
+
+if TYPE_CHECKING:
+    from arsdecode.model.target_spec import TargetSpec
 
 TASKS = ("decode", "sample", "tag")
 
@@ -61,6 +64,17 @@ class TaskSpec:
     mix_lambda: float = 1.0  # with `mix`: the weight of `lm` (SRILM's -lambda)
     mix_missing: str = "unk"  # with `mix`: a word a model lacks ("unk" or "zero")
     vpylm: bool = False  # `lm` is a VPYLM (.npz of `arsdecode train-vpylm`), not an n-gram model
+    features: str | None = None  # decode/sample: n-gram feature file (ln), as `--features`
+
+    def target_spec(self) -> TargetSpec:
+        """The target of decode and sample, as `arsdecode.model.target_spec` builds it for the
+        command line too (the builder refuses what does not combine)."""
+        from arsdecode.model.target_spec import TargetSpec
+
+        return TargetSpec(lm=None if self.vpylm else self.lm,
+                          vpylm=self.lm if self.vpylm else None, mix=self.mix,
+                          lm_lambda=self.mix_lambda, mix_missing=self.mix_missing,
+                          features=self.features, lm_weight=self.lmw, config=self.config)
 
 
 def item_seed(seed: int, item_id: Any) -> int:
@@ -125,6 +139,32 @@ def _mix_model(path: str, config: Config):
     return _MIX_MODELS[key]
 
 
+_TARGETS: dict[tuple, tuple[Any, Any]] = {}
+
+
+def worker_target(spec: TaskSpec, lm: Any) -> Any:
+    """The decode/sample target of this worker: `build_target` on `spec.target_spec()`, from
+    the models this worker keeps (`lm` of `worker_models`, the --mix-lm models of
+    `_mix_model`). Built once per spec and model files, not per chunk: a feature file is
+    parsed once. `lm` is kept beside the target, so a reloaded model is never confused with
+    the old one."""
+    from arsdecode.model.target_spec import build_target
+
+    tspec = spec.target_spec()
+    files = [p for p in (spec.features, *(path for path, _ in spec.mix)) if p is not None]
+    key = (tspec, *(_stamp(p) for p in files))
+    cached = _TARGETS.get(key)
+    if cached is None or cached[0] is not lm:
+        _TARGETS.clear()  # one run's target at a time
+
+        def load_ngram(path: str, config: Config):
+            return lm if path == spec.lm else _mix_model(path, config)
+
+        built = build_target(tspec, load_ngram=load_ngram, load_vpylm_file=lambda _: lm)
+        _TARGETS[key] = cached = (lm, built.model)
+    return cached[1]
+
+
 def _stamp(path: str) -> tuple[int, int]:
     st = os.stat(path)
     return st.st_size, st.st_mtime_ns
@@ -143,10 +183,6 @@ def _lattice(spec: TaskSpec, item: Item, emissions) -> tuple[Any, list[str] | No
     if spec.task != "tag" and spec.map is None:
         if isinstance(obj, dict) and "arcs" in obj:  # a word lattice (JSON DAG)
             from arsdecode.lattice import WordLattice
-
-            if spec.vpylm:  # as `decode --vpylm` refuses a word lattice
-                raise LatticeError(f"{where}: --vpylm works on confusion networks, not on "
-                                   "word lattices (decoded with an n-gram model: --lm)")
 
             return WordLattice.from_json_obj(obj, source=where), None
         return Lattice.from_json_obj(obj, source=where), None
@@ -264,16 +300,8 @@ def error_message(item: Item, err: Exception) -> str:
 def run_chunk(spec: TaskSpec, items: list[Item]) -> list[str]:
     """Worker entry point: the JSON output lines of one chunk, in its order."""
     lm, emissions = worker_models(spec)
-    if spec.mix:  # the interpolation of `lm` with the --mix-lm models (a wrapper per chunk)
-        from arsdecode.model.interpolated import InterpolatedLM
-
-        others = [_mix_model(path, spec.config) for path, _ in spec.mix]
-        lm = InterpolatedLM([lm, *others], [spec.mix_lambda, *(w for _, w in spec.mix)],
-                            missing=spec.mix_missing)  # type: ignore[arg-type]
-    if spec.lmw != 1.0:  # the target scored with the LM weight (a light wrapper per chunk)
-        from arsdecode.model.weighted import WeightedLM
-
-        lm = WeightedLM(lm, lm_weight=spec.lmw)
+    if spec.task != "tag":  # the target of --lm/--vpylm, --mix-lm, --features and --lmw
+        lm = worker_target(spec, lm)
     ready: list[Item] = []
     lattices: list = []
     words: dict[int, list[str]] = {}  # tag: the sentence of item k

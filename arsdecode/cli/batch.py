@@ -12,6 +12,7 @@ import hashlib
 import os
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from arsdecode.batch.client import DEFAULT_CHUNK, run_batch
 from arsdecode.batch.worker import TASKS, TaskSpec
@@ -19,6 +20,7 @@ from arsdecode.cli.options import (
     EXIT_BAD_INPUT,
     EXIT_OK,
     VARIANTS,
+    add_features_option,
     add_lm_strictness_options,
     add_lm_weight_option,
     add_map_reading_options,
@@ -34,6 +36,9 @@ from arsdecode.cli.options import (
 )
 from arsdecode.errors import BatchError, OptionError
 from maxarpa.config import DEFAULT_CONFIG, Config
+
+if TYPE_CHECKING:
+    from arsdecode.model.target_spec import TargetSpec
 
 
 def default_model_cache() -> Path:
@@ -70,8 +75,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                         "--models)")
     p.add_argument("--vpylm", default=None, metavar="MODEL",
                    help="--task decode or sample: a VPYLM (.npz from `arsdecode train-vpylm`) "
-                        "instead of --lm; confusion-network items only (a word-lattice item "
-                        "becomes an error line)")
+                        "instead of --lm")
     p.add_argument("--in", dest="in_path", required=True, metavar="JSONL",
                    help="input items ('-' for stdin)")
     p.add_argument("--out", required=True, metavar="JSONL",
@@ -98,6 +102,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     add_lm_strictness_options(p)
     add_lm_weight_option(p)
     add_mix_options(p)
+    add_features_option(p)
     p.add_argument("--variant", choices=VARIANTS, default=None,
                    help="refinement variant (default: the engine's)")
     p.add_argument("--max-iterations", type=positive_int, default=None,
@@ -142,7 +147,7 @@ def binary_model(lm: str | Path, cache_dir: Path, config: Config = DEFAULT_CONFI
     return dest
 
 
-def tag_paths(args: argparse.Namespace) -> tuple[str | None, str]:
+def tag_paths(args: argparse.Namespace) -> tuple[str, str]:
     """(tag LM, emissions) of --models for --order, as `arsdecode tag` finds them."""
     from arsdecode.tasks.pos.emissions import PosModelError
     from arsdecode.tasks.pos.models import models_dir, tag_lm_path
@@ -154,22 +159,39 @@ def tag_paths(args: argparse.Namespace) -> tuple[str | None, str]:
     return lm, str((d / "emissions.json.gz").resolve())
 
 
-def check_vpylm(args: argparse.Namespace) -> None:
-    """batch --vpylm: refuse what does not combine with it (as `decode --vpylm` does), and
-    load the model once here, so a bad file is one line before any worker starts."""
-    from arsdecode.cli.vpylm import load_target
+def check_target(args: argparse.Namespace) -> TargetSpec:
+    """The target of --task decode or sample (`cli.target.target_spec`, which refuses what
+    does not combine, with the messages of `decode`), its files read once here so a bad one
+    is one line before any worker starts: a VPYLM loaded, a feature file parsed. Every worker
+    reads the feature file, so it must be a file, not stdin."""
+    from arsdecode.cli.target import target_spec
 
-    if args.task == "tag":
-        raise OptionError("--vpylm is for --task decode or sample (the tagger has its own LM)")
-    if args.lm is not None:
-        raise OptionError("give --lm or --vpylm, not both")
-    if args.mix_lm is not None:
-        raise OptionError("--mix-lm interpolates n-gram models; it does not combine with "
-                          "--vpylm")
-    if lm_config(args) != Config():
-        raise OptionError("the ARPA strictness flags (--sentence-marker-missing, ...) apply to "
-                          "--lm, not to --vpylm")
-    load_target(args.vpylm)
+    if args.lm is None and args.vpylm is None:
+        raise BatchError(f"--task {args.task} needs --lm (or --vpylm)")
+    spec = target_spec(args)
+    if spec.vpylm is not None:
+        from arsdecode.cli.vpylm import load_target
+
+        load_target(spec.vpylm)
+    if spec.features is not None:
+        from arsdecode.model.feature_file import read_features
+
+        if spec.features == "-":
+            raise OptionError("--features must be a file: every worker reads it")
+        read_features(spec.features)
+    return spec
+
+
+def refuse_for_tag(args: argparse.Namespace) -> None:
+    """--task tag scores with the tagger's own LM, as trained: the target flags do not apply
+    (their own errors, such as --lambda without --mix-lm, are still named first)."""
+    mix_models(args)
+    for flag, given in (("--vpylm", args.vpylm is not None), ("--lmw", args.lmw != 1.0),
+                        ("--mix-lm", args.mix_lm is not None),
+                        ("--features", args.features is not None)):
+        if given:
+            raise OptionError(f"{flag} is for --task decode or sample (the tagger has its own "
+                              "LM, scored as it was trained)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -183,16 +205,12 @@ def run(args: argparse.Namespace) -> int:
     if args.retry_errors and args.out == "-":
         raise OptionError("--retry-errors rewrites --out, which cannot be stdout")
     emissions = None
-    lm = args.lm
-    if args.vpylm is not None:
-        check_vpylm(args)
-    elif args.task == "tag":
-        if args.lmw != 1.0:
-            raise OptionError("--lmw is for --task decode or sample (the tagger's model is "
-                              "scored as it was trained)")
+    target = None
+    if args.task == "tag":
+        refuse_for_tag(args)
         lm, emissions = tag_paths(args)
-    elif lm is None:
-        raise BatchError(f"--task {args.task} needs --lm (or --vpylm)")
+    else:
+        target = check_target(args)
     map_path = None
     if args.map is not None:
         if args.task == "tag":
@@ -206,25 +224,29 @@ def run(args: argparse.Namespace) -> int:
         map_path = str(Path(args.map).resolve())
     elif map_reading_options_set(args):
         raise OptionError("--logmap, --tolower, --keep-unk and --mapw need --map")
-    if args.vpylm is not None:  # workers load the .npz itself: no conversion
-        mix: tuple[tuple[str, float], ...] = ()
-        main_weight, model = 1.0, str(Path(args.vpylm).resolve())
-    else:
-        cache = Path(args.model_cache) if args.model_cache else default_model_cache()
-        main_weight, mixed = mix_models(args)  # --mix-lm: each model converted, as --lm
-        if mixed and args.task == "tag":
-            raise OptionError("--mix-lm is for --task decode or sample")
-        mix = tuple((str(binary_model(path, cache, lm_config(args))), w) for path, w in mixed)
+    cache = Path(args.model_cache) if args.model_cache else default_model_cache()
+    mix: tuple[tuple[str, float], ...] = ()
+    features = None
+    if target is None:  # tag: the tagger's LM, converted
         model = str(binary_model(lm, cache, lm_config(args)))
+    elif target.vpylm is not None:  # workers load the .npz itself: no conversion
+        model = str(Path(target.vpylm).resolve())
+    else:  # --lm and each --mix-lm converted once; workers memory-map them
+        model = str(binary_model(target.model_path, cache, target.config))
+        mix = tuple((str(binary_model(path, cache, target.config)), w)
+                    for path, w in target.mix)
+        features = None if target.features is None else str(Path(target.features).resolve())
     spec = TaskSpec(
         task=args.task, lm=model, emissions=emissions, vpylm=args.vpylm is not None,
+        features=features,
         n=args.n,
         seed=args.seed, variant=args.variant, max_iterations=args.max_iterations,
         method=args.method,
         batch=args.batch, target_ar=args.target_ar, ar_window=args.ar_window,
         config=lm_config(args), map=map_path, logmap=args.logmap, tolower=args.tolower,
         keep_unk=args.keep_unk, mapw=args.mapw, lmw=args.lmw,
-        mix=mix, mix_lambda=main_weight, mix_missing=args.mix_missing,
+        mix=mix, mix_lambda=1.0 if target is None else target.lm_lambda,
+        mix_missing=args.mix_missing,
     )
     stats = run_batch(spec, args.in_path, args.out, workers=args.workers or 1,
                       scheduler=args.scheduler, chunk_size=args.chunk_size, ordered=args.ordered,

@@ -31,8 +31,6 @@ from arsdecode.cli.options import (
     add_memory_budget_option,
     add_mix_options,
     epilog,
-    lm_config,
-    lm_target,
     positive_int,
     seed_int,
 )
@@ -152,34 +150,32 @@ def _empty_sentence_log_p(target: Any) -> float:
 
 
 def run(args: argparse.Namespace) -> int:
-    from arsdecode.api import DEFAULT_LM, load_lm, weighted
+    from arsdecode.api import DEFAULT_LM
     from arsdecode.cli.output import oov_report
+    from arsdecode.cli.target import build, target_spec
     from arsdecode.lattice.disambig_map import DisambigMap, text_sentences
 
     forward_backward = args.posteriors or args.totals or args.fb
     if args.nbest is not None and forward_backward:
         raise OptionError("--nbest is Viterbi decoding; it does not combine with --fb, "
                           "--posteriors or --totals")
-    lm_path = str(DEFAULT_LM) if args.lm is None else args.lm
+    spec = target_spec(args, lm=str(DEFAULT_LM) if args.lm is None else args.lm,
+                       order=args.order, sentence_start=not args.no_bos,
+                       sentence_end=not args.no_eos)  # refused before any file is read
     dmap = DisambigMap.read(args.map, logmap=args.logmap, tolower=args.tolower)
     sentences = text_sentences(dmap, args.text, mapw=args.mapw, keep_unk=args.keep_unk)
     lattices = [lat for _, lat in sentences]
-    model = load_lm(lm_path, config=lm_config(args))
-    if args.order is not None and args.order < model.order:
-        import maxarpa
-
-        model = maxarpa.truncate(model, args.order)
-    mixed = lm_target(args, model)  # --mix-lm: the interpolation, whose vocabulary is the union
+    built = build(spec)  # --mix-lm: the interpolation, whose vocabulary is the union
+    vocabulary = built.vocabulary()
     count, seen = 0, {}
     for lat in lattices:
         if lat is None:
             continue
-        one = oov_report(lat, mixed.word_to_id)
+        one = oov_report(lat, vocabulary)
         count += one["count"]
         seen.update(dict.fromkeys(one["tokens"]))
-    warn_oov({"count": count, "tokens": list(seen)}, mixed, lm_path)
-    target = weighted(mixed, lm_weight=args.lmw, sentence_start=not args.no_bos,
-                      sentence_end=not args.no_eos)
+    warn_oov({"count": count, "tokens": list(seen)}, built.hidden, built.source)
+    target = built.model
     if forward_backward:
         return _print_forward_backward(args, target, sentences, dmap.tolower)
     if args.nbest is not None:

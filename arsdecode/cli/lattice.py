@@ -36,25 +36,19 @@ from arsdecode.cli.options import (
     add_sampling_options,
     check_batch_fits,
     check_fits,
-    check_model_options,
     epilog,
-    lm_config,
-    lm_target,
     map_reading_options_set,
     positive_int,
-    refuse_on_word_lattices,
-    with_features,
 )
 from arsdecode.cli.output import (
     check_writable,
     fixed,
-    oov_report,
     print_json,
     progress_bar,
     report_uncertified,
-    warn_oov,
     write_line,
 )
+from arsdecode.cli.target import load_target, target_spec
 from arsdecode.cli.word_lattice import (
     WORD_LATTICE_HELP,
     add_word_lattice_options,
@@ -191,44 +185,18 @@ def read_lattice(args: argparse.Namespace) -> Lattice:
 
 
 def load_lattice_and_lm(args: argparse.Namespace):
-    """The lattice (`read_lattice`), and the model and OOV report of `lattice_target`."""
+    """The lattice (`read_lattice`), and the target and OOV report of `cli.target.load_target`
+    (the one builder every command and batch use)."""
     lattice = read_lattice(args)
-    return (lattice, *lattice_target(args, lattice))
-
-
-def lattice_target(args: argparse.Namespace, lattice: Lattice):
-    """The model the flags ask for (weighted by --lmw: `arsdecode.api.weighted`) and the OOV
-    report of the lattice's candidates, warned about on stderr. The model is --lm's n-gram
-    model (with --mix-lm or --features as asked) or --vpylm's VPYLM (`check_model_options`
-    has refused what does not combine). decode, sample and marginals share it."""
-    from arsdecode.api import weighted
-    from arsdecode.cli.vpylm import load_ngram
-
-    if args.vpylm is not None:
-        from arsdecode.cli.vpylm import load_target
-
-        vpylm = load_target(args.vpylm)
-        oov = oov_report(lattice, set(vpylm.vocab))  # ids() scores these as <unk>
-        warn_oov(oov, vpylm, args.vpylm)
-        return weighted(vpylm, lm_weight=args.lmw), oov
-    lm = load_ngram(args.lm, lm_config(args))
-    target = lm_target(args, lm)  # --mix-lm: the interpolation, whose vocabulary is the union
-    oov = oov_report(lattice, target.word_to_id)
-    warn_oov(oov, target, args.lm if target is lm else f"{args.lm} and the --mix-lm models")
-    if args.features is not None:  # the log-linear target, alpha = --lmw
-        if target is not lm:
-            raise OptionError("--features and --mix-lm do not combine yet")
-        return with_features(args, lm), oov
-    return weighted(target, lm_weight=args.lmw), oov
+    return (lattice, *load_target(args, lattice))
 
 
 def cmd_decode(args: argparse.Namespace) -> int:
     from arsdecode.api import decode
     from arsdecode.methods.ars import DecodeInterrupted
 
-    check_model_options(args)
+    target_spec(args)  # refuses flags that do not combine, before any file is read
     if is_word_lattice(args):
-        refuse_on_word_lattices(args)
         return word_lattice.cmd_decode(args)
     outputs = [p for p in (args.fst, args.graphml) if p]
     if outputs and args.method == "full":
@@ -290,9 +258,8 @@ def cmd_sample(args: argparse.Namespace) -> int:
 
     if args.json and args.jsonl:
         raise OptionError("--json and --jsonl exclude each other")
-    check_model_options(args)
+    target_spec(args)  # refuses flags that do not combine, before any file is read
     if is_word_lattice(args):
-        refuse_on_word_lattices(args)
         return word_lattice.cmd_sample(args)
     lattice, lm, oov = load_lattice_and_lm(args)
     check_batch_fits(args.batch, lattice)

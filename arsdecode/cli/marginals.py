@@ -12,7 +12,6 @@ from __future__ import annotations
 import argparse
 
 from arsdecode.cli import word_lattice
-from arsdecode.cli.lattice import lattice_target
 from arsdecode.cli.options import (
     EXIT_OK,
     EXIT_STATUS_HELP,
@@ -28,12 +27,11 @@ from arsdecode.cli.options import (
     add_model_options,
     add_sampling_options,
     check_batch_fits,
-    check_model_options,
     epilog,
     positive_int,
-    refuse_on_word_lattices,
 )
 from arsdecode.cli.output import fixed, print_json
+from arsdecode.cli.target import load_target, target_spec
 from arsdecode.cli.word_lattice import add_word_lattice_options, is_word_lattice
 
 
@@ -74,14 +72,13 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     from arsdecode.api import marginals
 
-    check_model_options(args)
+    target_spec(args)  # refuses flags that do not combine, before any file is read
     if is_word_lattice(args):
-        refuse_on_word_lattices(args)
         return word_lattice.cmd_marginals(args)
 
     lattice = word_lattice.read_confusion(args)
     check_batch_fits(args.batch, lattice)
-    lm, _ = lattice_target(args, lattice)
+    lm, _ = load_target(args, lattice)
     result = marginals(lm, lattice, args.n, args.seed, all_candidates=args.all_candidates,
                        method=args.method, batch=args.batch, target_ar=args.target_ar,
                        ar_window=args.ar_window, variant=args.variant)

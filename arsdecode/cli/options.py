@@ -155,29 +155,13 @@ def add_lm_weight_option(p: Any, *flags: str) -> None:
 
 def add_features_option(p: Any) -> None:
     """--features FILE: n-gram feature weights on top of the LM (issue 22, target 2); the
-    target becomes `arsdecode.api.loglinear([lm], [W], features=FILE)` with W the --lmw."""
+    target becomes `arsdecode.api.loglinear([lm], [W], features=FILE)` with W the --lmw
+    (built by `arsdecode.cli.target`)."""
     p.add_argument("--features", default=None, metavar="FILE",
                    help="n-gram feature weights, lines 'ngram<TAB>weight' (ln; words separated "
                         "by spaces, '*' a skipped word): the score of a path is W * ln p_LM + "
                         "the weights of every feature it contains + its emissions, "
-                        "unnormalised (a random-field LM); confusion networks only")
-
-
-def with_features(args: argparse.Namespace, lm: Any) -> Any:
-    """The target of --features (None: `lm` unchanged): the log-linear target over `lm` with
-    alpha = --lmw. Imports the engine only when asked (--help must not load it)."""
-    if getattr(args, "features", None) is None:
-        return lm
-    from arsdecode.api import loglinear
-
-    return loglinear([lm], [args.lmw], features=args.features)
-
-
-def refuse_features_on_word_lattices(args: argparse.Namespace) -> None:
-    """--features needs a confusion network: the word-lattice methods run on n-gram tables."""
-    if getattr(args, "features", None) is not None:
-        raise OptionError("--features works on confusion-network lattices (JSON), not on "
-                          "word lattices")
+                        "unnormalised (a random-field LM)")
 
 
 def add_map_reading_options(p: Any, prefix: str = "", srilm: bool = False) -> None:
@@ -415,70 +399,15 @@ def mix_models(args: argparse.Namespace) -> tuple[float, list[tuple[str, float]]
     return main, [(args.mix_lm, max(second, 0.0)), *rest]
 
 
-def lm_target(args: argparse.Namespace, lm: Any) -> Any:
-    """The hidden layer the flags ask for: `lm` itself, or with --mix-lm its interpolation
-    with the other models (`arsdecode.api.interpolate`; each loaded with --lm's strictness
-    flags). Raises OptionError for bad interpolation flags (before loading anything)."""
-    main, rest = mix_models(args)
-    if not rest:
-        return lm
-    from arsdecode.api import interpolate, load_lm
-
-    models = [load_lm(path, config=lm_config(args)) for path, _ in rest]
-    return interpolate([lm, *models], [main, *(w for _, w in rest)], missing=args.mix_missing)
-
-
-def refuse_mix(args: argparse.Namespace, what: str) -> None:
-    """OptionError if --mix-lm is given for `what`, which needs one n-gram table."""
-    if getattr(args, "mix_lm", None) is not None:
-        raise OptionError(f"--mix-lm is not available for {what} (its exact expansion runs "
-                          "one n-gram table)")
-
-
 # ---- a VPYLM instead of --lm (issue 22, target 4) ------------------------------------------
 
 
 def add_model_options(p: Any, lm_help: str) -> None:
-    """--lm MODEL or --vpylm MODEL, exactly one, checked by `check_model_options` at run time
+    """--lm MODEL or --vpylm MODEL, exactly one, checked by `cli.target.target_spec` at run time
     (not by an argparse group: one OptionError can say which is missing or doubled, and
     `--lm` keeps its help text and place)."""
     p.add_argument("--lm", default=None, help=f"{lm_help}; or --vpylm")
     p.add_argument("--vpylm", default=None, metavar="MODEL",
                    help="a variable-order Pitman-Yor LM (.npz from `arsdecode train-vpylm`) as "
-                        "the hidden layer instead of --lm; confusion-network lattices only "
-                        "(exact decoding runs ARS, or the numpy full DP)")
-
-
-def check_model_options(args: argparse.Namespace) -> None:
-    """Exactly one of --lm and --vpylm; with --vpylm, none of the options that build on an
-    n-gram table (--mix-lm, --features, the ARPA strictness flags). Raises OptionError."""
-    if (args.lm is None) == (args.vpylm is None):
-        raise OptionError("give --lm (an n-gram model) or --vpylm (a VPYLM), one of the two"
-                          if args.lm is None else "give --lm or --vpylm, not both")
-    if args.vpylm is None:
-        return
-    if getattr(args, "mix_lm", None) is not None:
-        raise OptionError("--mix-lm interpolates n-gram models; it does not combine with "
-                          "--vpylm")
-    if getattr(args, "features", None) is not None:
-        raise OptionError("--features adds n-gram features to an n-gram model; it does not "
-                          "combine with --vpylm")
-    if lm_config(args) != Config():
-        raise OptionError("the ARPA strictness flags (--sentence-marker-missing, ...) apply to "
-                          "--lm, not to --vpylm")
-
-
-def refuse_on_word_lattices(args: argparse.Namespace) -> None:
-    """OptionError for the flags a word lattice cannot take (--vpylm, --mix-lm, --features):
-    its front end and exact expansion run one n-gram table (`cli.word_lattice`)."""
-    refuse_vpylm(args, "a word lattice")
-    refuse_mix(args, "a word lattice")
-    refuse_features_on_word_lattices(args)
-
-
-def refuse_vpylm(args: argparse.Namespace, what: str) -> None:
-    """OptionError if --vpylm is given for `what` (a word lattice: that front end reads
-    an n-gram model, `cli.word_lattice.load`)."""
-    if getattr(args, "vpylm", None) is not None:
-        raise OptionError(f"--vpylm works on confusion-network lattices (JSON), not on {what} "
-                          "(word lattices are decoded with an n-gram model: --lm)")
+                        "the hidden layer instead of --lm (exact decoding runs ARS, or the numpy "
+                        "full DP)")

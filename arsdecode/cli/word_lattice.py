@@ -17,7 +17,7 @@ import json
 from typing import TYPE_CHECKING, Any
 
 from arsdecode.cli.options import EXIT_OK
-from arsdecode.cli.output import check_writable, fixed, oov_report, print_json, warn_oov
+from arsdecode.cli.output import check_writable, fixed, print_json
 from arsdecode.errors import OptionError
 
 if TYPE_CHECKING:
@@ -146,19 +146,15 @@ def read_lattice(args: argparse.Namespace) -> WordLattice:
 
 
 def load(args: argparse.Namespace) -> tuple[WordLattice, Any, dict]:
-    """The word lattice, the model weighted by --lmw (--lm-scale), and the OOV report."""
-    from arsdecode.api import weighted
-    from arsdecode.cli.options import lm_config
-    from arsdecode.cli.vpylm import load_ngram
+    """The word lattice, the target of the model flags (`cli.target`: any target, as on a
+    confusion network) and the OOV report."""
+    from arsdecode.cli.target import load_target
 
     for out in (getattr(args, "write_best", None), getattr(args, "write_lattice", None)):
         if out:
             check_writable(out)
     wl = read_lattice(args)
-    lm = load_ngram(args.lm, lm_config(args))
-    oov = oov_report(wl, lm.word_to_id)
-    warn_oov(oov, lm, args.lm)
-    return wl, weighted(lm, lm_weight=args.lmw), oov
+    return (wl, *load_target(args, wl))
 
 
 def cmd_decode(args: argparse.Namespace) -> int:

@@ -11,9 +11,12 @@ the total mass of every state's completions (backward filtering; values[0][0] = 
 From these:
 - `best_path`: follow the argmax forward (ties: the first candidate);
 - `sample_forward`: draw each edge with probability exp(W + values[next] - values[state]),
-  exact sampling of whole paths from q / q(X).
-`draw_in_segments` is the single categorical draw used by every sampler of the package (here,
-and the full model's backward sampling in `full.py`).
+  exact sampling of whole paths from q / q(X), by the package's one sampler (`dag_dp.sample`,
+  the layers seen as a block graph).
+`draw_in_segments` (in `semiring.py`, re-exported here) is the single categorical draw used by
+every sampler of the package (`dag_dp.sample`, and the full model's backward sampling in
+`full.py`). Why the layered sweeps stay here rather than as calls of `dag_dp.backward`: see
+`dag_dp`'s module docstring.
 """
 
 from __future__ import annotations
@@ -22,7 +25,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from arsdecode.core.semiring import LogSumExp, Semiring, quiet
+from arsdecode.core.dag_dp import Layered, sample
+from arsdecode.core.semiring import LogSumExp, Semiring, draw_in_segments, quiet
 
 
 def backward(
@@ -80,58 +84,17 @@ def sample_forward(
     rng: np.random.Generator,
 ) -> np.ndarray:
     """k i.i.d. paths (candidate indices, shape (k, L)) from the distribution the log-sum-exp
-    `values` normalise, starting at state 0 of layer 0. Requires values[0][0] > -inf."""
+    `values` normalise, starting at state 0 of layer 0. Requires values[0][0] > -inf.
+
+    The package's one sampler (`dag_dp.sample`) on the layers as a block graph (`Layered`):
+    every walker moves one layer per step, so step i gives column i."""
     L = len(weights)
+    graph = Layered(list(weights), list(targets), np.asarray(values[L]))
+    drawn = sample(graph, np.concatenate([np.asarray(v, np.float64) for v in values]), k, rng)
     out = np.empty((k, L), dtype=np.int64)
-    states = np.zeros(k, dtype=np.int64)
-    for i in range(L):
-        uniq, inverse = np.unique(states, return_inverse=True)
-        w = weights[i].shape[1]
-        rows_t = targets[i][uniq]
-        with quiet():
-            logits = weights[i][uniq] + values[i + 1][rows_t]
-        pick = draw_in_segments(logits.ravel(), np.arange(len(uniq)) * w, inverse.ravel(),
-                                rng.random(k))
-        choice = pick % w
-        out[:, i] = choice
-        states = rows_t[inverse.ravel(), choice].astype(np.int64)
+    for i, (walkers, _, cols) in enumerate(drawn.steps[:L]):
+        out[walkers, i] = cols
     return out
-
-
-def draw_in_segments(
-    logits: np.ndarray, starts: np.ndarray, which: np.ndarray, u: np.ndarray
-) -> np.ndarray:
-    """For each walker k, an index of `logits` inside segment which[k], drawn with probability
-    proportional to exp(logits) within the segment, by inverse CDF at uniform u[k].
-
-    Segment s is logits[starts[s]:starts[s + 1]] (the last runs to the end). Only the segments
-    some walker is in are touched, and cumulative sums restart per segment in effect (the base
-    subtracted is at most the selected segments' mass), so precision does not degrade with the
-    size of the layer. A zero-probability entry is never returned.
-    """
-    n = len(logits)
-    if len(which) == 0:
-        return np.empty(0, dtype=np.int64)
-    ends = np.r_[starts[1:], n]
-    segs, inv = np.unique(which, return_inverse=True)
-    inv = inv.ravel()
-    lens = ends[segs] - starts[segs]
-    offs = np.r_[0, np.cumsum(lens)[:-1]]
-    total_len = int(lens.sum())
-    local_seg = np.repeat(np.arange(len(segs)), lens)
-    flat = starts[segs][local_seg] + (np.arange(total_len) - offs[local_seg])
-    x = logits[flat]
-    top = np.maximum.reduceat(x, offs)
-    safe = np.where(np.isfinite(top), top, 0.0)
-    with quiet():
-        p = np.exp(x - safe[local_seg])
-    cum = np.cumsum(p)
-    base = cum[offs] - p[offs]
-    seg_total = cum[offs + lens - 1] - base
-    last_pos = np.maximum.reduceat(np.where(p > 0, np.arange(total_len), -1), offs)
-    pick = np.searchsorted(cum, base[inv] + u * seg_total[inv], side="right")
-    pick = np.clip(pick, offs[inv], last_pos[inv])
-    return flat[pick]
 
 
 def log_partition(values: Sequence[np.ndarray]) -> float:

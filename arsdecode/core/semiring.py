@@ -9,6 +9,9 @@ exactly zero, since certificates compare sums bit for bit.
 Weights as low as -1e308 are legal; their sums overflow to -inf, which is the right answer
 (probability 0 in float64). Every operation here runs under `quiet()`, so such inputs give no
 RuntimeWarning, and no NaN is produced from -inf - -inf.
+
+`draw_in_segments` is log-sum-exp's sampling counterpart, the package's one categorical draw:
+every sampler (`dag_dp.sample`, `full.py`'s backward sampling) draws through it.
 """
 
 from __future__ import annotations
@@ -38,6 +41,11 @@ class Semiring:
     def sum(cls, x: np.ndarray, axis: int = -1) -> np.ndarray:
         raise NotImplementedError
 
+    @staticmethod
+    def plus(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        """The semiring sum of two arrays, elementwise."""
+        raise NotImplementedError
+
     @classmethod
     def segment_sum(cls, x: np.ndarray, starts: np.ndarray) -> np.ndarray:
         """The semiring sum of each segment x[starts[k]:starts[k + 1]] (segments non-empty)."""
@@ -61,6 +69,10 @@ class MaxPlus(Semiring):
 
     name = "max-plus"
 
+    @staticmethod
+    def plus(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        return np.maximum(a, b)
+
     @classmethod
     def sum(cls, x: np.ndarray, axis: int = -1) -> np.ndarray:
         if x.shape[axis] == 0:
@@ -82,6 +94,11 @@ class LogSumExp(Semiring):
     """(logsumexp, +): the total mass of all paths (log partition, sampling)."""
 
     name = "log-sum-exp"
+
+    @staticmethod
+    def plus(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        with quiet():
+            return np.logaddexp(a, b)
 
     @classmethod
     def sum(cls, x: np.ndarray, axis: int = -1) -> np.ndarray:
@@ -108,3 +125,60 @@ class LogSumExp(Semiring):
 def logsumexp(x: np.ndarray) -> float:
     """ln sum exp(x) of a 1-d array as a float; -inf for an empty or all -inf array."""
     return float(LogSumExp.sum(np.asarray(x, dtype=np.float64).ravel(), axis=0))
+
+
+def draw_in_segments(
+    logits: np.ndarray, starts: np.ndarray | None, which: np.ndarray, u: np.ndarray
+) -> np.ndarray:
+    """For each walker k, an index of `logits` inside segment which[k], drawn with probability
+    proportional to exp(logits) within the segment, by inverse CDF at uniform u[k].
+
+    Segment s is logits[starts[s]:starts[s + 1]] (the last runs to the end); or, for a 2-d
+    `logits` (`starts` None), row s, and the index returned is the column (equal segments:
+    the dense blocks of `dag_dp`, drawn row-wise without the bookkeeping of ragged ones).
+    Only the segments some walker is in are touched, and cumulative sums restart per segment
+    in effect (the base subtracted is at most the selected segments' mass), so precision does
+    not degrade with the size of the layer. A zero-probability entry is never returned.
+    """
+    if starts is None:
+        return _draw_in_rows(logits, which, u)
+    n = len(logits)
+    if len(which) == 0:
+        return np.empty(0, dtype=np.int64)
+    ends = np.r_[starts[1:], n]
+    segs, inv = np.unique(which, return_inverse=True)
+    inv = inv.ravel()
+    lens = ends[segs] - starts[segs]
+    offs = np.r_[0, np.cumsum(lens)[:-1]]
+    total_len = int(lens.sum())
+    local_seg = np.repeat(np.arange(len(segs)), lens)
+    flat = starts[segs][local_seg] + (np.arange(total_len) - offs[local_seg])
+    x = logits[flat]
+    top = np.maximum.reduceat(x, offs)
+    safe = np.where(np.isfinite(top), top, 0.0)
+    with quiet():
+        p = np.exp(x - safe[local_seg])
+    cum = np.cumsum(p)
+    base = cum[offs] - p[offs]
+    seg_total = cum[offs + lens - 1] - base
+    last_pos = np.maximum.reduceat(np.where(p > 0, np.arange(total_len), -1), offs)
+    pick = np.searchsorted(cum, base[inv] + u * seg_total[inv], side="right")
+    pick = np.clip(pick, offs[inv], last_pos[inv])
+    return flat[pick]
+
+
+def _draw_in_rows(logits: np.ndarray, which: np.ndarray, u: np.ndarray) -> np.ndarray:
+    """`draw_in_segments` with row which[k] of a 2-d `logits` as walker k's segment: the same
+    inverse CDF (the first entry whose cumulative mass passes u * total, never one of zero
+    probability)."""
+    x = logits[which]
+    if x.shape[1] == 0 or len(x) == 0:
+        return np.zeros(len(x), dtype=np.int64)
+    top = x.max(axis=1)
+    safe = np.where(np.isfinite(top), top, 0.0)
+    with quiet():
+        p = np.exp(x - safe[:, None])
+    cum = np.cumsum(p, axis=1)
+    pick = (cum <= (u * cum[:, -1])[:, None]).sum(axis=1)
+    last_pos = x.shape[1] - 1 - np.argmax(p[:, ::-1] > 0, axis=1)
+    return np.minimum(pick, last_pos)

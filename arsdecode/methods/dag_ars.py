@@ -16,12 +16,13 @@ The certificate: q >= p on every path and q(x*) >= q(y) for all y, so q(x*) = p(
 with p above q (beyond the tolerance) is a broken bound and raises BoundViolationError; it is
 never certified or accepted.
 
-The dynamic programs run backward over the nodes in reverse topological order (every arc goes
-to a higher node), one numpy operation per node over its (state x outgoing arc) matrix:
-Viterbi (ties: stopping first, then the smallest arc) and the backward sums. Sampling draws
-all the walkers of a batch forward in one pass over the nodes in order (a walker at node u
-moves to a later node), each step by the Gumbel-max trick over stop and the outgoing arcs,
-weighted by the mass after them: an exact draw from q / q(X).
+The dynamic programs are the package's one semiring sweep over (node, state) blocks
+(`core.dag_dp`, q as a dense `QGraph`): backward over the nodes in reverse topological order
+(every arc goes to a higher node), one numpy operation per node over its (state x outgoing
+arc) matrix, for Viterbi (max-plus; ties: stopping first, then the smallest arc) and the
+backward sums (log-sum-exp). Sampling draws all the walkers of a batch forward over the nodes
+in order (a walker at node u moves to a later node), each step by the one categorical draw
+over stop and the outgoing arcs, weighted by the mass after them: an exact draw from q / q(X).
 
 All values natural log. The model is reached only through `TargetModel`.
 """
@@ -34,8 +35,9 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
+import arsdecode.core.dag_dp as dag_dp
 from arsdecode.core.dag_automaton import ARS_HINT, DagQAutomaton
-from arsdecode.core.semiring import LogSumExp, quiet
+from arsdecode.core.semiring import LogSumExp, MaxPlus, quiet
 from arsdecode.core.tolerances import CERTIFICATE_TOL
 from arsdecode.errors import BoundViolationError, NoPathError, OptionError
 from arsdecode.lattice import WordLattice
@@ -114,112 +116,45 @@ def _check_bound(qa: DagQAutomaton, arcs: Sequence[int], log_q: float, log_p: fl
             "with `maxarpa verify`)")
 
 
-# ----- dynamic programs over q --------------------------------------------------------------------
-def _dst_offsets(qa: DagQAutomaton, off: np.ndarray, u: int) -> np.ndarray:
-    """The global number of the first state of each outgoing arc's destination."""
-    return off[qa.arc_dst[u]]
-
-
+# ----- dynamic programs over q (the one sweep and sampler of `core.dag_dp`) ----------------------
 def viterbi(qa: DagQAutomaton) -> tuple[list[int], int, float]:
     """x* = argmax q: its arcs, its final node and ln q(x*) (summed in path order).
 
-    The sweep keeps only each state's best value; the choices are recomputed along x* alone
-    (stop on a tie with the best arc, else the first best arc: the smallest).
+    The max-plus sweep keeps only each state's best value; the choices are recomputed along x*
+    alone (stop on a tie with the best arc, else the first best arc: the smallest).
     Raises NoPathError when q (hence p) is zero on every path."""
-    off = qa.offsets()
-    best = np.empty(int(off[-1]))
-    with quiet():
-        for u in range(len(qa.nodes) - 1, -1, -1):
-            node = qa.nodes[u]
-            k = len(node)
-            if node.width:
-                val = node.weights[:k] + best[node.targets[:k] + _dst_offsets(qa, off, u)]
-                np.maximum(val.max(axis=1), node.final[:k], out=best[off[u]:off[u + 1]])
-            else:
-                best[off[u]:off[u + 1]] = node.final[:k]
-        if best[0] == -np.inf:
-            raise NoPathError(
-                f"{qa.wl.source}: every path has probability zero under the model")
-        arcs: list[int] = []
-        u, s = 0, 0
-        while True:
-            node = qa.nodes[u]
-            if not node.width:
-                break
-            val = node.weights[s] + best[node.targets[s] + _dst_offsets(qa, off, u)]
-            c = int(np.argmax(val))
-            if not val[c] > node.final[s]:
-                break
-            a = int(qa.arc_lo[u]) + c
-            arcs.append(a)
-            s = int(node.targets[s, c])
-            u = int(qa.wl.dst[a])
-    return arcs, u, qa.log_q(arcs, u)
+    graph = dag_dp.QGraph(qa)
+    best = dag_dp.backward(graph, MaxPlus)
+    if best[0] == -np.inf:
+        raise NoPathError(f"{qa.wl.source}: every path has probability zero under the model")
+    path = dag_dp.best_path(graph, best)
+    arcs = [int(qa.arc_lo[u]) + c for u, c in zip(path.nodes, path.columns, strict=True)]
+    return arcs, path.final_node, qa.log_q(arcs, path.final_node)
 
 
 def backward_sums(qa: DagQAutomaton) -> tuple[np.ndarray, np.ndarray]:
     """beta (global state numbering): ln of q's mass after each state, and the offsets."""
-    off = qa.offsets()
-    beta = np.empty(int(off[-1]))
-    with quiet():
-        for u in range(len(qa.nodes) - 1, -1, -1):
-            node = qa.nodes[u]
-            k = len(node)
-            stop = node.final[:k, None]
-            if node.width:
-                val = node.weights[:k] + beta[node.targets[:k] + _dst_offsets(qa, off, u)]
-                stop = np.concatenate([stop, val], axis=1)
-            beta[off[u]:off[u + 1]] = LogSumExp.sum(stop, axis=1)
-    return beta, off
+    graph = dag_dp.QGraph(qa)
+    return dag_dp.backward(graph, LogSumExp), graph.offsets
 
 
 def draw(qa: DagQAutomaton, n: int, rng: np.random.Generator
          ) -> tuple[list[list[int]], list[int], np.ndarray, float]:
     """n i.i.d. paths of q / q(X): their arcs, final nodes, ln q of each, and ln q(X).
 
-    One pass over the nodes in order moves every walker standing at node u one step (to a later
-    node, or stop), by the Gumbel-max trick over [stop, arcs] weighted by the mass after each.
-    ln q of a path is summed along it in path order, as `DagQAutomaton.log_q` sums it."""
-    beta, off = backward_sums(qa)
+    Forward sampling after backward filtering (`dag_dp.sample`): every walker draws, at each
+    node it reaches, the stop or an arc with probability proportional to its weight times the
+    mass after it. ln q of a path is summed along it in path order, as `DagQAutomaton.log_q`
+    sums it."""
+    graph = dag_dp.QGraph(qa)
+    beta = dag_dp.backward(graph, LogSumExp)
     log_z = float(beta[0])
     if log_z == -math.inf:
         raise NoPathError(f"{qa.wl.source}: every path has probability zero under the model")
-    at_node = np.zeros(n, dtype=np.int64)
-    state = np.zeros(n, dtype=np.int64)
-    final = np.full(n, -1, dtype=np.int64)
-    log_q = np.zeros(n)
-    steps: list[tuple[np.ndarray, np.ndarray]] = []  # (walkers, arcs), in step order
-    with quiet():
-        for u in range(len(qa.nodes)):
-            here = np.flatnonzero((at_node == u) & (final < 0))
-            if not len(here):
-                continue
-            node = qa.nodes[u]
-            s = state[here]
-            logits = node.final[s, None]
-            if node.width:
-                val = node.weights[s] + beta[node.targets[s] + _dst_offsets(qa, off, u)]
-                logits = np.concatenate([logits, val], axis=1)
-            pick = np.argmax(logits + rng.gumbel(size=logits.shape), axis=1)
-            stops = pick == 0
-            final[here[stops]] = u
-            log_q[here[stops]] += node.final[s[stops]]
-            go, col = here[~stops], pick[~stops] - 1
-            if len(go):
-                a = qa.arc_lo[u] + col
-                log_q[go] += node.weights[s[~stops], col]
-                state[go] = node.targets[s[~stops], col]
-                at_node[go] = qa.wl.dst[a]
-                steps.append((go, a))
-    arcs: list[list[int]] = [[] for _ in range(n)]
-    if steps:
-        walkers = np.concatenate([w for w, _ in steps])
-        taken = np.concatenate([a for _, a in steps])
-        order = np.argsort(walkers, kind="stable")  # each walker's arcs stay in step order
-        bounds = np.searchsorted(walkers[order], np.arange(n + 1))
-        flat = taken[order].tolist()
-        arcs = [flat[bounds[i]:bounds[i + 1]] for i in range(n)]
-    return arcs, final.tolist(), log_q, log_z
+    drawn = dag_dp.sample(graph, beta, n, rng)
+    off = graph.offsets
+    arcs = drawn.paths(n, lambda src, col: qa.arc_lo[dag_dp.node_of(off, src)] + col)
+    return arcs, dag_dp.node_of(off, drawn.final).tolist(), drawn.score, log_z
 
 
 def _check_depth(depth: int | None) -> None:

@@ -27,10 +27,12 @@ node scores every (state, word arc) pair and, at a final node, every state's `</
 ids in node order, and transitions are stored sorted by (source state, arc index), so every
 transition goes from a lower state id to a higher one.
 
-The dynamic programs run backward, node by node in reverse order (a state's value is final once
-every later node is done): Viterbi, the backward sums (ln Z is the start state's) and sampling
-forward from the start state with the backward sums (exact: each step draws the next
-transition, or the stop, with probability proportional to its weight times the mass after it).
+The dynamic programs are the package's one semiring sweep (`core.dag_dp`, the expansion as a
+sparse `ExpansionGraph`), backward node by node in reverse order (a state's value is final once
+every later node is done): Viterbi (max-plus), the backward sums (log-sum-exp; ln Z is the
+start state's) and sampling forward from the start state with the backward sums (exact: each
+step draws the next transition, or the stop, with probability proportional to its weight
+times the mass after it).
 k-best (`methods.dag_kbest`) runs on the stored expansion; arc posteriors
 (`methods.dag_posteriors`) rebuild it node by node instead of storing it. With `max_bytes`
 (the memory budget) the expansion is refused, before a node's transitions are built, once its
@@ -51,8 +53,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from arsdecode.core.dp import draw_in_segments
-from arsdecode.core.semiring import LogSumExp, quiet
+import arsdecode.core.dag_dp as dag_dp
+from arsdecode.core.semiring import LogSumExp, MaxPlus, quiet
 from arsdecode.errors import MemoryBudgetExceeded, NoPathError, OptionError
 from arsdecode.lattice import WordLattice
 from arsdecode.methods.full import StatesBudgetExceeded, _group_rows, start_context
@@ -258,45 +260,47 @@ def _cat(blocks: list[np.ndarray], dtype: type) -> np.ndarray:
     return np.concatenate(blocks).astype(dtype, copy=False) if blocks else np.zeros(0, dtype=dtype)
 
 
-# ----- backward dynamic programs ---------------------------------------------------------------
+# ----- the expansion as a graph of the one sweep (`core.dag_dp`) -------------------------------
+class ExpansionGraph:
+    """The stored expansion as a sparse `dag_dp.Graph`: node u's states and their transitions
+    (sorted by state, then arc: a state's first maximum is its smallest arc)."""
+
+    dense = False
+
+    def __init__(self, ex: DagExpansion) -> None:
+        self.ex = ex
+        self.offsets = ex.node_start
+
+    def block(self, u: int, rows: np.ndarray | int | None = None) -> dag_dp.Block:
+        ex = self.ex
+        lo, hi = ex.node_states(u)
+        if isinstance(rows, int):  # one state: its transitions
+            e0, e1 = int(ex.out_start[lo + rows]), int(ex.out_start[lo + rows + 1])
+            return dag_dp.Block(ex.final[lo + rows], ex.weight[e0:e1], ex.dst[e0:e1])
+        if rows is None:
+            elo, ehi = ex.node_transitions(u)
+            return dag_dp.Block(ex.final[lo:hi], ex.weight[elo:ehi], ex.dst[elo:ehi],
+                                ex.out_start[lo:hi] - elo)
+        states = lo + rows
+        first = ex.out_start[states]
+        counts = ex.out_start[states + 1] - first
+        edges = dag_dp.ranges(first, counts)
+        return dag_dp.Block(ex.final[states], ex.weight[edges], ex.dst[edges],
+                            np.r_[0, np.cumsum(counts)[:-1]].astype(np.int64))
+
+    def transition(self, states: np.ndarray, columns: np.ndarray) -> np.ndarray:
+        """The transition id of each (state, column) of a `dag_dp` path or draw."""
+        return self.ex.out_start[states] + columns
+
+
 def _backward_sums(ex: DagExpansion) -> np.ndarray:
     """beta[s] = ln of the total weight of the suffixes from state s (stop included)."""
-    beta = ex.final.copy()
-    for u in range(len(ex.node_start) - 2, -1, -1):
-        lo, hi = ex.node_states(u)
-        elo, ehi = ex.node_transitions(u)
-        if ehi == elo:
-            continue
-        with quiet():
-            through = ex.weight[elo:ehi] + beta[ex.dst[elo:ehi]]
-        out = LogSumExp.scatter_sum(through, ex.src[elo:ehi] - lo, hi - lo)
-        beta[lo:hi] = np.logaddexp(beta[lo:hi], out)
-    return beta
+    return dag_dp.backward(ExpansionGraph(ex), LogSumExp)
 
 
-def _viterbi(ex: DagExpansion) -> tuple[np.ndarray, np.ndarray]:
-    """Best suffix score per state and its first transition (-1: stop here). Ties: stop first,
-    then the smallest arc index (so the best path is the lexicographically smallest)."""
-    best = ex.final.copy()
-    choice = np.full(ex.n_states, -1, dtype=np.int64)
-    for u in range(len(ex.node_start) - 2, -1, -1):
-        lo, hi = ex.node_states(u)
-        elo, ehi = ex.node_transitions(u)
-        if ehi == elo:
-            continue
-        with quiet():
-            val = ex.weight[elo:ehi] + best[ex.dst[elo:ehi]]
-        state = ex.src[elo:ehi] - lo
-        # a state's transitions are in arc order: its first max is its smallest arc
-        top = np.full(hi - lo, -np.inf)
-        np.maximum.at(top, state, val)
-        hit = np.flatnonzero(val == top[state])
-        first = np.full(hi - lo, ehi, dtype=np.int64)
-        np.minimum.at(first, state[hit], hit + elo)
-        better = top > best[lo:hi]
-        best[lo:hi] = np.where(better, top, best[lo:hi])
-        choice[lo:hi] = np.where(better, first, -1)
-    return best, choice
+def _best(ex: DagExpansion) -> np.ndarray:
+    """The best suffix score of every state (stop included)."""
+    return dag_dp.backward(ExpansionGraph(ex), MaxPlus)
 
 
 # ----- public API ------------------------------------------------------------------------------
@@ -315,21 +319,17 @@ def dag_decode(lm: ModelLike, wl: WordLattice, *, minimize: bool = True,
     """
     t0 = time.perf_counter()
     ex = dag_expand(as_target_model(lm), wl, minimize=minimize, max_states=max_states)
-    best, choice = _viterbi(ex)
+    graph = ExpansionGraph(ex)
+    best = dag_dp.backward(graph, MaxPlus)
     if best[0] == -np.inf:
         raise NoPathError(f"{wl.source}: every path has probability zero")
-    arcs = _follow(ex, choice, 0)
+    path = dag_dp.best_path(graph, best)
+    steps = graph.transition(np.array(path.states, dtype=np.int64),
+                             np.array(path.columns, dtype=np.int64))
+    arcs = tuple(ex.arc[steps].tolist())
     return DagDecodeResult(tokens=wl.path_words(arcs), arcs=arcs, log_p=float(best[0]),
                            states=ex.n_states, transitions=ex.n_transitions,
                            seconds=time.perf_counter() - t0)
-
-
-def _follow(ex: DagExpansion, choice: np.ndarray, state: int) -> tuple[int, ...]:
-    arcs: list[int] = []
-    while (e := int(choice[state])) >= 0:
-        arcs.append(int(ex.arc[e]))
-        state = int(ex.dst[e])
-    return tuple(arcs)
 
 
 def dag_log_partition(lm: ModelLike, wl: WordLattice, *, minimize: bool = True,
@@ -346,7 +346,7 @@ def dag_sample(lm: ModelLike, wl: WordLattice, n: int,
 
     Backward sums, then every walker starts at the start state and draws, at each state, the
     stop or a transition with probability proportional to its weight times the mass after it
-    (`exp(w + beta[dst] - beta[state])`), all walkers together, one step per lattice arc.
+    (`exp(w + beta[dst] - beta[state])`): `dag_dp.sample`, the package's one sampler.
 
     Raises:
         OptionError: n < 1.
@@ -356,34 +356,11 @@ def dag_sample(lm: ModelLike, wl: WordLattice, n: int,
         raise OptionError(f"n (the number of samples) must be an integer >= 1, not {n!r}")
     rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
     ex = dag_expand(as_target_model(lm), wl, minimize=minimize, max_states=max_states)
-    beta = _backward_sums(ex)
+    graph = ExpansionGraph(ex)
+    beta = dag_dp.backward(graph, LogSumExp)
     if beta[0] == -np.inf:
         raise NoPathError(f"{wl.source}: every path has probability zero")
-    # one segment per state: [stop, its transitions...] (transitions are sorted by state)
-    seg_start = ex.out_start[:-1] + np.arange(ex.n_states)
-    slot_edge = np.full(ex.n_states + ex.n_transitions, -1, dtype=np.int64)
-    slot_edge[np.arange(ex.n_transitions) + ex.src + 1] = np.arange(ex.n_transitions)
-    logits = np.empty(len(slot_edge))
-    logits[seg_start] = ex.final
-    with quiet():
-        logits[slot_edge >= 0] = ex.weight + beta[ex.dst]
-    state = np.zeros(n, dtype=np.int64)
-    active = np.arange(n)
-    steps: list[tuple[np.ndarray, np.ndarray]] = []  # (walkers, arcs) per step
-    score = np.zeros(n)
-    while len(active):
-        pick = draw_in_segments(logits, seg_start, state[active], rng.random(len(active)))
-        edge = slot_edge[pick]
-        stop = edge < 0
-        score[active[stop]] += ex.final[state[active[stop]]]
-        go, e = active[~stop], edge[~stop]
-        steps.append((go, ex.arc[e]))
-        score[go] += ex.weight[e]
-        state[go] = ex.dst[e]
-        active = go
-    arcs: list[list[int]] = [[] for _ in range(n)]
-    for walkers, step_arcs in steps:
-        for i, a in zip(walkers.tolist(), step_arcs.tolist(), strict=True):
-            arcs[i].append(a)
+    drawn = dag_dp.sample(graph, beta, int(n), rng)
+    paths = drawn.paths(int(n), lambda src, col: ex.arc[graph.transition(src, col)])
     return [DagPath(wl.path_words(p), tuple(p), float(s))
-            for p, s in zip(arcs, score.tolist(), strict=True)]
+            for p, s in zip(paths, drawn.score.tolist(), strict=True)]

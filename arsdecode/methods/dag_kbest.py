@@ -33,7 +33,7 @@ from arsdecode.methods.dag_full import (
     RAISE_BUDGET,
     DagExpansion,
     DagPath,
-    _viterbi,
+    _best,
     dag_expand,
 )
 from arsdecode.methods.full import _rank_in_groups
@@ -272,7 +272,7 @@ class _UniqueSearch:
 def kbest_unique(ex: DagExpansion, wl: WordLattice, k: int, h: np.ndarray,
                  max_bytes: int | None = None) -> list[DagPath]:
     """The k best distinct word sequences, each scored by its best path (module docstring):
-    `h` is the exact best suffix of every state (`dag_full._viterbi`).
+    `h` is the exact best suffix of every state (`dag_full._best`).
 
     Heap entries are (-priority, words, 0 complete / 1 prefix to build, id, prefix, state or
     word code); ties by the smaller word tuple, a complete sequence before a longer prefix.
@@ -345,7 +345,7 @@ def dag_kbest(lm: ModelLike, wl: WordLattice, k: int, *, unique: bool = False,
                     max_bytes=max_bytes)
     k = min(int(k), wl.num_paths())  # each lattice path is at most one expansion path
     if unique:
-        best, _ = _viterbi(ex)
+        best = _best(ex)
         if best[0] == -np.inf:
             raise NoPathError(f"{wl.source}: every path has probability zero")
         return kbest_unique(ex, wl, int(k), best, max_bytes)

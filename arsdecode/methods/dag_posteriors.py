@@ -8,8 +8,8 @@ embedded 5-gram, 4.3M transitions, 0.5 GB, and several GB on denser lattices, wh
 forward and backward sums, a few tens of bytes each): the forward sweep builds each node's
 transitions (`dag_full.Expander.step`, one batched `log_prob`), sends their forward sums to
 the destination nodes and keeps them only while they fit half the budget; the backward sweep
-takes them back, or builds them again, in reverse node order, for the backward sums and the
-arc posteriors
+(the package's one semiring sweep, `core.dag_dp.backward`, over `_Chunked`) takes them back,
+or builds them again, in reverse node order, for the backward sums and the arc posteriors
 
     posterior[a] = sum over the transitions t on arc a of exp(alpha[src t] + w_t
                    + beta[dst t] - ln Z),
@@ -27,6 +27,7 @@ import math
 
 import numpy as np
 
+import arsdecode.core.dag_dp as dag_dp
 from arsdecode.core.semiring import LogSumExp, quiet
 from arsdecode.errors import MemoryBudgetExceeded, NoPathError
 from arsdecode.lattice import WordLattice
@@ -61,6 +62,38 @@ def _lookup(ctx: np.ndarray, rows: np.ndarray) -> np.ndarray:
     size, group = _group_rows(np.concatenate([ctx, rows]))
     assert size == len(ctx), "a transition into a state the forward sweep did not build"
     return group[len(ctx):]
+
+
+class _Chunked:
+    """The states the forward sweep built, as a sparse `dag_dp.Graph` for the one backward
+    sweep: node u's transitions are taken from `kept` (then dropped) or built again, and their
+    destination states found by their context rows (`_lookup`)."""
+
+    dense = False
+
+    def __init__(self, ex: Expander, ctxs: list[np.ndarray | None],
+                 kept: list[Step | None]) -> None:
+        self.ex, self.ctxs, self.kept = ex, ctxs, kept
+        self.offsets = np.r_[0, np.cumsum([0 if c is None else len(c) for c in ctxs])].astype(
+            np.int64)
+        self.last = (np.zeros(0, np.int64), np.zeros(0, np.int64))  # (e_state, e_arc) of u
+
+    def block(self, u: int, rows: np.ndarray | int | None = None) -> dag_dp.Block:
+        assert rows is None, "the backward sweep asks for whole nodes only"
+        here = self.ctxs[u]
+        assert here is not None
+        step, self.kept[u] = self.kept[u] or self.ex.step(u, here), None
+        stop, e_state, e_arc, e_weight, e_next = step
+        d_node = self.ex.wl.dst[e_arc]
+        dst = np.empty(len(e_arc), dtype=np.int64)
+        for v in np.unique(d_node).tolist():
+            sel = np.flatnonzero(d_node == v)
+            dctx = self.ctxs[v]
+            assert dctx is not None
+            dst[sel] = self.offsets[v] + _lookup(dctx, e_next[sel])
+        self.last = (e_state, e_arc)
+        starts = np.searchsorted(e_state, np.arange(len(here)))
+        return dag_dp.Block(stop, e_weight, dst, starts)
 
 
 def chunked_posteriors(lm: ModelLike, wl: WordLattice, *, minimize: bool = True,
@@ -133,27 +166,18 @@ def chunked_posteriors(lm: ModelLike, wl: WordLattice, *, minimize: bool = True,
     log_z = float(LogSumExp.sum(np.concatenate(stops))) if stops else -math.inf
     if log_z == -math.inf:
         raise NoPathError(f"{wl.source}: every path has probability zero")
+    graph = _Chunked(ex, ctxs, kept)
     post = np.zeros(wl.n_arcs)
-    betas: list[np.ndarray] = [np.zeros(0)] * n
-    for u in range(n - 1, -1, -1):
-        here = ctxs[u]
-        if here is None:
-            continue
-        step, kept[u] = kept[u] or ex.step(u, here), None
-        stop, e_state, e_arc, e_weight, e_next = step
-        d_node = wl.dst[e_arc]
-        after = np.full(len(e_arc), -np.inf)
-        for v in np.unique(d_node).tolist():
-            sel = np.flatnonzero(d_node == v)
-            dctx = ctxs[v]
-            assert dctx is not None
-            after[sel] = betas[v][_lookup(dctx, e_next[sel])]
+
+    def visit(u: int, block: dag_dp.Block, through: np.ndarray) -> None:
+        nonlocal post
+        e_state, e_arc = graph.last
         with quiet():
-            through = e_weight + after
-            betas[u] = np.logaddexp(stop, LogSumExp.scatter_sum(through, e_state, len(here)))
             mass = np.exp(alphas[u][e_state] + through - log_z)
         post += np.bincount(e_arc, weights=mass, minlength=wl.n_arcs)
         alphas[u] = np.zeros(0)  # read by no other node: freed as the sweep goes
+
+    dag_dp.backward(graph, LogSumExp, visit)
     return post.astype(np.float64), log_z
 
 

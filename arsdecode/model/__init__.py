@@ -8,7 +8,9 @@
 `ngram -mix-lm`);
 `loglinear` combines n-gram models and n-gram indicator features log-linearly (`LogLinearLM`,
 the random-field form), read from files by `feature_file`;
-`vpylm` is a variable-order Pitman-Yor LM (`VpylmLM`), trained by `vpylm_train`'s Gibbs sampler.
+`vpylm` is a variable-order Pitman-Yor LM (`VpylmLM`), trained by `vpylm_train`'s Gibbs sampler;
+`target_spec` builds any of them from files (`TargetSpec`, `build_target`: the command line,
+batch and library share it).
 """
 
 from arsdecode.model.interface import (
@@ -23,6 +25,7 @@ from arsdecode.model.interface import (
 from arsdecode.model.interpolated import InterpolatedLM
 from arsdecode.model.loglinear import LogLinearLM
 from arsdecode.model.maxarpa_lm import MaxArpaLM, as_target_model
+from arsdecode.model.target_spec import Target, TargetSpec, build_target
 from arsdecode.model.vpylm import VpylmLM, load_vpylm
 from arsdecode.model.vpylm_train import train_vpylm
 from arsdecode.model.weighted import WeightedLM
@@ -34,10 +37,13 @@ __all__ = [
     "MaxArpaLM",
     "ModelLike",
     "NgramScoring",
+    "Target",
     "TargetModel",
+    "TargetSpec",
     "VpylmLM",
     "WeightedLM",
     "as_target_model",
+    "build_target",
     "context_rows",
     "ngram_scoring",
     "ngram_tables",

@@ -1,0 +1,57 @@
+"""The target of the command line: the model flags turned into one `TargetSpec`, built by
+`arsdecode.model.target_spec.build_target` (issue 30, "one target builder").
+
+Why its own module: `decode`, `sample`, `marginals` (confusion networks and word lattices
+alike), `disambig` and `batch` read the same flags (--lm or --vpylm, --mix-lm.., --features,
+--lmw, the strictness flags); each used to compose the target itself, and the copies drifted.
+Now each command calls `target_spec(args)` (which refuses a bad combination, before any file
+is read) and `load_target` (which builds it and warns about out-of-vocabulary words). The
+engine is imported inside the functions: building a parser (for --help) loads no decoder.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import TYPE_CHECKING, Any
+
+from arsdecode.cli.options import lm_config, mix_models
+from arsdecode.cli.output import oov_report, warn_oov
+
+if TYPE_CHECKING:
+    from arsdecode.lattice import Lattice, WordLattice
+    from arsdecode.model.target_spec import Target, TargetSpec
+
+
+def target_spec(args: argparse.Namespace, **fields: Any) -> TargetSpec:
+    """The spec of the model flags `args` holds (a command without a flag gets its default);
+    `fields` override or add fields (disambig: its default model, order and sentence
+    markers). Raises OptionError for flags that do not combine, naming them."""
+    from arsdecode.model.target_spec import TargetSpec
+
+    main_weight, mixed = (mix_models(args) if hasattr(args, "mix_lm") else (1.0, []))
+    values: dict[str, Any] = {
+        "lm": args.lm, "vpylm": getattr(args, "vpylm", None), "mix": tuple(mixed),
+        "lm_lambda": main_weight, "mix_missing": getattr(args, "mix_missing", "unk"),
+        "features": getattr(args, "features", None), "lm_weight": getattr(args, "lmw", 1.0),
+        "config": lm_config(args), **fields}
+    return TargetSpec(**values)
+
+
+def build(spec: TargetSpec) -> Target:
+    """The target of `spec`, its files read as the command line reads them (--lm given a
+    VPYLM is an OptionError pointing to --vpylm)."""
+    from arsdecode.cli.vpylm import load_ngram
+    from arsdecode.cli.vpylm import load_target as load_vpylm_file
+    from arsdecode.model.target_spec import build_target
+
+    return build_target(spec, load_ngram=load_ngram, load_vpylm_file=load_vpylm_file)
+
+
+def load_target(args: argparse.Namespace, lattice: Lattice | WordLattice,
+                spec: TargetSpec | None = None) -> tuple[Any, dict]:
+    """The target the flags ask for (or `spec`) and the OOV report of the lattice's words,
+    warned about on stderr (a ModelError if the model has no <unk> to score them)."""
+    target = build(target_spec(args) if spec is None else spec)
+    oov = oov_report(lattice, target.vocabulary())
+    warn_oov(oov, target.hidden, target.source)
+    return target.model, oov

@@ -1,0 +1,293 @@
+"""One semiring dynamic program over a DAG of (node, state) blocks: Viterbi, ln Z, posteriors'
+backward sums, the best path and exact forward sampling, for every word-lattice graph.
+
+Why one module: the q-automaton of a word lattice (`core.dag_automaton`), the merged expansion
+(`methods.dag_full`) and the chunked expansion of the posteriors (`methods.dag_posteriors`)
+are the same kind of graph, and their max and log-sum-exp sweeps used to be written once per
+file (issue 30). Here the sweep is written once, parameterised by the semiring (`MaxPlus`:
+Viterbi; `LogSumExp`: backward filtering, ln Z), torch-struct's shape.
+
+The graph (`Graph`): nodes 0..N-1 in topological order (every edge goes to a later node); node
+u holds the states `offsets[u]:offsets[u + 1]` of one global numbering. Every state has a stop
+weight (ln; -inf where no path may end) and out-edges (ln weight, global destination state).
+`Graph.block(u, rows)` gives them for some of node u's states (`Block`), in one of two layouts:
+
+    dense   weight, dst: (states x m) matrices, one column per outgoing lattice arc (the
+            q-automaton: every state has an edge on every arc);
+    sparse  weight, dst: (E,) edges sorted by state, `starts` the first edge of each state
+            (the expansion: transitions of weight zero are not stored).
+
+A state's segment is [stop, w_e + values[dst_e] for its edges]; the backward sweep is
+
+    values[s] = SUM over its segment          (reverse node order: dst is already done)
+
+and the forward pass from state 0 either follows the first maximum of the segment (stop on
+a tie, then the smallest column: `best_path`) or, with log-sum-exp values, draws from it with
+probability exp(entry - values[s]) by the one categorical draw `semiring.draw_in_segments`
+(`sample`: forward sampling after backward filtering, exact draws from the graph's
+distribution). A path's score is summed from 0.0 along the path, edge by edge, then the stop,
+as `DagQAutomaton.log_q` and `paths_log_p` sum q and p, so a path drawn or followed here has
+bit for bit the score those give (the certificate compares them).
+
+The layered confusion-network DP (`core.dp`) is not a call of `backward` here: its layers have
+no stop column and all edges of a layer lead to the next, and the incremental Viterbi
+(`core.viterbi`) keeps its per-layer values and recomputes only touched rows; as a block graph
+every sweep would copy each layer into a (states x (1 + m)) segment matrix and offset its
+targets, a second pass over the automaton per iteration. Its sampling does go through `sample`
+here (`Layered`), so every sampler of the package is this one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, NamedTuple, Protocol
+
+import numpy as np
+
+from arsdecode.core.semiring import Semiring, draw_in_segments, quiet
+
+if TYPE_CHECKING:
+    from arsdecode.core.dag_automaton import DagQAutomaton
+
+__all__ = ["Block", "Draws", "Graph", "Layered", "Path", "QGraph", "backward", "best_path",
+           "node_of", "ranges", "sample"]
+
+
+class Block(NamedTuple):
+    """Some states of one node: their stop weights and out-edges (module docstring)."""
+
+    stop: np.ndarray  # (k,) ln weight of ending at each state, -inf where no path ends
+    weight: np.ndarray  # dense (k, m) or sparse (E,): ln weight of each edge
+    dst: np.ndarray  # the same shape: the global state each edge leads to
+    starts: np.ndarray | None = None  # sparse: (k,) first edge of each state; dense: None
+
+
+class Graph(Protocol):
+    """A DAG of (node, state) blocks (module docstring)."""
+
+    offsets: np.ndarray  # (nodes + 1,) node u's states are offsets[u]:offsets[u + 1]
+    dense: bool  # the layout of its blocks
+
+    def block(self, u: int, rows: np.ndarray | int | None = None) -> Block:
+        """The stop weights and out-edges of node u's local states `rows` (sorted and distinct
+        for a sparse graph, possibly repeated for a dense one; None: all of them, in order).
+        An int: that one state, its stop a scalar and its edges 1-d (`starts` None)."""
+        ...
+
+
+def ranges(starts: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """The concatenation of arange(starts[i], starts[i] + counts[i]) over i."""
+    total = int(counts.sum())
+    base = np.repeat(starts - np.r_[0, np.cumsum(counts)[:-1]], counts)
+    return base + np.arange(total, dtype=np.int64)
+
+
+def _segments(block: Block, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each state's segment [stop, w_e + values[dst_e]...], and the edges' entries alone
+    (dense: a (k, 1 + m) matrix; sparse: flat, segment i at starts[i] + i). Called under
+    the caller's `quiet()` (one per sweep: entering it costs microseconds)."""
+    through = block.weight + values[block.dst]
+    if block.starts is None:
+        seg = np.empty((len(block.stop), through.shape[1] + 1))
+        seg[:, 0] = block.stop
+        seg[:, 1:] = through
+        return seg, through
+    k = len(block.stop)
+    flat = np.empty(k + len(through))
+    heads = block.starts + np.arange(k)
+    flat[heads] = block.stop
+    flat[_edge_slots(block)] = through
+    return flat, through
+
+
+def _edge_slots(block: Block) -> np.ndarray:
+    """Sparse layout: the flat position of every edge (after its state's stop and the edges of
+    the states before it)."""
+    assert block.starts is not None
+    counts = np.diff(np.r_[block.starts, len(block.weight)])
+    return np.arange(len(block.weight)) + np.repeat(np.arange(len(block.stop)), counts) + 1
+
+
+def backward(graph: Graph, semiring: type[Semiring],
+             visit: Callable[[int, Block, np.ndarray], None] | None = None) -> np.ndarray:
+    """values[s] (global numbering): the semiring sum over every completion of state s, its
+    stop included, by one sweep in reverse node order. `visit(u, block, through)`, if given,
+    sees each node's block and its edges' w + values[dst] (for posteriors) once it is done."""
+    off = graph.offsets
+    values = np.empty(int(off[-1]))
+    plus, total = semiring.plus, semiring.sum  # bound once: the loop is per node
+    with quiet():
+        for u in range(len(off) - 2, -1, -1):
+            lo, hi = int(off[u]), int(off[u + 1])
+            if hi == lo:
+                continue
+            block = graph.block(u)
+            if block.starts is None:  # dense: stop PLUS the row's sum (no segment copied)
+                through = block.weight + values[block.dst]
+                values[lo:hi] = plus(block.stop, total(through, axis=1)) if through.shape[1] \
+                    else block.stop
+            else:
+                flat, through = _segments(block, values)
+                values[lo:hi] = semiring.segment_sum(flat, block.starts
+                                                     + np.arange(len(block.stop)))
+            if visit is not None:
+                visit(u, block, through)
+    return values
+
+
+def node_of(off: np.ndarray, states: np.ndarray) -> np.ndarray:
+    """The node holding each global state (empty nodes share their offset with the next)."""
+    return np.searchsorted(off, states, side="right") - 1
+
+
+class Path(NamedTuple):
+    """A path from state 0: per edge its source state (global), its node and column (dense: the
+    arc's column; sparse: the edge's rank among its state's), the final state and its node,
+    and the score (summed along the path from 0.0, stop last)."""
+
+    states: list[int]
+    nodes: list[int]
+    columns: list[int]
+    final: int
+    final_node: int
+    score: float
+
+
+def best_path(graph: Graph, values: np.ndarray) -> Path:
+    """The argmax path from state 0 given max-plus `values`: at each state the first maximum
+    of its segment (stop wins a tie, then the smallest column)."""
+    off = graph.offsets
+    node_of_state = np.repeat(np.arange(len(off) - 1), np.diff(off))
+    states: list[int] = []
+    nodes: list[int] = []
+    cols: list[int] = []
+    s, score = 0, 0.0
+    with quiet():
+        while True:
+            u = int(node_of_state[s])
+            block = graph.block(u, s - int(off[u]))  # one row: 1-d edges, a scalar stop
+            weight, dst, stop = block.weight, block.dst, float(block.stop)
+            if len(weight):
+                through = weight + values[dst]
+                c = int(np.argmax(through))
+                if through[c] > stop:
+                    states.append(s)
+                    nodes.append(u)
+                    cols.append(c)
+                    score += float(weight[c])
+                    s = int(dst[c])
+                    continue
+            return Path(states, nodes, cols, s, u, score + stop)
+
+
+class Draws(NamedTuple):
+    """`sample`'s walkers: every step (walkers, source states, columns) in step order, each
+    walker's final state and its score (ln, summed along its path from 0.0, stop last)."""
+
+    steps: list[tuple[np.ndarray, np.ndarray, np.ndarray]]
+    final: np.ndarray
+    score: np.ndarray
+
+    def paths(self, n: int, label: Callable[[np.ndarray, np.ndarray], np.ndarray]
+              ) -> list[list[int]]:
+        """Per walker, its edges in path order, each named by `label(source states, columns)`
+        (vectorised: e.g. the lattice arc)."""
+        if not self.steps:
+            return [[] for _ in range(n)]
+        walkers = np.concatenate([w for w, _, _ in self.steps])
+        named = np.concatenate([label(s, c) for _, s, c in self.steps])
+        order = np.argsort(walkers, kind="stable")  # each walker's edges stay in step order
+        bounds = np.searchsorted(walkers[order], np.arange(n + 1))
+        flat = named[order].tolist()
+        return [flat[bounds[i]:bounds[i + 1]] for i in range(n)]
+
+
+def sample(graph: Graph, beta: np.ndarray, n: int, rng: np.random.Generator) -> Draws:
+    """n i.i.d. paths from state 0, drawn with the probability the log-sum-exp `beta`
+    normalises (requires beta[0] > -inf): forward sampling after backward filtering.
+
+    Nodes are visited in order; the walkers standing at node u each draw, from their state's
+    segment, the stop or an edge (`draw_in_segments`, one uniform per walker), so a walker
+    moves once per node it visits. Only the rows of the states some walker is at are built."""
+    off = graph.offsets
+    state = np.zeros(n, dtype=np.int64)
+    node = np.zeros(n, dtype=np.int64)
+    final = np.full(n, -1, dtype=np.int64)
+    score = np.zeros(n)
+    steps: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+    active = np.arange(n)
+    with quiet():
+        while len(active):
+            u = int(node[active].min())
+            here = active[node[active] == u]
+            local = state[here] - off[u]
+            if graph.dense:
+                # dense: one row per walker (rows may repeat), the draw over each row
+                block = graph.block(u, local)
+                seg, _ = _segments(block, beta)
+                which = np.arange(len(here))
+                col = draw_in_segments(seg, None, which, rng.random(len(here))) - 1
+            else:
+                rows, which = np.unique(local, return_inverse=True)
+                which = which.ravel()
+                block = graph.block(u, rows)
+                seg, _ = _segments(block, beta)
+                assert block.starts is not None
+                heads = block.starts + np.arange(len(rows))
+                pick = draw_in_segments(seg, heads, which, rng.random(len(here)))
+                col = pick - heads[which] - 1
+            stop = col < 0
+            ends = here[stop]
+            final[ends] = state[ends]
+            score[ends] += block.stop[which[stop]]
+            go, gw, gc = here[~stop], which[~stop], col[~stop]
+            if block.starts is None:
+                w, nxt = block.weight[gw, gc], block.dst[gw, gc]
+            else:
+                e = block.starts[gw] + gc
+                w, nxt = block.weight[e], block.dst[e]
+            steps.append((go, state[go].copy(), gc))
+            score[go] += w
+            state[go] = nxt
+            node[go] = node_of(off, nxt)
+            active = active[final[active] < 0]
+    return Draws(steps, final, score)
+
+
+class Layered:
+    """A confusion network's layered q-automaton (`core.dp`'s arrays) as a `Graph`: node i is
+    layer i, no state stops before the last layer, whose stop weights are `final`."""
+
+    dense = True
+
+    def __init__(self, weights: list[np.ndarray], targets: list[np.ndarray],
+                 final: np.ndarray) -> None:
+        self.weights, self.targets, self.final = weights, targets, final
+        sizes = [len(w) for w in weights] + [len(final)]
+        self.offsets = np.r_[0, np.cumsum(sizes)].astype(np.int64)
+
+    def block(self, u: int, rows: np.ndarray | int | None = None) -> Block:
+        sel = slice(None) if rows is None else rows
+        if u == len(self.weights):
+            stop = self.final[sel]
+            none = np.shape(stop) + (0,)
+            return Block(stop, np.zeros(none), np.zeros(none, np.int64))
+        w = self.weights[u][sel]
+        return Block(np.full(w.shape[:-1], -np.inf), w, self.targets[u][sel] + self.offsets[u + 1])
+
+
+class QGraph:
+    """A word lattice's q-automaton (`DagQAutomaton`) as a dense `Graph`: one column per
+    outgoing arc of the node, the targets made global by their destination node's offset."""
+
+    dense = True
+
+    def __init__(self, qa: DagQAutomaton) -> None:
+        self.nodes = qa.nodes
+        self.offsets = off = qa.offsets()
+        self.base = [off[d] for d in qa.arc_dst]  # each column's destination's first state
+
+    def block(self, u: int, rows: np.ndarray | int | None = None) -> Block:
+        node = self.nodes[u]
+        sel = slice(0, len(node)) if rows is None else rows
+        return Block(node.final[sel], node.weights[sel], node.targets[sel] + self.base[u])
