@@ -226,7 +226,7 @@ def _solve_word_lattice(spec: TaskSpec, lm, item: Item, wl, start: float) -> dic
     if spec.task == "sample":
         seed = item_seed(spec.seed, item.id)
         draws = sample(lm, wl, spec.n, seed)  # dispatch's choice, which it reports
-        return {"samples": [d.words for d in draws], "log_p": [d.log_p for d in draws],
+        return {"samples": [d.tokens for d in draws], "log_p": [d.log_p for d in draws],
                 "seed": seed, "method": draws.method, "seconds": time.perf_counter() - start}
     [r] = decode_word_lattices(lm, [wl], method=spec.method)  # type: ignore[arg-type]
     return _dag_fields(r, {"seconds": time.perf_counter() - start})

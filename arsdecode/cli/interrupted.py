@@ -67,17 +67,14 @@ def exit_status(stop: BaseException) -> int:
 
 
 def print_interrupted(args: argparse.Namespace, stop: DecodeInterrupted, oov: dict) -> int:
-    """The best path found so far (a confusion network's tokens, or a word lattice's words),
+    """The best path found so far (its tokens, whatever the lattice: one DecodeResult),
     marked UNCERTIFIED, with its bound gap (ln q(x*) - ln p(path): the optimum is at most that
     far above it). Exit status 130 (128 + the signal for SIGTERM/SIGHUP)."""
-    from arsdecode.methods.dag_ars import DagArsResult
-
     r = stop.result
-    words = r.words if isinstance(r, DagArsResult) else r.tokens
     if args.json:
         print_json({**r.to_json(), "interrupted": True, "gap": stop.gap, "oov": oov})
     else:
-        print(" ".join(words))
+        print(" ".join(r.tokens))
         print(f"log_p={r.log_p:.6f} (UNCERTIFIED: interrupted, ln) gap={stop.gap:.6f} "
               f"method={r.method} iterations={r.iterations} seconds={r.seconds:.3f}",
               flush=True)

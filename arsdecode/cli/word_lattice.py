@@ -189,7 +189,7 @@ def cmd_decode(args: argparse.Namespace) -> int:
         if args.json:
             print_json({**r.to_json(), "oov": oov})
         else:
-            print(" ".join(r.words))
+            print(" ".join(r.tokens))
             size = (f"iterations={getattr(r, 'iterations', 1)} states={r.states}"
                     if r.method == "ars"
                     else f"states={r.states} transitions={getattr(r, 'transitions', 0)}")
@@ -207,11 +207,12 @@ def cmd_decode(args: argparse.Namespace) -> int:
         kb = decode(lm, wl, method=args.method, k=args.nbest, unique=args.unique)
         paths = [p.arcs for p in kb]
         if args.json:
-            print_json({"words": kb[0].words, "log_p": kb[0].log_p, "certified": kb.certified,
-                        "method": kb.method, "nbest": [p.to_json() for p in kb], "oov": oov})
+            print_json({"words": kb[0].tokens, "tokens": kb[0].tokens, "log_p": kb[0].log_p,
+                        "certified": kb.certified, "method": kb.method,
+                        "nbest": [p.to_json() for p in kb], "oov": oov})
         else:
             for rank, p in enumerate(kb, start=1):
-                print(f"{rank}\t{fixed(p.log_p, 6)}\t{' '.join(p.words)}")
+                print(f"{rank}\t{fixed(p.log_p, 6)}\t{' '.join(p.tokens)}")
     if args.write_best:
         write_word_lattice(paths_lattice(wl, paths), args.write_best)
     if args.write_lattice:
@@ -247,7 +248,7 @@ def cmd_sample(args: argparse.Namespace) -> int:
             if args.jsonl:
                 print(json.dumps(p.to_json()), flush=True)
             else:
-                print(f"{fixed(p.log_p, 6)}\t{' '.join(p.words)}")
+                print(f"{fixed(p.log_p, 6)}\t{' '.join(p.tokens)}")
         left -= chunk
     return EXIT_OK
 

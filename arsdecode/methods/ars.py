@@ -12,28 +12,39 @@ pruned candidates, and every path through one has p below a path already found; 
 `inference.prune_hopeless`.) The comparison is made on float64 sums of identical terms
 in identical order (see target.py); `tol` (default `tolerances.CERTIFICATE_TOL`, 1e-9 nats)
 only absorbs the last-bit differences between a max-backoff bound that happens to be tight
-and the exact value. One decoding iteration is `ArsDecoder`; `decode` repeats it on one
-lattice, `lockstep` on many at once, `kbest` with q's K best paths. Results are natural log.
+and the exact value. The loop itself (the stopping rules, Ctrl-C, the acceptance-rate window)
+is `ars_loop`'s, shared with word lattices (`dag_ars`); this module adapts the confusion
+network's q-automaton to it (`CnPaths`). One decoding iteration is `ArsDecoder`; `decode`
+repeats it on one lattice, `lockstep` on many at once, `kbest` with q's K best paths.
+Results are natural log.
 """
+
 
 from __future__ import annotations
 
 import math
 import time
 from collections.abc import Callable, Sequence
-from typing import Any
 
 import numpy as np
 
 from arsdecode.core.automaton import DEFAULT_VARIANT, FillRequest, QAutomaton, Variant
 from arsdecode.core.inference import log_partition, prune_hopeless, sample_indices, viterbi_indices
 from arsdecode.core.target import Target
-from arsdecode.core.tolerances import CERTIFICATE_TOL, FLOAT_NOISE
+from arsdecode.core.tolerances import CERTIFICATE_TOL
 from arsdecode.errors import BoundViolationError, NoPathError, OptionError
 from arsdecode.lattice import Lattice
+from arsdecode.methods.ars_loop import (
+    ArsDecodeRun,
+    DecodeInterrupted,
+    decode_loop,
+    sampling_loop,
+)
 from arsdecode.methods.results import DecodeResult, SampleResult
-from arsdecode.methods.trials import TrialLog
 from arsdecode.model import ModelLike, TargetModel, as_target_model
+
+__all__ = ["ArsDecoder", "CnPaths", "DecodeInterrupted", "adapt", "check_bound", "decode",
+           "sample"]
 
 NO_PATH = "every path of the lattice has probability 0 under the model"
 
@@ -76,29 +87,71 @@ def check_bound(qa: QAutomaton, target: Target, idx: Sequence[int], log_q: float
         f"{log_p!r} > ln q = {log_q!r}; the model's max-backoff bounds are wrong")
 
 
-class ArsDecoder:
-    """Algorithm 1 (decoding) on one lattice: its state, and one iteration at a time.
+class CnPaths:
+    """A confusion network's q-automaton and p as Algorithm 1 uses them (`ars_loop.QPaths`).
 
-    Why an object: the iteration is what `decode` repeats on one lattice, what `lockstep`
-    advances on many lattices at once (batching their model queries) and what `kbest` repeats
-    with q's K best paths in place of the argmax. Written once, the stopping rule, the pruning
-    and the refinement cannot drift apart between them.
+    A path is a list of candidate indices, one per position. ln p is memoised by `Target`
+    (exact edges of q are p's factors, remembered as they are filled); x* is found by
+    incremental Viterbi; refinement is `QAutomaton.refine_many` (Algorithm 2)."""
 
-    One iteration (`step`; lockstep calls the parts), in the paper's names:
-        propose()       x* = argmax q, and ln q(x*)            (NoPathError if q(X) = 0)
-        score()         ln p(x*), querying only the factors not known yet
-        judge(log_p)    q >= p on x* (`check_bound`); if q(x*) = p(x*) within `tol`, x* is
-                        certified and the run is done; else candidates whose every path is
-                        below the best p found are pruned (`prune`)
-        refine()        Algorithm 2 along x*. The run is done when nothing is left to refine
-                        (every state on x* exact: certified iff only FLOAT_NOISE separates
-                        q(x*) from p(x*)) or after `max_iterations` (not certified).
+    no_path = NO_PATH
+    budget_hint = "raise --memory-budget"
+
+    def __init__(self, qa: QAutomaton, target: Target, lattice: Lattice) -> None:
+        self.qa, self.target, self.lattice = qa, target, lattice
+
+    def argmax(self) -> tuple[list[int], float]:
+        return viterbi_indices(self.qa)
+
+    def log_p(self, paths: Sequence[Sequence[int]]) -> list[float]:
+        return [self.target.log_p_indices(p) for p in paths]
+
+    def draw(self, n: int, rng: np.random.Generator
+             ) -> tuple[list[list[int]], np.ndarray, np.ndarray, float]:
+        idx, log_z = sample_indices(self.qa, n, rng)
+        if log_z == -math.inf:  # refinement proved that no path has probability > 0
+            raise NoPathError(NO_PATH)
+        return idx.tolist(), self.qa.log_q_batch(idx), self.target.log_p_batch(idx), log_z
+
+    def check_bound(self, path: Sequence[int], log_q: float, log_p: float,
+                    tol: float) -> None:
+        check_bound(self.qa, self.target, list(path), log_q, log_p, tol)
+
+    def refine(self, paths: Sequence[Sequence[int]]) -> int:
+        return self.qa.refine_many(paths)
+
+    def prune(self, best_log_p: float) -> None:
+        prune_hopeless(self.qa, best_log_p)
+
+    def tokens(self, path: Sequence[int]) -> list[str]:
+        return [self.lattice.tokens[i][j] for i, j in enumerate(path)]
+
+    def num_states(self) -> int:
+        return self.qa.num_states()
+
+    def nbytes(self) -> int:
+        """The layers' arrays (what grows with refinement)."""
+        return sum(a.nbytes for layer in self.qa.layers
+                   for a in (layer.weights, layer.targets, layer.own_weight, layer.ctx_len))
+
+    def over_budget(self, iterations: int) -> str:
+        return f"ARS's q-automaton ({self.qa.num_states()} states after {iterations} iterations)"
+
+
+class ArsDecoder(ArsDecodeRun[list[int]]):
+    """Algorithm 1 (decoding) on one confusion network (`ars_loop.ArsDecodeRun`), with what
+    `lockstep` and `kbest` need beside it: the automaton `qa`, the target `target`, the
+    missing factors of x* for a batched query, and a refinement whose model queries can be
+    deferred.
 
     x* is held as a list of paths (`paths`, with `log_q` and `log_p` alongside): one for
     decoding, q's K best for k-best (`kbest.KBestDecoder` overrides `best_of_q`), where the
     list is certified when every path is exact and refined along every inexact one. Pruning
     keeps only what can beat the single best path, so it is for decoding only.
     """
+
+    qa: QAutomaton  # q, built once the options are checked
+    target: Target  # p
 
     def __init__(self, model: TargetModel, lattice: Lattice, *,
                  variant: Variant = DEFAULT_VARIANT, tol: float = CERTIFICATE_TOL,
@@ -108,96 +161,42 @@ class ArsDecoder:
         (`qa.fill_requests(qa.unfilled)`, answered by `qa.apply_fill`; lockstep batches them
         across lattices)."""
         self.lattice = lattice
-        self.qa = QAutomaton(model, lattice, variant=variant, fill=False)  # q^(0)
-        self.target = Target(model, lattice, token_ids=self.qa.cand_ids)  # p
-        self.qa.on_exact_fill = self.target.remember_context  # exact edges are p's factors
-        if fill:
-            self.qa.fill_pending()
-        self.tol = tol
-        self.max_iterations = max_iterations
-        self.prune = prune
-        self.iterations = 0
-        self.paths: list[list[int]] = []  # x* (candidate indices), this iteration's proposal
-        self.log_q: list[float] = []  # ln q(x*)
-        self.log_p: list[float] = []  # ln p(x*)
-        self.gaps: list[float] = []  # ln q(x*) - ln p(x*) >= 0
-        self.trace: list[tuple[float, float]] = []  # per iteration: (ln q(x*), ln p(x*))
-        self.best_log_p = -math.inf  # p of the best path scored: a lower bound on the optimum
-        self.best_idx: list[int] | None = None  # that path
-        self.certified = False
-        self.done = False
 
-    def best_of_q(self) -> tuple[list[list[int]], list[float]]:
-        """x* = argmax q (incremental Viterbi) and ln q(x*), forward-summed like p."""
-        idx, log_q = viterbi_indices(self.qa)
-        return [idx], [log_q]
+        def q0() -> CnPaths:
+            self.qa = QAutomaton(model, lattice, variant=variant, fill=False)  # q^(0)
+            self.target = Target(model, lattice, token_ids=self.qa.cand_ids)  # p
+            self.qa.on_exact_fill = self.target.remember_context  # exact edges: p's factors
+            if fill:
+                self.qa.fill_pending()
+            return CnPaths(self.qa, self.target, lattice)
 
-    def propose(self) -> list[list[int]]:
-        """Start an iteration: x*, the best path(s) of the current q."""
-        self.iterations += 1
-        self.paths, self.log_q = self.best_of_q()
-        if not self.paths or self.log_q[0] == -math.inf:  # q >= p: then p is 0 everywhere
-            raise NoPathError(NO_PATH)
-        return self.paths
+        super().__init__(q0, tol=tol, max_iterations=max_iterations, prune=prune)
+
+    @property
+    def best_idx(self) -> list[int] | None:
+        """The best exactly scored path so far (candidate indices)."""
+        return self.best_path
 
     def missing_factors(self) -> np.ndarray:
         """The factors of p on x* not known yet, as rows (context..., word), for a caller that
         answers many decoders' in one query (lockstep) and passes them to `target.remember`."""
         return np.concatenate([self.target.missing_factors(p) for p in self.paths])
 
-    def score(self) -> list[float]:
-        """ln p(x*): `Target` queries the factors it has not memoised (none after lockstep's
-        batched query; exact edges of q are memoised as they are filled)."""
-        return [self.target.log_p_indices(p) for p in self.paths]
-
-    def judge(self, log_p: Sequence[float]) -> None:
-        """Algorithm 1's test of x* given ln p(x*): accept (certify) iff q(x*) = p(x*).
-
-        The certificate is two-sided (`check_bound`). A path scored above the best so far
-        prunes the candidates that cannot beat it (exact; `inference.prune_hopeless`).
-        """
-        self.log_p = [float(v) for v in log_p]
-        self.trace.append((self.log_q[0], self.log_p[0]))
-        for idx, lq, lp in zip(self.paths, self.log_q, self.log_p, strict=True):
-            check_bound(self.qa, self.target, idx, lq, lp, self.tol)
-        self.gaps = [lq - lp for lq, lp in zip(self.log_q, self.log_p, strict=True)]
-        j = max(range(len(self.log_p)), key=self.log_p.__getitem__)
-        improved = self.log_p[j] > self.best_log_p
-        if improved:
-            self.best_log_p, self.best_idx = self.log_p[j], self.paths[j]
-        if all(g <= self.tol for g in self.gaps):  # q(x*) = p(x*) and q >= p: x* is optimal
-            self.certified = self.done = True
-        elif self.prune and improved:
-            prune_hopeless(self.qa, self.best_log_p)
-
-    def refine(self, *, defer: bool = False) -> list[FillRequest]:
+    def refine(self, *, defer: bool = False) -> list[FillRequest]:  # type: ignore[override]
         """Algorithm 2 along every inexact path of x* (`QAutomaton.refine`), or end the run.
 
         `defer=True` (variant "all-edges"): the model queries of the new rows are returned
         instead of made, for the caller to answer (`qa.apply_fill`) before the next
         `propose`; otherwise they are made here and nothing is returned.
         """
-        inexact = [p for p, g in zip(self.paths, self.gaps, strict=True) if g > self.tol]
-        requests: list[FillRequest] = []
-        if defer and self.qa.variant == "all-edges":
-            pending: list[tuple[int, int]] = []
-            changed = sum(self.qa.refine_indices(p, pending=pending) for p in inexact)
-            requests = self.qa.fill_requests(pending)
-        else:
-            changed = self.qa.refine_many(inexact)
-        if not changed:  # every state on x* is exact: q(x*) and p(x*) sum the same factors
-            self.certified = all(g <= FLOAT_NOISE for g in self.gaps)  # float noise at most
-            self.done = True
-        elif self.max_iterations is not None and self.iterations >= self.max_iterations:
-            self.done = True
+        if not (defer and self.qa.variant == "all-edges"):
+            super().refine()
+            return []
+        pending: list[tuple[int, int]] = []
+        changed = sum(self.qa.refine_indices(p, pending=pending) for p in self.inexact())
+        requests = self.qa.fill_requests(pending)
+        self.after_refine(changed)
         return requests
-
-    def step(self) -> None:
-        """One iteration of Algorithm 1 (decoding), on this lattice alone."""
-        self.propose()  # x* = argmax q
-        self.judge(self.score())  # accept iff q(x*) = p(x*)
-        if not self.done:
-            self.refine()  # Algorithm 2 along x*
 
     def tokens(self, idx: Sequence[int]) -> list[str]:
         return [self.lattice.tokens[i][j] for i, j in enumerate(idx)]
@@ -220,10 +219,10 @@ class ArsDecoder:
     def best_so_far(self, seconds: float) -> DecodeResult | None:
         """For an interrupted run: the best exactly scored path, uncertified, bounded above by
         the least ln q(x*) seen (every one bounds the optimum, q >= p); None if none scored."""
-        if self.best_idx is None:
+        if self.best_path is None:
             return None
         return DecodeResult(
-            tokens=self.tokens(self.best_idx),
+            tokens=self.tokens(self.best_path),
             log_p=self.best_log_p,
             log_q=min(q for q, _ in self.trace),
             iterations=self.iterations,
@@ -251,7 +250,8 @@ def decode(
     Args:
         lm: a maxarpa.Model (wrapped by `arsdecode.model.MaxArpaLM`) or any `TargetModel`.
         variant: Algorithm 2's refinement, "all-edges" or "paper" (see `automaton.py`).
-        max_iterations: stop early (result marked `certified=False`) after this many.
+        max_iterations: stop early (result marked `certified=False`) after this many; an
+            integer >= 1 (else OptionError, before any work, as on word lattices).
         on_iteration: optional callback(iteration, tokens, log_q, log_p) of x*, called after
             each iteration (for traces and progress).
         keep_automaton: return the final q-automaton in `automaton` (for export); off by
@@ -266,42 +266,8 @@ def decode(
     run = ArsDecoder(as_target_model(lm), lattice, variant=variant, tol=tol,
                      max_iterations=max_iterations,
                      prune=(not keep_automaton) if prune is None else prune)
-    try:
-        while not run.done:
-            run.step()
-            if on_iteration is not None:
-                on_iteration(run.iterations, run.tokens(run.paths[0]), run.log_q[0],
-                             run.log_p[0])
-    except KeyboardInterrupt:
-        partial = run.best_so_far(time.perf_counter() - start)
-        if partial is None:  # no path scored yet: nothing to report
-            raise
-        raise DecodeInterrupted(partial) from None
+    decode_loop(run, on_iteration, lambda: run.best_so_far(time.perf_counter() - start))
     return run.result(time.perf_counter() - start, keep_automaton=keep_automaton)
-
-
-class DecodeInterrupted(KeyboardInterrupt):
-    """Ctrl-C during `decode` (or `dag_ars.dag_ars_decode` on a word lattice), carrying the
-    best path found so far.
-
-    Why a KeyboardInterrupt: code that does not know this class still stops as on any
-    interrupt; code that does (the `arsdecode decode` CLI) reports the partial answer.
-    `result` is a DecodeResult (a DagArsResult on a word lattice) with `certified=False`
-    whose path and `log_p` are the best exactly scored path seen, and whose `log_q` is the
-    least log q(x*) seen, an upper bound on the optimum; `gap` = log_q - log_p >= 0 bounds
-    how far the path can be from the best (natural log). `states` is -1: the automaton may
-    have been interrupted mid-refinement.
-    """
-
-    def __init__(self, result: Any) -> None:
-        # Any, not DecodeResult | DagArsResult: naming dag_ars here, even for typing only,
-        # closes an import circle (dag_ars raises this class); see tests/test_imports.py.
-        super().__init__("interrupted")
-        self.result = result
-
-    @property
-    def gap(self) -> float:
-        return self.result.log_q - self.result.log_p
 
 
 def sample(
@@ -395,80 +361,34 @@ def _adaptive_rejection(
     on_sample: Callable[[list[str], float], None] | None = None,
     keep: bool = True,
 ) -> SampleResult:
-    """The loop shared by `sample` (until n accepted) and `adapt` (n = None: until adapted)."""
-    if batch < 1 or ar_window < 1:
-        raise OptionError("batch and ar_window must be >= 1")
+    """`sample` (until n accepted) and `adapt` (n = None: until adapted) on a confusion
+    network: `ars_loop.sampling_loop` over its q-automaton, the samples as tokens."""
     start = time.perf_counter()
     qa = QAutomaton(model, lattice, variant=variant, track_pointers=False)
     target = Target(model, lattice, token_ids=qa.cand_ids)
     if log_partition(qa) == -math.inf:
         raise NoPathError(NO_PATH)
-    samples: list[list[str]] = []
-    sample_log_p: list[float] = []
-    log = TrialLog(keep, ar_window)
-    adapting = True
-    adapted_at: int | None = None
-    frozen_from = 0
-    refinements = 0
-    while n is None or log.accepted < n:
-        if max_trials is not None and log.trials >= max_trials:
-            break
-        paths, log_z = sample_indices(qa, batch, rng)
-        if log_z == -math.inf:  # refinement proved that no path has probability > 0
-            raise NoPathError(NO_PATH)
-        u = rng.random(batch)
-        rejected: list[list[int]] = []
-        n_states = qa.num_states()
-        batch_log_q = qa.log_q_batch(paths)
-        batch_log_p = target.log_p_batch(paths)
-        broken = np.flatnonzero(batch_log_p > batch_log_q + CERTIFICATE_TOL)
-        if len(broken):  # p/q > 1 is never clipped: the bound itself is wrong
-            t = int(broken[0])
-            check_bound(qa, target, paths[t].tolist(), float(batch_log_q[t]),
-                        float(batch_log_p[t]))
-        for row, u_t, log_q, log_p in zip(
-            paths.tolist(), u.tolist(), batch_log_q.tolist(), batch_log_p.tolist()
-        ):
-            ratio = 0.0 if log_p == -math.inf else math.exp(log_p - log_q)
-            ok = u_t < ratio
-            log.add(ratio, ok, n_states, log_z, log_p, log_q)
-            if ok:
-                tokens = [lattice.tokens[i][j] for i, j in enumerate(row)]
-                if keep:
-                    samples.append(tokens)
-                    sample_log_p.append(log_p)
-                if on_sample is not None:
-                    on_sample(tokens, log_p)
-                if log.accepted == n:
-                    break
-            else:
-                rejected.append(row)
-        if adapting:
-            rate = log.window_rate()
-            if rate is not None and rate >= target_ar:
-                adapting = False
-                adapted_at = log.trials
-                if stop_when_adapted:  # the paper's protocol: time to reach the AR target
-                    break
-            else:
-                changed = qa.refine_many(rejected)
-                refinements += changed
-                if changed:
-                    frozen_from = log.trials
+    q = CnPaths(qa, target, lattice)
+    each = None if on_sample is None else (
+        lambda row, log_p: on_sample(q.tokens(row), log_p))
+    run = sampling_loop(q, n, rng, batch=batch, target_ar=target_ar, ar_window=ar_window,
+                        max_trials=max_trials, stop_when_adapted=stop_when_adapted,
+                        on_sample=each, keep=keep)
+    log = run.log
     est, rej, plain = log.evidence()
     return SampleResult(
-        samples=samples,
-        log_p=sample_log_p,
+        samples=[q.tokens(row) for row in run.samples],
+        log_p=run.log_p,
         trials=log.trials,
         acceptance_rate=log.acceptance_rate(),
         log_Z=est.log_Z,
         log_Z_ci=est.ci,
         log_Z_unweighted=plain,
         states=qa.num_states(),
-        refinements=refinements,
+        refinements=run.refinements,
         seconds=time.perf_counter() - start,
-        trace=log.trace(frozen_from),
-        adapted_at_trial=adapted_at,
+        trace=log.trace(run.frozen_from),
+        adapted_at_trial=run.adapted_at,
         log_Z_rejection=rej.log_Z,
         log_Z_rejection_ci=rej.ci,
     )

@@ -32,75 +32,21 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 
 import numpy as np
 
 import arsdecode.core.dag_dp as dag_dp
-import arsdecode.methods.evidence as evidence
 from arsdecode.core.dag_automaton import ARS_HINT, DagQAutomaton
 from arsdecode.core.semiring import LogSumExp, MaxPlus, quiet
-from arsdecode.core.tolerances import CERTIFICATE_TOL, FLOAT_NOISE
-from arsdecode.errors import (
-    BoundViolationError,
-    MemoryBudgetExceeded,
-    NoPathError,
-    OptionError,
-)
+from arsdecode.core.tolerances import CERTIFICATE_TOL
+from arsdecode.errors import BoundViolationError, NoPathError, OptionError
 from arsdecode.lattice import WordLattice
-from arsdecode.methods.ars import DecodeInterrupted
-from arsdecode.methods.dag_full import DagPath
+from arsdecode.methods.ars_loop import ArsDecodeRun, decode_loop, sampling_loop
+from arsdecode.methods.results import DagArsResult, DagArsSampleResult, DagPath
 from arsdecode.model import ModelLike, TargetModel, as_target_model, context_rows
 
-__all__ = ["DagArsResult", "DagArsSampleResult", "dag_ars_decode", "dag_ars_sample",
+__all__ = ["DagArsResult", "DagArsSampleResult", "DagPaths", "dag_ars_decode", "dag_ars_sample",
            "path_log_p", "paths_log_p"]
-
-
-@dataclass(frozen=True)
-class DagArsResult:
-    """The best path of a word lattice by ARS (natural log).
-
-    `certified`: q(x*) = p(x*), so no path has a higher p; False only when `max_iterations`
-    stopped the run first (then `log_q` bounds the optimum from above). `states` is the size of
-    the final q-automaton, to compare with the expansion's (`DagDecodeResult.states`)."""
-
-    words: list[str]
-    arcs: tuple[int, ...]
-    log_p: float
-    log_q: float
-    iterations: int
-    states: int
-    certified: bool
-    seconds: float
-    method: str = "ars"
-    trace: list[tuple[float, float]] = field(default_factory=list)  # (ln q(x*), ln p(x*))
-
-    def to_json(self) -> dict:
-        """JSON-ready dict (natural logs). Only "timing" varies between identical runs."""
-        return {"words": self.words, "arcs": list(self.arcs), "log_p": self.log_p,
-                "log_q": self.log_q, "certified": self.certified, "method": self.method,
-                "iterations": self.iterations, "states": self.states,
-                "timing": {"seconds": self.seconds}}
-
-
-@dataclass(frozen=True)
-class DagArsSampleResult:
-    """Exact i.i.d. samples of a word lattice's paths by adaptive rejection (natural log).
-
-    `log_Z` is the importance estimate of ln Z with its 95% interval `log_Z_ci`
-    (`evidence.importance_estimate`); `log_Z_rejection` uses the accepted trials only."""
-
-    samples: list[DagPath]
-    trials: int
-    acceptance_rate: float
-    log_Z: float
-    log_Z_ci: tuple[float, float]
-    log_Z_rejection: float
-    log_Z_rejection_ci: tuple[float, float]
-    states: int
-    refinements: int
-    adapted_at_trial: int | None
-    seconds: float
 
 
 # ----- p and the bound check --------------------------------------------------------------------
@@ -218,6 +164,59 @@ def _check_depth(depth: int | None) -> None:
                           f"integer >= 1 or None, not {depth!r}")
 
 
+# ----- the q-automaton as Algorithm 1 uses it ---------------------------------------------------
+class DagPaths:
+    """A word lattice's q-automaton and p as Algorithm 1 uses them (`ars_loop.QPaths`).
+
+    A path is a list of arc numbers; it ends at the last arc's destination (the start node 0
+    when empty). x* is `viterbi`, a draw is `draw`, ln p is `paths_log_p` on the true
+    histories, refinement is `DagQAutomaton.refine_paths` with `depth` words per step."""
+
+    budget_hint = ARS_HINT
+
+    def __init__(self, model: TargetModel, qa: DagQAutomaton, depth: int | None) -> None:
+        self.model, self.qa, self.wl, self.depth = model, qa, qa.wl, depth
+        self.no_path = f"{qa.wl.source}: every path has probability zero under the model"
+
+    def final(self, arcs: Sequence[int]) -> int:
+        return int(self.wl.dst[arcs[-1]]) if arcs else 0
+
+    def argmax(self) -> tuple[list[int], float]:
+        arcs, _, log_q = viterbi(self.qa)
+        return arcs, log_q
+
+    def log_p(self, paths: Sequence[Sequence[int]]) -> list[float]:
+        return paths_log_p(self.model, self.wl, paths, [self.final(a) for a in paths]).tolist()
+
+    def draw(self, n: int, rng: np.random.Generator
+             ) -> tuple[list[list[int]], np.ndarray, np.ndarray, float]:
+        paths, finals, log_q, log_z = draw(self.qa, n, rng)
+        return paths, log_q, paths_log_p(self.model, self.wl, paths, finals), log_z
+
+    def check_bound(self, path: Sequence[int], log_q: float, log_p: float,
+                    tol: float) -> None:
+        _check_bound(self.qa, path, log_q, log_p, tol)
+
+    def refine(self, paths: Sequence[Sequence[int]]) -> int:
+        return self.qa.refine_paths(paths, self.depth) if paths else 0
+
+    def prune(self, best_log_p: float) -> None:
+        """No pruning on word lattices (the run is built with prune=False)."""
+
+    def tokens(self, path: Sequence[int]) -> list[str]:
+        return self.wl.path_words(path)
+
+    def num_states(self) -> int:
+        return self.qa.num_states()
+
+    def nbytes(self) -> int:
+        return self.qa.nbytes()
+
+    def over_budget(self, iterations: int) -> str:
+        return (f"{self.wl.source}: --method ars's q-automaton ({self.qa.num_states()} states "
+                f"after {iterations} iterations)")
+
+
 # ----- decode ------------------------------------------------------------------------------------
 def dag_ars_decode(lm: ModelLike, wl: WordLattice, *, max_iterations: int | None = None,
                    tol: float = CERTIFICATE_TOL, depth: int | None = 1,
@@ -225,18 +224,21 @@ def dag_ars_decode(lm: ModelLike, wl: WordLattice, *, max_iterations: int | None
                    max_bytes: int | None = None) -> DagArsResult:
     """The exact best path of the word lattice, with a certificate (Algorithm 1, decoding).
 
-    Each iteration: x* = argmax q (Viterbi), ln p(x*) on its true history; certified when
+    `ars_loop.ArsDecodeRun` and `decode_loop`, as on confusion networks: each iteration,
+    x* = argmax q (Viterbi), ln p(x*) on its true history; certified when
     ln q(x*) - ln p(x*) <= `tol`; else q is refined along x*. When refinement can change
     nothing on x* (every state on it exact), q(x*) and p(x*) sum the same factors and x* is
     certified if only float noise (`FLOAT_NOISE`) separates them. `max_iterations` stops the
     run uncertified. `depth`: words a context may gain per step of x* (1: the paper's
     Algorithm 2; None: all the previous state tells apart); see `DagQAutomaton.refine_paths`.
     `first_words`: start from one-word contexts (`DagQAutomaton`); False: the paper's q^(0).
-    `on_iteration`: callback(iteration, words, ln q(x*), ln p(x*)) once x* is scored, as
+    `on_iteration`: callback(iteration, words, ln q(x*), ln p(x*)) after each iteration, as
     `ars.decode`'s. Ctrl-C raises `ars.DecodeInterrupted` with the best path scored so far
     (uncertified; `log_q` the least ln q(x*) seen), as on confusion networks.
     `max_bytes`: the q-automaton's memory budget, checked before q^(0) is built and after
     every refinement (which adds at most a path's length of states).
+
+    Returns a DagArsResult: a DecodeResult with the path's `arcs`.
 
     Raises:
         OptionError: max_iterations or depth < 1.
@@ -244,46 +246,23 @@ def dag_ars_decode(lm: ModelLike, wl: WordLattice, *, max_iterations: int | None
         BoundViolationError: p > q on x* (the model's bounds are wrong).
         MemoryBudgetExceeded: q would pass `max_bytes`.
     """
-    if max_iterations is not None and max_iterations < 1:
-        raise OptionError(f"max_iterations must be >= 1, not {max_iterations!r}")
     _check_depth(depth)
     t0 = time.perf_counter()
     model = as_target_model(lm)
-    qa = DagQAutomaton(model, wl, first_words=first_words, max_bytes=max_bytes)
-    trace: list[tuple[float, float]] = []
-    best: tuple[float, list[int]] | None = None  # (ln p, arcs) of the best path scored
-    certified = False
-    try:
-        while True:
-            arcs, final, log_q = viterbi(qa)
-            log_p = path_log_p(model, wl, arcs, final)
-            _check_bound(qa, arcs, log_q, log_p, tol)
-            trace.append((log_q, log_p))
-            if best is None or log_p > best[0]:
-                best = (log_p, arcs)
-            if on_iteration is not None:
-                on_iteration(len(trace), wl.path_words(arcs), log_q, log_p)
-            if log_q - log_p <= tol:
-                certified = True
-                break
-            if not qa.refine_paths([arcs], depth):
-                certified = log_q - log_p <= FLOAT_NOISE
-                break
-            if max_bytes is not None and qa.nbytes() > max_bytes:
-                raise MemoryBudgetExceeded.of(
-                    f"{wl.source}: --method ars's q-automaton ({qa.num_states()} states after "
-                    f"{len(trace)} iterations)", qa.nbytes(), max_bytes, ARS_HINT)
-            if max_iterations is not None and len(trace) >= max_iterations:
-                break
-    except KeyboardInterrupt:
-        if best is None:  # no path scored yet: nothing to report
-            raise
-        raise DecodeInterrupted(DagArsResult(  # states -1: q may be mid-refinement
-            wl.path_words(best[1]), tuple(best[1]), best[0], min(q for q, _ in trace),
-            len(trace), -1, False, time.perf_counter() - t0, trace=trace)) from None
-    return DagArsResult(words=wl.path_words(arcs), arcs=tuple(arcs), log_p=log_p, log_q=log_q,
-                        iterations=len(trace), states=qa.num_states(), certified=certified,
-                        seconds=time.perf_counter() - t0, trace=trace)
+    run = ArsDecodeRun(lambda: DagPaths(model, DagQAutomaton(
+        model, wl, first_words=first_words, max_bytes=max_bytes), depth),
+        tol=tol, max_iterations=max_iterations, max_bytes=max_bytes)
+
+    def result(arcs: list[int], log_p: float, log_q: float, states: int,
+               certified: bool) -> DagArsResult:
+        return DagArsResult(tokens=wl.path_words(arcs), log_p=log_p, log_q=log_q,
+                            iterations=run.iterations, states=states, ngrams_by_order={},
+                            trace=run.trace, seconds=time.perf_counter() - t0,
+                            certified=certified, arcs=tuple(arcs))
+
+    decode_loop(run, on_iteration, lambda: result(  # states -1: q may be mid-refinement
+        run.best_path or [], run.best_log_p, min(q for q, _ in run.trace), -1, False))
+    return result(run.paths[0], run.log_p[0], run.log_q[0], run.q.num_states(), run.certified)
 
 
 # ----- sample ------------------------------------------------------------------------------------
@@ -293,7 +272,8 @@ def dag_ars_sample(lm: ModelLike, wl: WordLattice, n: int,
                    max_trials: int | None = None, depth: int | None = 1,
                    first_words: bool = True) -> DagArsSampleResult:
     """n exact i.i.d. samples of the lattice's paths, P(path) = exp(score) / Z, by adaptive
-    rejection (Algorithm 1, sampling), as `ars.sample` on confusion networks.
+    rejection (Algorithm 1, sampling): `ars_loop.sampling_loop`, as `ars.sample` on
+    confusion networks.
 
     Trials are drawn `batch` at a time from the current q; each is accepted with probability
     p(x) / q(x). While the acceptance rate over the last `ar_window` trials is below
@@ -309,54 +289,21 @@ def dag_ars_sample(lm: ModelLike, wl: WordLattice, n: int,
     """
     if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
         raise OptionError(f"n (the number of samples) must be an integer >= 1, not {n!r}")
-    if batch < 1:
-        raise OptionError(f"batch must be >= 1, not {batch!r}")
+    if isinstance(batch, bool) or batch < 1 or ar_window < 1:
+        raise OptionError(f"batch and ar_window must be >= 1, not {batch!r} and {ar_window!r}")
     _check_depth(depth)
     t0 = time.perf_counter()
     rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
     model = as_target_model(lm)
-    qa = DagQAutomaton(model, wl, first_words=first_words)
-    samples: list[DagPath] = []
-    accepted: list[bool] = []
-    log_zq: list[float] = []
-    log_ratio: list[float] = []
-    adapting = True
-    adapted_at: int | None = None
-    refinements = 0
-    while len(samples) < n and (max_trials is None or len(accepted) < max_trials):
-        paths, finals, batch_log_q, log_z = draw(qa, batch, rng)
-        batch_log_p = paths_log_p(model, wl, paths, finals)
-        u = rng.random(batch)
-        rejected: list[list[int]] = []
-        for arcs, u_t, log_q, log_p in zip(paths, u.tolist(), batch_log_q.tolist(),
-                                           batch_log_p.tolist(), strict=True):
-            _check_bound(qa, arcs, log_q, log_p)
-            ratio = 0.0 if log_p == -math.inf else math.exp(min(log_p - log_q, 0.0))
-            ok = u_t < ratio
-            accepted.append(ok)
-            log_zq.append(log_z)
-            log_ratio.append(log_p - log_q if log_p > -math.inf else -math.inf)
-            if ok:
-                samples.append(DagPath(wl.path_words(arcs), tuple(arcs), log_p))
-                if len(samples) == n:
-                    break
-            else:
-                rejected.append(arcs)
-            if max_trials is not None and len(accepted) >= max_trials:
-                break
-        if adapting:
-            window = accepted[-ar_window:]
-            if len(accepted) >= ar_window and sum(window) / len(window) >= target_ar:
-                adapting = False
-                adapted_at = len(accepted)
-            elif rejected:
-                refinements += qa.refine_paths(rejected, depth)
-    est = evidence.importance_estimate(log_zq, log_ratio)
-    rej = evidence.rejection_estimate(log_zq, accepted)
-    trials = len(accepted)
+    q = DagPaths(model, DagQAutomaton(model, wl, first_words=first_words), depth)
+    run = sampling_loop(q, n, rng, batch=batch, target_ar=target_ar, ar_window=ar_window,
+                        max_trials=max_trials)
+    est, rej, plain = run.log.evidence()
     return DagArsSampleResult(
-        samples=samples, trials=trials,
-        acceptance_rate=sum(accepted) / trials if trials else 0.0,
+        samples=[DagPath(wl.path_words(arcs), tuple(arcs), log_p)
+                 for arcs, log_p in zip(run.samples, run.log_p, strict=True)],
+        trials=run.log.trials, acceptance_rate=run.log.acceptance_rate(),
         log_Z=est.log_Z, log_Z_ci=est.ci, log_Z_rejection=rej.log_Z,
-        log_Z_rejection_ci=rej.ci, states=qa.num_states(), refinements=refinements,
-        adapted_at_trial=adapted_at, seconds=time.perf_counter() - t0)
+        log_Z_rejection_ci=rej.ci, states=q.num_states(), refinements=run.refinements,
+        adapted_at_trial=run.adapted_at, seconds=time.perf_counter() - t0,
+        log_Z_unweighted=plain, trace=run.log.trace(run.frozen_from))

@@ -58,47 +58,12 @@ from arsdecode.core.semiring import LogSumExp, MaxPlus, quiet
 from arsdecode.errors import MemoryBudgetExceeded, NoPathError, OptionError
 from arsdecode.lattice import WordLattice
 from arsdecode.methods.full import StatesBudgetExceeded, _group_rows, start_context
+from arsdecode.methods.results import DagDecodeResult, DagPath
 from arsdecode.model import ModelLike, TargetModel, as_target_model
 
 __all__ = ["DagDecodeResult", "DagExpansion", "DagPath", "dag_decode", "dag_expand",
            "dag_log_partition", "dag_sample",
            "StatesBudgetExceeded"]
-
-
-@dataclass(frozen=True)
-class DagPath:
-    """One start-to-final path: its words, its arc indices (into the `WordLattice`) and its
-    score `log_p` (ln: arc and final weights plus the LM's ln p with `<s>` and `</s>`)."""
-
-    words: list[str]
-    arcs: tuple[int, ...]
-    log_p: float
-
-    def to_json(self) -> dict:
-        return {"words": self.words, "arcs": list(self.arcs), "log_p": self.log_p}
-
-
-@dataclass(frozen=True)
-class DagDecodeResult:
-    """The best path of a word lattice by the exact expansion (natural log).
-
-    `states` and `transitions` are the size of the merged expansion (what SRILM calls the
-    expanded lattice's nodes and arcs), for comparison with the states ARS builds."""
-
-    words: list[str]
-    arcs: tuple[int, ...]
-    log_p: float
-    states: int
-    transitions: int
-    seconds: float
-    certified: bool = True
-    method: str = "full"
-
-    def to_json(self) -> dict:
-        """JSON-ready dict (natural logs). Only "timing" varies between identical runs."""
-        return {"words": self.words, "arcs": list(self.arcs), "log_p": self.log_p,
-                "certified": self.certified, "method": self.method, "states": self.states,
-                "transitions": self.transitions, "timing": {"seconds": self.seconds}}
 
 
 @dataclass(frozen=True)
@@ -362,7 +327,7 @@ def dag_decode(lm: ModelLike, wl: WordLattice, *, minimize: bool = True,
     steps = graph.transition(np.array(path.states, dtype=np.int64),
                              np.array(path.columns, dtype=np.int64))
     arcs = tuple(ex.arc[steps].tolist())
-    return DagDecodeResult(words=wl.path_words(arcs), arcs=arcs, log_p=float(best[0]),
+    return DagDecodeResult(tokens=wl.path_words(arcs), arcs=arcs, log_p=float(best[0]),
                            states=ex.n_states, transitions=ex.n_transitions,
                            seconds=time.perf_counter() - t0)
 

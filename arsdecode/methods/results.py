@@ -2,7 +2,10 @@
 
 Why a module of its own: the results are the methods' shared vocabulary. `dispatch` builds a
 DecodeResult for the full DP, `lockstep` for ARS over many lattices, `kbest` a KBestResult,
-and none of them needs the ARS module to do so. All logs are natural (ln).
+and none of them needs the ARS module to do so. A word lattice's results (`DagPath`,
+`DagDecodeResult`, `DagArsResult`, `DagArsSampleResult`) use the same field names (a path's
+words are `tokens`; `words`, their name before, is an alias property and a JSON field kept
+beside "tokens"), and add the path's `arcs`. All logs are natural (ln).
 """
 
 from __future__ import annotations
@@ -18,7 +21,13 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class DecodeResult:
-    """The exact argmax of p, with the paper's Table 1 and Table 2 facts (natural log)."""
+    """The exact argmax of p, with the paper's Table 1 and Table 2 facts (natural log).
+
+    One result for every lattice kind: on a word lattice (`dag_ars.dag_ars_decode`, a
+    `DagArsResult`, which adds only the alias `words` of `tokens`) `arcs` holds the path's arc
+    numbers, `ngrams_by_order` is empty, and the JSON carries "words" (the name the
+    word-lattice CLI wrote before "tokens"; the same list) and "arcs" besides the fields
+    below."""
 
     tokens: list[str]
     log_p: float
@@ -31,10 +40,13 @@ class DecodeResult:
     certified: bool = True
     automaton: QAutomaton | None = field(default=None, repr=False, compare=False)
     method: str = "ars"  # which exact method produced it: "ars" or "full" (dispatch)
+    arcs: tuple[int, ...] | None = None  # a word lattice's path, as arc numbers
 
     def to_json(self) -> dict:
         """JSON-ready dict (natural logs). Only "timing" varies between identical runs."""
+        path = {} if self.arcs is None else {"words": self.tokens, "arcs": list(self.arcs)}
         return {
+            **path,
             "tokens": self.tokens,
             "log_p": self.log_p,
             "log_q": self.log_q,
@@ -151,3 +163,112 @@ class Paths(list[Any]):
         super().__init__(paths)
         self.method = method
         self.certified = certified
+
+
+# ----- word lattices: the same field names, with the path's arcs --------------------------------
+@dataclass(frozen=True)
+class DagPath:
+    """One start-to-final path: its words (`tokens`, as every result names a path's words;
+    `words` is an alias), its arc indices (into the `WordLattice`) and its score `log_p` (ln:
+    arc and final weights plus the LM's ln p with `<s>` and `</s>`). Its JSON carries the
+    words under "words" (the name before) and "tokens"."""
+
+    tokens: list[str]
+    arcs: tuple[int, ...]
+    log_p: float
+
+    @property
+    def words(self) -> list[str]:
+        """Alias of `tokens`."""
+        return self.tokens
+
+    def to_json(self) -> dict:
+        return {"words": self.tokens, "tokens": self.tokens, "arcs": list(self.arcs),
+                "log_p": self.log_p}
+
+
+@dataclass(frozen=True)
+class DagDecodeResult:
+    """The best path of a word lattice by the exact expansion (natural log).
+
+    `states` and `transitions` are the size of the merged expansion (what SRILM calls the
+    expanded lattice's nodes and arcs), for comparison with the states ARS builds. `tokens`
+    are the path's words (`words` an alias; the JSON carries both names)."""
+
+    tokens: list[str]
+    arcs: tuple[int, ...]
+    log_p: float
+    states: int
+    transitions: int
+    seconds: float
+    certified: bool = True
+    method: str = "full"
+
+    @property
+    def words(self) -> list[str]:
+        """Alias of `tokens`."""
+        return self.tokens
+
+    def to_json(self) -> dict:
+        """JSON-ready dict (natural logs). Only "timing" varies between identical runs."""
+        return {"words": self.tokens, "tokens": self.tokens, "arcs": list(self.arcs),
+                "log_p": self.log_p,
+                "certified": self.certified, "method": self.method, "states": self.states,
+                "transitions": self.transitions, "timing": {"seconds": self.seconds}}
+
+
+@dataclass(frozen=True)
+class DagArsResult(DecodeResult):
+    """ARS's best path of a word lattice: a `DecodeResult` (the one decode result of every
+    lattice kind) whose `arcs` are the path's arc numbers. `tokens` are the path's words
+    (`words`, the name before, is an alias), `certified` False only when `max_iterations`
+    stopped the run first (then `log_q` bounds the optimum from above); `states` is the size
+    of the final q-automaton, to compare with the expansion's (`DagDecodeResult.states`)."""
+
+    arcs: tuple[int, ...] = ()  # never None here: the path's arc numbers
+
+    @property
+    def words(self) -> list[str]:
+        """Alias of `tokens`."""
+        return self.tokens
+
+
+@dataclass(frozen=True)
+class DagArsSampleResult:
+    """Exact i.i.d. samples of a word lattice's paths by adaptive rejection (natural log).
+
+    The fields of `SampleResult` (the confusion network's), except that each sample is a
+    `DagPath` (tokens, arcs, ln p). `log_Z` is the importance estimate of ln Z with its 95%
+    interval `log_Z_ci` (`evidence.importance_estimate`); `log_Z_rejection` uses the accepted
+    trials only, `log_Z_unweighted` is the plain mean of q_t(X) 1[accepted_t]."""
+
+    samples: list[DagPath]
+    trials: int
+    acceptance_rate: float
+    log_Z: float
+    log_Z_ci: tuple[float, float]
+    log_Z_rejection: float
+    log_Z_rejection_ci: tuple[float, float]
+    states: int
+    refinements: int
+    adapted_at_trial: int | None
+    seconds: float
+    log_Z_unweighted: float = -math.inf
+    trace: SampleTrace | None = field(default=None, repr=False)
+
+    @property
+    def log_p(self) -> list[float]:
+        """ln p of each sample, as `SampleResult.log_p`."""
+        return [p.log_p for p in self.samples]
+
+    def to_json(self) -> dict:
+        """JSON-ready dict (natural logs), with `SampleResult.to_json`'s fields; each sample
+        is a path's JSON (`DagPath.to_json`). Only "timing" varies between runs with one seed."""
+        return {"samples": [p.to_json() for p in self.samples], "log_p": self.log_p,
+                "trials": self.trials, "acceptance_rate": self.acceptance_rate,
+                "log_Z": self.log_Z, "log_Z_ci": list(self.log_Z_ci),
+                "log_Z_unweighted": self.log_Z_unweighted,
+                "log_Z_rejection": self.log_Z_rejection,
+                "log_Z_rejection_ci": list(self.log_Z_rejection_ci), "states": self.states,
+                "refinements": self.refinements, "method": "ars",
+                "timing": {"seconds": self.seconds}}
