@@ -86,8 +86,8 @@ def _sniff_stdin(args: argparse.Namespace) -> str:
     """Read `--lattice -` once, keep its text on `args.lattice_text`, and tell its format:
     "confusion" (JSON with "positions"), else set `args.format` to the word-lattice format
     ("slf", "fst" or "json"). Text of no known format is an OptionError asking for --format."""
-    from arsdecode.lattice.confusion import read_input_text
-    from arsdecode.lattice.lattice_files import parse_json_text, sniff_format
+    from arsdecode.lattice.confusion import parse_json_text, read_input_text
+    from arsdecode.lattice.lattice_files import sniff_format
 
     text = args.lattice_text = read_input_text("-", "lattice")
     fmt = sniff_format(text)
@@ -106,7 +106,7 @@ def read_confusion(args: argparse.Namespace) -> Lattice:
     """The --lattice confusion network (JSON): the file, or the stdin text `is_word_lattice`
     has read."""
     from arsdecode.lattice import Lattice
-    from arsdecode.lattice.lattice_files import parse_json_text
+    from arsdecode.lattice.confusion import parse_json_text
 
     text = getattr(args, "lattice_text", None)
     if text is None:

@@ -211,9 +211,16 @@ def read_json_input(path: str | Path, what: str = "lattice") -> tuple[str, Any]:
     lattice files (`json_constant`): confusion networks and JSON DAGs share it. Bad JSON is a
     one-line LatticeError naming the file and line."""
     name = input_name(path)
-    text = read_input_text(path, what)
+    return name, parse_json_text(read_input_text(path, what), name, what)
+
+
+def parse_json_text(text: str, name: str, what: str = "lattice") -> Any:
+    """The JSON of input `name`'s text, with the grammar of lattice files (`json_constant`);
+    bad JSON (or JSON nested past the parser's recursion limit) is a one-line LatticeError
+    naming the input and line. `read_json_input` reads the file first; a lattice already read
+    from stdin (to sniff its format) is parsed here directly."""
     try:
-        return name, json.loads(text, parse_constant=json_constant)
+        return json.loads(text, parse_constant=json_constant)
     except json.JSONDecodeError as err:
         raise LatticeError(f"{name}:{err.lineno}: invalid JSON: {err.msg}") from None
     except ValueError as err:
@@ -221,4 +228,3 @@ def read_json_input(path: str | Path, what: str = "lattice") -> tuple[str, Any]:
     except RecursionError:  # json's parser recurses once per nested list or object
         raise LatticeError(f"{name}: invalid {what}: JSON nested too deeply for the "
                            "parser") from None
-

@@ -30,7 +30,12 @@ from pathlib import Path
 from typing import TextIO
 
 from arsdecode.errors import LatticeError, OptionError
-from arsdecode.lattice.confusion import Lattice, input_name, json_constant, read_json_input
+from arsdecode.lattice.confusion import (
+    Lattice,
+    input_name,
+    parse_json_text,
+    read_json_input,
+)
 from arsdecode.lattice.fst_text import LabelMode, read_fst_text, write_fst_text
 from arsdecode.lattice.input_files import without_compression_suffix
 from arsdecode.lattice.slf import SlfScales, read_slf, write_slf
@@ -114,20 +119,6 @@ def read_word_lattice(path: str | Path, *, format: str | None = None,
     if isinstance(obj, dict) and "positions" in obj and "arcs" not in obj:
         return WordLattice.from_confusion(Lattice.from_json_obj(obj, source=name))
     return WordLattice.from_json_obj(obj, source=name)
-
-
-def parse_json_text(text: str, name: str) -> object:
-    """The JSON of a lattice's text already read, with the grammar and the one-line errors of
-    `confusion.read_json_input` (which reads the file itself)."""
-    try:
-        return json.loads(text, parse_constant=json_constant)
-    except json.JSONDecodeError as err:
-        raise LatticeError(f"{name}:{err.lineno}: invalid JSON: {err.msg}") from None
-    except ValueError as err:
-        raise LatticeError(f"{name}: {err}") from None
-    except RecursionError:  # json's parser recurses once per nested list or object
-        raise LatticeError(f"{name}: invalid lattice: JSON nested too deeply for the "
-                           "parser") from None
 
 
 def _refuse_binary_fst(path: str | Path) -> None:
