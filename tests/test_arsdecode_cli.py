@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from stop_signals import default_stop_signals
 
 from ars_fixtures import make_lattice
 from arsdecode.api import DEFAULT_LM
@@ -271,7 +272,7 @@ def test_streamed_samples_survive_an_interrupt(small_lattice):
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, bufsize=0,
         # A job started in the background by a shell inherits SIGINT ignored; Python then
         # installs no handler. Give the child the default disposition, as in a terminal.
-        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+        preexec_fn=default_stop_signals,
     )
     first = first_line(p)  # unbuffered: nothing after it is lost to communicate() (stream_lines)
     if not first.endswith(b"\n"):  # the child ended before any sample: show why

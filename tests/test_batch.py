@@ -18,6 +18,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from stop_signals import default_stop_signals
 
 import maxarpa
 from arsdecode.api import DEFAULT_LM
@@ -442,7 +443,7 @@ def test_cli_local_cluster_interrupted_then_resumed(tmp_path, model_path, many, 
             "--chunk-size", "4")
     proc = subprocess.Popen([sys.executable, "-m", "arsdecode", "batch", *args],
                             stderr=subprocess.PIPE, text=True, start_new_session=True,
-                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+                            preexec_fn=default_stop_signals)
     try:
         wait_for(lambda: count_lines(out) >= 20 or proc.poll() is not None)
         assert proc.poll() is None, proc.stderr.read()

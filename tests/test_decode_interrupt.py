@@ -19,6 +19,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from stop_signals import default_stop_signals
 
 import maxarpa
 from arsdecode.api import decode_kbest, decode_many
@@ -82,7 +83,7 @@ def interrupt_after_first_iteration(*args: str, signum: int = signal.SIGINT
                             # A job a shell starts in the background inherits SIGINT ignored,
                             # and Python then installs no handler: give the child the default
                             # disposition, as in a terminal.
-                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+                            preexec_fn=default_stop_signals)
     assert proc.stderr is not None
     before = []
     while not (line := proc.stderr.readline()).startswith("arsdecode: iteration 1:"):

@@ -14,6 +14,7 @@ import sys
 import time
 
 import pytest
+from stop_signals import default_stop_signals
 
 import maxarpa
 from arpa_fixtures import VALID
@@ -94,7 +95,7 @@ def test_a_termination_signal_while_writing_leaves_no_file(tmp_path, signum):
                              str(DEFAULT_LM), str(out)], stderr=subprocess.PIPE, text=True,
                             # A background job inherits SIGINT ignored; a terminal gives the
                             # default disposition, which is what this test is about.
-                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+                            preexec_fn=default_stop_signals)
     deadline = time.monotonic() + 120
     while not any(name.endswith(".tmp") for name in os.listdir(tmp_path)):
         assert proc.poll() is None, "finished before its temporary file was seen"
@@ -137,7 +138,7 @@ def test_a_stop_that_lands_in_a_finaliser_still_leaves_no_file(tmp_path, signum)
     out = tmp_path / "out.txt"
     proc = subprocess.run([sys.executable, "-c", FINALISER_STOP.format(signum=int(signum)),
                            str(out)], capture_output=True, text=True, timeout=60,
-                          preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+                          preexec_fn=default_stop_signals)
     assert proc.returncode == 128 + signum, (proc.returncode, proc.stderr)
     assert "finished" not in proc.stdout and "Traceback" not in proc.stderr, proc.stderr
     assert os.listdir(tmp_path) == [], os.listdir(tmp_path)
