@@ -66,9 +66,9 @@ import numpy as np
 from arsdecode.errors import ObservationError
 from arsdecode.lattice import Lattice
 from arsdecode.tasks.pos.evaluation import TaggedSentence
-from arsdecode.tasks.pos.model_file import PosModelError as PosModelError  # re-exported: they
-from arsdecode.tasks.pos.model_file import read_model_file, write_model_file
-from arsdecode.tasks.pos.sentence_lattice import emission_lattice as emission_lattice  # lived
+from arsdecode.tasks.pos.model_file import SETTINGS, read_model_file, write_model_file
+from arsdecode.tasks.pos.model_file import PosModelError as PosModelError
+from arsdecode.tasks.pos.sentence_lattice import emission_lattice as emission_lattice
 from arsdecode.tasks.pos.suffix import (
     RARE_MAX_COUNT,
     SUFFIX_ALPHA,
@@ -201,15 +201,7 @@ class TnTEmissions:
 
     def save(self, path: str | Path) -> Path:
         """Write the counts (all else is derived on load) as gzipped JSON."""
-        settings = {
-            "rare_max_count": self.rare_max_count,
-            "suffix_max_len": self.suffix_max_len,
-            "suffix_alpha": self.suffix_alpha,
-            "sentence_initial": self.sentence_initial,
-            "skip_case_variants": self.skip_case_variants,
-            "capitalisation": self.capitalisation,
-            "closed_tags": list(self.closed_tags),
-        }
+        settings = {name: getattr(self, name) for name in SETTINGS}
         return write_model_file(path, settings, self._lex.to_mapping())
 
     @classmethod

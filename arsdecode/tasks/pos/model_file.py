@@ -22,6 +22,12 @@ FORMAT = "arsdecode.pos.TnTEmissions"
 FORMAT_VERSION = 3
 
 
+SETTINGS: tuple[str, ...] = (
+    "rare_max_count", "suffix_max_len", "suffix_alpha", "sentence_initial",
+    "skip_case_variants", "capitalisation", "closed_tags")
+"""The settings a file stores: TnTEmissions' keyword arguments (the lexicon is the rest)."""
+
+
 class PosModelError(ModelError):
     """The POS models are missing, incomplete or not POS models."""
 
@@ -35,7 +41,8 @@ def write_model_file(path: str | Path, settings: Mapping[str, Any],
     obj = {
         "format": FORMAT,
         "version": FORMAT_VERSION,
-        "settings": dict(settings),
+        "settings": {name: list(value) if isinstance(value, tuple) else value
+                     for name, value in settings.items()},
         "lexicon": lexicon,
     }
     tmp = path.with_name(path.name + ".tmp")
