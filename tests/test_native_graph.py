@@ -1,4 +1,4 @@
-"""Forward-backward and K-best over a recorded layered graph (arsdecode/native/_graph.pxi).
+"""Forward-backward and K-best over a recorded layered graph (native/_graph.pxi, _kbest.pxi).
 
 The reference is brute force: every path of a small random graph enumerated from the start
 state, its score summed left to right as the kernels do (so scores agree bit for bit and ties

@@ -135,7 +135,7 @@ def kbest_flat(lm: Model, flat: FlatLattices, k: int, *,
     """The K best distinct paths of every lattice in `flat`, on the compiled DP.
 
     The DP records each lattice's layered graph of merged states and reads its K best paths
-    off it (Huang & Chiang's k-best on a DAG, `_graph.pxi`). Pruning needs a lower bound T on
+    off it (Huang & Chiang's k-best on a DAG, `_kbest.pxi`). Pruning needs a lower bound T on
     the K-th best score, and every path scoring >= T survives pruning with T; so:
       1. the pruned Viterbi pass gives the best score B;
       2. the k-best pass prunes with T = B - KBEST_FIRST_MARGIN; a lattice whose K-th score
