@@ -52,6 +52,22 @@ def load_target(args: argparse.Namespace, lattice: Lattice | WordLattice,
     """The target the flags ask for (or `spec`) and the OOV report of the lattice's words,
     warned about on stderr (a ModelError if the model has no <unk> to score them)."""
     target = build(target_spec(args) if spec is None else spec)
+    return target.model, _report_oov(target, lattice)
+
+
+def load_word_lattice_target(args: argparse.Namespace, lattice: WordLattice,
+                             map_unk: str | None) -> tuple[Any, dict, WordLattice]:
+    """`load_target` for a word lattice whose out-of-vocabulary words `map_unk` (--map-unk)
+    relabels first, against the target's vocabulary; the relabelled lattice comes third."""
+    target = build(target_spec(args))
+    if map_unk is not None:
+        from arsdecode.lattice.vocabulary import map_unknown_words
+
+        lattice = map_unknown_words(lattice, target.vocabulary(), map_unk, target.source)
+    return target.model, _report_oov(target, lattice), lattice
+
+
+def _report_oov(target: Target, lattice: Lattice | WordLattice) -> dict:
     oov = oov_report(lattice, target.vocabulary())
     warn_oov(oov, target.hidden, target.source)
-    return target.model, oov
+    return oov

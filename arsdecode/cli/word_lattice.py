@@ -39,19 +39,31 @@ def add_word_lattice_options(p: argparse.ArgumentParser, *, decode: bool = False
                              posteriors: bool = False) -> None:
     """The options of a command that reads word lattices (`decode` adds k-best and
     best-path output, `posteriors` the lattice written with its arc posteriors)."""
-    g = p.add_argument_group("word lattices (HTK SLF, OpenFst text, JSON DAG)")
-    g.add_argument("--format", choices=("slf", "fst", "json"), default=None,
-                   help="the --lattice file's format (default: from its suffix)")
+    g = p.add_argument_group("word lattices (HTK SLF, OpenFst text, JSON DAG, SRILM PFSG)")
+    g.add_argument("--format", choices=("slf", "fst", "json", "pfsg"), default=None,
+                   help="the --lattice file's format (default: from its suffix, else from "
+                        "its first lines)")
     g.add_argument("--acoustic-scale", type=float, default=None, metavar="S",
                    help="SLF: multiplies a= (default: the file's acscale=, else 1); OpenFst "
                         "text with Kaldi 'graph,acoustic' weights: cost = graph + S x acoustic")
     g.add_argument("--word-penalty", type=float, default=None, metavar="P",
                    help="ln weight added per word arc (SLF: replaces the file's wdpenalty=)")
     g.add_argument("--keep-lattice-lm", action="store_true",
-                   help="SLF: keep the file's own l= LM scores (times its lmscale=) beside the "
-                        "new LM's (default: dropped, as when rescoring)")
+                   help="SLF: keep the file's own l= LM scores (times its lmscale=); PFSG: "
+                        "keep its transition costs; beside the new LM's (default: dropped, "
+                        "as when rescoring)")
     g.add_argument("--symbols", default=None, metavar="FILE",
                    help="OpenFst text: the symbol table of the labels ('symbol id' lines)")
+    g.add_argument("--keep-pause", action="store_true",
+                   help="score the pause -pau- as a word (default: skipped, as lattice-tool; "
+                        "HTK's !SENT_START/!SENT_END are always skipped)")
+    g.add_argument("--noise-vocab", default=None, metavar="FILE",
+                   help="words the LM skips, one per line (fillers such as [SPEECH], <sil>)")
+    g.add_argument("--ignore-vocab", default=None, metavar="FILE",
+                   help="more words to skip, one per line (lattice-tool's -ignore-vocab)")
+    g.add_argument("--map-unk", default=None, metavar="WORD",
+                   help="score out-of-vocabulary words as WORD, a word of the model, instead "
+                        "of <unk>")
     if decode:
         g.add_argument("--unique", action="store_true",
                        help="with --nbest: distinct word sequences, each scored by its best "
@@ -93,7 +105,7 @@ def _sniff_stdin(args: argparse.Namespace) -> str:
     fmt = sniff_format(text)
     if fmt is None:
         raise OptionError("<stdin>: cannot tell the lattice format from its text; give "
-                          "--format (slf, fst or json)")
+                          "--format (slf, fst, json or pfsg)")
     if fmt == "json":
         obj = parse_json_text(text, "<stdin>")
         if not (isinstance(obj, dict) and "arcs" in obj):
@@ -131,30 +143,45 @@ def read_lattice(args: argparse.Namespace) -> WordLattice:
     from arsdecode.lattice.slf import SlfScales
 
     fmt = format_of(args.lattice, args.format)
-    if args.keep_lattice_lm and fmt != "slf":
-        raise OptionError("--keep-lattice-lm applies to SLF lattices only")
+    if args.keep_lattice_lm and fmt not in ("slf", "pfsg"):
+        raise OptionError("--keep-lattice-lm applies to SLF and PFSG lattices only")
     if args.symbols is not None and fmt != "fst":
         raise OptionError("--symbols applies to OpenFst text lattices only")
     scales = SlfScales(acscale=args.acoustic_scale, wdpenalty=args.word_penalty)
     wl = read_word_lattice(args.lattice, format=fmt, scales=scales,
                            keep_lm_score=args.keep_lattice_lm, symbols=args.symbols,
                            acoustic_scale=1.0 if args.acoustic_scale is None
-                           else args.acoustic_scale, text=getattr(args, "lattice_text", None))
+                           else args.acoustic_scale, text=getattr(args, "lattice_text", None),
+                           epsilon_words=epsilon_words(args))
     if args.word_penalty and fmt != "slf":  # SLF applied it while reading
         wl = wl.with_word_penalty(args.word_penalty)
     return wl
 
 
+def epsilon_words(args: argparse.Namespace) -> frozenset[str]:
+    """The words the LM skips (`lattice.vocabulary`): --keep-pause, --noise-vocab,
+    --ignore-vocab."""
+    from arsdecode.lattice.vocabulary import lm_transparent_words, read_word_list
+
+    noise, ignore = (read_word_list(f) if f else frozenset()
+                     for f in (getattr(args, "noise_vocab", None),
+                               getattr(args, "ignore_vocab", None)))
+    return lm_transparent_words(keep_pause=getattr(args, "keep_pause", False),
+                                noise_words=noise, ignore_words=ignore)
+
+
 def load(args: argparse.Namespace) -> tuple[WordLattice, Any, dict]:
-    """The word lattice, the target of the model flags (`cli.target`: any target, as on a
-    confusion network) and the OOV report."""
-    from arsdecode.cli.target import load_target
+    """The word lattice (--map-unk applied against the target's vocabulary), the target of
+    the model flags (`cli.target`: any target, as on a confusion network) and the OOV
+    report."""
+    from arsdecode.cli.target import load_word_lattice_target
 
     for out in (getattr(args, "write_best", None), getattr(args, "write_lattice", None)):
         if out:
             check_writable(out)
     wl = read_lattice(args)
-    return (wl, *load_target(args, wl))
+    model, oov, wl = load_word_lattice_target(args, wl, getattr(args, "map_unk", None))
+    return wl, model, oov
 
 
 def cmd_decode(args: argparse.Namespace) -> int:

@@ -203,6 +203,20 @@ class WordLattice:
         weights = self.log_weights + np.where(is_word, penalty, 0.0)
         return dataclasses.replace(self, log_weights=weights)
 
+    def with_words(self, mapping: Mapping[str, str | None]) -> WordLattice:
+        """The same lattice with each arc word in `mapping` replaced by its value (None: the
+        arc becomes epsilon). Why: the vocabulary conventions of lattice tools (pauses and HTK's
+        sentence markers that the LM never scores, `-map-unk`) are relabellings; the topology,
+        the weights and so the canonical form are unchanged."""
+        if not any(w in mapping for w in self.words if w is not None):
+            return self
+        words = tuple(mapping.get(w, w) if w is not None else None for w in self.words)
+        for w in {m for m in mapping.values() if m is not None}:
+            if w in SENTENCE_MARKERS or (bad := token_problem(w)) is not None:
+                why = "is a sentence marker" if w in SENTENCE_MARKERS else bad
+                raise LatticeError(f"{self.source}: cannot relabel words as {w!r}: it {why}")
+        return dataclasses.replace(self, words=words)
+
     def num_paths(self) -> int:
         """The number of start-to-final paths (exact, a Python int)."""
         count = [0] * self.n_nodes
