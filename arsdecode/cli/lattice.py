@@ -11,7 +11,7 @@ import argparse
 import sys
 from typing import TYPE_CHECKING
 
-from arsdecode.cli import word_lattice
+from arsdecode.cli import lattice_list, word_lattice
 from arsdecode.cli.interrupted import (
     add_trace_option,
     iteration_trace,
@@ -196,6 +196,8 @@ def cmd_decode(args: argparse.Namespace) -> int:
     from arsdecode.methods.ars import DecodeInterrupted
 
     target_spec(args)  # refuses flags that do not combine, before any file is read
+    if lattice_list.wants_many(args):
+        return lattice_list.cmd_decode_many(args)
     if is_word_lattice(args):
         return word_lattice.cmd_decode(args)
     outputs = [p for p in (args.fst, args.graphml) if p]

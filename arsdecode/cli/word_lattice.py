@@ -61,10 +61,16 @@ def add_word_lattice_options(p: argparse.ArgumentParser, *, decode: bool = False
                    help="words the LM skips, one per line (fillers such as [SPEECH], <sil>)")
     g.add_argument("--ignore-vocab", default=None, metavar="FILE",
                    help="more words to skip, one per line (lattice-tool's -ignore-vocab)")
+    g.add_argument("--split-multiwords", action="store_true",
+                   help="split multiwords joined by _ (i_think) into their words, as "
+                        "lattice-tool -split-multiwords")
     g.add_argument("--map-unk", default=None, metavar="WORD",
                    help="score out-of-vocabulary words as WORD, a word of the model, instead "
                         "of <unk>")
     if decode:
+        from arsdecode.cli.lattice_list import add_lattice_list_options
+
+        add_lattice_list_options(g)
         g.add_argument("--unique", action="store_true",
                        help="with --nbest: distinct word sequences, each scored by its best "
                             "path (else distinct paths)")
@@ -155,6 +161,10 @@ def read_lattice(args: argparse.Namespace) -> WordLattice:
                            epsilon_words=epsilon_words(args))
     if args.word_penalty and fmt != "slf":  # SLF applied it while reading
         wl = wl.with_word_penalty(args.word_penalty)
+    if getattr(args, "split_multiwords", False):
+        from arsdecode.lattice.vocabulary import split_multiwords
+
+        wl = split_multiwords(wl)
     return wl
 
 

@@ -15,6 +15,10 @@ skips them. The conventions, as `lattice-tool` has them:
   same path score.)
 - An out-of-vocabulary word becomes `map_unk` instead of being scored as `<unk>`
   (`-map-unk WORD`), only when asked.
+- Multiwords (`i_think`, as SRILM's SPINE lattices hold them) are split into a chain of their
+  words when asked (`-split-multiwords`; the separator `_`, lattice-tool's `-multi-char`): the
+  first arc of the chain keeps the arc's weight, so every path keeps its score and its words
+  become the LM's words.
 
 A word list file holds one word per line (its first field; blank lines and `#` comments
 skipped), as SRILM's vocabulary files do.
@@ -27,7 +31,7 @@ from pathlib import Path
 
 from arsdecode.errors import LatticeError, OptionError
 from arsdecode.lattice.input_files import read_input_text
-from arsdecode.lattice.word_lattice import WordLattice
+from arsdecode.lattice.word_lattice import RawArc, WordLattice
 
 HTK_SENTENCE_MARKERS = frozenset({"!SENT_START", "!SENT_END"})
 PAUSE_WORD = "-pau-"
@@ -66,3 +70,30 @@ def map_unknown_words(wl: WordLattice, vocabulary: Container[str], unk_word: str
         raise OptionError(f"--map-unk {unk_word!r}: not a word of {model_name}")
     unknown = {w for w in wl.words if w is not None and w not in vocabulary}
     return wl.with_words(dict.fromkeys(unknown, unk_word))
+
+
+MULTIWORD_SEPARATOR = "_"
+
+
+def split_multiwords(wl: WordLattice, separator: str = MULTIWORD_SEPARATOR) -> WordLattice:
+    """`wl` with every arc whose word joins several words by `separator` ("i_think") replaced
+    by a chain of one arc per word through new nodes (module docstring). A word that starts
+    or ends with the separator, or holds two in a row, is kept whole (no empty words)."""
+    arcs: list[RawArc] = []
+    n_nodes = wl.n_nodes
+    names = list(wl.node_names)
+    for a, word in enumerate(wl.words):
+        src, dst, weight = int(wl.src[a]), int(wl.dst[a]), float(wl.log_weights[a])
+        parts = word.split(separator) if word is not None else []
+        if len(parts) < 2 or not all(parts):
+            arcs.append((src, dst, word, weight))
+            continue
+        chain = [src, *range(n_nodes, n_nodes + len(parts) - 1), dst]
+        names += [f"{names[src]}.{word}.{k}" for k in range(1, len(parts))]
+        n_nodes += len(parts) - 1
+        for k, part in enumerate(parts):
+            arcs.append((chain[k], chain[k + 1], part, weight if k == 0 else 0.0))
+    if n_nodes == wl.n_nodes:
+        return wl
+    return WordLattice.build(n_nodes, wl.start, dict(wl.finals), arcs, source=wl.source,
+                             node_names=names)

@@ -1,0 +1,183 @@
+"""`decode --in-lattice-list FILE | --in-lattice-dir DIR [--out-dir DIR]`: many word lattices,
+one process, one model load (issue 32).
+
+Why: a recogniser leaves a directory of lattices, and one process per lattice spends most of
+its time starting Python and loading the model (lattice-tool's `-in-lattice-list` and
+`-out-lattice-dir` exist for the same reason). Here the target is built once, every lattice is
+read with the same format options and vocabulary conventions as `--lattice`, and:
+
+- each lattice's result is one JSON object (what `decode --json` prints, plus "lattice", the
+  input path): written to `OUT_DIR/NAME.json` with --out-dir (NAME: the input's file name
+  without its compression and lattice suffixes; two inputs with one NAME are refused before any
+  work), else printed, one line per lattice: JSON lines with --json, otherwise
+  `NAME word word ...` as `lattice-tool -viterbi-decode` prints (with --nbest K, `NAME rank
+  log_p words` lines);
+- an output file appears complete or not at all (written through a temporary file), so a run
+  that stops can be started again: lattices whose output file exists are skipped (resume);
+- a lattice that cannot be read or decoded gets its one-line error on stderr and the run goes
+  on; at the end, a summary line on stderr; the exit status is 2 when any lattice failed, 3 when
+  any best path is uncertified (ARS stopped by --max-iterations), else 0;
+- a progress bar on a terminal, nothing when stderr is piped.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from arsdecode.cli.options import EXIT_BAD_INPUT, EXIT_OK, EXIT_UNCERTIFIED
+from arsdecode.cli.output import oov_report, print_json, progress_bar, warn_oov
+from arsdecode.errors import ArsDecodeError, OptionError
+
+SINGLE_FILE_OPTIONS = ("write_best", "write_lattice", "trace", "fst", "graphml")
+
+
+def add_lattice_list_options(g: argparse._ArgumentGroup) -> None:
+    """The options of `decode` that take many lattices (module docstring)."""
+    g.add_argument("--in-lattice-list", default=None, metavar="FILE",
+                   help="decode every word lattice listed in FILE (one path per line), "
+                        "loading the model once")
+    g.add_argument("--in-lattice-dir", default=None, metavar="DIR",
+                   help="decode every word lattice file in DIR (sorted by name)")
+    g.add_argument("--out-dir", default=None, metavar="DIR",
+                   help="with --in-lattice-list/--in-lattice-dir: write each result to "
+                        "DIR/NAME.json; a rerun skips the lattices already written")
+
+
+def wants_many(args: argparse.Namespace) -> bool:
+    """Whether `decode` was given a list or a directory of lattices."""
+    many = (getattr(args, "in_lattice_list", None) is not None
+            or getattr(args, "in_lattice_dir", None) is not None)
+    if not many and getattr(args, "out_dir", None) is not None:
+        raise OptionError("--out-dir needs --in-lattice-list or --in-lattice-dir")
+    return many
+
+
+def lattice_inputs(args: argparse.Namespace) -> list[Path]:
+    """The lattice paths of --in-lattice-list or --in-lattice-dir, in order."""
+    if args.in_lattice_list is not None and args.in_lattice_dir is not None:
+        raise OptionError("give --in-lattice-list or --in-lattice-dir, not both")
+    if getattr(args, "lattice", None) is not None or getattr(args, "map", None) is not None:
+        raise OptionError("give --lattice (one lattice) or --in-lattice-list/--in-lattice-dir "
+                          "(many), not both")
+    if args.in_lattice_list is not None:
+        from arsdecode.lattice.input_files import read_input_text
+
+        text = read_input_text(args.in_lattice_list, "lattice list")
+        paths = [Path(line.strip()) for line in text.splitlines()
+                 if line.strip() and not line.lstrip().startswith("#")]
+        source = args.in_lattice_list
+    else:
+        folder = Path(args.in_lattice_dir)
+        if not folder.is_dir():
+            raise OptionError(f"{folder}: not a directory")
+        paths = sorted(p for p in folder.iterdir()
+                       if p.is_file() and not p.name.startswith("."))
+        source = str(folder)
+    if not paths:
+        raise OptionError(f"{source}: no lattices")
+    return paths
+
+
+def output_name(path: Path) -> str:
+    """The name of a lattice's output: its file name without the compression and lattice
+    suffixes ("utt1.lat.gz" -> "utt1")."""
+    from arsdecode.lattice.input_files import without_compression_suffix
+    from arsdecode.lattice.lattice_files import SUFFIXES
+
+    name = without_compression_suffix(path.name)
+    for suffix in sorted(SUFFIXES, key=len, reverse=True):
+        if name.lower().endswith(suffix):
+            return name[: -len(suffix)]
+    return name
+
+
+def cmd_decode_many(args: argparse.Namespace) -> int:
+    """`decode` over many lattices (module docstring)."""
+    from arsdecode.cli.target import build, target_spec
+
+    for opt in SINGLE_FILE_OPTIONS:
+        if getattr(args, opt, None):
+            raise OptionError(f"--{opt.replace('_', '-')} names one output; with many lattices "
+                              "use --out-dir")
+    inputs = lattice_inputs(args)
+    names = [output_name(p) for p in inputs]
+    first: dict[str, Path] = {}
+    for name, path in zip(names, inputs, strict=True):
+        if name in first:
+            raise OptionError(f"{path} and {first[name]} would both write {name}.json")
+        first[name] = path
+    out_dir = Path(args.out_dir) if args.out_dir is not None else None
+    if out_dir is not None:
+        out_dir.mkdir(parents=True, exist_ok=True)
+    target = build(target_spec(args))  # once, for every lattice
+    counts = {"lattices": len(inputs), "decoded": 0, "skipped": 0, "failed": 0,
+              "uncertified": 0}
+    start = time.perf_counter()
+    bar = progress_bar(len(inputs), "lattice")
+    try:
+        for path, name in zip(inputs, names, strict=True):
+            bar.update(1)
+            out = out_dir / f"{name}.json" if out_dir is not None else None
+            if out is not None and out.exists():
+                counts["skipped"] += 1
+                continue
+            try:
+                record = decode_one(args, target, path)
+            except ArsDecodeError as err:  # one line naming the lattice, and go on
+                where = "" if str(path) in str(err) else f"{path}: "
+                print(f"arsdecode: {where}{err}", file=sys.stderr, flush=True)
+                counts["failed"] += 1
+                continue
+            counts["decoded"] += 1
+            counts["uncertified"] += not record["certified"]
+            emit(args, name, record, out)
+    finally:
+        bar.close()
+    print(" ".join(f"{k}={v}" for k, v in counts.items())
+          + f" seconds={time.perf_counter() - start:.2f}", file=sys.stderr, flush=True)
+    if counts["failed"]:
+        return EXIT_BAD_INPUT
+    return EXIT_UNCERTIFIED if counts["uncertified"] else EXIT_OK
+
+
+def decode_one(args: argparse.Namespace, target: Any, path: Path) -> dict[str, Any]:
+    """One lattice read as `--lattice PATH` would be, decoded with the shared target."""
+    from arsdecode.api import decode
+    from arsdecode.cli.word_lattice import read_lattice
+    from arsdecode.lattice.vocabulary import map_unknown_words
+
+    one = argparse.Namespace(**{**vars(args), "lattice": str(path)})
+    wl = read_lattice(one)
+    if args.map_unk is not None:
+        wl = map_unknown_words(wl, target.vocabulary(), args.map_unk, target.source)
+    oov = oov_report(wl, target.vocabulary())
+    warn_oov(oov, target.hidden, target.source)
+    if args.nbest is None:
+        r = decode(target.model, wl, method=args.method, max_iterations=args.max_iterations)
+        return {"lattice": str(path), **r.to_json(), "oov": oov}
+    kb = decode(target.model, wl, method=args.method, k=args.nbest, unique=args.unique)
+    return {"lattice": str(path), "words": kb[0].tokens, "tokens": kb[0].tokens,
+            "log_p": kb[0].log_p, "certified": kb.certified, "method": kb.method,
+            "nbest": [p.to_json() for p in kb], "oov": oov}
+
+
+def emit(args: argparse.Namespace, name: str, record: dict[str, Any], out: Path | None) -> None:
+    """A lattice's result: its file under --out-dir (complete or absent), or its lines."""
+    if out is not None:
+        from maxarpa.output import atomic_output
+
+        with atomic_output(out) as tmp:
+            tmp.write_text(json.dumps(record) + "\n", encoding="utf-8")
+        return
+    if args.json:
+        print_json(record)
+    elif "nbest" in record:
+        for rank, p in enumerate(record["nbest"], start=1):
+            print(f"{name}\t{rank}\t{p['log_p']:.6f}\t{' '.join(p['tokens'])}", flush=True)
+    else:
+        print(" ".join([name, *record["tokens"]]), flush=True)
