@@ -238,8 +238,11 @@ def test_an_explicit_format_overrides_the_suffix(tmp_path):
     write_word_lattice(wl, path, format="slf")
     assert path.read_text().startswith("VERSION=")
     assert_same(read_word_lattice(path, format="slf"), wl)
+    assert_same(read_word_lattice(path), wl)  # a suffix that says nothing: told by its text
+    opaque = tmp_path / "lattice.bin"
+    opaque.write_bytes(b"\x00\x01 not a lattice\n")
     with pytest.raises(OptionError, match="cannot tell the lattice format"):
-        read_word_lattice(path)
+        read_word_lattice(opaque)
     with pytest.raises(OptionError, match="needs a format"):
         read_word_lattice("-")
     with pytest.raises(OptionError, match="unknown lattice format"):

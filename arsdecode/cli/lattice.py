@@ -69,6 +69,7 @@ def add_decode_parser(sub: argparse._SubParsersAction) -> None:
                        epilog=EPILOG)
     add_model_options(d, "ARPA, MAX-ARPA or maxarpa binary model (log10)")
     add_lm_weight_option(d, "--lm-scale")
+    d.set_defaults(lmw=None)  # None: a word lattice's SLF lmscale=, else 1
     add_mix_options(d)
     add_features_option(d)
     d.add_argument("--lattice", default=None,
@@ -91,6 +92,8 @@ def add_decode_parser(sub: argparse._SubParsersAction) -> None:
     add_engine_options(d)
     add_method_option(d, needs_ars="--fst, --graphml and --trace")
     add_word_lattice_options(d, decode=True)
+    lattice_list.add_lattice_list_options(
+        d.add_argument_group("many word lattices in one process (lattice-tool's lists)"))
     d.set_defaults(handler=cmd_decode)
 
 
@@ -132,6 +135,7 @@ def add_sample_parser(sub: argparse._SubParsersAction) -> None:
                        epilog=EPILOG)
     add_model_options(s, "ARPA, MAX-ARPA or maxarpa binary model (log10)")
     add_lm_weight_option(s, "--lm-scale")
+    s.set_defaults(lmw=None)  # None: a word lattice's SLF lmscale=, else 1
     add_mix_options(s)
     add_features_option(s)
     s.add_argument("--lattice", default=None,

@@ -99,6 +99,7 @@ def output_name(path: Path) -> str:
 def cmd_decode_many(args: argparse.Namespace) -> int:
     """`decode` over many lattices (module docstring)."""
     from arsdecode.cli.target import build, target_spec
+    from arsdecode.cli.word_lattice import lm_scale_flag
 
     for opt in SINGLE_FILE_OPTIONS:
         if getattr(args, opt, None):
@@ -114,7 +115,16 @@ def cmd_decode_many(args: argparse.Namespace) -> int:
     out_dir = Path(args.out_dir) if args.out_dir is not None else None
     if out_dir is not None:
         out_dir.mkdir(parents=True, exist_ok=True)
-    target = build(target_spec(args))  # once, for every lattice
+    models: dict[Any, Any] = {}  # each model file read once, for every lattice
+    targets: dict[float, Any] = {}  # by LM scale: an SLF file's lmscale= can differ
+
+    def target_for(lm_scale: float) -> Any:
+        if lm_scale not in targets:
+            targets[lm_scale] = build(target_spec(args, lm_weight=lm_scale), models)
+        return targets[lm_scale]
+
+    flag = lm_scale_flag(args)
+    target_for(1.0 if flag is None else flag)  # a bad model stops the run before any lattice
     counts = {"lattices": len(inputs), "decoded": 0, "skipped": 0, "failed": 0,
               "uncertified": 0}
     start = time.perf_counter()
@@ -127,7 +137,7 @@ def cmd_decode_many(args: argparse.Namespace) -> int:
                 counts["skipped"] += 1
                 continue
             try:
-                record = decode_one(args, target, path)
+                record = decode_one(args, target_for, path)
             except ArsDecodeError as err:  # one line naming the lattice, and go on
                 where = "" if str(path) in str(err) else f"{path}: "
                 print(f"arsdecode: {where}{err}", file=sys.stderr, flush=True)
@@ -145,25 +155,29 @@ def cmd_decode_many(args: argparse.Namespace) -> int:
     return EXIT_UNCERTIFIED if counts["uncertified"] else EXIT_OK
 
 
-def decode_one(args: argparse.Namespace, target: Any, path: Path) -> dict[str, Any]:
-    """One lattice read as `--lattice PATH` would be, decoded with the shared target."""
+def decode_one(args: argparse.Namespace, target_for: Any, path: Path) -> dict[str, Any]:
+    """One lattice read as `--lattice PATH` would be (its scales included), decoded with the
+    target of its LM scale (`target_for(lm_scale)`, built once per scale)."""
     from arsdecode.api import decode
-    from arsdecode.cli.word_lattice import read_lattice
+    from arsdecode.cli.word_lattice import read_lattice_and_scales
     from arsdecode.lattice.vocabulary import map_unknown_words
 
     one = argparse.Namespace(**{**vars(args), "lattice": str(path)})
-    wl = read_lattice(one)
+    wl, scales = read_lattice_and_scales(one)
+    target = target_for(scales["lm_scale"])
     if args.map_unk is not None:
         wl = map_unknown_words(wl, target.vocabulary(), args.map_unk, target.source)
     oov = oov_report(wl, target.vocabulary())
-    warn_oov(oov, target.hidden, target.source)
+    warn_oov(oov, target.hidden, target.source, lattice=str(path))
+    head = {"lattice": str(path)}
+    tail = {"oov": oov, "scales": scales}
     if args.nbest is None:
         r = decode(target.model, wl, method=args.method, max_iterations=args.max_iterations)
-        return {"lattice": str(path), **r.to_json(), "oov": oov}
+        return {**head, **r.to_json(), **tail}
     kb = decode(target.model, wl, method=args.method, k=args.nbest, unique=args.unique)
-    return {"lattice": str(path), "words": kb[0].tokens, "tokens": kb[0].tokens,
-            "log_p": kb[0].log_p, "certified": kb.certified, "method": kb.method,
-            "nbest": [p.to_json() for p in kb], "oov": oov}
+    return {**head, "words": kb[0].tokens, "tokens": kb[0].tokens, "log_p": kb[0].log_p,
+            "certified": kb.certified, "method": kb.method,
+            "nbest": [p.to_json() for p in kb], **tail}
 
 
 def emit(args: argparse.Namespace, name: str, record: dict[str, Any], out: Path | None) -> None:

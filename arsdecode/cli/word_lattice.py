@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 from typing import TYPE_CHECKING, Any
 
 from arsdecode.cli.options import EXIT_OK
@@ -48,6 +49,11 @@ def add_word_lattice_options(p: argparse.ArgumentParser, *, decode: bool = False
                         "text with Kaldi 'graph,acoustic' weights: cost = graph + S x acoustic")
     g.add_argument("--word-penalty", type=float, default=None, metavar="P",
                    help="ln weight added per word arc (SLF: replaces the file's wdpenalty=)")
+    g.add_argument("--htk-wdpenalty", type=float, default=None, metavar="P",
+                   help="the word penalty in log10, lattice-tool's -htk-wdpenalty unit")
+    g.add_argument("--htk-lmscale", type=float, default=None, metavar="S",
+                   help="the LM scale, as --lm-scale (lattice-tool's -htk-lmscale); "
+                        "default for both: the SLF file's lmscale=, else 1")
     g.add_argument("--keep-lattice-lm", action="store_true",
                    help="SLF: keep the file's own l= LM scores (times its lmscale=); PFSG: "
                         "keep its transition costs; beside the new LM's (default: dropped, "
@@ -68,9 +74,6 @@ def add_word_lattice_options(p: argparse.ArgumentParser, *, decode: bool = False
                    help="score out-of-vocabulary words as WORD, a word of the model, instead "
                         "of <unk>")
     if decode:
-        from arsdecode.cli.lattice_list import add_lattice_list_options
-
-        add_lattice_list_options(g)
         g.add_argument("--unique", action="store_true",
                        help="with --nbest: distinct word sequences, each scored by its best "
                             "path (else distinct paths)")
@@ -145,27 +148,82 @@ def _json_has_arcs(path: str) -> bool:
 
 def read_lattice(args: argparse.Namespace) -> WordLattice:
     """The --lattice word lattice, read with the format options, word penalty applied."""
+    return read_lattice_and_scales(args)[0]
+
+
+def read_lattice_and_scales(args: argparse.Namespace) -> tuple[WordLattice, dict[str, Any]]:
+    """The --lattice word lattice (`read_lattice`) and the scales that score it
+    (`lattice_scales`): flags first, else an SLF header's lmscale=, acscale=, wdpenalty=."""
     from arsdecode.lattice.lattice_files import format_of, read_word_lattice
-    from arsdecode.lattice.slf import SlfScales
+    from arsdecode.lattice.slf import SlfScales, read_slf
+    from arsdecode.lattice.vocabulary import apply_conventions
 
     fmt = format_of(args.lattice, args.format)
     if args.keep_lattice_lm and fmt not in ("slf", "pfsg"):
         raise OptionError("--keep-lattice-lm applies to SLF and PFSG lattices only")
     if args.symbols is not None and fmt != "fst":
         raise OptionError("--symbols applies to OpenFst text lattices only")
-    scales = SlfScales(acscale=args.acoustic_scale, wdpenalty=args.word_penalty)
-    wl = read_word_lattice(args.lattice, format=fmt, scales=scales,
-                           keep_lm_score=args.keep_lattice_lm, symbols=args.symbols,
-                           acoustic_scale=1.0 if args.acoustic_scale is None
-                           else args.acoustic_scale, text=getattr(args, "lattice_text", None),
-                           epsilon_words=epsilon_words(args))
-    if args.word_penalty and fmt != "slf":  # SLF applied it while reading
-        wl = wl.with_word_penalty(args.word_penalty)
+    penalty = word_penalty_ln(args)
+    scales = SlfScales(acscale=args.acoustic_scale, wdpenalty=penalty)
+    text = getattr(args, "lattice_text", None)
+    header: dict[str, str] = {}
+    if fmt == "slf":  # read here, not by read_word_lattice: its header holds the scales
+        slf = read_slf(args.lattice, scales=scales, keep_lm_score=args.keep_lattice_lm,
+                       text=text)
+        wl, header = apply_conventions(slf.lattice, epsilon_words(args)), dict(slf.header)
+        used = slf.scales
+    else:
+        wl = read_word_lattice(args.lattice, format=fmt, keep_lm_score=args.keep_lattice_lm,
+                               symbols=args.symbols,
+                               acoustic_scale=1.0 if args.acoustic_scale is None
+                               else args.acoustic_scale, text=text,
+                               epsilon_words=epsilon_words(args))
+        if penalty:  # SLF applied it while reading
+            wl = wl.with_word_penalty(penalty)
+        used = SlfScales(acscale=1.0 if args.acoustic_scale is None else args.acoustic_scale,
+                         wdpenalty=penalty or 0.0)
     if getattr(args, "split_multiwords", False):
         from arsdecode.lattice.vocabulary import split_multiwords
 
         wl = split_multiwords(wl)
-    return wl
+    return wl, lattice_scales(args, header, used)
+
+
+def word_penalty_ln(args: argparse.Namespace) -> float | None:
+    """--word-penalty (ln) or --htk-wdpenalty (log10, lattice-tool's unit), in ln; None when
+    neither is given (an SLF header's wdpenalty= then applies)."""
+    htk = getattr(args, "htk_wdpenalty", None)
+    if htk is not None and args.word_penalty is not None:
+        raise OptionError("give --word-penalty (ln) or --htk-wdpenalty (log10), not both")
+    return htk * math.log(10) if htk is not None else args.word_penalty
+
+
+def lm_scale_flag(args: argparse.Namespace) -> float | None:
+    """--lm-scale / --lmw or --htk-lmscale (the same unitless weight), None when not given."""
+    htk = getattr(args, "htk_lmscale", None)
+    flag = getattr(args, "lmw", None)
+    if htk is not None and flag is not None:
+        raise OptionError("give --lm-scale or --htk-lmscale, not both")
+    return htk if htk is not None else flag
+
+
+def lattice_scales(args: argparse.Namespace, header: dict[str, str], used: Any
+                   ) -> dict[str, Any]:
+    """The scales a lattice is scored with and where each came from ("flag", "file" or
+    "default"): the LM scale (a flag, else the SLF header's lmscale=, else 1), the acoustic
+    scale and the word penalty in ln (as the SLF reader resolved them). The JSON output
+    reports them as "scales"."""
+    def origin(flag: object, field: str) -> str:
+        return "flag" if flag is not None else "file" if field in header else "default"
+
+    lm_flag = lm_scale_flag(args)
+    lm_scale = (lm_flag if lm_flag is not None
+                else used.lmscale if "lmscale" in header else 1.0)
+    return {"lm_scale": lm_scale, "acoustic_scale": used.acscale,
+            "word_penalty_ln": used.wdpenalty,
+            "from": {"lm_scale": origin(lm_flag, "lmscale"),
+                     "acoustic_scale": origin(args.acoustic_scale, "acscale"),
+                     "word_penalty_ln": origin(word_penalty_ln(args), "wdpenalty")}}
 
 
 def epsilon_words(args: argparse.Namespace) -> frozenset[str]:
@@ -189,8 +247,10 @@ def load(args: argparse.Namespace) -> tuple[WordLattice, Any, dict]:
     for out in (getattr(args, "write_best", None), getattr(args, "write_lattice", None)):
         if out:
             check_writable(out)
-    wl = read_lattice(args)
-    model, oov, wl = load_word_lattice_target(args, wl, getattr(args, "map_unk", None))
+    wl, scales = read_lattice_and_scales(args)
+    model, oov, wl = load_word_lattice_target(args, wl, getattr(args, "map_unk", None),
+                                              lm_weight=scales["lm_scale"])
+    args.lattice_scales = scales  # reported in the JSON output
     return wl, model, oov
 
 
@@ -224,7 +284,7 @@ def cmd_decode(args: argparse.Namespace) -> int:
             return print_interrupted(args, stop, oov)
         paths = [r.arcs]
         if args.json:
-            print_json({**r.to_json(), "oov": oov})
+            print_json({**r.to_json(), "oov": oov, "scales": args.lattice_scales})
         else:
             print(" ".join(r.tokens))
             size = (f"iterations={getattr(r, 'iterations', 1)} states={r.states}"
@@ -246,7 +306,8 @@ def cmd_decode(args: argparse.Namespace) -> int:
         if args.json:
             print_json({"words": kb[0].tokens, "tokens": kb[0].tokens, "log_p": kb[0].log_p,
                         "certified": kb.certified, "method": kb.method,
-                        "nbest": [p.to_json() for p in kb], "oov": oov})
+                        "nbest": [p.to_json() for p in kb], "oov": oov,
+                        "scales": args.lattice_scales})
         else:
             for rank, p in enumerate(kb, start=1):
                 print(f"{rank}\t{fixed(p.log_p, 6)}\t{' '.join(p.tokens)}")
@@ -276,7 +337,8 @@ def cmd_sample(args: argparse.Namespace) -> int:
     rng = np.random.default_rng(args.seed)
     if args.json:
         draws = sample(lm, wl, args.n, rng)  # dispatch's choice, which it reports
-        print_json({"samples": [p.to_json() for p in draws], "method": draws.method})
+        print_json({"samples": [p.to_json() for p in draws], "method": draws.method,
+                    "scales": args.lattice_scales})
         return EXIT_OK
     left = args.n
     while left:
@@ -307,7 +369,8 @@ def cmd_marginals(args: argparse.Namespace) -> int:
     if args.write_lattice:
         write_word_lattice(wl, args.write_lattice, format="slf", posteriors=post.tolist())
     if args.json:
-        print_json({"log_Z": log_z, "exact": True, "arcs": arcs})
+        print_json({"log_Z": log_z, "exact": True, "arcs": arcs,
+                    "scales": args.lattice_scales})
         return EXIT_OK
     for a in arcs:
         print(f"{a['src']}\t{a['dst']}\t{a['word'] or '<eps>'}\t{a['posterior']:.6f}")
