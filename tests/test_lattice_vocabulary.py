@@ -69,19 +69,36 @@ def test_keep_pause_scores_it_as_an_unknown_word(model, tmp_path, capsys):
         assert code != 0 and "-pau-" in err
 
 
+def test_default_fillers_and_sentence_markers_option(model, tmp_path, capsys):
+    a, b = model.words[:2]
+    path = tmp_path / "lat.slf"
+    path.write_text(slf_text([["<S>"], [a, "[SPEECH]", "[NOISE]"], ["<sil>", b], ["</S>"]]))
+    code, out, err = _cli(capsys, "decode", "--lm", str(model.path), "--lattice", str(path),
+                          "--sentence-markers", "<S>,</S>", "--json")
+    assert code == 0, err
+    got = json.loads(out)
+    wl = read_word_lattice(path, epsilon_words=lm_transparent_words(
+        sentence_markers=("<S>", "</S>")))
+    assert {w for w in wl.words if w is not None} == {a, b}
+    assert abs(got["log_p"] - best_by_brute_force(model.lm, wl)) <= 1e-9
+    code, out, err = _cli(capsys, "decode", "--lm", str(model.path), "--lattice", str(path),
+                          "--sentence-markers", "<S>")
+    assert code == 2 and "give two words" in err
+
+
 def test_noise_and_ignore_vocab_files_skip_their_words(model, tmp_path, capsys):
     a, b = model.words[:2]
     path = tmp_path / "lat.slf"
-    path.write_text(slf_text([[a, "[SPEECH]"], ["<sil>", b]]))
+    path.write_text(slf_text([[a, "[LAUGH]"], ["<breath>", b]]))
     noise, ignore = tmp_path / "noise.txt", tmp_path / "ignore.txt"
-    noise.write_text("# fillers\n[SPEECH]\n")
-    ignore.write_text("<sil> 0.5\n")
+    noise.write_text("# fillers\n[LAUGH]\n")
+    ignore.write_text("<breath> 0.5\n")
     code, out, err = _cli(capsys, "decode", "--lm", str(model.path), "--lattice", str(path),
                           "--noise-vocab", str(noise), "--ignore-vocab", str(ignore), "--json")
     assert code == 0, err
     got = json.loads(out)
     wl = read_word_lattice(path, epsilon_words=lm_transparent_words(
-        noise_words={"[SPEECH]"}, ignore_words={"<sil>"}))
+        noise_words={"[LAUGH]"}, ignore_words={"<breath>"}))
     assert abs(got["log_p"] - best_by_brute_force(model.lm, wl)) <= 1e-9
     assert got["oov"]["count"] == 0
 

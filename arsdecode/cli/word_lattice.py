@@ -60,13 +60,19 @@ def add_word_lattice_options(p: argparse.ArgumentParser, *, decode: bool = False
                         "as when rescoring)")
     g.add_argument("--symbols", default=None, metavar="FILE",
                    help="OpenFst text: the symbol table of the labels ('symbol id' lines)")
+    g.add_argument("--sentence-markers", default=None, metavar="START,END",
+                   help="the lattices' sentence markers, read as <s> and </s> (default: "
+                        "HTK's !SENT_START,!SENT_END)")
     g.add_argument("--keep-pause", action="store_true",
-                   help="score the pause -pau- as a word (default: skipped, as lattice-tool; "
-                        "HTK's !SENT_START/!SENT_END are always skipped)")
+                   help="score pauses and fillers as words (default: skipped, as lattice-tool "
+                        "skips -pau-)")
+    g.add_argument("--pause-vocab", default=None, metavar="FILE",
+                   help="the pause and filler words, one per line (default: -pau- <sil> "
+                        "[SPEECH] [NOISE] !NULL)")
     g.add_argument("--noise-vocab", default=None, metavar="FILE",
-                   help="words the LM skips, one per line (fillers such as [SPEECH], <sil>)")
+                   help="more words the LM skips, one per line (lattice-tool's -noise-vocab)")
     g.add_argument("--ignore-vocab", default=None, metavar="FILE",
-                   help="more words to skip, one per line (lattice-tool's -ignore-vocab)")
+                   help="more words the LM skips, one per line (lattice-tool's -ignore-vocab)")
     g.add_argument("--split-multiwords", action="store_true",
                    help="split multiwords joined by _ (i_think) into their words, as "
                         "lattice-tool -split-multiwords")
@@ -227,15 +233,27 @@ def lattice_scales(args: argparse.Namespace, header: dict[str, str], used: Any
 
 
 def epsilon_words(args: argparse.Namespace) -> frozenset[str]:
-    """The words the LM skips (`lattice.vocabulary`): --keep-pause, --noise-vocab,
-    --ignore-vocab."""
-    from arsdecode.lattice.vocabulary import lm_transparent_words, read_word_list
+    """The words the LM skips (`lattice.vocabulary`): --sentence-markers, --keep-pause,
+    --pause-vocab, --noise-vocab, --ignore-vocab."""
+    from arsdecode.lattice.vocabulary import (
+        DEFAULT_PAUSE_WORDS,
+        HTK_SENTENCE_MARKERS,
+        lm_transparent_words,
+        parse_sentence_markers,
+        read_word_list,
+    )
 
-    noise, ignore = (read_word_list(f) if f else frozenset()
-                     for f in (getattr(args, "noise_vocab", None),
-                               getattr(args, "ignore_vocab", None)))
-    return lm_transparent_words(keep_pause=getattr(args, "keep_pause", False),
-                                noise_words=noise, ignore_words=ignore)
+    def words(option: str) -> frozenset[str] | None:
+        path = getattr(args, option, None)
+        return read_word_list(path) if path else None
+
+    markers = getattr(args, "sentence_markers", None)
+    return lm_transparent_words(
+        sentence_markers=HTK_SENTENCE_MARKERS if markers is None
+        else parse_sentence_markers(markers),
+        pause_words=words("pause_vocab") or DEFAULT_PAUSE_WORDS,
+        keep_pause=getattr(args, "keep_pause", False),
+        noise_words=words("noise_vocab") or (), ignore_words=words("ignore_vocab") or ())
 
 
 def load(args: argparse.Namespace) -> tuple[WordLattice, Any, dict]:

@@ -6,13 +6,24 @@ sentence markers `!SENT_START`/`!SENT_END` (the LM adds `<s>`/`</s>` itself), SR
 through them an unknown-word probability and can change the best path; SRILM's `lattice-tool`
 skips them. The conventions, as `lattice-tool` has them:
 
-- HTK's `!SENT_START` and `!SENT_END` are always epsilon (what `<s>`/`</s>` on a lattice arc
-  already are when read), as `lattice-tool -read-htk` maps them to its sentence markers.
-- The pause `-pau-` is epsilon, unless `keep_pause` (lattice-tool's `-keep-pause`).
-- Noise words (`-noise-vocab FILE`) and ignored words (`-ignore-vocab FILE`) are epsilon too:
-  the LM does not see them and they are not in the output's words. (lattice-tool keeps noise
-  words in its output lattices; an arc that no LM scores is an epsilon arc here, which is the
-  same path score.)
+- Sentence markers: HTK's `!SENT_START` and `!SENT_END` (or the pair `sentence_markers`
+  names, the CLI's `--sentence-markers A,B`) are `<s>` and `</s>`, which on a lattice arc
+  are epsilon because the engine adds them around every path (`lattice-tool -read-htk` maps
+  them the same way).
+- Pauses and fillers are skipped by the LM unless `keep_pause` (lattice-tool's
+  `-keep-pause`). The default list, and the toolkit each word comes from:
+
+  | word | toolkit |
+  |---|---|
+  | `-pau-` | SRILM's pause (lattice-tool skips it by default) |
+  | `<sil>` | CMU Sphinx's silence |
+  | `[SPEECH]`, `[NOISE]` | CMU Sphinx's fillers (the Sphinx-4 lattice has `[SPEECH]`) |
+  | `!NULL` | HTK's null word (epsilon in SLF already; other formats may carry it) |
+
+  `--pause-vocab FILE` replaces the list; `--noise-vocab FILE` and `--ignore-vocab FILE` add
+  words (lattice-tool's `-noise-vocab` and `-ignore-vocab`). A skipped word is an epsilon arc:
+  the LM does not see it and the output's words do not hold it (lattice-tool keeps noise words
+  in its output lattices; the path's score is the same).
 - An out-of-vocabulary word becomes `map_unk` instead of being scored as `<unk>`
   (`-map-unk WORD`), only when asked.
 - Multiwords (`i_think`, as SRILM's SPINE lattices hold them) are split into a chain of their
@@ -33,18 +44,27 @@ from arsdecode.errors import LatticeError, OptionError
 from arsdecode.lattice.input_files import read_input_text
 from arsdecode.lattice.word_lattice import RawArc, WordLattice
 
-HTK_SENTENCE_MARKERS = frozenset({"!SENT_START", "!SENT_END"})
-PAUSE_WORD = "-pau-"
+HTK_SENTENCE_MARKERS = ("!SENT_START", "!SENT_END")
+DEFAULT_PAUSE_WORDS = frozenset({"-pau-", "<sil>", "[SPEECH]", "[NOISE]", "!NULL"})
 
 
-def lm_transparent_words(*, keep_pause: bool = False,
-                         noise_words: Collection[str] = (),
+def lm_transparent_words(*, sentence_markers: Collection[str] = HTK_SENTENCE_MARKERS,
+                         pause_words: Collection[str] = DEFAULT_PAUSE_WORDS,
+                         keep_pause: bool = False, noise_words: Collection[str] = (),
                          ignore_words: Collection[str] = ()) -> frozenset[str]:
     """The words that become epsilon (module docstring)."""
-    words = set(HTK_SENTENCE_MARKERS) | set(noise_words) | set(ignore_words)
+    words = set(sentence_markers) | set(noise_words) | set(ignore_words)
     if not keep_pause:
-        words.add(PAUSE_WORD)
+        words |= set(pause_words)
     return frozenset(words)
+
+
+def parse_sentence_markers(value: str) -> tuple[str, str]:
+    """`--sentence-markers A,B`: the start and the end marker of the lattices."""
+    parts = value.split(",")
+    if len(parts) != 2 or not all(p.strip() for p in parts):
+        raise OptionError(f"--sentence-markers {value!r}: give two words, START,END")
+    return parts[0].strip(), parts[1].strip()
 
 
 def read_word_list(path: str | Path) -> frozenset[str]:
