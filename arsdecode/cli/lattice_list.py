@@ -83,19 +83,6 @@ def lattice_inputs(args: argparse.Namespace) -> list[Path]:
     return paths
 
 
-def output_name(path: Path) -> str:
-    """The name of a lattice's output: its file name without the compression and lattice
-    suffixes ("utt1.lat.gz" -> "utt1")."""
-    from arsdecode.lattice.input_files import without_compression_suffix
-    from arsdecode.lattice.lattice_files import SUFFIXES
-
-    name = without_compression_suffix(path.name)
-    for suffix in sorted(SUFFIXES, key=len, reverse=True):
-        if name.lower().endswith(suffix):
-            return name[: -len(suffix)]
-    return name
-
-
 def cmd_decode_many(args: argparse.Namespace) -> int:
     """`decode` over many lattices (module docstring)."""
     from arsdecode.cli.target import build, target_spec
@@ -105,12 +92,15 @@ def cmd_decode_many(args: argparse.Namespace) -> int:
         if getattr(args, opt, None):
             raise OptionError(f"--{opt.replace('_', '-')} names one output; with many lattices "
                               "use --out-dir")
+    from arsdecode.lattice.lattice_files import lattice_name
+
     inputs = lattice_inputs(args)
-    names = [output_name(p) for p in inputs]
+    names = [lattice_name(p) for p in inputs]
+    suffix = output_suffix(args)
     first: dict[str, Path] = {}
     for name, path in zip(names, inputs, strict=True):
         if name in first:
-            raise OptionError(f"{path} and {first[name]} would both write {name}.json")
+            raise OptionError(f"{path} and {first[name]} would both write {name}{suffix}")
         first[name] = path
     out_dir = Path(args.out_dir) if args.out_dir is not None else None
     if out_dir is not None:
@@ -132,12 +122,12 @@ def cmd_decode_many(args: argparse.Namespace) -> int:
     try:
         for path, name in zip(inputs, names, strict=True):
             bar.update(1)
-            out = out_dir / f"{name}.json" if out_dir is not None else None
+            out = out_dir / f"{name}{suffix}" if out_dir is not None else None
             if out is not None and out.exists():
                 counts["skipped"] += 1
                 continue
             try:
-                record = decode_one(args, target_for, path)
+                record, nbest = decode_one(args, target_for, path)
             except ArsDecodeError as err:  # one line naming the lattice, and go on
                 where = "" if str(path) in str(err) else f"{path}: "
                 print(f"arsdecode: {where}{err}", file=sys.stderr, flush=True)
@@ -145,7 +135,7 @@ def cmd_decode_many(args: argparse.Namespace) -> int:
                 continue
             counts["decoded"] += 1
             counts["uncertified"] += not record["certified"]
-            emit(args, name, record, out)
+            emit(args, name, record, nbest, out)
     finally:
         bar.close()
     print(" ".join(f"{k}={v}" for k, v in counts.items())
@@ -155,11 +145,21 @@ def cmd_decode_many(args: argparse.Namespace) -> int:
     return EXIT_UNCERTIFIED if counts["uncertified"] else EXIT_OK
 
 
-def decode_one(args: argparse.Namespace, target_for: Any, path: Path) -> dict[str, Any]:
+def output_suffix(args: argparse.Namespace) -> str:
+    """The --out-dir file of a lattice: NAME.json, or NAME.nbest for an n-best list in a
+    format other than the JSON and text ones (`lattice.nbest_formats`)."""
+    fmt = getattr(args, "nbest_format", "text")
+    return ".nbest" if args.nbest is not None and fmt != "text" and not args.json else ".json"
+
+
+def decode_one(args: argparse.Namespace, target_for: Any, path: Path
+               ) -> tuple[dict[str, Any], list[Any] | None]:
     """One lattice read as `--lattice PATH` would be (its scales included), decoded with the
-    target of its LM scale (`target_for(lm_scale)`, built once per scale)."""
+    target of its LM scale (`target_for(lm_scale)`, built once per scale): its JSON record,
+    and with --nbest its n-best entries (`lattice.nbest_formats`)."""
     from arsdecode.api import decode
     from arsdecode.cli.word_lattice import read_lattice_and_scales
+    from arsdecode.lattice.nbest_formats import nbest_entries
     from arsdecode.lattice.vocabulary import map_unknown_words
 
     one = argparse.Namespace(**{**vars(args), "lattice": str(path)})
@@ -173,25 +173,35 @@ def decode_one(args: argparse.Namespace, target_for: Any, path: Path) -> dict[st
     tail = {"oov": oov, "scales": scales}
     if args.nbest is None:
         r = decode(target.model, wl, method=args.method, max_iterations=args.max_iterations)
-        return {**head, **r.to_json(), **tail}
+        return {**head, **r.to_json(), **tail}, None
     kb = decode(target.model, wl, method=args.method, k=args.nbest, unique=args.unique)
-    return {**head, "words": kb[0].tokens, "tokens": kb[0].tokens, "log_p": kb[0].log_p,
-            "certified": kb.certified, "method": kb.method,
-            "nbest": [p.to_json() for p in kb], **tail}
+    record = {**head, "words": kb[0].tokens, "tokens": kb[0].tokens, "log_p": kb[0].log_p,
+              "certified": kb.certified, "method": kb.method,
+              "nbest": [p.to_json() for p in kb], **tail}
+    return record, nbest_entries(wl, list(kb), scales["lm_scale"])
 
 
-def emit(args: argparse.Namespace, name: str, record: dict[str, Any], out: Path | None) -> None:
+def emit(args: argparse.Namespace, name: str, record: dict[str, Any], nbest: list[Any] | None,
+         out: Path | None) -> None:
     """A lattice's result: its file under --out-dir (complete or absent), or its lines."""
+    from arsdecode.lattice.nbest_formats import format_nbest
+
+    fmt = getattr(args, "nbest_format", "text")
     if out is not None:
         from maxarpa.output import atomic_output
 
+        text = (format_nbest(nbest, fmt, name) if out.suffix == ".nbest" and nbest is not None
+                else json.dumps(record) + "\n")
         with atomic_output(out) as tmp:
-            tmp.write_text(json.dumps(record) + "\n", encoding="utf-8")
+            tmp.write_text(text, encoding="utf-8")
         return
     if args.json:
         print_json(record)
-    elif "nbest" in record:
-        for rank, p in enumerate(record["nbest"], start=1):
-            print(f"{name}\t{rank}\t{p['log_p']:.6f}\t{' '.join(p['tokens'])}", flush=True)
+    elif nbest is not None and fmt != "text":
+        sys.stdout.write(format_nbest(nbest, fmt, name))
+        sys.stdout.flush()
+    elif nbest is not None:
+        for line in format_nbest(nbest, "text").splitlines():
+            print(f"{name}\t{line}", flush=True)
     else:
         print(" ".join([name, *record["tokens"]]), flush=True)

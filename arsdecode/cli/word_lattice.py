@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import sys
 from typing import TYPE_CHECKING, Any
 
 from arsdecode.cli.options import EXIT_OK
@@ -80,6 +81,12 @@ def add_word_lattice_options(p: argparse.ArgumentParser, *, decode: bool = False
                    help="score out-of-vocabulary words as WORD, a word of the model, instead "
                         "of <unk>")
     if decode:
+        from arsdecode.lattice.nbest_formats import NBEST_FORMATS
+
+        g.add_argument("--nbest-format", choices=NBEST_FORMATS, default="text",
+                       help="--nbest's layout: text (rank, ln score, words), srilm (acoustic "
+                            "and LM log10 scores, word count, words: lattice-tool's n-best "
+                            "files), NBestList1.0 (bytelogs) or kaldi (NAME-k words)")
         g.add_argument("--unique", action="store_true",
                        help="with --nbest: distinct word sequences, each scored by its best "
                             "path (else distinct paths)")
@@ -327,8 +334,11 @@ def cmd_decode(args: argparse.Namespace) -> int:
                         "nbest": [p.to_json() for p in kb], "oov": oov,
                         "scales": args.lattice_scales})
         else:
-            for rank, p in enumerate(kb, start=1):
-                print(f"{rank}\t{fixed(p.log_p, 6)}\t{' '.join(p.tokens)}")
+            from arsdecode.lattice.lattice_files import lattice_name
+            from arsdecode.lattice.nbest_formats import format_nbest, nbest_entries
+
+            entries = nbest_entries(wl, list(kb), args.lattice_scales["lm_scale"])
+            sys.stdout.write(format_nbest(entries, args.nbest_format, lattice_name(args.lattice)))
     if args.write_best:
         write_word_lattice(paths_lattice(wl, paths), args.write_best)
     if args.write_lattice:

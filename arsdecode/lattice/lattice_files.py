@@ -111,6 +111,18 @@ def sniff_format(text: str) -> str | None:
     return None
 
 
+def lattice_name(path: str | Path) -> str:
+    """A lattice's name for outputs and n-best entries: its file name without the
+    compression and lattice suffixes ("utt1.lat.gz" -> "utt1"; "<stdin>" for '-')."""
+    if str(path) == "-":
+        return "<stdin>"
+    name = without_compression_suffix(Path(path).name)
+    for suffix in sorted(SUFFIXES, key=len, reverse=True):
+        if name.lower().endswith(suffix):
+            return name[: -len(suffix)]
+    return name
+
+
 def _sniff_file(path: str | Path) -> str | None:
     """The format of a file whose name does not tell it, from its first lines (decompressed
     by suffix); None when it cannot be read or nothing fits (the reader or the caller then
