@@ -1,5 +1,5 @@
-"""The options shared by `arsdecode` sub-commands: the parser class, typed option values and
-their range checks, the engine, method and sampling flags, and the help texts.
+"""The options shared by `arsdecode` sub-commands: the parser class, the engine, method and
+sampling flags, the memory checks, and the help texts.
 
 Why one module: every command takes the same engine and sampling options with the same range
 checks; keeping them here, below every command module, means each check fails at parse time
@@ -7,21 +7,35 @@ with the same one-line message naming the option. Why it imports no engine modul
 imports only what builds its parser (see `arsdecode.cli.main`), and `--help` must not load
 the decoder. The method and variant names are therefore plain constants here;
 tests/test_arsdecode_cli.py checks that they are the engine's. Output helpers are in
-`arsdecode.cli.output`.
+`arsdecode.cli.output`; the typed option values (`positive_int`, ...) in `cli.option_types`;
+the options that say what the model is (--lm, --vpylm, --lmw, --features, --mix-lm) in
+`cli.model_options`. Both are re-exported here, where every command found them before.
 """
 
 from __future__ import annotations
 
 import argparse
-import math
 import os
 import textwrap
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, NoReturn
 
+from arsdecode.cli.model_options import MIX_MISSING as MIX_MISSING
+from arsdecode.cli.model_options import MIX_SLOTS as MIX_SLOTS
+from arsdecode.cli.model_options import add_features_option as add_features_option
+from arsdecode.cli.model_options import add_lm_strictness_options as add_lm_strictness_options
+from arsdecode.cli.model_options import add_lm_weight_option as add_lm_weight_option
+from arsdecode.cli.model_options import add_mix_options as add_mix_options
+from arsdecode.cli.model_options import add_model_options as add_model_options
+from arsdecode.cli.model_options import lm_config as lm_config
+from arsdecode.cli.model_options import mix_models as mix_models
+from arsdecode.cli.option_types import int_at_least as int_at_least
+from arsdecode.cli.option_types import non_negative_float as non_negative_float
+from arsdecode.cli.option_types import positive_float as positive_float
+from arsdecode.cli.option_types import positive_int as positive_int
+from arsdecode.cli.option_types import seed_int as seed_int
+from arsdecode.cli.option_types import unit_fraction as unit_fraction
+from arsdecode.cli.option_types import weight_fraction as weight_fraction
 from arsdecode.errors import OptionError
-from maxarpa.cli_config import add_config_options, config_from_args
-from maxarpa.config import Config
 
 if TYPE_CHECKING:
     from arsdecode.lattice import Lattice
@@ -89,79 +103,6 @@ class HelpFormatter(argparse.RawDescriptionHelpFormatter):
 def epilog(*paragraphs: str) -> str:
     """Paragraphs wrapped to 79 columns, separated by blank lines (for --help epilogs)."""
     return "\n\n".join(textwrap.fill(p, 79) for p in paragraphs)
-
-
-# ---- typed option values: each raises a message that argparse prefixes with the option ----
-
-
-def int_at_least(low: int) -> Callable[[str], int]:
-    def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
-        if value < low:
-            raise argparse.ArgumentTypeError(f"must be >= {low}, got {value}")
-        return value
-
-    parse.__name__ = f"integer >= {low}"
-    return parse
-
-
-positive_int = int_at_least(1)
-seed_int = int_at_least(0)
-
-
-def unit_fraction(text: str) -> float:
-    """A number in (0, 1] (an acceptance-rate target)."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
-    if not (0.0 < value <= 1.0):
-        raise argparse.ArgumentTypeError(f"must be in (0, 1], got {text}")
-    return value
-
-
-def non_negative_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
-    if not (math.isfinite(value) and value >= 0):
-        raise argparse.ArgumentTypeError(f"must be a finite number >= 0, got {text}")
-    return value
-
-
-def positive_float(text: str) -> float:
-    """A finite number > 0 (a weight that multiplies log probabilities)."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
-    if not (math.isfinite(value) and value > 0):
-        raise argparse.ArgumentTypeError(f"must be a finite number > 0, got {text}")
-    return value
-
-
-def add_lm_weight_option(p: Any, *flags: str) -> None:
-    """--lmw W: every LM ln probability times W, as SRILM disambig's -lmw (the target is
-    `arsdecode.api.weighted(lm, lm_weight=W)`, so posteriors, ln Z and samples follow the
-    weighted p, not only the best path). `flags` adds other spellings (e.g. "-lmw")."""
-    p.add_argument("--lmw", *flags, type=positive_float, default=1.0, metavar="W",
-                   help="LM weight, a finite number > 0: the score of a path is W * ln p_LM "
-                        "+ its emissions (SRILM's -lmw; default 1)")
-
-
-def add_features_option(p: Any) -> None:
-    """--features FILE: n-gram feature weights on top of the LM (issue 22, target 2); the
-    target becomes `arsdecode.api.loglinear([lm], [W], features=FILE)` with W the --lmw
-    (built by `arsdecode.cli.target`)."""
-    p.add_argument("--features", default=None, metavar="FILE",
-                   help="n-gram feature weights, lines 'ngram<TAB>weight' (ln; words separated "
-                        "by spaces, '*' a skipped word): the score of a path is W * ln p_LM + "
-                        "the weights of every feature it contains + its emissions, "
-                        "unnormalised (a random-field LM)")
 
 
 def add_map_reading_options(p: Any, prefix: str = "", srilm: bool = False) -> None:
@@ -308,106 +249,3 @@ def add_max_iterations(p: argparse.ArgumentParser) -> None:
                    help="stop after this many refinements even without a certificate; the "
                         "result is then marked uncertified and the exit status is 3 "
                         "(default: no limit, run until the path is proven best)")
-
-
-def add_lm_strictness_options(p: argparse.ArgumentParser) -> None:
-    """The strictness flags of the model given with --lm, one per `maxarpa.Config` field and
-    named as on `maxarpa convert/info/query` (`--sentence-marker-missing accept`, ...)."""
-    add_config_options(p)
-
-
-def lm_config(args: argparse.Namespace) -> Config:
-    """The `maxarpa.Config` the strictness flags ask for, for `load_lm(..., config=...)`."""
-    return config_from_args(args)
-
-
-# ---- interpolation with more models: SRILM ngram's -mix-lm, -lambda, -mix-lm2.. -------------
-
-MIX_SLOTS: tuple[int, ...] = tuple(range(2, 10))
-"""The numbered extra models, as SRILM's ngram: --mix-lm2 .. --mix-lm9."""
-MIX_MISSING: tuple[str, ...] = ("unk", "zero")
-"""`--mix-missing` choices: `arsdecode.model.interpolated.MISSING`."""
-
-
-def weight_fraction(text: str) -> float:
-    """A number in [0, 1] (an interpolation weight)."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
-    if not (0.0 <= value <= 1.0):
-        raise argparse.ArgumentTypeError(f"must be in [0, 1], got {text}")
-    return value
-
-
-def add_mix_options(p: Any, srilm: bool = False) -> None:
-    """--mix-lm B --lambda L [--mix-lm2 C --mix-lambda2 L2 ...]: the hidden layer is the
-    linear interpolation of --lm with more models, spelled as SRILM's `ngram` (-lambda is the
-    weight of the main --lm, default 0.5; --mix-lmK's weight is --mix-lambdaK; --mix-lm gets
-    1 minus the others). `srilm` also accepts the single-dash spellings (-mix-lm, -lambda)."""
-    def also(name: str) -> tuple[str, ...]:
-        return (name,) if srilm else ()
-
-    g = p.add_argument_group("interpolation with more models (SRILM ngram's -mix-lm)")
-    g.add_argument("--mix-lm", *also("-mix-lm"), default=None, metavar="B",
-                   help="a second model (ARPA, MAX-ARPA or binary, any order): the score of a "
-                        "word is lambda p_lm + (1 - lambda - mix-lambda2 - ...) p_B + "
-                        "mix-lambda2 p_mix-lm2 + ... (dynamic interpolation, as SRILM's ngram "
-                        "-mix-lm; exact decoding runs ARS, or the numpy full DP)")
-    g.add_argument("--lambda", *also("-lambda"), dest="mix_lambda", type=weight_fraction,
-                   default=None, metavar="L",
-                   help="weight of the main --lm when interpolating, in [0, 1] (default 0.5)")
-    for k in MIX_SLOTS:
-        shown = k == 2
-        g.add_argument(f"--mix-lm{k}", *also(f"-mix-lm{k}"), dest=f"mix_lm{k}", default=None,
-                       metavar="C",
-                       help="another model to interpolate, up to --mix-lm9" if shown
-                       else argparse.SUPPRESS)
-        g.add_argument(f"--mix-lambda{k}", *also(f"-mix-lambda{k}"), dest=f"mix_lambda{k}",
-                       type=weight_fraction, default=None, metavar="L",
-                       help="the weight of --mix-lm2 (and so on, up to --mix-lambda9)"
-                       if shown else argparse.SUPPRESS)
-    g.add_argument("--mix-missing", choices=MIX_MISSING, default="unk",
-                   help="what a model gives a word of another model's vocabulary that it "
-                        "lacks: 'unk', its <unk> probability (each model scored on its own, "
-                        "as KenLM does), or 'zero' (SRILM's behaviour)")
-
-
-def mix_models(args: argparse.Namespace) -> tuple[float, list[tuple[str, float]]]:
-    """(weight of --lm, [(model path, weight), ...]) of the interpolation flags; an empty list
-    without --mix-lm. Raises OptionError for a flag without its partner or weights above 1."""
-    extra = [(k, getattr(args, f"mix_lm{k}"), getattr(args, f"mix_lambda{k}"))
-             for k in MIX_SLOTS]
-    if args.mix_lm is None:
-        if (args.mix_lambda is not None or args.mix_missing != "unk"
-                or any(path is not None or w is not None for _, path, w in extra)):
-            raise OptionError("--lambda, --mix-lm2.., --mix-lambda2.. and --mix-missing need "
-                              "--mix-lm")
-        return 1.0, []
-    main = 0.5 if args.mix_lambda is None else args.mix_lambda
-    rest: list[tuple[str, float]] = []
-    for k, path, w in extra:
-        if (path is None) != (w is None):
-            raise OptionError(f"--mix-lm{k} and --mix-lambda{k} go together")
-        if path is not None and w is not None:
-            rest.append((path, w))
-    second = 1.0 - main - sum(w for _, w in rest)
-    if second < -1e-9:
-        raise OptionError(f"interpolation weights sum to {1.0 - second:.6g} > 1: --lambda "
-                          f"{main:g} and the --mix-lambdaK leave no weight for --mix-lm "
-                          "(its weight is 1 minus the others)")
-    return main, [(args.mix_lm, max(second, 0.0)), *rest]
-
-
-# ---- a VPYLM instead of --lm (issue 22, target 4) ------------------------------------------
-
-
-def add_model_options(p: Any, lm_help: str) -> None:
-    """--lm MODEL or --vpylm MODEL, exactly one, checked by `cli.target.target_spec` at run time
-    (not by an argparse group: one OptionError can say which is missing or doubled, and
-    `--lm` keeps its help text and place)."""
-    p.add_argument("--lm", default=None, help=f"{lm_help}; or --vpylm")
-    p.add_argument("--vpylm", default=None, metavar="MODEL",
-                   help="a variable-order Pitman-Yor LM (.npz from `arsdecode train-vpylm`) as "
-                        "the hidden layer instead of --lm (exact decoding runs ARS, or the numpy "
-                        "full DP)")

@@ -14,7 +14,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, Any
 
-from arsdecode.cli.options import lm_config, mix_models
+from arsdecode.cli.model_options import lm_config, mix_models
 from arsdecode.cli.output import oov_report, warn_oov
 
 if TYPE_CHECKING:

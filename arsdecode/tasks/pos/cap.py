@@ -34,7 +34,8 @@ import numpy as np
 
 from arsdecode.errors import ModelError
 from arsdecode.lattice import Lattice
-from arsdecode.tasks.pos.emissions import TnTEmissions, emission_lattice
+from arsdecode.tasks.pos.emissions import TnTEmissions
+from arsdecode.tasks.pos.sentence_lattice import emission_lattice
 from arsdecode.tasks.pos.suffix import WORD_CLASSES, word_class
 from arsdecode.tasks.pos.table import CandidateRows
 

@@ -48,24 +48,27 @@ The emission model, for every tag t (natural logs everywhere):
 
 Candidates at a position are exactly the tags with non-zero emission: the tags seen with a
 known word, or the tags with root_k(t) > 0 for an unknown word.
+
+The model's file (format, versions, PosModelError) is `pos.model_file`; the lattice rules it
+shares with `CapEmissions` are `pos.sentence_lattice` (both names importable from here).
 """
 
 from __future__ import annotations
 
-import gzip
-import json
 import math
 from collections import Counter, defaultdict
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from arsdecode.errors import ModelError, ObservationError, OptionError
+from arsdecode.errors import ObservationError
 from arsdecode.lattice import Lattice
 from arsdecode.tasks.pos.evaluation import TaggedSentence
-from arsdecode.tasks.pos.initial import initial_flags
+from arsdecode.tasks.pos.model_file import PosModelError as PosModelError  # re-exported: they
+from arsdecode.tasks.pos.model_file import read_model_file, write_model_file
+from arsdecode.tasks.pos.sentence_lattice import emission_lattice as emission_lattice  # lived
 from arsdecode.tasks.pos.suffix import (
     RARE_MAX_COUNT,
     SUFFIX_ALPHA,
@@ -81,12 +84,6 @@ from arsdecode.tasks.pos.suffix import (
 )
 from arsdecode.tasks.pos.table import CandidateRows, Lexicon, unknown_rows
 
-FORMAT = "arsdecode.pos.TnTEmissions"
-# 2 added suffix_alpha (version 1 files meant TnT theta, None); 3 added capitalisation,
-# skip_case_variants and closed_tags (older files mean False, False, (): the model they were).
-FORMAT_VERSION = 3
-
-
 PENN_CLOSED_TAGS: tuple[str, ...] = (
     "CC", "DT", "EX", "IN", "MD", "PDT", "POS", "PRP", "PRP$", "RP", "TO", "WDT", "WP", "WP$",
     "WRB")
@@ -95,10 +92,6 @@ determiners (DT, PDT, WDT), existential there, prepositions and subordinators, m
 possessive ending, pronouns (PRP, PRP$, WP, WP$), particles, "to", wh-adverbs. Not closed here:
 punctuation tags (an unknown word may be a new symbol), CD, and the tags EWT uses for open or
 odd material (UH, FW, GW, ADD, NFP, AFX, XX, SYM, LS)."""
-
-
-class PosModelError(ModelError):
-    """The POS models are missing, incomplete or not POS models."""
 
 
 class TnTEmissions:
@@ -208,42 +201,22 @@ class TnTEmissions:
 
     def save(self, path: str | Path) -> Path:
         """Write the counts (all else is derived on load) as gzipped JSON."""
-        path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        obj = {
-            "format": FORMAT,
-            "version": FORMAT_VERSION,
-            "settings": {
-                "rare_max_count": self.rare_max_count,
-                "suffix_max_len": self.suffix_max_len,
-                "suffix_alpha": self.suffix_alpha,
-                "sentence_initial": self.sentence_initial,
-                "skip_case_variants": self.skip_case_variants,
-                "capitalisation": self.capitalisation,
-                "closed_tags": list(self.closed_tags),
-            },
-            "lexicon": self._lex.to_mapping(),
+        settings = {
+            "rare_max_count": self.rare_max_count,
+            "suffix_max_len": self.suffix_max_len,
+            "suffix_alpha": self.suffix_alpha,
+            "sentence_initial": self.sentence_initial,
+            "skip_case_variants": self.skip_case_variants,
+            "capitalisation": self.capitalisation,
+            "closed_tags": list(self.closed_tags),
         }
-        tmp = path.with_name(path.name + ".tmp")
-        with gzip.open(tmp, "wt", encoding="utf-8") as f:
-            json.dump(obj, f, ensure_ascii=False, separators=(",", ":"), sort_keys=True)
-        tmp.replace(path)
-        return path
+        return write_model_file(path, settings, self._lex.to_mapping())
 
     @classmethod
     def load(cls, path: str | Path) -> TnTEmissions:
         """Read a model written by `save`; a wrong file is a one-line PosModelError."""
-        try:
-            with gzip.open(path, "rt", encoding="utf-8") as f:
-                obj = json.load(f)
-        except (OSError, EOFError, json.JSONDecodeError) as err:
-            raise PosModelError(f"{path}: cannot read POS emission model: {err}") from None
-        if not isinstance(obj, dict) or obj.get("format") != FORMAT:
-            raise PosModelError(f"{path}: not a POS emission model ({FORMAT})")
-        if obj.get("version") not in (1, 2, FORMAT_VERSION):
-            raise PosModelError(f"{path}: unsupported model version {obj.get('version')!r}")
-        settings = {"suffix_alpha": None, **obj["settings"]}  # version 1: TnT's theta
-        return cls(obj["lexicon"], **settings)  # versions 1, 2: no settings for the new flags
+        lexicon, settings = read_model_file(path)
+        return cls(lexicon, **settings)
 
     # ---- the model --------------------------------------------------------------------
 
@@ -429,25 +402,3 @@ class TnTEmissions:
         (TnT-style pruning, mostly of unknown words' ~29 candidates); that approximates.
         """
         return emission_lattice(self.candidates, words, beam)
-
-
-def emission_lattice(candidates: Callable[..., tuple[tuple[str, float], ...]],
-                     words: Sequence[str], beam: float | None = None) -> Lattice:
-    """The POS lattice of `words`: one position per word, its candidates
-    `candidates(word, initial=...)` (hidden symbol, ln emission), cut to `beam` nats below the
-    position's best if given. Shared by the plain and the capitalised emission models, whose
-    candidates differ but whose lattice rules do not."""
-    if isinstance(words, str):
-        raise ObservationError("lattice() expects a sequence of words, not one string")
-    if len(words) == 0:
-        raise ObservationError("cannot build a POS lattice for an empty sentence")
-    if beam is not None and not beam >= 0:
-        raise OptionError(f"beam must be a non-negative number of nats, got {beam!r}")
-    positions = []
-    for w, initial in zip(words, initial_flags(words), strict=True):
-        cands = candidates(w, initial=initial)
-        if beam is not None:
-            top = max(lp for _, lp in cands)
-            cands = tuple(c for c in cands if c[1] >= top - beam)
-        positions.append(list(cands))
-    return Lattice.from_lists(positions, source="pos lattice")

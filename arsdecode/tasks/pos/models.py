@@ -18,7 +18,8 @@ from pathlib import Path
 
 import maxarpa
 from arsdecode.tasks.pos.cap import CapEmissions
-from arsdecode.tasks.pos.emissions import PosModelError, TnTEmissions
+from arsdecode.tasks.pos.emissions import TnTEmissions
+from arsdecode.tasks.pos.model_file import PosModelError
 from maxarpa.model import Model
 
 ENV_VAR = "ARSDECODE_POS_MODELS"

@@ -1,0 +1,281 @@
+# FullDP: the exact full-model DP's shared tables, its checked entry points and its workers.
+#
+# Why a part of its own: FullDP is what Python sees (run on confusion networks, run_dag on word
+# lattices): it checks every array before the DP reads it unchecked, then lends the work to a
+# _DPWorker (_dpcache.pxi, _dpsweep.pxi), one per concurrent run, so threads share the tables
+# and never a cache. The constants here bound those caches.
+
+
+cdef long long DENSE_MAX_VOCAB = 4096  # dense transition rows up to this vocabulary size
+DEFAULT_MAX_BYTES = 1 << 29  # FullDP's cache bound per worker, 512 MiB (see FullDP)
+SPARSE_CACHE_BYTES = 1 << 25  # the large-vocabulary transition cache: 32 MiB at most
+cdef long long SPARSE_CACHE_BYTES_C = SPARSE_CACHE_BYTES
+cdef long long SPARSE_ENTRY_BYTES = 24  # one slot of that cache: key, next state, ln p
+
+
+def _check_scoring(str name, long long V, long long bos, long long eos, double lm_weight):
+    """OptionError unless `bos`/`eos` are word ids or -1 (none) and `lm_weight` is finite and
+    > 0: the scoring arguments `run` and `run_dag` share (`NgramScoring`)."""
+    if not (-1 <= bos < V and -1 <= eos < V):
+        raise OptionError(f"{name}: <s> or </s> id out of range")
+    if not (lm_weight > 0 and isfinite(lm_weight)):
+        raise OptionError(f"{name}: lm_weight must be a finite number > 0, not {lm_weight}")
+
+
+cdef class FullDP:
+    """Viterbi and log partition of the full model over merged states, for many lattices.
+
+    Tie-breaking (deterministic): the states of a position are numbered in order of first
+    creation, enumerating the previous position's states in their order and each state's
+    candidates in lattice order; a state keeps the first predecessor pair reaching its maximum
+    (a later pair replaces it only if strictly greater); the final state is the first maximum.
+
+    Threads: `run` may be called on one FullDP from several threads at once (a Dask worker
+    runs several, and `arsdecode.methods.fast_full.full_dp(lm)` is one object per model and process).
+    The tables (the model's, the useful contexts, the failure links) are read-only once built
+    and shared. The caches `run` fills without the GIL belong to a `_DPWorker`; each run takes
+    an idle worker from a pool (or makes one) and gives it back, so two runs never share a
+    cache and never wait for each other. Why not one lock around `run`: the DP is the whole
+    work of a tagging thread, so a lock would run the threads one at a time; the pool costs one
+    set of caches per concurrent run (as many as there are threads), each bounded as follows.
+
+    Memory bound: a worker's caches hold at most `max_bytes` (default DEFAULT_MAX_BYTES,
+    512 MiB). A large vocabulary caches its transitions (state, word) -> (next state, ln p) in
+    one direct-mapped table of 24-byte slots (a new transition overwrites the one in its slot),
+    of at most SPARSE_CACHE_BYTES (32 MiB) and at most `max_bytes`, allocated on first use.
+    Why not a growing hash map: on word lattices few transitions repeat (2.6 M computed for
+    3.3 M pairs on 100 SMS sentences), so a map grew to 146 MB for a 20% hit rate, while the
+    fixed table keeps most of the hits in a fifth of the memory. A small (dense) vocabulary
+    keeps 12 V + 8 n bytes per visited state (its row of V transitions and its context
+    backoffs) and 8 V per word whose row of bigram bounds the pruning computed; when the next
+    row would pass the bound, the worker empties these caches and starts again: they are
+    memos, so no answer changes, and a long-lived process stays within its bound. The default
+    is about 4 times what tagging WSJ section 20 at n = 9 fills (1.9 M transitions, 139 MiB in
+    one worker; the largest workload measured, see docs/performance.md), so the bound costs
+    nothing there.
+    """
+
+    cdef NgramCore core
+    cdef UsefulTables u
+    cdef readonly object arrays
+    cdef bint dense              # small vocabulary (tags): one dense row of V per visited gid
+    cdef vector[int] fail        # gid -> longest proper useful suffix (failure link)
+    cdef readonly long long max_bytes
+    cdef readonly long long row_bytes  # dense: one visited state's transitions and backoffs
+    cdef list _idle              # workers not in a run
+    cdef list _workers           # every worker made
+
+    def __init__(self, NgramCore core, long long[:, ::1] rows, int[::1] lens,
+                 unsigned long long[::1] keys, int[::1] slots, int bits, dense=None,
+                 long long max_bytes=DEFAULT_MAX_BYTES):
+        """`dense` (default: vocabulary <= DENSE_MAX_VOCAB) picks the transition store and
+        the bound pass; the tests force each on small models. `max_bytes` bounds each
+        worker's caches (see the class docstring); it must hold one dense row and one hash-map
+        entry at least."""
+        cdef long long n_ctx = lens.shape[0]
+        cdef Py_ssize_t i, j
+        if n_ctx < 1 or keys.shape[0] != n_ctx or rows.shape[0] != n_ctx:
+            raise ModelError("FullDP: useful-context arrays disagree")
+        if rows.shape[1] != core.t.order - 1:
+            raise ModelError("FullDP: context width must be order - 1")
+        if bits < 1 or bits > 62 or slots.shape[0] != (1 << bits):
+            raise ModelError("FullDP: hash slots must number 2**bits")
+        row_bytes = 12 * core.t.vocab + 8 * rows.shape[1] + 12
+        if max_bytes < row_bytes + SPARSE_ENTRY_BYTES:
+            raise OptionError(f"FullDP: max_bytes ({max_bytes}) must be at least "
+                              f"{row_bytes + SPARSE_ENTRY_BYTES} for this model")
+        self.core = core
+        self.arrays = (rows, lens, keys, slots)
+        self.u.width = <int>rows.shape[1]
+        self.u.n_ctx = n_ctx
+        self.u.rows = &rows[0, 0] if rows.shape[1] else NULL
+        self.u.lens = &lens[0]
+        self.u.keys = &keys[0]
+        self.u.slots = &slots[0]
+        self.u.nslots = slots.shape[0]
+        self.u.bits = bits
+        self.dense = core.t.vocab <= DENSE_MAX_VOCAB if dense is None else bool(dense)
+        self.max_bytes = max_bytes
+        self.row_bytes = row_bytes
+        self._idle = []
+        self._workers = []
+        for i in range(1, n_ctx):  # gids must ascend with length for the failure links
+            if lens[i] < lens[i - 1] or lens[i] < 1 or lens[i] > rows.shape[1]:
+                raise ModelError("FullDP: useful contexts must be ordered by length")
+            if keys[i] // <unsigned long long>core.t.vocab >= <unsigned long long>i:
+                raise ModelError("FullDP: a useful context's parent must come before it")
+        if lens[0] != 0:
+            raise ModelError("FullDP: gid 0 must be the empty context")
+        for i in range(n_ctx):  # the DP walks the model with these ids, unchecked
+            for j in range(rows.shape[1]):
+                if rows[i, j] >= core.t.vocab:
+                    raise ModelError("FullDP: a useful context names a word id out of range")
+        for i in range(slots.shape[0]):
+            if slots[i] < -1 or slots[i] >= n_ctx:
+                raise ModelError("FullDP: a hash slot names no useful context")
+        self.fail = vector[int](n_ctx, 0)
+        with nogil:
+            uc_fail_links(&self.u, core.t.vocab, self.fail.data())
+
+    cdef _DPWorker _take_worker(self, double lm_weight):
+        """An idle worker for one run (or a new one), set to this run's LM weight; the caller
+        gives it back to `_idle` in a `finally`. pop is atomic: two threads never get the
+        same worker (see the class docstring)."""
+        cdef _DPWorker worker
+        try:
+            worker = self._idle.pop()
+        except IndexError:
+            worker = _DPWorker(self)
+            self._workers.append(worker)
+        worker.lmw = lm_weight
+        return worker
+
+    def cache_bytes(self) -> int:
+        """Bytes the caches hold now (as counted for the bound), over every worker; exact
+        while no run is in progress."""
+        return sum(w.used_bytes for w in self._workers)
+
+    def cache_size(self) -> int:
+        """Transitions computed so far, over every worker (each is then cached until its
+        worker reaches the bound)."""
+        return sum(w.n_trans for w in self._workers)
+
+    @property
+    def workers(self) -> int:
+        """Workers made so far: the most runs that were in progress at once."""
+        return len(self._workers)
+
+    def run(self, const long long[::1] sent_off, const long long[::1] pos_off,
+            const long long[::1] cand_ids, const double[::1] cand_emis, long long bos,
+            long long eos, bint viterbi, bint prune=True, max_pairs=-1, double lm_weight=1.0,
+            known=None, long long kbest=0, bint posteriors=False):
+        """Decode (viterbi) or sum (log partition) every lattice; with `kbest` = K > 0
+        (viterbi) also the K best paths, with `posteriors` (not viterbi) also every
+        candidate's posterior probability.
+
+        With `prune` (Viterbi only), a (state, candidate) pair is dropped when its score so far
+        plus an upper bound on any completion (`_completion_bounds`) falls below the exact score
+        of a known path, minus a relative margin of 1e-9 for rounding: no optimal path is ever
+        dropped, so the best score is the same number as without pruning. Among exactly tied
+        optimal paths the one returned may differ, since dropped pairs change the creation order
+        of the surviving states. Each position's candidates are tried in order of their best
+        possible completion from any state (unigram max-backoff bound + emission + completion
+        bound), so a state stops at the first candidate that cannot reach the known score and
+        never computes the transitions of the rest. With a dense vocabulary a pair is also
+        tested before its transition is computed, using the bigram bound of the state's last
+        word. `known` (one number, or one per sentence; NaN = none) is the exact score of a path
+        the caller knows, or any lower bound on the best score: pruning uses the larger of it and
+        the DP's own greedy path.
+
+        `max_pairs` (one integer for every sentence, or one per sentence; -1 = no budget)
+        abandons a sentence once its tried (state, candidate) pairs exceed its budget (checked
+        after each state's candidates, so it may pass by one state's worth): its
+        score is NaN and its choices -1 (the caller decodes it another way). One per sentence,
+        because `auto` gives each lattice a budget by its size, and a corpus is one call.
+
+        `bos` = -1 starts every sentence from the empty context (SRILM's -no-sos), `eos` = -1
+        adds no final factor (-no-eos); every LM ln probability is multiplied by `lm_weight`
+        (> 0; the bounds too, so pruning stays exact).
+
+        sent_off (S+1) indexes positions, pos_off (P+1) indexes candidates; cand_ids are model
+        word ids, cand_emis ln emissions (-inf = forbidden). Returns (choice, score, dp_states,
+        max_states): choice (P,) int32 candidate index within its position (-1 where no path,
+        or when summing), score (S,) the best ln p or ln Z (-inf: no path), dp_states (S,) the
+        merged states built (start state included), max_states (S,) the widest position,
+        pairs (S,) the (state, candidate) pairs tried (the DP's cost: with pruning, a state
+        stops at its first candidate that cannot reach the known score, see below).
+        With `kbest` or `posteriors` three more: kscores (S, K) the K best scores per sentence
+        (-inf past the number of paths), kchoice (K, P) int32 the r-th best path's candidate
+        per position, post (C,) each candidate's posterior (score is then ln Z). k-best prunes
+        with `known` alone: pass a lower bound on each sentence's K-th best score (NaN: none,
+        no pruning); posteriors never prune. Both keep the sentence's whole graph (about 24
+        bytes per surviving pair) while it is processed.
+
+        The DP indexes with these arrays without bounds checks and without the GIL, so they are
+        checked first (LatticeError): both offset arrays start at 0, never decrease and end at
+        the length they index; every word id is in [0, V). Safe to call from several threads
+        (see the class docstring).
+        """
+        cdef Py_ssize_t S = sent_off.shape[0] - 1, P = pos_off.shape[0] - 1
+        cdef Py_ssize_t C = cand_ids.shape[0], i
+        cdef long long V = self.core.t.vocab
+        cdef _DPWorker worker
+        cdef const long long[::1] budgets
+        if S < 0 or P < 0 or sent_off[S] != P or pos_off[P] != C or cand_emis.shape[0] != C:
+            raise LatticeError("FullDP.run: offsets disagree with the array lengths")
+        if sent_off[0] != 0 or pos_off[0] != 0:
+            raise LatticeError("FullDP.run: offsets must start at 0")
+        for i in range(S):
+            if sent_off[i + 1] < sent_off[i]:
+                raise LatticeError(f"FullDP.run: sentence offsets decrease after sentence {i}")
+        for i in range(P):
+            if pos_off[i + 1] < pos_off[i]:
+                raise LatticeError(f"FullDP.run: position offsets decrease after position {i}")
+        _check_scoring("FullDP.run", V, bos, eos, lm_weight)
+        if kbest < 0 or (kbest > 0 and (not viterbi or posteriors)) or (posteriors and viterbi):
+            raise OptionError("FullDP.run: kbest needs viterbi, posteriors needs viterbi=False")
+        for i in range(C):
+            if cand_ids[i] < 0 or cand_ids[i] >= V:
+                raise LatticeError(f"FullDP.run: word id {cand_ids[i]} out of range "
+                                   f"(vocabulary of {V})")
+        given = np.asarray(max_pairs, dtype=np.int64)
+        if given.ndim > 1 or (given.ndim == 1 and given.shape[0] != S):
+            raise LatticeError(f"FullDP.run: max_pairs must be one budget or one per sentence "
+                               f"({S}), got shape {given.shape}")
+        budgets = np.ascontiguousarray(np.broadcast_to(given, (S,)))
+        lows = np.ascontiguousarray(np.broadcast_to(
+            np.asarray(np.nan if known is None else known, dtype=np.float64), (S,)))
+        worker = self._take_worker(lm_weight)
+        try:
+            return worker.run_checked(sent_off, pos_off, cand_ids, cand_emis, bos, eos, viterbi,
+                                      prune, budgets, lows, kbest, posteriors)
+        finally:
+            self._idle.append(worker)
+
+
+    def run_dag(self, const long long[::1] node_off, const long long[::1] arc_off,
+                const long long[::1] arc_dst, const long long[::1] arc_word,
+                const double[::1] arc_w, const double[::1] final_w, long long bos,
+                long long eos, double lm_weight=1.0):
+        """The exact best path of every word lattice (a DAG) by Viterbi over (node, merged
+        context) states: the exact expansion of `methods.dag_full`, compiled, no pruning.
+
+        node_off (S+1) cuts the global nodes into lattices (each topologically numbered, its
+        first node the start); arc_off (N+1) gives each node's arcs; arc_dst (> the source,
+        same lattice), arc_word (model id, -1 = epsilon), arc_w (ln, finite); final_w (N,) ln
+        (-inf: not final). `bos`/`eos` = -1 and `lm_weight` as in `run`. Returns (score (S,)
+        ln p of the best path, -inf where none; path: the best paths' arc indices, concatenated;
+        path_len (S,); states (S,); transitions (S,)). Ties: the first state reaching the
+        maximum keeps it (nodes, then their states in creation order, then arcs in order).
+        Arrays are checked first (LatticeError)."""
+        cdef Py_ssize_t S = node_off.shape[0] - 1, N = arc_off.shape[0] - 1
+        cdef Py_ssize_t A = arc_dst.shape[0], i, s
+        cdef long long V = self.core.t.vocab, u, lo, hi
+        cdef _DPWorker worker
+        if S < 0 or N < 0 or node_off[0] != 0 or node_off[S] != N or arc_off[0] != 0 \
+                or arc_off[N] != A or arc_word.shape[0] != A or arc_w.shape[0] != A \
+                or final_w.shape[0] != N:
+            raise LatticeError("FullDP.run_dag: offsets disagree with the array lengths")
+        _check_scoring("FullDP.run_dag", V, bos, eos, lm_weight)
+        for s in range(S):
+            if node_off[s + 1] < node_off[s]:
+                raise LatticeError(f"FullDP.run_dag: node offsets decrease after lattice {s}")
+            lo, hi = node_off[s], node_off[s + 1]
+            for u in range(lo, hi):
+                if arc_off[u + 1] < arc_off[u]:
+                    raise LatticeError(f"FullDP.run_dag: arc offsets decrease at node {u}")
+                for i in range(arc_off[u], arc_off[u + 1]):
+                    if not (u < arc_dst[i] < hi):
+                        raise LatticeError(f"FullDP.run_dag: arc {i} goes from node {u} to "
+                                           f"{arc_dst[i]}, not to a later node of its lattice")
+                    if not (-1 <= arc_word[i] < V):
+                        raise LatticeError(f"FullDP.run_dag: arc {i} has the word id "
+                                           f"{arc_word[i]} (vocabulary of {V})")
+                    if not isfinite(arc_w[i]):
+                        raise LatticeError(f"FullDP.run_dag: arc {i} has the weight {arc_w[i]}")
+        worker = self._take_worker(lm_weight)
+        try:
+            return worker.dag_checked(node_off, arc_off, arc_dst, arc_word, arc_w, final_w,
+                                      bos, eos)
+        finally:
+            self._idle.append(worker)
