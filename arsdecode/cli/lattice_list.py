@@ -46,14 +46,19 @@ def add_lattice_list_options(g: argparse._ArgumentGroup) -> None:
     g.add_argument("--out-dir", default=None, metavar="DIR",
                    help="with --in-lattice-list/--in-lattice-dir: write each result to "
                         "DIR/NAME.json; a rerun skips the lattices already written")
+    g.add_argument("--out-lattice-dir", default=None, metavar="DIR",
+                   help="write each rescored lattice (as decode's --write-lattice) to "
+                        "DIR/NAME.slf.gz, as lattice-tool's -out-lattice-dir")
 
 
 def wants_many(args: argparse.Namespace) -> bool:
     """Whether `decode` was given a list or a directory of lattices."""
     many = (getattr(args, "in_lattice_list", None) is not None
             or getattr(args, "in_lattice_dir", None) is not None)
-    if not many and getattr(args, "out_dir", None) is not None:
-        raise OptionError("--out-dir needs --in-lattice-list or --in-lattice-dir")
+    for opt in ("out_dir", "out_lattice_dir"):
+        if not many and getattr(args, opt, None) is not None:
+            raise OptionError(f"--{opt.replace('_', '-')} needs --in-lattice-list or "
+                              "--in-lattice-dir")
     return many
 
 
@@ -103,8 +108,10 @@ def cmd_decode_many(args: argparse.Namespace) -> int:
             raise OptionError(f"{path} and {first[name]} would both write {name}{suffix}")
         first[name] = path
     out_dir = Path(args.out_dir) if args.out_dir is not None else None
-    if out_dir is not None:
-        out_dir.mkdir(parents=True, exist_ok=True)
+    lattice_dir = Path(args.out_lattice_dir) if args.out_lattice_dir is not None else None
+    for folder in (out_dir, lattice_dir):
+        if folder is not None:
+            folder.mkdir(parents=True, exist_ok=True)
     models: dict[Any, Any] = {}  # each model file read once, for every lattice
     targets: dict[float, Any] = {}  # by LM scale: an SLF file's lmscale= can differ
 
@@ -123,11 +130,13 @@ def cmd_decode_many(args: argparse.Namespace) -> int:
         for path, name in zip(inputs, names, strict=True):
             bar.update(1)
             out = out_dir / f"{name}{suffix}" if out_dir is not None else None
-            if out is not None and out.exists():
+            rescored = lattice_dir / f"{name}.slf.gz" if lattice_dir is not None else None
+            written = [f for f in (out, rescored) if f is not None]
+            if written and all(f.exists() for f in written):
                 counts["skipped"] += 1
                 continue
             try:
-                record, nbest = decode_one(args, target_for, path)
+                record, nbest = decode_one(args, target_for, path, rescored)
             except ArsDecodeError as err:  # one line naming the lattice, and go on
                 where = "" if str(path) in str(err) else f"{path}: "
                 print(f"arsdecode: {where}{err}", file=sys.stderr, flush=True)
@@ -152,13 +161,15 @@ def output_suffix(args: argparse.Namespace) -> str:
     return ".nbest" if args.nbest is not None and fmt != "text" and not args.json else ".json"
 
 
-def decode_one(args: argparse.Namespace, target_for: Any, path: Path
-               ) -> tuple[dict[str, Any], list[Any] | None]:
+def decode_one(args: argparse.Namespace, target_for: Any, path: Path,
+               rescored: Path | None = None) -> tuple[dict[str, Any], list[Any] | None]:
     """One lattice read as `--lattice PATH` would be (its scales included), decoded with the
     target of its LM scale (`target_for(lm_scale)`, built once per scale): its JSON record,
-    and with --nbest its n-best entries (`lattice.nbest_formats`)."""
+    and with --nbest its n-best entries (`lattice.nbest_formats`). `rescored`: where its
+    rescored lattice goes (--out-lattice-dir)."""
     from arsdecode.api import decode
-    from arsdecode.cli.word_lattice import read_lattice_and_scales
+    from arsdecode.cli.word_lattice import read_lattice_and_scales, write_rescored
+    from arsdecode.lattice.lattice_files import lattice_name
     from arsdecode.lattice.nbest_formats import nbest_entries
     from arsdecode.lattice.vocabulary import map_unknown_words
 
@@ -171,6 +182,8 @@ def decode_one(args: argparse.Namespace, target_for: Any, path: Path
     warn_oov(oov, target.hidden, target.source, lattice=str(path))
     head = {"lattice": str(path)}
     tail = {"oov": oov, "scales": scales}
+    if rescored is not None:
+        write_rescored(target.model, wl, str(rescored), scales["lm_scale"], lattice_name(path))
     if args.nbest is None:
         r = decode(target.model, wl, method=args.method, max_iterations=args.max_iterations)
         return {**head, **r.to_json(), **tail}, None

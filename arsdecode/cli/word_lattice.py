@@ -93,7 +93,13 @@ def add_word_lattice_options(p: argparse.ArgumentParser, *, decode: bool = False
         g.add_argument("--write-best", default=None, metavar="OUT",
                        help="write the best path (or the --nbest paths) as a lattice of "
                             "parallel chains, format by suffix")
-    if decode or posteriors:
+    if decode:
+        g.add_argument("--write-lattice", default=None, metavar="OUT",
+                       help="write the rescored lattice (SLF): the exact expansion by the "
+                            "LM's contexts, every link with a= (all but the LM), l= (the new "
+                            "LM's ln score), p= (its exact posterior) and the header's "
+                            "lmscale=, so HTK and lattice-tool find the same best path")
+    if posteriors:
         g.add_argument("--write-lattice", default=None, metavar="OUT",
                        help="write the lattice with every arc's exact posterior (SLF, p=)")
 
@@ -281,9 +287,9 @@ def load(args: argparse.Namespace) -> tuple[WordLattice, Any, dict]:
 
 def cmd_decode(args: argparse.Namespace) -> int:
     """`decode --lattice WORD_LATTICE`: the exact best path, or --nbest K of them."""
-    from arsdecode.api import decode, lattice_posteriors
+    from arsdecode.api import decode
     from arsdecode.cli.interrupted import iteration_trace, print_interrupted
-    from arsdecode.lattice.lattice_files import write_word_lattice
+    from arsdecode.lattice.lattice_files import lattice_name, write_word_lattice
     from arsdecode.lattice.slf import paths_lattice
     from arsdecode.methods.ars import DecodeInterrupted
 
@@ -342,9 +348,22 @@ def cmd_decode(args: argparse.Namespace) -> int:
     if args.write_best:
         write_word_lattice(paths_lattice(wl, paths), args.write_best)
     if args.write_lattice:
-        post, _ = lattice_posteriors(lm, wl)
-        write_word_lattice(wl, args.write_lattice, format="slf", posteriors=post.tolist())
+        write_rescored(lm, wl, args.write_lattice, args.lattice_scales["lm_scale"],
+                       lattice_name(args.lattice))
     return EXIT_OK
+
+
+def write_rescored(lm: Any, wl: WordLattice, out: str, lm_scale: float, name: str) -> None:
+    """--write-lattice of `decode`: the rescored lattice (`methods.rescore`), written whole
+    or not at all, compressed by its suffix."""
+    import io
+
+    from arsdecode.lattice.lattice_files import write_text_output
+    from arsdecode.methods.rescore import rescored_lattice, write_rescored_slf
+
+    text = io.StringIO()
+    write_rescored_slf(rescored_lattice(lm, wl, lm_scale=lm_scale), text, utterance=name)
+    write_text_output(out, text.getvalue())
 
 
 SAMPLE_CHUNK = 100_000

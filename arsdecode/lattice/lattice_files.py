@@ -219,7 +219,17 @@ def write_word_lattice(wl: WordLattice, path: str | Path, *, format: str | None 
         return
     text = io.StringIO()
     write(text)  # any LatticeError comes before the file is touched
+    write_text_output(path, text.getvalue())
+
+
+def write_text_output(path: str | Path, text: str) -> None:
+    """`text` to `path` ('-': stdout), whole or not at all (a temporary file renamed into
+    place), compressed by the name's suffix (.gz, .bz2, .xz)."""
+    if str(path) == "-":
+        sys.stdout.write(text)
+        sys.stdout.flush()
+        return
     compression = compression_of(path)
     with atomic_output(path) as tmp, open(tmp, "wb") as raw:
         with byte_stream(raw, compression) as stream:
-            stream.write(text.getvalue().encode("utf-8"))
+            stream.write(text.encode("utf-8"))

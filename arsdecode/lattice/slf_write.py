@@ -69,6 +69,36 @@ def write_slf(wl: WordLattice, out: TextIO, *, posteriors: Sequence[float] | Non
         out.write(line + "\n")
 
 
+def write_scored_links(out: TextIO, n_nodes: int, links: Sequence[tuple[int, int, str | None]],
+                       acoustic: Sequence[float], lm: Sequence[float],
+                       posteriors: Sequence[float] | None, *, lmscale: float,
+                       base: float = math.e, utterance: str | None = None) -> None:
+    """Write a lattice whose links carry `a=` (all but the LM) and `l=` (the LM's score,
+    unscaled) apart, with `lmscale=` and `acscale=1.0` in the header, so that an SLF decoder
+    scores each link `a + lmscale * l`: a rescored lattice (`methods.rescore`). Node 0 is the
+    start, node `n_nodes - 1` the end; scores are ln, written in log `base`."""
+    if base <= 0 or base == 1:
+        raise ValueError(f"cannot write SLF with log base {base}")
+    scale = 1.0 if base == math.e else 1.0 / math.log(base)
+    out.write("VERSION=1.1\n")
+    if utterance is not None:
+        out.write(f"UTTERANCE={quoted(utterance)}\n")
+    if base != math.e:
+        out.write(f"base={base!r}\n")
+    out.write(f"lmscale={lmscale!r} acscale=1.0 wdpenalty=0.0\n")
+    out.write(f"start=0 end={n_nodes - 1}\n")
+    out.write(f"N={n_nodes} L={len(links)}\n")
+    for i in range(n_nodes):
+        out.write(f"I={i}\n")
+    for j, (s, d, word) in enumerate(links):
+        label = NULL_WORD if word is None else quoted(word)
+        line = (f"J={j} S={s} E={d} W={label} a={float(acoustic[j]) * scale!r} "
+                f"l={float(lm[j]) * scale!r}")
+        if posteriors is not None:
+            line += f" p={float(posteriors[j])!r}"
+        out.write(line + "\n")
+
+
 def _final_posteriors(wl: WordLattice, posteriors: Sequence[float]) -> dict[int, float]:
     """The probability that a path ends at each final node, from the arc posteriors: what
     enters the node (1 for the start) minus what leaves it, clipped to [0, 1]."""
