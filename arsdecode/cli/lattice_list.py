@@ -186,12 +186,26 @@ def decode_one(args: argparse.Namespace, target_for: Any, path: Path,
         write_rescored(target.model, wl, str(rescored), scales["lm_scale"], lattice_name(path))
     if args.nbest is None:
         r = decode(target.model, wl, method=args.method, max_iterations=args.max_iterations)
-        return {**head, **r.to_json(), **tail}, None
+        record = {**head, **r.to_json(), **tail}
+        if getattr(args, "ctm", False):
+            record["ctm"] = ctm_of(target.model, wl, r.arcs, lattice_name(path))
+        return record, None
     kb = decode(target.model, wl, method=args.method, k=args.nbest, unique=args.unique)
     record = {**head, "words": kb[0].tokens, "tokens": kb[0].tokens, "log_p": kb[0].log_p,
               "certified": kb.certified, "method": kb.method,
               "nbest": [p.to_json() for p in kb], **tail}
     return record, nbest_entries(wl, list(kb), scales["lm_scale"])
+
+
+def ctm_of(lm: Any, wl: Any, arcs: Any, name: str) -> list[str]:
+    """--ctm: the best path's CTM lines, confidences from the exact arc posteriors."""
+    from arsdecode.api import lattice_posteriors
+    from arsdecode.lattice.ctm import ctm_lines
+
+    if wl.node_times is None:
+        raise OptionError(f"{wl.source}: --ctm needs node times (SLF t= on every node)")
+    post, _ = lattice_posteriors(lm, wl)
+    return ctm_lines(wl, arcs, post, name)
 
 
 def emit(args: argparse.Namespace, name: str, record: dict[str, Any], nbest: list[Any] | None,
@@ -210,6 +224,10 @@ def emit(args: argparse.Namespace, name: str, record: dict[str, Any], nbest: lis
         return
     if args.json:
         print_json(record)
+    elif "ctm" in record:
+        for line in record["ctm"]:
+            print(line)
+        sys.stdout.flush()
     elif nbest is not None and fmt != "text":
         sys.stdout.write(format_nbest(nbest, fmt, name))
         sys.stdout.flush()

@@ -16,6 +16,7 @@ import argparse
 import json
 import math
 import sys
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from arsdecode.cli.options import EXIT_OK
@@ -87,6 +88,10 @@ def add_word_lattice_options(p: argparse.ArgumentParser, *, decode: bool = False
                        help="--nbest's layout: text (rank, ln score, words), srilm (acoustic "
                             "and LM log10 scores, word count, words: lattice-tool's n-best "
                             "files), NBestList1.0 (bytelogs) or kaldi (NAME-k words)")
+        g.add_argument("--ctm", action="store_true",
+                       help="print the best path as CTM lines (utt channel start duration "
+                            "word confidence) from the SLF node times, each word's confidence "
+                            "its arc's exact posterior, as lattice-tool -output-ctm")
         g.add_argument("--unique", action="store_true",
                        help="with --nbest: distinct word sequences, each scored by its best "
                             "path (else distinct paths)")
@@ -314,7 +319,9 @@ def cmd_decode(args: argparse.Namespace) -> int:
         except DecodeInterrupted as stop:
             return print_interrupted(args, stop, oov)
         paths = [r.arcs]
-        if args.json:
+        if args.ctm:
+            print_ctm(lm, wl, r.arcs, lattice_name(args.lattice))
+        elif args.json:
             print_json({**r.to_json(), "oov": oov, "scales": args.lattice_scales})
         else:
             print(" ".join(r.tokens))
@@ -351,6 +358,19 @@ def cmd_decode(args: argparse.Namespace) -> int:
         write_rescored(lm, wl, args.write_lattice, args.lattice_scales["lm_scale"],
                        lattice_name(args.lattice))
     return EXIT_OK
+
+
+def print_ctm(lm: Any, wl: WordLattice, arcs: Sequence[int], name: str) -> None:
+    """--ctm: the path's CTM lines (`lattice.ctm`), confidences from the exact posteriors."""
+    from arsdecode.api import lattice_posteriors
+    from arsdecode.lattice.ctm import ctm_lines
+
+    if wl.node_times is None:  # before the posteriors' work
+        raise OptionError(f"{wl.source}: --ctm needs node times (SLF t= on every node)")
+    post, _ = lattice_posteriors(lm, wl)
+    for line in ctm_lines(wl, arcs, post, name):
+        print(line)
+    sys.stdout.flush()
 
 
 def write_rescored(lm: Any, wl: WordLattice, out: str, lm_scale: float, name: str) -> None:

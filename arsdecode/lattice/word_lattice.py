@@ -55,6 +55,7 @@ class WordLattice:
     source: str = "lattice"
 
     start: int = 0  # always 0 in canonical form
+    node_times: tuple[float, ...] | None = None  # seconds, from SLF t= (CTM output)
 
     @property
     def n_arcs(self) -> int:
@@ -64,7 +65,8 @@ class WordLattice:
     def build(cls, n_nodes: int, start: int, finals: Mapping[int, float],
               arcs: Sequence[RawArc], *, source: str = "lattice",
               node_names: Sequence[str] | None = None,
-              arc_lines: Sequence[int] | None = None) -> WordLattice:
+              arc_lines: Sequence[int] | None = None,
+              node_times: Sequence[float] | None = None) -> WordLattice:
         """Check a lattice as read (node ids 0..n_nodes-1) and bring it to canonical form.
 
         `arc_lines` (one per arc) and `node_names` only make messages point at the file:
@@ -127,6 +129,8 @@ class WordLattice:
             log_weights=np.array([float(arcs[i][3]) for i in kept], dtype=np.float64),
             node_names=tuple(names[v] for v in kept_nodes),
             source=source,
+            node_times=(None if node_times is None
+                        else tuple(float(node_times[v]) for v in kept_nodes)),
         )
 
     @classmethod
