@@ -148,3 +148,27 @@ def test_split_multiwords_scores_the_words_of_every_multiword(random_lms, tmp_pa
     got = json.loads(out)
     assert abs(got["log_p"] - brute.best_log_p) <= 1e-9 * (1 + abs(brute.best_log_p))
     assert split.num_paths() == wl.num_paths()
+
+
+def test_a_kaldi_text_archive_is_one_lattice_per_utterance(lattices, tmp_path, capsys):
+    model, paths = lattices
+    bodies = []
+    for k in range(3):
+        one = tmp_path / f"k{k}.fst.txt"
+        write_word_lattice(read_word_lattice(paths[k]), one)
+        bodies.append((f"utt-{k}", one))
+    ark = tmp_path / "lat.ark.txt"
+    parts = [f"{key}\n{one.read_text().strip()}\n" for key, one in bodies]
+    parts.insert(1, "broken\n0 1 a\n1 x\n")  # a bad state on the archive's line
+    ark.write_text("\n".join(parts) + "\n")
+    bad_line = 1 + parts[0].count("\n") + 1 + 2
+    code, out, err = _cli(capsys, "decode", "--lm", str(model.path), "--in-kaldi-ark",
+                          str(ark), "--json")
+    assert code == 2
+    records = [json.loads(line) for line in out.splitlines()]
+    assert [r["utterance"] for r in records] == ["utt-0", "utt-1", "utt-2"]
+    for (key, one), got in zip(bodies, records, strict=True):
+        want = one_by_one(capsys, model, one)
+        assert got["tokens"] == want["tokens"] and got["log_p"] == want["log_p"]
+    errors = [line for line in err.splitlines() if line.startswith("arsdecode:")]
+    assert len(errors) == 1 and f"lat.ark.txt:{bad_line}:" in errors[0]

@@ -26,6 +26,7 @@ import argparse
 import json
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +35,17 @@ from arsdecode.cli.output import oov_report, print_json, progress_bar, warn_oov
 from arsdecode.errors import ArsDecodeError, OptionError
 
 SINGLE_FILE_OPTIONS = ("write_best", "write_lattice", "trace", "fst", "graphml")
+INPUT_OPTIONS = ("in_lattice_list", "in_lattice_dir", "in_kaldi_ark")
+
+
+@dataclass(frozen=True)
+class LatticeInput:
+    """One lattice of a run: its file, its name (outputs, n-best entries), and for a lattice
+    of a Kaldi archive its text (read as OpenFst text, errors naming the archive's lines)."""
+
+    path: Path
+    name: str
+    text: str | None = None
 
 
 def add_lattice_list_options(g: argparse._ArgumentGroup) -> None:
@@ -43,6 +55,10 @@ def add_lattice_list_options(g: argparse._ArgumentGroup) -> None:
                         "loading the model once")
     g.add_argument("--in-lattice-dir", default=None, metavar="DIR",
                    help="decode every word lattice file in DIR (sorted by name)")
+    g.add_argument("--in-kaldi-ark", default=None, metavar="ARK",
+                   help="decode every lattice of a Kaldi text archive (lattice-copy ... "
+                        "ark,t:-; Lattice or CompactLattice weights, --symbols words.txt), "
+                        "each named by its utterance key")
     g.add_argument("--out-dir", default=None, metavar="DIR",
                    help="with --in-lattice-list/--in-lattice-dir: write each result to "
                         "DIR/NAME.json; a rerun skips the lattices already written")
@@ -53,8 +69,7 @@ def add_lattice_list_options(g: argparse._ArgumentGroup) -> None:
 
 def wants_many(args: argparse.Namespace) -> bool:
     """Whether `decode` was given a list or a directory of lattices."""
-    many = (getattr(args, "in_lattice_list", None) is not None
-            or getattr(args, "in_lattice_dir", None) is not None)
+    many = any(getattr(args, opt, None) is not None for opt in INPUT_OPTIONS)
     for opt in ("out_dir", "out_lattice_dir"):
         if not many and getattr(args, opt, None) is not None:
             raise OptionError(f"--{opt.replace('_', '-')} needs --in-lattice-list or "
@@ -62,16 +77,25 @@ def wants_many(args: argparse.Namespace) -> bool:
     return many
 
 
-def lattice_inputs(args: argparse.Namespace) -> list[Path]:
-    """The lattice paths of --in-lattice-list or --in-lattice-dir, in order."""
-    if args.in_lattice_list is not None and args.in_lattice_dir is not None:
-        raise OptionError("give --in-lattice-list or --in-lattice-dir, not both")
-    if getattr(args, "lattice", None) is not None or getattr(args, "map", None) is not None:
-        raise OptionError("give --lattice (one lattice) or --in-lattice-list/--in-lattice-dir "
-                          "(many), not both")
-    if args.in_lattice_list is not None:
-        from arsdecode.lattice.input_files import read_input_text
+def lattice_inputs(args: argparse.Namespace) -> list[LatticeInput]:
+    """The lattices of --in-lattice-list, --in-lattice-dir or --in-kaldi-ark, in order."""
+    from arsdecode.lattice.input_files import read_input_text
+    from arsdecode.lattice.lattice_files import lattice_name
 
+    given = [opt for opt in INPUT_OPTIONS if getattr(args, opt, None) is not None]
+    if len(given) > 1:
+        raise OptionError(" and ".join(f"--{g.replace('_', '-')}" for g in given)
+                          + ": give one")
+    if getattr(args, "lattice", None) is not None or getattr(args, "map", None) is not None:
+        raise OptionError("give --lattice (one lattice) or --in-lattice-list/--in-lattice-dir/"
+                          "--in-kaldi-ark (many), not both")
+    if args.in_kaldi_ark is not None:
+        from arsdecode.lattice.fst_text import split_kaldi_archive
+
+        ark = args.in_kaldi_ark
+        return [LatticeInput(Path(ark), key, text) for key, text in
+                split_kaldi_archive(read_input_text(ark, "Kaldi archive"), ark)]
+    if args.in_lattice_list is not None:
         text = read_input_text(args.in_lattice_list, "lattice list")
         paths = [Path(line.strip()) for line in text.splitlines()
                  if line.strip() and not line.lstrip().startswith("#")]
@@ -85,7 +109,7 @@ def lattice_inputs(args: argparse.Namespace) -> list[Path]:
         source = str(folder)
     if not paths:
         raise OptionError(f"{source}: no lattices")
-    return paths
+    return [LatticeInput(p, lattice_name(p)) for p in paths]
 
 
 def cmd_decode_many(args: argparse.Namespace) -> int:
@@ -97,16 +121,14 @@ def cmd_decode_many(args: argparse.Namespace) -> int:
         if getattr(args, opt, None):
             raise OptionError(f"--{opt.replace('_', '-')} names one output; with many lattices "
                               "use --out-dir")
-    from arsdecode.lattice.lattice_files import lattice_name
-
     inputs = lattice_inputs(args)
-    names = [lattice_name(p) for p in inputs]
     suffix = output_suffix(args)
-    first: dict[str, Path] = {}
-    for name, path in zip(names, inputs, strict=True):
-        if name in first:
-            raise OptionError(f"{path} and {first[name]} would both write {name}{suffix}")
-        first[name] = path
+    first: dict[str, LatticeInput] = {}
+    for one in inputs:
+        if one.name in first:
+            raise OptionError(f"{one.path} and {first[one.name].path} would both write "
+                              f"{one.name}{suffix}")
+        first[one.name] = one
     out_dir = Path(args.out_dir) if args.out_dir is not None else None
     lattice_dir = Path(args.out_lattice_dir) if args.out_lattice_dir is not None else None
     for folder in (out_dir, lattice_dir):
@@ -127,7 +149,8 @@ def cmd_decode_many(args: argparse.Namespace) -> int:
     start = time.perf_counter()
     bar = progress_bar(len(inputs), "lattice")
     try:
-        for path, name in zip(inputs, names, strict=True):
+        for one in inputs:
+            path, name = one.path, one.name
             bar.update(1)
             out = out_dir / f"{name}{suffix}" if out_dir is not None else None
             rescored = lattice_dir / f"{name}.slf.gz" if lattice_dir is not None else None
@@ -136,7 +159,7 @@ def cmd_decode_many(args: argparse.Namespace) -> int:
                 counts["skipped"] += 1
                 continue
             try:
-                record, nbest = decode_one(args, target_for, path, rescored)
+                record, nbest = decode_one(args, target_for, one, rescored)
             except ArsDecodeError as err:  # one line naming the lattice, and go on
                 where = "" if str(path) in str(err) else f"{path}: "
                 print(f"arsdecode: {where}{err}", file=sys.stderr, flush=True)
@@ -161,7 +184,7 @@ def output_suffix(args: argparse.Namespace) -> str:
     return ".nbest" if args.nbest is not None and fmt != "text" and not args.json else ".json"
 
 
-def decode_one(args: argparse.Namespace, target_for: Any, path: Path,
+def decode_one(args: argparse.Namespace, target_for: Any, source: LatticeInput,
                rescored: Path | None = None) -> tuple[dict[str, Any], list[Any] | None]:
     """One lattice read as `--lattice PATH` would be (its scales included), decoded with the
     target of its LM scale (`target_for(lm_scale)`, built once per scale): its JSON record,
@@ -169,26 +192,30 @@ def decode_one(args: argparse.Namespace, target_for: Any, path: Path,
     rescored lattice goes (--out-lattice-dir)."""
     from arsdecode.api import decode
     from arsdecode.cli.word_lattice import read_lattice_and_scales, write_rescored
-    from arsdecode.lattice.lattice_files import lattice_name
     from arsdecode.lattice.nbest_formats import nbest_entries
     from arsdecode.lattice.vocabulary import map_unknown_words
 
-    one = argparse.Namespace(**{**vars(args), "lattice": str(path)})
+    path, name = source.path, source.name
+    fields: dict[str, Any] = {"lattice": str(path)}
+    if source.text is not None:  # a Kaldi archive's lattice: its text, as OpenFst text
+        fields.update(lattice_text=source.text, format="fst")
+    one = argparse.Namespace(**{**vars(args), **fields})
     wl, scales = read_lattice_and_scales(one)
     target = target_for(scales["lm_scale"])
     if args.map_unk is not None:
         wl = map_unknown_words(wl, target.vocabulary(), args.map_unk, target.source)
     oov = oov_report(wl, target.vocabulary())
-    warn_oov(oov, target.hidden, target.source, lattice=str(path))
-    head = {"lattice": str(path)}
+    warn_oov(oov, target.hidden, target.source,
+             lattice=str(path) if source.text is None else f"{path} ({name})")
+    head = {"lattice": str(path)} | ({"utterance": name} if source.text is not None else {})
     tail = {"oov": oov, "scales": scales}
     if rescored is not None:
-        write_rescored(target.model, wl, str(rescored), scales["lm_scale"], lattice_name(path))
+        write_rescored(target.model, wl, str(rescored), scales["lm_scale"], name)
     if args.nbest is None:
         r = decode(target.model, wl, method=args.method, max_iterations=args.max_iterations)
         record = {**head, **r.to_json(), **tail}
         if getattr(args, "ctm", False):
-            record["ctm"] = ctm_of(target.model, wl, r.arcs, lattice_name(path))
+            record["ctm"] = ctm_of(target.model, wl, r.arcs, name)
         return record, None
     kb = decode(target.model, wl, method=args.method, k=args.nbest, unique=args.unique)
     record = {**head, "words": kb[0].tokens, "tokens": kb[0].tokens, "log_p": kb[0].log_p,
