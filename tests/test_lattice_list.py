@@ -168,6 +168,7 @@ def test_a_kaldi_text_archive_is_one_lattice_per_utterance(lattices, tmp_path, c
     records = [json.loads(line) for line in out.splitlines()]
     assert [r["utterance"] for r in records] == ["utt-0", "utt-1", "utt-2"]
     for (key, one), got in zip(bodies, records, strict=True):
+        assert got["utterance"] == key
         want = one_by_one(capsys, model, one)
         assert got["tokens"] == want["tokens"] and got["log_p"] == want["log_p"]
     errors = [line for line in err.splitlines() if line.startswith("arsdecode:")]

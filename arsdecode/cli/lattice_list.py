@@ -34,7 +34,8 @@ from arsdecode.cli.options import EXIT_BAD_INPUT, EXIT_OK, EXIT_UNCERTIFIED
 from arsdecode.cli.output import oov_report, print_json, progress_bar, warn_oov
 from arsdecode.errors import ArsDecodeError, OptionError
 
-SINGLE_FILE_OPTIONS = ("write_best", "write_lattice", "trace", "fst", "graphml")
+SINGLE_FILE_OPTIONS = ("write_best", "write_lattice", "write_mesh", "trace", "fst",
+                       "graphml")
 INPUT_OPTIONS = ("in_lattice_list", "in_lattice_dir", "in_kaldi_ark")
 
 
@@ -215,7 +216,12 @@ def decode_one(args: argparse.Namespace, target_for: Any, source: LatticeInput,
         r = decode(target.model, wl, method=args.method, max_iterations=args.max_iterations)
         record = {**head, **r.to_json(), **tail}
         if getattr(args, "ctm", False):
-            record["ctm"] = ctm_of(target.model, wl, r.arcs, name)
+            record["ctm"] = ctm_of(target.model, wl, r.arcs, name, args.posterior_scale)
+        if getattr(args, "consensus", False):
+            from arsdecode.cli.word_lattice import word_mesh
+
+            mesh = word_mesh(target.model, wl, r.arcs, args.posterior_scale)
+            record.update(consensus=mesh.consensus(), mesh=mesh.slots)
         return record, None
     kb = decode(target.model, wl, method=args.method, k=args.nbest, unique=args.unique)
     record = {**head, "words": kb[0].tokens, "tokens": kb[0].tokens, "log_p": kb[0].log_p,
@@ -224,15 +230,14 @@ def decode_one(args: argparse.Namespace, target_for: Any, source: LatticeInput,
     return record, nbest_entries(wl, list(kb), scales["lm_scale"])
 
 
-def ctm_of(lm: Any, wl: Any, arcs: Any, name: str) -> list[str]:
+def ctm_of(lm: Any, wl: Any, arcs: Any, name: str, posterior_scale: float) -> list[str]:
     """--ctm: the best path's CTM lines, confidences from the exact arc posteriors."""
-    from arsdecode.api import lattice_posteriors
+    from arsdecode.cli.word_lattice import arc_posteriors
     from arsdecode.lattice.ctm import ctm_lines
 
     if wl.node_times is None:
         raise OptionError(f"{wl.source}: --ctm needs node times (SLF t= on every node)")
-    post, _ = lattice_posteriors(lm, wl)
-    return ctm_lines(wl, arcs, post, name)
+    return ctm_lines(wl, arcs, arc_posteriors(lm, wl, posterior_scale), name)
 
 
 def emit(args: argparse.Namespace, name: str, record: dict[str, Any], nbest: list[Any] | None,
@@ -251,6 +256,8 @@ def emit(args: argparse.Namespace, name: str, record: dict[str, Any], nbest: lis
         return
     if args.json:
         print_json(record)
+    elif "consensus" in record:
+        print(" ".join([name, *record["consensus"]]), flush=True)
     elif "ctm" in record:
         for line in record["ctm"]:
             print(line)

@@ -88,6 +88,17 @@ def add_word_lattice_options(p: argparse.ArgumentParser, *, decode: bool = False
                        help="--nbest's layout: text (rank, ln score, words), srilm (acoustic "
                             "and LM log10 scores, word count, words: lattice-tool's n-best "
                             "files), NBestList1.0 (bytelogs) or kaldi (NAME-k words)")
+        g.add_argument("--consensus", action="store_true",
+                       help="print the consensus hypothesis (per slot of the word mesh, the "
+                            "word of highest exact posterior: minimum expected word error) "
+                            "instead of the best path")
+        g.add_argument("--write-mesh", default=None, metavar="OUT",
+                       help="write the word mesh (confusion network) of exact posteriors in "
+                            "SRILM's format, as lattice-tool -write-mesh")
+        g.add_argument("--posterior-scale", type=float, default=1.0, metavar="S",
+                       help="--consensus, --write-mesh and --ctm confidences: posteriors of "
+                            "the scores divided by S (lattice-tool's -posterior-scale; often "
+                            "the LM scale); default 1, the target's own posteriors")
         g.add_argument("--ctm", action="store_true",
                        help="print the best path as CTM lines (utt channel start duration "
                             "word confidence) from the SLF node times, each word's confidence "
@@ -280,7 +291,8 @@ def load(args: argparse.Namespace) -> tuple[WordLattice, Any, dict]:
     report."""
     from arsdecode.cli.target import load_word_lattice_target
 
-    for out in (getattr(args, "write_best", None), getattr(args, "write_lattice", None)):
+    for out in (getattr(args, "write_best", None), getattr(args, "write_lattice", None),
+                getattr(args, "write_mesh", None)):
         if out:
             check_writable(out)
     wl, scales = read_lattice_and_scales(args)
@@ -319,8 +331,21 @@ def cmd_decode(args: argparse.Namespace) -> int:
         except DecodeInterrupted as stop:
             return print_interrupted(args, stop, oov)
         paths = [r.arcs]
+        if args.consensus or args.write_mesh:
+            mesh = word_mesh(lm, wl, r.arcs, args.posterior_scale)
+            if args.write_mesh:
+                from arsdecode.lattice.lattice_files import write_text_output
+
+                write_text_output(args.write_mesh, mesh.to_srilm(lattice_name(args.lattice)))
+            if args.consensus:
+                if args.json:
+                    print_json({"tokens": mesh.consensus(), "mesh": mesh.slots,
+                                "best": r.to_json(), "scales": args.lattice_scales})
+                else:
+                    print(" ".join(mesh.consensus()))
+                return EXIT_OK
         if args.ctm:
-            print_ctm(lm, wl, r.arcs, lattice_name(args.lattice))
+            print_ctm(lm, wl, r.arcs, lattice_name(args.lattice), args.posterior_scale)
         elif args.json:
             print_json({**r.to_json(), "oov": oov, "scales": args.lattice_scales})
         else:
@@ -360,14 +385,44 @@ def cmd_decode(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def print_ctm(lm: Any, wl: WordLattice, arcs: Sequence[int], name: str) -> None:
-    """--ctm: the path's CTM lines (`lattice.ctm`), confidences from the exact posteriors."""
+def word_mesh(lm: Any, wl: WordLattice, pivot: Sequence[int],
+              posterior_scale: float = 1.0) -> Any:
+    """The word mesh of exact posteriors around the best path (`lattice.mesh`)."""
+    from arsdecode.lattice.mesh import build_mesh
+
+    return build_mesh(wl, arc_posteriors(lm, wl, posterior_scale), pivot)
+
+
+def arc_posteriors(lm: Any, wl: WordLattice, posterior_scale: float = 1.0) -> Any:
+    """Every arc's exact posterior under the target, or, with `posterior_scale` S, under the
+    target's scores divided by S (every path's probability ∝ exp(score / S)): the flattening
+    lattice-tool's `-posterior-scale` applies, usually S = the LM scale, because acoustic
+    scores overstate their confidence. Exact for that distribution."""
+    import dataclasses
+
     from arsdecode.api import lattice_posteriors
+    from arsdecode.model.target_spec import weighted_target
+
+    if posterior_scale != 1.0:
+        if not (math.isfinite(posterior_scale) and posterior_scale > 0):
+            raise OptionError(f"--posterior-scale must be a finite number > 0, got "
+                              f"{posterior_scale!r}")
+        wl = dataclasses.replace(
+            wl, log_weights=wl.log_weights / posterior_scale,
+            finals={f: w / posterior_scale for f, w in wl.finals.items()})
+        lm = weighted_target(lm, lm_weight=1.0 / posterior_scale)
+    post, _ = lattice_posteriors(lm, wl)
+    return post
+
+
+def print_ctm(lm: Any, wl: WordLattice, arcs: Sequence[int], name: str,
+              posterior_scale: float = 1.0) -> None:
+    """--ctm: the path's CTM lines (`lattice.ctm`), confidences from the exact posteriors."""
     from arsdecode.lattice.ctm import ctm_lines
 
     if wl.node_times is None:  # before the posteriors' work
         raise OptionError(f"{wl.source}: --ctm needs node times (SLF t= on every node)")
-    post, _ = lattice_posteriors(lm, wl)
+    post = arc_posteriors(lm, wl, posterior_scale)
     for line in ctm_lines(wl, arcs, post, name):
         print(line)
     sys.stdout.flush()
