@@ -113,3 +113,20 @@ def test_write_mesh_is_srilm_format(random_lms, tmp_path, capsys):
         fields = line.split()
         assert fields[:2] == ["align", str(k)]
         assert sum(float(p) for p in fields[3::2]) == pytest.approx(1.0, abs=1e-9)
+
+
+def test_a_list_writes_every_mesh(random_lms, tmp_path, capsys):
+    model = random_lms[5]
+    folder = tmp_path / "lats"
+    folder.mkdir()
+    for k in range(2):
+        write_word_lattice(cn_lattice(model, random.Random(20 + k)), folder / f"c{k}.slf")
+    code, out, err = _cli(capsys, "decode", "--lm", str(model.path), "--in-lattice-dir",
+                          str(folder), "--out-mesh-dir", str(tmp_path / "m"), "--consensus")
+    assert code == 0, err
+    assert sorted(p.name for p in (tmp_path / "m").iterdir()) == ["c0.mesh", "c1.mesh"]
+    for line in out.splitlines():
+        name, *words = line.split()
+        mesh_words = [ln.split()[2] for ln in (tmp_path / "m" / f"{name}.mesh").read_text()
+                      .splitlines()[3:]]
+        assert words == [w for w in mesh_words if w != DELETE]

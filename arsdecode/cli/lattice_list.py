@@ -63,6 +63,9 @@ def add_lattice_list_options(g: argparse._ArgumentGroup) -> None:
     g.add_argument("--out-dir", default=None, metavar="DIR",
                    help="with --in-lattice-list/--in-lattice-dir: write each result to "
                         "DIR/NAME.json; a rerun skips the lattices already written")
+    g.add_argument("--out-mesh-dir", default=None, metavar="DIR",
+                   help="write each word mesh of exact posteriors to DIR/NAME.mesh (SRILM's "
+                        "format), as lattice-tool's -write-mesh-dir")
     g.add_argument("--out-lattice-dir", default=None, metavar="DIR",
                    help="write each rescored lattice (as decode's --write-lattice) to "
                         "DIR/NAME.slf.gz, as lattice-tool's -out-lattice-dir")
@@ -71,7 +74,7 @@ def add_lattice_list_options(g: argparse._ArgumentGroup) -> None:
 def wants_many(args: argparse.Namespace) -> bool:
     """Whether `decode` was given a list or a directory of lattices."""
     many = any(getattr(args, opt, None) is not None for opt in INPUT_OPTIONS)
-    for opt in ("out_dir", "out_lattice_dir"):
+    for opt in ("out_dir", "out_lattice_dir", "out_mesh_dir"):
         if not many and getattr(args, opt, None) is not None:
             raise OptionError(f"--{opt.replace('_', '-')} needs --in-lattice-list or "
                               "--in-lattice-dir")
@@ -132,7 +135,8 @@ def cmd_decode_many(args: argparse.Namespace) -> int:
         first[one.name] = one
     out_dir = Path(args.out_dir) if args.out_dir is not None else None
     lattice_dir = Path(args.out_lattice_dir) if args.out_lattice_dir is not None else None
-    for folder in (out_dir, lattice_dir):
+    mesh_dir = Path(args.out_mesh_dir) if args.out_mesh_dir is not None else None
+    for folder in (out_dir, lattice_dir, mesh_dir):
         if folder is not None:
             folder.mkdir(parents=True, exist_ok=True)
     models: dict[Any, Any] = {}  # each model file read once, for every lattice
@@ -155,12 +159,13 @@ def cmd_decode_many(args: argparse.Namespace) -> int:
             bar.update(1)
             out = out_dir / f"{name}{suffix}" if out_dir is not None else None
             rescored = lattice_dir / f"{name}.slf.gz" if lattice_dir is not None else None
-            written = [f for f in (out, rescored) if f is not None]
+            mesh_file = mesh_dir / f"{name}.mesh" if mesh_dir is not None else None
+            written = [f for f in (out, rescored, mesh_file) if f is not None]
             if written and all(f.exists() for f in written):
                 counts["skipped"] += 1
                 continue
             try:
-                record, nbest = decode_one(args, target_for, one, rescored)
+                record, nbest = decode_one(args, target_for, one, rescored, mesh_file)
             except ArsDecodeError as err:  # one line naming the lattice, and go on
                 where = "" if str(path) in str(err) else f"{path}: "
                 print(f"arsdecode: {where}{err}", file=sys.stderr, flush=True)
@@ -186,11 +191,12 @@ def output_suffix(args: argparse.Namespace) -> str:
 
 
 def decode_one(args: argparse.Namespace, target_for: Any, source: LatticeInput,
-               rescored: Path | None = None) -> tuple[dict[str, Any], list[Any] | None]:
+               rescored: Path | None = None, mesh_file: Path | None = None
+               ) -> tuple[dict[str, Any], list[Any] | None]:
     """One lattice read as `--lattice PATH` would be (its scales included), decoded with the
     target of its LM scale (`target_for(lm_scale)`, built once per scale): its JSON record,
     and with --nbest its n-best entries (`lattice.nbest_formats`). `rescored`: where its
-    rescored lattice goes (--out-lattice-dir)."""
+    rescored lattice goes (--out-lattice-dir), `mesh_file` its word mesh (--out-mesh-dir)."""
     from arsdecode.api import decode
     from arsdecode.cli.word_lattice import read_lattice_and_scales, write_rescored
     from arsdecode.lattice.nbest_formats import nbest_entries
@@ -217,11 +223,15 @@ def decode_one(args: argparse.Namespace, target_for: Any, source: LatticeInput,
         record = {**head, **r.to_json(), **tail}
         if getattr(args, "ctm", False):
             record["ctm"] = ctm_of(target.model, wl, r.arcs, name, args.posterior_scale)
-        if getattr(args, "consensus", False):
+        if getattr(args, "consensus", False) or mesh_file is not None:
             from arsdecode.cli.word_lattice import word_mesh
+            from arsdecode.lattice.lattice_files import write_text_output
 
             mesh = word_mesh(target.model, wl, r.arcs, args.posterior_scale)
-            record.update(consensus=mesh.consensus(), mesh=mesh.slots)
+            if mesh_file is not None:
+                write_text_output(mesh_file, mesh.to_srilm(name))
+            if args.consensus:
+                record.update(consensus=mesh.consensus(), mesh=mesh.slots)
         return record, None
     kb = decode(target.model, wl, method=args.method, k=args.nbest, unique=args.unique)
     record = {**head, "words": kb[0].tokens, "tokens": kb[0].tokens, "log_p": kb[0].log_p,
