@@ -217,7 +217,8 @@ def decode_one(args: argparse.Namespace, target_for: Any, source: LatticeInput,
     head = {"lattice": str(path)} | ({"utterance": name} if source.text is not None else {})
     tail = {"oov": oov, "scales": scales}
     if rescored is not None:
-        write_rescored(target.model, wl, str(rescored), scales["lm_scale"], name)
+        write_rescored(target.model, wl, str(rescored), scales["lm_scale"], name,
+                       args.htk_quotes)
     if args.nbest is None:
         r = decode(target.model, wl, method=args.method, max_iterations=args.max_iterations)
         record = {**head, **r.to_json(), **tail}

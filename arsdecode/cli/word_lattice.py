@@ -60,6 +60,10 @@ def add_word_lattice_options(p: argparse.ArgumentParser, *, decode: bool = False
                    help="SLF: keep the file's own l= LM scores (times its lmscale=); PFSG: "
                         "keep its transition costs; beside the new LM's (default: dropped, "
                         "as when rescoring)")
+    g.add_argument("--htk-quotes", action=argparse.BooleanOptionalAction, default=True,
+                   help="SLF words with HTK's quoting and backslash escapes, read and written "
+                        "(the HTK book's rule; lattice-tool -htk-quotes); --no-htk-quotes: "
+                        "every word as it is, as lattice-tool reads and writes by default")
     g.add_argument("--symbols", default=None, metavar="FILE",
                    help="OpenFst text: the symbol table of the labels ('symbol id' lines)")
     g.add_argument("--sentence-markers", default=None, metavar="START,END",
@@ -204,7 +208,7 @@ def read_lattice_and_scales(args: argparse.Namespace) -> tuple[WordLattice, dict
     header: dict[str, str] = {}
     if fmt == "slf":  # read here, not by read_word_lattice: its header holds the scales
         slf = read_slf(args.lattice, scales=scales, keep_lm_score=args.keep_lattice_lm,
-                       text=text)
+                       text=text, htk_quotes=getattr(args, "htk_quotes", True))
         wl, header = apply_conventions(slf.lattice, epsilon_words(args)), dict(slf.header)
         used = slf.scales
     else:
@@ -378,10 +382,11 @@ def cmd_decode(args: argparse.Namespace) -> int:
             entries = nbest_entries(wl, list(kb), args.lattice_scales["lm_scale"])
             sys.stdout.write(format_nbest(entries, args.nbest_format, lattice_name(args.lattice)))
     if args.write_best:
-        write_word_lattice(paths_lattice(wl, paths), args.write_best)
+        write_word_lattice(paths_lattice(wl, paths), args.write_best,
+                           htk_quotes=args.htk_quotes)
     if args.write_lattice:
         write_rescored(lm, wl, args.write_lattice, args.lattice_scales["lm_scale"],
-                       lattice_name(args.lattice))
+                       lattice_name(args.lattice), args.htk_quotes)
     return EXIT_OK
 
 
@@ -428,7 +433,8 @@ def print_ctm(lm: Any, wl: WordLattice, arcs: Sequence[int], name: str,
     sys.stdout.flush()
 
 
-def write_rescored(lm: Any, wl: WordLattice, out: str, lm_scale: float, name: str) -> None:
+def write_rescored(lm: Any, wl: WordLattice, out: str, lm_scale: float, name: str,
+                   htk_quotes: bool = True) -> None:
     """--write-lattice of `decode`: the rescored lattice (`methods.rescore`), written whole
     or not at all, compressed by its suffix."""
     import io
@@ -437,7 +443,8 @@ def write_rescored(lm: Any, wl: WordLattice, out: str, lm_scale: float, name: st
     from arsdecode.methods.rescore import rescored_lattice, write_rescored_slf
 
     text = io.StringIO()
-    write_rescored_slf(rescored_lattice(lm, wl, lm_scale=lm_scale), text, utterance=name)
+    write_rescored_slf(rescored_lattice(lm, wl, lm_scale=lm_scale), text, utterance=name,
+                       htk_quotes=htk_quotes)
     write_text_output(out, text.getvalue())
 
 
@@ -489,7 +496,8 @@ def cmd_marginals(args: argparse.Namespace) -> int:
             for s, d, w, q in zip(wl.src.tolist(), wl.dst.tolist(), wl.words, post.tolist(),
                                   strict=True)]
     if args.write_lattice:
-        write_word_lattice(wl, args.write_lattice, format="slf", posteriors=post.tolist())
+        write_word_lattice(wl, args.write_lattice, format="slf", posteriors=post.tolist(),
+                           htk_quotes=args.htk_quotes)
     if args.json:
         print_json({"log_Z": log_z, "exact": True, "arcs": arcs,
                     "scales": args.lattice_scales})

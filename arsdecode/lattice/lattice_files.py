@@ -141,29 +141,33 @@ def read_word_lattice(path: str | Path, *, format: str | None = None,
                       symbols: str | Path | Mapping[str, int] | None = None,
                       acoustic_scale: float = 1.0, acceptor: bool | None = None,
                       labels: LabelMode = "auto", text: str | None = None,
-                      epsilon_words: Collection[str] | None = None) -> WordLattice:
+                      epsilon_words: Collection[str] | None = None,
+                      htk_quotes: bool = True) -> WordLattice:
     """Read a word lattice in any format ('-' for stdin, needing `format`; gzip if *.gz).
 
     `epsilon_words`: arc words the LM never scores, made epsilon (default: lattice-tool's
     conventions, `vocabulary.lm_transparent_words()`: HTK's `!SENT_START`/`!SENT_END` and the
-    pause `-pau-`; pass () to keep every word).
+    pause `-pau-`; pass () to keep every word). `htk_quotes` (SLF): HTK's quoting and
+    escapes, or (False) every word literally, as lattice-tool without -htk-quotes.
 
     `scales` and `keep_lm_score` apply to SLF (`slf` module); `symbols`, `acoustic_scale`,
     `acceptor` and `labels` to OpenFst text (`fst_text` module). `text` is the input's
     content when the caller has read it already (stdin, read once to `sniff_format`). Errors
     are one line naming the file (and the line, where there is one)."""
     wl = _read(path, format_of(path, format), scales, keep_lm_score, symbols, acoustic_scale,
-               acceptor, labels, text)
+               acceptor, labels, text, htk_quotes)
     return apply_conventions(wl, lm_transparent_words() if epsilon_words is None
                              else epsilon_words)
 
 
 def _read(path: str | Path, fmt: str, scales: SlfScales | None, keep_lm_score: bool,
           symbols: str | Path | Mapping[str, int] | None, acoustic_scale: float,
-          acceptor: bool | None, labels: LabelMode, text: str | None) -> WordLattice:
+          acceptor: bool | None, labels: LabelMode, text: str | None,
+          htk_quotes: bool = True) -> WordLattice:
     """`read_word_lattice` before the vocabulary conventions: the format's own reader."""
     if fmt == "slf":
-        return read_slf(path, scales=scales, keep_lm_score=keep_lm_score, text=text).lattice
+        return read_slf(path, scales=scales, keep_lm_score=keep_lm_score, text=text,
+                        htk_quotes=htk_quotes).lattice
     if fmt == "pfsg":
         return read_pfsg(path, keep_lm_score=keep_lm_score, text=text)
     if fmt == "fst":
@@ -192,7 +196,7 @@ def _refuse_binary_fst(path: str | Path) -> None:
 def write_word_lattice(wl: WordLattice, path: str | Path, *, format: str | None = None,
                        posteriors: Sequence[float] | None = None, base: float = math.e,
                        symbols: Mapping[str, int] | None = None,
-                       acceptor: bool = False) -> None:
+                       acceptor: bool = False, htk_quotes: bool = True) -> None:
     """Write `wl` to `path` ('-' for stdout, needing `format`) in a format named or chosen by
     suffix; the file appears complete or not at all, compressed by its suffix.
 
@@ -205,7 +209,7 @@ def write_word_lattice(wl: WordLattice, path: str | Path, *, format: str | None 
 
     def write(out: TextIO) -> None:
         if fmt == "slf":
-            write_slf(wl, out, posteriors=posteriors, base=base)
+            write_slf(wl, out, posteriors=posteriors, base=base, htk_quotes=htk_quotes)
         elif fmt == "fst":
             write_fst_text(wl, out, symbols=symbols, acceptor=acceptor)
         elif fmt == "pfsg":

@@ -150,16 +150,19 @@ def _node_times(ids: list[int], nodes: dict[int, dict[str, str]],
 
 
 def read_slf(path: str | Path, *, scales: SlfScales | None = None,
-             keep_lm_score: bool = False, text: str | None = None) -> SlfLattice:
+             keep_lm_score: bool = False, text: str | None = None,
+             htk_quotes: bool = True) -> SlfLattice:
     """Read an SLF file ('-' for stdin, gzip if named *.gz; `text`: its content, when the
-    caller has read it already); errors name the file and line."""
+    caller has read it already); errors name the file and line. `htk_quotes=False` reads
+    every value literally (`slf_fields.split_fields`)."""
     if text is None:
         text = read_input_text(path, "lattice")
-    return parse_slf(text, source=input_name(path), scales=scales, keep_lm_score=keep_lm_score)
+    return parse_slf(text, source=input_name(path), scales=scales, keep_lm_score=keep_lm_score,
+                     htk_quotes=htk_quotes)
 
 
 def parse_slf(text: str, *, source: str = "lattice", scales: SlfScales | None = None,
-              keep_lm_score: bool = False) -> SlfLattice:
+              keep_lm_score: bool = False, htk_quotes: bool = True) -> SlfLattice:
     """Parse SLF text (module docstring) into a checked, canonical WordLattice."""
     header: dict[str, str] = {}
     header_lines: dict[str, int] = {}
@@ -174,7 +177,7 @@ def parse_slf(text: str, *, source: str = "lattice", scales: SlfScales | None = 
         where = f"{source}:{lineno}"
         if stripped == ".":
             raise LatticeError(f"{where}: sub-lattices are not supported (a '.' line ends one)")
-        fields = split_fields(stripped, where)
+        fields = split_fields(stripped, where, htk_quotes)
         first = fields[0][0]
         if first == "I":
             node = node_fields(fields, where)

@@ -21,10 +21,12 @@ from arsdecode.lattice.word_lattice import RawArc, WordLattice
 
 
 def write_slf(wl: WordLattice, out: TextIO, *, posteriors: Sequence[float] | None = None,
-              base: float = math.e, utterance: str | None = None) -> None:
+              base: float = math.e, utterance: str | None = None,
+              htk_quotes: bool = True) -> None:
     """Write `wl` as SLF (module docstring, "Writing"): words on links, `a=` the arc's ln
     weight in log `base` (e or 10), `p=` each arc's posterior probability when given (one
-    per arc of `wl`, linear, as lattice-tool writes them)."""
+    per arc of `wl`, linear, as lattice-tool writes them). `htk_quotes=False` writes words
+    as they are, for lattice-tool without -htk-quotes (`slf_fields.quoted`)."""
     if base <= 0 or base == 1:
         raise LatticeError(f"{wl.source}: cannot write SLF with log base {base}")
     if posteriors is not None and len(posteriors) != wl.n_arcs:
@@ -62,7 +64,7 @@ def write_slf(wl: WordLattice, out: TextIO, *, posteriors: Sequence[float] | Non
     for i in range(n_nodes):
         out.write(f"I={i}\n")
     for j, (s, d, word, w, p) in enumerate(rows):
-        label = NULL_WORD if word is None else quoted(word)
+        label = NULL_WORD if word is None else quoted(word, htk_quotes)
         line = f"J={j} S={s} E={d} W={label} a={w * scale!r}"
         if p is not None:
             line += f" p={p!r}"
@@ -72,7 +74,8 @@ def write_slf(wl: WordLattice, out: TextIO, *, posteriors: Sequence[float] | Non
 def write_scored_links(out: TextIO, n_nodes: int, links: Sequence[tuple[int, int, str | None]],
                        acoustic: Sequence[float], lm: Sequence[float],
                        posteriors: Sequence[float] | None, *, lmscale: float,
-                       base: float = math.e, utterance: str | None = None) -> None:
+                       base: float = math.e, utterance: str | None = None,
+                       htk_quotes: bool = True) -> None:
     """Write a lattice whose links carry `a=` (all but the LM) and `l=` (the LM's score,
     unscaled) apart, with `lmscale=` and `acscale=1.0` in the header, so that an SLF decoder
     scores each link `a + lmscale * l`: a rescored lattice (`methods.rescore`). Node 0 is the
@@ -91,7 +94,7 @@ def write_scored_links(out: TextIO, n_nodes: int, links: Sequence[tuple[int, int
     for i in range(n_nodes):
         out.write(f"I={i}\n")
     for j, (s, d, word) in enumerate(links):
-        label = NULL_WORD if word is None else quoted(word)
+        label = NULL_WORD if word is None else quoted(word, htk_quotes)
         line = (f"J={j} S={s} E={d} W={label} a={float(acoustic[j]) * scale!r} "
                 f"l={float(lm[j]) * scale!r}")
         if posteriors is not None:
