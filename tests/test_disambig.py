@@ -197,6 +197,20 @@ def test_cli_equals_brute_force(random_lms, tmp_path, capsys, logmap):
             assert tuple(line.split()) in brute.near_best(1e-9), (model, map_text, sentence)
 
 
+def _disambig_nbest(out: str) -> list[list[tuple[float, list[str]]]]:
+    """disambig's --nbest lines split per sentence (each starts at NBEST_0) as
+    (log10 score, hidden words without <s> and </s>)."""
+    blocks: list[list[tuple[float, list[str]]]] = []
+    for line in out.splitlines():
+        tag, score, *words = line.split()
+        assert tag.startswith("NBEST_"), line
+        if tag == "NBEST_0":
+            blocks.append([])
+        assert int(tag[6:]) == len(blocks[-1])
+        blocks[-1].append((float(score), [w for w in words if w not in ("<s>", "</s>")]))
+    return blocks
+
+
 def test_cli_nbest_format_equals_brute_force(random_lms, tmp_path, capsys):
     rng = random.Random(3)
     for model in random_lms:
@@ -204,22 +218,43 @@ def test_cli_nbest_format_equals_brute_force(random_lms, tmp_path, capsys):
         (tmp_path / "map").write_text(map_text)
         (tmp_path / "obs").write_text("\n".join(" ".join(s) for s in text) + "\n")
         k = 4
-        code, out, _ = _run(capsys, "--text", str(tmp_path / "obs"), "--map",
-                            str(tmp_path / "map"), "--lm", str(model.path), "--nbest", str(k))
+        base = ["--text", str(tmp_path / "obs"), "--map", str(tmp_path / "map"), "--lm",
+                str(model.path), "--nbest", str(k)]
+        code, out, _ = _run(capsys, *base, "--nbest-format", "NBestList1.0")
         assert code == 0
         blocks = out.split("NBestList1.0\n")
         assert blocks[0] == "" and len(blocks) == len(text) + 1
-        for sentence, block in zip(text, blocks[1:], strict=True):
+        code, lines, _ = _run(capsys, *base)  # disambig's own layout: NBEST_k lines
+        assert code == 0
+        ours = _disambig_nbest(lines)
+        assert len(ours) == len(text)
+        for sentence, block, hyps_log10 in zip(text, blocks[1:], ours, strict=True):
             brute = brute_model(model.lm, _reference_lattice(ref, sentence))
             ranked = sorted(brute.log_p, reverse=True)
             hyps = block.splitlines()
-            assert len(hyps) == min(k, len(brute.paths))
-            for rank, hyp in enumerate(hyps):
-                score, _, words = hyp.partition(" ")
+            assert len(hyps) == len(hyps_log10) == min(k, len(brute.paths))
+            for rank, (hyp, (log10_score, words)) in enumerate(zip(hyps, hyps_log10,
+                                                                   strict=True)):
+                score, _, listed = hyp.partition(" ")
                 assert score.startswith("(") and score.endswith(")")
-                lp = brute.score(words.split())
+                lp = brute.score(listed.split())
                 assert lp == pytest.approx(ranked[rank], abs=1e-9)
                 assert int(score[1:-1]) == int(np.rint(lp * BYTELOG_PER_LN))
+                assert brute.score(words) == pytest.approx(ranked[rank], abs=1e-9)
+                assert log10_score == pytest.approx(ranked[rank] / math.log(10), abs=1e-9)
+
+
+def test_cli_nbest_lines_carry_the_sentence_markers_as_disambig(tmp_path, capsys):
+    (tmp_path / "map").write_text("A the 0.9 a 0.1\nB state\n")
+    (tmp_path / "obs").write_text("a b\n")
+    base = ["--text", str(tmp_path / "obs"), "--map", str(tmp_path / "map"), "--tolower"]
+    code, out, _ = _run(capsys, *base, "--nbest", "2")
+    assert code == 0
+    lines = out.splitlines()
+    assert [ln.split()[0] for ln in lines] == ["NBEST_0", "NBEST_1"]
+    assert lines[0].split()[2:] == ["<s>", "the", "state", "</s>"]
+    code, out, _ = _run(capsys, *base, "--nbest", "1", "--no-eos")
+    assert code == 0 and out.split() == ["<s>", "the", "state"]  # K = 1: no NBEST_ prefix
 
 
 def test_cli_lmw_scales_the_map_against_the_lm(random_lms, tmp_path, capsys):
@@ -234,7 +269,7 @@ def test_cli_lmw_scales_the_map_against_the_lm(random_lms, tmp_path, capsys):
                 str(model.path), "--lmw", str(lmw), "--mapw", str(mapw)]
         code, out, _ = _run(capsys, *base)
         assert code == 0
-        code, nbest, _ = _run(capsys, *base, "--nbest", "2")
+        code, nbest, _ = _run(capsys, *base, "--nbest", "2", "--nbest-format", "NBestList1.0")
         assert code == 0
         for sentence, line, block in zip(text, out.splitlines(),
                                          nbest.split("NBestList1.0\n")[1:], strict=True):
@@ -517,6 +552,7 @@ def test_posteriors_and_totals_equal_brute_force(random_lms, tmp_path, capsys, l
                 fields = cells.split()
                 got = {fields[j]: float(fields[j + 1]) for j in range(0, len(fields), 2)}
                 assert set(got) == set(lattice.tokens[i])
+                assert fields[0::2] == list(lattice.tokens[i])  # the map's order, as disambig
                 for j, tok in enumerate(lattice.tokens[i]):
                     p = 10.0 ** got[tok] if logmap else got[tok]
                     assert p == pytest.approx(want[i][j], abs=1e-9), (model, sentence, tok)
@@ -556,7 +592,7 @@ def test_no_eos_no_bos_best_path_and_nbest_equal_brute_force(random_lms, tmp_pat
                 str(model.path), "-lmw", "0.8", *flags]
         code, out, _ = _run(capsys, *base)
         assert code == 0
-        code, nbest, _ = _run(capsys, *base, "-nbest", "3")
+        code, nbest, _ = _run(capsys, *base, "-nbest", "3", "--nbest-format", "NBestList1.0")
         assert code == 0
         for sentence, line, block in zip(text, out.splitlines(),
                                          nbest.split("NBestList1.0\n")[1:], strict=True):

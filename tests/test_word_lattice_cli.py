@@ -85,7 +85,7 @@ def test_marginals_and_sample_on_a_word_lattice(problem, tmp_path, capsys):
 
 
 @pytest.mark.parametrize("argv, fragment", [
-    (["--keep-lattice-lm"], "SLF lattices only"),
+    (["--keep-lattice-lm"], "SLF and PFSG lattices only"),
     (["--unique"], "--unique needs --nbest"),
 ])
 def test_option_errors_are_one_line(problem, tmp_path, capsys, argv, fragment):

@@ -3,7 +3,8 @@
 Why a command of its own: users of SRILM's `disambig` hold a map of p(observed | hidden) and a
 text of observed tokens; this reads exactly those (arsdecode.lattice.disambig_map) and prints
 what `disambig` prints: the hidden words, one sentence per line (`decode_many`, method auto),
-or with --nbest an `NBestList1.0` list per sentence, or with --posteriors / --totals / --fb
+or with --nbest K disambig's `NBEST_k <log10 score> <s> w1 ... </s>` lines (an `NBestList1.0`
+list per sentence with --nbest-format NBestList1.0), or with --posteriors / --totals / --fb
 the forward-backward results (exact posteriors and ln Z where the merged states fit a budget,
 else sampled estimates, with a warning). The LM is scored as disambig scores it
 (`arsdecode.api.weighted`: --lmw, --no-eos, --no-bos) and truncated to --order
@@ -47,6 +48,8 @@ if TYPE_CHECKING:
 BYTELOG_PER_LN = 10000.5 / 1024.0
 """NBestList1.0 scores are bytelogs: round(ln p * 10000.5 / 1024), as SRILM's LogPtoBytelog."""
 
+NBEST_FORMATS = ("disambig", "NBestList1.0")
+
 CHUNK = 1000
 """Sentences per `decode_many` call: model queries are batched within a chunk, and output
 streams chunk by chunk."""
@@ -88,8 +91,13 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="the first word is scored without <s> before it, from the empty "
                         "context (SRILM ngram's -no-sos)")
     p.add_argument("--nbest", "-nbest", type=positive_int, default=None, metavar="K",
-                   help="print the K best hidden sentences per line as an NBestList1.0 list: "
-                        "'(bytelog) w1 w2 ...', bytelog = round(ln p * 10000.5 / 1024)")
+                   help="print the K best hidden sentences of each line as disambig does: "
+                        "'NBEST_k <log10 score> <s> w1 ... </s>' (no NBEST_k prefix when "
+                        "K = 1)")
+    p.add_argument("--nbest-format", choices=NBEST_FORMATS, default="disambig",
+                   help="--nbest's layout: disambig's lines (default), or an NBestList1.0 "
+                        "list per sentence, '(bytelog) w1 w2 ...', bytelog = "
+                        "round(ln p * 10000.5 / 1024)")
     p.add_argument("--fb", "-fb", action="store_true",
                    help="forward-backward decoding: print, per position, the hidden word of "
                         "highest posterior probability (instead of the best sentence)")
@@ -206,20 +214,38 @@ def _print_best(args: argparse.Namespace, target: Any, lattices: list[Lattice | 
 
 
 def _print_nbest(args: argparse.Namespace, target: Any, lattices: list[Lattice | None]) -> int:
-    """An NBestList1.0 list per sentence; scores are bytelogs of the exact weighted ln p."""
+    """The K best hidden sentences of each line, in disambig's layout (`NBEST_k` lines with
+    log10 scores and the sentence markers the score counts) or as an NBestList1.0 list
+    (bytelog scores); every score is the exact weighted ln p."""
     from arsdecode.api import decode_kbest
 
     uncertified = 0
     for maybe in lattices:
-        print("NBestList1.0")
+        if args.nbest_format == "NBestList1.0":
+            print("NBestList1.0")
         if maybe is None:
+            if args.nbest_format == "disambig":  # disambig scores the empty sentence
+                _print_disambig_hyp(args, 0, _empty_sentence_log_p(target), [])
             continue
         kb = decode_kbest(target, maybe, min(args.nbest, maybe.num_paths()),
                           max_iterations=args.max_iterations)
         uncertified = max(uncertified, 0 if kb.certified else kb.iterations)
-        for path in kb.paths:
-            print(f"({bytelog(path.log_p)}) {' '.join(path.tokens)}")
+        for n, path in enumerate(kb.paths):
+            if args.nbest_format == "disambig":
+                _print_disambig_hyp(args, n, path.log_p, path.tokens)
+            else:
+                print(f"({bytelog(path.log_p)}) {' '.join(path.tokens)}")
+        sys.stdout.flush()
     return _status(uncertified, args)
+
+
+def _print_disambig_hyp(args: argparse.Namespace, n: int, log_p: float,
+                        tokens: Sequence[str]) -> None:
+    """One hypothesis as `disambig -nbest K` prints it: `NBEST_n <log10 score> ` (only when
+    K > 1), then the hidden sentence with the `<s>` and `</s>` its score includes."""
+    words = ([] if args.no_bos else [BOS]) + list(tokens) + ([] if args.no_eos else [EOS])
+    prefix = f"NBEST_{n} {_number(log_p / LN10)} " if args.nbest > 1 else ""
+    print(prefix + " ".join(words))
 
 
 def _print_forward_backward(args: argparse.Namespace, target: Any,
@@ -246,7 +272,7 @@ def _print_forward_backward(args: argparse.Namespace, target: Any,
             lines = []
             if sentence_start:
                 lines.append(f"{BOS}\t {BOS} {_number(0.0 if args.logmap else 1.0)}")
-            for tok, pos in zip(observed, marginals, strict=True):
+            for tok, pos in zip(observed, _in_map_order(marginals, lat), strict=True):
                 cells = "".join(f" {m.token} {_probability(m.p, args.logmap)}" for m in pos)
                 lines.append(f"{tok.lower() if tolower else tok}\t{cells}")
             if sentence_end:
@@ -262,6 +288,18 @@ def _print_forward_backward(args: argparse.Namespace, target: Any,
              f"forward-backward: their posteriors and totals are estimates from "
              f"{args.samples} exact samples (seed {args.seed}), not exact values")
     return EXIT_OK
+
+
+def _in_map_order(marginals: list, lattice: Lattice | None) -> list:
+    """Each position's marginals in the order of its map line (the lattice's candidates), as
+    disambig prints them, not by decreasing posterior."""
+    if lattice is None:
+        return marginals
+    out = []
+    for pos, tokens in zip(marginals, lattice.tokens, strict=True):
+        rank = {t: i for i, t in enumerate(tokens)}
+        out.append(sorted(pos, key=lambda m: rank[m.token]))
+    return out
 
 
 def _probability(p: float, log10: bool) -> str:

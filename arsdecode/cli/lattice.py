@@ -11,7 +11,7 @@ import argparse
 import sys
 from typing import TYPE_CHECKING
 
-from arsdecode.cli import word_lattice
+from arsdecode.cli import lattice_list, word_lattice
 from arsdecode.cli.interrupted import (
     add_trace_option,
     iteration_trace,
@@ -69,6 +69,7 @@ def add_decode_parser(sub: argparse._SubParsersAction) -> None:
                        epilog=EPILOG)
     add_model_options(d, "ARPA, MAX-ARPA or maxarpa binary model (log10)")
     add_lm_weight_option(d, "--lm-scale")
+    d.set_defaults(lmw=None)  # None: a word lattice's SLF lmscale=, else 1
     add_mix_options(d)
     add_features_option(d)
     d.add_argument("--lattice", default=None,
@@ -91,6 +92,8 @@ def add_decode_parser(sub: argparse._SubParsersAction) -> None:
     add_engine_options(d)
     add_method_option(d, needs_ars="--fst, --graphml and --trace")
     add_word_lattice_options(d, decode=True)
+    lattice_list.add_lattice_list_options(
+        d.add_argument_group("many word lattices in one process (lattice-tool's lists)"))
     d.set_defaults(handler=cmd_decode)
 
 
@@ -132,6 +135,7 @@ def add_sample_parser(sub: argparse._SubParsersAction) -> None:
                        epilog=EPILOG)
     add_model_options(s, "ARPA, MAX-ARPA or maxarpa binary model (log10)")
     add_lm_weight_option(s, "--lm-scale")
+    s.set_defaults(lmw=None)  # None: a word lattice's SLF lmscale=, else 1
     add_mix_options(s)
     add_features_option(s)
     s.add_argument("--lattice", default=None,
@@ -196,6 +200,8 @@ def cmd_decode(args: argparse.Namespace) -> int:
     from arsdecode.methods.ars import DecodeInterrupted
 
     target_spec(args)  # refuses flags that do not combine, before any file is read
+    if lattice_list.wants_many(args):
+        return lattice_list.cmd_decode_many(args)
     if is_word_lattice(args):
         return word_lattice.cmd_decode(args)
     outputs = [p for p in (args.fst, args.graphml) if p]

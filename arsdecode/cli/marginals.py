@@ -46,6 +46,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     )
     add_model_options(p, "ARPA, MAX-ARPA or maxarpa binary model")
     add_lm_weight_option(p, "--lm-scale")
+    p.set_defaults(lmw=None)  # None: a word lattice's SLF lmscale=, else 1
     add_mix_options(p)
     add_features_option(p)
     p.add_argument("--lattice", required=True,

@@ -144,10 +144,12 @@ def oov_report(lattice: Lattice | WordLattice, vocabulary: Container[str]) -> di
     return {"count": count, "tokens": list(seen)}
 
 
-def warn_oov(oov: dict[str, Any], lm: Any = None, model_path: str = "") -> None:
+def warn_oov(oov: dict[str, Any], lm: Any = None, model_path: str = "",
+             lattice: str = "") -> None:
     """Warn that out-of-vocabulary candidates are scored as <unk>; or, when the model `lm`
     has no <unk> to score them with, raise one ModelError instead (not a warning saying they
-    are scored as <unk> followed by an error saying they cannot be)."""
+    are scored as <unk> followed by an error saying they cannot be). `lattice` names the
+    lattice in the warning (a run over many lattices)."""
     if not oov["count"]:
         return
     shown = ", ".join(repr(t) for t in oov["tokens"][:10])
@@ -156,8 +158,9 @@ def warn_oov(oov: dict[str, Any], lm: Any = None, model_path: str = "") -> None:
         raise ModelError(f"{model_path}: the model has no <unk>, so it cannot score the "
                          f"{oov['count']} lattice candidate(s) outside its vocabulary: "
                          f"{shown}{more}")
-    warn(f"{oov['count']} lattice candidate(s) are not in the model's vocabulary and are "
-         f"scored as <unk>: {shown}{more}")
+    where = f"{lattice}: " if lattice else ""
+    warn(f"{where}{oov['count']} lattice candidate(s) are not in the model's vocabulary and "
+         f"are scored as <unk>: {shown}{more}")
 
 
 def check_writable(path: str | os.PathLike[str]) -> Path:

@@ -14,6 +14,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
+import sys
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from arsdecode.cli.options import EXIT_OK
@@ -39,27 +42,84 @@ def add_word_lattice_options(p: argparse.ArgumentParser, *, decode: bool = False
                              posteriors: bool = False) -> None:
     """The options of a command that reads word lattices (`decode` adds k-best and
     best-path output, `posteriors` the lattice written with its arc posteriors)."""
-    g = p.add_argument_group("word lattices (HTK SLF, OpenFst text, JSON DAG)")
-    g.add_argument("--format", choices=("slf", "fst", "json"), default=None,
-                   help="the --lattice file's format (default: from its suffix)")
+    g = p.add_argument_group("word lattices (HTK SLF, OpenFst text, JSON DAG, SRILM PFSG)")
+    g.add_argument("--format", choices=("slf", "fst", "json", "pfsg"), default=None,
+                   help="the --lattice file's format (default: from its suffix, else from "
+                        "its first lines)")
     g.add_argument("--acoustic-scale", type=float, default=None, metavar="S",
                    help="SLF: multiplies a= (default: the file's acscale=, else 1); OpenFst "
                         "text with Kaldi 'graph,acoustic' weights: cost = graph + S x acoustic")
     g.add_argument("--word-penalty", type=float, default=None, metavar="P",
                    help="ln weight added per word arc (SLF: replaces the file's wdpenalty=)")
+    g.add_argument("--htk-wdpenalty", type=float, default=None, metavar="P",
+                   help="the word penalty in log10, lattice-tool's -htk-wdpenalty unit")
+    g.add_argument("--htk-lmscale", type=float, default=None, metavar="S",
+                   help="the LM scale, as --lm-scale (lattice-tool's -htk-lmscale); "
+                        "default for both: the SLF file's lmscale=, else 1")
     g.add_argument("--keep-lattice-lm", action="store_true",
-                   help="SLF: keep the file's own l= LM scores (times its lmscale=) beside the "
-                        "new LM's (default: dropped, as when rescoring)")
+                   help="SLF: keep the file's own l= LM scores (times its lmscale=); PFSG: "
+                        "keep its transition costs; beside the new LM's (default: dropped, "
+                        "as when rescoring)")
+    g.add_argument("--htk-quotes", action=argparse.BooleanOptionalAction, default=True,
+                   help="SLF words with HTK's quoting and backslash escapes, read and written "
+                        "(the HTK book's rule; lattice-tool -htk-quotes); --no-htk-quotes: "
+                        "every word as it is, as lattice-tool reads and writes by default")
     g.add_argument("--symbols", default=None, metavar="FILE",
                    help="OpenFst text: the symbol table of the labels ('symbol id' lines)")
+    g.add_argument("--sentence-markers", default=None, metavar="START,END",
+                   help="the lattices' sentence markers, read as <s> and </s> (default: "
+                        "HTK's !SENT_START,!SENT_END)")
+    g.add_argument("--keep-pause", action="store_true",
+                   help="score pauses and fillers as words (default: skipped, as lattice-tool "
+                        "skips -pau-)")
+    g.add_argument("--pause-vocab", default=None, metavar="FILE",
+                   help="the pause and filler words, one per line (default: -pau- <sil> "
+                        "[SPEECH] [NOISE] !NULL)")
+    g.add_argument("--noise-vocab", default=None, metavar="FILE",
+                   help="more words the LM skips, one per line (lattice-tool's -noise-vocab)")
+    g.add_argument("--ignore-vocab", default=None, metavar="FILE",
+                   help="more words the LM skips, one per line (lattice-tool's -ignore-vocab)")
+    g.add_argument("--split-multiwords", action="store_true",
+                   help="split multiwords joined by _ (i_think) into their words, as "
+                        "lattice-tool -split-multiwords")
+    g.add_argument("--map-unk", default=None, metavar="WORD",
+                   help="score out-of-vocabulary words as WORD, a word of the model, instead "
+                        "of <unk>")
     if decode:
+        from arsdecode.lattice.nbest_formats import NBEST_FORMATS
+
+        g.add_argument("--nbest-format", choices=NBEST_FORMATS, default="text",
+                       help="--nbest's layout: text (rank, ln score, words), srilm (acoustic "
+                            "and LM log10 scores, word count, words: lattice-tool's n-best "
+                            "files), NBestList1.0 (bytelogs) or kaldi (NAME-k words)")
+        g.add_argument("--consensus", action="store_true",
+                       help="print the consensus hypothesis (per slot of the word mesh, the "
+                            "word of highest exact posterior: minimum expected word error) "
+                            "instead of the best path")
+        g.add_argument("--write-mesh", default=None, metavar="OUT",
+                       help="write the word mesh (confusion network) of exact posteriors in "
+                            "SRILM's format, as lattice-tool -write-mesh")
+        g.add_argument("--posterior-scale", type=float, default=1.0, metavar="S",
+                       help="--consensus, --write-mesh and --ctm confidences: posteriors of "
+                            "the scores divided by S (lattice-tool's -posterior-scale; often "
+                            "the LM scale); default 1, the target's own posteriors")
+        g.add_argument("--ctm", action="store_true",
+                       help="print the best path as CTM lines (utt channel start duration "
+                            "word confidence) from the SLF node times, each word's confidence "
+                            "its arc's exact posterior, as lattice-tool -output-ctm")
         g.add_argument("--unique", action="store_true",
                        help="with --nbest: distinct word sequences, each scored by its best "
                             "path (else distinct paths)")
         g.add_argument("--write-best", default=None, metavar="OUT",
                        help="write the best path (or the --nbest paths) as a lattice of "
                             "parallel chains, format by suffix")
-    if decode or posteriors:
+    if decode:
+        g.add_argument("--write-lattice", default=None, metavar="OUT",
+                       help="write the rescored lattice (SLF): the exact expansion by the "
+                            "LM's contexts, every link with a= (all but the LM), l= (the new "
+                            "LM's ln score), p= (its exact posterior) and the header's "
+                            "lmscale=, so HTK and lattice-tool find the same best path")
+    if posteriors:
         g.add_argument("--write-lattice", default=None, metavar="OUT",
                        help="write the lattice with every arc's exact posterior (SLF, p=)")
 
@@ -93,7 +153,7 @@ def _sniff_stdin(args: argparse.Namespace) -> str:
     fmt = sniff_format(text)
     if fmt is None:
         raise OptionError("<stdin>: cannot tell the lattice format from its text; give "
-                          "--format (slf, fst or json)")
+                          "--format (slf, fst, json or pfsg)")
     if fmt == "json":
         obj = parse_json_text(text, "<stdin>")
         if not (isinstance(obj, dict) and "arcs" in obj):
@@ -127,41 +187,130 @@ def _json_has_arcs(path: str) -> bool:
 
 def read_lattice(args: argparse.Namespace) -> WordLattice:
     """The --lattice word lattice, read with the format options, word penalty applied."""
+    return read_lattice_and_scales(args)[0]
+
+
+def read_lattice_and_scales(args: argparse.Namespace) -> tuple[WordLattice, dict[str, Any]]:
+    """The --lattice word lattice (`read_lattice`) and the scales that score it
+    (`lattice_scales`): flags first, else an SLF header's lmscale=, acscale=, wdpenalty=."""
     from arsdecode.lattice.lattice_files import format_of, read_word_lattice
-    from arsdecode.lattice.slf import SlfScales
+    from arsdecode.lattice.slf import SlfScales, read_slf
+    from arsdecode.lattice.vocabulary import apply_conventions
 
     fmt = format_of(args.lattice, args.format)
-    if args.keep_lattice_lm and fmt != "slf":
-        raise OptionError("--keep-lattice-lm applies to SLF lattices only")
+    if args.keep_lattice_lm and fmt not in ("slf", "pfsg"):
+        raise OptionError("--keep-lattice-lm applies to SLF and PFSG lattices only")
     if args.symbols is not None and fmt != "fst":
         raise OptionError("--symbols applies to OpenFst text lattices only")
-    scales = SlfScales(acscale=args.acoustic_scale, wdpenalty=args.word_penalty)
-    wl = read_word_lattice(args.lattice, format=fmt, scales=scales,
-                           keep_lm_score=args.keep_lattice_lm, symbols=args.symbols,
-                           acoustic_scale=1.0 if args.acoustic_scale is None
-                           else args.acoustic_scale, text=getattr(args, "lattice_text", None))
-    if args.word_penalty and fmt != "slf":  # SLF applied it while reading
-        wl = wl.with_word_penalty(args.word_penalty)
-    return wl
+    penalty = word_penalty_ln(args)
+    scales = SlfScales(acscale=args.acoustic_scale, wdpenalty=penalty)
+    text = getattr(args, "lattice_text", None)
+    header: dict[str, str] = {}
+    if fmt == "slf":  # read here, not by read_word_lattice: its header holds the scales
+        slf = read_slf(args.lattice, scales=scales, keep_lm_score=args.keep_lattice_lm,
+                       text=text, htk_quotes=getattr(args, "htk_quotes", True))
+        wl, header = apply_conventions(slf.lattice, epsilon_words(args)), dict(slf.header)
+        used = slf.scales
+    else:
+        wl = read_word_lattice(args.lattice, format=fmt, keep_lm_score=args.keep_lattice_lm,
+                               symbols=args.symbols,
+                               acoustic_scale=1.0 if args.acoustic_scale is None
+                               else args.acoustic_scale, text=text,
+                               epsilon_words=epsilon_words(args))
+        if penalty:  # SLF applied it while reading
+            wl = wl.with_word_penalty(penalty)
+        used = SlfScales(acscale=1.0 if args.acoustic_scale is None else args.acoustic_scale,
+                         wdpenalty=penalty or 0.0)
+    if getattr(args, "split_multiwords", False):
+        from arsdecode.lattice.vocabulary import split_multiwords
+
+        wl = split_multiwords(wl)
+    return wl, lattice_scales(args, header, used)
+
+
+def word_penalty_ln(args: argparse.Namespace) -> float | None:
+    """--word-penalty (ln) or --htk-wdpenalty (log10, lattice-tool's unit), in ln; None when
+    neither is given (an SLF header's wdpenalty= then applies)."""
+    htk = getattr(args, "htk_wdpenalty", None)
+    if htk is not None and args.word_penalty is not None:
+        raise OptionError("give --word-penalty (ln) or --htk-wdpenalty (log10), not both")
+    return htk * math.log(10) if htk is not None else args.word_penalty
+
+
+def lm_scale_flag(args: argparse.Namespace) -> float | None:
+    """--lm-scale / --lmw or --htk-lmscale (the same unitless weight), None when not given."""
+    htk = getattr(args, "htk_lmscale", None)
+    flag = getattr(args, "lmw", None)
+    if htk is not None and flag is not None:
+        raise OptionError("give --lm-scale or --htk-lmscale, not both")
+    return htk if htk is not None else flag
+
+
+def lattice_scales(args: argparse.Namespace, header: dict[str, str], used: Any
+                   ) -> dict[str, Any]:
+    """The scales a lattice is scored with and where each came from ("flag", "file" or
+    "default"): the LM scale (a flag, else the SLF header's lmscale=, else 1), the acoustic
+    scale and the word penalty in ln (as the SLF reader resolved them). The JSON output
+    reports them as "scales"."""
+    def origin(flag: object, field: str) -> str:
+        return "flag" if flag is not None else "file" if field in header else "default"
+
+    lm_flag = lm_scale_flag(args)
+    lm_scale = (lm_flag if lm_flag is not None
+                else used.lmscale if "lmscale" in header else 1.0)
+    return {"lm_scale": lm_scale, "acoustic_scale": used.acscale,
+            "word_penalty_ln": used.wdpenalty,
+            "from": {"lm_scale": origin(lm_flag, "lmscale"),
+                     "acoustic_scale": origin(args.acoustic_scale, "acscale"),
+                     "word_penalty_ln": origin(word_penalty_ln(args), "wdpenalty")}}
+
+
+def epsilon_words(args: argparse.Namespace) -> frozenset[str]:
+    """The words the LM skips (`lattice.vocabulary`): --sentence-markers, --keep-pause,
+    --pause-vocab, --noise-vocab, --ignore-vocab."""
+    from arsdecode.lattice.vocabulary import (
+        DEFAULT_PAUSE_WORDS,
+        HTK_SENTENCE_MARKERS,
+        lm_transparent_words,
+        parse_sentence_markers,
+        read_word_list,
+    )
+
+    def words(option: str) -> frozenset[str] | None:
+        path = getattr(args, option, None)
+        return read_word_list(path) if path else None
+
+    markers = getattr(args, "sentence_markers", None)
+    return lm_transparent_words(
+        sentence_markers=HTK_SENTENCE_MARKERS if markers is None
+        else parse_sentence_markers(markers),
+        pause_words=words("pause_vocab") or DEFAULT_PAUSE_WORDS,
+        keep_pause=getattr(args, "keep_pause", False),
+        noise_words=words("noise_vocab") or (), ignore_words=words("ignore_vocab") or ())
 
 
 def load(args: argparse.Namespace) -> tuple[WordLattice, Any, dict]:
-    """The word lattice, the target of the model flags (`cli.target`: any target, as on a
-    confusion network) and the OOV report."""
-    from arsdecode.cli.target import load_target
+    """The word lattice (--map-unk applied against the target's vocabulary), the target of
+    the model flags (`cli.target`: any target, as on a confusion network) and the OOV
+    report."""
+    from arsdecode.cli.target import load_word_lattice_target
 
-    for out in (getattr(args, "write_best", None), getattr(args, "write_lattice", None)):
+    for out in (getattr(args, "write_best", None), getattr(args, "write_lattice", None),
+                getattr(args, "write_mesh", None)):
         if out:
             check_writable(out)
-    wl = read_lattice(args)
-    return (wl, *load_target(args, wl))
+    wl, scales = read_lattice_and_scales(args)
+    model, oov, wl = load_word_lattice_target(args, wl, getattr(args, "map_unk", None),
+                                              lm_weight=scales["lm_scale"])
+    args.lattice_scales = scales  # reported in the JSON output
+    return wl, model, oov
 
 
 def cmd_decode(args: argparse.Namespace) -> int:
     """`decode --lattice WORD_LATTICE`: the exact best path, or --nbest K of them."""
-    from arsdecode.api import decode, lattice_posteriors
+    from arsdecode.api import decode
     from arsdecode.cli.interrupted import iteration_trace, print_interrupted
-    from arsdecode.lattice.lattice_files import write_word_lattice
+    from arsdecode.lattice.lattice_files import lattice_name, write_word_lattice
     from arsdecode.lattice.slf import paths_lattice
     from arsdecode.methods.ars import DecodeInterrupted
 
@@ -186,8 +335,23 @@ def cmd_decode(args: argparse.Namespace) -> int:
         except DecodeInterrupted as stop:
             return print_interrupted(args, stop, oov)
         paths = [r.arcs]
-        if args.json:
-            print_json({**r.to_json(), "oov": oov})
+        if args.consensus or args.write_mesh:
+            mesh = word_mesh(lm, wl, r.arcs, args.posterior_scale)
+            if args.write_mesh:
+                from arsdecode.lattice.lattice_files import write_text_output
+
+                write_text_output(args.write_mesh, mesh.to_srilm(lattice_name(args.lattice)))
+            if args.consensus:
+                if args.json:
+                    print_json({"tokens": mesh.consensus(), "mesh": mesh.slots,
+                                "best": r.to_json(), "scales": args.lattice_scales})
+                else:
+                    print(" ".join(mesh.consensus()))
+                return EXIT_OK
+        if args.ctm:
+            print_ctm(lm, wl, r.arcs, lattice_name(args.lattice), args.posterior_scale)
+        elif args.json:
+            print_json({**r.to_json(), "oov": oov, "scales": args.lattice_scales})
         else:
             print(" ".join(r.tokens))
             size = (f"iterations={getattr(r, 'iterations', 1)} states={r.states}"
@@ -209,16 +373,79 @@ def cmd_decode(args: argparse.Namespace) -> int:
         if args.json:
             print_json({"words": kb[0].tokens, "tokens": kb[0].tokens, "log_p": kb[0].log_p,
                         "certified": kb.certified, "method": kb.method,
-                        "nbest": [p.to_json() for p in kb], "oov": oov})
+                        "nbest": [p.to_json() for p in kb], "oov": oov,
+                        "scales": args.lattice_scales})
         else:
-            for rank, p in enumerate(kb, start=1):
-                print(f"{rank}\t{fixed(p.log_p, 6)}\t{' '.join(p.tokens)}")
+            from arsdecode.lattice.lattice_files import lattice_name
+            from arsdecode.lattice.nbest_formats import format_nbest, nbest_entries
+
+            entries = nbest_entries(wl, list(kb), args.lattice_scales["lm_scale"])
+            sys.stdout.write(format_nbest(entries, args.nbest_format, lattice_name(args.lattice)))
     if args.write_best:
-        write_word_lattice(paths_lattice(wl, paths), args.write_best)
+        write_word_lattice(paths_lattice(wl, paths), args.write_best,
+                           htk_quotes=args.htk_quotes)
     if args.write_lattice:
-        post, _ = lattice_posteriors(lm, wl)
-        write_word_lattice(wl, args.write_lattice, format="slf", posteriors=post.tolist())
+        write_rescored(lm, wl, args.write_lattice, args.lattice_scales["lm_scale"],
+                       lattice_name(args.lattice), args.htk_quotes)
     return EXIT_OK
+
+
+def word_mesh(lm: Any, wl: WordLattice, pivot: Sequence[int],
+              posterior_scale: float = 1.0) -> Any:
+    """The word mesh of exact posteriors around the best path (`lattice.mesh`)."""
+    from arsdecode.lattice.mesh import build_mesh
+
+    return build_mesh(wl, arc_posteriors(lm, wl, posterior_scale), pivot)
+
+
+def arc_posteriors(lm: Any, wl: WordLattice, posterior_scale: float = 1.0) -> Any:
+    """Every arc's exact posterior under the target, or, with `posterior_scale` S, under the
+    target's scores divided by S (every path's probability ∝ exp(score / S)): the flattening
+    lattice-tool's `-posterior-scale` applies, usually S = the LM scale, because acoustic
+    scores overstate their confidence. Exact for that distribution."""
+    import dataclasses
+
+    from arsdecode.api import lattice_posteriors
+    from arsdecode.model.target_spec import weighted_target
+
+    if posterior_scale != 1.0:
+        if not (math.isfinite(posterior_scale) and posterior_scale > 0):
+            raise OptionError(f"--posterior-scale must be a finite number > 0, got "
+                              f"{posterior_scale!r}")
+        wl = dataclasses.replace(
+            wl, log_weights=wl.log_weights / posterior_scale,
+            finals={f: w / posterior_scale for f, w in wl.finals.items()})
+        lm = weighted_target(lm, lm_weight=1.0 / posterior_scale)
+    post, _ = lattice_posteriors(lm, wl)
+    return post
+
+
+def print_ctm(lm: Any, wl: WordLattice, arcs: Sequence[int], name: str,
+              posterior_scale: float = 1.0) -> None:
+    """--ctm: the path's CTM lines (`lattice.ctm`), confidences from the exact posteriors."""
+    from arsdecode.lattice.ctm import ctm_lines
+
+    if wl.node_times is None:  # before the posteriors' work
+        raise OptionError(f"{wl.source}: --ctm needs node times (SLF t= on every node)")
+    post = arc_posteriors(lm, wl, posterior_scale)
+    for line in ctm_lines(wl, arcs, post, name):
+        print(line)
+    sys.stdout.flush()
+
+
+def write_rescored(lm: Any, wl: WordLattice, out: str, lm_scale: float, name: str,
+                   htk_quotes: bool = True) -> None:
+    """--write-lattice of `decode`: the rescored lattice (`methods.rescore`), written whole
+    or not at all, compressed by its suffix."""
+    import io
+
+    from arsdecode.lattice.lattice_files import write_text_output
+    from arsdecode.methods.rescore import rescored_lattice, write_rescored_slf
+
+    text = io.StringIO()
+    write_rescored_slf(rescored_lattice(lm, wl, lm_scale=lm_scale), text, utterance=name,
+                       htk_quotes=htk_quotes)
+    write_text_output(out, text.getvalue())
 
 
 SAMPLE_CHUNK = 100_000
@@ -239,7 +466,8 @@ def cmd_sample(args: argparse.Namespace) -> int:
     rng = np.random.default_rng(args.seed)
     if args.json:
         draws = sample(lm, wl, args.n, rng)  # dispatch's choice, which it reports
-        print_json({"samples": [p.to_json() for p in draws], "method": draws.method})
+        print_json({"samples": [p.to_json() for p in draws], "method": draws.method,
+                    "scales": args.lattice_scales})
         return EXIT_OK
     left = args.n
     while left:
@@ -268,9 +496,11 @@ def cmd_marginals(args: argparse.Namespace) -> int:
             for s, d, w, q in zip(wl.src.tolist(), wl.dst.tolist(), wl.words, post.tolist(),
                                   strict=True)]
     if args.write_lattice:
-        write_word_lattice(wl, args.write_lattice, format="slf", posteriors=post.tolist())
+        write_word_lattice(wl, args.write_lattice, format="slf", posteriors=post.tolist(),
+                           htk_quotes=args.htk_quotes)
     if args.json:
-        print_json({"log_Z": log_z, "exact": True, "arcs": arcs})
+        print_json({"log_Z": log_z, "exact": True, "arcs": arcs,
+                    "scales": args.lattice_scales})
         return EXIT_OK
     for a in arcs:
         print(f"{a['src']}\t{a['dst']}\t{a['word'] or '<eps>'}\t{a['posterior']:.6f}")

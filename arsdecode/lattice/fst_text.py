@@ -34,7 +34,9 @@ too) cost `graph + acoustic_scale * acoustic` (`--acoustic-scale`, as Kaldi's
 lattice-scale). A final state's weight is its ln final weight the same way.
 
 A Kaldi text archive holding one lattice is accepted: an utterance key alone on the first
-line is skipped, and a blank line ends the lattice; a second lattice is an error.
+line is skipped, and a blank line ends the lattice; a second lattice is an error. An archive
+of many (`lattice-copy ark:lat.gz ark,t:-`) is split by `split_kaldi_archive` into one text per
+utterance, each read as its own lattice (`decode --in-kaldi-ark`).
 
 Errors: one LatticeError line naming the file and the line: a wrong number of fields, a bad
 state, label or weight, a symbol or id missing from the table, a final state given twice, a
@@ -208,6 +210,37 @@ def parse_fst_text(text: str, *, source: str = "lattice",
         raise LatticeError(f"{source}: no final state")
     return WordLattice.build(len(states), 0, finals, arcs, source=source,
                              node_names=list(states), arc_lines=arc_lines)
+
+
+def split_kaldi_archive(text: str, source: str) -> list[tuple[str, str]]:
+    """A Kaldi text archive's lattices as (utterance key, text), in order. Each text keeps the
+    archive's line numbers (blank lines stand for the lines before it), so an error in one
+    lattice names the archive's line. A key is a line of one field that is not a state
+    number, after a blank line or at the top; a key given twice is an error."""
+    lines = text.splitlines()
+    out: list[tuple[str, str]] = []
+    seen: dict[str, int] = {}
+    start = None
+    key = ""
+    for i, line in enumerate([*lines, ""]):
+        fields = line.split()
+        if start is None:
+            if not fields:
+                continue
+            if len(fields) != 1 or fields[0].isdigit():
+                raise LatticeError(f"{source}:{i + 1}: expected an utterance key alone on its "
+                                   "line (a Kaldi text archive)")
+            key, start = fields[0], i
+            if key in seen:
+                raise LatticeError(f"{source}:{i + 1}: the utterance {key!r} is given twice "
+                                   f"(first on line {seen[key]})")
+            seen[key] = i + 1
+        elif not fields:
+            out.append((key, "\n" * start + "\n".join(lines[start:i]) + "\n"))
+            start = None
+    if not out:
+        raise LatticeError(f"{source}: no lattice in the archive")
+    return out
 
 
 def _rows(text: str, source: str) -> list[tuple[int, list[str]]]:

@@ -59,8 +59,9 @@ arc's posterior probability when given (as SRILM's lattice-tool writes posterior
 (several final nodes, a final weight, a final node with links leaving it) the file gets one
 extra `!NULL` end node, reached from every final node by a `!NULL` link carrying its final
 weight, because HTK's tools expect a single end node: every path keeps its words and score,
-but the lattice read back has that extra node. Node times are not kept (a `WordLattice` has
-none). Best paths and n-best lists are written as a lattice of parallel chains, one per path
+but the lattice read back has that extra node. Node times (`t=`) are kept on the
+`WordLattice` (`node_times`) when every node has one, for CTM output; they are not written.
+Best paths and n-best lists are written as a lattice of parallel chains, one per path
 (`paths_lattice`); see there why.
 
 Three modules, one job each: this one reads (the header, nodes and links into a checked
@@ -135,17 +136,33 @@ class SlfLattice:
 # ----- reading ---------------------------------------------------------------------------------
 
 
+def _node_times(ids: list[int], nodes: dict[int, dict[str, str]],
+                node_lines: dict[int, int], source: str) -> list[float] | None:
+    """Each node's `t=` (seconds), in `ids` order, when every node has one (CTM output needs
+    them); None when any node lacks it."""
+    times = []
+    for v in ids:
+        value = nodes.get(v, {}).get("t")
+        if value is None:
+            return None
+        times.append(parse_float(value, "t", f"{source}:{node_lines.get(v, '?')}"))
+    return times
+
+
 def read_slf(path: str | Path, *, scales: SlfScales | None = None,
-             keep_lm_score: bool = False, text: str | None = None) -> SlfLattice:
+             keep_lm_score: bool = False, text: str | None = None,
+             htk_quotes: bool = True) -> SlfLattice:
     """Read an SLF file ('-' for stdin, gzip if named *.gz; `text`: its content, when the
-    caller has read it already); errors name the file and line."""
+    caller has read it already); errors name the file and line. `htk_quotes=False` reads
+    every value literally (`slf_fields.split_fields`)."""
     if text is None:
         text = read_input_text(path, "lattice")
-    return parse_slf(text, source=input_name(path), scales=scales, keep_lm_score=keep_lm_score)
+    return parse_slf(text, source=input_name(path), scales=scales, keep_lm_score=keep_lm_score,
+                     htk_quotes=htk_quotes)
 
 
 def parse_slf(text: str, *, source: str = "lattice", scales: SlfScales | None = None,
-              keep_lm_score: bool = False) -> SlfLattice:
+              keep_lm_score: bool = False, htk_quotes: bool = True) -> SlfLattice:
     """Parse SLF text (module docstring) into a checked, canonical WordLattice."""
     header: dict[str, str] = {}
     header_lines: dict[str, int] = {}
@@ -160,7 +177,7 @@ def parse_slf(text: str, *, source: str = "lattice", scales: SlfScales | None = 
         where = f"{source}:{lineno}"
         if stripped == ".":
             raise LatticeError(f"{where}: sub-lattices are not supported (a '.' line ends one)")
-        fields = split_fields(stripped, where)
+        fields = split_fields(stripped, where, htk_quotes)
         first = fields[0][0]
         if first == "I":
             node = node_fields(fields, where)
@@ -296,5 +313,6 @@ def _assemble(source: str, header: dict[str, str], header_lines: dict[str, int],
     lattice = WordLattice.build(
         len(ids), new_id[start], {new_id[v]: 0.0 for v in ends},
         [(new_id[s], new_id[d], word, w) for s, d, word, w in arcs], source=source,
-        node_names=[str(v) for v in ids], arc_lines=arc_lines)
+        node_names=[str(v) for v in ids], arc_lines=arc_lines,
+        node_times=_node_times(ids, nodes, node_lines, source))
     return SlfLattice(lattice, sc, base, header)

@@ -27,11 +27,12 @@ LINK_LONG = {"START": "S", "END": "E", "WORD": "W", "var": "v", "div": "d", "aco
 """The long field names of the HTK book, by their short names (slf.py's docstring)."""
 
 
-def split_fields(line: str, where: str) -> list[tuple[str, str]]:
+def split_fields(line: str, where: str, htk_quotes: bool = True) -> list[tuple[str, str]]:
     """The `name=value` fields of a line; a value may be quoted with " or ', `\\ooo` is an
     octal byte and `\\` escapes any other next character (quoted or not), as HTK's string
-    syntax has it."""
-    if "\"" not in line and "'" not in line and "\\" not in line:  # no quoting: a plain split
+    syntax has it. `htk_quotes=False`: every value is read literally up to white space, as
+    lattice-tool reads SLF without its `-htk-quotes`."""
+    if not htk_quotes or ("\"" not in line and "'" not in line and "\\" not in line):
         plain: list[tuple[str, str]] = []
         for item in line.split():
             name, sep, value = item.partition("=")
@@ -163,9 +164,14 @@ def log_score(value: str, base: float, name: str, where: str) -> float:
     return x if base == math.e else x * math.log(base)
 
 
-def quoted(word: str) -> str:
-    """A value as `split_fields` reads it back: quoted when it holds white space, a quote or a
-    backslash (or is empty)."""
-    if word and not any(c.isspace() or c in "\"'\\" for c in word):
+def quoted(word: str, htk_quotes: bool = True) -> str:
+    """A value as `split_fields` reads it back with the same `htk_quotes`: with HTK quoting,
+    a backslash before each quote and backslash (HTK's and lattice-tool -htk-quotes' escape,
+    `IT\\'S`), and in double quotes when it holds white space or is empty; without, the word
+    as it is (lattice-tool's default reading; a word is never white space)."""
+    if not htk_quotes:
         return word
-    return '"' + word.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    escaped = "".join("\\" + c if c in "\"'\\" else c for c in word)
+    if word and not any(c.isspace() for c in word):
+        return escaped
+    return '"' + escaped + '"'

@@ -21,10 +21,12 @@ from arsdecode.lattice.word_lattice import RawArc, WordLattice
 
 
 def write_slf(wl: WordLattice, out: TextIO, *, posteriors: Sequence[float] | None = None,
-              base: float = math.e, utterance: str | None = None) -> None:
+              base: float = math.e, utterance: str | None = None,
+              htk_quotes: bool = True) -> None:
     """Write `wl` as SLF (module docstring, "Writing"): words on links, `a=` the arc's ln
     weight in log `base` (e or 10), `p=` each arc's posterior probability when given (one
-    per arc of `wl`, linear, as lattice-tool writes them)."""
+    per arc of `wl`, linear, as lattice-tool writes them). `htk_quotes=False` writes words
+    as they are, for lattice-tool without -htk-quotes (`slf_fields.quoted`)."""
     if base <= 0 or base == 1:
         raise LatticeError(f"{wl.source}: cannot write SLF with log base {base}")
     if posteriors is not None and len(posteriors) != wl.n_arcs:
@@ -62,10 +64,41 @@ def write_slf(wl: WordLattice, out: TextIO, *, posteriors: Sequence[float] | Non
     for i in range(n_nodes):
         out.write(f"I={i}\n")
     for j, (s, d, word, w, p) in enumerate(rows):
-        label = NULL_WORD if word is None else quoted(word)
+        label = NULL_WORD if word is None else quoted(word, htk_quotes)
         line = f"J={j} S={s} E={d} W={label} a={w * scale!r}"
         if p is not None:
             line += f" p={p!r}"
+        out.write(line + "\n")
+
+
+def write_scored_links(out: TextIO, n_nodes: int, links: Sequence[tuple[int, int, str | None]],
+                       acoustic: Sequence[float], lm: Sequence[float],
+                       posteriors: Sequence[float] | None, *, lmscale: float,
+                       base: float = math.e, utterance: str | None = None,
+                       htk_quotes: bool = True) -> None:
+    """Write a lattice whose links carry `a=` (all but the LM) and `l=` (the LM's score,
+    unscaled) apart, with `lmscale=` and `acscale=1.0` in the header, so that an SLF decoder
+    scores each link `a + lmscale * l`: a rescored lattice (`methods.rescore`). Node 0 is the
+    start, node `n_nodes - 1` the end; scores are ln, written in log `base`."""
+    if base <= 0 or base == 1:
+        raise ValueError(f"cannot write SLF with log base {base}")
+    scale = 1.0 if base == math.e else 1.0 / math.log(base)
+    out.write("VERSION=1.1\n")
+    if utterance is not None:
+        out.write(f"UTTERANCE={quoted(utterance)}\n")
+    if base != math.e:
+        out.write(f"base={base!r}\n")
+    out.write(f"lmscale={lmscale!r} acscale=1.0 wdpenalty=0.0\n")
+    out.write(f"start=0 end={n_nodes - 1}\n")
+    out.write(f"N={n_nodes} L={len(links)}\n")
+    for i in range(n_nodes):
+        out.write(f"I={i}\n")
+    for j, (s, d, word) in enumerate(links):
+        label = NULL_WORD if word is None else quoted(word, htk_quotes)
+        line = (f"J={j} S={s} E={d} W={label} a={float(acoustic[j]) * scale!r} "
+                f"l={float(lm[j]) * scale!r}")
+        if posteriors is not None:
+            line += f" p={float(posteriors[j])!r}"
         out.write(line + "\n")
 
 

@@ -55,6 +55,7 @@ class WordLattice:
     source: str = "lattice"
 
     start: int = 0  # always 0 in canonical form
+    node_times: tuple[float, ...] | None = None  # seconds, from SLF t= (CTM output)
 
     @property
     def n_arcs(self) -> int:
@@ -64,7 +65,8 @@ class WordLattice:
     def build(cls, n_nodes: int, start: int, finals: Mapping[int, float],
               arcs: Sequence[RawArc], *, source: str = "lattice",
               node_names: Sequence[str] | None = None,
-              arc_lines: Sequence[int] | None = None) -> WordLattice:
+              arc_lines: Sequence[int] | None = None,
+              node_times: Sequence[float] | None = None) -> WordLattice:
         """Check a lattice as read (node ids 0..n_nodes-1) and bring it to canonical form.
 
         `arc_lines` (one per arc) and `node_names` only make messages point at the file:
@@ -127,6 +129,8 @@ class WordLattice:
             log_weights=np.array([float(arcs[i][3]) for i in kept], dtype=np.float64),
             node_names=tuple(names[v] for v in kept_nodes),
             source=source,
+            node_times=(None if node_times is None
+                        else tuple(float(node_times[v]) for v in kept_nodes)),
         )
 
     @classmethod
@@ -202,6 +206,20 @@ class WordLattice:
         is_word = np.array([w is not None for w in self.words], dtype=bool)
         weights = self.log_weights + np.where(is_word, penalty, 0.0)
         return dataclasses.replace(self, log_weights=weights)
+
+    def with_words(self, mapping: Mapping[str, str | None]) -> WordLattice:
+        """The same lattice with each arc word in `mapping` replaced by its value (None: the
+        arc becomes epsilon). Why: the vocabulary conventions of lattice tools (pauses and HTK's
+        sentence markers that the LM never scores, `-map-unk`) are relabellings; the topology,
+        the weights and so the canonical form are unchanged."""
+        if not any(w in mapping for w in self.words if w is not None):
+            return self
+        words = tuple(mapping.get(w, w) if w is not None else None for w in self.words)
+        for w in {m for m in mapping.values() if m is not None}:
+            if w in SENTENCE_MARKERS or (bad := token_problem(w)) is not None:
+                why = "is a sentence marker" if w in SENTENCE_MARKERS else bad
+                raise LatticeError(f"{self.source}: cannot relabel words as {w!r}: it {why}")
+        return dataclasses.replace(self, words=words)
 
     def num_paths(self) -> int:
         """The number of start-to-final paths (exact, a Python int)."""
