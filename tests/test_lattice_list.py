@@ -173,3 +173,28 @@ def test_a_kaldi_text_archive_is_one_lattice_per_utterance(lattices, tmp_path, c
         assert got["tokens"] == want["tokens"] and got["log_p"] == want["log_p"]
     errors = [line for line in err.splitlines() if line.startswith("arsdecode:")]
     assert len(errors) == 1 and f"lat.ark.txt:{bad_line}:" in errors[0]
+
+
+def test_sample_and_marginals_over_a_list(lattices, tmp_path, capsys):
+    model, paths = lattices
+    folder = str(paths[0].parent)
+    code, out, err = _cli(capsys, "marginals", "--lm", str(model.path), "--in-lattice-dir",
+                          folder, "--json")
+    assert code == 0, err
+    records = [json.loads(line) for line in out.splitlines()]
+    for path, got in zip(paths, records, strict=True):
+        code, one, err = _cli(capsys, "marginals", "--lm", str(model.path), "--lattice",
+                              str(path), "--json")
+        assert code == 0, err
+        want = json.loads(one)
+        assert got["log_Z"] == want["log_Z"] and got["arcs"] == want["arcs"]
+    code, out, err = _cli(capsys, "sample", "--lm", str(model.path), "--in-lattice-dir",
+                          folder, "-n", "5", "--seed", "3", "--json", "--out-dir",
+                          str(tmp_path / "s"))
+    assert code == 0, err
+    for path in paths:
+        got = json.loads((tmp_path / "s" / f"{path.name.split('.')[0]}.json").read_text())
+        code, one, err = _cli(capsys, "sample", "--lm", str(model.path), "--lattice",
+                              str(path), "-n", "5", "--seed", "3", "--json")
+        assert code == 0, err
+        assert got["samples"] == json.loads(one)["samples"]

@@ -151,6 +151,9 @@ def add_sample_parser(sub: argparse._SubParsersAction) -> None:
     add_engine_options(s)
     add_lm_strictness_options(s)
     add_word_lattice_options(s)
+    lattice_list.add_lattice_list_options(
+        s.add_argument_group("many word lattices in one process (lattice-tool's lists)"),
+        decode=False)
     s.set_defaults(handler=cmd_sample, method="full")
 
 
@@ -265,6 +268,8 @@ def cmd_sample(args: argparse.Namespace) -> int:
     if args.json and args.jsonl:
         raise OptionError("--json and --jsonl exclude each other")
     target_spec(args)  # refuses flags that do not combine, before any file is read
+    if lattice_list.wants_many(args):
+        return lattice_list.cmd_many(args, "sample")
     if is_word_lattice(args):
         return word_lattice.cmd_sample(args)
     lattice, lm, oov = load_lattice_and_lm(args)

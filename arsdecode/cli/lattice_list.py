@@ -1,5 +1,5 @@
-"""`decode --in-lattice-list FILE | --in-lattice-dir DIR [--out-dir DIR]`: many word lattices,
-one process, one model load (issue 32).
+"""`decode|sample|marginals --in-lattice-list FILE | --in-lattice-dir DIR | --in-kaldi-ark ARK
+[--out-dir DIR]`: many word lattices, one process, one model load (issue 32).
 
 Why: a recogniser leaves a directory of lattices, and one process per lattice spends most of
 its time starting Python and loading the model (lattice-tool's `-in-lattice-list` and
@@ -49,20 +49,23 @@ class LatticeInput:
     text: str | None = None
 
 
-def add_lattice_list_options(g: argparse._ArgumentGroup) -> None:
-    """The options of `decode` that take many lattices (module docstring)."""
+def add_lattice_list_options(g: argparse._ArgumentGroup, *, decode: bool = True) -> None:
+    """The options of `decode` (`decode`), `sample` and `marginals` that take many lattices
+    (module docstring)."""
     g.add_argument("--in-lattice-list", default=None, metavar="FILE",
-                   help="decode every word lattice listed in FILE (one path per line), "
+                   help="every word lattice listed in FILE (one path per line), "
                         "loading the model once")
     g.add_argument("--in-lattice-dir", default=None, metavar="DIR",
-                   help="decode every word lattice file in DIR (sorted by name)")
+                   help="every word lattice file in DIR (sorted by name)")
     g.add_argument("--in-kaldi-ark", default=None, metavar="ARK",
-                   help="decode every lattice of a Kaldi text archive (lattice-copy ... "
+                   help="every lattice of a Kaldi text archive (lattice-copy ... "
                         "ark,t:-; Lattice or CompactLattice weights, --symbols words.txt), "
                         "each named by its utterance key")
     g.add_argument("--out-dir", default=None, metavar="DIR",
                    help="with --in-lattice-list/--in-lattice-dir: write each result to "
                         "DIR/NAME.json; a rerun skips the lattices already written")
+    if not decode:
+        return
     g.add_argument("--out-mesh-dir", default=None, metavar="DIR",
                    help="write each word mesh of exact posteriors to DIR/NAME.mesh (SRILM's "
                         "format), as lattice-tool's -write-mesh-dir")
@@ -118,8 +121,13 @@ def lattice_inputs(args: argparse.Namespace) -> list[LatticeInput]:
 
 def cmd_decode_many(args: argparse.Namespace) -> int:
     """`decode` over many lattices (module docstring)."""
+    return cmd_many(args, "decode")
+
+
+def cmd_many(args: argparse.Namespace, task: str) -> int:
+    """`task` ("decode", "sample" or "marginals") over many lattices (module docstring)."""
+    from arsdecode.cli.lattice_scales import lm_scale_flag
     from arsdecode.cli.target import build, target_spec
-    from arsdecode.cli.word_lattice import lm_scale_flag
 
     for opt in SINGLE_FILE_OPTIONS:
         if getattr(args, opt, None):
@@ -134,8 +142,8 @@ def cmd_decode_many(args: argparse.Namespace) -> int:
                               f"{one.name}{suffix}")
         first[one.name] = one
     out_dir = Path(args.out_dir) if args.out_dir is not None else None
-    lattice_dir = Path(args.out_lattice_dir) if args.out_lattice_dir is not None else None
-    mesh_dir = Path(args.out_mesh_dir) if args.out_mesh_dir is not None else None
+    lattice_dir, mesh_dir = (Path(d) if d is not None else None for d in (
+        getattr(args, "out_lattice_dir", None), getattr(args, "out_mesh_dir", None)))
     for folder in (out_dir, lattice_dir, mesh_dir):
         if folder is not None:
             folder.mkdir(parents=True, exist_ok=True)
@@ -165,14 +173,14 @@ def cmd_decode_many(args: argparse.Namespace) -> int:
                 counts["skipped"] += 1
                 continue
             try:
-                record, nbest = decode_one(args, target_for, one, rescored, mesh_file)
+                record, nbest = decode_one(args, target_for, one, rescored, mesh_file, task)
             except ArsDecodeError as err:  # one line naming the lattice, and go on
                 where = "" if str(path) in str(err) else f"{path}: "
                 print(f"arsdecode: {where}{err}", file=sys.stderr, flush=True)
                 counts["failed"] += 1
                 continue
             counts["decoded"] += 1
-            counts["uncertified"] += not record["certified"]
+            counts["uncertified"] += not record.get("certified", True)
             emit(args, name, record, nbest, out)
     finally:
         bar.close()
@@ -187,18 +195,20 @@ def output_suffix(args: argparse.Namespace) -> str:
     """The --out-dir file of a lattice: NAME.json, or NAME.nbest for an n-best list in a
     format other than the JSON and text ones (`lattice.nbest_formats`)."""
     fmt = getattr(args, "nbest_format", "text")
-    return ".nbest" if args.nbest is not None and fmt != "text" and not args.json else ".json"
+    nbest = getattr(args, "nbest", None)
+    return ".nbest" if nbest is not None and fmt != "text" and not args.json else ".json"
 
 
 def decode_one(args: argparse.Namespace, target_for: Any, source: LatticeInput,
-               rescored: Path | None = None, mesh_file: Path | None = None
-               ) -> tuple[dict[str, Any], list[Any] | None]:
+               rescored: Path | None = None, mesh_file: Path | None = None,
+               task: str = "decode") -> tuple[dict[str, Any], list[Any] | None]:
     """One lattice read as `--lattice PATH` would be (its scales included), decoded with the
     target of its LM scale (`target_for(lm_scale)`, built once per scale): its JSON record,
     and with --nbest its n-best entries (`lattice.nbest_formats`). `rescored`: where its
     rescored lattice goes (--out-lattice-dir), `mesh_file` its word mesh (--out-mesh-dir)."""
     from arsdecode.api import decode
-    from arsdecode.cli.word_lattice import read_lattice_and_scales, write_rescored
+    from arsdecode.cli.lattice_outputs import write_rescored
+    from arsdecode.cli.lattice_scales import read_lattice_and_scales
     from arsdecode.lattice.nbest_formats import nbest_entries
     from arsdecode.lattice.vocabulary import map_unknown_words
 
@@ -219,13 +229,30 @@ def decode_one(args: argparse.Namespace, target_for: Any, source: LatticeInput,
     if rescored is not None:
         write_rescored(target.model, wl, str(rescored), scales["lm_scale"], name,
                        args.htk_quotes)
+    if task == "sample":
+        import numpy as np
+
+        from arsdecode.methods.dispatch import sample
+
+        draws = sample(target.model, wl, args.n, np.random.default_rng(args.seed))
+        return {**head, "samples": [p.to_json() for p in draws], "method": draws.method,
+                **tail}, None
+    if task == "marginals":
+        from arsdecode.api import lattice_posteriors
+
+        post, log_z = lattice_posteriors(target.model, wl)
+        arcs = [{"src": wl.node_names[int(a)], "dst": wl.node_names[int(b)], "word": w,
+                 "posterior": float(q)}
+                for a, b, w, q in zip(wl.src.tolist(), wl.dst.tolist(), wl.words,
+                                      post.tolist(), strict=True)]
+        return {**head, "log_Z": log_z, "exact": True, "arcs": arcs, **tail}, None
     if args.nbest is None:
         r = decode(target.model, wl, method=args.method, max_iterations=args.max_iterations)
         record = {**head, **r.to_json(), **tail}
         if getattr(args, "ctm", False):
             record["ctm"] = ctm_of(target.model, wl, r.arcs, name, args.posterior_scale)
         if getattr(args, "consensus", False) or mesh_file is not None:
-            from arsdecode.cli.word_lattice import word_mesh
+            from arsdecode.cli.lattice_outputs import word_mesh
             from arsdecode.lattice.lattice_files import write_text_output
 
             mesh = word_mesh(target.model, wl, r.arcs, args.posterior_scale)
@@ -243,7 +270,7 @@ def decode_one(args: argparse.Namespace, target_for: Any, source: LatticeInput,
 
 def ctm_of(lm: Any, wl: Any, arcs: Any, name: str, posterior_scale: float) -> list[str]:
     """--ctm: the best path's CTM lines, confidences from the exact arc posteriors."""
-    from arsdecode.cli.word_lattice import arc_posteriors
+    from arsdecode.cli.lattice_outputs import arc_posteriors
     from arsdecode.lattice.ctm import ctm_lines
 
     if wl.node_times is None:
@@ -267,6 +294,15 @@ def emit(args: argparse.Namespace, name: str, record: dict[str, Any], nbest: lis
         return
     if args.json:
         print_json(record)
+    elif "samples" in record:
+        for p in record["samples"]:
+            print(f"{name}\t{p['log_p']:.6f}\t{' '.join(p['tokens'])}")
+        sys.stdout.flush()
+    elif "log_Z" in record:
+        for a in record["arcs"]:
+            print(f"{name}\t{a['src']}\t{a['dst']}\t{a['word'] or '<eps>'}\t"
+                  f"{a['posterior']:.6f}")
+        print(f"{name}\tlog_Z={record['log_Z']:.6f} (exact, ln)", flush=True)
     elif "consensus" in record:
         print(" ".join([name, *record["consensus"]]), flush=True)
     elif "ctm" in record:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import argparse
 
-from arsdecode.cli import word_lattice
+from arsdecode.cli import lattice_list, word_lattice
 from arsdecode.cli.options import (
     EXIT_OK,
     EXIT_STATUS_HELP,
@@ -33,6 +33,7 @@ from arsdecode.cli.options import (
 from arsdecode.cli.output import fixed, print_json
 from arsdecode.cli.target import load_target, target_spec
 from arsdecode.cli.word_lattice import add_word_lattice_options, is_word_lattice
+from arsdecode.errors import OptionError
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -49,7 +50,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(lmw=None)  # None: a word lattice's SLF lmscale=, else 1
     add_mix_options(p)
     add_features_option(p)
-    p.add_argument("--lattice", required=True,
+    p.add_argument("--lattice", default=None,
                    help="lattice file: a confusion network (JSON) or a word lattice (SLF, "
                         "OpenFst text, JSON DAG: every arc's exact posterior)")
     p.add_argument("-n", type=positive_int, default=1000,
@@ -67,6 +68,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     add_engine_options(p)
     add_lm_strictness_options(p)
     add_word_lattice_options(p, posteriors=True)
+    lattice_list.add_lattice_list_options(
+        p.add_argument_group("many word lattices in one process (lattice-tool's lists)"),
+        decode=False)
     p.set_defaults(handler=run)
 
 
@@ -74,6 +78,13 @@ def run(args: argparse.Namespace) -> int:
     from arsdecode.api import marginals
 
     target_spec(args)  # refuses flags that do not combine, before any file is read
+    if lattice_list.wants_many(args):
+        if args.method == "sample":
+            raise OptionError("word lattices get exact posteriors only (--method auto or full)")
+        return lattice_list.cmd_many(args, "marginals")
+    if args.lattice is None:
+        raise OptionError("give --lattice, or many with --in-lattice-list, --in-lattice-dir or "
+                          "--in-kaldi-ark")
     if is_word_lattice(args):
         return word_lattice.cmd_marginals(args)
 

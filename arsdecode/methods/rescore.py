@@ -107,6 +107,7 @@ def write_rescored_slf(r: RescoredLattice, out: TextIO, *, base: float = math.e,
                        utterance: str | None = None, htk_quotes: bool = True) -> None:
     """`r` as SLF (module docstring), through `slf_write.write_scored_links`."""
     links = list(zip(r.src.tolist(), r.dst.tolist(), r.words, strict=True))
-    write_scored_links(out, r.n_nodes, links, r.acoustic, r.lm, r.posteriors,
+    write_scored_links(out, r.n_nodes, links, r.acoustic.tolist(), r.lm.tolist(),
+                       r.posteriors.tolist(),
                        lmscale=r.lm_scale, base=base, utterance=utterance,
                        htk_quotes=htk_quotes)
