@@ -198,3 +198,17 @@ def test_sample_and_marginals_over_a_list(lattices, tmp_path, capsys):
                               str(path), "-n", "5", "--seed", "3", "--json")
         assert code == 0, err
         assert got["samples"] == json.loads(one)["samples"]
+
+
+def test_workers_give_the_one_process_answers_in_order(lattices, tmp_path, capsys):
+    pytest.importorskip("distributed")
+    model, paths = lattices
+    folder = str(paths[0].parent)
+    code, one, err = _cli(capsys, "decode", "--lm", str(model.path), "--in-lattice-dir",
+                          folder, "--json")
+    assert code == 0, err
+    code, two, err = _cli(capsys, "decode", "--lm", str(model.path), "--in-lattice-dir",
+                          folder, "--json", "--workers", "2")
+    assert code == 0, err
+    assert [json.loads(x)["tokens"] for x in two.splitlines()] == \
+        [json.loads(x)["tokens"] for x in one.splitlines()]

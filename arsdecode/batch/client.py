@@ -141,7 +141,9 @@ def _run_on_dask(client, spec: TaskSpec, chunks: Iterator[list[Item]], ordered: 
         fill()
 
 
-def _dask_client(workers: int, scheduler: str | None):
+def dask_client(workers: int, scheduler: str | None):
+    """A Dask client of `workers` local processes (`local_cluster`), or of the scheduler at
+    `scheduler`; and the local cluster to close after it (None for a scheduler)."""
     try:
         from distributed import Client
     except ImportError:
@@ -268,7 +270,7 @@ def run_batch(
         if workers == 1 and scheduler is None:
             results = _run_in_process(spec, chunked(todo, chunk_size))
         else:
-            client, cluster = _dask_client(workers, scheduler)
+            client, cluster = dask_client(workers, scheduler)
             def parallel() -> int:  # asked per chunk: an external cluster's workers come and go
                 return sum(client.nthreads().values())
 

@@ -57,6 +57,9 @@ def add_lattice_list_options(g: argparse._ArgumentGroup, *, decode: bool = True)
                         "loading the model once")
     g.add_argument("--in-lattice-dir", default=None, metavar="DIR",
                    help="every word lattice file in DIR (sorted by name)")
+    g.add_argument("--workers", type=int, default=1, metavar="N",
+                   help="run the lattices on N local Dask worker processes (each loads the "
+                        "model once); outputs stay in input order")
     g.add_argument("--in-kaldi-ark", default=None, metavar="ARK",
                    help="every lattice of a Kaldi text archive (lattice-copy ... "
                         "ark,t:-; Lattice or CompactLattice weights, --symbols words.txt), "
@@ -161,27 +164,34 @@ def cmd_many(args: argparse.Namespace, task: str) -> int:
               "uncertified": 0}
     start = time.perf_counter()
     bar = progress_bar(len(inputs), "lattice")
-    try:
-        for one in inputs:
-            path, name = one.path, one.name
+    jobs = []
+    for one in inputs:
+        job = Job(one, *(folder / f"{one.name}{ext}" if folder is not None else None
+                         for folder, ext in ((out_dir, suffix), (lattice_dir, ".slf.gz"),
+                                             (mesh_dir, ".mesh"))))
+        written = [f for f in (job.out, job.rescored, job.mesh_file) if f is not None]
+        if written and all(f.exists() for f in written):
+            counts["skipped"] += 1
             bar.update(1)
-            out = out_dir / f"{name}{suffix}" if out_dir is not None else None
-            rescored = lattice_dir / f"{name}.slf.gz" if lattice_dir is not None else None
-            mesh_file = mesh_dir / f"{name}.mesh" if mesh_dir is not None else None
-            written = [f for f in (out, rescored, mesh_file) if f is not None]
-            if written and all(f.exists() for f in written):
-                counts["skipped"] += 1
-                continue
-            try:
-                record, nbest = decode_one(args, target_for, one, rescored, mesh_file, task)
-            except ArsDecodeError as err:  # one line naming the lattice, and go on
-                where = "" if str(path) in str(err) else f"{path}: "
-                print(f"arsdecode: {where}{err}", file=sys.stderr, flush=True)
+        else:
+            jobs.append(job)
+    workers = getattr(args, "workers", 1)
+    if workers > 1:
+        from arsdecode.cli.lattice_workers import run_on_dask
+
+        results = run_on_dask(args, task, jobs, workers, solve)
+    else:
+        results = (solve(args, task, job, target_for) for job in jobs)
+    try:
+        for job, (record, nbest, error) in zip(jobs, results):  # in input order
+            bar.update(1)
+            if record is None:  # one line naming the lattice, and go on
+                print(f"arsdecode: {error}", file=sys.stderr, flush=True)
                 counts["failed"] += 1
                 continue
             counts["decoded"] += 1
             counts["uncertified"] += not record.get("certified", True)
-            emit(args, name, record, nbest, out)
+            emit(args, job.one.name, record, nbest, job.out)
     finally:
         bar.close()
     print(" ".join(f"{k}={v}" for k, v in counts.items())
@@ -189,6 +199,32 @@ def cmd_many(args: argparse.Namespace, task: str) -> int:
     if counts["failed"]:
         return EXIT_BAD_INPUT
     return EXIT_UNCERTIFIED if counts["uncertified"] else EXIT_OK
+
+
+@dataclass(frozen=True)
+class Job:
+    """A lattice to run and where its files go (None: not asked for)."""
+
+    one: LatticeInput
+    out: Path | None
+    rescored: Path | None
+    mesh_file: Path | None
+
+
+Outcome = tuple["dict[str, Any] | None", "list[Any] | None", "str | None"]
+"""A job's (record, n-best entries, None), or (None, None, its one-line error)."""
+
+
+def solve(args: argparse.Namespace, task: str, job: Job, target_for: Any) -> Outcome:
+    """One job in this process (or a worker's): an input error is its one-line message,
+    naming the lattice; any other exception is a bug and goes up."""
+    try:
+        record, nbest = decode_one(args, target_for, job.one, job.rescored, job.mesh_file,
+                                   task)
+    except ArsDecodeError as err:
+        path = str(job.one.path)
+        return None, None, f"{'' if path in str(err) else path + ': '}{err}"
+    return record, nbest, None
 
 
 def output_suffix(args: argparse.Namespace) -> str:
