@@ -34,7 +34,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("arsdecode.model",),
     ("arsdecode.lattice",),
     ("arsdecode.core",),
-    ("arsdecode.methods",),
+    ("arsdecode.methods", "arsdecode.trees"),
     # testing (brute force, reference ARS) may use what tasks may use
     ("arsdecode.batch", "arsdecode.tasks", "arsdecode.testing"),
     # the public functions' argument checks (api's), over the types of the layers below
