@@ -110,7 +110,7 @@ def random_tree_automaton(rng: random.Random, words: Sequence[str], states: int 
     """A random acyclic automaton: state i's rules have children among states > i, the last
     state has leaves only; labels repeat across rules (ambiguity), some leaves are `null`."""
     names = [f"Q{i}" for i in range(states)]
-    rules = []
+    rules: list[tuple[str, str, list[str], float]] = []
     for i, q in enumerate(names):
         n_rules = rng.randint(1, 3)
         for _ in range(n_rules):

@@ -30,6 +30,7 @@ all their edges' tails, so the forest is in topological order.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 
 import numpy as np
@@ -119,7 +120,8 @@ def leaf_ids(automaton: TreeAutomaton, target: TargetModel) -> dict[int, int]:
             r = automaton.rules[i]
             raise TargetError(f"{automaton.source}:{r.line or '?'}: leaf {r.label!r} is a "
                               "sentence marker; the yield is scored as <s> yield </s>")
-    ids = target.ids([automaton.rules[i].label for i in leaves]) if leaves else []
+    ids: np.ndarray | list[int] = target.ids([automaton.rules[i].label for i in leaves]) \
+        if leaves else []
     return {i: int(w) for i, w in zip(leaves, ids, strict=True)}
 
 
@@ -167,3 +169,17 @@ def intersect(automaton: TreeAutomaton, states: ContextStates,
     forest.add_node(("goal",), [(-1, (top[s],), float(f))
                                 for s, f in zip(ends, finals, strict=True) if f > -np.inf])
     return forest
+
+
+def derivation_log_p(automaton: TreeAutomaton, target: TargetModel, rules: list[int],
+                     ids: dict[int, int] | None = None) -> float:
+    """ln weight of a derivation (rules in pre-order): its rules' weights plus
+    ln p(<s> yield </s>), each factor on the full history (one `log_prob` call); `ids`:
+    `leaf_ids(automaton, target)`, if the caller has it."""
+    ids = leaf_ids(automaton, target) if ids is None else ids
+    ys = [ids[r] for r in rules if r in ids]
+    words = np.array([*ys, target.eos], dtype=np.int64)
+    hist = [target.bos, *ys]
+    rows = context_rows([hist[: i + 1] for i in range(len(words))], max(target.order - 1, 0))
+    base = math.fsum(float(automaton.weights[r]) for r in rules)
+    return base + math.fsum(float(x) for x in target.log_prob(rows, words))
