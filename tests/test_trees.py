@@ -18,7 +18,7 @@ import pytest
 
 from arsdecode.errors import ArsDecodeError
 from arsdecode.model import as_target_model
-from arsdecode.testing.brute import chi_square_pvalue
+from arsdecode.testing.brute import brute_target, chi_square_pvalue
 from arsdecode.testing.brute_tree import brute_tree, random_tree_automaton
 from arsdecode.trees import api
 from arsdecode.trees.ars import ars_decode
@@ -184,3 +184,31 @@ def test_derivations_are_counted_once_with_ambiguity(random_lms):
     lz, _, _ = api.log_partition(m.lm, a, method="full")
     assert abs(lz - b.log_Z) <= TOL
     assert Counter(p.tree for p in api.kbest(m.lm, a, 5)) == Counter({f"f({x})": 2})
+
+
+def test_a_lattice_as_a_right_branching_tree_gives_the_lattice_answers(random_lms):
+    """Best path, its ln p, the k best and ln Z: the tree methods on the chain automaton
+    against the lattice methods (arsdecode.decode, decode_kbest, exact marginals)."""
+    import arsdecode
+    from arsdecode.lattice import Lattice
+    from arsdecode.trees.convert import right_branching
+
+    rng = random.Random(3)
+    for m in random_lms:
+        for _ in range(3):
+            lat = Lattice.from_lists([
+                [(w, round(rng.uniform(-2, 0), 6)) for w in rng.sample(m.words, min(
+                    len(m.words), rng.randint(1, 3)))] for _ in range(rng.randint(1, 6))])
+            a = right_branching(lat)
+            paths = brute_target(m.lm, lat)
+            best = arsdecode.decode(m.lm, lat)
+            lz = arsdecode.marginals(m.lm, lat, method="full").log_Z
+            top = arsdecode.decode_kbest(m.lm, lat, 4, method="full")
+            for method in ("full", "ars"):
+                r = api.decode(m.lm, a, method=method)
+                assert abs(r.log_p - best.log_p) <= TOL
+                assert abs(paths.score(r.tokens) - best.log_p) <= TOL  # the same path, or a tie
+                got = api.kbest(m.lm, a, 4, method=method)
+                np.testing.assert_allclose([p.log_p for p in got],
+                                           [p.log_p for p in top.paths], atol=1e-8)
+            assert abs(api.log_partition(m.lm, a, method="full")[0] - lz) <= 1e-8
