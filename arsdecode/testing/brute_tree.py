@@ -17,7 +17,7 @@ from __future__ import annotations
 import itertools
 import math
 import random
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -89,17 +89,19 @@ class BruteTreeResult:
         return post
 
 
-def brute_tree(model: ModelLike, automaton: TreeAutomaton, limit: int = 200_000
-               ) -> BruteTreeResult:
-    """Every derivation of `automaton` scored independently by the target's `log_prob`."""
+def brute_tree(model: ModelLike, automaton: TreeAutomaton, limit: int = 200_000,
+               path_log: Callable[[tuple[str, ...]], float] | None = None) -> BruteTreeResult:
+    """Every derivation of `automaton` scored independently by the target's `log_prob`, or by
+    `path_log(yield)` (ln p(<s> yield </s>) from a scorer independent of the target's code)."""
     target = as_target_model(model)
+    score = path_log or (lambda y: target_path_log(target, y))
     ds = derivations(automaton, limit)
     yields = [tuple(automaton.yield_of(d)) for d in ds]
     scores: dict[tuple[str, ...], float] = {}
     log_p = []
     for d, y in zip(ds, yields, strict=True):
         if y not in scores:
-            scores[y] = target_path_log(target, y)
+            scores[y] = score(y)
         a = automaton.derivation_weight(d)
         log_p.append(-math.inf if a == -math.inf or scores[y] == -math.inf else a + scores[y])
     return BruteTreeResult(automaton, ds, yields, log_p)
