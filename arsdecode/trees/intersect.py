@@ -47,6 +47,7 @@ from .forest import Forest
 
 State = tuple[tuple[int, ...], bool]  # (context, exact)
 MARKERS = ("<s>", "</s>")
+FAR = 2**62  # a position beyond every history (is_exact of a context not from <s>)
 
 
 def _last(words: tuple[int, ...], k: int) -> tuple[int, ...]:
@@ -75,9 +76,14 @@ class ContextStates:
         return [tuple(int(x) for x in row if x >= 0) for row in rows]
 
     def is_exact(self, ctx: tuple[int, ...]) -> bool:
+        """Whether `ctx` fixes p wherever it is the state. A context from `<s>` is the whole
+        history (position len - 1); any other is a suffix of a history of unknown length, so
+        it is asked at a position beyond every history (`FAR`), where only what the context
+        itself holds can make it exact (a weighted target without `<s>` would otherwise call
+        a context exact because it is as long as its position)."""
         if ctx not in self._exact:
             bos = bool(ctx) and ctx[0] == self.target.bos
-            self._exact[ctx] = bool(self.target.is_exact(len(ctx) - 1 if bos else len(ctx),
+            self._exact[ctx] = bool(self.target.is_exact(len(ctx) - 1 if bos else FAR,
                                                          list(ctx)))
         return self._exact[ctx]
 
