@@ -4,12 +4,13 @@
 automaton a `TreeAutomaton`; method "full" (the exact intersection with the target's merged
 states, `intersect.py`), "ars" (adaptive rejection over the bounding tree automaton, `ars.py`)
 or "auto". For decode and k-best, auto is ARS: it certifies its answer and builds a fraction
-of the full forest (bench/bench_trees.py: 1.5-3x faster than the full intersection on CKY
-charts of 5 candidates a position with the state_union 5-gram, 15x with 20). For samples,
-marginals and ln Z, auto is the full intersection while it asks the target at most
-`max_queries` (context, word) pairs, else ARS: the exact forest answers them all at once,
-exactly (zero-width intervals) and draws without rejection, which was 2-6x faster than ARS's
-adaptive rejection at 100 samples in the same bench. Results are `results.py`'s types;
+of the full forest (bench/bench_trees.py, CKY charts of L = 5-15 words over SMS keypad
+lattices, state_union 5-gram: 1.4-2.4x faster than the full intersection with 5 candidates
+a position, 13-35x with 20). For samples, marginals and ln Z, auto is the full intersection
+while it asks the target at most `max_queries` (context, word) pairs, else ARS: the exact
+forest answers them all at once and exactly (zero-width intervals), and drew 100 samples
+2-3x faster than ARS's adaptive rejection with 5 candidates (ARS was 1.0-1.9x faster with
+20, where the full forest is 10x larger than ARS's final q). Results are `results.py`'s types;
 natural logs. The lead wires these into `arsdecode.api`'s dispatch and the CLI (`--trees FILE`).
 """
 

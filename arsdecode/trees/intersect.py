@@ -110,6 +110,27 @@ class ContextStates:
             return [(c, True) for c in self.cut([_last(n, self.k) for n in nexts])], scores
         return [self.enter(n) for n in nexts], scores
 
+    def walk(self, words: list[int]) -> list[State]:
+        """The bound's state before each of `words` and before `</s>` (len(words) + 1 states;
+        no target query but `is_exact`)."""
+        assert self.refined is not None, "walk is the bound's (ARS's) path"
+        out = [self.initial]
+        for w in words:
+            out.append(self.enter((*out[-1][0], w)))
+        return out
+
+    def scores(self, states: list[State], words: np.ndarray) -> np.ndarray:
+        """ln score (exact or bound) of words[i] after states[i], in two batched calls."""
+        self.queries += len(words)
+        rows = context_rows([c for c, _ in states], self.k)
+        exact = np.array([e for _, e in states], dtype=bool)
+        out = np.empty(len(words))
+        if exact.any():
+            out[exact] = self.target.log_prob(rows[exact], words[exact])
+        if not exact.all():
+            out[~exact] = self.target.log_bound(rows[~exact], words[~exact])
+        return out
+
     def final(self, states: list[State]) -> np.ndarray:
         """ln score (exact or bound) of `</s>` after each state."""
         out = np.empty(len(states))
