@@ -218,3 +218,20 @@ def test_a_lattice_as_a_right_branching_tree_gives_the_lattice_answers(random_lm
                 np.testing.assert_allclose([p.log_p for p in got],
                                            [p.log_p for p in top.paths], atol=1e-8)
             assert abs(api.log_partition(m.lm, a, method="full")[0] - lz) <= 1e-8
+
+
+def test_a_deep_chain_needs_no_recursion_limit(random_lms):
+    """A 1,200-word lattice as a chain automaton is 1,200 levels deep: the expansion and the
+    lazy k-best recurse per level, within a raised limit (forest.deep_recursion)."""
+    import arsdecode
+    from arsdecode.lattice import Lattice
+    from arsdecode.trees.convert import right_branching
+
+    m = random_lms[1]
+    lat = Lattice.from_lists([[(m.words[i % len(m.words)], 0.0),
+                               (m.words[(i + 1) % len(m.words)], -1.0)] for i in range(1200)])
+    a = right_branching(lat)
+    best = arsdecode.decode(m.lm, lat)
+    assert abs(api.decode(m.lm, a, method="full").log_p - best.log_p) <= 1e-7
+    top = api.kbest(m.lm, a, 2, method="full")
+    assert abs(top[0].log_p - best.log_p) <= 1e-7 and top[1].log_p <= top[0].log_p

@@ -17,7 +17,9 @@ from __future__ import annotations
 
 import heapq
 import math
-from collections.abc import Sequence
+import sys
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -30,6 +32,21 @@ def logsumexp(values: Sequence[float]) -> float:
     if m == -math.inf:
         return -math.inf
     return m + math.log(math.fsum(math.exp(v - m) for v in values))
+
+
+@contextmanager
+def deep_recursion(depth: int) -> Iterator[None]:
+    """Allow `depth` more nested Python calls for the duration (restored after).
+
+    Why: the intersection's item expansion and the lazy k-best recurse once per level of
+    the automaton, and a chain automaton of a 1,000-word lattice is 1,000 levels deep. Since
+    Python 3.11, Python-to-Python calls do not use the C stack, so a higher limit is safe."""
+    old = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(old, old + depth))
+    try:
+        yield
+    finally:
+        sys.setrecursionlimit(old)
 
 
 @dataclass
@@ -221,7 +238,13 @@ class LazyKBest:
         return True
 
     def top(self, k: int) -> list[tuple[float, list[int]]]:
+        with deep_recursion(4 * self.f.num_nodes):
+            return self._top(k)
+
+    def _top(self, k: int) -> list[tuple[float, list[int]]]:
         out = []
+        for v in range(self.f.num_nodes):  # rank 0 bottom-up: no deep recursion for it
+            self._ensure(v, 0)
         for r in range(k):
             if not self._ensure(self.f.goal, r):
                 break

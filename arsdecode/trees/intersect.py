@@ -43,7 +43,7 @@ from arsdecode.errors import TargetError
 from arsdecode.model import TargetModel, context_rows
 
 from .automaton import NULL, TreeAutomaton
-from .forest import Forest
+from .forest import Forest, deep_recursion
 
 State = tuple[tuple[int, ...], bool]  # (context, exact)
 MARKERS = ("<s>", "</s>")
@@ -194,7 +194,8 @@ def intersect(automaton: TreeAutomaton, states: ContextStates,
         memo[key] = {s2: forest.add_node((q, s, s2), es) for s2, es in edges.items()}
         return memo[key]
 
-    top = expand(automaton.start, states.initial)
+    with deep_recursion(4 * len(automaton.states)):
+        top = expand(automaton.start, states.initial)
     ends = list(top)
     finals = states.final(ends) if ends else np.empty(0)
     forest.add_node(("goal",), [(-1, (top[s],), float(f))
