@@ -235,3 +235,17 @@ def test_a_deep_chain_needs_no_recursion_limit(random_lms):
     assert abs(api.decode(m.lm, a, method="full").log_p - best.log_p) <= 1e-7
     top = api.kbest(m.lm, a, 2, method="full")
     assert abs(top[0].log_p - best.log_p) <= 1e-7 and top[1].log_p <= top[0].log_p
+
+
+def test_pruning_drops_nodes_but_not_the_best(cases):
+    from arsdecode.trees.intersect import decode_pruning
+
+    smaller = 0
+    for m, a, b in cases:
+        t = as_target_model(m.lm)
+        whole = intersect(a, ContextStates(t))
+        pruned = intersect(a, ContextStates(t), prune=decode_pruning(a, t))
+        assert pruned.num_nodes <= whole.num_nodes
+        assert abs(pruned.viterbi()[0] - b.best_log_p) <= TOL
+        smaller += pruned.num_nodes < whole.num_nodes
+    assert smaller > len(cases) // 4

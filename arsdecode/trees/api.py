@@ -30,7 +30,14 @@ from .ars import ars_decode, ars_kbest, ars_sample
 from .automaton import TreeAutomaton
 from .errors import EmptyLanguageError
 from .forest import Forest
-from .intersect import ContextStates, State, derivation_log_p, intersect, leaf_ids
+from .intersect import (
+    ContextStates,
+    State,
+    decode_pruning,
+    derivation_log_p,
+    intersect,
+    leaf_ids,
+)
 from .results import (
     RuleMarginal,
     TreeDecodeResult,
@@ -56,9 +63,13 @@ def _method(method: str) -> str:
     return method
 
 
-def full_forest(target: ModelLike, automaton: TreeAutomaton) -> Forest:
-    """The exact intersection (goal last); refuses an automaton whose every tree has p = 0."""
-    forest = intersect(automaton, ContextStates(as_target_model(target)))
+def full_forest(target: ModelLike, automaton: TreeAutomaton, prune: bool = False) -> Forest:
+    """The exact intersection (goal last); refuses an automaton whose every tree has p = 0.
+    `prune`: drop the nodes that cannot be on the best derivation (`intersect.Pruning`; the
+    forest then serves the best derivation only)."""
+    tm = as_target_model(target)
+    forest = intersect(automaton, ContextStates(tm),
+                       prune=decode_pruning(automaton, tm) if prune else None)
     if forest.log_partition() == -math.inf:
         raise EmptyLanguageError(f"{automaton.source}: every tree has probability zero under "
                                  "the target")
@@ -66,14 +77,14 @@ def full_forest(target: ModelLike, automaton: TreeAutomaton) -> Forest:
 
 
 def _choose(target: TargetModel, automaton: TreeAutomaton, method: str,
-            max_queries: int) -> tuple[str, Forest | None]:
+            max_queries: int, prune: bool = False) -> tuple[str, Forest | None]:
     """auto: build the full forest unless `max_queries` target queries do not finish it
     (a negative budget: ARS at once)."""
     method = _method(method)
     if method == "ars" or (method == "auto" and max_queries < 0):
         return "ars", None
     if method == "full":
-        return "full", full_forest(target, automaton)
+        return "full", full_forest(target, automaton, prune)
     try:
         forest = intersect(automaton, _Budget(target, max_queries))
     except _TooLarge:
@@ -107,7 +118,8 @@ def decode(target: ModelLike, automaton: TreeAutomaton, method: str = "auto",
     """The best derivation of p (tree, yield, ln p), certified."""
     t0 = time.perf_counter()
     tm = as_target_model(target)
-    chosen, forest = _choose(tm, automaton, method, -1 if method == "auto" else max_queries)
+    chosen, forest = _choose(tm, automaton, method, -1 if method == "auto" else max_queries,
+                             prune=True)
     if forest is not None:
         log_p, rules = forest.viterbi()
         p = _path(automaton, rules, log_p)

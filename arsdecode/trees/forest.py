@@ -112,6 +112,22 @@ class Forest:
             back.append(edges[k] if scores else -1)
         return best[self.goal], self._rules_of(lambda v: back[v])
 
+    def viterbi_outside(self) -> list[float]:
+        """Per node, the best ln weight of the rest of a hyperpath through it (goal: 0)."""
+        best: list[float] = []
+        for edges in self.node_edges:
+            best.append(max((self._edge_score(e, best) for e in edges), default=-math.inf))
+        out = [-math.inf] * self.num_nodes
+        out[self.goal] = 0.0
+        for v in range(self.goal, -1, -1):
+            if out[v] == -math.inf:
+                continue
+            for e in self.node_edges[v]:
+                total = out[v] + self._edge_score(e, best)
+                for t in self.edge_tails[e]:
+                    out[t] = max(out[t], total - best[t])
+        return out
+
     def _rules_of(self, choose) -> list[int]:
         """Rules in pre-order of the hyperpath that takes edge choose(v) at each node v."""
         rules: list[int] = []

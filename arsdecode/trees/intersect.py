@@ -36,9 +36,11 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable
+from dataclasses import dataclass
 
 import numpy as np
 
+from arsdecode.core.tolerances import PRUNE_MARGIN
 from arsdecode.errors import TargetError
 from arsdecode.model import TargetModel, context_rows
 
@@ -156,14 +158,51 @@ def leaf_ids(automaton: TreeAutomaton, target: TargetModel) -> dict[int, int]:
     return {i: int(w) for i, w in zip(leaves, ids, strict=True)}
 
 
+@dataclass(frozen=True)
+class Pruning:
+    """What lets the full intersection drop nodes that cannot be on the best derivation:
+    `outside[q]`, an upper bound of the best weight around automaton state q, and `floor`, the
+    exact weight of some derivation. A node whose best inside plus outside[q] is below the
+    floor (by more than PRUNE_MARGIN) is dropped: every derivation through it weighs less
+    than one already known. Only for the best derivation (not ln Z, samples or k > 1)."""
+
+    outside: np.ndarray
+    floor: float
+
+
+def decode_pruning(automaton: TreeAutomaton, target: TargetModel) -> Pruning:
+    """The bounds of q^(0), ARS's first automaton (every factor at its bound at the empty
+    context, so each context-free state q has one node): its Viterbi outside per state bounds
+    the exact forest's outside of every (q, s_in, s_out), whatever the contexts; the floor is
+    the exact weight of q^(0)'s best derivation."""
+    q0 = intersect(automaton, ContextStates(target, refined=()))
+    out = q0.viterbi_outside()
+    outside = np.full(len(automaton.states), -math.inf)
+    for v, key in enumerate(q0.node_key[:-1]):
+        outside[key[0]] = max(outside[key[0]], out[v])
+    _, rules = q0.viterbi()
+    return Pruning(outside, derivation_log_p(automaton, target, rules))
+
+
 def intersect(automaton: TreeAutomaton, states: ContextStates,
-              weights: np.ndarray | None = None) -> Forest:
+              weights: np.ndarray | None = None, prune: Pruning | None = None) -> Forest:
     """The forest of (q, s_in, s_out) nodes (module docstring); goal last. Edges of weight
-    -inf are dropped, so a node without edges has no derivation of non-zero weight."""
+    -inf are dropped, so a node without edges has no derivation of non-zero weight; with
+    `prune`, nodes that cannot be on the best derivation are dropped too (`Pruning`)."""
     w = automaton.weights if weights is None else weights
     ids = leaf_ids(automaton, states.target)
     forest = Forest()
     memo: dict[tuple[int, State], dict[State, int]] = {}
+    best: list[float] = []  # per node, its best inside weight (for pruning)
+    cut_at = -math.inf if prune is None else prune.floor - PRUNE_MARGIN
+
+    def add(q: int, s: State, s2: State, es: list[tuple[int, tuple[int, ...], float]]
+            ) -> int | None:
+        b = max(x + math.fsum(best[t] for t in tails) for _, tails, x in es)
+        if prune is not None and b + float(prune.outside[q]) < cut_at:
+            return None
+        best.append(b)
+        return forest.add_node((q, s, s2), es)
 
     def expand(q: int, s: State) -> dict[State, int]:
         key = (q, s)
@@ -191,7 +230,8 @@ def intersect(automaton: TreeAutomaton, states: ContextStates,
                     break
             for s2, tails in partial:
                 edges.setdefault(s2, []).append((i, tails, float(w[i])))
-        memo[key] = {s2: forest.add_node((q, s, s2), es) for s2, es in edges.items()}
+        nodes = {s2: add(q, s, s2, es) for s2, es in edges.items()}
+        memo[key] = {s2: v for s2, v in nodes.items() if v is not None}
         return memo[key]
 
     with deep_recursion(4 * len(automaton.states)):
