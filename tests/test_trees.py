@@ -249,3 +249,30 @@ def test_pruning_drops_nodes_but_not_the_best(cases):
         assert abs(pruned.viterbi()[0] - b.best_log_p) <= TOL
         smaller += pruned.num_nodes < whole.num_nodes
     assert smaller > len(cases) // 4
+
+
+def test_every_tree_of_probability_zero_is_one_error_for_every_method(tmp_path):
+    """A model with -inf n-grams, and an automaton whose only yields use them."""
+    import maxarpa
+    from arsdecode.testing.random_arpa import random_arpa_text
+    from arsdecode.trees import TreeAutomaton
+    from arsdecode.trees.errors import EmptyLanguageError
+
+    text = random_arpa_text(random.Random(5), 2, 3, 0.5, density=1.0, neg_inf_fraction=0.5)
+    (tmp_path / "z.arpa").write_text(text)
+    lm = maxarpa.load(tmp_path / "z.arpa")
+    t = as_target_model(lm)
+    words = [w for w in lm.vocab if w not in ("<s>", "</s>")]
+    zero = [(a, b) for a in words for b in words
+            if t.log_prob(np.array([[t.ids([a])[0]]]), t.ids([b]))[0] == -math.inf]
+    assert zero, "the model has no -inf bigram"
+    a_, b_ = zero[0]
+    auto = TreeAutomaton.from_rules("S", [("S", "f", ["A", "B"], 0.0), ("A", a_, [], 0.0),
+                                          ("B", b_, [], 0.0)], "z.json")
+    for method in ("full", "ars"):
+        with pytest.raises(EmptyLanguageError, match="z.json: every tree has probability zero"):
+            api.decode(lm, auto, method=method)
+        with pytest.raises(EmptyLanguageError):
+            api.sample(lm, auto, 3, seed=0, method=method)
+    with pytest.raises(ArsDecodeError, match="cannot read"):
+        TreeAutomaton.read(tmp_path / "missing.json")

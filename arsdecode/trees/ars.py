@@ -60,6 +60,7 @@ from arsdecode.methods.trials import TrialLog
 from arsdecode.model import TargetModel, context_rows
 
 from .automaton import TreeAutomaton
+from .errors import EmptyLanguageError
 from .forest import Forest, ForestSampler
 from .intersect import ContextStates, intersect, leaf_ids
 
@@ -89,6 +90,9 @@ class TreeArs:
     def _build(self) -> Forest:
         self.states = ContextStates(self.target, self.refined)
         self.forest = intersect(self.automaton, self.states)
+        if not self.forest.node_edges[self.forest.goal]:  # q = 0 everywhere, hence p too
+            raise EmptyLanguageError(f"{self.automaton.source}: every tree has probability "
+                                     "zero under the target")
         self._sampler: ForestSampler | None = None
         return self.forest
 
