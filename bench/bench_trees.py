@@ -38,7 +38,7 @@ SENTENCE = ("we have a great opportunity to build a better future for all of our
             "tonight")
 
 
-def _timed(fn, *args, **kwargs):  # type: ignore[no-untyped-def]
+def _timed(fn, *args, **kwargs):
     t0 = time.process_time()
     out = fn(*args, **kwargs)
     return out, time.process_time() - t0
