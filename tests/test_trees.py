@@ -276,3 +276,17 @@ def test_every_tree_of_probability_zero_is_one_error_for_every_method(tmp_path):
             api.sample(lm, auto, 3, seed=0, method=method)
     with pytest.raises(ArsDecodeError, match="cannot read"):
         TreeAutomaton.read(tmp_path / "missing.json")
+
+
+def test_results_print_the_tree_tokens_and_certificate(cases):
+    import json
+
+    m, a, b = cases[0]
+    r = api.decode(m.lm, a, method="ars").to_json()
+    assert {"tree", "tokens", "log_p", "certified", "method", "rules"} <= set(r)
+    assert r["tree"] in b.near_best(1e-7) and r["certified"] is True and r["method"] == "ars"
+    s = api.sample(m.lm, a, 4, seed=0, method="full").to_json()
+    assert len(s["trees"]) == 4 and s["method"] == "full" and s["log_Z_ci"] == [s["log_Z"]] * 2
+    k = [p.to_json() for p in api.kbest(m.lm, a, 2)]
+    assert all({"tree", "tokens", "rules", "log_p"} <= set(x) for x in k)
+    json.dumps([r, s, k, api.marginals(m.lm, a, method="full").to_json()])
