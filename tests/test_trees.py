@@ -290,3 +290,17 @@ def test_results_print_the_tree_tokens_and_certificate(cases):
     k = [p.to_json() for p in api.kbest(m.lm, a, 2)]
     assert all({"tree", "tokens", "rules", "log_p"} <= set(x) for x in k)
     json.dumps([r, s, k, api.marginals(m.lm, a, method="full").to_json()])
+
+
+def test_wrong_argument_types_are_one_line_argument_errors(cases):
+    from arsdecode.errors import ArgumentError
+
+    m, a, _ = cases[0]
+    with pytest.raises(ArgumentError, match=r"decode\(\): automaton must be a TreeAutomaton"):
+        api.decode(m.lm, "grammar.alto")
+    with pytest.raises(ArgumentError, match=r"sample\(\): target must be a loaded model"):
+        api.sample("model.arpa", a, 3)
+    with pytest.raises(ArgumentError, match=r"kbest\(\): k must be an int >= 1"):
+        api.kbest(m.lm, a, 0)
+    with pytest.raises(ArgumentError, match=r"sample\(\): n must be an int >= 0"):
+        api.sample(m.lm, a, 2.5)

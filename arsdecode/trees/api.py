@@ -21,10 +21,11 @@ import time
 
 import numpy as np
 
-from arsdecode.errors import OptionError
+from arsdecode.errors import ArgumentError, OptionError
 from arsdecode.methods.marginals import wilson
 from arsdecode.methods.results import Paths, SampleTrace
 from arsdecode.model import ModelLike, TargetModel, as_target_model
+from maxarpa.model import Model
 
 from .ars import ars_decode, ars_kbest, ars_sample
 from .automaton import TreeAutomaton
@@ -55,6 +56,17 @@ auto hands the automaton to ARS (the pairs are the forest's leaf edges: its size
 
 class _TooLarge(Exception):
     pass
+
+
+def _target(fn: str, target: ModelLike, automaton: TreeAutomaton) -> TargetModel:
+    """The engine's view of `target`, after checking both arguments' types (one line each)."""
+    if not isinstance(automaton, TreeAutomaton):
+        raise ArgumentError(f"{fn}(): automaton must be a TreeAutomaton (TreeAutomaton.read "
+                            f"reads a file); got {type(automaton).__name__}")
+    if not isinstance(target, (Model, TargetModel)):
+        raise ArgumentError(f"{fn}(): target must be a loaded model or a TargetModel; got "
+                            f"{type(target).__name__}")
+    return as_target_model(target)
 
 
 def _method(method: str) -> str:
@@ -117,7 +129,7 @@ def decode(target: ModelLike, automaton: TreeAutomaton, method: str = "auto",
            max_iterations: int | None = None, max_queries: int = MAX_QUERIES) -> TreeDecodeResult:
     """The best derivation of p (tree, yield, ln p), certified."""
     t0 = time.perf_counter()
-    tm = as_target_model(target)
+    tm = _target("decode", target, automaton)
     chosen, forest = _choose(tm, automaton, method, -1 if method == "auto" else max_queries,
                              prune=True)
     if forest is not None:
@@ -138,8 +150,8 @@ def kbest(target: ModelLike, automaton: TreeAutomaton, k: int, method: str = "au
     """The k best derivations of p, best first (`Paths` of `TreePath`; fewer if there are
     fewer derivations of non-zero weight)."""
     if not isinstance(k, int) or k < 1:
-        raise OptionError(f"kbest(): k must be an int >= 1; got {k!r}")
-    tm = as_target_model(target)
+        raise ArgumentError(f"kbest(): k must be an int >= 1; got {k!r}")
+    tm = _target("kbest", target, automaton)
     chosen, forest = _choose(tm, automaton, method, -1 if method == "auto" else max_queries)
     if forest is not None:
         return tree_paths([_path(automaton, rules, lp) for lp, rules in forest.kbest(k)],
@@ -154,10 +166,10 @@ def sample(target: ModelLike, automaton: TreeAutomaton, n: int, seed: int | None
     """n exact i.i.d. derivations of p, with ln Z (exact for "full", an estimate with its 95%
     interval for "ars")."""
     if not isinstance(n, int) or n < 0:
-        raise OptionError(f"sample(): n must be an int >= 0; got {n!r}")
+        raise ArgumentError(f"sample(): n must be an int >= 0; got {n!r}")
     t0 = time.perf_counter()
     rng = np.random.default_rng(seed)
-    tm = as_target_model(target)
+    tm = _target("sample", target, automaton)
     chosen, forest = _choose(tm, automaton, method, max_queries)
     if forest is not None:
         sampler = forest.sampler()
@@ -188,7 +200,7 @@ def marginals(target: ModelLike, automaton: TreeAutomaton, n: int = 1000,
     with ARS, estimated from n exact samples (Wilson 95% intervals of the share of samples
     using the rule, exact when a derivation uses a rule at most once, as in a chart)."""
     t0 = time.perf_counter()
-    tm = as_target_model(target)
+    tm = _target("marginals", target, automaton)
     chosen, forest = _choose(tm, automaton, method, max_queries)
     rules = automaton.raw_rules()
     if forest is not None:
@@ -215,7 +227,7 @@ def log_partition(target: ModelLike, automaton: TreeAutomaton, method: str = "au
                   ) -> tuple[float, tuple[float, float], bool]:
     """(ln Z, its 95% interval, exact): exact on the full forest; with ARS the importance
     estimate from the trials of n exact samples."""
-    tm = as_target_model(target)
+    tm = _target("log_partition", target, automaton)
     chosen, forest = _choose(tm, automaton, method, max_queries)
     if forest is not None:
         lz = forest.log_partition()
