@@ -43,6 +43,8 @@ from arsdecode.model import InterpolatedLM, ModelLike, as_target_model
 from arsdecode.model.interpolated import MISSING, Missing
 from arsdecode.model.loglinear import LogLinearLM
 from arsdecode.model.target_spec import weighted_target
+from arsdecode.trees import dispatch as _trees
+from arsdecode.trees.automaton import TreeAutomaton
 from maxarpa.config import Config
 from maxarpa.model import Model
 
@@ -97,10 +99,10 @@ def decode(lm: ModelLike, lattice: WordLattice, *, method: Method = "auto",
 @overload
 def decode(lm: ModelLike, lattice: WordLattice, *, method: Method = "auto",
            k: int, **options: Any) -> Paths: ...
-@v.checked(lm=LM, lattice=v.lattice, method=METHOD, k=v.optional(v.positive))
+@v.checked(lm=LM, lattice=v.structure, method=METHOD, k=v.optional(v.positive))
 def decode(
     lm: ModelLike,
-    lattice: Lattice | WordLattice,
+    lattice: Lattice | WordLattice | TreeAutomaton,
     *,
     method: Method = "auto",
     k: int | None = None,
@@ -116,8 +118,12 @@ def decode(
     arcs) gives a DagDecodeResult, or with `k` a list of DagPath (option `unique=True`:
     distinct word sequences); on it "full" and "auto" run the exact merged expansion
     (compiled) and "ars" the q-automaton over (node, context) states (a DagArsResult). Raises
-    NoPathError if every path has probability zero.
+    NoPathError if every path has probability zero. A `TreeAutomaton` gives its best
+    derivation (a TreeDecodeResult: `tree` bracketed, `tokens` its yield), or with `k` the k
+    best (`arsdecode.trees`; options max_iterations, max_queries).
     """
+    if isinstance(lattice, TreeAutomaton):
+        return _trees.decode(lm, lattice, method, k, options)
     return dispatch.decode(as_target_model(lm), lattice, method=method, k=k, **options)
 
 
@@ -216,10 +222,10 @@ def decode_kbest(lm: ModelLike, lattice: Lattice, k: int, *, method: Method = "a
 @overload
 def decode_kbest(lm: ModelLike, lattice: WordLattice, k: int, *, method: Method = "auto",
                  **options: Any) -> Paths: ...
-@v.checked(lm=LM, lattice=v.lattice, k=v.positive, method=METHOD)
+@v.checked(lm=LM, lattice=v.structure, k=v.positive, method=METHOD)
 def decode_kbest(
-    lm: ModelLike, lattice: Lattice | WordLattice, k: int, *, method: Method = "auto",
-    **options: Any
+    lm: ModelLike, lattice: Lattice | WordLattice | TreeAutomaton, k: int, *,
+    method: Method = "auto", **options: Any
 ) -> KBestResult | Paths:
     """The k most probable distinct paths of p, each exact and certified, best first.
 
@@ -229,7 +235,10 @@ def decode_kbest(
     `method` (`methods.dispatch`): "full" is the merged full DP's k-best (compiled given n-gram
     tables), "ars" ARS's k-best on q (`methods.kbest.decode_kbest`; options: variant,
     max_iterations, tol), "auto" the compiled DP within its pair and memory budgets, else
-    ARS. The result's `method` says which ran."""
+    ARS. The result's `method` says which ran. A `TreeAutomaton` gives its k best derivations
+    (`Paths` of `TreePath`)."""
+    if isinstance(lattice, TreeAutomaton):
+        return _trees.decode(lm, lattice, method, k, options)
     return dispatch.decode(lm, lattice, method=method, k=k, **options)
 
 
@@ -239,10 +248,10 @@ def sample(lm: ModelLike, lattice: Lattice, n: int, seed: int | None = None,
 @overload
 def sample(lm: ModelLike, lattice: WordLattice, n: int, seed: int | None = None,
            **options: Any) -> Paths: ...
-@v.checked(lm=LM, lattice=v.lattice, n=v.count, seed=v.seed)
+@v.checked(lm=LM, lattice=v.structure, n=v.count, seed=v.seed)
 def sample(
-    lm: ModelLike, lattice: Lattice | WordLattice, n: int, seed: int | None = None,
-    **options: Any
+    lm: ModelLike, lattice: Lattice | WordLattice | TreeAutomaton, n: int,
+    seed: int | None = None, **options: Any
 ) -> SampleResult | Paths | DagArsSampleResult:
     """`n` exact i.i.d. samples of p over `lattice` by adaptive rejection, with the
     evidence ln Z and its 95% interval (`methods.ars.sample`; options: batch, target_ar,
@@ -255,7 +264,10 @@ def sample(
     rate and the ln Z estimate; options batch, target_ar, ...). `method="full"` on a
     confusion network draws by the merged full DP, with the exact ln Z. Which method runs
     is `methods.dispatch.sample`'s choice; an option the chosen sampler does not take is an
-    OptionError naming it."""
+    OptionError naming it. A `TreeAutomaton` gives exact i.i.d. derivations with ln Z (a
+    TreeSampleResult; options method, max_queries, target_ar, max_trials)."""
+    if isinstance(lattice, TreeAutomaton):
+        return _trees.sample(lm, lattice, n, seed, options)
     return dispatch.sample(as_target_model(lm), lattice, n, seed, **options)
 
 
@@ -277,11 +289,11 @@ def adapt(lm: ModelLike, lattice: Lattice, **options: Any) -> SampleResult:
     return dispatch.adapt(as_target_model(lm), lattice, **options)
 
 
-@v.checked(lm=LM, lattice=v.lattice, n=v.positive, seed=v.seed, all_candidates=v.flag,
+@v.checked(lm=LM, lattice=v.structure, n=v.positive, seed=v.seed, all_candidates=v.flag,
            method=v.one_of(MARGINALS_METHODS))
 def marginals(
     lm: ModelLike,
-    lattice: Lattice | WordLattice,
+    lattice: Lattice | WordLattice | TreeAutomaton,
     n: int = 1000,
     seed: int | None = None,
     *,
@@ -296,7 +308,10 @@ def marginals(
     `sample`); "auto" (the default): exact when the merged states fit a budget
     (`methods.dispatch.MARGINALS_FULL_STATES`), else sampled. `all_candidates=False` lists only
     the tokens drawn (exact: of nonzero probability). A `WordLattice` gets its exact arc
-    posteriors (methods "full" and "auto"): one list per arc, in arc order."""
+    posteriors (methods "full" and "auto"): one list per arc, in arc order. A
+    `TreeAutomaton` gives its rule posteriors and ln Z (a TreeMarginalsResult)."""
+    if isinstance(lattice, TreeAutomaton):
+        return _trees.marginals(lm, lattice, n, seed, method, options)
     return _marginals.posterior_marginals(as_target_model(lm), lattice, n, seed,
                                           all_candidates=all_candidates, method=method,
                                           **options)

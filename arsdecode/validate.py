@@ -32,6 +32,7 @@ from arsdecode.errors import ArgumentError, ArsDecodeError
 from arsdecode.lattice import Lattice, WordLattice
 from arsdecode.model.interface import TargetModel
 from arsdecode.model.maxarpa_lm import MaxArpaLM
+from arsdecode.trees.automaton import TreeAutomaton
 from maxarpa.config import Config
 from maxarpa.model import Model
 
@@ -279,6 +280,8 @@ def target(value: Any) -> Any:
 ngram = instance(Model, MaxArpaLM, expected="an n-gram model (what arsdecode.load_lm returns)")
 maxarpa_model = instance(Model, expected="a maxarpa Model (what arsdecode.load_lm returns)")
 lattice = instance(Lattice, WordLattice, expected="a Lattice or a WordLattice")
+structure = instance(Lattice, WordLattice, TreeAutomaton,
+                     expected="a Lattice, a WordLattice or a TreeAutomaton")
 confusion = instance(Lattice, expected="a Lattice")
 word_lattice = instance(WordLattice, expected="a WordLattice")
 config = optional(instance(Config, expected="a maxarpa.Config"))

@@ -181,6 +181,10 @@ def _lattice(spec: TaskSpec, item: Item, emissions) -> tuple[Any, list[str] | No
     obj = json.loads(item.text, parse_constant=json_constant)  # the grammar of lattice files
     where = f"line {item.lineno}"
     if spec.task != "tag" and spec.map is None:
+        if isinstance(obj, dict) and "rules" in obj and "start" in obj:  # a tree automaton
+            from arsdecode.trees.automaton import TreeAutomaton
+
+            return TreeAutomaton.from_json(obj, source=where), None
         if isinstance(obj, dict) and "arcs" in obj:  # a word lattice (JSON DAG)
             from arsdecode.lattice import WordLattice
 
@@ -205,6 +209,8 @@ def solve_one(spec: TaskSpec, lm, item: Item, lattice) -> dict:
 
     start = time.perf_counter()
     engine = _engine(spec)
+    if hasattr(lattice, "rules"):  # a tree automaton (issue 31)
+        return _solve_trees(spec, lm, item, lattice, start)
     if not hasattr(lattice, "tokens"):  # a word lattice: the exact expansion's methods
         return _solve_word_lattice(spec, lm, item, lattice, start)
     if spec.task == "sample":
@@ -229,6 +235,20 @@ def _solve_word_lattice(spec: TaskSpec, lm, item: Item, wl, start: float) -> dic
         return {"samples": [d.tokens for d in draws], "log_p": [d.log_p for d in draws],
                 "seed": seed, "method": draws.method, "seconds": time.perf_counter() - start}
     [r] = decode_word_lattices(lm, [wl], method=spec.method)  # type: ignore[arg-type]
+    return _dag_fields(r, {"seconds": time.perf_counter() - start})
+
+
+def _solve_trees(spec: TaskSpec, lm, item: Item, automaton, start: float) -> dict:
+    """`solve_one` for a tree automaton: the fields of `decode` / `sample --trees X --json`."""
+    from arsdecode.trees import dispatch as trees
+
+    if spec.task == "sample":
+        seed = item_seed(spec.seed, item.id)
+        s = trees.sample(lm, automaton, spec.n, seed, {})
+        return {"trees": s.trees, "samples": s.samples, "log_p": s.log_p, "seed": seed,
+                "log_Z": s.log_Z, "method": s.method, "seconds": time.perf_counter() - start}
+    options = {} if spec.max_iterations is None else {"max_iterations": spec.max_iterations}
+    r = trees.decode(lm, automaton, spec.method, None, options)
     return _dag_fields(r, {"seconds": time.perf_counter() - start})
 
 
@@ -262,10 +282,12 @@ def solve_chunk(spec: TaskSpec, lm, items: list[Item], lattices: list) -> list[d
     if spec.task != "sample" and items:
         from arsdecode.methods.dispatch import decode_many, decode_word_lattices
 
-        dags = [not hasattr(lat, "tokens") for lat in lattices]  # word lattices
+        dags = [not hasattr(lat, "tokens") for lat in lattices]  # word lattices (or trees)
         results: list[Any]
         start = time.perf_counter()
         try:
+            if any(hasattr(lat, "rules") for lat in lattices):  # trees: item by item below
+                raise LatticeError("tree automata")
             if all(dags):
                 results = decode_word_lattices(lm, lattices,
                                                method=spec.method)  # type: ignore[arg-type]

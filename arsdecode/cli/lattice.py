@@ -11,7 +11,7 @@ import argparse
 import sys
 from typing import TYPE_CHECKING
 
-from arsdecode.cli import lattice_list, word_lattice
+from arsdecode.cli import lattice_list, trees, word_lattice
 from arsdecode.cli.interrupted import (
     add_trace_option,
     iteration_trace,
@@ -92,6 +92,7 @@ def add_decode_parser(sub: argparse._SubParsersAction) -> None:
     add_engine_options(d)
     add_method_option(d, needs_ars="--fst, --graphml and --trace")
     add_word_lattice_options(d, decode=True)
+    trees.add_trees_option(d)
     lattice_list.add_lattice_list_options(
         d.add_argument_group("many word lattices in one process (lattice-tool's lists)"))
     d.set_defaults(handler=cmd_decode)
@@ -151,6 +152,7 @@ def add_sample_parser(sub: argparse._SubParsersAction) -> None:
     add_engine_options(s)
     add_lm_strictness_options(s)
     add_word_lattice_options(s)
+    trees.add_trees_option(s)
     lattice_list.add_lattice_list_options(
         s.add_argument_group("many word lattices in one process (lattice-tool's lists)"),
         decode=False)
@@ -203,6 +205,8 @@ def cmd_decode(args: argparse.Namespace) -> int:
     from arsdecode.methods.ars import DecodeInterrupted
 
     target_spec(args)  # refuses flags that do not combine, before any file is read
+    if args.trees is not None:
+        return trees.cmd_decode(args)
     if lattice_list.wants_many(args):
         return lattice_list.cmd_decode_many(args)
     if is_word_lattice(args):
@@ -268,6 +272,8 @@ def cmd_sample(args: argparse.Namespace) -> int:
     if args.json and args.jsonl:
         raise OptionError("--json and --jsonl exclude each other")
     target_spec(args)  # refuses flags that do not combine, before any file is read
+    if args.trees is not None:
+        return trees.cmd_sample(args)
     if lattice_list.wants_many(args):
         return lattice_list.cmd_many(args, "sample")
     if is_word_lattice(args):

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import argparse
 
-from arsdecode.cli import lattice_list, word_lattice
+from arsdecode.cli import lattice_list, trees, word_lattice
 from arsdecode.cli.options import (
     EXIT_OK,
     EXIT_STATUS_HELP,
@@ -68,6 +68,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     add_engine_options(p)
     add_lm_strictness_options(p)
     add_word_lattice_options(p, posteriors=True)
+    trees.add_trees_option(p)
     lattice_list.add_lattice_list_options(
         p.add_argument_group("many word lattices in one process (lattice-tool's lists)"),
         decode=False)
@@ -78,6 +79,8 @@ def run(args: argparse.Namespace) -> int:
     from arsdecode.api import marginals
 
     target_spec(args)  # refuses flags that do not combine, before any file is read
+    if args.trees is not None:
+        return trees.cmd_marginals(args)
     if lattice_list.wants_many(args):
         if args.method == "sample":
             raise OptionError("word lattices get exact posteriors only (--method auto or full)")
