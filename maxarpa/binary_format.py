@@ -38,7 +38,7 @@ from pathlib import Path
 
 import numpy as np
 
-from maxarpa.contexts import attach, useful_context_tables
+from maxarpa.contexts import attach, context_keys
 from maxarpa.digest import ALGORITHM, arrays_digest, digest_to_write
 from maxarpa.errors import FormatError
 from maxarpa.model import Model
@@ -100,8 +100,7 @@ def write_binary(model: Model, path: str | Path, *, bounds_verified: bool = Fals
         arrays["digest"] = np.array(f"{ALGORITHM}:{digest}")
     check_output(None, path, binary=True)
     if contexts:
-        tables = useful_context_tables(model)
-        stored = [np.ascontiguousarray(a) for a in tables[1:]]
+        stored = [np.ascontiguousarray(a) for a in context_keys(model)]
         arrays.update(zip(CONTEXT_MEMBERS, stored, strict=True))
         if digest is not None:
             arrays["ctx_digest"] = np.array(f"{ALGORITHM}:{arrays_digest(digest, stored)}")

@@ -31,7 +31,7 @@ import numpy as np
 
 from maxarpa.errors import FormatError
 from maxarpa.model import Model
-from maxarpa.table import HashIndex, row_hashes, unique_rows
+from maxarpa.table import HashIndex, Trie, row_hashes, unique_rows
 
 EMPTY_KEY = np.uint64(2**64 - 1)  # the empty context's key: never a real parent * V + word
 
@@ -120,8 +120,112 @@ def build_tables(model: Model) -> Tables:
     """All useful contexts with a global id (0 = empty context), prefix-closed, by length.
 
     Returns (rows, lens, keys): rows (N, n-1) int64 left-padded with -1, lens (N,) int32,
-    keys (N,) uint64 = gid(prefix) * V + last word.
+    keys (N,) uint64 = gid(prefix) * V + last word. The rows are rebuilt from the keys
+    (`rows_from_keys`), as for stored tables.
     """
+    lens, keys = context_keys(model)
+    width = max(model.trie.order - 1, 0)
+    return rows_from_keys(lens, keys, model.trie.vocab_size, width), lens, keys
+
+
+def context_keys(model: Model) -> tuple[np.ndarray, np.ndarray]:
+    """(lens, keys) of the useful-context tables without their rows: the stored ones if the
+    model came with them, else built (`build_keys`). What `write_binary` stores."""
+    stored = _STORED.get(model)
+    if stored is not None:
+        return stored[1], stored[2]
+    return build_keys(model)
+
+
+def build_keys(model: Model) -> tuple[np.ndarray, np.ndarray]:
+    """(lens, keys) of the useful contexts, numbered as `build_tables_by_rows` numbers them.
+
+    Why two builders: when every useful context is a node of the table (always so for a
+    prefix-closed file: KenLM's, unpruned SRILM's), the contexts are sets of node indices,
+    found with one sorted-key search per node (`_prefix_nodes`) and deduplicated as dense
+    integers; that is several times faster and smaller than hashing and sorting word rows
+    (issue 34: 11.8 s and 400 MB of 5.4M-n-gram conversion). A table where some prefix of
+    a listed n-gram is no node (a pruned file) takes the row builder. Both number the
+    contexts of each length in order of first occurrence in the same sequence, so they
+    return identical tables (tests/test_context_tables.py checks it on random models).
+    """
+    fast = _keys_from_nodes(model)
+    if fast is not None:
+        return fast
+    _, lens, keys = build_tables_by_rows(model)
+    return lens, keys
+
+
+def _prefix_nodes(trie: Trie, k: int, below: np.ndarray | None) -> np.ndarray:
+    """For each order-k node a1..ak (k >= 2), the order-(k-1) row of its prefix a1..a(k-1),
+    or -1 if that is no node. `below` is this array for order k-1 (None for k = 2).
+
+    The prefix's key is row(a2..a(k-1)) * V + a1, and a2..a(k-1) is the prefix of the node's
+    suffix a2..ak (its parent), whose row `below` holds: one search per node.
+    """
+    node = trie.nodes[k - 1]
+    first = node.rows[:, 0].astype(np.int64)
+    if below is None:
+        return first  # an order-1 row is the word id
+    mid = below[trie.parents(k)]
+    found = mid >= 0
+    rows = np.full(len(mid), -1, dtype=np.int64)
+    if found.any():  # the order's hash index (built once, shared with every query)
+        rows[found] = trie.find(k - 1, trie.key(mid[found], first[found]))
+    return rows
+
+
+def _keys_from_nodes(model: Model) -> tuple[np.ndarray, np.ndarray] | None:
+    """`build_keys` over node indices; None when a useful context is no node of the table."""
+    trie = model.trie
+    n, v = trie.order, trie._v
+    width = max(n - 1, 0)
+    prefixes: dict[int, np.ndarray] = {}
+    below = None
+    for k in range(2, n + 1):  # the prefix row of every node: one search per node
+        below = prefixes[k] = _prefix_nodes(trie, k, below)
+    level: dict[int, np.ndarray] = {}  # U_j as order-j node indices, in gid order
+    level_prefix: dict[int, np.ndarray] = {}  # the order-(j-1) node of each one's prefix
+    above = np.empty(0, dtype=np.int64)
+    for j in range(width, 0, -1):  # as build_tables_by_rows: top-down, first occurrence
+        node_up, node = trie.nodes[j], trie.nodes[j - 1]
+        pref = prefixes.pop(j + 1)
+        level_prefix[j + 1] = pref[above]
+        members = np.concatenate([pref[node_up.listed], level_prefix[j + 1],
+                                  np.flatnonzero(node.listed & (node.log10bow != 0))])
+        del pref
+        if (members < 0).any():
+            return None
+        above = level[j] = _first_occurrences(members, len(node.keys))
+        del members
+    lens = [np.zeros(1, dtype=np.int32)]
+    keys = [np.array([EMPTY_KEY], dtype=np.uint64)]
+    gid_of = np.empty(0, dtype=np.int64)
+    next_gid = 1
+    for j in range(1, width + 1):
+        members = level.pop(j)
+        key = trie.nodes[j - 1].rows[members, -1].astype(np.uint64)
+        if j > 1:
+            key += gid_of[level_prefix.pop(j)].astype(np.uint64) * v
+        keys.append(key)
+        lens.append(np.full(len(members), j, dtype=np.int32))
+        gid_of = np.full(len(trie.nodes[j - 1].keys), -1, dtype=np.int64)
+        gid_of[members] = np.arange(next_gid, next_gid + len(members))
+        next_gid += len(members)
+    return np.concatenate(lens), np.concatenate(keys)
+
+
+def _first_occurrences(values: np.ndarray, size: int) -> np.ndarray:
+    """The distinct values of `values` (ints in [0, size)), in order of first occurrence:
+    the order `unique_rows` gives rows, without sorting (a dense scatter of positions)."""
+    position = np.arange(len(values))
+    first = np.full(size, len(values), dtype=np.int64)
+    np.minimum.at(first, values, position)
+    return values[first[values] == position]
+
+
+def build_tables_by_rows(model: Model) -> Tables:
+    """The row builder of `build_keys` (any table): (rows, lens, keys) as `build_tables`."""
     trie = model.trie
     n, v = trie.order, np.uint64(trie.vocab_size)
     width = max(n - 1, 0)
