@@ -36,6 +36,7 @@ from maxarpa.table import HashIndex, Trie, row_hashes, unique_rows
 EMPTY_KEY = np.uint64(2**64 - 1)  # the empty context's key: never a real parent * V + word
 
 Tables = tuple[np.ndarray, np.ndarray, np.ndarray]  # rows, lens, keys
+PREFIX_CHUNK = 1 << 20  # nodes whose prefix is searched at a time (`_prefix_nodes`)
 
 # model -> (rows or None until rebuilt, lens, keys)
 _STORED: weakref.WeakKeyDictionary[Model, tuple] = weakref.WeakKeyDictionary()
@@ -164,15 +165,35 @@ def _prefix_nodes(trie: Trie, k: int, below: np.ndarray | None) -> np.ndarray:
     suffix a2..ak (its parent), whose row `below` holds: one search per node.
     """
     node = trie.nodes[k - 1]
-    first = node.rows[:, 0].astype(np.int64)
+    first = node.rows[:, 0]
     if below is None:
-        return first  # an order-1 row is the word id
-    mid = below[trie.parents(k)]
-    found = mid >= 0
-    rows = np.full(len(mid), -1, dtype=np.int64)
-    if found.any():  # the order's hash index (built once, shared with every query)
-        rows[found] = trie.find(k - 1, trie.key(mid[found], first[found]))
+        return first.astype(np.int32)  # an order-1 row is the word id
+    small = len(trie.nodes[k - 2].keys) < 2**31  # int32 rows: half the transient memory
+    rows = np.full(len(first), -1, dtype=np.int32 if small else np.int64)
+    parents = trie.parents(k)
+    for lo in range(0, len(first), PREFIX_CHUNK):  # chunks bound the transient arrays
+        hi = min(lo + PREFIX_CHUNK, len(first))
+        mid = below[parents[lo:hi]]
+        found = np.flatnonzero(mid >= 0)
+        query = trie.key(mid[found], first[lo:hi][found])
+        rows[lo + found] = _search_sorted(trie.nodes[k - 2].keys, query)
     return rows
+
+
+def _search_sorted(table: np.ndarray, queries: np.ndarray) -> np.ndarray:
+    """Position of each query in the sorted `table`, -1 where absent. The queries are sorted
+    first: a search of sorted queries walks the table forward (cache-friendly), which with
+    the sort costs less than building the order's hash index (and much less than searching
+    random queries, 2.3 s for 1.9M here)."""
+    out = np.full(len(queries), -1, dtype=np.int64)
+    if len(table) == 0 or len(queries) == 0:
+        return out
+    order = np.argsort(queries)
+    ranked = queries[order]
+    pos = np.minimum(np.searchsorted(table, ranked), len(table) - 1)
+    hit = table[pos] == ranked
+    out[order[hit]] = pos[hit]
+    return out
 
 
 def _keys_from_nodes(model: Model) -> tuple[np.ndarray, np.ndarray] | None:
@@ -218,8 +239,9 @@ def _keys_from_nodes(model: Model) -> tuple[np.ndarray, np.ndarray] | None:
 def _first_occurrences(values: np.ndarray, size: int) -> np.ndarray:
     """The distinct values of `values` (ints in [0, size)), in order of first occurrence:
     the order `unique_rows` gives rows, without sorting (a dense scatter of positions)."""
-    position = np.arange(len(values))
-    first = np.full(size, len(values), dtype=np.int64)
+    dtype = np.int32 if len(values) < 2**31 - 1 else np.int64
+    position = np.arange(len(values), dtype=dtype)
+    first = np.full(size, len(values), dtype=dtype)
     np.minimum.at(first, values, position)
     return values[first[values] == position]
 

@@ -138,12 +138,15 @@ def test_contexts_that_are_not_prefix_closed_are_one_format_error_naming_the_fil
 
 
 @pytest.mark.parametrize("seed", range(12))
-def test_node_builder_equals_the_row_builder_on_random_models(seed, tmp_path):
+def test_node_builder_equals_the_row_builder_on_random_models(seed, tmp_path, monkeypatch):
     """The fast builder (node indices, issue 34) against the row builder, the independent
     reference: identical tables, gid for gid, on prefix-closed models (where it must be the
-    one used) and on pruned ones whose contexts are not all nodes (where it must give way)."""
+    one used) and on pruned ones whose contexts are not all nodes (where it must give way).
+    Odd seeds search prefixes a few nodes at a time, so chunk boundaries are crossed."""
     from arsdecode.testing.random_arpa import random_arpa_text
 
+    if seed % 2:
+        monkeypatch.setattr(contexts, "PREFIX_CHUNK", 3)
     rng = random.Random(seed)
     drop = seed % 3 == 2
     path = tmp_path / "m.arpa"
