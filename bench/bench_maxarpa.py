@@ -10,15 +10,17 @@ Usage: python -m bench.bench_maxarpa [ARPA]   (default: a 5-gram trained with lm
 state_union + brown + abc + webtext into work/bench/, built on first use)
        python -m bench.bench_maxarpa --digest [MODEL ...]   (only the digest check's share of
        the load, issue 19; default: the shipped 5-gram, as MAX-ARPA and as .npz)
-       python -m bench.bench_maxarpa --convert [--baseline-tree DIR] [ARPA]   (issue 34: only
-       `convert --binary` of the ARPA against `build_binary`, time, peak RSS and file size,
-       each phase's time and peak in-process, and with --baseline-tree the same conversion
-       run from another checkout (A/B, e.g. /work/main); JSON to work/bench/convert.json,
-       compared with the previous run's ratios there)
+       python -m bench.bench_maxarpa --convert [--repeat N] [--baseline-tree DIR] [ARPA]
+       (issue 34: only `convert --binary` of the ARPA against `build_binary`: time, peak RSS
+       and file size, each phase's time and peak in one process, and with --baseline-tree the
+       same conversion run from another checkout (A/B, e.g. /work/main); each tool run N
+       times interleaved, the fastest time and largest peak kept; JSON to
+       work/bench/convert.json, compared with the previous run's ratios there)
 """
 
 from __future__ import annotations
 
+import filecmp
 import json
 import os
 import subprocess
@@ -32,10 +34,10 @@ REPO = Path(__file__).resolve().parent.parent
 WORK = REPO / "work" / "bench"
 
 
-def run_measured(cmd: list[str]) -> tuple[float, float]:
+def run_measured(cmd: list[str], cwd: Path | None = None) -> tuple[float, float]:
     """Wall seconds and peak RSS (MiB) of one child process."""
     start = time.perf_counter()
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd=cwd)
     _, status, usage = os.wait4(proc.pid, 0)
     seconds = time.perf_counter() - start
     err = proc.stderr.read().decode() if proc.stderr else ""
@@ -167,15 +169,14 @@ def convert_binary_cmd(arpa: Path, out: Path) -> list[str]:
             str(out)]
 
 
-def run_in_tree(cmd: list[str], tree: Path | None) -> tuple[float, float]:
-    """`run_measured` with `tree` first on the import path (an A/B against another checkout's
-    code; its compiled modules must be built there)."""
-    if tree is None:
-        return run_measured(cmd)
+def run_in_tree(cmd: list[str], tree: Path) -> tuple[float, float]:
+    """`run_measured` run from `tree` with only it on the import path (an A/B against another
+    checkout's code; its compiled modules must be built there). From `tree` because `python
+    -m` puts the working directory first on the path."""
     old = os.environ.get("PYTHONPATH")
-    os.environ["PYTHONPATH"] = str(tree) + (os.pathsep + old if old else "")
+    os.environ["PYTHONPATH"] = str(tree)
     try:
-        return run_measured(cmd)
+        return run_measured(cmd, cwd=tree)
     finally:
         if old is None:
             del os.environ["PYTHONPATH"]
@@ -188,21 +189,34 @@ def main_convert(args: list[str]) -> None:
     from bench.convert_phases import PHASES_SCRIPT
     from data_prep.lmplz import find_tool
 
-    tree = None
-    if args[:1] == ["--baseline-tree"]:
-        tree, args = Path(args[1]).resolve(), args[2:]
+    tree, repeat = None, 1
+    while args[:1] in (["--baseline-tree"], ["--repeat"]):
+        if args[0] == "--repeat":
+            repeat = int(args[1])
+        else:
+            tree = Path(args[1]).resolve()
+        args = args[2:]
     arpa = Path(args[0]) if args else default_arpa()
     WORK.mkdir(parents=True, exist_ok=True)
+    arpa = arpa.resolve()
     kenlm_out, ours, base = (WORK / "convert.kenlm.binary", WORK / "convert.npz",
                              WORK / "convert.baseline.npz")
     r: dict[str, float] = {}
-    r["build_binary_s"], r["build_binary_mib"] = run_measured(
-        [str(find_tool("build_binary")), str(arpa), str(kenlm_out)])
-    r["convert_binary_s"], r["convert_binary_mib"] = run_measured(convert_binary_cmd(arpa, ours))
+    runs: dict[str, list[tuple[float, float]]] = {"build_binary": [], "convert_binary": [],
+                                                  "baseline": []}
+    for _ in range(repeat):  # interleaved, so that each tool sees the same machine load
+        runs["build_binary"].append(run_measured(
+            [str(find_tool("build_binary")), str(arpa), str(kenlm_out)]))
+        runs["convert_binary"].append(run_measured(convert_binary_cmd(arpa, ours)))
+        if tree is not None:
+            runs["baseline"].append(run_in_tree(convert_binary_cmd(arpa, base), tree))
+    for name, measured in runs.items():
+        if measured:  # the fastest run's time (least disturbed), the largest peak
+            r[f"{name}_s"] = min(t for t, _ in measured)
+            r[f"{name}_mib"] = max(m for _, m in measured)
     if tree is not None:
-        r["baseline_s"], r["baseline_mib"] = run_in_tree(convert_binary_cmd(arpa, base), tree)
         r["baseline_file_mib"] = base.stat().st_size / 2**20
-        r["identical_to_baseline"] = float(base.read_bytes() == ours.read_bytes())
+        r["identical_to_baseline"] = float(filecmp.cmp(base, ours, shallow=False))
         base.unlink()
     r["file_mib"], r["kenlm_file_mib"] = (ours.stat().st_size / 2**20,
                                           kenlm_out.stat().st_size / 2**20)
