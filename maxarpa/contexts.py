@@ -212,28 +212,31 @@ def _keys_from_nodes(model: Model) -> tuple[np.ndarray, np.ndarray] | None:
         node_up, node = trie.nodes[j], trie.nodes[j - 1]
         pref = prefixes.pop(j + 1)
         level_prefix[j + 1] = pref[above]
-        members = np.concatenate([pref[node_up.listed], level_prefix[j + 1],
-                                  np.flatnonzero(node.listed & (node.log10bow != 0))])
-        del pref
+        with_bow = np.flatnonzero(node.listed & (node.log10bow != 0)).astype(pref.dtype)
+        members = np.concatenate([pref[node_up.listed], level_prefix[j + 1], with_bow])
+        del pref, with_bow
         if (members < 0).any():
             return None
         above = level[j] = _first_occurrences(members, len(node.keys))
         del members
-    lens = [np.zeros(1, dtype=np.int32)]
-    keys = [np.array([EMPTY_KEY], dtype=np.uint64)]
+    total = 1 + sum(len(members) for members in level.values())
+    lens = np.zeros(total, dtype=np.int32)  # filled in place: no list to concatenate
+    keys = np.empty(total, dtype=np.uint64)
+    keys[0] = EMPTY_KEY
     gid_of = np.empty(0, dtype=np.int64)
     next_gid = 1
     for j in range(1, width + 1):
         members = level.pop(j)
-        key = trie.nodes[j - 1].rows[members, -1].astype(np.uint64)
+        lo, hi = next_gid, next_gid + len(members)
+        key = keys[lo:hi]
+        key[...] = trie.nodes[j - 1].rows[members, -1]
         if j > 1:
             key += gid_of[level_prefix.pop(j)].astype(np.uint64) * v
-        keys.append(key)
-        lens.append(np.full(len(members), j, dtype=np.int32))
+        lens[lo:hi] = j
         gid_of = np.full(len(trie.nodes[j - 1].keys), -1, dtype=np.int64)
-        gid_of[members] = np.arange(next_gid, next_gid + len(members))
-        next_gid += len(members)
-    return np.concatenate(lens), np.concatenate(keys)
+        gid_of[members] = np.arange(lo, hi)
+        next_gid = hi
+    return lens, keys
 
 
 def _first_occurrences(values: np.ndarray, size: int) -> np.ndarray:
