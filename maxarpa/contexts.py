@@ -6,8 +6,9 @@ useful suffix of a context (arsdecode's `MaxArpaLM.minimal_context`, which the n
 merges states by). Both therefore merge exactly the same contexts.
 
 Why here, in maxarpa, and not in arsdecode's full DP: the tables depend only on the n-gram
-table, and building them costs about a microsecond per n-gram (8 s for a 5.4M-n-gram model),
-paid by every process that runs the full DP. `maxarpa convert --binary` therefore builds them
+table, and building them costs seconds on a large model (the 5.4M-n-gram bench model: about
+2 s with the node builder of issue 34, 12 s with the row builder it replaced), paid by every
+process that runs the full DP. `maxarpa convert --binary` therefore builds them
 once and stores them in the binary model (`binary_format`), which registers them on the model
 it reads (`attach`); `useful_context_tables` then returns them instead of building them.
 maxarpa must not import arsdecode, so the builder lives on this side.
