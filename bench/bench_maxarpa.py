@@ -15,7 +15,8 @@ state_union + brown + abc + webtext into work/bench/, built on first use)
        and file size, each phase's time and peak in one process, and with --baseline-tree the
        same conversion run from another checkout (A/B, e.g. /work/main); each tool run N
        times interleaved, the fastest time and largest peak kept; JSON to
-       work/bench/convert.json, compared with the previous run's ratios there)
+       work/bench/convert.json, compared with the previous run's ratios there: one more than
+       10% worse exits 1, keeping the stored run and writing this one to convert.latest.json)
 """
 
 from __future__ import annotations
@@ -247,15 +248,20 @@ def main_convert(args: list[str]) -> None:
     for name, seconds, peak in rows:
         print(f"{name:30}{float(seconds):>10.2f}{float(peak):>14.0f}")
     out = WORK / "convert.json"
+    regressions = []
     if out.exists():
         previous = json.loads(out.read_text())
         for key in ("time_ratio", "memory_ratio", "file_ratio"):
             if key in previous and r[key] > previous[key] * CONVERT_SLACK:
-                print(f"REGRESSION: {key} {previous[key]:.2f} -> {r[key]:.2f} "
-                      f"(more than {CONVERT_SLACK - 1:.0%} worse than the stored run)")
-    out.write_text(json.dumps(r, indent=1))
+                regressions.append(f"REGRESSION: {key} {previous[key]:.2f} -> {r[key]:.2f} "
+                                   f"(more than {CONVERT_SLACK - 1:.0%} worse than {out})")
     kenlm_out.unlink()
+    if regressions:  # the stored run stays the reference; this one is kept beside it
+        out = WORK / "convert.latest.json"
+    out.write_text(json.dumps(r, indent=1))
     print(f"raw results: {out}")
+    if regressions:
+        raise SystemExit("\n".join(regressions))
 
 
 def main() -> None:
