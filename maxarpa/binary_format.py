@@ -21,11 +21,11 @@ it ignore the member). Version-1 files (vocab as one numpy string) are still rea
 Optional members `ctx_lens ctx_keys`: the useful-context tables of the merged full DP
 (`maxarpa.contexts`; their rows are rebuilt from the keys when first used), written by
 default so that a process decoding with the full DP does not build them (seconds on a
-large model, every process; `contexts.build_keys`). A file without them still loads; the tables are then built when
-first needed, as before. They are used only under `ctx_digest`, the hash of the file's
-`digest` and the two arrays: wrong tables would merge states that differ, so they are
-trusted exactly when the table they describe is (a file whose digest does not match is
-recomputed into a new model, which does not inherit them).
+large model, every process; `contexts.build_keys`). A file without them still loads; the
+tables are then built when first needed, as before. They are used only under `ctx_digest`,
+the hash of the file's `digest` and the two arrays: wrong tables would merge states that
+differ, so they are trusted exactly when the table they describe is (a file whose digest
+does not match is recomputed into a new model, which does not inherit them).
 """
 
 from __future__ import annotations
