@@ -32,7 +32,7 @@ import numpy as np
 
 from maxarpa.errors import FormatError
 from maxarpa.model import Model
-from maxarpa.table import HashIndex, Trie, row_hashes, unique_rows
+from maxarpa.table import HashIndex, Trie, row_hashes, sort_with_order, unique_rows
 
 EMPTY_KEY = np.uint64(2**64 - 1)  # the empty context's key: never a real parent * V + word
 
@@ -189,8 +189,7 @@ def _search_sorted(table: np.ndarray, queries: np.ndarray) -> np.ndarray:
     out = np.full(len(queries), -1, dtype=np.int64)
     if len(table) == 0 or len(queries) == 0:
         return out
-    order = np.argsort(queries)
-    ranked = queries[order]
+    ranked, order = sort_with_order(queries)
     pos = np.minimum(np.searchsorted(table, ranked), len(table) - 1)
     hit = table[pos] == ranked
     out[order[hit]] = pos[hit]

@@ -70,6 +70,27 @@ def unique_rows(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return a[first], first
 
 
+def sort_with_order(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(keys sorted, the int64 order that sorts them, ties in index order) for uint64 keys.
+
+    Why not `np.argsort`: when a key and its index fit in 64 bits together (the table's keys
+    are row * V + word, about 2^37 for 5M n-grams), sorting the packed values is one direct
+    sort, which numpy vectorises (x86-simd-sort), about twice as fast as the indirect argsort
+    (issue 34). Otherwise, a stable argsort.
+    """
+    m = len(keys)
+    shift = max((m - 1).bit_length(), 1)
+    if m and int(keys.max()) < 1 << (64 - shift):
+        packed = keys << np.uint64(shift)
+        packed |= np.arange(m, dtype=np.uint64)
+        packed.sort()
+        order = (packed & np.uint64((1 << shift) - 1)).astype(np.int64)
+        packed >>= np.uint64(shift)
+        return packed, order
+    order = np.argsort(keys, kind="stable")
+    return keys[order], order
+
+
 INSERT_CHUNK = 1 << 18  # keys placed in the hash at a time
 LOOKUP_CHUNK = 1 << 18  # rows looked up at a time: ~10 transient arrays of this length
 
@@ -230,8 +251,7 @@ def _build_closed(data: ArpaData) -> Trie | None:
         scanned = _file_order_suffixes(data, k + 1) if k < n else None
         moved = None
         if k > 1:
-            perm = np.argsort(keys)
-            keys = keys[perm]
+            keys, perm = sort_with_order(keys)
             if (keys[1:] == keys[:-1]).any():
                 return None
             for column in (own.ids, own.log10p, own.log10bow):

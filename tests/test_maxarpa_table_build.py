@@ -71,3 +71,17 @@ def test_a_missing_suffix_is_not_scanned_past(tmp_path):
     assert table._file_order_suffixes(data, 3) is None  # "a b" is not listed
     trie = build_trie(data, str(path))
     assert trie.nodes[1].listed.tolist().count(False) == 1  # the blank "a b"
+
+
+@pytest.mark.parametrize("bits", [3, 20, 40, 63, 64])
+def test_sort_with_order_is_the_stable_argsort(bits):
+    """The packed sort (keys narrow enough to share 64 bits with their index) and its
+    fallback (wider keys) both give exactly numpy's stable argsort, ties included."""
+    rng = np.random.default_rng(bits)
+    for m in (0, 1, 2, 1000):
+        keys = rng.integers(0, 2**bits, size=m, dtype=np.uint64, endpoint=False) if bits < 64 \
+            else rng.integers(0, 2**63, size=m, dtype=np.uint64) * np.uint64(2)
+        order = np.argsort(keys, kind="stable")
+        ranked, got = table.sort_with_order(keys)
+        assert got.dtype == np.int64 and np.array_equal(got, order)
+        assert ranked.dtype == np.uint64 and np.array_equal(ranked, keys[order])
