@@ -10,10 +10,18 @@ Usage: python -m bench.bench_maxarpa [ARPA]   (default: a 5-gram trained with lm
 state_union + brown + abc + webtext into work/bench/, built on first use)
        python -m bench.bench_maxarpa --digest [MODEL ...]   (only the digest check's share of
        the load, issue 19; default: the shipped 5-gram, as MAX-ARPA and as .npz)
+       python -m bench.bench_maxarpa --convert [--repeat N] [--baseline-tree DIR] [ARPA]
+       (issue 34: only `convert --binary` of the ARPA against `build_binary`: time, peak RSS
+       and file size, each phase's time and peak in one process, and with --baseline-tree the
+       same conversion run from another checkout (A/B, e.g. /work/main); each tool run N
+       times interleaved, the fastest time and largest peak kept; JSON to
+       work/bench/convert.json, compared with the previous run's ratios there: one more than
+       10% worse exits 1, keeping the stored run and writing this one to convert.latest.json)
 """
 
 from __future__ import annotations
 
+import filecmp
 import json
 import os
 import subprocess
@@ -27,10 +35,10 @@ REPO = Path(__file__).resolve().parent.parent
 WORK = REPO / "work" / "bench"
 
 
-def run_measured(cmd: list[str]) -> tuple[float, float]:
+def run_measured(cmd: list[str], cwd: Path | None = None) -> tuple[float, float]:
     """Wall seconds and peak RSS (MiB) of one child process."""
     start = time.perf_counter()
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd=cwd)
     _, status, usage = os.wait4(proc.pid, 0)
     seconds = time.perf_counter() - start
     err = proc.stderr.read().decode() if proc.stderr else ""
@@ -154,9 +162,114 @@ def main_digest(paths: list[Path]) -> None:
             print(f"{name:40}{r['load_s']:>10.4f}{r['digest_s']:>12.4f}{r['share']:>8.1%}")
 
 
+CONVERT_SLACK = 1.10  # a ratio more than 10% worse than the stored previous run's is flagged
+
+
+def convert_binary_cmd(arpa: Path, out: Path) -> list[str]:
+    return [sys.executable, "-m", "maxarpa", "convert", "--binary", "--quiet", str(arpa),
+            str(out)]
+
+
+def run_in_tree(cmd: list[str], tree: Path) -> tuple[float, float]:
+    """`run_measured` run from `tree` with only it on the import path (an A/B against another
+    checkout's code; its compiled modules must be built there). From `tree` because `python
+    -m` puts the working directory first on the path."""
+    old = os.environ.get("PYTHONPATH")
+    os.environ["PYTHONPATH"] = str(tree)
+    try:
+        return run_measured(cmd, cwd=tree)
+    finally:
+        if old is None:
+            del os.environ["PYTHONPATH"]
+        else:
+            os.environ["PYTHONPATH"] = old
+
+
+def main_convert(args: list[str]) -> None:
+    """`--convert`: issue 34's conversion figures, each against build_binary in this run."""
+    from bench.convert_phases import PHASES_SCRIPT
+    from data_prep.lmplz import find_tool
+
+    tree, repeat = None, 1
+    while args[:1] in (["--baseline-tree"], ["--repeat"]):
+        if args[0] == "--repeat":
+            repeat = int(args[1])
+        else:
+            tree = Path(args[1]).resolve()
+        args = args[2:]
+    arpa = Path(args[0]) if args else default_arpa()
+    WORK.mkdir(parents=True, exist_ok=True)
+    arpa = arpa.resolve()
+    kenlm_out, ours, base = (WORK / "convert.kenlm.binary", WORK / "convert.npz",
+                             WORK / "convert.baseline.npz")
+    r: dict[str, float] = {}
+    runs: dict[str, list[tuple[float, float]]] = {"build_binary": [], "convert_binary": [],
+                                                  "baseline": []}
+    for _ in range(repeat):  # interleaved, so that each tool sees the same machine load
+        runs["build_binary"].append(run_measured(
+            [str(find_tool("build_binary")), str(arpa), str(kenlm_out)]))
+        runs["convert_binary"].append(run_measured(convert_binary_cmd(arpa, ours)))
+        if tree is not None:
+            runs["baseline"].append(run_in_tree(convert_binary_cmd(arpa, base), tree))
+    for name, measured in runs.items():
+        if measured:  # the fastest run's time (least disturbed), the largest peak
+            r[f"{name}_s"] = min(t for t, _ in measured)
+            r[f"{name}_mib"] = max(m for _, m in measured)
+    if tree is not None:
+        r["baseline_file_mib"] = base.stat().st_size / 2**20
+        r["identical_to_baseline"] = float(filecmp.cmp(base, ours, shallow=False))
+        base.unlink()
+    r["file_mib"], r["kenlm_file_mib"] = (ours.stat().st_size / 2**20,
+                                          kenlm_out.stat().st_size / 2**20)
+    phases = subprocess.run([sys.executable, "-c", PHASES_SCRIPT, str(arpa), str(ours)],
+                            capture_output=True, text=True, check=True, cwd=REPO).stdout
+    rows = [line.split("\t") for line in phases.splitlines() if line.count("\t") == 2]
+    for name, seconds, peak in rows:
+        r[f"phase_{name}_s"], r[f"phase_{name}_peak_mib"] = float(seconds), float(peak)
+    r["time_ratio"] = r["convert_binary_s"] / r["build_binary_s"]
+    r["memory_ratio"] = r["convert_binary_mib"] / r["build_binary_mib"]
+    r["file_ratio"] = r["file_mib"] / r["kenlm_file_mib"]
+    print(f"ARPA: {arpa} ({arpa.stat().st_size / 2**20:.0f} MiB)")
+    print(f"{'':30}{'maxarpa':>10}{'build_binary':>14}{'ratio':>8}{'goal':>7}")
+    for label, key, unit, goal in (("convert --binary time", "s", "s", 1.0),
+                                   ("peak RSS", "mib", "MiB", 1.0)):
+        ours_v, theirs = r[f"convert_binary_{key}"], r[f"build_binary_{key}"]
+        print(f"{label + f' ({unit})':30}{ours_v:>10.2f}{theirs:>14.2f}"
+              f"{ours_v / theirs:>8.2f}{goal:>7.1f}")
+    print(f"{'file (MiB; KenLM probing)':30}{r['file_mib']:>10.1f}{r['kenlm_file_mib']:>14.1f}"
+          f"{r['file_ratio']:>8.2f}{1.5:>7.1f}")
+    if tree is not None:
+        print(f"A/B against {tree}: {r['baseline_s']:.2f} s, {r['baseline_mib']:.0f} MiB, "
+              f"{r['baseline_file_mib']:.1f} MiB file -> this tree {r['convert_binary_s']:.2f} s"
+              f" ({r['baseline_s'] / r['convert_binary_s']:.2f}x faster), "
+              f"{r['convert_binary_mib']:.0f} MiB; files byte-identical: "
+              f"{bool(r['identical_to_baseline'])}")
+    print(f"{'phase (in one process)':30}{'s':>10}{'peak MiB':>14}")
+    for name, seconds, peak in rows:
+        print(f"{name:30}{float(seconds):>10.2f}{float(peak):>14.0f}")
+    out = WORK / "convert.json"
+    regressions = []
+    if out.exists():
+        previous = json.loads(out.read_text())
+        for key in ("time_ratio", "memory_ratio", "file_ratio"):
+            if key in previous and r[key] > previous[key] * CONVERT_SLACK:
+                regressions.append(f"REGRESSION: {key} {previous[key]:.2f} -> {r[key]:.2f} "
+                                   f"(more than {CONVERT_SLACK - 1:.0%} worse than {out})")
+    kenlm_out.unlink()
+    if regressions:  # the stored run stays the reference; this one is kept beside it
+        out = WORK / "convert.latest.json"
+    out.write_text(json.dumps(r, indent=1))
+    print(f"raw results: {out}")
+    if regressions:
+        raise SystemExit("\n".join(regressions))
+
+
 def main() -> None:
     if sys.argv[1:2] == ["--digest"]:
         main_digest([Path(p) for p in sys.argv[2:]])
+        return
+    if sys.argv[1:2] == ["--convert"]:
+        main_convert(sys.argv[2:])
         return
     import maxarpa
     from data_prep.lmplz import find_tool

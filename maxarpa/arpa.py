@@ -22,14 +22,10 @@ Messages print words as their bytes (`maxarpa.errors.shown`).
 
 from __future__ import annotations
 
-import bz2
-import gzip
-import io
 import lzma
 import math
 import re
 import zlib
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -37,9 +33,15 @@ import numpy as np
 
 from maxarpa.errors import FormatError, shown
 
-ENCODING = "utf-8"
-ERRORS = "surrogateescape"
-_MAGIC = {b"\x1f\x8b": "gzip", b"BZh": "bzip2", b"\xfd7zXZ\x00": "xz"}
+# Opening files is maxarpa.textfile's job; these names stay importable from here, where the
+# other readers and arsdecode have always imported them.
+from maxarpa.textfile import (  # noqa: F401
+    ENCODING,
+    ERRORS,
+    LineReader,
+    open_binary,
+    read_text,
+)
 
 
 @dataclass(frozen=True)
@@ -57,67 +59,6 @@ class ArpaData:
 
     vocab: list[str]
     orders: list[OrderArrays]  # orders[k-1] holds the k-grams
-
-
-def open_binary(path: str | Path) -> io.BufferedIOBase:
-    """Open plain, gzip, bzip2 or xz bytes, chosen by magic bytes rather than by file name."""
-    path = str(path)
-    try:
-        with open(path, "rb") as raw:
-            head = raw.read(6)
-    except OSError as err:
-        raise FormatError(path, None, f"cannot open: {err.strerror}") from None
-    kind = next((k for m, k in _MAGIC.items() if head.startswith(m)), "plain")
-    if kind == "gzip":
-        return gzip.open(path, "rb")
-    if kind == "bzip2":
-        return bz2.open(path, "rb")
-    if kind == "xz":
-        return lzma.open(path, "rb")
-    return open(path, "rb")
-
-
-def read_text(path: str | Path) -> str:
-    """The whole decompressed text (UTF-8 with surrogateescape: never a decoding error)."""
-    path = str(path)
-    try:
-        with open_binary(path) as fh:
-            data = fh.read()
-    except (OSError, EOFError, zlib.error, lzma.LZMAError) as err:
-        raise FormatError(path, None, f"corrupt or truncated compressed data ({err})") from None
-    return data.decode(ENCODING, ERRORS)
-
-
-class LineReader:
-    """Numbered byte lines of a (possibly compressed) file, one at a time; compression errors
-    become FormatError naming the line reached. Lines are bytes: the grammar splits on ASCII
-    whitespace only, and words are decoded once, at the end."""
-
-    def __init__(self, path: str | Path, fh: io.BufferedIOBase | None = None) -> None:
-        self.path = str(path)
-        self.lineno = 0
-        self.stream = fh if fh is not None else open_binary(path)
-
-    def __iter__(self) -> Iterator[bytes]:
-        return self
-
-    def __next__(self) -> bytes:
-        try:
-            raw = self.stream.readline()
-        except (OSError, EOFError, zlib.error, lzma.LZMAError) as err:
-            raise FormatError(
-                self.path, self.lineno + 1, f"corrupt or truncated compressed data ({err})"
-            ) from None
-        if not raw:
-            raise StopIteration
-        self.lineno += 1
-        return raw
-
-    def close(self) -> None:
-        self.stream.close()
-
-    def error(self, message: str) -> FormatError:
-        return FormatError(self.path, self.lineno, message)
 
 
 # ---- The ARPA grammar ---------------------------------------------------------------------

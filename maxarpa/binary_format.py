@@ -20,12 +20,12 @@ it ignore the member). Version-1 files (vocab as one numpy string) are still rea
 
 Optional members `ctx_lens ctx_keys`: the useful-context tables of the merged full DP
 (`maxarpa.contexts`; their rows are rebuilt from the keys when first used), written by
-default so that a process decoding with the full DP does not build them (about 1 us per
-n-gram, every process). A file without them still loads; the tables are then built when
-first needed, as before. They are used only under `ctx_digest`, the hash of the file's
-`digest` and the two arrays: wrong tables would merge states that differ, so they are
-trusted exactly when the table they describe is (a file whose digest does not match is
-recomputed into a new model, which does not inherit them).
+default so that a process decoding with the full DP does not build them (seconds on a
+large model, every process; `contexts.build_keys`). A file without them still loads; the
+tables are then built when first needed, as before. They are used only under `ctx_digest`,
+the hash of the file's `digest` and the two arrays: wrong tables would merge states that
+differ, so they are trusted exactly when the table they describe is (a file whose digest
+does not match is recomputed into a new model, which does not inherit them).
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ from pathlib import Path
 
 import numpy as np
 
-from maxarpa.contexts import attach, useful_context_tables
+from maxarpa.contexts import attach, context_keys
 from maxarpa.digest import ALGORITHM, arrays_digest, digest_to_write
 from maxarpa.errors import FormatError
 from maxarpa.model import Model
@@ -100,8 +100,7 @@ def write_binary(model: Model, path: str | Path, *, bounds_verified: bool = Fals
         arrays["digest"] = np.array(f"{ALGORITHM}:{digest}")
     check_output(None, path, binary=True)
     if contexts:
-        tables = useful_context_tables(model)
-        stored = [np.ascontiguousarray(a) for a in tables[1:]]
+        stored = [np.ascontiguousarray(a) for a in context_keys(model)]
         arrays.update(zip(CONTEXT_MEMBERS, stored, strict=True))
         if digest is not None:
             arrays["ctx_digest"] = np.array(f"{ALGORITHM}:{arrays_digest(digest, stored)}")
@@ -124,7 +123,14 @@ def _write_member(zf: zipfile.ZipFile, fh, name: str, arr: np.ndarray) -> None:
     pad = -(fh.tell() + fixed) % ALIGN
     info.extra = struct.pack("<HH", _PAD_ID, pad) + b"\0" * pad
     with zf.open(info, "w", force_zip64=True) as out:
-        np.lib.format.write_array(out, arr, allow_pickle=False)
+        if arr.dtype.kind in "biuf" and arr.flags.c_contiguous:
+            # The .npy header, then the array's own bytes: `write_array` would copy a
+            # stream's data chunk by chunk through `tobytes` (0.6 s of issue 34's write).
+            np.lib.format.write_array_header_1_0(
+                out, np.lib.format.header_data_from_array_1_0(arr))
+            out.write(arr.reshape(-1).view(np.uint8).data)
+        else:
+            np.lib.format.write_array(out, arr, allow_pickle=False)
 
 
 def _member_layout(path: str) -> dict[str, tuple[int, np.dtype, tuple[int, ...], bool]]:

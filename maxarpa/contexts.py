@@ -6,8 +6,9 @@ useful suffix of a context (arsdecode's `MaxArpaLM.minimal_context`, which the n
 merges states by). Both therefore merge exactly the same contexts.
 
 Why here, in maxarpa, and not in arsdecode's full DP: the tables depend only on the n-gram
-table, and building them costs about a microsecond per n-gram (8 s for a 5.4M-n-gram model),
-paid by every process that runs the full DP. `maxarpa convert --binary` therefore builds them
+table, and building them costs seconds on a large model (the 5.4M-n-gram bench model: about
+2 s with the node builder of issue 34, 12 s with the row builder it replaced), paid by every
+process that runs the full DP. `maxarpa convert --binary` therefore builds them
 once and stores them in the binary model (`binary_format`), which registers them on the model
 it reads (`attach`); `useful_context_tables` then returns them instead of building them.
 maxarpa must not import arsdecode, so the builder lives on this side.
@@ -31,11 +32,12 @@ import numpy as np
 
 from maxarpa.errors import FormatError
 from maxarpa.model import Model
-from maxarpa.table import HashIndex, row_hashes, unique_rows
+from maxarpa.table import HashIndex, Trie, row_hashes, sort_with_order, unique_rows
 
 EMPTY_KEY = np.uint64(2**64 - 1)  # the empty context's key: never a real parent * V + word
 
 Tables = tuple[np.ndarray, np.ndarray, np.ndarray]  # rows, lens, keys
+PREFIX_CHUNK = 1 << 20  # nodes whose prefix is searched at a time (`_prefix_nodes`)
 
 # model -> (rows or None until rebuilt, lens, keys)
 _STORED: weakref.WeakKeyDictionary[Model, tuple] = weakref.WeakKeyDictionary()
@@ -120,8 +122,135 @@ def build_tables(model: Model) -> Tables:
     """All useful contexts with a global id (0 = empty context), prefix-closed, by length.
 
     Returns (rows, lens, keys): rows (N, n-1) int64 left-padded with -1, lens (N,) int32,
-    keys (N,) uint64 = gid(prefix) * V + last word.
+    keys (N,) uint64 = gid(prefix) * V + last word. The rows are rebuilt from the keys
+    (`rows_from_keys`), as for stored tables.
     """
+    lens, keys = context_keys(model)
+    width = max(model.trie.order - 1, 0)
+    return rows_from_keys(lens, keys, model.trie.vocab_size, width), lens, keys
+
+
+def context_keys(model: Model) -> tuple[np.ndarray, np.ndarray]:
+    """(lens, keys) of the useful-context tables without their rows: the stored ones if the
+    model came with them, else built (`build_keys`). What `write_binary` stores."""
+    stored = _STORED.get(model)
+    if stored is not None:
+        return stored[1], stored[2]
+    return build_keys(model)
+
+
+def build_keys(model: Model) -> tuple[np.ndarray, np.ndarray]:
+    """(lens, keys) of the useful contexts, numbered as `build_tables_by_rows` numbers them.
+
+    Why two builders: when every useful context is a node of the table (always so for a
+    prefix-closed file: KenLM's, unpruned SRILM's), the contexts are sets of node indices,
+    found with one sorted-key search per node (`_prefix_nodes`) and deduplicated as dense
+    integers; that is several times faster and smaller than hashing and sorting word rows
+    (issue 34: 11.8 s and 400 MB of 5.4M-n-gram conversion). A table where some prefix of
+    a listed n-gram is no node (a pruned file) takes the row builder. Both number the
+    contexts of each length in order of first occurrence in the same sequence, so they
+    return identical tables (tests/test_context_tables.py checks it on random models).
+    """
+    fast = _keys_from_nodes(model)
+    if fast is not None:
+        return fast
+    _, lens, keys = build_tables_by_rows(model)
+    return lens, keys
+
+
+def _prefix_nodes(trie: Trie, k: int, below: np.ndarray | None) -> np.ndarray:
+    """For each order-k node a1..ak (k >= 2), the order-(k-1) row of its prefix a1..a(k-1),
+    or -1 if that is no node. `below` is this array for order k-1 (None for k = 2).
+
+    The prefix's key is row(a2..a(k-1)) * V + a1, and a2..a(k-1) is the prefix of the node's
+    suffix a2..ak (its parent), whose row `below` holds: one search per node.
+    """
+    node = trie.nodes[k - 1]
+    first = node.rows[:, 0]
+    if below is None:
+        return first.astype(np.int32)  # an order-1 row is the word id
+    small = len(trie.nodes[k - 2].keys) < 2**31  # int32 rows: half the transient memory
+    rows = np.full(len(first), -1, dtype=np.int32 if small else np.int64)
+    parents = trie.parents(k)
+    for lo in range(0, len(first), PREFIX_CHUNK):  # chunks bound the transient arrays
+        hi = min(lo + PREFIX_CHUNK, len(first))
+        mid = below[parents[lo:hi]]
+        found = np.flatnonzero(mid >= 0)
+        query = trie.key(mid[found], first[lo:hi][found])
+        rows[lo + found] = _search_sorted(trie.nodes[k - 2].keys, query)
+    return rows
+
+
+def _search_sorted(table: np.ndarray, queries: np.ndarray) -> np.ndarray:
+    """Position of each query in the sorted `table`, -1 where absent. The queries are sorted
+    first: a search of sorted queries walks the table forward (cache-friendly), which with
+    the sort costs less than building the order's hash index (and much less than searching
+    random queries, 2.3 s for 1.9M here)."""
+    out = np.full(len(queries), -1, dtype=np.int64)
+    if len(table) == 0 or len(queries) == 0:
+        return out
+    ranked, order = sort_with_order(queries)
+    pos = np.minimum(np.searchsorted(table, ranked), len(table) - 1)
+    hit = table[pos] == ranked
+    out[order[hit]] = pos[hit]
+    return out
+
+
+def _keys_from_nodes(model: Model) -> tuple[np.ndarray, np.ndarray] | None:
+    """`build_keys` over node indices; None when a useful context is no node of the table."""
+    trie = model.trie
+    n, v = trie.order, trie._v
+    width = max(n - 1, 0)
+    prefixes: dict[int, np.ndarray] = {}
+    below = None
+    for k in range(2, n + 1):  # the prefix row of every node: one search per node
+        below = prefixes[k] = _prefix_nodes(trie, k, below)
+    level: dict[int, np.ndarray] = {}  # U_j as order-j node indices, in gid order
+    level_prefix: dict[int, np.ndarray] = {}  # the order-(j-1) node of each one's prefix
+    above = np.empty(0, dtype=np.int64)
+    for j in range(width, 0, -1):  # as build_tables_by_rows: top-down, first occurrence
+        node_up, node = trie.nodes[j], trie.nodes[j - 1]
+        pref = prefixes.pop(j + 1)
+        level_prefix[j + 1] = pref[above]
+        with_bow = np.flatnonzero(node.listed & (node.log10bow != 0)).astype(pref.dtype)
+        members = np.concatenate([pref[node_up.listed], level_prefix[j + 1], with_bow])
+        del pref, with_bow
+        if (members < 0).any():
+            return None
+        above = level[j] = _first_occurrences(members, len(node.keys))
+        del members
+    total = 1 + sum(len(members) for members in level.values())
+    lens = np.zeros(total, dtype=np.int32)  # filled in place: no list to concatenate
+    keys = np.empty(total, dtype=np.uint64)
+    keys[0] = EMPTY_KEY
+    gid_of = np.empty(0, dtype=np.int64)
+    next_gid = 1
+    for j in range(1, width + 1):
+        members = level.pop(j)
+        lo, hi = next_gid, next_gid + len(members)
+        key = keys[lo:hi]
+        key[...] = trie.nodes[j - 1].rows[members, -1]
+        if j > 1:
+            key += gid_of[level_prefix.pop(j)].astype(np.uint64) * v
+        lens[lo:hi] = j
+        gid_of = np.full(len(trie.nodes[j - 1].keys), -1, dtype=np.int64)
+        gid_of[members] = np.arange(lo, hi)
+        next_gid = hi
+    return lens, keys
+
+
+def _first_occurrences(values: np.ndarray, size: int) -> np.ndarray:
+    """The distinct values of `values` (ints in [0, size)), in order of first occurrence:
+    the order `unique_rows` gives rows, without sorting (a dense scatter of positions)."""
+    dtype = np.int32 if len(values) < 2**31 - 1 else np.int64
+    position = np.arange(len(values), dtype=dtype)
+    first = np.full(size, len(values), dtype=dtype)
+    np.minimum.at(first, values, position)
+    return values[first[values] == position]
+
+
+def build_tables_by_rows(model: Model) -> Tables:
+    """The row builder of `build_keys` (any table): (rows, lens, keys) as `build_tables`."""
     trie = model.trie
     n, v = trie.order, np.uint64(trie.vocab_size)
     width = max(n - 1, 0)

@@ -7,6 +7,7 @@ and an old binary without them must still load and decode as before.
 
 from __future__ import annotations
 
+import random
 import subprocess
 import sys
 import zipfile
@@ -134,3 +135,43 @@ def test_contexts_that_are_not_prefix_closed_are_one_format_error_naming_the_fil
     with pytest.raises(FormatError, match="m.arpa: useful contexts are not prefix-closed"):
         contexts._parent_gids(np.array([[3, 4]], np.int32), np.array([[5]], np.int32),
                               np.array([1]), "m.arpa")
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_node_builder_equals_the_row_builder_on_random_models(seed, tmp_path, monkeypatch):
+    """The fast builder (node indices, issue 34) against the row builder, the independent
+    reference: identical tables, gid for gid, on prefix-closed models (where it must be the
+    one used) and on pruned ones whose contexts are not all nodes (where it must give way).
+    Odd seeds search prefixes a few nodes at a time, so chunk boundaries are crossed."""
+    from arsdecode.testing.random_arpa import random_arpa_text
+
+    if seed % 2:
+        monkeypatch.setattr(contexts, "PREFIX_CHUNK", 3)
+    rng = random.Random(seed)
+    drop = seed % 3 == 2
+    path = tmp_path / "m.arpa"
+    path.write_text(random_arpa_text(rng, 2 + seed % 4, 3 + seed % 5, 0.3 + 0.1 * (seed % 4),
+                                     drop, density=0.4 + 0.1 * (seed % 5)))
+    model = maxarpa.load(path)
+    fast = contexts._keys_from_nodes(model)
+    if not drop:
+        assert fast is not None
+    reference = contexts.build_tables_by_rows(model)
+    for a, b in zip(contexts.build_tables(model), reference, strict=True):
+        assert a.dtype == b.dtype and np.array_equal(a, b)
+    if fast is not None:
+        assert all(np.array_equal(a, b) for a, b in zip(fast, reference[1:], strict=True))
+
+
+def test_node_builder_gives_way_when_a_prefix_is_no_node(tmp_path):
+    """A listed trigram whose prefix bigram is neither listed nor a suffix: no node holds that
+    context, so the fast builder returns None and the row builder numbers it."""
+    path = tmp_path / "m.arpa"
+    path.write_text("\\data\\\nngram 1=5\nngram 2=2\nngram 3=1\n\n\\1-grams:\n-1 <s> -0.5\n"
+                    "-1 </s>\n-1 a -0.3\n-1 b -0.2\n-1 c\n\n\\2-grams:\n-0.5 b c -0.1\n"
+                    "-0.4 <s> a\n\n\\3-grams:\n-0.2 a b c\n\n\\end\\\n")
+    model = maxarpa.load(path)
+    assert contexts._keys_from_nodes(model) is None
+    rows, lens, _ = contexts.build_tables(model)
+    ids = model.ids
+    assert rows[lens == 2].tolist() == [ids(["a", "b"]).tolist(), ids(["b", "c"]).tolist()]

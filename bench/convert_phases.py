@@ -1,0 +1,56 @@
+"""Each phase of `maxarpa convert --binary` timed, with its own peak RSS, in one process.
+
+Why a script run in a child: the peak of each phase is the process's high-water mark reset
+between phases (Linux `/proc/self/clear_refs` 5), which must not include the bench's own
+arrays. The phases are those of `maxarpa.load` on an ARPA file followed by `write_binary`,
+called one by one (issue 34's profile); each line printed is `name<TAB>seconds<TAB>peak MiB`.
+"""
+
+PHASES_SCRIPT = r"""
+import sys, time
+from maxarpa.arpa import read_arpa
+from maxarpa.binary_format import write_binary
+from maxarpa.bound import compute_bounds
+from maxarpa.cli import return_freed_memory
+from maxarpa.config import DEFAULT_CONFIG
+from maxarpa.contexts import attach, context_keys
+from maxarpa.digest import digest_to_write
+from maxarpa.model import Model
+from maxarpa.specials import apply_config
+from maxarpa.table import build_trie
+
+def peak_mib():
+    status = dict(line.split(":", 1) for line in open("/proc/self/status"))
+    return int(status["VmHWM"].split()[0]) / 1024
+
+def reset():
+    with open("/proc/self/clear_refs", "w") as fh:
+        fh.write("5")
+
+return_freed_memory()
+last = [time.perf_counter()]
+def phase(name):
+    now = time.perf_counter()
+    print(f"{name}\t{now - last[0]:.3f}\t{peak_mib():.0f}", flush=True)
+    reset()
+    last[0] = time.perf_counter()
+
+path, out = sys.argv[1], sys.argv[2]
+reset()
+last[0] = time.perf_counter()
+data = read_arpa(path)
+phase("parse")
+trie = build_trie(data, path)
+phase("table")
+model = Model(data.vocab, trie, path)
+compute_bounds(trie, model.eos_id)
+phase("bounds")
+model = apply_config(model, DEFAULT_CONFIG)
+phase("config")
+digest_to_write(model.vocab, model.trie, model.eos_id, True)
+phase("digest")
+attach(model, *context_keys(model))
+phase("contexts")
+write_binary(model, out, bounds_verified=True)
+phase("write")
+"""
