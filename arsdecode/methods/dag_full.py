@@ -1,10 +1,12 @@
 """The exact expansion of a word lattice (a DAG) with an n-gram LM: the numpy reference for DAGs.
 
 Why it exists: issue 21 brings word lattices (`WordLattice`: epsilon arcs, parallel arcs,
-several final nodes, paths of different lengths). Like `methods.full` for confusion networks,
-this module is the independent, obviously exact baseline that the other DAG methods (ARS on
-DAGs, the compiled DP) are checked against, and it is the "exact lattice expansion" that
-SRILM's `lattice-tool -order N` builds, with states merged the way KenLM merges them.
+several final nodes, paths of different lengths). This module is the independent, obviously
+exact baseline that ARS and the compiled DPs are checked against, for both lattice kinds: a
+confusion network is laid out as the word lattice it is (`methods.full`'s entry points,
+`WordLattice.from_confusion`; issue 30: one full expansion, not two). It is the "exact
+lattice expansion" that SRILM's `lattice-tool -order N` builds, with states merged the way
+KenLM merges them.
 
 The expansion. A state is (lattice node, merged context): the LM history cut by the model's
 `minimal_context` (so p(w | ctx) = p(w | history) for every w, and cutting commutes with
@@ -22,7 +24,7 @@ ln weight -inf (p(w | ctx) = 0) are dropped, so every state built is reachable w
 
 The build runs in the lattice's topological node order (canonical form: node 0 first, every
 arc to a higher node). Node u's states are the distinct contexts arriving at u (grouped with
-`np.unique` on the rows, as `methods.full` does); then one batched `model.log_prob` call per
+`np.unique` on the rows, `group_rows`); then one batched `model.log_prob` call per
 node scores every (state, word arc) pair and, at a final node, every state's `</s>`. States get
 ids in node order, and transitions are stored sorted by (source state, arc index), so every
 transition goes from a lower state id to a higher one.
@@ -55,15 +57,42 @@ import numpy as np
 
 import arsdecode.core.dag_dp as dag_dp
 from arsdecode.core.semiring import LogSumExp, MaxPlus, quiet
-from arsdecode.errors import MemoryBudgetExceeded, NoPathError, OptionError
+from arsdecode.errors import ArsDecodeError, MemoryBudgetExceeded, NoPathError, OptionError
 from arsdecode.lattice import WordLattice
-from arsdecode.methods.full import StatesBudgetExceeded, _group_rows, start_context
 from arsdecode.methods.results import DagDecodeResult, DagPath
 from arsdecode.model import ModelLike, TargetModel, as_target_model
 
-__all__ = ["DagDecodeResult", "DagExpansion", "DagPath", "dag_decode", "dag_expand",
-           "dag_log_partition", "dag_sample",
-           "StatesBudgetExceeded"]
+__all__ = ["DagDecodeResult", "DagExpansion", "DagPath", "StatesBudgetExceeded",
+           "best_suffixes", "dag_decode", "dag_expand", "dag_log_partition", "dag_sample",
+           "group_rows", "start_context"]
+
+
+class StatesBudgetExceeded(ArsDecodeError):
+    """Raised when the merged states pass `max_states` (the caller falls back to another
+    method). In the error tree, so that a caller who sets the budget gets one line."""
+
+
+def group_rows(rows: np.ndarray) -> tuple[int, np.ndarray]:
+    """Number of distinct rows and each row's group id (ids ordered like the sorted rows):
+    the contexts arriving at a node, merged into its states."""
+    if rows.shape[1] == 0 or len(rows) == 1:
+        return 1, np.zeros(len(rows), dtype=np.int64)
+    a = np.ascontiguousarray(rows)
+    view = a.view(np.dtype((np.void, a.dtype.itemsize * a.shape[1]))).ravel()
+    uniq, inverse = np.unique(view, return_inverse=True)
+    return len(uniq), inverse.ravel().astype(np.int64)
+
+
+def start_context(model: TargetModel, minimize: bool = True) -> np.ndarray:
+    """The start state's context: `<s>` as a (1, order - 1) row, cut to its useful suffix
+    with `minimize`."""
+    w = max(model.order - 1, 0)
+    ctx = np.full((1, w), -1, dtype=np.int64)
+    if w:
+        ctx[0, -1] = model.bos
+        if minimize:
+            ctx = model.minimal_context(ctx)
+    return ctx
 
 
 @dataclass(frozen=True)
@@ -131,16 +160,20 @@ class Expander:
         self.width = max(model.order - 1, 0)
         self.cut = minimize and self.width > 0
         self.start = start_context(model, minimize)
-        word_arcs = [a for a, word in enumerate(wl.words) if word is not None]
+        self.is_word = np.fromiter((word is not None for word in wl.words), dtype=bool,
+                                   count=wl.n_arcs)
         self.arc_ids = np.full(wl.n_arcs, -1, dtype=np.int64)
-        if word_arcs:
+        self.no_epsilon = bool(self.is_word.all())
+        self.arc_start = np.searchsorted(wl.src, np.arange(wl.n_nodes + 1), side="left")
+        if self.no_epsilon:  # (a confusion network's layout): one lookup, no masks per node
+            self.arc_ids[:] = model.ids(list(wl.words))  # type: ignore[arg-type]
+        elif self.is_word.any():
+            word_arcs = np.flatnonzero(self.is_word)
             self.arc_ids[word_arcs] = model.ids(
-                [wl.words[a] for a in word_arcs])  # type: ignore[misc]
-        self.is_word = np.zeros(wl.n_arcs, dtype=bool)
-        self.is_word[word_arcs] = True
+                [wl.words[a] for a in word_arcs.tolist()])
 
     def arcs(self, u: int) -> np.ndarray:
-        return np.arange(*_arc_range(self.wl, u), dtype=np.int64)
+        return np.arange(self.arc_start[u], self.arc_start[u + 1], dtype=np.int64)
 
     def step(self, u: int, ctx: np.ndarray) -> Step:
         """(stop, e_state, e_arc, e_weight, e_next) for the states `ctx` of node u: stop[s]
@@ -148,10 +181,10 @@ class Expander:
         (ln weight > -inf) sorted by (local state, arc), with their next context rows."""
         wl, model, size = self.wl, self.model, len(ctx)
         arcs = self.arcs(u)
-        warcs = arcs[self.is_word[arcs]]
+        warcs = arcs if self.no_epsilon else arcs[self.is_word[arcs]]
         # (state, word arc) pairs state-major, then one </s> row per state at a final node
         q_state = np.repeat(np.arange(size), len(warcs))
-        q_arc = np.tile(warcs, size)
+        q_arc = np.broadcast_to(warcs, (size, len(warcs))).reshape(-1)
         q_ctx = ctx[q_state]
         q_word = self.arc_ids[q_arc]
         fin = u in wl.finals
@@ -162,21 +195,33 @@ class Expander:
         lp = np.asarray(lp, dtype=np.float64)
         with quiet():
             stop = (wl.finals[u] + lp[len(q_arc):]) if fin else np.full(size, -np.inf)
-        # every outgoing transition, sorted by (state, arc): word arcs scored, epsilon arcs not
-        e_state = np.repeat(np.arange(size), len(arcs))
-        e_arc = np.tile(arcs, size)
-        e_weight = wl.log_weights[e_arc].copy()
-        e_next = ctx[e_state]
-        word_pos = np.flatnonzero(self.is_word[e_arc])
+        # the word transitions (live ones only), then the epsilon ones, which keep the context
+        n_q = len(q_arc)
         with quiet():
-            e_weight[word_pos] += lp[: len(q_arc)]
-        if len(word_pos) and self.width:
-            nxt = np.concatenate([q_ctx[: len(q_arc), 1:], q_word[: len(q_arc), None]], axis=1)
-            if self.cut:
+            w_word = wl.log_weights[q_arc] + lp[:n_q]
+        live = w_word > -np.inf
+        if not live.all():
+            q_state, q_arc, w_word = q_state[live], q_arc[live], w_word[live]
+            q_ctx, q_word = q_ctx[:n_q][live], q_word[:n_q][live]
+        n_q = len(q_arc)
+        if self.width:
+            nxt = np.concatenate([q_ctx[:n_q, 1:], q_word[:n_q, None]], axis=1)
+            if self.cut and n_q:
                 nxt = model.minimal_context(nxt)
-            e_next[word_pos] = nxt
-        live = e_weight > -np.inf
-        return stop, e_state[live], e_arc[live], e_weight[live], e_next[live]
+        else:
+            nxt = np.zeros((n_q, 0), dtype=np.int64)
+        if len(warcs) == len(arcs):  # no epsilon arc (every node of a confusion network)
+            return stop, q_state, q_arc, w_word, nxt
+        # sorted by (state, arc), as if every outgoing transition had been built state-major
+        earcs = arcs[~self.is_word[arcs]]
+        p_state = np.repeat(np.arange(size), len(earcs))
+        p_arc = np.tile(earcs, size)
+        e_state = np.concatenate([q_state, p_state])
+        e_arc = np.concatenate([q_arc, p_arc])
+        order = np.lexsort((e_arc, e_state))
+        return (stop, e_state[order], e_arc[order],
+                np.concatenate([w_word, wl.log_weights[p_arc]])[order],
+                np.concatenate([nxt, ctx[p_state]])[order])
 
 
 RAISE_BUDGET = "raise it with --memory-budget MB"
@@ -207,14 +252,17 @@ def dag_expand(model: TargetModel, wl: WordLattice, *, minimize: bool = True,
         node_start[u] = n_states
         if not pending[u]:  # every way in has probability zero: no state at u
             continue
-        edge_ids = np.concatenate([e for e, _ in pending[u]])
-        rows = np.concatenate([r for _, r in pending[u]])
+        if len(pending[u]) == 1:
+            [(edge_ids, rows)] = pending[u]
+        else:
+            edge_ids = np.concatenate([e for e, _ in pending[u]])
+            rows = np.concatenate([r for _, r in pending[u]])
         pending[u] = []
-        size, group = _group_rows(rows)
+        size, group = group_rows(rows)
         ctx = np.empty((size, w), dtype=np.int64)
         ctx[group] = rows
-        into = edge_ids >= 0
-        dst_parts.append((edge_ids[into], n_states + group[into]))
+        if u:  # (node 0's one row is the start, which no transition enters)
+            dst_parts.append((edge_ids, n_states + group))
         n_states += size
         if max_states is not None and n_states > max_states:
             raise StatesBudgetExceeded(f"{n_states} merged states > {max_states}")
@@ -233,10 +281,7 @@ def dag_expand(model: TargetModel, wl: WordLattice, *, minimize: bool = True,
         src_blocks.append(node_start[u] + e_state)
         arc_blocks.append(e_arc)
         weight_blocks.append(e_weight)
-        d_node = wl.dst[e_arc]
-        for v in np.unique(d_node).tolist():
-            sel = d_node == v
-            pending[v].append((ids[sel], e_next[sel]))
+        _send(pending, wl.dst[e_arc], ids, e_next)
     node_start[wl.n_nodes] = n_states
     dst = np.empty(n_edges, dtype=np.int64)
     for ids, states in dst_parts:
@@ -251,9 +296,22 @@ def dag_expand(model: TargetModel, wl: WordLattice, *, minimize: bool = True,
         weight=_cat(weight_blocks, np.float64), out_start=out_start)
 
 
-def _arc_range(wl: WordLattice, u: int) -> tuple[int, int]:
-    r = wl.arcs_from(u)
-    return r.start, r.stop
+def _send(pending: list[list[tuple[np.ndarray, np.ndarray]]], d_node: np.ndarray,
+          ids: np.ndarray, e_next: np.ndarray) -> None:
+    """Queue each transition (id, next context row) at its destination node, in order. One
+    destination (every node of a confusion network's layout) needs no grouping; several are
+    grouped by one stable sort, not one scan per destination."""
+    if not len(d_node):
+        return
+    first = int(d_node[0])
+    if (d_node == first).all():
+        pending[first].append((ids, e_next))
+        return
+    order = np.argsort(d_node, kind="stable")
+    sorted_nodes = d_node[order]
+    cuts = np.flatnonzero(sorted_nodes[1:] != sorted_nodes[:-1]) + 1
+    for part in np.split(order, cuts):
+        pending[int(d_node[part[0]])].append((ids[part], e_next[part]))
 
 
 def _cat(blocks: list[np.ndarray], dtype: type) -> np.ndarray:
@@ -262,18 +320,35 @@ def _cat(blocks: list[np.ndarray], dtype: type) -> np.ndarray:
 
 # ----- the expansion as a graph of the one sweep (`core.dag_dp`) -------------------------------
 class ExpansionGraph:
-    """The stored expansion as a sparse `dag_dp.Graph`: node u's states and their transitions
-    (sorted by state, then arc: a state's first maximum is its smallest arc)."""
+    """The stored expansion as a `dag_dp.Graph`: node u's states and their transitions
+    (sorted by state, then arc: a state's first maximum is its smallest arc).
 
-    dense = False
+    Dense when every state of a node has the same number of transitions (a confusion
+    network's layout, unless the LM gives some word probability zero): node u's transitions
+    are then a (states x m) matrix, column c a state's c-th transition, which the sweep reads
+    in a few whole-matrix operations instead of segments (the layout's Viterbi was 15% slower
+    than the layered DP it replaced, issue 30). Sparse otherwise. Both give the same values,
+    paths and draws: a column is the transition's rank within its state either way."""
 
     def __init__(self, ex: DagExpansion) -> None:
         self.ex = ex
         self.offsets = ex.node_start
+        k = np.diff(ex.node_start)
+        t = np.diff(ex.out_start[ex.node_start])
+        self.width = t // np.maximum(k, 1)  # per node: transitions per state, if uniform
+        degree = np.diff(ex.out_start)
+        self.dense = bool((degree == np.repeat(self.width, k)).all())
 
     def block(self, u: int, rows: np.ndarray | int | None = None) -> dag_dp.Block:
         ex = self.ex
         lo, hi = ex.node_states(u)
+        if self.dense:
+            m = int(self.width[u])
+            elo, ehi = int(ex.out_start[lo]), int(ex.out_start[hi])
+            weight = ex.weight[elo:ehi].reshape(hi - lo, m)
+            dst = ex.dst[elo:ehi].reshape(hi - lo, m)
+            sel = slice(None) if rows is None else rows
+            return dag_dp.Block(ex.final[lo:hi][sel], weight[sel], dst[sel])
         if isinstance(rows, int):  # one state: its transitions
             e0, e1 = int(ex.out_start[lo + rows]), int(ex.out_start[lo + rows + 1])
             return dag_dp.Block(ex.final[lo + rows], ex.weight[e0:e1], ex.dst[e0:e1])
@@ -298,8 +373,8 @@ def _backward_sums(ex: DagExpansion) -> np.ndarray:
     return dag_dp.backward(ExpansionGraph(ex), LogSumExp)
 
 
-def _best(ex: DagExpansion) -> np.ndarray:
-    """The best suffix score of every state (stop included)."""
+def best_suffixes(ex: DagExpansion) -> np.ndarray:
+    """The best suffix score of every state (stop included): k-best's A* heuristic."""
     return dag_dp.backward(ExpansionGraph(ex), MaxPlus)
 
 

@@ -35,9 +35,10 @@ from arsdecode.methods.dag_full import (
     PAIR_BYTES,
     RAISE_BUDGET,
     Expander,
+    StatesBudgetExceeded,
     Step,
+    group_rows,
 )
-from arsdecode.methods.full import StatesBudgetExceeded, _group_rows
 from arsdecode.model import ModelLike, as_target_model
 
 __all__ = ["chunked_posteriors", "dag_posteriors"]
@@ -50,16 +51,16 @@ PENDING_BYTES = 24
 
 def _merge(rows: np.ndarray, vals: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The distinct rows (sorted) and the log-sum of the values of each."""
-    size, group = _group_rows(rows)
+    size, group = group_rows(rows)
     out = np.empty((size, rows.shape[1]), dtype=rows.dtype)
     out[group] = rows
     return out, LogSumExp.scatter_sum(vals, group, size)
 
 
 def _lookup(ctx: np.ndarray, rows: np.ndarray) -> np.ndarray:
-    """The index in `ctx` (distinct rows, sorted as `_group_rows` sorts) of every row of
+    """The index in `ctx` (distinct rows, sorted as `group_rows` sorts) of every row of
     `rows`, each of which is in `ctx` (exact row equality, no hashing)."""
-    size, group = _group_rows(np.concatenate([ctx, rows]))
+    size, group = group_rows(np.concatenate([ctx, rows]))
     assert size == len(ctx), "a transition into a state the forward sweep did not build"
     return group[len(ctx):]
 
