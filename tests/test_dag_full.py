@@ -6,7 +6,9 @@ outgoing arcs, unreachable and dead parts, -inf arcs) is scored on its own by sc
 `Model.log10p` calls (float64, 1e-9) and by KenLM (float32, 1e-4), on random ARPA models with
 positive backoffs and on lmplz-trained ones: best path, ln Z, arc posteriors, k-best by path
 and by distinct word sequence, and a chi-square test of the sampler at a fixed seed. The
-confusion-network special case equals `arsdecode.methods.full`; a `WeightedLM` is checked
+confusion-network special case (`methods.full`'s entry points, which run this expansion on the
+layout) maps back to its positions and candidates; the dense and sparse layouts of the sweep
+agree; a `WeightedLM` is checked
 against its own scalar formula; hypothesis draws random ARPA texts.
 """
 
@@ -349,3 +351,45 @@ def test_property_random_models_and_dags(tmp_path_factory, arpa, seed):
     words = [w for w in lm.vocab if w not in ("<s>", "</s>")] + ["unseen"]
     wl = random_word_lattice(random.Random(seed), words, max_nodes=6, max_paths=80)
     check_against_brute(lm, wl, brute_dag_model(lm, wl), (text, wl.to_json_obj()))
+
+
+# ----- the sweep's two layouts of the expansion ------------------------------------------------
+def test_dense_and_sparse_layouts_of_the_expansion_agree(random_lms, real_lms):
+    """`ExpansionGraph` is dense where every state of a node has the same out-degree (a
+    confusion network's layout, unless the LM gives a word probability zero), sparse
+    otherwise; both must give the same max and log-sum-exp values, the same best path and the
+    same draws. Forced sparse here, against the dense graph the layout gets."""
+    import arsdecode.core.dag_dp as dag_dp
+    from arsdecode.core.semiring import LogSumExp, MaxPlus
+    from arsdecode.methods.dag_full import ExpansionGraph, dag_expand
+    from arsdecode.methods.full import ConfusionLayout
+    from arsdecode.model import as_target_model
+
+    rng = random.Random(2500)
+    dense_seen = 0
+    for model in [*random_lms, real_lms[4]]:
+        for _ in range(5):
+            lat = make_lattice(rng, model, max_len=5, max_width=4)
+            try:
+                wl = ConfusionLayout.of(lat).wl
+            except NoPathError:
+                continue
+            ex = dag_expand(as_target_model(model.lm), wl)
+            dense, sparse = ExpansionGraph(ex), ExpansionGraph(ex)
+            sparse.dense = False
+            dense_seen += dense.dense
+            where = (model.name, lat.to_json_obj())
+            best_d = dag_dp.backward(dense, MaxPlus)
+            assert np.array_equal(best_d, dag_dp.backward(sparse, MaxPlus)), where
+            beta = dag_dp.backward(dense, LogSumExp)
+            assert np.allclose(beta, dag_dp.backward(sparse, LogSumExp), rtol=0, atol=1e-12)
+            if best_d[0] == -np.inf:
+                continue
+            assert dag_dp.best_path(dense, best_d) == dag_dp.best_path(sparse, best_d), where
+            a = dag_dp.sample(dense, beta, 300, np.random.default_rng(7))
+            b = dag_dp.sample(sparse, beta, 300, np.random.default_rng(7))
+            arcs_a = a.paths(300, lambda src, col, g=dense, e=ex: e.arc[g.transition(src, col)])
+            arcs_b = b.paths(300, lambda src, col, g=sparse, e=ex: e.arc[g.transition(src, col)])
+            assert arcs_a == arcs_b, where
+            assert np.allclose(a.score, b.score, rtol=0, atol=1e-12), where
+    assert dense_seen >= 10
