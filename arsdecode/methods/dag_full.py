@@ -64,7 +64,7 @@ from arsdecode.model import ModelLike, TargetModel, as_target_model
 
 __all__ = ["DagDecodeResult", "DagExpansion", "DagPath", "StatesBudgetExceeded",
            "best_suffixes", "dag_decode", "dag_expand", "dag_log_partition", "dag_sample",
-           "group_rows", "start_context"]
+           "group_rows", "sample_arcs", "start_context"]
 
 
 class StatesBudgetExceeded(ArsDecodeError):
@@ -429,13 +429,23 @@ def dag_sample(lm: ModelLike, wl: WordLattice, n: int,
     """
     if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
         raise OptionError(f"n (the number of samples) must be an integer >= 1, not {n!r}")
+    paths, scores = sample_arcs(as_target_model(lm), wl, int(n), seed, minimize=minimize,
+                                max_states=max_states)
+    return [DagPath(wl.path_words(p), tuple(p), s)
+            for p, s in zip(paths, scores.tolist(), strict=True)]
+
+
+def sample_arcs(model: TargetModel, wl: WordLattice, n: int,
+                seed: int | np.random.Generator | None = None, *, minimize: bool = True,
+                max_states: int | None = None) -> tuple[list[list[int]], np.ndarray]:
+    """`dag_sample`'s draws as plain arrays: each path's arc indices, and the scores (ln).
+    Why apart: a confusion network's samples (`full.full_sample`) need only the words, and
+    building n `DagPath`s cost a sixth of its time."""
     rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
-    ex = dag_expand(as_target_model(lm), wl, minimize=minimize, max_states=max_states)
+    ex = dag_expand(model, wl, minimize=minimize, max_states=max_states)
     graph = ExpansionGraph(ex)
     beta = dag_dp.backward(graph, LogSumExp)
     if beta[0] == -np.inf:
         raise NoPathError(f"{wl.source}: every path has probability zero")
-    drawn = dag_dp.sample(graph, beta, int(n), rng)
-    paths = drawn.paths(int(n), lambda src, col: ex.arc[graph.transition(src, col)])
-    return [DagPath(wl.path_words(p), tuple(p), float(s))
-            for p, s in zip(paths, drawn.score.tolist(), strict=True)]
+    drawn = dag_dp.sample(graph, beta, n, rng)
+    return drawn.paths(n, lambda src, col: ex.arc[graph.transition(src, col)]), drawn.score

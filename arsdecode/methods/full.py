@@ -49,7 +49,7 @@ from arsdecode.methods.dag_full import (
     dag_decode,
     dag_expand,
     dag_log_partition,
-    dag_sample,
+    sample_arcs,
 )
 from arsdecode.methods.dag_kbest import kbest_paths
 from arsdecode.methods.dag_posteriors import dag_posteriors
@@ -119,10 +119,6 @@ class ConfusionLayout:
         """The candidate index per position of a path (one arc per position)."""
         return tuple(self.cand[list(arcs)].tolist())
 
-    def tokens(self, arcs: tuple[int, ...] | list[int]) -> list[str]:
-        toks = self.lattice.tokens
-        return [toks[i][j] for i, j in enumerate(self.indices(arcs))]
-
 
 # ----- public API --------------------------------------------------------------------------
 # Each takes a maxarpa Model or any TargetModel and converts it once, here at the entry.
@@ -137,7 +133,7 @@ def full_decode(lm: ModelLike, lattice: Lattice, *, minimize: bool = True
     layout = ConfusionLayout.of(lattice)
     best = dag_decode(model, layout.wl, minimize=minimize)
     return FullDecodeResult(
-        tokens=layout.tokens(best.arcs),
+        tokens=best.tokens,  # the layout's arc words are the candidates' tokens
         log_p=best.log_p,
         states=full_state_count(model, lattice),
         seconds=time.perf_counter() - t0,
@@ -169,7 +165,7 @@ def full_kbest(lm: ModelLike, lattice: Lattice, k: int, *, minimize: bool = True
     layout = ConfusionLayout.of(lattice)
     ex = dag_expand(model, layout.wl, minimize=minimize)
     found = kbest_paths(ex, layout.wl, min(int(k), lattice.num_paths()))
-    paths = [ScoredPath(layout.tokens(p.arcs), layout.indices(p.arcs), p.log_p, p.log_p)
+    paths = [ScoredPath(p.tokens, layout.indices(p.arcs), p.log_p, p.log_p)
              for p in found]
     return KBestResult(paths, 1, ex.n_states, time.perf_counter() - t0, True, method="full")
 
@@ -202,8 +198,9 @@ def full_sample(
         if dag_log_partition(model, layout.wl, minimize=minimize) == -math.inf:
             raise NoPathError("every path has probability zero")
         return []
-    drawn = dag_sample(model, layout.wl, n, rng, minimize=minimize)
-    return [layout.tokens(p.arcs) for p in drawn]
+    paths, _ = sample_arcs(model, layout.wl, n, rng, minimize=minimize)
+    words = layout.wl.words  # the layout's arc words are the candidates' tokens
+    return [[words[a] for a in p] for p in paths]  # type: ignore[misc]  # no epsilon arc
 
 
 def full_marginals(
