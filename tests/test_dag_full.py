@@ -4,7 +4,8 @@ Every path of small random DAGs (arsdecode.testing.brute_dag.random_word_lattice
 and chains, parallel arcs with the same word, several weighted finals, a final node with
 outgoing arcs, unreachable and dead parts, -inf arcs) is scored on its own by scalar
 `Model.log10p` calls (float64, 1e-9) and by KenLM (float32, 1e-4), on random ARPA models with
-positive backoffs and on lmplz-trained ones: best path, ln Z, arc posteriors, k-best by path
+positive backoffs and on lmplz-trained ones: best path, ln Z, arc posteriors (chunked and
+stored), k-best by path
 and by distinct word sequence, and a chi-square test of the sampler at a fixed seed. The
 confusion-network special case (`methods.full`'s entry points, which run this expansion on the
 layout) maps back to its positions and candidates; the dense and sparse layouts of the sweep
@@ -35,7 +36,7 @@ from arsdecode.methods.dag_full import (
     dag_sample,
 )
 from arsdecode.methods.dag_kbest import dag_kbest
-from arsdecode.methods.dag_posteriors import dag_posteriors
+from arsdecode.methods.dag_posteriors import dag_posteriors, stored_posteriors
 from arsdecode.methods.full import full_decode, full_kbest, full_log_partition, full_marginals
 from arsdecode.model import WeightedLM
 from arsdecode.testing.brute import chi_square_pvalue
@@ -98,6 +99,7 @@ def check_against_brute(lm, wl: WordLattice, ref: BruteDagResult, where,
     """Every method on `wl` against the brute-force `ref` (each path scored on its own)."""
     if ref.best_log_p == -math.inf:
         for call in (lambda: dag_decode(lm, wl), lambda: dag_posteriors(lm, wl),
+                     lambda: stored_posteriors(lm, wl),
                      lambda: dag_kbest(lm, wl, 2), lambda: dag_kbest(lm, wl, 2, unique=True),
                      lambda: dag_sample(lm, wl, 3, 0)):
             with pytest.raises(NoPathError):
@@ -113,11 +115,12 @@ def check_against_brute(lm, wl: WordLattice, ref: BruteDagResult, where,
         assert abs(ref.score(r.arcs) - r.log_p) <= tol, where
         lz = dag_log_partition(lm, wl, minimize=minimize)
         assert abs(lz - ref.log_Z) <= tol, (where, minimize, lz, ref.log_Z)
-    post, lz = dag_posteriors(lm, wl)
-    assert abs(lz - ref.log_Z) <= tol, where
-    assert post.shape == (wl.n_arcs,)
-    assert np.allclose(post, ref.arc_posteriors(), rtol=0, atol=tol if tol < 1e-6 else 1e-4), (
-        where, post, ref.arc_posteriors())
+    for posteriors in (dag_posteriors, stored_posteriors):  # chunked; stored, alpha reversed
+        post, lz = posteriors(lm, wl)
+        assert abs(lz - ref.log_Z) <= tol, where
+        assert post.shape == (wl.n_arcs,)
+        assert np.allclose(post, ref.arc_posteriors(), rtol=0,
+                           atol=tol if tol < 1e-6 else 1e-4), (where, post, ref.arc_posteriors())
     n_paths = wl.num_paths()
     for k in (1, 3, n_paths + 2):
         check_paths(ref, dag_kbest(lm, wl, k), k, (where, k), tol)

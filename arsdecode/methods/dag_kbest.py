@@ -29,13 +29,8 @@ import numpy as np
 from arsdecode.core.semiring import quiet
 from arsdecode.errors import MemoryBudgetExceeded, NoPathError, OptionError
 from arsdecode.lattice import WordLattice
-from arsdecode.methods.dag_full import (
-    RAISE_BUDGET,
-    DagExpansion,
-    DagPath,
-    best_suffixes,
-    dag_expand,
-)
+from arsdecode.methods.dag_full import DagPath, best_suffixes
+from arsdecode.methods.expansion import RAISE_BUDGET, DagExpansion, dag_expand
 from arsdecode.model import ModelLike, as_target_model
 
 __all__ = ["dag_kbest", "kbest_paths", "kbest_unique", "expansion_bytes"]

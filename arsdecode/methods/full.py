@@ -14,10 +14,11 @@ One engine (issue 30). A confusion network is a word lattice (`WordLattice.from_
 node i -> i + 1 per candidate of finite emission, the last node final), and its full model is
 that lattice's merged (node, context) expansion (`methods.dag_full`), swept by the package's one
 semiring DP (`core.dag_dp`); k-best is `dag_kbest.kbest_paths` and the marginals
-`dag_posteriors`. This module is the confusion network's entry points: it lays the network out
-as a word lattice (`ConfusionLayout`) and maps the answers back to confusion-network form
-(tokens per position, candidate indices, per-position marginals). Nothing here imports the
-q-automaton (`core.automaton`, `core.dag_automaton`), so the reference stays independent.
+`dag_posteriors.stored_posteriors`. This module is the confusion network's entry points: it
+lays the network out as a word lattice (`ConfusionLayout`) and maps the answers back to
+confusion-network form (tokens per position, candidate indices, per-position marginals).
+Nothing here imports the q-automaton (`core.automaton`, `core.dag_automaton`), so the
+reference stays independent.
 
 States. The full model's state after i tokens is the last n - 1 tokens of `<s> x_1 .. x_i` (fewer
 near the start); `full_state_count` reports that count, the paper's measure of F. The expansion
@@ -52,7 +53,7 @@ from arsdecode.methods.dag_full import (
     sample_arcs,
 )
 from arsdecode.methods.dag_kbest import kbest_paths
-from arsdecode.methods.dag_posteriors import dag_posteriors
+from arsdecode.methods.dag_posteriors import stored_posteriors
 from arsdecode.methods.results import KBestResult, ScoredPath
 from arsdecode.model import ModelLike, TargetModel, as_target_model
 
@@ -207,7 +208,8 @@ def full_marginals(
     lm: ModelLike, lattice: Lattice, *, minimize: bool = True, max_states: int | None = None,
 ) -> tuple[list[np.ndarray], float]:
     """Exact posterior marginals and ln Z: forward-backward in the log semiring over the
-    merged states (`dag_posteriors`: arc posteriors of the layout, summed per candidate).
+    merged states (`dag_posteriors.stored_posteriors`: arc posteriors of the layout, summed per
+    candidate).
 
     Returns, per position, an array of p(x_i = candidate k) over that position's candidates
     (0 for a candidate with emission -inf or on no path; each array sums to 1), and ln Z, all
@@ -215,8 +217,8 @@ def full_marginals(
     the merged states pass `max_states`.
     """
     layout = ConfusionLayout.of(lattice)
-    post, log_z = dag_posteriors(as_target_model(lm), layout.wl, minimize=minimize,
-                                 max_states=max_states)
+    post, log_z = stored_posteriors(as_target_model(lm), layout.wl, minimize=minimize,
+                                    max_states=max_states)
     if log_z == -math.inf:
         raise NoPathError("every path has probability zero")
     out: list[np.ndarray] = []
