@@ -72,7 +72,7 @@ def bench_lattice(*, model: Path | None, corpora: Sequence[str], n: int, orders:
 PROFILED = {  # (file suffix, function) -> what it does, for the page
     ("maxarpa/contexts.py", "cut"): "cutting contexts to the model's minimal context "
                                     "(`minimal_context`)",
-    ("arsdecode/methods/full.py", "_group_rows"): "grouping the contexts arriving at a node "
+    ("arsdecode/methods/expansion.py", "group_rows"): "grouping the contexts arriving at a node "
                                                   "into states (`np.unique` on rows)",
     ("arsdecode/native/__init__.py", "log_prob"): "LM log-probabilities (compiled)",
     ("arsdecode/methods/dag_full.py", "_viterbi"): "Viterbi over the expansion",

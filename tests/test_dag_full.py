@@ -4,9 +4,12 @@ Every path of small random DAGs (arsdecode.testing.brute_dag.random_word_lattice
 and chains, parallel arcs with the same word, several weighted finals, a final node with
 outgoing arcs, unreachable and dead parts, -inf arcs) is scored on its own by scalar
 `Model.log10p` calls (float64, 1e-9) and by KenLM (float32, 1e-4), on random ARPA models with
-positive backoffs and on lmplz-trained ones: best path, ln Z, arc posteriors, k-best by path
+positive backoffs and on lmplz-trained ones: best path, ln Z, arc posteriors (chunked and
+stored), k-best by path
 and by distinct word sequence, and a chi-square test of the sampler at a fixed seed. The
-confusion-network special case equals `arsdecode.methods.full`; a `WeightedLM` is checked
+confusion-network special case (`methods.full`'s entry points, which run this expansion on the
+layout) maps back to its positions and candidates; the dense and sparse layouts of the sweep
+agree; a `WeightedLM` is checked
 against its own scalar formula; hypothesis draws random ARPA texts.
 """
 
@@ -33,7 +36,7 @@ from arsdecode.methods.dag_full import (
     dag_sample,
 )
 from arsdecode.methods.dag_kbest import dag_kbest
-from arsdecode.methods.dag_posteriors import dag_posteriors
+from arsdecode.methods.dag_posteriors import dag_posteriors, stored_posteriors
 from arsdecode.methods.full import full_decode, full_kbest, full_log_partition, full_marginals
 from arsdecode.model import WeightedLM
 from arsdecode.testing.brute import chi_square_pvalue
@@ -96,6 +99,7 @@ def check_against_brute(lm, wl: WordLattice, ref: BruteDagResult, where,
     """Every method on `wl` against the brute-force `ref` (each path scored on its own)."""
     if ref.best_log_p == -math.inf:
         for call in (lambda: dag_decode(lm, wl), lambda: dag_posteriors(lm, wl),
+                     lambda: stored_posteriors(lm, wl),
                      lambda: dag_kbest(lm, wl, 2), lambda: dag_kbest(lm, wl, 2, unique=True),
                      lambda: dag_sample(lm, wl, 3, 0)):
             with pytest.raises(NoPathError):
@@ -111,11 +115,12 @@ def check_against_brute(lm, wl: WordLattice, ref: BruteDagResult, where,
         assert abs(ref.score(r.arcs) - r.log_p) <= tol, where
         lz = dag_log_partition(lm, wl, minimize=minimize)
         assert abs(lz - ref.log_Z) <= tol, (where, minimize, lz, ref.log_Z)
-    post, lz = dag_posteriors(lm, wl)
-    assert abs(lz - ref.log_Z) <= tol, where
-    assert post.shape == (wl.n_arcs,)
-    assert np.allclose(post, ref.arc_posteriors(), rtol=0, atol=tol if tol < 1e-6 else 1e-4), (
-        where, post, ref.arc_posteriors())
+    for posteriors in (dag_posteriors, stored_posteriors):  # chunked; stored, alpha reversed
+        post, lz = posteriors(lm, wl)
+        assert abs(lz - ref.log_Z) <= tol, where
+        assert post.shape == (wl.n_arcs,)
+        assert np.allclose(post, ref.arc_posteriors(), rtol=0,
+                           atol=tol if tol < 1e-6 else 1e-4), (where, post, ref.arc_posteriors())
     n_paths = wl.num_paths()
     for k in (1, 3, n_paths + 2):
         check_paths(ref, dag_kbest(lm, wl, k), k, (where, k), tol)
@@ -349,3 +354,45 @@ def test_property_random_models_and_dags(tmp_path_factory, arpa, seed):
     words = [w for w in lm.vocab if w not in ("<s>", "</s>")] + ["unseen"]
     wl = random_word_lattice(random.Random(seed), words, max_nodes=6, max_paths=80)
     check_against_brute(lm, wl, brute_dag_model(lm, wl), (text, wl.to_json_obj()))
+
+
+# ----- the sweep's two layouts of the expansion ------------------------------------------------
+def test_dense_and_sparse_layouts_of_the_expansion_agree(random_lms, real_lms):
+    """`ExpansionGraph` is dense where every state of a node has the same out-degree (a
+    confusion network's layout, unless the LM gives a word probability zero), sparse
+    otherwise; both must give the same max and log-sum-exp values, the same best path and the
+    same draws. Forced sparse here, against the dense graph the layout gets."""
+    import arsdecode.core.dag_dp as dag_dp
+    from arsdecode.core.semiring import LogSumExp, MaxPlus
+    from arsdecode.methods.dag_full import ExpansionGraph, dag_expand
+    from arsdecode.methods.full import ConfusionLayout
+    from arsdecode.model import as_target_model
+
+    rng = random.Random(2500)
+    dense_seen = 0
+    for model in [*random_lms, real_lms[4]]:
+        for _ in range(5):
+            lat = make_lattice(rng, model, max_len=5, max_width=4)
+            try:
+                wl = ConfusionLayout.of(lat).wl
+            except NoPathError:
+                continue
+            ex = dag_expand(as_target_model(model.lm), wl)
+            dense, sparse = ExpansionGraph(ex), ExpansionGraph(ex)
+            sparse.dense = False
+            dense_seen += dense.dense
+            where = (model.name, lat.to_json_obj())
+            best_d = dag_dp.backward(dense, MaxPlus)
+            assert np.array_equal(best_d, dag_dp.backward(sparse, MaxPlus)), where
+            beta = dag_dp.backward(dense, LogSumExp)
+            assert np.allclose(beta, dag_dp.backward(sparse, LogSumExp), rtol=0, atol=1e-12)
+            if best_d[0] == -np.inf:
+                continue
+            assert dag_dp.best_path(dense, best_d) == dag_dp.best_path(sparse, best_d), where
+            a = dag_dp.sample(dense, beta, 300, np.random.default_rng(7))
+            b = dag_dp.sample(sparse, beta, 300, np.random.default_rng(7))
+            arcs_a = a.paths(300, lambda src, col, g=dense, e=ex: e.arc[g.transition(src, col)])
+            arcs_b = b.paths(300, lambda src, col, g=sparse, e=ex: e.arc[g.transition(src, col)])
+            assert arcs_a == arcs_b, where
+            assert np.allclose(a.score, b.score, rtol=0, atol=1e-12), where
+    assert dense_seen >= 10

@@ -187,3 +187,54 @@ def test_all_paths_impossible(tmp_path):
     ok = Lattice.from_lists([[("a", 0.0), ("zz", -2.0)], [("a", -1.0)]])
     assert full_decode(lm, ok).tokens == ["zz", "a"]
     assert full_sample(lm, ok, 20, np.random.default_rng(0)) == [["zz", "a"]] * 20
+
+
+def test_the_layout_is_the_confusion_networks_word_lattice(random_lms):
+    """`ConfusionLayout` builds `WordLattice.from_confusion(lattice)` directly (no per-arc
+    re-check) and maps every arc back to its (position, candidate)."""
+    from arsdecode.lattice import WordLattice
+    from arsdecode.methods.full import ConfusionLayout
+
+    rng = random.Random(41)
+    checked = 0
+    for model in random_lms:
+        for _ in range(8):
+            lat = make_lattice(rng, model, max_len=5, neg_inf=0.3)
+            try:
+                lay = ConfusionLayout.of(lat)
+            except NoPathError:  # a position without a finite candidate: no path at all
+                assert any(not np.isfinite(e).any() for e in lat.log_emissions)
+                assert full_log_partition(model.lm, lat) == -math.inf
+                continue
+            checked += 1
+            ref = WordLattice.from_confusion(lat)
+            got = lay.wl
+            assert (got.n_nodes, dict(got.finals), got.words, got.node_names, got.source) == (
+                ref.n_nodes, dict(ref.finals), ref.words, ref.node_names, ref.source)
+            for a, b in ((got.src, ref.src), (got.dst, ref.dst),
+                         (got.log_weights, ref.log_weights)):
+                assert a.dtype == b.dtype and np.array_equal(a, b)
+            for arc in range(got.n_arcs):
+                i, j = int(lay.pos[arc]), int(lay.cand[arc])
+                assert got.src[arc] == i and got.words[arc] == lat.tokens[i][j]
+                assert got.log_weights[arc] == lat.log_emissions[i][j]
+    assert checked >= 20
+
+
+def test_the_reference_runs_no_q_automaton_code():
+    """The full model is what ARS is checked against: nothing it imports at run time (its
+    whole import closure) may be the q-automaton or ARS."""
+    from scripts.import_graph import import_graph
+
+    graph = import_graph()
+    seen, todo = set(), ["arsdecode.methods.full"]
+    while todo:
+        mod = todo.pop()
+        if mod not in seen:
+            seen.add(mod)
+            todo.extend(graph.get(mod, ()))
+    assert "arsdecode.methods.dag_full" in seen  # the closure is really followed
+    forbidden = {"arsdecode.core.automaton", "arsdecode.core.dag_automaton",
+                 "arsdecode.methods.ars", "arsdecode.methods.dag_ars",
+                 "arsdecode.methods.ars_loop", "arsdecode.core.viterbi", "arsdecode.core.dp"}
+    assert not seen & forbidden, sorted(seen & forbidden)

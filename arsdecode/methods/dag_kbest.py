@@ -29,14 +29,8 @@ import numpy as np
 from arsdecode.core.semiring import quiet
 from arsdecode.errors import MemoryBudgetExceeded, NoPathError, OptionError
 from arsdecode.lattice import WordLattice
-from arsdecode.methods.dag_full import (
-    RAISE_BUDGET,
-    DagExpansion,
-    DagPath,
-    _best,
-    dag_expand,
-)
-from arsdecode.methods.full import _rank_in_groups
+from arsdecode.methods.dag_full import DagPath, best_suffixes
+from arsdecode.methods.expansion import RAISE_BUDGET, DagExpansion, dag_expand
 from arsdecode.model import ModelLike, as_target_model
 
 __all__ = ["dag_kbest", "kbest_paths", "kbest_unique", "expansion_bytes"]
@@ -50,6 +44,15 @@ CANDIDATE_BYTES = 120
 HEAP_ENTRY_BYTES = 240
 PREFIX_STATE_BYTES = 40
 PREFIX_BYTES = 600  # a built prefix's object and its four arrays' headers
+
+
+def rank_in_groups(grp: np.ndarray) -> np.ndarray:
+    """Each entry's position within its run of equal values of the sorted `grp`."""
+    if len(grp) == 0:
+        return np.zeros(0, dtype=np.int64)
+    starts = np.flatnonzero(np.r_[True, grp[1:] != grp[:-1]])
+    lengths = np.diff(np.r_[starts, len(grp)])
+    return np.arange(len(grp)) - np.repeat(starts, lengths)
 
 
 def expansion_bytes(ex: DagExpansion) -> int:
@@ -101,7 +104,7 @@ def kbest_paths(ex: DagExpansion, wl: WordLattice, k: int,
         order = np.lexsort((dst_lex, cand_arc, -cand_v, cand_state))
         cand_state, cand_e, cand_r, cand_v, cand_arc, dst_lex = (
             a[order] for a in (cand_state, cand_e, cand_r, cand_v, cand_arc, dst_lex))
-        pos = _rank_in_groups(cand_state)
+        pos = rank_in_groups(cand_state)
         top = pos < k
         st, ps = cand_state[top] + lo, pos[top]
         vals[st, ps] = cand_v[top]
@@ -111,7 +114,7 @@ def kbest_paths(ex: DagExpansion, wl: WordLattice, k: int,
         kept_arc, kept_lex, kept_state = cand_arc[top], dst_lex[top], cand_state[top]
         lorder = np.lexsort((kept_lex, kept_arc, kept_state))
         rank = np.empty(len(lorder), dtype=np.int64)
-        rank[lorder] = _rank_in_groups(kept_state[lorder])
+        rank[lorder] = rank_in_groups(kept_state[lorder])
         lex[st, ps] = rank
     if vals[0, 0] == -np.inf:
         raise NoPathError(f"{wl.source}: every path has probability zero")
@@ -272,7 +275,7 @@ class _UniqueSearch:
 def kbest_unique(ex: DagExpansion, wl: WordLattice, k: int, h: np.ndarray,
                  max_bytes: int | None = None) -> list[DagPath]:
     """The k best distinct word sequences, each scored by its best path (module docstring):
-    `h` is the exact best suffix of every state (`dag_full._best`).
+    `h` is the exact best suffix of every state (`dag_full.best_suffixes`).
 
     Heap entries are (-priority, words, 0 complete / 1 prefix to build, id, prefix, state or
     word code); ties by the smaller word tuple, a complete sequence before a longer prefix.
@@ -345,7 +348,7 @@ def dag_kbest(lm: ModelLike, wl: WordLattice, k: int, *, unique: bool = False,
                     max_bytes=max_bytes)
     k = min(int(k), wl.num_paths())  # each lattice path is at most one expansion path
     if unique:
-        best = _best(ex)
+        best = best_suffixes(ex)
         if best[0] == -np.inf:
             raise NoPathError(f"{wl.source}: every path has probability zero")
         return kbest_unique(ex, wl, int(k), best, max_bytes)

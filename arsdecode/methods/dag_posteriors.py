@@ -6,7 +6,7 @@ weight), and the forward pass sorted them all again: on a 1,000-node, 101k-arc D
 embedded 5-gram, 4.3M transitions, 0.5 GB, and several GB on denser lattices, whatever
 --memory-budget said (issue 29). Here only the states are kept (their context rows and their
 forward and backward sums, a few tens of bytes each): the forward sweep builds each node's
-transitions (`dag_full.Expander.step`, one batched `log_prob`), sends their forward sums to
+transitions (`expansion.Expander.step`, one batched `log_prob`), sends their forward sums to
 the destination nodes and keeps them only while they fit half the budget; the backward sweep
 (the package's one semiring sweep, `core.dag_dp.backward`, over `_Chunked`) takes them back,
 or builds them again, in reverse node order, for the backward sums and the arc posteriors
@@ -31,16 +31,20 @@ import arsdecode.core.dag_dp as dag_dp
 from arsdecode.core.semiring import LogSumExp, quiet
 from arsdecode.errors import MemoryBudgetExceeded, NoPathError
 from arsdecode.lattice import WordLattice
-from arsdecode.methods.dag_full import (
+from arsdecode.methods.dag_full import ExpansionGraph
+from arsdecode.methods.expansion import (
     PAIR_BYTES,
     RAISE_BUDGET,
+    DagExpansion,
     Expander,
+    StatesBudgetExceeded,
     Step,
+    dag_expand,
+    group_rows,
 )
-from arsdecode.methods.full import StatesBudgetExceeded, _group_rows
 from arsdecode.model import ModelLike, as_target_model
 
-__all__ = ["chunked_posteriors", "dag_posteriors"]
+__all__ = ["ReversedExpansion", "chunked_posteriors", "dag_posteriors", "stored_posteriors"]
 
 # Bytes a state keeps (beside its width x 8-byte context row): alpha, beta, stop weight and
 # the grouping's index; and a pending (row, forward sum) into a later node, beside its row.
@@ -50,16 +54,16 @@ PENDING_BYTES = 24
 
 def _merge(rows: np.ndarray, vals: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The distinct rows (sorted) and the log-sum of the values of each."""
-    size, group = _group_rows(rows)
+    size, group = group_rows(rows)
     out = np.empty((size, rows.shape[1]), dtype=rows.dtype)
     out[group] = rows
     return out, LogSumExp.scatter_sum(vals, group, size)
 
 
 def _lookup(ctx: np.ndarray, rows: np.ndarray) -> np.ndarray:
-    """The index in `ctx` (distinct rows, sorted as `_group_rows` sorts) of every row of
+    """The index in `ctx` (distinct rows, sorted as `group_rows` sorts) of every row of
     `rows`, each of which is in `ctx` (exact row equality, no hashing)."""
-    size, group = _group_rows(np.concatenate([ctx, rows]))
+    size, group = group_rows(np.concatenate([ctx, rows]))
     assert size == len(ctx), "a transition into a state the forward sweep did not build"
     return group[len(ctx):]
 
@@ -197,3 +201,66 @@ def dag_posteriors(lm: ModelLike, wl: WordLattice, *, minimize: bool = True,
     """
     return chunked_posteriors(lm, wl, minimize=minimize, max_states=max_states,
                               max_bytes=max_bytes)
+
+
+# ----- on the stored expansion -----------------------------------------------------------------
+class ReversedExpansion:
+    """The stored expansion read backwards, as a sparse `dag_dp.Graph`: its nodes in reverse
+    order, each state's edges its incoming transitions (to their sources), and the start state
+    the only one that stops (weight 0). Its backward sums are the expansion's forward sums,
+    alpha[s] = ln of the total weight of the paths from the start state to s.
+
+    Why: forward-backward with the package's one sweep (`dag_dp.backward`) twice, rather than
+    a forward sweep written beside it; the confusion network's exact marginals
+    (`full.full_marginals`) read the expansion this way."""
+
+    dense = False
+
+    def __init__(self, ex: DagExpansion) -> None:
+        self.ex = ex
+        n_nodes = len(ex.node_start) - 1
+        sizes = np.diff(ex.node_start)
+        self.offsets = np.r_[0, np.cumsum(sizes[::-1])].astype(np.int64)
+        node = np.repeat(np.arange(n_nodes), sizes)
+        # each state's id here: its node's block comes at position n_nodes - 1 - node
+        self.rev = (self.offsets[n_nodes - 1 - node]
+                    + np.arange(ex.n_states) - ex.node_start[node]).astype(np.int64)
+        self.incoming = np.argsort(ex.dst, kind="stable")  # transitions by destination
+        self.in_start = np.searchsorted(ex.dst[self.incoming], np.arange(ex.n_states + 1))
+        self.stop = np.full(ex.n_states, -np.inf)
+        if ex.n_states:
+            self.stop[0] = 0.0
+
+    def block(self, k: int, rows: np.ndarray | int | None = None) -> dag_dp.Block:
+        assert rows is None, "only the backward sweep reads it: whole nodes"
+        ex = self.ex
+        u = len(ex.node_start) - 2 - k
+        lo, hi = ex.node_states(u)
+        first = int(self.in_start[lo])
+        e = self.incoming[first:int(self.in_start[hi])]
+        return dag_dp.Block(self.stop[lo:hi], ex.weight[e], self.rev[ex.src[e]],
+                            self.in_start[lo:hi] - first)
+
+
+def stored_posteriors(lm: ModelLike, wl: WordLattice, *, minimize: bool = True,
+                      max_states: int | None = None) -> tuple[np.ndarray, float]:
+    """Arc posteriors and ln Z as `dag_posteriors` returns them, on the stored expansion:
+    beta by the one sweep, alpha by the same sweep over `ReversedExpansion`, then every
+    transition's exp(alpha[src] + w + beta[dst] - ln Z) summed per arc, in one pass. Faster
+    than the chunked pass when the expansion fits in memory (no context row is looked up
+    twice), and no memory budget: for a caller that holds the expansion anyway.
+
+    Raises:
+        NoPathError: every path has probability zero.
+        StatesBudgetExceeded: the states passed `max_states`.
+    """
+    ex = dag_expand(as_target_model(lm), wl, minimize=minimize, max_states=max_states)
+    beta = dag_dp.backward(ExpansionGraph(ex), LogSumExp)
+    log_z = float(beta[0]) if ex.n_states else -math.inf
+    if log_z == -math.inf:
+        raise NoPathError(f"{wl.source}: every path has probability zero")
+    reverse = ReversedExpansion(ex)
+    alpha = dag_dp.backward(reverse, LogSumExp)[reverse.rev]
+    with quiet():
+        mass = np.exp(alpha[ex.src] + ex.weight + beta[ex.dst] - log_z)
+    return np.bincount(ex.arc, weights=mass, minlength=wl.n_arcs).astype(np.float64), log_z

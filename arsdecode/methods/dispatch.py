@@ -17,23 +17,26 @@ which times both methods on every lattice. One exception, decided before any wor
 up the full DP for a model (once per process; nearly free when the binary model file stores its
 tables) would cost more than the estimated ARS time on every lattice of the call, ARS runs them
 all. A target without compiled tables gets ARS from auto.
+
+Parts (issue 30: one module, one job): the choice and its knobs live here, and the knobs are
+read here at each call and passed down (tests set them on this module); running a choice is
+`dispatch_run`, a confusion network's k-best `dispatch_kbest`, the exact posteriors
+`dispatch_posteriors`.
 """
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import Any, Literal, cast
 
 import numpy as np
 
 from arsdecode.core.automaton import DEFAULT_VARIANT, Variant
 from arsdecode.core.tolerances import CERTIFICATE_TOL
-from arsdecode.errors import NoPathError, OptionError
+from arsdecode.errors import OptionError
 from arsdecode.lattice import Lattice, WordLattice
 from arsdecode.lattice.flat import FlatLattices
-from arsdecode.methods import cost_model, dag_ars, dag_full, dag_kbest, dag_posteriors, fast_full
+from arsdecode.methods import cost_model, dag_ars, dag_full, dag_kbest, fast_full
 from arsdecode.methods.ars import decode as ars_decode
 from arsdecode.methods.budget import (  # noqa: F401  (re-exported: dispatch's names)
     BYTES_PER_PAIR,
@@ -44,23 +47,22 @@ from arsdecode.methods.budget import (  # noqa: F401  (re-exported: dispatch's n
     set_memory_budget,
 )
 from arsdecode.methods.cost_model import LatticeSizes
-from arsdecode.methods.fast_full import BatchResult
-from arsdecode.methods.full import (
-    StatesBudgetExceeded,
-    full_decode,
-    full_kbest,
-    full_marginals,
+from arsdecode.methods.dispatch_kbest import cn_kbest
+from arsdecode.methods.dispatch_posteriors import exact_posteriors
+from arsdecode.methods.dispatch_posteriors import lattice_posteriors as lattice_posteriors
+from arsdecode.methods.dispatch_run import (
+    FlatDecodeResult,
+    Plan,
+    ars_many,
+    compiled_full,
+    compiled_result,
+    full_word_lattices,
+    reference_full,
 )
-from arsdecode.methods.lockstep import DecodeManyInterrupted, ars_lockstep, lockstep_groups
+from arsdecode.methods.lockstep import DecodeManyInterrupted
 from arsdecode.methods.options import check_options, kind_of
 from arsdecode.methods.results import DecodeResult, Paths
-from arsdecode.model import (
-    ModelLike,
-    TargetModel,
-    as_target_model,
-    ngram_scoring,
-    ngram_tables,
-)
+from arsdecode.model import ModelLike, TargetModel, as_target_model, ngram_tables
 
 Method = Literal["auto", "ars", "full"]
 METHODS: tuple[str, ...] = ("auto", "ars", "full")
@@ -106,6 +108,13 @@ def full_pairs_budgets(vocab_size: int, sizes: LatticeSizes) -> np.ndarray:
     return np.minimum(np.maximum(float(floor), np.floor(rounded)), float(memory_pairs_budget()))
 
 
+def _kbest_pairs(vocab_size: int, sizes: LatticeSizes) -> np.ndarray:
+    """auto's pair budget for the compiled k-best: KBEST_BUDGET_FACTOR times the decode's,
+    within the memory budget (read at each call: tests set both here)."""
+    return np.minimum(full_pairs_budgets(vocab_size, sizes) * KBEST_BUDGET_FACTOR,
+                      float(memory_pairs_budget()))
+
+
 def auto_budgets(model: TargetModel, sizes: LatticeSizes) -> np.ndarray | None:
     """auto's choice for lattices of `sizes`: the full DP's pair budget per lattice, or None
     when ARS runs them all (no compiled tables for this target, or setting them up would cost
@@ -123,18 +132,6 @@ def auto_budgets(model: TargetModel, sizes: LatticeSizes) -> np.ndarray | None:
 
 
 # ----- running the choice --------------------------------------------------------------------
-
-@dataclass(frozen=True)
-class FlatDecodeResult:
-    """`decode_flat`'s answer, per lattice of the FlatLattices it was given."""
-
-    choice: np.ndarray  # (P,) the chosen candidate's index per position; -1 in `decoded`'s
-    log_p: np.ndarray  # (S,) ln p of each lattice's best path
-    methods: tuple[str, ...]  # (S,) "full" or "ars": the exact method that ran
-    decoded: dict[int, DecodeResult]  # by lattice: those the compiled call did not solve
-    compiled: BatchResult | None  # the compiled call (state and pair counts), if it ran
-    compiled_seconds: float = 0.0  # its wall time
-
 
 def decode_flat(lm: ModelLike, flat: FlatLattices,
                 lattices: Callable[[list[int]], Sequence[Lattice]], *,
@@ -155,15 +152,17 @@ def decode_flat(lm: ModelLike, flat: FlatLattices,
     check_method(method)
     model = as_target_model(lm)
     n = flat.n_lattices
-    compiled, seconds, rest = _compiled_full(model, flat, method, plan)
+    if plan is None:
+        plan = _compiled_plan(model, method, LatticeSizes.of_flat(flat))
+    compiled, seconds, rest = compiled_full(model, flat, plan)
     decoded: dict[int, DecodeResult] = {}
     if rest:
         todo = list(lattices(rest))
         if method == "full":  # no compiled tables: the numpy reference DP
-            decoded = dict(zip(rest, _reference_full(model, todo, rest), strict=True))
+            decoded = dict(zip(rest, reference_full(model, todo, rest), strict=True))
         else:
             try:
-                decoded = dict(zip(rest, _ars_many(model, todo, rest, variant, max_iterations,
+                decoded = dict(zip(rest, ars_many(model, todo, rest, variant, max_iterations,
                                                    tol), strict=True))
             except DecodeManyInterrupted as stop:  # per lattice of `flat`, with the DP's
                 partial: list[DecodeResult | None] = [None] * n
@@ -229,8 +228,8 @@ def _decode_many_cn(lm: ModelLike, lattices: Sequence[Lattice], method: Method,
     if not plan[0]:  # no compiled DP: no flat layout either
         everyone = list(range(len(lattices)))
         if method == "full":  # no compiled tables: the numpy reference DP
-            return _reference_full(model, lattices, everyone)
-        return _ars_many(model, lattices, everyone, variant, max_iterations, tol)
+            return reference_full(model, lattices, everyone)
+        return ars_many(model, lattices, everyone, variant, max_iterations, tol)
     flat = FlatLattices.from_lattices(model, lattices)
     try:
         res = decode_flat(model, flat, lambda ks: [lattices[k] for k in ks], method=method,
@@ -239,12 +238,12 @@ def _decode_many_cn(lm: ModelLike, lattices: Sequence[Lattice], method: Method,
         done = stop.compiled
         raise DecodeManyInterrupted(
             [r if r is not None or done is None or np.isnan(done.score[s])
-             else _compiled_result(done, flat, s, lat, stop.compiled_seconds)
+             else compiled_result(done, flat, s, lat, stop.compiled_seconds)
              for s, (r, lat) in enumerate(zip(stop.results, lattices, strict=True))]) from None
     if res.compiled is None:
         return [res.decoded[s] for s in range(len(lattices))]
     return [res.decoded[s] if s in res.decoded
-            else _compiled_result(res.compiled, flat, s, lat, res.compiled_seconds)
+            else compiled_result(res.compiled, flat, s, lat, res.compiled_seconds)
             for s, lat in enumerate(lattices)]
 
 
@@ -270,18 +269,18 @@ def decode(lm: ModelLike, lattice: Lattice | WordLattice, *, method: Method = "a
     if isinstance(lattice, WordLattice):
         return decode_word_lattice(lm, lattice, method=method, k=k, **options)
     if k is not None:
-        return _kbest(lm, lattice, k, method, options)
+        return cn_kbest(lm, lattice, k, method, options, _kbest_pairs)
     needs_ars = [o for o in ("on_iteration", "keep_automaton") if options.get(o)]
     model = as_target_model(lm)
     if method != "ars" and not needs_ars:
         plan = _compiled_plan(model, method, LatticeSizes.of_widths([lattice.widths]))
         if plan[0]:
             flat = FlatLattices.from_lattices(model, [lattice])
-            compiled, seconds, rest = _compiled_full(model, flat, method, plan)
+            compiled, seconds, rest = compiled_full(model, flat, plan)
             if compiled is not None and not rest:
-                return _compiled_result(compiled, flat, 0, lattice, seconds)
+                return compiled_result(compiled, flat, 0, lattice, seconds)
         elif method == "full":  # no compiled tables: the numpy reference DP
-            return _reference_full(model, [lattice], [0])[0]
+            return reference_full(model, [lattice], [0])[0]
     return ars_decode(model, lattice, **options)  # ARS takes every option
 
 
@@ -327,95 +326,7 @@ def decode_word_lattices(lm: ModelLike, lattices: Sequence[WordLattice], *,
     if method == "ars":
         return [dag_ars.dag_ars_decode(lm, wl, max_bytes=memory_budget())
                 for wl in lattices]
-    model = as_target_model(lm)
-    ngram = ngram_tables(model)
-    if ngram is None:  # no compiled tables: the numpy reference
-        return [dag_full.dag_decode(model, wl) for wl in lattices]
-    start = time.perf_counter()
-    found = fast_full.run_dag(ngram, lattices, scoring=ngram_scoring(model))
-    each = (time.perf_counter() - start) / max(len(lattices), 1)
-    out = []
-    for wl, best in zip(lattices, found, strict=True):
-        if best.log_p == -np.inf:
-            raise NoPathError(f"{wl.source}: every path has probability zero")
-        out.append(dag_full.DagDecodeResult(wl.path_words(best.arcs), best.arcs, best.log_p,
-                                            best.states, best.transitions, each))
-    return out
-
-
-def _kbest(lm: ModelLike, lattice: Lattice, k: int, method: str, options: dict):
-    """`decode(k=...)`: the K best distinct paths. "full" runs the merged DP's k-best (the
-    compiled one given n-gram tables, else the numpy reference `full_kbest`); "auto" runs the
-    compiled one within KBEST_BUDGET_FACTOR times its decode budget (and the memory budget),
-    else ARS's k-best; "ars" runs ARS's. ARS options apply to ARS only."""
-
-    if k < 1:
-        raise OptionError("k (the number of paths) must be >= 1")
-    # Every method holds K scores per state (or K paths): no more than the lattice has, as
-    # the CLI's --nbest (k = 10**12 on a small lattice tried to allocate 7.28 TiB).
-    k = min(k, lattice.num_paths())
-    _check_kbest_fits(k, lattice)
-    try:
-        return _kbest_within_budget(lm, lattice, k, method, options)
-    except MemoryError:  # numpy's _ArrayMemoryError included: one line, not a traceback
-        raise OptionError(f"k={k}: the {k} best paths ran out of memory; ask for fewer paths "
-                          "(k, --nbest)") from None
-
-
-def _check_kbest_fits(k: int, lattice: Lattice) -> None:
-    """Refuse a k whose K-lists cannot fit in the memory budget, before any allocation.
-
-    Why: cutting k to the number of paths is no help on a lattice with 10**30 of them, and
-    `decode_kbest(lm, lattice, 10**9)` then died in numpy with a traceback (issue 29 B). The
-    estimate is the CLI's --nbest floor (`cli.options.check_fits`: the paths kept, each a row
-    of candidates and positions), held against the budget that `set_memory_budget` and
-    --memory-budget set, so the API and the CLI refuse alike."""
-    per_path = 24 * max(lattice.widths, default=1) + 16 * len(lattice) + 200
-    need, budget = k * per_path, memory_budget()
-    if need > budget:
-        raise OptionError(f"k={k}: the {k} best paths need about {need / 1e9:,.1f} GB, more "
-                          f"than the memory budget of {budget / 1e9:,.1f} GB; ask for fewer "
-                          "paths, or raise the budget (set_memory_budget, --memory-budget)")
-
-
-def _kbest_within_budget(lm: ModelLike, lattice: Lattice, k: int, method: str,
-                         options: dict):
-    """`_kbest` once k is known to fit."""
-    from arsdecode.methods.kbest import decode_kbest
-
-    model = as_target_model(lm)
-    ngram = ngram_tables(model)
-    if method != "ars" and ngram is not None and len(lattice):
-        budget = None
-        if method == "auto":
-            sizes = LatticeSizes.of_widths([lattice.widths])
-            budget = np.minimum(full_pairs_budgets(len(ngram.vocab), sizes)
-                                * KBEST_BUDGET_FACTOR, float(memory_pairs_budget()))
-        start = time.perf_counter()
-        flat = FlatLattices.from_lattices(model, [lattice])
-        res = fast_full.kbest_flat(ngram, flat, k, max_pairs=budget,
-                                   scoring=ngram_scoring(model))
-        if not np.isnan(res.scores[0, 0]):
-            return _compiled_kbest(res, lattice, time.perf_counter() - start)
-    elif method == "full":  # the numpy reference DP's K-lists (any target)
-        return full_kbest(lm, lattice, k)
-    return decode_kbest(lm, lattice, k, **options)  # ARS's options (`check_options`)
-
-
-def _compiled_kbest(res: fast_full.KBestBatch, lattice: Lattice, seconds: float):
-    """Lattice 0 of a compiled k-best as a KBestResult (exact: log_q = log_p)."""
-    from arsdecode.methods.results import KBestResult, ScoredPath
-
-    live = np.flatnonzero(np.isfinite(res.scores[0]))
-    if not len(live):
-        raise NoPathError("every path has probability zero")
-    paths = []
-    for r in live.tolist():
-        idx = tuple(res.choice[r, : len(lattice)].tolist())
-        paths.append(ScoredPath([toks[j] for toks, j in zip(lattice.tokens, idx, strict=True)],
-                                idx, float(res.scores[0, r]), float(res.scores[0, r])))
-    return KBestResult(paths, iterations=res.passes, states=0, seconds=seconds, certified=True,
-                       method="full")
+    return full_word_lattices(as_target_model(lm), lattices)
 
 
 def exact_marginals(lm: ModelLike, lattice: Lattice | WordLattice, method: str
@@ -431,29 +342,8 @@ def exact_marginals(lm: ModelLike, lattice: Lattice | WordLattice, method: str
     """
     if method not in MARGINALS_METHODS:
         raise OptionError(f"unknown method {method!r}; choose from {MARGINALS_METHODS}")
-    if isinstance(lattice, WordLattice):  # arc posteriors; "sample" refused (check_options)
-        check_options("marginals", "dag", method, {})
-        arc_post, arc_log_z = lattice_posteriors(lm, lattice)
-        return [arc_post], arc_log_z
-    if method == "sample":
-        return None
-    model = as_target_model(lm)
-    ngram = ngram_tables(model)
-    if ngram is not None and len(lattice):  # the compiled forward-backward
-        flat = FlatLattices.from_lattices(model, [lattice])
-        log_z, post = fast_full.posteriors_flat(
-            ngram, flat, max_pairs=memory_pairs_budget() if method == "auto" else None,
-            scoring=ngram_scoring(model))
-        if np.isnan(log_z[0]):
-            return None
-        if log_z[0] == -np.inf:
-            raise NoPathError("every path has probability zero")
-        return np.split(post, flat.pos_off[1:-1]), float(log_z[0])
-    budget = MARGINALS_FULL_STATES if method == "auto" else None
-    try:
-        return full_marginals(lm, lattice, max_states=budget)
-    except StatesBudgetExceeded:
-        return None
+    return exact_posteriors(lm, lattice, method, full_states=MARGINALS_FULL_STATES,
+                            pairs_budget=memory_pairs_budget)  # read here: tests set both
 
 
 # ----- sampling and posteriors: the method choice ---------------------------------------------
@@ -496,27 +386,6 @@ def adapt(lm: ModelLike, lattice: Lattice | WordLattice, **options: Any):
     return ars_adapt(as_target_model(lm), lattice, **options)  # type: ignore[arg-type]
 
 
-def lattice_posteriors(lm: ModelLike, lattice: Lattice | WordLattice
-                       ) -> tuple[np.ndarray, float]:
-    """Every arc's exact posterior and ln Z by forward-backward over the merged expansion
-    (`dag_posteriors.dag_posteriors`). A confusion network is read as the word lattice it is
-    (`WordLattice.from_confusion`), and the answer has one entry per candidate, position by
-    position, in lattice order: its marginal (0 for a candidate of weight -inf, which the
-    word lattice has no arc for)."""
-    if isinstance(lattice, WordLattice):
-        return dag_posteriors.dag_posteriors(lm, lattice, max_bytes=memory_budget())
-    post, log_z = dag_posteriors.dag_posteriors(lm, WordLattice.from_confusion(lattice),
-                                          max_bytes=memory_budget())
-    live = np.concatenate([np.isfinite(e) for e in lattice.log_emissions])
-    out = np.zeros(len(live))
-    out[live] = post  # from_confusion keeps the finite candidates, in order
-    return out, log_z
-
-
-Plan = tuple[bool, "np.ndarray | None"]
-"""Whether the compiled full DP runs, and its pair budget per lattice (None: no budget)."""
-
-
 def _compiled_plan(model: TargetModel, method: str, sizes: LatticeSizes) -> Plan:
     """Where `method` runs the compiled full DP: "full" always (given compiled tables),
     "auto" within `auto_budgets`, "ars" never. Decided from sizes alone, so the flat layout
@@ -529,75 +398,3 @@ def _compiled_plan(model: TargetModel, method: str, sizes: LatticeSizes) -> Plan
     return True, None
 
 
-def _compiled_full(model: TargetModel, flat: FlatLattices, method: str,
-                   plan: Plan | None = None) -> tuple[BatchResult | None, float, list[int]]:
-    """The compiled full DP on `flat` where `method` runs it (`_compiled_plan`, unless the
-    caller already made the plan): (its result, or None where it did not run; its wall time;
-    the lattices left to the other decoders, in order).
-
-    Raises NoPathError naming the first lattice whose paths all have probability zero.
-    """
-    everyone = list(range(flat.n_lattices))
-    runs, budgets = plan if plan is not None else _compiled_plan(
-        model, method, LatticeSizes.of_flat(flat))
-    ngram = ngram_tables(model)
-    if not runs or ngram is None:
-        return None, 0.0, everyone
-    start = time.perf_counter()
-    res = fast_full.run_flat(ngram, flat, viterbi=True, max_pairs=budgets,
-                             scoring=ngram_scoring(model))
-    seconds = time.perf_counter() - start
-    over = np.isnan(res.score)  # abandoned past its budget
-    dead = np.flatnonzero(~np.isfinite(res.score) & ~over)
-    if len(dead):
-        raise NoPathError(f"lattice {int(dead[0])}: every path has probability zero")
-    return res, seconds, np.flatnonzero(over).tolist()
-
-
-def _ars_many(model: TargetModel, lattices: Sequence[Lattice], labels: list[int],
-              variant: Variant, max_iterations: int | None, tol: float) -> list[DecodeResult]:
-    """ARS on every lattice, in lockstep groups (`lockstep_groups`), in input order. Ctrl-C
-    raises DecodeManyInterrupted with one entry per lattice (None for the groups not run)."""
-    start = time.perf_counter()
-    out: list[DecodeResult | None] = []
-    for group in lockstep_groups(list(range(len(lattices))),
-                                 [sum(lat.widths) for lat in lattices]):
-        try:
-            out.extend(ars_lockstep(model, [lattices[k] for k in group], variant,
-                                    max_iterations, tol, [labels[k] for k in group], start))
-        except DecodeManyInterrupted as stop:
-            out.extend(stop.results)
-            raise DecodeManyInterrupted(out + [None] * (len(lattices) - len(out))) from None
-    return out  # type: ignore[return-value]  # no None without an interrupt
-
-
-def _reference_full(model: TargetModel, lattices: Sequence[Lattice], labels: list[int]
-                    ) -> list[DecodeResult]:
-    """The numpy reference full DP (`methods.full`) per lattice: a target without compiled
-    tables still gets method "full"."""
-    out = []
-    for k, lat in zip(labels, lattices, strict=True):
-        try:
-            f = full_decode(model, lat)
-        except NoPathError as err:
-            raise NoPathError(f"lattice {k}: {err}") from None
-        out.append(_full_result(f.tokens, f.log_p, f.dp_states, f.seconds))
-    return out
-
-
-def _compiled_result(res: BatchResult, flat: FlatLattices, s: int, lattice: Lattice,
-                     seconds: float) -> DecodeResult:
-    """Lattice `s` of a compiled call as a DecodeResult (`seconds`: the call's, shared out)."""
-    p0, p1 = int(flat.sent_off[s]), int(flat.sent_off[s + 1])
-    tokens = [toks[j] for toks, j in zip(lattice.tokens, res.choice[p0:p1].tolist(), strict=True)]
-    return _full_result(tokens, float(res.score[s]), int(res.dp_states[s]),
-                        seconds / max(flat.n_lattices, 1))
-
-
-def _full_result(tokens: list[str], log_p: float, states: int, seconds: float) -> DecodeResult:
-    """A full-DP optimum as a DecodeResult: exact by construction, so log_q = log_p."""
-    return DecodeResult(
-        tokens=tokens, log_p=log_p, log_q=log_p, iterations=1, states=states,
-        ngrams_by_order={}, trace=[(log_p, log_p)], seconds=seconds, certified=True,
-        method="full",
-    )

@@ -1,28 +1,38 @@
-"""The full model F: exact dynamic programs over n-gram context states, the baseline for ARS.
+"""The full model F over a confusion network: exact dynamic programs over n-gram context
+states, the baseline for ARS.
 
 Why it exists: adaptive rejection sampling claims to find the same optimum and to sample the same
 distribution as the full high-order HMM while building a small fraction of its states. This module
 is that full HMM, written independently of the q-automaton so the two can check each other:
 Viterbi (`full_decode`), exact k-best (`full_kbest`), the forward algorithm
-(`full_log_partition`), forward filtering with backward sampling (`full_sample`) and
-forward-backward posterior marginals (`full_marginals`), all in natural log with the same
-target as `Target.log_p`:
+(`full_log_partition`), exact sampling (`full_sample`) and posterior marginals
+(`full_marginals`), all in natural log with the same target as `Target.log_p`:
 
     log p(x) = sum_i ln p(x_i | <s> x_1..x_{i-1}) + ln p(</s> | <s> x) + sum_i e_i(x_i)
 
+One engine (issue 30). A confusion network is a word lattice (`WordLattice.from_confusion`:
+node i -> i + 1 per candidate of finite emission, the last node final), and its full model is
+that lattice's merged (node, context) expansion (`methods.dag_full`), swept by the package's one
+semiring DP (`core.dag_dp`); k-best is `dag_kbest.kbest_paths` and the marginals
+`dag_posteriors.stored_posteriors`. This module is the confusion network's entry points: it
+lays the network out as a word lattice (`ConfusionLayout`) and maps the answers back to
+confusion-network form (tokens per position, candidate indices, per-position marginals).
+Nothing here imports the q-automaton (`core.automaton`, `core.dag_automaton`), so the
+reference stays independent.
+
 States. The full model's state after i tokens is the last n - 1 tokens of `<s> x_1 .. x_i` (fewer
-near the start); `full_state_count` reports that count, the paper's measure of F. The dynamic
-programs by default merge states the way KenLM does, which cannot change any score: a context is
-cut to the model's `minimal_context` (for a backoff model, its longest *useful* suffix; see
+near the start); `full_state_count` reports that count, the paper's measure of F. The expansion
+by default merges states the way KenLM does, which cannot change any score: a context is cut to
+the model's `minimal_context` (for a backoff model, its longest *useful* suffix; see
 `arsdecode.model`), so p(w | c) equals p(w | cut(c)) for every w, and cutting commutes with
 appending a word. Without the cut, n = 5 with 100 candidates a position would need 10^8 states
 per position; `minimize=False` keeps the literal state space for tests on small lattices.
 
-Each position is one batched `log_prob` query over (state, candidate) pairs, and states are
-merged with `np.unique` on context rows, so Python work is per position, not per pair. The
-forward sweep is generic in the semiring (`MaxPlus` for Viterbi, `LogSumExp` for the forward
-algorithm), the same semirings as the q-automaton's dynamic program (`dp.py`), and sampling uses
-the same categorical draw (`dp.draw_in_segments`).
+Ties (float64 equal scores) are broken as the expansion breaks them: the lexicographically
+smallest arc sequence, which on this layout is the smallest candidate-index sequence (the arcs
+of position i are its finite candidates, in order); k-best lists are ordered by ln p, then by
+candidate indices, as `kbest` documents. The compiled merged DP over many confusion networks
+is `methods.fast_full` (the same states; its own tie rule).
 """
 
 from __future__ import annotations
@@ -30,19 +40,26 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import numpy as np
 
-from arsdecode.core.dp import draw_in_segments
-from arsdecode.core.semiring import LogSumExp, MaxPlus, Semiring, logsumexp, quiet
-from arsdecode.errors import ArsDecodeError, NoPathError, OptionError
-from arsdecode.lattice import Lattice
+from arsdecode.errors import NoPathError, OptionError
+from arsdecode.lattice import Lattice, WordLattice
+from arsdecode.methods.dag_full import (
+    StatesBudgetExceeded,
+    dag_decode,
+    dag_expand,
+    dag_log_partition,
+    sample_arcs,
+)
+from arsdecode.methods.dag_kbest import kbest_paths
+from arsdecode.methods.dag_posteriors import stored_posteriors
 from arsdecode.methods.results import KBestResult, ScoredPath
 from arsdecode.model import ModelLike, TargetModel, as_target_model
 
-if TYPE_CHECKING:
-    pass
+__all__ = ["ConfusionLayout", "FullDecodeResult", "NoPathError", "StatesBudgetExceeded",
+           "full_decode", "full_kbest", "full_log_partition", "full_marginals",
+           "full_ngrams_by_order", "full_sample", "full_state_count"]
 
 
 @dataclass(frozen=True)
@@ -61,146 +78,67 @@ class FullDecodeResult:
     dp_states: int = 0
 
 
-# ----- the layered state space ---------------------------------------------------------------
+# ----- the confusion network as a word lattice -----------------------------------------------
 @dataclass(frozen=True)
-class _Layer:
-    """The (state, candidate) pairs of one position, sorted by the state they lead to."""
+class ConfusionLayout:
+    """A confusion network laid out as the word lattice the engine runs on, and the way back:
+    arc a of `wl` is candidate `cand[a]` of position `pos[a]`.
 
-    prev: np.ndarray  # state index in the previous layer
-    cand: np.ndarray  # candidate index at this position
-    score: np.ndarray  # ln weight: log_prob + emission (finite)
-    group: np.ndarray  # state index in this layer (ascending)
-    starts: np.ndarray  # first pair of each state
-    size: int
+    Why a position with no finite candidate is refused here: the word lattice would have no
+    path (a `LatticeError` from its builder), while on a confusion network that is the
+    answer "no path of nonzero probability" (NoPathError; ln Z = -inf)."""
 
+    lattice: Lattice
+    wl: WordLattice
+    pos: np.ndarray  # (A,) int64 position of each arc
+    cand: np.ndarray  # (A,) int64 candidate index of each arc
 
-@dataclass(frozen=True)
-class _Sweep:
-    alpha: np.ndarray  # per final-layer state, max or logsumexp including </s>
-    layers: list[_Layer]  # kept only when asked (sampling, k-best)
-    alphas: list[np.ndarray]  # forward values before each position, kept with `layers`
-    back: list[np.ndarray]  # per layer, the best pair of each state (Viterbi)
-    dp_states: int
-    final: np.ndarray  # per final-layer state, ln p(</s> | state) (the backward start)
+    @classmethod
+    def of(cls, lattice: Lattice) -> ConfusionLayout:
+        finite = [np.flatnonzero(np.asarray(e, dtype=np.float64) > -np.inf)
+                  for e in lattice.log_emissions]
+        for i, live in enumerate(finite):
+            if not len(live):
+                raise NoPathError(f"no path through position {i} has nonzero probability")
+        pos = np.repeat(np.arange(len(finite), dtype=np.int64), [len(f) for f in finite])
+        cand = np.concatenate(finite).astype(np.int64) if finite else np.zeros(0, np.int64)
+        # The lattice `WordLattice.from_confusion(lattice)` builds (its finite candidates,
+        # position by position, in order), made directly: its builder re-checks every arc in
+        # Python (a tenth of the decode's time on SMS lattices), and the Lattice's tokens and
+        # emissions were checked when it was made; tests assert the two are equal.
+        toks = lattice.tokens
+        n = len(toks)
+        wl = WordLattice(
+            n_nodes=n + 1, finals={n: 0.0}, src=pos, dst=pos + 1,
+            words=tuple(t[j] for t, f in zip(toks, finite, strict=True) for j in f.tolist()),
+            log_weights=np.concatenate([np.asarray(e, dtype=np.float64)[f] for e, f in zip(
+                lattice.log_emissions, finite, strict=True)]) if n else np.zeros(0),
+            node_names=tuple(str(i) for i in range(n + 1)))
+        return cls(lattice, wl, pos, cand)
 
-
-class StatesBudgetExceeded(ArsDecodeError):
-    """Raised by `_sweep` when the merged states pass `max_states` (the caller falls back to
-    another method). In the error tree, so that a caller who sets the budget gets one line."""
-
-
-def _group_rows(rows: np.ndarray) -> tuple[int, np.ndarray]:
-    """Number of distinct rows and each row's group id (ids ordered like the sorted rows)."""
-    if rows.shape[1] == 0:
-        return 1, np.zeros(len(rows), dtype=np.int64)
-    a = np.ascontiguousarray(rows)
-    view = a.view(np.dtype((np.void, a.dtype.itemsize * a.shape[1]))).ravel()
-    uniq, inverse = np.unique(view, return_inverse=True)
-    return len(uniq), inverse.ravel().astype(np.int64)
-
-
-def start_context(model: TargetModel, minimize: bool = True) -> np.ndarray:
-    """The full DP's start state: the context `<s>` as a (1, order - 1) row, cut to its
-    useful suffix with `minimize` (the confusion-network DP and the word-lattice expansion,
-    `methods.dag_full`, both start there)."""
-    w = max(model.order - 1, 0)
-    ctx = np.full((1, w), -1, dtype=np.int64)
-    if w:
-        ctx[0, -1] = model.bos
-        if minimize:
-            ctx = model.minimal_context(ctx)
-    return ctx
-
-
-def _sweep(
-    lm: TargetModel,
-    lattice: Lattice,
-    *,
-    semiring: type[Semiring],
-    minimize: bool,
-    keep: bool,
-    max_states: int | None = None,
-) -> _Sweep:
-    """The forward dynamic program in `semiring`; with `MaxPlus` also the back pointers.
-    Raises StatesBudgetExceeded as soon as the states built pass `max_states`."""
-    w = max(lm.order - 1, 0)
-    cut = minimize and w > 0
-    ctx = start_context(lm, minimize)
-    alpha = np.zeros(1)
-    layers: list[_Layer] = []
-    alphas: list[np.ndarray] = [alpha]
-    back: list[np.ndarray] = []
-    dp_states = 1
-    for i, toks in enumerate(lattice.tokens):
-        emis = np.asarray(lattice.log_emissions[i], dtype=np.float64)
-        valid = np.flatnonzero(emis > -np.inf)
-        ids = lm.ids(list(toks))[valid]
-        m = len(ctx)
-        prev = np.repeat(np.arange(m), len(valid))
-        cand = np.tile(valid, m)
-        word = np.tile(ids, m)
-        with quiet():
-            score = lm.log_prob(ctx[prev], word) + emis[cand]
-        live = score > -np.inf
-        prev, cand, word, score = prev[live], cand[live], word[live], score[live]
-        if len(score) == 0:
-            raise NoPathError(f"no path through position {i} has nonzero probability")
-        nxt = np.concatenate([ctx[prev, 1:], word[:, None]], axis=1) if w else ctx[prev]
-        if cut:
-            nxt = lm.minimal_context(nxt)
-        size, group = _group_rows(nxt)
-        with quiet():
-            total = alpha[prev] + score
-        order = np.argsort(group, kind="stable")
-        prev, cand, score, group, total = (a[order] for a in (prev, cand, score, group, total))  # type: ignore[assignment]  # mixed-dtype arrays permuted together
-        starts = np.flatnonzero(np.r_[True, group[1:] != group[:-1]])
-        ctx = nxt[order][starts]
-        alpha = semiring.segment_sum(total, starts)
-        if semiring is MaxPlus:  # the first pair reaching each state's max (stable order)
-            first = np.where(total == alpha[group], np.arange(len(total)), len(total))
-            best = np.minimum.reduceat(first, starts)
-            back.append(np.c_[prev[best], cand[best]])
-        if keep:
-            layers.append(_Layer(prev, cand, score, group, starts, size))
-            alphas.append(alpha)
-        dp_states += size
-        if max_states is not None and dp_states > max_states:
-            raise StatesBudgetExceeded(f"{dp_states} merged states > {max_states}")
-    eos = np.full(len(ctx), lm.eos, dtype=np.int64)
-    with quiet():
-        final = lm.log_prob(ctx, eos)
-        alpha = alpha + final
-    return _Sweep(alpha, layers, alphas, back, dp_states, final)
+    def indices(self, arcs: tuple[int, ...] | list[int]) -> tuple[int, ...]:
+        """The candidate index per position of a path (one arc per position)."""
+        return tuple(self.cand[list(arcs)].tolist())
 
 
 # ----- public API --------------------------------------------------------------------------
 # Each takes a maxarpa Model or any TargetModel and converts it once, here at the entry.
 def full_decode(lm: ModelLike, lattice: Lattice, *, minimize: bool = True
                 ) -> FullDecodeResult:
-    """The best path of the full model (Viterbi), with its ln p including </s> and emissions.
-
-    Ties are broken deterministically (the smallest state row, then the first pair).
+    """The best path of the full model (Viterbi on the expansion), with its ln p including
+    </s> and emissions. Ties: the smallest candidate-index sequence (module docstring).
     Raises NoPathError if every path has probability zero.
     """
     t0 = time.perf_counter()
     model = as_target_model(lm)
-    sw = _sweep(model, lattice, semiring=MaxPlus, minimize=minimize, keep=False)
-    best = int(np.argmax(sw.alpha))
-    log_p = float(sw.alpha[best])
-    if not math.isfinite(log_p):
-        raise NoPathError("every path has probability zero")
-    tokens: list[str] = []
-    state = best
-    for i in range(len(lattice) - 1, -1, -1):
-        state, cand = (int(v) for v in sw.back[i][state])
-        tokens.append(lattice.tokens[i][cand])
-    tokens.reverse()
+    layout = ConfusionLayout.of(lattice)
+    best = dag_decode(model, layout.wl, minimize=minimize)
     return FullDecodeResult(
-        tokens=tokens,
-        log_p=log_p,
+        tokens=best.tokens,  # the layout's arc words are the candidates' tokens
+        log_p=best.log_p,
         states=full_state_count(model, lattice),
         seconds=time.perf_counter() - t0,
-        dp_states=sw.dp_states,
+        dp_states=best.states,
     )
 
 
@@ -208,20 +146,14 @@ def full_kbest(lm: ModelLike, lattice: Lattice, k: int, *, minimize: bool = True
                ) -> KBestResult:
     """The k most probable distinct paths of p by the merged full DP, exact in float64.
 
-    Huang & Chiang (2005)'s Algorithm 1 on the layered DAG of merged states (each node has
-    in-edges from one layer only, so a "hyperedge" is a (state, candidate) pair): after the
-    Viterbi sweep's layers are built, every state keeps its K best prefixes, the top K of the
-    union over its in-pairs of (the K-list of the pair's state + the pair's weight), one numpy
-    sort per layer over (pairs x K) entries; then the top K of the final K-lists plus
-    ln p(</s> | state). A path is one DAG path (the merged states are a deterministic function
-    of the candidates), so the K paths are distinct. Cost O(pairs K log(pairs K)) per layer.
+    Huang & Chiang (2005)'s Algorithm 1 on the expansion (`dag_kbest.kbest_paths`: every
+    state keeps its K best suffixes). A path is one expansion path (the merged states are a
+    deterministic function of the candidates), so the K paths are distinct.
 
-    Ties are broken as `kbest` documents: the K-lists are ordered by score, then by candidate
-    indices lexicographically (each kept prefix carries its rank in that order, so a tie
-    between prefixes from different states is decided like one within a state); the result is
-    ordered by ln p (the DP's float64 sum), then by candidate indices.
-    Zero-probability paths are never returned, so fewer than K come back when fewer than K
-    paths have p > 0. `certified` is True, `log_q = log_p`, `method = "full"`.
+    Ties are broken as `kbest` documents: ordered by ln p (the DP's float64 sum), then by
+    candidate indices lexicographically. Zero-probability paths are never returned, so fewer
+    than K come back when fewer than K paths have p > 0. `certified` is True,
+    `log_q = log_p`, `method = "full"`, `states` the merged states.
 
     Raises:
         OptionError: k < 1.
@@ -231,132 +163,69 @@ def full_kbest(lm: ModelLike, lattice: Lattice, k: int, *, minimize: bool = True
         raise OptionError("k (the number of paths) must be >= 1")
     t0 = time.perf_counter()
     model = as_target_model(lm)
-    sw = _sweep(model, lattice, semiring=MaxPlus, minimize=minimize, keep=True)
-    vals = np.full((1, k), -np.inf)
-    vals[0, 0] = 0.0
-    lex = np.zeros((1, k), dtype=np.int64)  # each kept prefix's rank in lexicographic order
-    backs: list[tuple[np.ndarray, np.ndarray]] = []  # per layer: (pair, rank) of [state, r]
-    for layer in sw.layers:
-        with quiet():
-            tot = (vals[layer.prev] + layer.score[:, None]).ravel()
-        pair = np.repeat(np.arange(len(layer.prev)), k)
-        rank = np.tile(np.arange(k), len(layer.prev))
-        live = tot > -np.inf
-        tot, pair, rank = tot[live], pair[live], rank[live]
-        grp = layer.group[pair]
-        # (prefix, candidate) is a distinct path prefix: its lexicographic rank breaks ties
-        key = np.empty(len(pair), dtype=np.int64)
-        key[np.lexsort((layer.cand[pair], lex[layer.prev[pair], rank]))] = np.arange(len(pair))
-        order = np.lexsort((key, -tot, grp))  # by state, best first, then lexicographic
-        tot, pair, rank, grp, key = (a[order] for a in (tot, pair, rank, grp, key))
-        pos = _rank_in_groups(grp)
-        top = pos < k
-        vals = np.full((layer.size, k), -np.inf)
-        back_pair = np.full((layer.size, k), -1, dtype=np.int64)
-        back_rank = np.full((layer.size, k), -1, dtype=np.int64)
-        lex = np.zeros((layer.size, k), dtype=np.int64)
-        vals[grp[top], pos[top]] = tot[top]
-        lex[grp[top], pos[top]] = key[top]
-        back_pair[grp[top], pos[top]] = pair[top]
-        back_rank[grp[top], pos[top]] = rank[top]
-        backs.append((back_pair, back_rank))
-    with quiet():
-        final = (vals + sw.final[:, None]).ravel()
-    cells = np.flatnonzero(final > -np.inf)
-    cells = cells[np.lexsort((lex.ravel()[cells], -final[cells]))][:k]
-    if len(cells) == 0:
-        raise NoPathError("every path has probability zero")
-    rows = []
-    for cell in cells.tolist():
-        state, r = divmod(cell, k)
-        idx = []
-        for i in range(len(lattice) - 1, -1, -1):
-            back_pair, back_rank = backs[i]
-            p, r = int(back_pair[state, r]), int(back_rank[state, r])
-            idx.append(int(sw.layers[i].cand[p]))
-            state = int(sw.layers[i].prev[p])
-        rows.append((float(final[cell]), tuple(reversed(idx))))
-    rows.sort(key=lambda row: (-row[0], row[1]))
-    paths = [ScoredPath([lattice.tokens[i][j] for i, j in enumerate(idx)], idx, lp, lp)
-             for lp, idx in rows]
-    return KBestResult(paths, 1, sw.dp_states, time.perf_counter() - t0, True, method="full")
-
-
-def _rank_in_groups(grp: np.ndarray) -> np.ndarray:
-    """Each entry's position within its run of equal values of the sorted `grp`."""
-    if len(grp) == 0:
-        return np.zeros(0, dtype=np.int64)
-    starts = np.flatnonzero(np.r_[True, grp[1:] != grp[:-1]])
-    lengths = np.diff(np.r_[starts, len(grp)])
-    return np.arange(len(grp)) - np.repeat(starts, lengths)
+    layout = ConfusionLayout.of(lattice)
+    ex = dag_expand(model, layout.wl, minimize=minimize)
+    found = kbest_paths(ex, layout.wl, min(int(k), lattice.num_paths()))
+    paths = [ScoredPath(p.tokens, layout.indices(p.arcs), p.log_p, p.log_p)
+             for p in found]
+    return KBestResult(paths, 1, ex.n_states, time.perf_counter() - t0, True, method="full")
 
 
 def full_log_partition(lm: ModelLike, lattice: Lattice, *, minimize: bool = True
                        ) -> float:
-    """ln Z = ln of the sum over all paths of p(x) (forward algorithm); -inf if no path."""
+    """ln Z = ln of the sum over all paths of p(x) (the expansion's backward sums); -inf if
+    no path."""
     try:
-        sw = _sweep(as_target_model(lm), lattice, semiring=LogSumExp, minimize=minimize,
-                    keep=False)
+        layout = ConfusionLayout.of(lattice)
     except NoPathError:
         return -math.inf
-    return logsumexp(sw.alpha)
+    return dag_log_partition(as_target_model(lm), layout.wl, minimize=minimize)
 
 
 def full_sample(
     lm: ModelLike, lattice: Lattice, n: int, rng: np.random.Generator, *,
     minimize: bool = True,
 ) -> list[list[str]]:
-    """`n` independent exact samples from p(x)/Z: forward filtering, backward sampling.
+    """`n` independent exact samples from p(x)/Z: backward filtering on the expansion, then
+    forward sampling (`dag_full.dag_sample`, the package's one sampler).
 
-    Why FFBS and not enumeration: it is exact for any lattice the forward pass can hold, and it
+    Why this and not enumeration: it is exact for any lattice the expansion can hold, and it
     draws all `n` samples together, one vectorised step per position.
     Raises NoPathError if every path has probability zero.
     """
-    sw = _sweep(as_target_model(lm), lattice, semiring=LogSumExp, minimize=minimize, keep=True)
-    if logsumexp(sw.alpha) == -math.inf:
-        raise NoPathError("every path has probability zero")
-    one = np.zeros(1, dtype=np.int64)
-    state = draw_in_segments(sw.alpha, one, np.zeros(n, dtype=np.int64), rng.random(n))
-    cands = np.empty((len(lattice), n), dtype=np.int64)
-    for i in range(len(lattice) - 1, -1, -1):
-        layer = sw.layers[i]
-        # P(pair | state) is proportional to exp(alpha_prev[prev] + score) within the state.
-        with quiet():
-            logit = sw.alphas[i][layer.prev] + layer.score
-        pick = draw_in_segments(logit, layer.starts, state, rng.random(n))
-        cands[i] = layer.cand[pick]
-        state = layer.prev[pick]
-    return [[lattice.tokens[i][cands[i, k]] for i in range(len(lattice))] for k in range(n)]
+    model = as_target_model(lm)
+    layout = ConfusionLayout.of(lattice)
+    if n == 0:  # nothing to draw, but a lattice without a path is still an error
+        if dag_log_partition(model, layout.wl, minimize=minimize) == -math.inf:
+            raise NoPathError("every path has probability zero")
+        return []
+    paths, _ = sample_arcs(model, layout.wl, n, rng, minimize=minimize)
+    words = layout.wl.words  # the layout's arc words are the candidates' tokens
+    return [[words[a] for a in p] for p in paths]  # type: ignore[misc]  # no epsilon arc
 
 
 def full_marginals(
     lm: ModelLike, lattice: Lattice, *, minimize: bool = True, max_states: int | None = None,
 ) -> tuple[list[np.ndarray], float]:
     """Exact posterior marginals and ln Z: forward-backward in the log semiring over the
-    merged states of `_sweep` (the forward pass is the one `full_log_partition` runs).
+    merged states (`dag_posteriors.stored_posteriors`: arc posteriors of the layout, summed per
+    candidate).
 
     Returns, per position, an array of p(x_i = candidate k) over that position's candidates
     (0 for a candidate with emission -inf or on no path; each array sums to 1), and ln Z, all
-    float64. The backward value of a state is ln of the mass from it to </s>; a pair's
-    posterior is exp(alpha[prev] + score + beta[next] - ln Z), summed per candidate.
-    Raises NoPathError if every path has probability zero, StatesBudgetExceeded when the
-    merged states pass `max_states`.
+    float64. Raises NoPathError if every path has probability zero, StatesBudgetExceeded when
+    the merged states pass `max_states`.
     """
-    sw = _sweep(as_target_model(lm), lattice, semiring=LogSumExp, minimize=minimize,
-                keep=True, max_states=max_states)
-    log_z = logsumexp(sw.alpha)
+    layout = ConfusionLayout.of(lattice)
+    post, log_z = stored_posteriors(as_target_model(lm), layout.wl, minimize=minimize,
+                                    max_states=max_states)
     if log_z == -math.inf:
         raise NoPathError("every path has probability zero")
-    beta = sw.final
-    out: list[np.ndarray] = [np.empty(0)] * len(lattice)
-    for i in range(len(lattice) - 1, -1, -1):
-        layer = sw.layers[i]
-        with quiet():
-            through = layer.score + beta[layer.group]  # ln mass from the pair's source to </s>
-            post = np.exp(sw.alphas[i][layer.prev] + through - log_z)
-        out[i] = np.bincount(layer.cand, weights=post, minlength=len(lattice.tokens[i]))
-        beta = LogSumExp.scatter_sum(through, layer.prev, len(sw.alphas[i]))
-    return out, log_z
+    out: list[np.ndarray] = []
+    for i, toks in enumerate(lattice.tokens):
+        here = layout.pos == i
+        out.append(np.bincount(layout.cand[here], weights=post[here], minlength=len(toks)))
+    return out, float(log_z)
 
 
 def full_state_count(lm: ModelLike, lattice: Lattice, *, minimized: bool = False
@@ -371,7 +240,7 @@ def full_state_count(lm: ModelLike, lattice: Lattice, *, minimized: bool = False
     """
     model = as_target_model(lm)
     if minimized:
-        return _sweep(model, lattice, semiring=LogSumExp, minimize=True, keep=False).dp_states
+        return dag_expand(model, ConfusionLayout.of(lattice).wl, minimize=True).n_states
     w = max(model.order - 1, 0)
     distinct = _distinct_candidates(model, lattice)
     total = 1

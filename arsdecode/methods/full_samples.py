@@ -1,7 +1,8 @@
 """Exact samples of a confusion network by the merged full DP, as a `SampleResult`.
 
-Why: `sample(method="full")` on a confusion network draws by forward filtering, backward
-sampling over the merged full-model states (`methods.full.full_sample`), and its caller gets
+Why: `sample(method="full")` on a confusion network draws exactly over the merged full-model
+states (`methods.full.full_sample`: backward filtering on the expansion of the network's word
+lattice layout, then forward sampling, the package's one sampler), and its caller gets
 the same result type as ARS's: every draw is accepted (trials = n, acceptance rate 1) and
 ln Z is exact (`full_log_partition`, a zero-width interval), so code written for ARS's
 samples reads these unchanged. The numpy DP serves every target; its memory grows with the
