@@ -45,6 +45,7 @@ from arsdecode.model.loglinear import LogLinearLM
 from arsdecode.model.target_spec import weighted_target
 from arsdecode.trees import dispatch as _trees
 from arsdecode.trees.automaton import TreeAutomaton
+from arsdecode.trees.results import TreeMarginalsResult
 from maxarpa.config import Config
 from maxarpa.model import Model
 
@@ -289,6 +290,14 @@ def adapt(lm: ModelLike, lattice: Lattice, **options: Any) -> SampleResult:
     return dispatch.adapt(as_target_model(lm), lattice, **options)
 
 
+@overload
+def marginals(lm: ModelLike, lattice: Lattice | WordLattice, n: int = 1000,
+              seed: int | None = None, *, all_candidates: bool = True,
+              method: MarginalsMethod = "auto", **options: Any) -> MarginalsResult: ...
+@overload
+def marginals(lm: ModelLike, lattice: TreeAutomaton, n: int = 1000,
+              seed: int | None = None, *, all_candidates: bool = True,
+              method: MarginalsMethod = "auto", **options: Any) -> TreeMarginalsResult: ...
 @v.checked(lm=LM, lattice=v.structure, n=v.positive, seed=v.seed, all_candidates=v.flag,
            method=v.one_of(MARGINALS_METHODS))
 def marginals(
@@ -300,7 +309,7 @@ def marginals(
     all_candidates: bool = True,
     method: MarginalsMethod = "auto",
     **options: Any,
-) -> MarginalsResult:
+) -> MarginalsResult | TreeMarginalsResult:
     """Per position, every candidate's posterior probability and ln Z
     (`methods.marginals.posterior_marginals`). `method` "full": exact, by forward-backward over
     the merged full-model states (`exact` true, zero-width intervals); "sample": from `n` exact

@@ -94,10 +94,10 @@ def cmd_sample(args: argparse.Namespace) -> int:
 
 def cmd_marginals(args: argparse.Namespace) -> int:
     """Every rule's posterior (expected uses per derivation) and ln Z."""
-    from arsdecode.api import marginals
+    from arsdecode.trees import dispatch
 
     automaton, lm, oov = load(args)
-    r = marginals(lm, automaton, args.n, args.seed, method=args.method)
+    r = dispatch.marginals(lm, automaton, args.n, args.seed, args.method, {})
     if args.json:
         print_json({**r.to_json(), "oov": oov})
         return EXIT_OK
