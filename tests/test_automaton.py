@@ -43,7 +43,7 @@ def logsumexp(x: np.ndarray) -> float:
 
 
 def all_log_q(qa: QAutomaton, paths) -> np.ndarray:
-    return np.array([qa.log_q(list(p)) for p in paths])
+    return np.array([qa.log_q_tokens(list(p)) for p in paths])
 
 
 def check_exact_inference(qa: QAutomaton, paths, lq: np.ndarray, where) -> None:
@@ -51,7 +51,7 @@ def check_exact_inference(qa: QAutomaton, paths, lq: np.ndarray, where) -> None:
     assert abs(lz - logsumexp(lq)) <= TIGHT, (where, lz, logsumexp(lq))
     toks, vq = viterbi(qa)
     assert abs(vq - lq.max()) <= TIGHT, (where, toks, vq, lq.max())
-    assert abs(qa.log_q(toks) - vq) <= TIGHT, where
+    assert abs(qa.log_q_tokens(toks) - vq) <= TIGHT, where
     assert qa.is_deterministic(), where
 
 
@@ -82,7 +82,7 @@ def test_refinement_invariants_on_every_path(real_lms, random_lms, variant):
                 continue
             for _ in range(15):
                 x = sample_paths(qa, 1, nrng)[0]
-                if nrng.random() < math.exp(min(0.0, target.log_p(x) - qa.log_q(x))):
+                if nrng.random() < math.exp(min(0.0, target.log_p(x) - qa.log_q_tokens(x))):
                     continue  # accepted: Algorithm 1 does not refine
                 before = qa.num_states()
                 changed = qa.refine(x)
@@ -113,10 +113,10 @@ def test_refining_every_path_makes_q_exact(real_lms, random_lms, variant):
             qa = QAutomaton(as_target_model(model.lm), lattice, variant=variant)
             for path, lp in zip(ref.paths, ref.log_p, strict=True):
                 for _ in range(model.lm.order + 1):
-                    if qa.log_q(list(path)) - lp <= TIGHT:
+                    if qa.log_q_tokens(list(path)) - lp <= TIGHT:
                         break
                     assert qa.refine(list(path)), (where, path, "refine did nothing, q > p")
-                assert qa.log_q(list(path)) - lp <= TIGHT, (where, path, "not exact after n")
+                assert qa.log_q_tokens(list(path)) - lp <= TIGHT, (where, path, "not exact after n")
             lq = all_log_q(qa, ref.paths)
             assert np.allclose(lq, ref.log_p, rtol=0, atol=TIGHT), where
             assert abs(log_partition(qa) - ref.log_Z) <= TIGHT, where

@@ -19,10 +19,11 @@ from arsdecode.core.viterbi import incremental_viterbi
 
 
 def _arrays(qa: QAutomaton) -> tuple[list[np.ndarray], list[np.ndarray], np.ndarray]:
-    L = len(qa.lattice)
-    weights = [qa.layers[i].state_weights() for i in range(L)]
-    targets = [qa.layers[i].state_targets() for i in range(L)]
-    return weights, targets, qa.layers[L].state_weights()[:, 0].copy()
+    """A layered automaton's per-layer matrices and the last layer's final weights."""
+    L = qa.n_nodes - 1
+    weights = [qa.nodes[i].state_weights() for i in range(L)]
+    targets = [qa.nodes[i].state_targets() for i in range(L)]
+    return weights, targets, qa.nodes[L].final[: len(qa.nodes[L])].copy()
 
 
 def backward_values(qa: QAutomaton, semiring: type[Semiring]) -> list[np.ndarray]:
@@ -61,7 +62,7 @@ def prune_hopeless(qa: QAutomaton, lower_bound: float, margin: float = PRUNE_MAR
         return 0
     weights, targets, _ = _arrays(qa)
     beta = incremental_best_values(qa)
-    alpha = dp.forward(weights, targets, [len(layer) for layer in qa.layers], MaxPlus)
+    alpha = dp.forward(weights, targets, [len(node) for node in qa.nodes], MaxPlus)
     killed = 0
     with quiet():
         for i in range(len(weights)):
