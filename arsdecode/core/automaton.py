@@ -146,7 +146,7 @@ class QAutomaton(QLayout):
         node = self.nodes[v]
         s = node.add(ctx, self.is_exact(v, ctx))
         node.weights[s] = self.base[v]
-        node.own_weight[s] = ~(self.cand_ids[v] >= 0)
+        node.own_weight[s] = self.eps_mask[v]
         return s
 
     def _first_word_targets(self) -> None:
@@ -340,17 +340,18 @@ class QAutomaton(QLayout):
         s = 0  # the path's state at the current node
         before = len(pending)
         paper = self.variant == "paper"
-        nodes = self.nodes
+        nodes, lo = self.nodes, self.lo_list
         for k, a in enumerate(arcs):
-            u, v = int(self.src[a]), int(self.dst[a])
-            col = a - int(self.arc_lo[u])
-            w = int(self.arc_ids[a])
+            u, v, w = self.src_list[a], self.dst_list[a], self.ids_list[a]
+            col = a - lo[u]
             if w >= 0:
                 history.append(w)
             node = nodes[v]
             t = int(nodes[u].targets[s, col])
             if not node.exact[t]:
-                most = len(self.extend(nodes[u].contexts[s], a))
+                # the words of the previous state's context the path carries on (extend)
+                here = len(nodes[u].contexts[s])
+                most = here if w < 0 else min(here + 1, self.width)
                 goal = most if depth is None else min(most, len(node.contexts[t]) + depth)
                 while len(node.contexts[t]) < goal and not node.exact[t]:
                     ctx = tuple(history[len(history) - len(node.contexts[t]) - 1:])
@@ -358,7 +359,7 @@ class QAutomaton(QLayout):
                     t = int(nodes[u].targets[s, col])
             s = t
             if paper and k + 1 < len(arcs):  # lower the next edge of the path only
-                nxt = int(arcs[k + 1]) - int(self.arc_lo[v])
+                nxt = arcs[k + 1] - lo[v]
                 if (not node.own_weight[s, nxt] and self.alive[v][nxt]  # a pruned edge: -inf
                         and (v, s) not in only):
                     only[(v, s)] = nxt
@@ -378,7 +379,7 @@ class QAutomaton(QLayout):
         s = node.add(ctx, self.is_exact(v, ctx))
         node.weights[s] = node.weights[suffix_state]
         node.final[s] = node.final[suffix_state]
-        node.own_weight[s] = self.cand_ids[v] < 0  # copied: not its own, but epsilon's
+        node.own_weight[s] = self.eps_mask[v]  # copied: not its own, but epsilon's
         self._set_targets(v, s, suffix_state)
         listener = self.listener
         if listener is not None:

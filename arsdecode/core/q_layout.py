@@ -69,11 +69,17 @@ class QLayout:
         self.src, self.dst, self.arc_weights, self.arc_ids = src, dst, weights, ids
         self.arc_lo = np.searchsorted(src, np.arange(n_nodes), side="left")
         self.arc_hi = np.searchsorted(src, np.arange(n_nodes), side="right")
-        spans = list(zip(self.arc_lo.tolist(), self.arc_hi.tolist(), strict=True))
+        # the same as Python lists, for the walks along a path (no numpy scalar per step)
+        self.lo_list: list[int] = self.arc_lo.tolist()
+        self.src_list: list[int] = src.tolist()
+        self.dst_list: list[int] = dst.tolist()
+        self.ids_list: list[int] = ids.tolist()
+        spans = list(zip(self.lo_list, self.arc_hi.tolist(), strict=True))
         self.arc_dst = [dst[lo:hi] for lo, hi in spans]
         self.base = [weights[lo:hi] for lo, hi in spans]  # each node's arc weights
         self.cand_ids = [ids[lo:hi] for lo, hi in spans]  # model id per out-arc, -1: epsilon
         is_word = [c >= 0 for c in self.cand_ids]
+        self.eps_mask = [~m for m in is_word]
         self.all_words = [bool(m.all()) for m in is_word]
         self.word_cols = [np.flatnonzero(m) for m in is_word]
         self.word_ids = [c if a else c[m] for c, a, m in zip(self.cand_ids, self.all_words,
@@ -90,14 +96,19 @@ class QLayout:
         table = self._into[v]
         if table is None:
             table = {}
-            arcs = (range(int(self.arc_lo[v - 1]), int(self.arc_hi[v - 1])) if self.layered
-                    else np.flatnonzero(self.dst == v).tolist())
-            groups: dict[tuple[int, int], list[int]] = {}
-            for a in arcs:
-                u = int(self.src[a])
-                groups.setdefault((int(self.arc_ids[a]), u), []).append(a - int(self.arc_lo[u]))
-            for (w, u), cols in groups.items():
-                table.setdefault(w, []).append((u, cols))
+            if self.layered:  # node v - 1's columns, all into v
+                by_word: dict[int, list[int]] = {}
+                for j, w in enumerate(self.cand_ids[v - 1].tolist()):
+                    by_word.setdefault(w, []).append(j)
+                table = {w: [(v - 1, cols)] for w, cols in by_word.items()}
+            else:
+                groups: dict[tuple[int, int], list[int]] = {}
+                lo, src, ids = self.lo_list, self.src_list, self.ids_list
+                for a in np.flatnonzero(self.dst == v).tolist():
+                    u = src[a]
+                    groups.setdefault((ids[a], u), []).append(a - lo[u])
+                for (w, u), cols in groups.items():
+                    table.setdefault(w, []).append((u, cols))
             self._into[v] = table
         return table
 
@@ -129,9 +140,10 @@ class QLayout:
     def states_on_path(self, arcs: Sequence[int]) -> list[int]:
         """The state (local to its node) after each prefix of the path, the start first."""
         states = [0]
+        src, lo, nodes = self.src_list, self.lo_list, self.nodes
         for a in arcs:
-            u = int(self.src[a])
-            states.append(int(self.nodes[u].targets[states[-1], a - int(self.arc_lo[u])]))
+            u = src[a]
+            states.append(int(nodes[u].targets[states[-1], a - lo[u]]))
         return states
 
     def log_q(self, arcs: Sequence[int], final: int) -> float:
@@ -139,18 +151,19 @@ class QLayout:
         stop (as `Target` and `dag_ars.paths_log_p` sum p: an exact path has q = p)."""
         states = self.states_on_path(arcs)
         total = 0.0
+        src, lo, nodes = self.src_list, self.lo_list, self.nodes
         with quiet():
             for a, s in zip(arcs, states, strict=False):
-                u = int(self.src[a])
-                total += float(self.nodes[u].weights[s, a - int(self.arc_lo[u])])
+                u = src[a]
+                total += float(nodes[u].weights[s, a - lo[u]])
             return total + float(self.nodes[final].final[states[-1]])
 
     # The candidate-index view of a layered automaton (a confusion network): a path is one
     # candidate index per position, arc arc_lo[i] + j.
     def arcs_of(self, idx: Sequence[int]) -> list[int]:
         """The arcs of a confusion network's path given as candidate indices."""
-        lo = self.arc_lo
-        return [int(lo[i]) + int(j) for i, j in enumerate(idx)]
+        lo = self.lo_list
+        return [lo[i] + int(j) for i, j in enumerate(idx)]
 
     def indices(self, tokens: Sequence[str]) -> list[int]:
         if not isinstance(self.lattice, Lattice):
