@@ -45,7 +45,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from arsdecode.core.q_layout import QLayout
+from arsdecode.core.q_layout import QLayout, Step
 from arsdecode.core.q_states import (
     ARS_HINT,
     DEFAULT_VARIANT,
@@ -145,8 +145,9 @@ class QAutomaton(QLayout):
         """A q^(0) state: its row starts as the arcs' own weights (epsilon columns keep them)."""
         node = self.nodes[v]
         s = node.add(ctx, self.is_exact(v, ctx))
-        node.weights[s] = self.base[v]
-        node.own_weight[s] = self.eps_mask[v]
+        if not self.all_words[v]:  # (a row of word arcs only is filled whole)
+            node.weights[s] = self.base[v]
+            node.own_weight[s] = self.eps_mask[v]
         return s
 
     def _first_word_targets(self) -> None:
@@ -159,7 +160,7 @@ class QAutomaton(QLayout):
             k = len(node)
             if not node.width:
                 continue
-            word_columns, eps_columns = self._out_node(u)
+            word_columns, eps_columns, _ = self._out_node(u)
             for (d, w), cols in word_columns.items():
                 node.targets[:k, cols] = self.nodes[d].index[(w,)]
             for j, d in eps_columns:
@@ -221,7 +222,9 @@ class QAutomaton(QLayout):
                 words = self.cand_ids[v][cols]
             else:
                 if self.pruned and not self.alive[v].all():
-                    cols = self.word_cols[v][self.alive[v][self.word_cols[v]]]
+                    alive = self.alive[v]
+                    cols = np.flatnonzero(alive if self.all_words[v]
+                                          else alive & (self.cand_ids[v] >= 0))
                     words = self.cand_ids[v][cols]
                 else:
                     cols = None if self.all_words[v] else self.word_cols[v]
@@ -295,12 +298,12 @@ class QAutomaton(QLayout):
         """Algorithm 2 along a confusion network's path (candidate indices); with `pending`,
         the new rows are appended there for the caller to fill (variant "all-edges")."""
         if pending is not None:
-            return self._refine(self.arcs_of(idx), pending, 1, {})
-        return self.refine_paths([self.arcs_of(idx)]) > 0
+            return self._refine(self.index_steps(idx), pending, 1, {})
+        return self._refine_steps([self.index_steps(idx)], 1) > 0
 
     def refine_many(self, paths: Sequence[Sequence[int]]) -> int:
         """`refine_paths` on confusion-network paths (candidate indices)."""
-        return self.refine_paths([self.arcs_of(p) for p in paths])
+        return self._refine_steps([self.index_steps(p) for p in paths], 1)
 
     # ----- Algorithm 2 ---------------------------------------------------------------------
     def refine_paths(self, paths: Sequence[Sequence[int]], depth: int | None = 1) -> int:
@@ -315,11 +318,14 @@ class QAutomaton(QLayout):
         refilled itself before q is used again."""
         if depth is not None and depth < 1:
             raise AutomatonError(f"depth must be >= 1 or None, not {depth!r}")
+        return self._refine_steps([self.steps(arcs) for arcs in paths], depth)
+
+    def _refine_steps(self, paths: Sequence[Sequence[Step]], depth: int | None) -> int:
         pending: list[tuple[int, int]] = []
         changed = 0
-        for arcs in paths:
+        for steps in paths:
             only: dict[tuple[int, int], int] = {}
-            changed += self._refine(arcs, pending, depth, only)
+            changed += self._refine(steps, pending, depth, only)
             if self.variant == "paper" and pending:
                 self.fill(pending, only)
                 pending = []
@@ -327,11 +333,11 @@ class QAutomaton(QLayout):
             self.fill(pending)
         return changed
 
-    def _refine(self, arcs: Sequence[int], pending: list[tuple[int, int]], depth: int | None,
-                only: dict[tuple[int, int], int]) -> bool:
-        """Algorithm 2 along one path. For each step u -> v (left to right, so the path's
-        previous state is already refined): if the state t the path reaches at v has an
-        inexact context c, create the states up to `depth` words longer than c (the next
+    def _refine(self, steps: Sequence[Step], pending: list[tuple[int, int]],
+                depth: int | None, only: dict[tuple[int, int], int]) -> bool:
+        """Algorithm 2 along one path (its `steps`). For each step u -> v (left to right,
+        so the path's previous state is already refined): if the state t the path reaches
+        at v has an inexact context c, create the states up to `depth` words longer than c (the next
         suffixes of the path's history) that the previous state tells apart; each copies its
         suffix state's weights until filled. Variant "paper": the next edge on the path
         joins `only` to be lowered, unless its row is filled in full (a new state that is
@@ -340,26 +346,25 @@ class QAutomaton(QLayout):
         s = 0  # the path's state at the current node
         before = len(pending)
         paper = self.variant == "paper"
-        nodes, lo = self.nodes, self.lo_list
-        for k, a in enumerate(arcs):
-            u, v, w = self.src_list[a], self.dst_list[a], self.ids_list[a]
-            col = a - lo[u]
+        nodes, width = self.nodes, self.width
+        for k, (u, col, v, w) in enumerate(steps):
             if w >= 0:
                 history.append(w)
-            node = nodes[v]
-            t = int(nodes[u].targets[s, col])
+            node, prev = nodes[v], nodes[u]
+            t = int(prev.targets[s, col])
             if not node.exact[t]:
+                have = len(node.contexts[t])  # |c| = ORDER(t)
                 # the words of the previous state's context the path carries on (extend)
-                here = len(nodes[u].contexts[s])
-                most = here if w < 0 else min(here + 1, self.width)
-                goal = most if depth is None else min(most, len(node.contexts[t]) + depth)
-                while len(node.contexts[t]) < goal and not node.exact[t]:
-                    ctx = tuple(history[len(history) - len(node.contexts[t]) - 1:])
-                    pending.append((v, self._create(v, ctx, t)))  # absent: t was the longest
-                    t = int(nodes[u].targets[s, col])
+                here = len(prev.contexts[s])
+                most = here if w < 0 else min(here + 1, width)
+                goal = most if depth is None else min(most, have + depth)
+                while have < goal and not node.exact[t]:
+                    have += 1  # SUF(history, ORDER(t) + 1), absent: t was the longest
+                    pending.append((v, self._create(v, tuple(history[-have:]), t)))
+                    t = int(prev.targets[s, col])  # the edge now leads to the new state
             s = t
-            if paper and k + 1 < len(arcs):  # lower the next edge of the path only
-                nxt = arcs[k + 1] - lo[v]
+            if paper and k + 1 < len(steps):  # lower the next edge of the path only
+                nxt = steps[k + 1][1]
                 if (not node.own_weight[s, nxt] and self.alive[v][nxt]  # a pruned edge: -inf
                         and (v, s) not in only):
                     only[(v, s)] = nxt
@@ -384,8 +389,9 @@ class QAutomaton(QLayout):
         listener = self.listener
         if listener is not None:
             listener.state_created(v, s, node.targets[s])
-        into = self._into_node(v)
-        for key, need in ((ctx[-1], ctx[:-1]), (-1, ctx)):
+        into = self._into[v] or self._into_node(v)
+        keys = (((ctx[-1], ctx[:-1]), (-1, ctx)) if -1 in into else ((ctx[-1], ctx[:-1]),))
+        for key, need in keys:
             for u, cols in into.get(key, ()):
                 source = self.nodes[u]
                 sources = source.by_suffix.get(need)
@@ -411,17 +417,20 @@ class QAutomaton(QLayout):
         node.targets[s] = node.targets[suffix_state]
         if not node.width:
             return
-        columns, eps = self._out_node(v)
         row = node.targets[s]
         if len(ctx) < self.width:  # ctx + w is not cut: it may be a context
-            for d in ((v + 1,) if self.layered else sorted(set(self.arc_dst[v].tolist()))):
-                for w, t in self.nodes[d].by_prefix.get(ctx, ()):
-                    for j in columns.get((d, w), ()):
-                        row[j] = t
-        for j, d in eps:
-            same = self.nodes[d].index.get(ctx)
-            if same is not None:
-                row[j] = same
+            for d in ((v + 1,) if self.layered else self._out_node(v)[2]):
+                longer = self.nodes[d].by_prefix.get(ctx)
+                if longer:  # rare: the table of columns is built only then
+                    columns = self._out_node(v)[0]
+                    for w, t in longer:
+                        for j in columns.get((d, w), ()):
+                            row[j] = t
+        if not self.all_words[v]:
+            for j, d in self._out_node(v)[1]:
+                same = self.nodes[d].index.get(ctx)
+                if same is not None:
+                    row[j] = same
 
     # ----- facts ---------------------------------------------------------------------------
     def num_states(self) -> int:
@@ -441,7 +450,7 @@ class QAutomaton(QLayout):
         state's word arcs, and `</s>` at a final node."""
         counts: dict[int, int] = {}
         for v, node in enumerate(self.nodes):
-            words = len(self.word_cols[v]) + int(self.is_final[v])
+            words = int((self.cand_ids[v] >= 0).sum()) + int(self.is_final[v])
             for ctx in node.contexts:
                 counts[len(ctx) + 1] = counts.get(len(ctx) + 1, 0) + words
         return dict(sorted(counts.items()))

@@ -21,6 +21,9 @@ from arsdecode.errors import AutomatonError, LatticeError
 from arsdecode.lattice import Lattice, WordLattice
 from arsdecode.model import TargetModel
 
+Step = tuple[int, int, int, int]  # (source node, column, destination node, word id)
+OutArcs = tuple[dict[tuple[int, int], list[int]], list[tuple[int, int]], list[int]]
+
 
 class QLayout:
     """The lattice's arcs by node and the automaton's per-node states (module docstring).
@@ -49,7 +52,6 @@ class QLayout:
             per_node = [model.ids(list(t)) for t in lattice.tokens]
             ids = (np.concatenate(per_node).astype(np.int64) if per_node
                    else np.zeros(0, np.int64))
-            self.arc_words: list[str | None] = [t for toks in lattice.tokens for t in toks]
             self.finals: dict[int, float] = {len(lattice): 0.0}
             self.position = np.arange(n_nodes, dtype=np.int64)  # words before each node
         else:
@@ -59,7 +61,6 @@ class QLayout:
             word_arcs = [a for a, w in enumerate(lattice.words) if w is not None]
             if word_arcs:
                 ids[word_arcs] = model.ids([lattice.words[a] for a in word_arcs])  # type: ignore[misc]
-            self.arc_words = list(lattice.words)
             self.finals = dict(lattice.finals)
             # No node's position is used on a word lattice, even where every path to it has
             # the same length: a context exact only by its position (WeightedLM without <s>)
@@ -71,25 +72,29 @@ class QLayout:
         self.arc_hi = np.searchsorted(src, np.arange(n_nodes), side="right")
         # the same as Python lists, for the walks along a path (no numpy scalar per step)
         self.lo_list: list[int] = self.arc_lo.tolist()
-        self.src_list: list[int] = src.tolist()
-        self.dst_list: list[int] = dst.tolist()
-        self.ids_list: list[int] = ids.tolist()
+        self._lists: tuple[list[int], list[int], list[int]] | None = None  # `steps`
         spans = list(zip(self.lo_list, self.arc_hi.tolist(), strict=True))
         self.arc_dst = [dst[lo:hi] for lo, hi in spans]
         self.base = [weights[lo:hi] for lo, hi in spans]  # each node's arc weights
         self.cand_ids = [ids[lo:hi] for lo, hi in spans]  # model id per out-arc, -1: epsilon
-        is_word = [c >= 0 for c in self.cand_ids]
-        self.eps_mask = [~m for m in is_word]
-        self.all_words = [bool(m.all()) for m in is_word]
-        self.word_cols = [np.flatnonzero(m) for m in is_word]
-        self.word_ids = [c if a else c[m] for c, a, m in zip(self.cand_ids, self.all_words,
-                                                             is_word, strict=True)]
+        # per node: its epsilon columns (a mask; False: none), whether every arc is a word
+        # arc, the word columns and their ids (a confusion network's: all, no copies)
+        self.eps_mask: list[np.ndarray | bool]
+        self.word_cols: list[np.ndarray] = []
+        if self.layered:
+            self.eps_mask, self.all_words = [False] * n_nodes, [True] * n_nodes
+            self.word_ids = self.cand_ids
+        else:
+            is_word = [c >= 0 for c in self.cand_ids]
+            self.eps_mask = [~m for m in is_word]
+            self.all_words = [bool(m.all()) for m in is_word]
+            self.word_cols = [np.flatnonzero(m) for m in is_word]
+            self.word_ids = [c[m] for c, m in zip(self.cand_ids, is_word, strict=True)]
         self.is_final = np.zeros(n_nodes, dtype=bool)
         self.is_final[list(self.finals)] = True
         self.nodes = [NodeStates(hi - lo) for lo, hi in spans]
         self._into: list[dict[int, list[tuple[int, list[int]]]] | None] = [None] * n_nodes
-        self._out: list[tuple[dict[tuple[int, int], list[int]], list[tuple[int, int]]] | None]
-        self._out = [None] * n_nodes
+        self._out: list[OutArcs | None] = [None] * n_nodes
 
     def _into_node(self, v: int) -> dict[int, list[tuple[int, list[int]]]]:
         """The arcs into node v by word id (-1: epsilon), as (source node, its columns)."""
@@ -103,17 +108,16 @@ class QLayout:
                 table = {w: [(v - 1, cols)] for w, cols in by_word.items()}
             else:
                 groups: dict[tuple[int, int], list[int]] = {}
-                lo, src, ids = self.lo_list, self.src_list, self.ids_list
-                for a in np.flatnonzero(self.dst == v).tolist():
-                    u = src[a]
-                    groups.setdefault((ids[a], u), []).append(a - lo[u])
+                for u, col, _, w in self.steps(np.flatnonzero(self.dst == v).tolist()):
+                    groups.setdefault((w, u), []).append(col)
                 for (w, u), cols in groups.items():
                     table.setdefault(w, []).append((u, cols))
             self._into[v] = table
         return table
 
-    def _out_node(self, u: int) -> tuple[dict[tuple[int, int], list[int]], list[tuple[int, int]]]:
-        """Node u's word columns by (destination, word id), and its (epsilon column, dst)."""
+    def _out_node(self, u: int) -> OutArcs:
+        """Node u's word columns by (destination, word id), its (epsilon column, destination)
+        pairs and its destination nodes (sorted), built on first use."""
         out = self._out[u]
         if out is None:
             cols: dict[tuple[int, int], list[int]] = {}
@@ -124,7 +128,7 @@ class QLayout:
                     eps.append((j, d))
                 else:
                     cols.setdefault((d, w), []).append(j)
-            out = self._out[u] = (cols, eps)
+            out = self._out[u] = (cols, eps, sorted(set(dsts)))
         return out
 
     def cut(self, history: Sequence[int]) -> Context:
@@ -137,33 +141,52 @@ class QLayout:
         return context if w < 0 else self.cut((*context, w))
 
     # ----- paths ---------------------------------------------------------------------------
-    def states_on_path(self, arcs: Sequence[int]) -> list[int]:
-        """The state (local to its node) after each prefix of the path, the start first."""
-        states = [0]
-        src, lo, nodes = self.src_list, self.lo_list, self.nodes
-        for a in arcs:
-            u = src[a]
-            states.append(int(nodes[u].targets[states[-1], a - lo[u]]))
-        return states
+    # A path is a list of arcs; walked as steps (u, col, v, w): the arc's source node, its
+    # column there, its destination node and its word id (-1: epsilon). A confusion
+    # network's path may be given as candidate indices instead (`index_steps`), which skips
+    # the arc numbering.
+    def steps(self, arcs: Sequence[int]) -> list[Step]:
+        """The steps of a path given as arcs."""
+        if self._lists is None:  # per arc, as Python ints: no numpy scalar per step
+            self._lists = (self.src.tolist(), self.dst.tolist(), self.arc_ids.tolist())
+        src, dst, ids = self._lists
+        lo = self.lo_list
+        return [(src[a], a - lo[src[a]], dst[a], ids[a]) for a in arcs]
 
-    def log_q(self, arcs: Sequence[int], final: int) -> float:
-        """ln q of a path ending at node `final`, summed in path order from 0.0, then the
-        stop (as `Target` and `dag_ars.paths_log_p` sum p: an exact path has q = p)."""
-        states = self.states_on_path(arcs)
-        total = 0.0
-        src, lo, nodes = self.src_list, self.lo_list, self.nodes
-        with quiet():
-            for a, s in zip(arcs, states, strict=False):
-                u = src[a]
-                total += float(nodes[u].weights[s, a - lo[u]])
-            return total + float(self.nodes[final].final[states[-1]])
+    def index_steps(self, idx: Sequence[int]) -> list[Step]:
+        """The steps of a confusion network's path given as candidate indices."""
+        ids = self.cand_ids
+        return [(i, int(j), i + 1, int(ids[i][j])) for i, j in enumerate(idx)]
 
-    # The candidate-index view of a layered automaton (a confusion network): a path is one
-    # candidate index per position, arc arc_lo[i] + j.
     def arcs_of(self, idx: Sequence[int]) -> list[int]:
         """The arcs of a confusion network's path given as candidate indices."""
         lo = self.lo_list
         return [lo[i] + int(j) for i, j in enumerate(idx)]
+
+    def states_along(self, steps: Sequence[Step]) -> list[int]:
+        """The state (local to its node) after each prefix of the path, the start first."""
+        states = [0]
+        nodes = self.nodes
+        for u, col, _, _ in steps:
+            states.append(int(nodes[u].targets[states[-1], col]))
+        return states
+
+    def states_on_path(self, arcs: Sequence[int]) -> list[int]:
+        return self.states_along(self.steps(arcs))
+
+    def log_q_along(self, steps: Sequence[Step], final: int) -> float:
+        """ln q of a path ending at node `final`, summed in path order from 0.0, then the
+        stop (as `Target` and `dag_ars.paths_log_p` sum p: an exact path has q = p)."""
+        states = self.states_along(steps)
+        total = 0.0
+        nodes = self.nodes
+        with quiet():
+            for (u, col, _, _), s in zip(steps, states, strict=False):
+                total += float(nodes[u].weights[s, col])
+            return total + float(nodes[final].final[states[-1]])
+
+    def log_q(self, arcs: Sequence[int], final: int) -> float:
+        return self.log_q_along(self.steps(arcs), final)
 
     def indices(self, tokens: Sequence[str]) -> list[int]:
         if not isinstance(self.lattice, Lattice):
@@ -175,7 +198,7 @@ class QLayout:
 
     def log_q_indices(self, idx: Sequence[int]) -> float:
         """ln q of a confusion network's path (candidate indices)."""
-        return self.log_q(self.arcs_of(idx), len(idx))
+        return self.log_q_along(self.index_steps(idx), len(idx))
 
     def log_q_batch(self, idx: np.ndarray) -> np.ndarray:
         """ln q of many confusion-network paths at once; the arithmetic and order of
@@ -191,12 +214,20 @@ class QLayout:
                 states = node.targets[states, idx[:, i]].astype(np.int64)
             return total + self.nodes[L].final[states]
 
+    @property
+    def arc_words(self) -> list[str | None]:
+        """Each arc's word (None: epsilon), in arc order."""
+        if isinstance(self.lattice, Lattice):
+            return [t for toks in self.lattice.tokens for t in toks]
+        return list(self.lattice.words)
+
     def is_deterministic(self) -> bool:
         """One edge per (state, arc), and no two arcs of a node with the same word and
         destination."""
+        words = self.arc_words
         for v, node in enumerate(self.nodes):
             lo, hi = int(self.arc_lo[v]), int(self.arc_hi[v])
-            pairs = list(zip(self.arc_dst[v].tolist(), self.arc_words[lo:hi], strict=True))
+            pairs = list(zip(self.arc_dst[v].tolist(), words[lo:hi], strict=True))
             if len(set(pairs)) != len(pairs):
                 return False
             if node.state_targets().shape != (len(node), node.width):

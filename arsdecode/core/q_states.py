@@ -47,7 +47,7 @@ class NodeStates:
         self.by_prefix: dict[Context, list[tuple[int, int]]] = {}  # c[:-1] -> (c[-1], state)
         self.exact: list[bool] = []
         self.ctx_len = np.zeros(4, dtype=np.int64)
-        self.weights = np.zeros((4, width))
+        self.weights = np.empty((4, width))  # a row is set when its state is added
         self.targets = np.zeros((4, width), dtype=np.int32)
         self.own_weight = np.zeros((4, width), dtype=bool)
         self.final = np.full(4, -np.inf)
@@ -72,7 +72,7 @@ class NodeStates:
         s = len(self.contexts)
         if s == len(self.final):
             grow = max(4, s)
-            self.weights = np.concatenate([self.weights, np.zeros((grow, self.width))])
+            self.weights = np.concatenate([self.weights, np.empty((grow, self.width))])
             self.targets = np.concatenate(
                 [self.targets, np.zeros((grow, self.width), dtype=np.int32)])
             self.own_weight = np.concatenate(

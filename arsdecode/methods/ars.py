@@ -66,7 +66,7 @@ def check_bound(qa: QAutomaton, target: Target, idx: Sequence[int], log_q: float
     L = len(idx)
     words = [int(target.token_ids[i][j]) for i, j in enumerate(idx)]
     factors = target.factors(words)
-    states = qa.states_on_path(qa.arcs_of(idx))
+    states = qa.states_along(qa.index_steps(idx))
     history = ["<s>", *(lattice.tokens[i][j] for i, j in enumerate(idx))]
     width = max(target.width, 0)
     for i in range(L + 1):
