@@ -381,11 +381,14 @@ class QAutomaton(QLayout):
         whose context ends with ctx[:-1], on a word arc of word ctx[-1], or with ctx, on an
         epsilon arc."""
         node = self.nodes[v]
-        s = node.add(ctx, self.is_exact(v, ctx))
+        s = node.add(ctx, len(ctx) >= self.width or self.is_exact(v, ctx))
         node.weights[s] = node.weights[suffix_state]
         node.final[s] = node.final[suffix_state]
         node.own_weight[s] = self.eps_mask[v]  # copied: not its own, but epsilon's
-        self._set_targets(v, s, suffix_state)
+        if self.layered:  # node v + 1 has no context extending ctx (see `_set_targets`)
+            node.targets[s] = node.targets[suffix_state]
+        else:
+            self._set_targets(v, s, suffix_state)
         listener = self.listener
         if listener is not None:
             listener.state_created(v, s, node.targets[s])
@@ -411,7 +414,12 @@ class QAutomaton(QLayout):
         (context ctx[1:]): a suffix of ctx + w of at most len(ctx) words is a suffix of
         ctx[1:] + w, so the only longer target can be ctx + w itself (ctx for epsilon), when
         it is short enough to be a context and present at the arc's destination. Those are
-        found from the destinations' contexts that extend ctx (few), not arc by arc."""
+        found from the destinations' contexts that extend ctx (few), not arc by arc.
+
+        Never on a confusion network: a context c + (w,) at a node d is created only when c
+        is present at the source node of the arc it came by (c is a suffix of the previous
+        state's context, which the suffix-closed set holds), and node v + 1 has one source,
+        v, where ctx was absent until now."""
         node = self.nodes[v]
         ctx = node.contexts[s]
         node.targets[s] = node.targets[suffix_state]
@@ -419,7 +427,7 @@ class QAutomaton(QLayout):
             return
         row = node.targets[s]
         if len(ctx) < self.width:  # ctx + w is not cut: it may be a context
-            for d in ((v + 1,) if self.layered else self._out_node(v)[2]):
+            for d in self._out_node(v)[2]:
                 longer = self.nodes[d].by_prefix.get(ctx)
                 if longer:  # rare: the table of columns is built only then
                     columns = self._out_node(v)[0]

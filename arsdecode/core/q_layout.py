@@ -92,7 +92,7 @@ class QLayout:
             self.word_ids = [c[m] for c, m in zip(self.cand_ids, is_word, strict=True)]
         self.is_final = np.zeros(n_nodes, dtype=bool)
         self.is_final[list(self.finals)] = True
-        self.nodes = [NodeStates(hi - lo) for lo, hi in spans]
+        self.nodes = [NodeStates(hi - lo, not self.layered) for lo, hi in spans]
         self._into: list[dict[int, list[tuple[int, list[int]]]] | None] = [None] * n_nodes
         self._out: list[OutArcs | None] = [None] * n_nodes
 

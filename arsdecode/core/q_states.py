@@ -39,8 +39,10 @@ class NodeStates:
     looser bound; epsilon columns, which hold no model term, are always True).
     """
 
-    def __init__(self, width: int) -> None:
+    def __init__(self, width: int, prefixes: bool = True) -> None:
+        """`prefixes=False`: no `by_prefix` index (a confusion network's, never read)."""
         self.width = width  # outgoing arcs of the node
+        self.prefixes = prefixes
         self.contexts: list[Context] = []
         self.index: dict[Context, int] = {}
         self.by_suffix: dict[Context, list[int]] = {}  # suffix -> states whose context ends so
@@ -85,7 +87,7 @@ class NodeStates:
         self.ctx_len[s] = len(context)
         for k in range(len(context) + 1):
             self.by_suffix.setdefault(context[len(context) - k:], []).append(s)
-        if context:
+        if context and self.prefixes:
             self.by_prefix.setdefault(context[:-1], []).append((context[-1], s))
         return s
 
