@@ -171,17 +171,17 @@ class QAutomaton(QLayout):
     # ----- contexts ------------------------------------------------------------------------
     def is_exact(self, v: int, context: Context) -> bool:
         """Whether every path reaching node v with this context has p fixed by it: order - 1
-        words, or the model says so at v's position (`TargetModel.is_exact`; where paths to v
-        have different lengths, only for the whole history: a context starting with `<s>`,
-        which no arc holds), or the backoff shortcut (`shortcut`)."""
-        if len(context) >= self.width:
+        words, or the model says so at v's position (`TargetModel.is_exact`; on a confusion
+        network, where node v is position v; on a word lattice only for the whole history: a
+        context starting with `<s>`, which no arc holds), or the backoff shortcut
+        (`shortcut`)."""
+        if len(context) >= self.width or (self.layered and self.model.is_exact(v, context)):
             return True
-        pos = int(self.position[v])
-        if pos >= 0:
-            if self.model.is_exact(pos, context):
-                return True
-        elif context and context[0] == self.bos and self.model.is_exact(len(context) - 1,
-                                                                         context):
+        # Not by position on a word lattice, even where every path to v has the same length: a
+        # context exact only by its position (WeightedLM without <s>) drops `<s>`, which a
+        # later node reached by paths of several lengths needs.
+        if (not self.layered and context and context[0] == self.bos
+                and self.model.is_exact(len(context) - 1, context)):
             return True
         if self.extendable is None:
             return False
@@ -236,7 +236,7 @@ class QAutomaton(QLayout):
         for exact, items in groups.items():
             if not items:
                 continue
-            contexts = context_rows([self.nodes[v].contexts[s] for v, s, *_ in items],
+            contexts = context_rows([self.nodes[v].contexts[s] for v, s, _, _, _ in items],
                                     self.width)
             counts = [len(it[2]) for it in items]
             word_arr = np.concatenate([it[2] for it in items]).astype(np.int64)
@@ -270,7 +270,7 @@ class QAutomaton(QLayout):
                     node.weights[s, cols] = vals + self.base[v][cols]
                     node.own_weight[s, cols] = True
         if self.listener is not None:
-            self.listener.rows_changed([(v, s) for v, s, *_ in request.items])
+            self.listener.rows_changed([(v, s) for v, s, _, _, _ in request.items])
 
     def prune_columns(self, v: int, cols: np.ndarray) -> None:
         """Remove arcs `cols` of node v from play, for DECODING only: their edges get weight
@@ -342,25 +342,27 @@ class QAutomaton(QLayout):
         suffix state's weights until filled. Variant "paper": the next edge on the path
         joins `only` to be lowered, unless its row is filled in full (a new state that is
         exact or at a final node). Returns True if anything changed."""
-        history: list[int] = [self.bos]
+        history = [self.bos, *[w for _, _, _, w in steps if w >= 0]]  # <s> x
+        end = 1  # the history so far: history[:end]
         s = 0  # the path's state at the current node
         before = len(pending)
         paper = self.variant == "paper"
         nodes, width = self.nodes, self.width
         for k, (u, col, v, w) in enumerate(steps):
             if w >= 0:
-                history.append(w)
+                end += 1
             node, prev = nodes[v], nodes[u]
             t = int(prev.targets[s, col])
             if not node.exact[t]:
                 have = len(node.contexts[t])  # |c| = ORDER(t)
                 # the words of the previous state's context the path carries on (extend)
-                here = len(prev.contexts[s])
-                most = here if w < 0 else min(here + 1, width)
-                goal = most if depth is None else min(most, have + depth)
+                most = len(prev.contexts[s])
+                if w >= 0 and most < width:
+                    most += 1
+                goal = most if depth is None or most <= have + depth else have + depth
                 while have < goal and not node.exact[t]:
                     have += 1  # SUF(history, ORDER(t) + 1), absent: t was the longest
-                    pending.append((v, self._create(v, tuple(history[-have:]), t)))
+                    pending.append((v, self._create(v, tuple(history[end - have:end]), t)))
                     t = int(prev.targets[s, col])  # the edge now leads to the new state
             s = t
             if paper and k + 1 < len(steps):  # lower the next edge of the path only
@@ -381,10 +383,12 @@ class QAutomaton(QLayout):
         whose context ends with ctx[:-1], on a word arc of word ctx[-1], or with ctx, on an
         epsilon arc."""
         node = self.nodes[v]
-        s = node.add(ctx, len(ctx) >= self.width or self.is_exact(v, ctx))
+        s = node.add(ctx, self.is_exact(v, ctx))
         node.weights[s] = node.weights[suffix_state]
-        node.final[s] = node.final[suffix_state]
-        node.own_weight[s] = self.eps_mask[v]  # copied: not its own, but epsilon's
+        if self.is_final[v]:  # (elsewhere -inf, as the row was allocated)
+            node.final[s] = node.final[suffix_state]
+        if not self.all_words[v]:  # copied: not its own (False as allocated), but epsilon's
+            node.own_weight[s] = self.eps_mask[v]
         if self.layered:  # node v + 1 has no context extending ctx (see `_set_targets`)
             node.targets[s] = node.targets[suffix_state]
         else:

@@ -29,8 +29,7 @@ class QLayout:
     """The lattice's arcs by node and the automaton's per-node states (module docstring).
 
     Arcs are numbered as in the lattice, sorted by source node; node u's arcs are
-    `arc_lo[u]:arc_hi[u]`, its columns. `position[v]`: the words before node v on every path,
-    on a confusion network (-1 on a word lattice: see `_read_arcs`)."""
+    `arc_lo[u]:arc_hi[u]`, its columns."""
 
     def __init__(self, model: TargetModel, lattice: Lattice | WordLattice) -> None:
         self.model = model
@@ -53,7 +52,6 @@ class QLayout:
             ids = (np.concatenate(per_node).astype(np.int64) if per_node
                    else np.zeros(0, np.int64))
             self.finals: dict[int, float] = {len(lattice): 0.0}
-            self.position = np.arange(n_nodes, dtype=np.int64)  # words before each node
         else:
             n_nodes, src, dst, weights = (lattice.n_nodes, lattice.src, lattice.dst,
                                           lattice.log_weights)
@@ -62,10 +60,6 @@ class QLayout:
             if word_arcs:
                 ids[word_arcs] = model.ids([lattice.words[a] for a in word_arcs])  # type: ignore[misc]
             self.finals = dict(lattice.finals)
-            # No node's position is used on a word lattice, even where every path to it has
-            # the same length: a context exact only by its position (WeightedLM without <s>)
-            # drops `<s>`, which a later node reached by paths of several lengths needs.
-            self.position = np.full(n_nodes, -1, dtype=np.int64)
         self.n_nodes = n_nodes
         self.src, self.dst, self.arc_weights, self.arc_ids = src, dst, weights, ids
         self.arc_lo = np.searchsorted(src, np.arange(n_nodes), side="left")
@@ -73,6 +67,7 @@ class QLayout:
         # the same as Python lists, for the walks along a path (no numpy scalar per step)
         self.lo_list: list[int] = self.arc_lo.tolist()
         self._lists: tuple[list[int], list[int], list[int]] | None = None  # `steps`
+        self._id_lists: list[list[int]] | None = None  # `index_steps`
         spans = list(zip(self.lo_list, self.arc_hi.tolist(), strict=True))
         self.arc_dst = [dst[lo:hi] for lo, hi in spans]
         self.base = [weights[lo:hi] for lo, hi in spans]  # each node's arc weights
@@ -90,8 +85,7 @@ class QLayout:
             self.all_words = [bool(m.all()) for m in is_word]
             self.word_cols = [np.flatnonzero(m) for m in is_word]
             self.word_ids = [c[m] for c, m in zip(self.cand_ids, is_word, strict=True)]
-        self.is_final = np.zeros(n_nodes, dtype=bool)
-        self.is_final[list(self.finals)] = True
+        self.is_final = [v in self.finals for v in range(n_nodes)]
         self.nodes = [NodeStates(hi - lo, not self.layered) for lo, hi in spans]
         self._into: list[dict[int, list[tuple[int, list[int]]]] | None] = [None] * n_nodes
         self._out: list[OutArcs | None] = [None] * n_nodes
@@ -155,8 +149,10 @@ class QLayout:
 
     def index_steps(self, idx: Sequence[int]) -> list[Step]:
         """The steps of a confusion network's path given as candidate indices."""
-        ids = self.cand_ids
-        return [(i, int(j), i + 1, int(ids[i][j])) for i, j in enumerate(idx)]
+        if self._id_lists is None:
+            self._id_lists = [c.tolist() for c in self.cand_ids]
+        ids = self._id_lists
+        return [(i, j, i + 1, ids[i][j]) for i, j in enumerate(idx)]
 
     def arcs_of(self, idx: Sequence[int]) -> list[int]:
         """The arcs of a confusion network's path given as candidate indices."""

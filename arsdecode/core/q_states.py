@@ -87,7 +87,7 @@ class NodeStates:
         self.ctx_len[s] = len(context)
         for k in range(len(context) + 1):
             self.by_suffix.setdefault(context[len(context) - k:], []).append(s)
-        if context and self.prefixes:
+        if self.prefixes and context:
             self.by_prefix.setdefault(context[:-1], []).append((context[-1], s))
         return s
 
