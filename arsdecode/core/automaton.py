@@ -35,17 +35,20 @@ batched query, the whole row (variant "all-edges", default), or, as in the paper
 edge on the path (variant "paper"; a new state copies its suffix state's edges, valid looser
 bounds). `listener` is told of every change (`q_states.AutomatonListener`).
 
-float64 throughout; OpenFst's tropical and log arcs are float32, so pynini is used for export
+One class, in three modules by job: `q_layout.QLayout` (the lattice's arcs by node, the
+per-node `q_states.NodeStates`, reading q along paths), `q_weights.QWeights` (the rows' batched
+model queries, pruning) and `QAutomaton` here (q^(0), exactness, Algorithm 2). float64
+throughout; OpenFst's tropical and log arcs are float32, so pynini is used for export
 (`arsdecode.core.export`, log64 arcs), not for the dynamic programs.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
-from arsdecode.core.q_layout import QLayout, Step
+from arsdecode.core.q_layout import Step
 from arsdecode.core.q_states import (
     ARS_HINT,
     DEFAULT_VARIANT,
@@ -58,16 +61,16 @@ from arsdecode.core.q_states import (
     context_hash,
     extendable_contexts,
 )
-from arsdecode.core.semiring import quiet
+from arsdecode.core.q_weights import QWeights
 from arsdecode.errors import AutomatonError, MemoryBudgetExceeded
 from arsdecode.lattice import Lattice, WordLattice
-from arsdecode.model import TargetModel, context_rows, ngram_tables
+from arsdecode.model import TargetModel, ngram_tables
 
 __all__ = ["ARS_HINT", "DEFAULT_VARIANT", "VARIANTS", "AutomatonListener", "FillRequest",
            "NodeStates", "QAutomaton", "Variant", "context_hash", "extendable_contexts"]
 
 
-class QAutomaton(QLayout):
+class QAutomaton(QWeights):
     """The refinable upper bound q on the target p over a lattice (module docstring)."""
 
     def __init__(self, model: TargetModel, lattice: Lattice | WordLattice,
@@ -92,28 +95,14 @@ class QAutomaton(QLayout):
         if variant not in VARIANTS:
             raise AutomatonError(f"unknown variant {variant!r}; choose from {VARIANTS}")
         super().__init__(model, lattice)
-        self.lm = model
         self.variant = variant
-        self.order, self.bos, self.eos = model.order, model.bos, model.eos
         dag = not self.layered
         tables = ngram_tables(model) if (dag if shortcut is None else shortcut) else None
         self.extendable = (extendable_contexts(tables) if tables is not None
                            and tables.order == model.order else None)
         self._exact: dict[Context, bool] = {}  # the shortcut's answers
         self.track_pointers = track_pointers
-        self.pruned = False
-        # Arcs still in play for decoding (`prune_columns`), as a mask and as columns.
-        self.alive = [np.ones(n.width, dtype=bool) for n in self.nodes]
-        self.alive_cols = [np.arange(n.width, dtype=np.int64) for n in self.nodes]
-        self.on_exact_fill: Callable[[tuple[int, ...], np.ndarray, np.ndarray], None] | None
-        self.on_exact_fill = None  # optional callback(context_row, words, values), apply_fill
-        # Told of every change to q after construction; `viterbi.incremental_viterbi` attaches
-        # the incremental Viterbi here on the first decoding pass (it starts from q as it is).
-        self.listener: AutomatonListener | None = None
         first = dag if first_words is None else first_words
-        # q^(0)'s rows to fill: now, or by the caller (lockstep ARS batches them across
-        # sentences) through `fill_requests(self.unfilled)` / `apply_fill`.
-        self.unfilled: list[tuple[int, int]] = []
         self._build_q0(first and self.width > 0, max_bytes)
         if fill:
             self.fill_pending()
@@ -189,108 +178,7 @@ class QAutomaton(QLayout):
             self._exact[context] = context_hash(context, self.width) not in self.extendable
         return self._exact[context]
 
-    def context_tokens(self, v: int, s: int) -> list[str]:
-        return [self.model.word(w) for w in self.nodes[v].contexts[s]]
-
-    # ----- weights -------------------------------------------------------------------------
-    def fill_pending(self) -> None:
-        """Query the rows of q^(0) (when constructed with `fill=False`, else done already)."""
-        pending, self.unfilled = self.unfilled, []
-        self.fill(pending)
-
-    def fill(self, pending: Sequence[tuple[int, int]], only: dict | None = None) -> None:
-        """Give (node, state) rows their own weights: one batched model query per kind."""
-        for request in self.fill_requests(pending, only):
-            query = self.model.log_prob if request.exact else self.model.log_bound
-            self.apply_fill(request, np.asarray(query(request.contexts, request.words),
-                                                dtype=np.float64))
-
-    def fill_requests(self, pending: Sequence[tuple[int, int]], only: dict | None = None
-                      ) -> list[FillRequest]:
-        """The model queries that give the weights of `pending` rows: at most two, exact rows
-        (`log_prob`, the very call `Target` makes for the same factor, so an exact edge equals
-        p's factor bit for bit) and inexact rows (`log_bound`). A row's words are its word
-        arcs', then `</s>` at a final node. `only[(node, state)] = column` restricts the
-        query to that edge (the paper variant)."""
-        eos = np.array([self.eos], dtype=np.int64)
-        groups: dict[bool, list] = {True: [], False: []}
-        for v, s in pending:
-            stop = False
-            if only is not None and (v, s) in only:
-                col = only[(v, s)]
-                cols = np.array([col] if self.cand_ids[v][col] >= 0 else [], dtype=np.int64)
-                words = self.cand_ids[v][cols]
-            else:
-                if self.pruned and not self.alive[v].all():
-                    alive = self.alive[v]
-                    cols = np.flatnonzero(alive if self.all_words[v]
-                                          else alive & (self.cand_ids[v] >= 0))
-                    words = self.cand_ids[v][cols]
-                else:
-                    cols = None if self.all_words[v] else self.word_cols[v]
-                    words = self.word_ids[v]
-                if self.is_final[v]:
-                    words, stop = np.concatenate([words, eos]), True
-            groups[self.nodes[v].exact[s]].append((v, s, words, cols, stop))
-        requests = []
-        for exact, items in groups.items():
-            if not items:
-                continue
-            contexts = context_rows([self.nodes[v].contexts[s] for v, s, _, _, _ in items],
-                                    self.width)
-            counts = [len(it[2]) for it in items]
-            word_arr = np.concatenate([it[2] for it in items]).astype(np.int64)
-            requests.append(FillRequest(exact, np.repeat(contexts, counts, axis=0), word_arr,
-                                        items))
-        return requests
-
-    def apply_fill(self, request: FillRequest, values: np.ndarray) -> None:
-        """Store the answers `values` (ln) to `request` as edge weights (plus arc weights).
-
-        Exact answers are p's factors too: they are passed to
-        `on_exact_fill(context_row, words, values)` (`Target.remember_context`), so a path
-        through exact states is scored without another model query."""
-        tell = self.on_exact_fill if request.exact else None
-        pos = 0
-        with quiet():
-            for v, s, words, cols, stop in request.items:
-                node = self.nodes[v]
-                vals = values[pos: pos + len(words)]
-                if tell is not None and len(words):
-                    tell(tuple(request.contexts[pos].tolist()), words, vals)
-                pos += len(words)
-                if stop:
-                    node.final[s] = self.finals[v] + vals[-1]
-                    vals = vals[:-1]
-                if cols is None:  # the whole row
-                    if node.width:
-                        node.weights[s] = vals + self.base[v]
-                        node.own_weight[s] = True
-                elif len(cols):
-                    node.weights[s, cols] = vals + self.base[v][cols]
-                    node.own_weight[s, cols] = True
-        if self.listener is not None:
-            self.listener.rows_changed([(v, s) for v, s, _, _, _ in request.items])
-
-    def prune_columns(self, v: int, cols: np.ndarray) -> None:
-        """Remove arcs `cols` of node v from play, for DECODING only: their edges get weight
-        -inf in every present and future row and are never queried again.
-
-        Exact for decoding when every path through them has p below that of a path already
-        found (inference.prune_hopeless): the argmax of p is unaffected and the certificate
-        still holds. q is then no longer an upper bound on those paths, so a pruned
-        automaton must not be used for sampling (`pruned` is set)."""
-        node = self.nodes[v]
-        self.alive[v][cols] = False
-        self.alive_cols[v] = np.flatnonzero(self.alive[v])
-        self.pruned = True
-        node.weights[: len(node), cols] = -np.inf
-        if self.listener is not None:
-            self.listener.columns_pruned(v, cols)
-
-    def log_q_tokens(self, tokens: Sequence[str]) -> float:
-        return self.log_q_indices(self.indices(tokens))
-
+    # ----- paths (candidate indices) -----------------------------------------------------
     def refine(self, tokens: Sequence[str]) -> bool:
         return self.refine_indices(self.indices(tokens))
 
@@ -443,26 +331,3 @@ class QAutomaton(QLayout):
                 same = self.nodes[d].index.get(ctx)
                 if same is not None:
                     row[j] = same
-
-    # ----- facts ---------------------------------------------------------------------------
-    def num_states(self) -> int:
-        return sum(len(node) for node in self.nodes)
-
-    def nbytes(self) -> int:
-        """The bytes of the per-node arrays as allocated (the bulk of q's memory)."""
-        return sum(node.nbytes() for node in self.nodes)
-
-    def offsets(self) -> np.ndarray:
-        """Each node's first state in a global numbering (node order), and the total last."""
-        return np.concatenate([[0], np.cumsum([len(node) for node in self.nodes])]).astype(
-            np.int64)
-
-    def ngrams_by_order(self) -> dict[int, int]:
-        """Distinct (context, word) weights by n-gram order = len(context) + 1 (Table 1): a
-        state's word arcs, and `</s>` at a final node."""
-        counts: dict[int, int] = {}
-        for v, node in enumerate(self.nodes):
-            words = int((self.cand_ids[v] >= 0).sum()) + int(self.is_final[v])
-            for ctx in node.contexts:
-                counts[len(ctx) + 1] = counts.get(len(ctx) + 1, 0) + words
-        return dict(sorted(counts.items()))

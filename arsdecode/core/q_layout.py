@@ -210,6 +210,35 @@ class QLayout:
                 states = node.targets[states, idx[:, i]].astype(np.int64)
             return total + self.nodes[L].final[states]
 
+    def log_q_tokens(self, tokens: Sequence[str]) -> float:
+        return self.log_q_indices(self.indices(tokens))
+
+    def context_tokens(self, v: int, s: int) -> list[str]:
+        return [self.model.word(w) for w in self.nodes[v].contexts[s]]
+
+    # ----- facts ---------------------------------------------------------------------------
+    def num_states(self) -> int:
+        return sum(len(node) for node in self.nodes)
+
+    def nbytes(self) -> int:
+        """The bytes of the per-node arrays as allocated (the bulk of q's memory)."""
+        return sum(node.nbytes() for node in self.nodes)
+
+    def offsets(self) -> np.ndarray:
+        """Each node's first state in a global numbering (node order), and the total last."""
+        return np.concatenate([[0], np.cumsum([len(node) for node in self.nodes])]).astype(
+            np.int64)
+
+    def ngrams_by_order(self) -> dict[int, int]:
+        """Distinct (context, word) weights by n-gram order = len(context) + 1 (Table 1): a
+        state's word arcs, and `</s>` at a final node."""
+        counts: dict[int, int] = {}
+        for v, node in enumerate(self.nodes):
+            words = int((self.cand_ids[v] >= 0).sum()) + int(self.is_final[v])
+            for ctx in node.contexts:
+                counts[len(ctx) + 1] = counts.get(len(ctx) + 1, 0) + words
+        return dict(sorted(counts.items()))
+
     @property
     def arc_words(self) -> list[str | None]:
         """Each arc's word (None: epsilon), in arc order."""
