@@ -271,7 +271,7 @@ def job_ablation(config: str) -> dict:
 
 PROFILED = {
     "maxarpa n-gram queries (Model._walk)": ("maxarpa/model.py", "_walk"),
-    "q edge weights for new states (QAutomaton.fill)": ("arsdecode/core/automaton.py", "fill"),
+    "q edge weights for new states (QAutomaton.fill)": ("arsdecode/core/q_weights.py", "fill"),
     "refinement (QAutomaton._refine_steps, incl. fill)": ("arsdecode/core/automaton.py",
                                                           "_refine_steps"),
     "Viterbi over q (viterbi_indices)": ("arsdecode/core/inference.py", "viterbi_indices"),
