@@ -122,10 +122,11 @@ class QAutomaton(QWeights):
                     f"{getattr(self.lattice, 'source', 'lattice')}: --method ars's first "
                     "q-automaton", need, max_bytes, ARS_HINT)
         start = self.cut((self.bos,))
-        self.unfilled = [(0, self._add(0, start))]
+        self.unfilled = rows = [(0, self._add(0, start))]
         for v in range(1, self.n_nodes):
-            self.unfilled.append((v, self._add(v, ())))
-            self.unfilled.extend((v, self._add(v, (w,))) for w in firsts[v])
+            rows.append((v, self._add(v, ())))
+            for w in firsts[v]:
+                rows.append((v, self._add(v, (w,))))
         if first_words:
             self._first_word_targets()
         # every other target is 0: the empty context, the only state of a node but the start

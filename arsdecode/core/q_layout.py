@@ -46,10 +46,10 @@ class QLayout:
             n_nodes = len(lattice) + 1
             src = np.repeat(np.arange(len(lattice), dtype=np.int64), widths)
             dst = src + 1
-            weights = (np.concatenate(lattice.log_emissions).astype(np.float64)
+            weights = (np.concatenate(lattice.log_emissions).astype(np.float64, copy=False)
                        if widths else np.zeros(0))
             per_node = [model.ids(list(t)) for t in lattice.tokens]
-            ids = (np.concatenate(per_node).astype(np.int64) if per_node
+            ids = (np.concatenate(per_node).astype(np.int64, copy=False) if per_node
                    else np.zeros(0, np.int64))
             self.finals: dict[int, float] = {len(lattice): 0.0}
         else:

@@ -29,6 +29,9 @@ DEFAULT_VARIANT: Variant = "all-edges"
 ARS_HINT = "use --method full (the merged expansion, compiled) or raise --memory-budget"
 
 
+_NO_STOP = np.full(4, -np.inf)  # the final weights of 4 new rows (copied: cheaper than full)
+
+
 class NodeStates:
     """The states of one lattice node: contexts, out-edge weights and targets, final weights.
 
@@ -52,7 +55,7 @@ class NodeStates:
         self.weights = np.empty((4, width))  # a row is set when its state is added
         self.targets = np.zeros((4, width), dtype=np.int32)
         self.own_weight = np.zeros((4, width), dtype=bool)
-        self.final = np.full(4, -np.inf)
+        self.final = _NO_STOP.copy()
 
     def __len__(self) -> int:
         return len(self.contexts)
