@@ -272,7 +272,7 @@ class QAutomaton(QWeights):
         whose context ends with ctx[:-1], on a word arc of word ctx[-1], or with ctx, on an
         epsilon arc."""
         node = self.nodes[v]
-        s = node.add(ctx, self.is_exact(v, ctx))
+        s = node.add(ctx, len(ctx) >= self.width or self.is_exact(v, ctx))
         node.weights[s] = node.weights[suffix_state]
         if self.is_final[v]:  # (elsewhere -inf, as the row was allocated)
             node.final[s] = node.final[suffix_state]

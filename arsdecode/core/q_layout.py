@@ -96,10 +96,12 @@ class QLayout:
         if table is None:
             table = {}
             if self.layered:  # node v - 1's columns, all into v
-                by_word: dict[int, list[int]] = {}
                 for j, w in enumerate(self.cand_ids[v - 1].tolist()):
-                    by_word.setdefault(w, []).append(j)
-                table = {w: [(v - 1, cols)] for w, cols in by_word.items()}
+                    entry = table.get(w)
+                    if entry is None:
+                        table[w] = [(v - 1, [j])]
+                    else:
+                        entry[0][1].append(j)
             else:
                 groups: dict[tuple[int, int], list[int]] = {}
                 for u, col, _, w in self.steps(np.flatnonzero(self.dst == v).tolist()):
@@ -234,7 +236,8 @@ class QLayout:
         state's word arcs, and `</s>` at a final node."""
         counts: dict[int, int] = {}
         for v, node in enumerate(self.nodes):
-            words = int((self.cand_ids[v] >= 0).sum()) + int(self.is_final[v])
+            words = ((node.width if self.all_words[v] else len(self.word_cols[v]))
+                     + int(self.is_final[v]))
             for ctx in node.contexts:
                 counts[len(ctx) + 1] = counts.get(len(ctx) + 1, 0) + words
         return dict(sorted(counts.items()))
