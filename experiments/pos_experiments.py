@@ -271,9 +271,9 @@ def job_ablation(config: str) -> dict:
 
 PROFILED = {
     "maxarpa n-gram queries (Model._walk)": ("maxarpa/model.py", "_walk"),
-    "q edge weights for new states (QAutomaton._fill)": ("arsdecode/core/automaton.py", "_fill"),
-    "refinement (QAutomaton.refine_indices, incl. _fill)": ("arsdecode/core/automaton.py",
-                                                            "refine_indices"),
+    "q edge weights for new states (QAutomaton.fill)": ("arsdecode/core/q_weights.py", "fill"),
+    "refinement (QAutomaton._refine_steps, incl. fill)": ("arsdecode/core/automaton.py",
+                                                          "_refine_steps"),
     "Viterbi over q (viterbi_indices)": ("arsdecode/core/inference.py", "viterbi_indices"),
     "exact score of the path (Target.log_p_indices)": ("arsdecode/core/target.py", "log_p_indices"),
 }

@@ -279,7 +279,7 @@ def embedded_timings(records: Sequence[dict], seed: int) -> dict:
 
 PROFILED = {  # share of one decode's time, by library function (cumulative, may overlap)
     "viterbi": ("viterbi_indices",),
-    "refine": ("refine_indices",),
+    "refine": ("_refine_steps",),  # Algorithm 2 with its fill (core.automaton)
     "lm_queries": ("log_prob", "log_bound"),  # MaxArpaLM: the compiled n-gram walk
 }
 

@@ -43,7 +43,7 @@ def logsumexp(x: np.ndarray) -> float:
 
 
 def all_log_q(qa: QAutomaton, paths) -> np.ndarray:
-    return np.array([qa.log_q(list(p)) for p in paths])
+    return np.array([qa.log_q_tokens(list(p)) for p in paths])
 
 
 def check_exact_inference(qa: QAutomaton, paths, lq: np.ndarray, where) -> None:
@@ -51,7 +51,7 @@ def check_exact_inference(qa: QAutomaton, paths, lq: np.ndarray, where) -> None:
     assert abs(lz - logsumexp(lq)) <= TIGHT, (where, lz, logsumexp(lq))
     toks, vq = viterbi(qa)
     assert abs(vq - lq.max()) <= TIGHT, (where, toks, vq, lq.max())
-    assert abs(qa.log_q(toks) - vq) <= TIGHT, where
+    assert abs(qa.log_q_tokens(toks) - vq) <= TIGHT, where
     assert qa.is_deterministic(), where
 
 
@@ -82,7 +82,7 @@ def test_refinement_invariants_on_every_path(real_lms, random_lms, variant):
                 continue
             for _ in range(15):
                 x = sample_paths(qa, 1, nrng)[0]
-                if nrng.random() < math.exp(min(0.0, target.log_p(x) - qa.log_q(x))):
+                if nrng.random() < math.exp(min(0.0, target.log_p(x) - qa.log_q_tokens(x))):
                     continue  # accepted: Algorithm 1 does not refine
                 before = qa.num_states()
                 changed = qa.refine(x)
@@ -113,10 +113,10 @@ def test_refining_every_path_makes_q_exact(real_lms, random_lms, variant):
             qa = QAutomaton(as_target_model(model.lm), lattice, variant=variant)
             for path, lp in zip(ref.paths, ref.log_p, strict=True):
                 for _ in range(model.lm.order + 1):
-                    if qa.log_q(list(path)) - lp <= TIGHT:
+                    if qa.log_q_tokens(list(path)) - lp <= TIGHT:
                         break
                     assert qa.refine(list(path)), (where, path, "refine did nothing, q > p")
-                assert qa.log_q(list(path)) - lp <= TIGHT, (where, path, "not exact after n")
+                assert qa.log_q_tokens(list(path)) - lp <= TIGHT, (where, path, "not exact after n")
             lq = all_log_q(qa, ref.paths)
             assert np.allclose(lq, ref.log_p, rtol=0, atol=TIGHT), where
             assert abs(log_partition(qa) - ref.log_Z) <= TIGHT, where
@@ -192,3 +192,57 @@ def test_unknown_variant_is_rejected(random_lms):
         QAutomaton(as_target_model(model.lm), lattice, variant="nope")
     with pytest.raises(AutomatonError):  # the pre-0.1 name of "all-edges" is gone
         QAutomaton(as_target_model(model.lm), lattice, variant="fresh")
+
+
+def assert_same_q(a: QAutomaton, b: QAutomaton, where) -> None:
+    """Every node's states, contexts, exactness, weights, targets and final weights equal,
+    bit for bit."""
+    assert a.n_nodes == b.n_nodes, where
+    for v, (x, y) in enumerate(zip(a.nodes, b.nodes, strict=True)):
+        assert x.contexts == y.contexts and x.exact == y.exact, (where, v)
+        n = len(x)
+        assert np.array_equal(x.state_weights(), y.state_weights()), (where, v)
+        assert np.array_equal(x.state_targets(), y.state_targets()), (where, v)
+        assert np.array_equal(x.final[:n], y.final[:n]), (where, v)
+        assert np.array_equal(x.own_weight[:n], y.own_weight[:n]), (where, v)
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_confusion_network_is_a_layout_of_its_word_lattice(real_lms, random_lms, variant):
+    """One engine: the q-automaton of a confusion network (read in its layered layout, with
+    the incremental Viterbi's fast paths) equals, bit for bit, the q-automaton of the same
+    network as a general word lattice (`WordLattice.from_confusion`, arcs and generic node
+    tables) with the paper's q^(0), refined along the same paths."""
+    from arsdecode.lattice import WordLattice
+
+    rng = random.Random(41)
+    nrng = np.random.default_rng(41)
+    compared = 0
+    for model in [real_lms[3], real_lms[5], random_lms[4], random_lms[7]]:
+        target = as_target_model(model.lm)
+        for _ in range(6):
+            lattice = make_lattice(rng, model, max_len=5)
+            if not all(np.isfinite(e).all() for e in lattice.log_emissions):
+                continue  # a word lattice drops an arc of weight -inf: not the same arcs
+            wl = WordLattice.from_confusion(lattice)
+            cn = QAutomaton(target, lattice, variant=variant)
+            dag = QAutomaton(target, wl, variant=variant, first_words=False, shortcut=False)
+            assert cn.layered and not dag.layered
+            where = (model.name, variant, lattice.to_json_obj())
+            assert_same_q(cn, dag, where)
+            compared += 1
+            for _ in range(6):
+                paths = sample_paths_idx(cn, nrng)
+                changed = cn.refine_many(paths)
+                assert changed == dag.refine_paths([cn.arcs_of(p) for p in paths]), where
+                assert_same_q(cn, dag, where)
+                for p in paths:
+                    assert cn.log_q_indices(p) == dag.log_q(cn.arcs_of(p), len(lattice))
+    assert compared >= 8, compared
+
+
+def sample_paths_idx(qa: QAutomaton, rng: np.random.Generator) -> list[list[int]]:
+    from arsdecode.core.inference import sample_indices
+
+    idx, _ = sample_indices(qa, 3, rng)
+    return idx.tolist()

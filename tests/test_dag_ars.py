@@ -25,7 +25,7 @@ from hypothesis import strategies as st
 import maxarpa
 from arpa_fixtures import arpa_texts
 from ars_fixtures import IMPOSSIBLE_ARPA, make_lattice
-from arsdecode.core.dag_automaton import DagQAutomaton, context_hash
+from arsdecode.core.automaton import QAutomaton, context_hash
 from arsdecode.errors import AutomatonError, BoundViolationError, NoPathError, OptionError
 from arsdecode.lattice import WordLattice
 from arsdecode.methods.ars import decode as ars_decode
@@ -108,7 +108,7 @@ def check_q_bounds_p(lm, wl: WordLattice, ref: BruteDagResult, refine: int, seed
     is a suffix of the path's history (the invariant behind q >= p), before and after
     refinements along random paths (q^(0) with one-word contexts or, for odd seeds, the
     paper's empty ones)."""
-    qa = DagQAutomaton(as_target_model(lm), wl, first_words=seed % 2 == 0)
+    qa = QAutomaton(as_target_model(lm), wl, first_words=seed % 2 == 0)
     rng = random.Random(seed)
     paths = list(wl.paths())
     for step in range(refine + 1):
@@ -126,7 +126,7 @@ def check_q_bounds_p(lm, wl: WordLattice, ref: BruteDagResult, refine: int, seed
         qa.refine_paths([rng.choice(paths)[0]])
 
 
-def check_exact_states(qa: DagQAutomaton, words: Sequence[str], longest: int = 99) -> int:
+def check_exact_states(qa: QAutomaton, words: Sequence[str], longest: int = 99) -> int:
     """Every state the automaton calls exact has p fixed by its context: ln p(w | z + c) is
     the same for every left extension z (all of them up to order - 1 words, at most `longest`,
     over `words`, with or without <s> first) and every word w of `words` and </s>. Returns how
@@ -159,7 +159,7 @@ def test_contexts_no_left_extension_changes_are_exact(random_lms, real_lms):
     for model in random_lms:
         for _ in range(4):
             wl = random_word_lattice(rng, model.words)
-            qa = DagQAutomaton(as_target_model(model.lm), wl)
+            qa = QAutomaton(as_target_model(model.lm), wl)
             paths = [p for p, _ in wl.paths()]
             for _ in range(6):
                 qa.refine_paths([rng.choice(paths)])
@@ -172,7 +172,7 @@ def test_contexts_no_left_extension_changes_are_exact(random_lms, real_lms):
         for _ in range(2):
             truth = rng.choice([s for s in model.sentences if len(s) >= 8])[:8]
             wl = asr_like_lattice(rng, truth, model.words, 4)
-            qa = DagQAutomaton(target, wl)
+            qa = QAutomaton(target, wl)
             for _ in range(30):  # the decoder's refinements
                 arcs, final, lq = viterbi(qa)
                 if lq - path_log_p(target, wl, arcs, final) <= TIGHT:
@@ -263,7 +263,7 @@ def test_the_final_automaton_certifies_the_path(random_lms):
     target = as_target_model(model.lm)
     for _ in range(10):
         wl = random_word_lattice(rng, model.words)
-        qa = DagQAutomaton(target, wl)
+        qa = QAutomaton(target, wl)
         while True:
             arcs, final, lq = viterbi(qa)
             lp = path_log_p(target, wl, arcs, final)
@@ -395,7 +395,7 @@ def test_draw_from_q_is_exact_q(random_lms):
     wl = random_word_lattice(rng, model.words, max_nodes=6, neg_inf=0.0)
     while not 4 <= wl.num_paths() <= 30:
         wl = random_word_lattice(rng, model.words, max_nodes=6, neg_inf=0.0)
-    qa = DagQAutomaton(as_target_model(model.lm), wl)
+    qa = QAutomaton(as_target_model(model.lm), wl)
     paths = list(wl.paths())
     qa.refine_paths([paths[0][0], paths[-1][0]])
     log_q = np.array([qa.log_q(a, f) for a, f in paths])
@@ -471,7 +471,7 @@ def test_refinement_depth(random_lms, real_lms, depth, first_words):
         with pytest.raises(OptionError):
             dag_ars_sample(random_lms[0].lm, wl, 3, 0, depth=bad)
     with pytest.raises(AutomatonError):
-        DagQAutomaton(as_target_model(random_lms[0].lm), wl).refine_paths([[]], depth=0)
+        QAutomaton(as_target_model(random_lms[0].lm), wl).refine_paths([[]], depth=0)
 
 
 def test_context_hash_is_maxarpas_row_hash():
@@ -498,7 +498,7 @@ def test_every_target_is_the_longest_suffix_present(random_lms):
         rng = random.Random(which)
         for _ in range(15):
             wl = random_word_lattice(rng, model.words)
-            qa = DagQAutomaton(as_target_model(model.lm), wl)
+            qa = QAutomaton(as_target_model(model.lm), wl)
             for step in range(3):
                 for u, node in enumerate(qa.nodes):
                     lo = int(qa.arc_lo[u])

@@ -39,7 +39,7 @@ def assert_incremental_equals_full(qa: QAutomaton, where) -> None:
         assert np.array_equal(a, b), (where, i)
         if i == len(qa.lattice):
             continue
-        layer, cache = qa.layers[i], viterbi.caches[i]
+        layer, cache = qa.nodes[i], viterbi.caches[i]
         n = len(layer)
         scores = layer.state_weights() + full[i + 1][layer.state_targets()]
         assert np.array_equal(cache.best_col[:n], scores.argmax(axis=1)), (where, i)

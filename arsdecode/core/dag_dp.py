@@ -1,7 +1,7 @@
 """One semiring dynamic program over a DAG of (node, state) blocks: Viterbi, ln Z, posteriors'
 backward sums, the best path and exact forward sampling, for every word-lattice graph.
 
-Why one module: the q-automaton of a word lattice (`core.dag_automaton`), the merged expansion
+Why one module: the q-automaton of a word lattice (`core.automaton`), the merged expansion
 (`methods.dag_full`) and the chunked expansion of the posteriors (`methods.dag_posteriors`)
 are the same kind of graph, and their max and log-sum-exp sweeps used to be written once per
 file (issue 30). Here the sweep is written once, parameterised by the semiring (`MaxPlus`:
@@ -26,7 +26,7 @@ a tie, then the smallest column: `best_path`) or, with log-sum-exp values, draws
 probability exp(entry - values[s]) by the one categorical draw `semiring.draw_in_segments`
 (`sample`: forward sampling after backward filtering, exact draws from the graph's
 distribution). A path's score is summed from 0.0 along the path, edge by edge, then the stop,
-as `DagQAutomaton.log_q` and `paths_log_p` sum q and p, so a path drawn or followed here has
+as `QAutomaton.log_q` and `paths_log_p` sum q and p, so a path drawn or followed here has
 bit for bit the score those give (the certificate compares them).
 
 The layered confusion-network DP (`core.dp`) is not a call of `backward` here: its layers have
@@ -47,7 +47,7 @@ import numpy as np
 from arsdecode.core.semiring import Semiring, draw_in_segments, quiet
 
 if TYPE_CHECKING:
-    from arsdecode.core.dag_automaton import DagQAutomaton
+    from arsdecode.core.automaton import QAutomaton
 
 __all__ = ["Block", "Draws", "Graph", "Layered", "Path", "QGraph", "backward", "best_path",
            "node_of", "ranges", "sample"]
@@ -277,12 +277,12 @@ class Layered:
 
 
 class QGraph:
-    """A word lattice's q-automaton (`DagQAutomaton`) as a dense `Graph`: one column per
+    """A word lattice's q-automaton (`QAutomaton`) as a dense `Graph`: one column per
     outgoing arc of the node, the targets made global by their destination node's offset."""
 
     dense = True
 
-    def __init__(self, qa: DagQAutomaton) -> None:
+    def __init__(self, qa: QAutomaton) -> None:
         self.nodes = qa.nodes
         self.offsets = off = qa.offsets()
         self.base = [off[d] for d in qa.arc_dst]  # each column's destination's first state

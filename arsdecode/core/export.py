@@ -17,39 +17,47 @@ if TYPE_CHECKING:
 
 
 def state_ids(qa: QAutomaton) -> dict[tuple[int, int], int]:
-    """A global number for each (layer, state), layer by layer."""
+    """A global number for each (node, state), node by node (a confusion network's layers)."""
     ids: dict[tuple[int, int], int] = {}
-    for i, layer in enumerate(qa.layers):
-        for s in range(len(layer)):
-            ids[(i, s)] = len(ids)
+    for v, node in enumerate(qa.nodes):
+        for s in range(len(node)):
+            ids[(v, s)] = len(ids)
     return ids
 
 
+def _edges(qa: QAutomaton):
+    """Every edge of q: (source id, destination id, word or None for epsilon, ln weight)."""
+    ids = state_ids(qa)
+    for v, node in enumerate(qa.nodes):
+        lo = int(qa.arc_lo[v])
+        dsts = qa.arc_dst[v].tolist()
+        for s in range(len(node)):
+            for j, d in enumerate(dsts):
+                yield (ids[(v, s)], ids[(d, int(node.targets[s, j]))], qa.arc_words[lo + j],
+                       float(node.weights[s, j]))
+
+
 def to_networkx(qa: QAutomaton):
-    """The automaton as a networkx.MultiDiGraph: nodes carry layer and context, edges
-    carry token and ln weight; final states carry `final_weight` (the ln </s> bound)."""
+    """The automaton as a networkx.MultiDiGraph: nodes carry their lattice node (`layer` on
+    a confusion network) and context, edges carry token (None: epsilon) and ln weight;
+    states of a final node carry `final_weight` (ln, </s> included)."""
     import networkx as nx
 
     g = nx.MultiDiGraph()
-    ids = state_ids(qa)
-    L = len(qa.lattice)
-    for (i, s), node in ids.items():
-        attrs = {"layer": i, "context": " ".join(qa.context_tokens(i, s))}
-        if i == L:
-            attrs["final_weight"] = float(qa.layers[L].weights[s, 0])
-        g.add_node(node, **attrs)
-    for i in range(L):
-        layer = qa.layers[i]
-        for s in range(len(layer)):
-            for j, tok in enumerate(qa.lattice.tokens[i]):
-                g.add_edge(ids[(i, s)], ids[(i + 1, int(layer.targets[s, j]))],
-                           token=tok, weight=float(layer.weights[s, j]))
+    for (v, s), node_id in state_ids(qa).items():
+        attrs = {"layer": v, "context": " ".join(qa.context_tokens(v, s))}
+        if qa.is_final[v]:
+            attrs["final_weight"] = float(qa.nodes[v].final[s])
+        g.add_node(node_id, **attrs)
+    for src, dst, tok, w in _edges(qa):
+        g.add_edge(src, dst, token=tok, weight=w)
     return g
 
 
 def to_fst(qa: QAutomaton):
     """The automaton as a pynini Fst with log64 arcs (weight = -ln q, OpenFst's
-    convention), input = output = token; symbol table attached. -inf edges are left out.
+    convention), input = output = token (epsilon arcs: label 0); symbol table attached.
+    -inf edges are left out.
     """
     import pynini as _pynini
 
@@ -57,30 +65,24 @@ def to_fst(qa: QAutomaton):
 
     syms = pynini.SymbolTable()
     syms.add_symbol("<eps>")
-    for toks in qa.lattice.tokens:
-        for t in toks:
-            syms.add_symbol(t)
+    for tok in qa.arc_words:
+        if tok is not None:
+            syms.add_symbol(tok)
     fst = pynini.Fst(arc_type="log64")
     ids = state_ids(qa)
     for _ in ids:
         fst.add_state()
     fst.set_start(0)
-    L = len(qa.lattice)
     zero = pynini.Weight.zero("log64")
-    for i in range(L):
-        layer = qa.layers[i]
-        for s in range(len(layer)):
-            src = ids[(i, s)]
-            for j, tok in enumerate(qa.lattice.tokens[i]):
-                w = float(layer.weights[s, j])
-                if w == -np.inf:
-                    continue
-                label = syms.find(tok)
-                dst = ids[(i + 1, int(layer.targets[s, j]))]
-                fst.add_arc(src, pynini.Arc(label, label, pynini.Weight("log64", -w), dst))
-    for s in range(len(qa.layers[L])):
-        w = float(qa.layers[L].weights[s, 0])
-        fst.set_final(ids[(L, s)], zero if w == -np.inf else pynini.Weight("log64", -w))
+    for src, dst, tok, w in _edges(qa):
+        if w == -np.inf:
+            continue
+        label = 0 if tok is None else syms.find(tok)
+        fst.add_arc(src, pynini.Arc(label, label, pynini.Weight("log64", -w), dst))
+    for (v, s), state in ids.items():
+        if qa.is_final[v]:
+            w = float(qa.nodes[v].final[s])
+            fst.set_final(state, zero if w == -np.inf else pynini.Weight("log64", -w))
     fst.set_input_symbols(syms)
     fst.set_output_symbols(syms)
     return fst

@@ -16,13 +16,26 @@ from arsdecode.core.automaton import QAutomaton
 from arsdecode.core.semiring import LogSumExp, MaxPlus, Semiring, quiet
 from arsdecode.core.tolerances import PRUNE_MARGIN
 from arsdecode.core.viterbi import incremental_viterbi
+from arsdecode.errors import AutomatonError
+from arsdecode.lattice import Lattice
+
+
+def _network(qa: QAutomaton) -> Lattice:
+    """The confusion network of a layered automaton (what this module's DPs run on; a word
+    lattice's automaton runs on `dag_dp`)."""
+    if not isinstance(qa.lattice, Lattice):
+        raise AutomatonError("the layered dynamic programs run on a confusion network's "
+                             "q-automaton; a word lattice's runs on core.dag_dp")
+    return qa.lattice
 
 
 def _arrays(qa: QAutomaton) -> tuple[list[np.ndarray], list[np.ndarray], np.ndarray]:
-    L = len(qa.lattice)
-    weights = [qa.layers[i].state_weights() for i in range(L)]
-    targets = [qa.layers[i].state_targets() for i in range(L)]
-    return weights, targets, qa.layers[L].state_weights()[:, 0].copy()
+    """A layered automaton's per-layer matrices and the last layer's final weights."""
+    _network(qa)
+    L = qa.n_nodes - 1
+    weights = [qa.nodes[i].state_weights() for i in range(L)]
+    targets = [qa.nodes[i].state_targets() for i in range(L)]
+    return weights, targets, qa.nodes[L].final[: len(qa.nodes[L])].copy()
 
 
 def backward_values(qa: QAutomaton, semiring: type[Semiring]) -> list[np.ndarray]:
@@ -61,7 +74,7 @@ def prune_hopeless(qa: QAutomaton, lower_bound: float, margin: float = PRUNE_MAR
         return 0
     weights, targets, _ = _arrays(qa)
     beta = incremental_best_values(qa)
-    alpha = dp.forward(weights, targets, [len(layer) for layer in qa.layers], MaxPlus)
+    alpha = dp.forward(weights, targets, [len(node) for node in qa.nodes], MaxPlus)
     killed = 0
     with quiet():
         for i in range(len(weights)):
@@ -76,7 +89,7 @@ def prune_hopeless(qa: QAutomaton, lower_bound: float, margin: float = PRUNE_MAR
 def viterbi(qa: QAutomaton) -> tuple[list[str], float]:
     """The argmax path of q as tokens, and log q of it (natural log)."""
     idx, log_q = viterbi_indices(qa)
-    return [qa.lattice.tokens[i][j] for i, j in enumerate(idx)], log_q
+    return [_network(qa).tokens[i][j] for i, j in enumerate(idx)], log_q
 
 
 def log_partition(qa: QAutomaton) -> float:
@@ -102,4 +115,5 @@ def sample_indices(
 def sample_paths(qa: QAutomaton, k: int, rng: np.random.Generator) -> list[list[str]]:
     """k exact samples from q, as token lists."""
     idx, _ = sample_indices(qa, k, rng)
-    return [[qa.lattice.tokens[i][j] for i, j in enumerate(row)] for row in idx.tolist()]
+    tokens = _network(qa).tokens
+    return [[tokens[i][j] for i, j in enumerate(row)] for row in idx.tolist()]

@@ -27,10 +27,12 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from arsdecode.core.semiring import MaxPlus
+from arsdecode.errors import AutomatonError
 from arsdecode.native import _core
 
 if TYPE_CHECKING:
-    from arsdecode.core.automaton import Layer, QAutomaton
+    from arsdecode.core.automaton import QAutomaton
+    from arsdecode.core.q_states import NodeStates
 
 
 class LayerCache:
@@ -72,14 +74,17 @@ class IncrementalViterbi:
     def __init__(self, qa: QAutomaton) -> None:
         """Start from `qa` as it is now, as if every existing state had just been created
         (dirty, and in the reverse index of its targets). Attaching happens at the first
-        pass, when most layers still hold one state, so the replay is short."""
-        self.L = len(qa.lattice)
-        self.caches = [LayerCache() for _ in qa.layers]
-        for i, layer in enumerate(qa.layers):
+        pass, when most layers still hold one state, so the replay is short. Only for a
+        layered automaton (a confusion network: every arc of node i goes to node i + 1)."""
+        if not qa.layered:
+            raise AutomatonError("the incremental Viterbi runs on a layered q-automaton only")
+        self.L = qa.n_nodes - 1
+        self.caches = [LayerCache() for _ in qa.nodes]
+        for i, layer in enumerate(qa.nodes):
             for s in range(len(layer)):
                 self.state_created(i, s, layer.targets[s])
 
-    # ----- events (see `automaton.AutomatonListener`) ------------------------------------------
+    # ----- events (see `q_states.AutomatonListener`) ------------------------------------------
     def state_created(self, i: int, s: int, targets_row: np.ndarray) -> None:
         cache = self.caches[i]
         cache.dirty.add(s)
@@ -118,7 +123,7 @@ class IncrementalViterbi:
         changed_next: np.ndarray = np.empty(0, dtype=np.int64)  # states whose value went up
         lowered_next: np.ndarray = np.empty(0, dtype=np.int64)  # states whose value went down
         for i in range(L, -1, -1):
-            layer, cache = qa.layers[i], self.caches[i]
+            layer, cache = qa.nodes[i], self.caches[i]
             n_states = len(layer)
             if len(cache.best) < n_states:
                 cache.grow(n_states)
@@ -137,7 +142,7 @@ class IncrementalViterbi:
             rows = np.fromiter(rows_set, dtype=np.int64, count=len(rows_set))
             if len(rows):
                 if i == L:
-                    new = layer.weights[rows, 0]
+                    new = layer.final[rows]
                 else:  # the max-plus sum of each row, and where it is reached (compiled, fused)
                     new, cols, second = _core.best_rows(layer.weights, layer.targets,
                                                         values[i + 1], rows, qa.alive_cols[i])
@@ -161,8 +166,8 @@ class IncrementalViterbi:
         return values
 
 
-def _lowered(layer: Layer, cache: LayerCache, next_values: np.ndarray, lowered_next: np.ndarray,
-             rows_set: set[int]) -> np.ndarray:
+def _lowered(layer: NodeStates, cache: LayerCache, next_values: np.ndarray,
+             lowered_next: np.ndarray, rows_set: set[int]) -> np.ndarray:
     """Rows of the layer whose maximum came through a state whose value went down.
 
     A value that went down can change only the rows whose maximum came through it: every
@@ -192,7 +197,8 @@ def _lowered(layer: Layer, cache: LayerCache, next_values: np.ndarray, lowered_n
     return changed_kept
 
 
-def _moved(layer: Layer, cache: LayerCache, next_values: np.ndarray, rows_set: set[int]) -> None:
+def _moved(layer: NodeStates, cache: LayerCache, next_values: np.ndarray,
+           rows_set: set[int]) -> None:
     """Queue the rows of the layer whose maximum an edge moved to a new state may change.
 
     A moved entry changes its row's value only if it was the maximum, now exceeds it, or

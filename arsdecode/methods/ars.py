@@ -66,12 +66,13 @@ def check_bound(qa: QAutomaton, target: Target, idx: Sequence[int], log_q: float
     L = len(idx)
     words = [int(target.token_ids[i][j]) for i, j in enumerate(idx)]
     factors = target.factors(words)
-    states = qa.states_on_path(idx)
+    states = qa.states_along(qa.index_steps(idx))
     history = ["<s>", *(lattice.tokens[i][j] for i, j in enumerate(idx))]
     width = max(target.width, 0)
     for i in range(L + 1):
         col = idx[i] if i < L else 0
-        q_term = float(qa.layers[i].weights[states[i], col])
+        node = qa.nodes[i]
+        q_term = float(node.weights[states[i], col] if i < L else node.final[states[i]])
         p_term = factors[i] + (float(lattice.log_emissions[i][col]) if i < L else 0.0)
         if p_term > q_term + tol:
             word = lattice.tokens[i][col] if i < L else "</s>"
@@ -130,9 +131,8 @@ class CnPaths:
         return self.qa.num_states()
 
     def nbytes(self) -> int:
-        """The layers' arrays (what grows with refinement)."""
-        return sum(a.nbytes for layer in self.qa.layers
-                   for a in (layer.weights, layer.targets, layer.own_weight, layer.ctx_len))
+        """The per-node arrays (what grows with refinement)."""
+        return self.qa.nbytes()
 
     def over_budget(self, iterations: int) -> str:
         return f"ARS's q-automaton ({self.qa.num_states()} states after {iterations} iterations)"
@@ -164,7 +164,7 @@ class ArsDecoder(ArsDecodeRun[list[int]]):
 
         def q0() -> CnPaths:
             self.qa = QAutomaton(model, lattice, variant=variant, fill=False)  # q^(0)
-            self.target = Target(model, lattice, token_ids=self.qa.cand_ids)  # p
+            self.target = Target(model, lattice, token_ids=self.qa.cand_ids[:len(lattice)])  # p
             self.qa.on_exact_fill = self.target.remember_context  # exact edges: p's factors
             if fill:
                 self.qa.fill_pending()

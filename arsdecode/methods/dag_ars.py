@@ -2,14 +2,14 @@
 
 Why: the exact expansion (`dag_full`) builds every (node, merged context) state the lattice can
 reach; the paper's method builds only the states the best path (or the rejected samples) need,
-on the q-automaton of `arsdecode.core.dag_automaton` (issue 21). Algorithm 1, as `ars.py` runs
-it on confusion networks:
+on the one q-automaton of `arsdecode.core.automaton` (states (node, context); a confusion
+network is its layered case, issue 30). Algorithm 1, as `ars.py` runs it on confusion networks:
 
-    q <- q^(0)                                   DagQAutomaton(model, lattice)
+    q <- q^(0)                                   QAutomaton(model, lattice)
     loop:
         x* = argmax q   (decode)  or  x ~ q (sample)
         accept iff q(x*) = p(x*)  (decode)  or  with probability p(x) / q(x) (sample)
-        if rejected: refine q along x (Algorithm 2, DagQAutomaton.refine_paths)
+        if rejected: refine q along x (Algorithm 2, QAutomaton.refine_paths)
 
 The certificate: q >= p on every path and q(x*) >= q(y) for all y, so q(x*) = p(x*) (within
 `CERTIFICATE_TOL`, float64 sums of the same terms in the same order) gives p(x*) >= p(y). A path
@@ -36,7 +36,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 import arsdecode.core.dag_dp as dag_dp
-from arsdecode.core.dag_automaton import ARS_HINT, DagQAutomaton
+from arsdecode.core.automaton import ARS_HINT, QAutomaton
 from arsdecode.core.semiring import LogSumExp, MaxPlus, quiet
 from arsdecode.core.tolerances import CERTIFICATE_TOL
 from arsdecode.errors import BoundViolationError, NoPathError, OptionError
@@ -62,7 +62,7 @@ def paths_log_p(model: TargetModel, wl: WordLattice, paths: Sequence[Sequence[in
 
     Each path's terms (arc weight, plus ln p(w | history) on a word arc; final weight plus
     ln p(</s> | history)) are summed in path order from 0.0, exactly as
-    `DagQAutomaton.log_q` sums q, so an exact path has q = p bit for bit (padding adds 0.0,
+    `QAutomaton.log_q` sums q, so an exact path has q = p bit for bit (padding adds 0.0,
     which changes no float)."""
     width = max(model.order - 1, 0)
     ctxs: list[list[int]] = []
@@ -104,20 +104,31 @@ def paths_log_p(model: TargetModel, wl: WordLattice, paths: Sequence[Sequence[in
         return total + last
 
 
-def _check_bound(qa: DagQAutomaton, arcs: Sequence[int], log_q: float, log_p: float,
+def _word_lattice(qa: QAutomaton) -> WordLattice:
+    """The word lattice q was built over (this module's automata are built over one)."""
+    assert isinstance(qa.lattice, WordLattice)
+    return qa.lattice
+
+
+def _no_path(qa: QAutomaton) -> str:
+    return f"{_word_lattice(qa).source}: every path has probability zero under the model"
+
+
+def _check_bound(qa: QAutomaton, arcs: Sequence[int], log_q: float, log_p: float,
                  tol: float = CERTIFICATE_TOL) -> None:
     """BoundViolationError if p > q beyond `tol` on the path: q >= p is what the certificate
     and the acceptance ratio rest on, so a broken bound is an error, never clipped."""
     if log_p > log_q + tol:
-        words = " ".join(qa.wl.path_words(arcs))
+        wl = _word_lattice(qa)
+        words = " ".join(wl.path_words(arcs))
         raise BoundViolationError(
-            f"the bound is below the model on the path {words!r} of {qa.wl.source}: ln p = "
+            f"the bound is below the model on the path {words!r} of {wl.source}: ln p = "
             f"{log_p!r} > ln q = {log_q!r}; the model's bounds are wrong (check the file "
             "with `maxarpa verify`)")
 
 
 # ----- dynamic programs over q (the one sweep and sampler of `core.dag_dp`) ----------------------
-def viterbi(qa: DagQAutomaton) -> tuple[list[int], int, float]:
+def viterbi(qa: QAutomaton) -> tuple[list[int], int, float]:
     """x* = argmax q: its arcs, its final node and ln q(x*) (summed in path order).
 
     The max-plus sweep keeps only each state's best value; the choices are recomputed along x*
@@ -126,31 +137,31 @@ def viterbi(qa: DagQAutomaton) -> tuple[list[int], int, float]:
     graph = dag_dp.QGraph(qa)
     best = dag_dp.backward(graph, MaxPlus)
     if best[0] == -np.inf:
-        raise NoPathError(f"{qa.wl.source}: every path has probability zero under the model")
+        raise NoPathError(_no_path(qa))
     path = dag_dp.best_path(graph, best)
     arcs = [int(qa.arc_lo[u]) + c for u, c in zip(path.nodes, path.columns, strict=True)]
     return arcs, path.final_node, qa.log_q(arcs, path.final_node)
 
 
-def backward_sums(qa: DagQAutomaton) -> tuple[np.ndarray, np.ndarray]:
+def backward_sums(qa: QAutomaton) -> tuple[np.ndarray, np.ndarray]:
     """beta (global state numbering): ln of q's mass after each state, and the offsets."""
     graph = dag_dp.QGraph(qa)
     return dag_dp.backward(graph, LogSumExp), graph.offsets
 
 
-def draw(qa: DagQAutomaton, n: int, rng: np.random.Generator
+def draw(qa: QAutomaton, n: int, rng: np.random.Generator
          ) -> tuple[list[list[int]], list[int], np.ndarray, float]:
     """n i.i.d. paths of q / q(X): their arcs, final nodes, ln q of each, and ln q(X).
 
     Forward sampling after backward filtering (`dag_dp.sample`): every walker draws, at each
     node it reaches, the stop or an arc with probability proportional to its weight times the
-    mass after it. ln q of a path is summed along it in path order, as `DagQAutomaton.log_q`
+    mass after it. ln q of a path is summed along it in path order, as `QAutomaton.log_q`
     sums it."""
     graph = dag_dp.QGraph(qa)
     beta = dag_dp.backward(graph, LogSumExp)
     log_z = float(beta[0])
     if log_z == -math.inf:
-        raise NoPathError(f"{qa.wl.source}: every path has probability zero under the model")
+        raise NoPathError(_no_path(qa))
     drawn = dag_dp.sample(graph, beta, n, rng)
     off = graph.offsets
     arcs = drawn.paths(n, lambda src, col: qa.arc_lo[dag_dp.node_of(off, src)] + col)
@@ -170,13 +181,13 @@ class DagPaths:
 
     A path is a list of arc numbers; it ends at the last arc's destination (the start node 0
     when empty). x* is `viterbi`, a draw is `draw`, ln p is `paths_log_p` on the true
-    histories, refinement is `DagQAutomaton.refine_paths` with `depth` words per step."""
+    histories, refinement is `QAutomaton.refine_paths` with `depth` words per step."""
 
     budget_hint = ARS_HINT
 
-    def __init__(self, model: TargetModel, qa: DagQAutomaton, depth: int | None) -> None:
-        self.model, self.qa, self.wl, self.depth = model, qa, qa.wl, depth
-        self.no_path = f"{qa.wl.source}: every path has probability zero under the model"
+    def __init__(self, model: TargetModel, qa: QAutomaton, depth: int | None) -> None:
+        self.model, self.qa, self.wl, self.depth = model, qa, _word_lattice(qa), depth
+        self.no_path = _no_path(qa)
 
     def final(self, arcs: Sequence[int]) -> int:
         return int(self.wl.dst[arcs[-1]]) if arcs else 0
@@ -230,8 +241,8 @@ def dag_ars_decode(lm: ModelLike, wl: WordLattice, *, max_iterations: int | None
     nothing on x* (every state on it exact), q(x*) and p(x*) sum the same factors and x* is
     certified if only float noise (`FLOAT_NOISE`) separates them. `max_iterations` stops the
     run uncertified. `depth`: words a context may gain per step of x* (1: the paper's
-    Algorithm 2; None: all the previous state tells apart); see `DagQAutomaton.refine_paths`.
-    `first_words`: start from one-word contexts (`DagQAutomaton`); False: the paper's q^(0).
+    Algorithm 2; None: all the previous state tells apart); see `QAutomaton.refine_paths`.
+    `first_words`: start from one-word contexts (`QAutomaton`); False: the paper's q^(0).
     `on_iteration`: callback(iteration, words, ln q(x*), ln p(x*)) after each iteration, as
     `ars.decode`'s. Ctrl-C raises `ars.DecodeInterrupted` with the best path scored so far
     (uncertified; `log_q` the least ln q(x*) seen), as on confusion networks.
@@ -249,7 +260,7 @@ def dag_ars_decode(lm: ModelLike, wl: WordLattice, *, max_iterations: int | None
     _check_depth(depth)
     t0 = time.perf_counter()
     model = as_target_model(lm)
-    run = ArsDecodeRun(lambda: DagPaths(model, DagQAutomaton(
+    run = ArsDecodeRun(lambda: DagPaths(model, QAutomaton(
         model, wl, first_words=first_words, max_bytes=max_bytes), depth),
         tol=tol, max_iterations=max_iterations, max_bytes=max_bytes)
 
@@ -295,7 +306,7 @@ def dag_ars_sample(lm: ModelLike, wl: WordLattice, n: int,
     t0 = time.perf_counter()
     rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
     model = as_target_model(lm)
-    q = DagPaths(model, DagQAutomaton(model, wl, first_words=first_words), depth)
+    q = DagPaths(model, QAutomaton(model, wl, first_words=first_words), depth)
     run = sampling_loop(q, n, rng, batch=batch, target_ar=target_ar, ar_window=ar_window,
                         max_trials=max_trials)
     est, rej, plain = run.log.evidence()

@@ -43,13 +43,13 @@ from arsdecode.model import ModelLike, TargetModel, as_target_model
 
 def kbest_q(qa: QAutomaton, k: int) -> list[tuple[tuple[int, ...], float]]:
     """The k best paths of q (candidate indices, DP score), best first; -inf paths left out."""
-    L = len(qa.lattice)
-    final = qa.layers[L].state_weights()[:, 0]
+    L = qa.n_nodes - 1
+    final = qa.nodes[L].final[: len(qa.nodes[L])]
     values = np.full((len(final), k), -np.inf)
     values[:, 0] = final
     backs: list[np.ndarray] = [np.empty(0, dtype=np.int64)] * L
     for i in range(L - 1, -1, -1):
-        layer = qa.layers[i]
+        layer = qa.nodes[i]
         W, T = layer.state_weights(), layer.state_targets()
         scores = (W[:, :, None] + values[T]).reshape(len(W), -1)  # column = j * k + r
         order = np.argsort(-scores, axis=1, kind="stable")[:, :k]
@@ -65,7 +65,7 @@ def kbest_q(qa: QAutomaton, k: int) -> list[tuple[tuple[int, ...], float]]:
             f = int(backs[i][s, r])
             j, r = divmod(f, k)
             idx.append(j)
-            s = int(qa.layers[i].targets[s, j])
+            s = int(qa.nodes[i].targets[s, j])
         out.append((tuple(idx), score))
     return out
 
