@@ -29,12 +29,12 @@ distribution). A path's score is summed from 0.0 along the path, edge by edge, t
 as `QAutomaton.log_q` and `paths_log_p` sum q and p, so a path drawn or followed here has
 bit for bit the score those give (the certificate compares them).
 
-The layered confusion-network DP (`core.dp`) is not a call of `backward` here: its layers have
-no stop column and all edges of a layer lead to the next, and the incremental Viterbi
-(`core.viterbi`) keeps its per-layer values and recomputes only touched rows; as a block graph
-every sweep would copy each layer into a (states x (1 + m)) segment matrix and offset its
-targets, a second pass over the automaton per iteration. Its sampling does go through `sample`
-here (`Layered`), so every sampler of the package is this one.
+The layered confusion-network DP (`core.dp`) is this one on its layers as a block graph
+(`Layered`): a layer's block has no stop (`stop` None: no -inf column is built) and keeps its
+targets local to the next layer (`base`: no offset added), so its sweep is the same numpy
+expression as a hand-written layered sweep, bit for bit (the incremental Viterbi of
+`core.viterbi` recomputes touched rows with that expression). `forward` serves the pruning's
+prefix sums. Every sweep, best path and sampler of the package is here.
 """
 
 from __future__ import annotations
@@ -50,16 +50,25 @@ if TYPE_CHECKING:
     from arsdecode.core.automaton import QAutomaton
 
 __all__ = ["Block", "Draws", "Graph", "Layered", "Path", "QGraph", "backward", "best_path",
-           "node_of", "ranges", "sample"]
+           "forward", "node_of", "ranges", "sample"]
 
 
 class Block(NamedTuple):
     """Some states of one node: their stop weights and out-edges (module docstring)."""
 
-    stop: np.ndarray  # (k,) ln weight of ending at each state, -inf where no path ends
+    stop: np.ndarray | None  # (k,) ln weight of ending at each state, -inf where no path
+    # ends; None: no state of the block may stop (a confusion network's inner layers)
     weight: np.ndarray  # dense (k, m) or sparse (E,): ln weight of each edge
-    dst: np.ndarray  # the same shape: the global state each edge leads to
+    dst: np.ndarray  # the same shape: the state each edge leads to, counted from `base`
     starts: np.ndarray | None = None  # sparse: (k,) first edge of each state; dense: None
+    base: int = 0  # dst + base is the global state (a layer's targets stay local: no copy)
+
+    def ends(self) -> np.ndarray:
+        """The stop weights, -inf everywhere when the block has none."""
+        if self.stop is None:
+            return np.full(self.weight.shape[:-1] if self.starts is None else
+                           len(self.starts), -np.inf)
+        return self.stop
 
 
 class Graph(Protocol):
@@ -86,16 +95,17 @@ def _segments(block: Block, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]
     """Each state's segment [stop, w_e + values[dst_e]...], and the edges' entries alone
     (dense: a (k, 1 + m) matrix; sparse: flat, segment i at starts[i] + i). Called under
     the caller's `quiet()` (one per sweep: entering it costs microseconds)."""
-    through = block.weight + values[block.dst]
+    through = block.weight + values[block.base:][block.dst]
+    stop = block.ends()
     if block.starts is None:
-        seg = np.empty((len(block.stop), through.shape[1] + 1))
-        seg[:, 0] = block.stop
+        seg = np.empty((len(stop), through.shape[1] + 1))
+        seg[:, 0] = stop
         seg[:, 1:] = through
         return seg, through
-    k = len(block.stop)
+    k = len(stop)
     flat = np.empty(k + len(through))
     heads = block.starts + np.arange(k)
-    flat[heads] = block.stop
+    flat[heads] = stop
     flat[_edge_slots(block)] = through
     return flat, through
 
@@ -123,16 +133,50 @@ def backward(graph: Graph, semiring: type[Semiring],
                 continue
             block = graph.block(u)
             if block.starts is None:  # dense: stop PLUS the row's sum (no segment copied)
-                through = block.weight + values[block.dst]
-                values[lo:hi] = plus(block.stop, total(through, axis=1)) if through.shape[1] \
-                    else block.stop
+                through = block.weight + values[block.base:][block.dst]
+                if not through.shape[1]:
+                    values[lo:hi] = block.ends()
+                elif block.stop is None:  # no stop: the row's sum alone (bit for bit core.dp's)
+                    values[lo:hi] = total(through, axis=1)
+                else:
+                    values[lo:hi] = plus(block.stop, total(through, axis=1))
             else:
                 flat, through = _segments(block, values)
                 values[lo:hi] = semiring.segment_sum(flat, block.starts
-                                                     + np.arange(len(block.stop)))
+                                                     + np.arange(hi - lo))
             if visit is not None:
                 visit(u, block, through)
     return values
+
+
+def forward(graph: Graph, semiring: type[Semiring]) -> np.ndarray:
+    """alpha[s] (global numbering): the semiring sum over every prefix from state 0 to state
+    s, by one sweep in node order (each node's edges scattered into their destinations, all
+    at later nodes). With `backward`, alpha + w + values[dst] of an edge is the best (or
+    total) weight of the paths through it."""
+    off = graph.offsets
+    alpha = np.full(int(off[-1]), semiring.zero)
+    if len(alpha):
+        alpha[0] = semiring.one
+    with quiet():
+        for u in range(len(off) - 1):
+            lo, hi = int(off[u]), int(off[u + 1])
+            if hi == lo:
+                continue
+            block = graph.block(u)
+            if block.starts is None:
+                vals = (alpha[lo:hi, None] + block.weight).ravel()
+            else:
+                counts = np.diff(np.r_[block.starts, len(block.weight)])
+                vals = np.repeat(alpha[lo:hi], counts) + block.weight
+            dst = block.dst.ravel() + block.base
+            if not len(dst):
+                continue
+            first = int(dst.min())
+            span = int(dst.max()) - first + 1
+            alpha[first:first + span] = semiring.plus(
+                alpha[first:first + span], semiring.scatter_sum(vals, dst - first, span))
+    return alpha
 
 
 def node_of(off: np.ndarray, states: np.ndarray) -> np.ndarray:
@@ -155,7 +199,8 @@ class Path(NamedTuple):
 
 def best_path(graph: Graph, values: np.ndarray) -> Path:
     """The argmax path from state 0 given max-plus `values`: at each state the first maximum
-    of its segment (stop wins a tie, then the smallest column)."""
+    of its segment (stop wins a tie, then the smallest column; a block without stops always
+    goes on, by its first maximum even when every edge is -inf, as a layered argmax does)."""
     off = graph.offsets
     node_of_state = np.repeat(np.arange(len(off) - 1), np.diff(off))
     states: list[int] = []
@@ -166,11 +211,12 @@ def best_path(graph: Graph, values: np.ndarray) -> Path:
         while True:
             u = int(node_of_state[s])
             block = graph.block(u, s - int(off[u]))  # one row: 1-d edges, a scalar stop
-            weight, dst, stop = block.weight, block.dst, float(block.stop)
+            weight, dst = block.weight, block.dst + block.base
+            stop = -np.inf if block.stop is None else float(block.stop)
             if len(weight):
                 through = weight + values[dst]
                 c = int(np.argmax(through))
-                if through[c] > stop:
+                if through[c] > stop or block.stop is None:  # no stop: a path goes on
                     states.append(s)
                     nodes.append(u)
                     cols.append(c)
@@ -239,13 +285,14 @@ def sample(graph: Graph, beta: np.ndarray, n: int, rng: np.random.Generator) -> 
             stop = col < 0
             ends = here[stop]
             final[ends] = state[ends]
-            score[ends] += block.stop[which[stop]]
+            if len(ends):
+                score[ends] += block.ends()[which[stop]]
             go, gw, gc = here[~stop], which[~stop], col[~stop]
             if block.starts is None:
-                w, nxt = block.weight[gw, gc], block.dst[gw, gc]
+                w, nxt = block.weight[gw, gc], block.dst[gw, gc] + block.base
             else:
                 e = block.starts[gw] + gc
-                w, nxt = block.weight[e], block.dst[e]
+                w, nxt = block.weight[e], block.dst[e] + block.base
             steps.append((go, state[go].copy(), gc))
             score[go] += w
             state[go] = nxt
@@ -272,8 +319,8 @@ class Layered:
             stop = self.final[sel]
             none = np.shape(stop) + (0,)
             return Block(stop, np.zeros(none), np.zeros(none, np.int64))
-        w = self.weights[u][sel]
-        return Block(np.full(w.shape[:-1], -np.inf), w, self.targets[u][sel] + self.offsets[u + 1])
+        return Block(None, self.weights[u][sel], self.targets[u][sel],
+                     base=int(self.offsets[u + 1]))
 
 
 class QGraph:
