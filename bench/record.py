@@ -101,18 +101,19 @@ class Record:
         out = record_path(self.bench, directory)
         out.parent.mkdir(parents=True, exist_ok=True)
         # NaN is written as JSON null: figures not measured in this run
-        out.write_text(json.dumps(_nan_to_none(self.to_json()), indent=1) + "\n")
+        out.write_text(json.dumps(nan_to_none(self.to_json()), indent=1) + "\n")
         print(f"figures: {out}")
         return out
 
 
-def _nan_to_none(obj: Any) -> Any:
+def nan_to_none(obj: Any) -> Any:
+    """NaN floats as None (JSON null), through dicts and lists."""
     if isinstance(obj, float) and math.isnan(obj):
         return None
     if isinstance(obj, dict):
-        return {k: _nan_to_none(v) for k, v in obj.items()}
+        return {k: nan_to_none(v) for k, v in obj.items()}
     if isinstance(obj, list):
-        return [_nan_to_none(v) for v in obj]
+        return [nan_to_none(v) for v in obj]
     return obj
 
 
