@@ -423,10 +423,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--json", type=Path, default=None, help="save the results here")
     ap.add_argument("--quick", action="store_true",
-                    help="--per-length 2 --sample-per-length 1 --full-lattices 3 (bench.ab)")
+                    help="--per-length 1 --sample-per-length 1 --samples 30 --full-lattices 3 "
+                         "(bench.ab)")
     args = ap.parse_args(argv)
     if args.quick:
-        args.per_length, args.sample_per_length, args.full_lattices = 2, 1, 3
+        args.per_length, args.sample_per_length, args.samples, args.full_lattices = 1, 1, 30, 3
     if "plain" not in args.targets:
         ap.error("--targets must include plain (the baseline of every ratio)")
     for need in ("train.txt", "test.jsonl"):

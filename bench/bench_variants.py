@@ -31,10 +31,10 @@ def main() -> None:
     ap.add_argument("--models", type=Path, default=REPO / "work" / "sms")
     ap.add_argument("--sentences", type=int, default=10)
     ap.add_argument("--order", type=int, default=5)
-    ap.add_argument("--quick", action="store_true", help="3 sentences (bench.ab)")
+    ap.add_argument("--quick", action="store_true", help="one sentence (bench.ab)")
     args = ap.parse_args()
     if args.quick:
-        args.sentences = 3
+        args.sentences = 1
     lm = maxarpa.load(args.models / f"lm.{args.order}.maxarpa")
     channel = KeypadChannel.from_vocab(lm.vocab)
     recs = [json.loads(x) for x in open(args.models / "test.jsonl", encoding="utf-8")]
