@@ -205,7 +205,7 @@ def main(argv: list[str] | None = None) -> int:
     t_start = time.perf_counter()
     ensure_data()
     trees = {side: make_tree(side, rev) for side, rev in revs.items()}
-    skipped = {b: r for b in args.benches if (r := skip_reason(b))}
+    skipped = {b: why for b in args.benches if (why := skip_reason(b))}
     benches = [b for b in args.benches if b not in skipped]
     runs: list[Run] = []
     try:
