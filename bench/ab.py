@@ -19,7 +19,8 @@ What it does, and why:
   - Per figure: the median over the rounds on each side, B/A, and a flag when |B/A - 1| is
     above --threshold. Ratios (both timings in one process) are what to read: absolute times
     move with the load of a shared machine.
-The table goes to stdout and work/ab/table.md, every run's figures to work/ab/runs.json.
+The table goes to stdout and work/ab/table.md (--out), every run's figures beside it
+(table.json).
 """
 
 from __future__ import annotations
@@ -92,6 +93,9 @@ def make_tree(side: str, rev: str) -> Path:
         for src in (REPO / folder).glob("*.py"):
             shutil.copy2(src, tree / folder / src.name)
     (tree / "work").mkdir(exist_ok=True)
+    shared = REPO.parent / "shared"  # the corpora a checkout finds in ../shared/data
+    if shared.is_dir() and not (AB / "shared").exists():
+        (AB / "shared").symlink_to(shared)
     for name in SHARED_DATA:
         (tree / "work" / name).symlink_to(REPO / "work" / name)
     changed = git("diff", "--name-only", rev, "--", *COMPILED)
@@ -196,6 +200,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--threshold", type=float, default=0.05)
     ap.add_argument("--timeout", type=float, default=900.0, help="seconds per bench run")
     ap.add_argument("--keep-trees", action="store_true")
+    ap.add_argument("--out", type=Path, default=AB / "table.md",
+                    help="the table (default work/ab/table.md); the runs go beside it, .json")
     args = ap.parse_args(argv)
     unknown = [b for b in args.benches if not (REPO / "bench" / f"{b}.py").exists()]
     if unknown:
@@ -239,9 +245,9 @@ def main(argv: list[str] | None = None) -> int:
     for bench, reason in skipped.items():
         lines.append(f"| {bench} | (skipped: {reason}) | | | | | |")
     text = "\n".join(lines) + "\n"
-    AB.mkdir(parents=True, exist_ok=True)
-    (AB / "table.md").write_text(text)
-    (AB / "runs.json").write_text(json.dumps(nan_to_none([r.__dict__ for r in runs]), indent=1,
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(text)
+    args.out.with_suffix(".json").write_text(json.dumps(nan_to_none([r.__dict__ for r in runs]), indent=1,
                                              default=str) + "\n")
     print(text)
     return 1 if any(r.exit != 0 for r in runs) else 0
