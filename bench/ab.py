@@ -247,8 +247,8 @@ def main(argv: list[str] | None = None) -> int:
     text = "\n".join(lines) + "\n"
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(text)
-    args.out.with_suffix(".json").write_text(json.dumps(nan_to_none([r.__dict__ for r in runs]), indent=1,
-                                             default=str) + "\n")
+    every_run = nan_to_none([r.__dict__ for r in runs])
+    args.out.with_suffix(".json").write_text(json.dumps(every_run, indent=1) + "\n")
     print(text)
     return 1 if any(r.exit != 0 for r in runs) else 0
 
