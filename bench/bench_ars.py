@@ -25,6 +25,8 @@ from pathlib import Path
 
 import numpy as np
 
+from bench.record import Record
+
 REPO = Path(__file__).resolve().parent.parent
 
 
@@ -47,7 +49,11 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--models", type=Path, default=REPO / "work" / "sms")
     ap.add_argument("--sentences", type=int, default=3, help="sentences per (length) cell")
+    ap.add_argument("--quick", action="store_true",
+                    help="n 3 and 5, lengths 6 and 10, no literal F (bench.ab)")
     args = ap.parse_args()
+    orders, lengths = ((3, 5), (6, 10)) if args.quick else ((3, 4, 5), (4, 6, 8, 10))
+    figs = Record("bench_ars", quick=args.quick)
     ensure_models(args.models)
     records = [json.loads(x) for x in open(args.models / "test.jsonl", encoding="utf-8")]
     by_len: dict[int, list[dict]] = {}
@@ -57,10 +63,10 @@ def main() -> None:
     print(f"{'n':>2} {'len':>4} {'width':>6} | {'ARS dec s':>9} {'full dec s':>10} {'ratio':>7} "
           f"{'iters':>6} {'states':>7} {'frac of full':>12} | {'ARS smp s':>9} "
           f"{'full smp s':>10} {'ratio':>7} | {'lit F s':>9} {'ratio':>7} {'lit states':>10}")
-    for n in (3, 4, 5):
+    for n in orders:
         lm = maxarpa.load(args.models / f"lm.{n}.maxarpa")
         channel = KeypadChannel.from_vocab(lm.vocab)
-        for length in (4, 6, 8, 10):
+        for length in lengths:
             for width in (10, 100):
                 cell = []
                 for rec in by_len.get(length, [])[: args.sentences]:
@@ -82,7 +88,7 @@ def main() -> None:
                     literal = full_state_count(lm, lat)
                     frac = r.states / literal
                     t_lit = float("nan")
-                    if literal <= LITERAL_CAP:
+                    if literal <= (0 if args.quick else LITERAL_CAP):  # quick: not run
                         t0 = time.perf_counter()
                         full_decode(lm, lat, minimize=False)
                         t_lit = time.perf_counter() - t0
@@ -100,10 +106,18 @@ def main() -> None:
                       f"{m[1] / m[0]:>7.1f} {m[2]:>6.1f} {m[3]:>7.0f} {m[4]:>12.2e} | "
                       f"{m[5]:>9.3f} {m[6]:>10.3f} {m[6] / m[5]:>7.1f} | "
                       f"{m[7]:>9.3f} {m[7] / m[0]:>7.1f} {m[8]:>10.2e}", flush=True)
+                cell_name = f"n{n}.len{length}.w{width}"
+                figs.ratio(f"{cell_name}.full/ars_decode", m[1] / m[0])
+                figs.ratio(f"{cell_name}.full/ars_sample", m[6] / m[5])
+                figs.time(f"{cell_name}.ars_decode_s", m[0])
+                figs.time(f"{cell_name}.ars_sample_s", m[5])
+                figs.count(f"{cell_name}.iterations", m[2])
+                figs.count(f"{cell_name}.states", m[3])
     out = REPO / "work" / "bench" / "bench_ars.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(rows, indent=1))
     print(f"raw results: {out}")
+    figs.save()
 
 
 if __name__ == "__main__":

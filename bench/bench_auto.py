@@ -38,6 +38,8 @@ import sys
 import time
 from pathlib import Path
 
+from bench.record import Record
+
 REPO = Path(__file__).resolve().parent.parent
 
 
@@ -220,7 +222,11 @@ def main() -> None:
     ap.add_argument("--json", type=Path, help="write every lattice's pairs and times here")
     ap.add_argument("--ewt", type=Path, default=None, help="UD EWT directory (CoNLL-U)")
     ap.add_argument("--only", default="", help="run the families whose name contains this")
+    ap.add_argument("--quick", action="store_true",
+                    help="the SMS families, 4 lattices each (bench.ab)")
     args = ap.parse_args()
+    if args.quick:
+        args.per_family = 4
     ewt = args.ewt
     if ewt is None:
         from data_prep.ewt import shared_data
@@ -231,8 +237,9 @@ def main() -> None:
         families.append(sms_families(args.sms, args.per_family))
     else:
         print(f"(no SMS data in {args.sms}: skipped)")
-    families.append(shipped_families())
-    if args.pos.is_dir():
+    if not args.quick:  # quick: the SMS families only (POS has bench_pos)
+        families.append(shipped_families())
+    if args.pos.is_dir() and not args.quick:
         families.append(pos_families(args.pos, args.per_family, ewt))
     rows = []
     for family in families:
@@ -264,6 +271,15 @@ def main() -> None:
           f"{auto / oracle:.2f}" if total else "no lattices")
     if total:
         budget_sweep(rows)
+    figs = Record("bench_auto", quick=args.quick)
+    for r in rows:
+        o, c, name = r["one_off"], r["cold_call"], r["family"].replace(" ", "_")
+        figs.ratio(f"{name}.auto/oracle", r["auto_vs_oracle"])
+        figs.ratio(f"{name}.one_off.auto/faster", o["auto"] / min(o["full"], o["ars"]))
+        figs.ratio(f"{name}.cold_call.auto/faster", c["auto"] / min(c["full"], c["ars"]))
+        figs.time(f"{name}.auto_s", r["auto_s"])
+        figs.count(f"{name}.full_chosen", r["full_chosen"])
+    figs.save()
     if args.json:
         args.json.write_text(json.dumps(rows, indent=1))
 

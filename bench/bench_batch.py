@@ -33,6 +33,7 @@ from arsdecode.batch.worker import TaskSpec
 from arsdecode.lattice import Lattice
 from arsdecode.methods.ars import decode
 from arsdecode.tasks.sms.keypad import KeypadChannel, sample_sentence
+from bench.record import Record
 
 SENTENCES = [
     "the state of the union is strong .",
@@ -154,7 +155,12 @@ def main() -> None:
     ap.add_argument("--chunk", type=int, default=16)
     ap.add_argument("--tiny", type=int, default=2000, help="tiny items for the overhead run")
     ap.add_argument("--repeat", type=int, default=2, help="alternating runs; best one counts")
+    ap.add_argument("--quick", action="store_true",
+                    help="60 items, 500 tiny items, one run (bench.ab)")
     args = ap.parse_args()
+    if args.quick:
+        args.items, args.tiny, args.repeat = 60, 500, 1
+    figs = Record("bench_batch", quick=args.quick)
     mb = 1 / 2**20
     with tempfile.TemporaryDirectory() as tmp:
         d = Path(tmp)
@@ -227,6 +233,17 @@ def main() -> None:
             print(f"a private (non-mmap) copy of the model would add {grown * mb:.1f} MB of USS "
                   "per worker")
         print(f"load average at the end: {os.getloadavg()[0]:.2f} (2 cores, shared machine)")
+        figs.ratio("one/two_workers", one.seconds / two.seconds)
+        figs.ratio("baseline/two_workers", base / two.seconds)
+        figs.ratio("inproc/baseline", inproc / base)
+        figs.ratio("tiny.inproc/baseline", tiny_inproc / tiny_base)
+        figs.time("baseline_s", base)
+        figs.time("inproc_s", inproc)
+        figs.time("two_workers_s", two.seconds)
+        for label, r in (("one", one), ("two", two)):
+            for i, (_, m) in enumerate(sorted(r.memory.items())):
+                figs.add(f"{label}.worker{i}.rss_mb", m["rss"] * mb, "rss_mb")
+        figs.save()
 
 
 if __name__ == "__main__":

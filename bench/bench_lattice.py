@@ -48,6 +48,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from bench.record import Record
+
 REPO = Path(__file__).resolve().parents[1]
 
 # SRILM lattice-tool 1.7.3, order 5, embedded state_union 5-gram (issue 21's table): CPU per
@@ -268,7 +270,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--no-process", action="store_true",
                     help="skip the whole-process runs of the arsdecode command")
     ap.add_argument("--json", type=Path, default=None, help="save the results here")
+    ap.add_argument("--quick", action="store_true",
+                    help="10 lattices, orders 3 and 5, 10 and 40 words, 15 and 50 arcs, "
+                         "no whole-process runs (bench.ab)")
     args = ap.parse_args(argv)
+    if args.quick:
+        args.n, args.orders, args.words, args.arcs = 10, [3, 5], [10, 40], [15, 50]
+        args.no_process = True
     res = run(model=args.model, corpora=args.corpora, n=args.n, orders=args.orders,
               words=args.words, arcs=args.arcs, seed=args.seed, processes=not args.no_process)
     res["command"] = shlex.join(["python", "-m", "bench.bench_lattice",
@@ -278,6 +286,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     for row in res["rows"]:
         print(format_row(row))
     print(f"goal: {GOAL}")
+    figs = Record("bench_lattice", quick=args.quick, argv=list(argv) if argv is not None else None)
+    for row in res["rows"]:
+        name = f"n{row['order']}.{row['words']}x{row['arcs']}"
+        figs.ratio(f"{name}.reference/expand", row["reference_seconds"] / row["expand_seconds"])
+        if row["ars_seconds"] is not None:
+            figs.ratio(f"{name}.ars/expand", row["ars_seconds"] / row["expand_seconds"])
+        figs.time(f"{name}.expand_s", row["expand_seconds"])
+        if row["process_seconds"] is not None:
+            figs.time(f"{name}.process_s", row["process_seconds"])
+        figs.count(f"{name}.states", row["states"])
+    figs.save()
     if args.json is not None:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps(res, indent=1) + "\n")

@@ -34,6 +34,8 @@ from pathlib import Path
 
 import numpy as np
 
+from bench.record import Record
+
 REPO = Path(__file__).resolve().parent.parent
 
 
@@ -63,7 +65,8 @@ def run_child(cmd: list[str]) -> tuple[str, float]:
     return out, time.perf_counter() - t0
 
 
-def tnt_rate(pos_dir: Path, test_words: list[list[str]], tokens: int) -> float:
+def tnt_rate(pos_dir: Path, test_words: list[list[str]], tokens: int,
+             repeat: int = REPEAT) -> tuple[float, float]:
     from nltk.tag.tnt import TnT
 
     from arsdecode.tasks.pos.evaluation import read_tagged
@@ -71,10 +74,10 @@ def tnt_rate(pos_dir: Path, test_words: list[list[str]], tokens: int) -> float:
     tagger = TnT(N=1000)
     tagger.train(read_tagged(pos_dir / "train.tsv"))
     best_wall = best_cpu = float("inf")
-    for _ in range(REPEAT):  # best of REPEAT, as for the whole-process runs below
+    for _ in range(repeat):  # best of REPEAT, as for the whole-process runs below
         _, s = timed(lambda: [tagger.tag(ws) for ws in test_words])
         best_wall, best_cpu = min(best_wall, s), min(best_cpu, CPU["last"])
-    print(f"NLTK TnT (N=1000, trained here, best of {REPEAT}): {best_wall:.2f} s, "
+    print(f"NLTK TnT (N=1000, trained here, best of {repeat}): {best_wall:.2f} s, "
           f"{tokens / best_wall:,.0f} tokens/s (CPU {best_cpu:.2f} s, "
           f"{tokens / best_cpu:,.0f} tokens/CPU-s)")
     return tokens / best_wall, tokens / best_cpu
@@ -99,7 +102,13 @@ def main() -> int:
     ap.add_argument("--test", choices=("wsj20", "ewt"), default="wsj20")
     ap.add_argument("--sentences", type=int, default=None, help="the first N test sentences")
     ap.add_argument("--ewt", type=Path, default=None, help="UD EWT directory (CoNLL-U)")
+    ap.add_argument("--quick", action="store_true",
+                    help="orders 3 and 5, 300 sentences, 50 by ARS, best of 2 (bench.ab)")
     args = ap.parse_args()
+    repeat = REPEAT
+    if args.quick:
+        args.orders, args.sentences, args.ars_sentences, repeat = [3, 5], 300, 50, 2
+    figs = Record("bench_pos", quick=args.quick)
     if args.test == "ewt":
         from data_prep.ewt import default_ewt_dir, ewt_file, read_conllu
 
@@ -111,7 +120,7 @@ def main() -> int:
     words_file = args.pos_dir / f"test.{args.test}.words.txt"
     words_file.write_text("".join(" ".join(ws) + "\n" for ws in words), encoding="utf-8")
     print(f"test set: {len(words)} sentences, {tokens} tokens")
-    tnt, tnt_cpu = tnt_rate(args.pos_dir, words, tokens)
+    tnt, tnt_cpu = tnt_rate(args.pos_dir, words, tokens, repeat)
     em_path = args.pos_dir / "emissions.json.gz"
     em = TnTEmissions.load(em_path)
     rows = []
@@ -133,7 +142,7 @@ def main() -> int:
         by_method = {}
         for method in ("auto", "full"):
             whole = cw = float("inf")
-            for _ in range(REPEAT):  # best of REPEAT: single processes vary by +-15% here
+            for _ in range(repeat):  # best of REPEAT: single processes vary by +-15% here
                 stdout, wall = run_child([*cli, "--method", method])
                 whole, cw = min(whole, wall), min(cw, CPU["last"])
             got = [[tok.rsplit("/", 1)[1] for tok in line.split()]
@@ -182,11 +191,20 @@ def main() -> int:
                   f" tokens/s; ln p differs (>1e-9) in {diff_lp}, tags differ in {diff_tags}"
                   " (ties)")
         rows.append((n, tokens / c2, tokens / c1, tokens / cw, whole))
+        figs.ratio(f"n{n}.warm.x_tnt_cpu", tokens / c2 / tnt_cpu)
+        figs.ratio(f"n{n}.first.x_tnt_cpu", tokens / c1 / tnt_cpu)
+        figs.ratio(f"n{n}.process.x_tnt_cpu", tokens / cw / tnt_cpu)
+        figs.ratio(f"n{n}.process.full/auto_cpu", full_cw / cw)
+        figs.ratio(f"n{n}.warm/ars_cpu", (tokens / c2) / (ars_tokens / ca))
+        figs.time(f"n{n}.warm_cpu_s", c2)
+        figs.time(f"n{n}.process_wall_s", whole)
+        figs.count(f"n{n}.pairs", int(warm.pairs.sum()))
     print("\nsummary (CPU tokens/s, ratio to TnT's CPU tokens/s): warm, first call, whole process")
     for n, r_in, r_first, r_whole, whole in rows:
         print(f"n={n}: {r_in:9,.0f} ({r_in / tnt_cpu:.2f}x)  {r_first:9,.0f} "
               f"({r_first / tnt_cpu:.2f}x)  {r_whole:9,.0f} ({r_whole / tnt_cpu:.2f}x);"
               f" whole process wall {whole:.1f} s")
+    figs.save()
     return 0
 
 

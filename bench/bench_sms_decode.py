@@ -25,6 +25,8 @@ from pathlib import Path
 
 import numpy as np
 
+from bench.record import Record
+
 REPO = Path(__file__).resolve().parent.parent
 
 
@@ -49,7 +51,12 @@ def main() -> None:
     ap.add_argument("--reference-timeout", type=int, default=60,
                     help="stop the reference on one lattice after this many seconds (the "
                          "ratio on it is then a lower bound)")
+    ap.add_argument("--quick", action="store_true",
+                    help="5 sentences per band, 10 s of reference time (bench.ab)")
     args = ap.parse_args()
+    if args.quick:
+        args.sentences, args.reference_cap, args.reference_timeout = 5, 10.0, 10
+    figs = Record("bench_sms_decode", quick=args.quick)
     binary = args.models / f"lm.{args.order}.npz"  # `maxarpa convert --binary`: loads at once
     lm = maxarpa.load(binary if binary.exists() else args.models / f"lm.{args.order}.maxarpa")
     records = [json.loads(x) for x in open(args.models / "test.jsonl", encoding="utf-8")]
@@ -132,6 +139,13 @@ def main() -> None:
           f"{args.reference_timeout} s): median {statistics.median(ref):.4f} s, "
           f"total {sum(ref):.2f} s")
     ratios = [b / a for a, b in zip(eng[:k], ref, strict=True)]
+    figs.time("lengths_1_10.median_s", statistics.median(times))
+    figs.time("long.engine_median_s", statistics.median(eng))
+    figs.count("long.iterations_median", statistics.median(its))
+    figs.ratio("long.no_prune/engine_total", sum(noprune) / sum(eng))
+    figs.ratio("long.reference/engine_total", sum(ref) / sum(eng[:k]))
+    figs.ratio("long.reference/engine_median", statistics.median(ratios))
+    figs.ratio("long.loop/decode_many", sum(eng) / t_many)
     print(f"  speed-up engine vs reference: total {sum(ref) / sum(eng[:k]):.1f}x, "
           f"median per lattice {statistics.median(ratios):.1f}x, min {min(ratios):.1f}x  "
           f"(goal >= 10x; censored lattices count as lower bounds)")
@@ -165,6 +179,8 @@ def main() -> None:
     print(f"auto (K in 3, 10, 30, all; {total} lattices): ran the faster method on "
           f"{agree}/{total}; auto total {t_auto:.2f} s vs best-of-both {t_best:.2f} s "
           f"({t_auto / t_best:.2f}x)")
+    figs.ratio("auto/best_of_both", t_auto / t_best)
+    figs.count("auto.ran_faster", agree)
 
     # Goal 3: sampling at length 10, K = 100, time until AR over the last 100 trials >= 20%.
     recs10 = [r for r in records if len(r["words"]) == 10][: args.sentences]
@@ -180,6 +196,10 @@ def main() -> None:
         print(f"sampling to AR-100 >= 20%, length 10, K=100 ({len(stimes)} lattices): median "
               f"{statistics.median(stimes):.3f} s, p95 {pct(stimes, 95):.3f} s, median states "
               f"{statistics.median(sstates):.0f}  (goal: median <= 0.05 s)")
+    if stimes:
+        figs.time("sample.median_s", statistics.median(stimes))
+        figs.count("sample.states_median", statistics.median(sstates))
+    figs.save()
     out = REPO / "work" / "bench" / "bench_sms_decode.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps({"engine_s": eng, "reference_s": ref, "iterations": its,

@@ -65,6 +65,8 @@ from typing import Any, Literal
 
 import numpy as np
 
+from bench.record import Record
+
 REPO = Path(__file__).resolve().parents[1]
 
 Method = Literal["auto", "ars", "full"]
@@ -115,7 +117,10 @@ def vpylm_counts(data: Path, sentences: Sequence[Sequence[str]], depth: int, swe
     """The VPYLM's counts, trained once and cached under `data` (training takes a minute or
     two: a rerun reuses the file), and what the page says about its training."""
     from arsdecode.model.vpylm import VpylmCounts
-    from arsdecode.model.vpylm_train import train_vpylm
+    try:
+        from arsdecode.model.vpylm_train import train_vpylm
+    except ImportError:  # before issue 30 split the trainer out (bench.ab runs old revisions)
+        from arsdecode.model.vpylm import train_vpylm  # type: ignore[attr-defined,no-redef]
 
     path = data / f"vpylm.d{depth}.sweeps{sweeps}.seed{seed}.npz"
     meta_path = Path(f"{path}.json")
@@ -417,7 +422,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--sweeps", type=int, default=5, help="the VPYLM's Gibbs sweeps")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--json", type=Path, default=None, help="save the results here")
+    ap.add_argument("--quick", action="store_true",
+                    help="--per-length 1 --sample-per-length 1 --samples 30 --full-lattices 3 "
+                         "(bench.ab)")
     args = ap.parse_args(argv)
+    if args.quick:
+        args.per_length, args.sample_per_length, args.samples, args.full_lattices = 1, 1, 30, 3
     if "plain" not in args.targets:
         ap.error("--targets must include plain (the baseline of every ratio)")
     for need in ("train.txt", "test.jsonl"):
@@ -438,6 +448,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.json is not None:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps(res, indent=1) + "\n")
+    figs = Record("bench_targets", quick=args.quick,
+                  argv=list(argv) if argv is not None else None)
+    for name, summ in res["summary"].items():
+        for method, d in summ["decode"].items():
+            if name != "plain":
+                figs.ratio(f"{name}.{method}.x_plain_seconds_mean",
+                           d["x_plain"]["seconds_mean"])
+            figs.time(f"{name}.{method}.seconds_mean", d["seconds"]["mean"])
+            figs.count(f"{name}.{method}.states_mean", d["states"]["mean"])
+        if name != "plain":
+            figs.ratio(f"{name}.sample.x_plain_seconds_mean",
+                       summ["sample"]["x_plain"]["seconds_mean"])
+        figs.time(f"{name}.sample.seconds_mean", summ["sample"]["seconds"]["mean"])
+    figs.save()
     ok = all(c["methods_agree"] and c["certified"] == c["decodes"]
              for c in res["checks"].values())
     return 0 if ok else 1

@@ -17,6 +17,8 @@ import statistics
 import time
 from pathlib import Path
 
+from bench.record import Record
+
 REPO = Path(__file__).resolve().parent.parent
 
 
@@ -29,7 +31,10 @@ def main() -> None:
     ap.add_argument("--models", type=Path, default=REPO / "work" / "sms")
     ap.add_argument("--sentences", type=int, default=10)
     ap.add_argument("--order", type=int, default=5)
+    ap.add_argument("--quick", action="store_true", help="one sentence (bench.ab)")
     args = ap.parse_args()
+    if args.quick:
+        args.sentences = 1
     lm = maxarpa.load(args.models / f"lm.{args.order}.maxarpa")
     channel = KeypadChannel.from_vocab(lm.vocab)
     recs = [json.loads(x) for x in open(args.models / "test.jsonl", encoding="utf-8")]
@@ -60,6 +65,13 @@ def main() -> None:
     for key in table["all-edges"]:
         a, b = table["all-edges"][key], table["paper"][key]
         print(f"{key:22}{a:>10.3f}{b:>10.3f}{b / a:>13.2f}")
+    figs = Record("bench_variants", quick=args.quick)
+    for key in table["all-edges"]:
+        figs.ratio(f"paper/all-edges.{key}", table["paper"][key] / table["all-edges"][key])
+    for variant, row in table.items():
+        for key, value in row.items():
+            figs.add(f"{variant}.{key}", value, "time" if key.endswith("_s") else "count")
+    figs.save()
     out = REPO / "work" / "bench" / "bench_variants.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(table, indent=1))
