@@ -50,6 +50,7 @@ character trigram spelling model of the vocabulary in place of the flat penalty 
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
 import unicodedata
@@ -60,6 +61,7 @@ import numpy as np
 
 from arsdecode.errors import ObservationError, OptionError
 from arsdecode.lattice.word_lattice import WordLattice
+from arsdecode.tasks.segment.spelling import SpellingModel, encode
 
 DEFAULT_UNKNOWN_PENALTY_PER_CHAR = 2.5
 """ln weight per character of an unknown-word arc (module docstring: measured on held-out)."""
@@ -161,13 +163,20 @@ def segmentation_lattice(
     unknown_max_length: int = DEFAULT_UNKNOWN_MAX_LENGTH,
     breaks: Collection[int] = frozenset(),
     source: str = "segmentation",
+    spelling: SpellingModel | None = None,
+    spelling_scale: float = 1.0,
+    unknown_word_cost: float = 0.0,
+    boundary_bonus: np.ndarray | None = None,
 ) -> WordLattice:
     """The segmentation lattice of normalised `text` (module docstring): node i is offset i,
     a weight-0 arc per LM word found in the text, a penalised unknown arc per other substring
     of at most `unknown_max_length` characters; no arc crosses an offset in `breaks`.
 
     `max_word_length` caps the in-vocabulary words looked up (default: the longest in the
-    vocabulary). Raises ObservationError for text that is not normalised (use
+    vocabulary). With a `spelling` model an unknown arc weighs `spelling_scale` * ln
+    p_spell(substring) - `unknown_word_cost` instead of the flat penalty (`spelling` module).
+    `boundary_bonus[j]` (ln, one per offset 0..len(text)) is added to every arc ending at j,
+    a bonus (or, negative, a cost) for cutting there (`cues` module). Raises ObservationError for text that is not normalised (use
     `prepare_input` or `normalize_text` first), OptionError for a bad option."""
     if text != normalize_text(text):
         raise ObservationError(f"{source}: the text {text[:40]!r} is not normalised "
@@ -183,11 +192,42 @@ def segmentation_lattice(
                                                                         index.max_length)
     if longest_word < 0:
         raise OptionError(f"max_word_length must be >= 0, not {max_word_length}")
-    return _canonical_lattice(text, index, longest_word, unknown_penalty_per_char,
-                              unknown_max_length, breaks, source)
+    if boundary_bonus is not None and (len(boundary_bonus) != len(text) + 1
+                                       or not np.isfinite(boundary_bonus).all()):
+        raise OptionError(f"boundary_bonus needs {len(text) + 1} finite values (one per "
+                          "offset of the text)")
+    unknown = (_FlatUnknown(unknown_penalty_per_char) if spelling is None
+               else _SpelledUnknown(spelling, spelling_scale, unknown_word_cost))
+    wl = _canonical_lattice(text, index, longest_word, unknown, unknown_max_length, breaks,
+                            source)
+    if boundary_bonus is not None:
+        bonus = np.asarray(boundary_bonus, dtype=np.float64)[wl.dst]
+        wl = dataclasses.replace(wl, log_weights=wl.log_weights + np.where(
+            wl.dst < len(text), bonus, 0.0))
+    return wl
 
 
-def _canonical_lattice(text: str, index: SurfaceIndex, longest_word: int, penalty: float,
+@dataclass(frozen=True)
+class _FlatUnknown:
+    penalty: float
+
+    def log_weights(self, text: str, starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+        return -self.penalty * lengths.astype(np.float64)
+
+
+@dataclass(frozen=True)
+class _SpelledUnknown:
+    model: SpellingModel
+    scale: float
+    per_word: float
+
+    def log_weights(self, text: str, starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+        return self.scale * self.model.unknown_log_p(encode(text), starts, lengths) \
+            - self.per_word
+
+
+def _canonical_lattice(text: str, index: SurfaceIndex, longest_word: int,
+                       unknown: _FlatUnknown | _SpelledUnknown,
                        unknown_max_length: int, breaks: Collection[int],
                        source: str) -> WordLattice:
     """The lattice, made directly in `WordLattice`'s canonical form, which it already has by
@@ -233,7 +273,7 @@ def _canonical_lattice(text: str, index: SurfaceIndex, longest_word: int, penalt
     order = np.argsort(src, kind="stable")
     unknown_words = [text[i:j] for i, j in zip(u_src.tolist(), u_dst.tolist(), strict=True)]
     words = w_words + unknown_words
-    weights = np.concatenate([np.zeros(len(ws)), -penalty * u_len.astype(np.float64)])
+    weights = np.concatenate([np.zeros(len(ws)), unknown.log_weights(text, u_src, u_len)])
     return WordLattice(
         n_nodes=n + 1, finals={n: 0.0}, src=src[order], dst=np.concatenate([wd, u_dst])[order],
         words=tuple(words[k] for k in order.tolist()), log_weights=weights[order],
