@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -34,6 +35,8 @@ from data_prep.prepare_sms import split_heldout
 from data_prep.segment_arpa import mix_unigrams, read_arpa, write_arpa
 
 SHIPPED_NAME = "english.maxarpa.gz"
+MAX_NUMBER = 2100
+_DIGIT_RUN = re.compile(r"[0-9]{2}")
 DEFAULTS = {"order": 3, "words": 250_000, "lam": 0.5}
 """The shipped settings (chosen on the development sets; see the module docstring)."""
 
@@ -58,11 +61,16 @@ def running_text(ewt_dir: Path, data_dir: Path | None) -> Iterator[list[str]]:
 
 def word_list(n_words: int) -> dict[str, float]:
     """wordfreq's `n_words` most frequent English words ("large" list), as surface forms
-    (frequencies of words with one surface summed; pure punctuation dropped)."""
+    (frequencies of words with one surface summed; pure punctuation dropped), and the numbers
+    0..MAX_NUMBER. Why the numbers apart: wordfreq stores a multi-digit number as its digits
+    replaced by zeros ("1985" is listed as "0000"), so a listed word with two digits in a row
+    is such a pattern and is dropped, and each number's own estimate is asked for instead."""
     import wordfreq
 
     out: dict[str, float] = {}
-    for word in wordfreq.top_n_list("en", n_words, wordlist="large"):
+    words = [w for w in wordfreq.top_n_list("en", n_words, wordlist="large")
+             if not _DIGIT_RUN.search(w)]
+    for word in [*words, *map(str, range(MAX_NUMBER + 1))]:
         surface = surface_form(word)
         if surface and len(surface) <= 30:
             out[surface] = out.get(surface, 0.0) + wordfreq.word_frequency(word, "en",

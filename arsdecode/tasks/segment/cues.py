@@ -12,9 +12,10 @@ The cues, at an offset b between characters x = raw[b-1] and y = raw[b]:
   lower-case letter ("HTML|Parser": the last capital of a run starts the next word);
 * digit: one of x, y a digit and the other a letter ("lions|2009", "gr|8").
 
-When the writer used camel case (a piece between breaks with a case cue), a cut between two
-lower-case letters is one the writer did not mark, and costs `unmarked_cut` (the LM still may
-take it: "#TheWhitehouse").
+When the writer used camel case (a piece between breaks with a case cue), a cut before a
+lower-case letter that follows a letter ("Whiteh|ouse", "L|itta") is one the writer did not
+mark, and costs `unmarked` (the LM still may take it: "#TheWhitehouse"). A cut between two digits costs `number`: a writer who runs a
+number into words rarely means two numbers.
 
 `SegmentInput` keeps, for each character of the normalised text, the raw characters it came
 from, so a segmentation is printed in the input's own characters and case ("iPhone For
@@ -36,18 +37,21 @@ DEFAULT_DIGIT_BONUS = 3.0
 """ln bonus of a cut between a letter and a digit."""
 DEFAULT_UNMARKED_CUT = 2.0
 """ln cost of a cut between two lower-case letters in a camel-case piece."""
+DEFAULT_NUMBER_CUT = 4.0
+"""ln cost of a cut between two digits ("1985" is one number, not "19 85")."""
 
 
 @dataclass(frozen=True)
 class CueWeights:
-    """The three ln weights of the writer's hints (all 0: the hints are ignored)."""
+    """The ln weights of the writer's hints (all 0: the hints are ignored)."""
 
     case: float = DEFAULT_CASE_BONUS
     digit: float = DEFAULT_DIGIT_BONUS
     unmarked: float = DEFAULT_UNMARKED_CUT
+    number: float = DEFAULT_NUMBER_CUT
 
 
-NO_CUES = CueWeights(0.0, 0.0, 0.0)
+NO_CUES = CueWeights(0.0, 0.0, 0.0, 0.0)
 
 
 @dataclass(frozen=True)
@@ -119,9 +123,11 @@ class SegmentInput:
                     camel = True
                 if x and y and (x.isdigit() != y.isdigit()) and (x.isalpha() or y.isalpha()):
                     marks[b] += weights.digit
+                elif x.isdigit() and y.isdigit():
+                    marks[b] -= weights.number
             if camel and weights.unmarked:
                 for b in range(1, hi - lo):
-                    if piece[b - 1].islower() and piece[b].islower():
+                    if piece[b].islower() and piece[b - 1].isalpha() and marks[b] == 0:
                         marks[b] -= weights.unmarked
             bonus[lo + 1:hi] = marks[1:hi - lo]
         return bonus

@@ -27,7 +27,7 @@ from arsdecode.lattice.word_lattice import WordLattice
 from arsdecode.methods import dispatch
 from arsdecode.model.interface import ModelLike
 from arsdecode.model.maxarpa_lm import as_target_model
-from arsdecode.tasks.segment.cues import CueWeights, SegmentInput
+from arsdecode.tasks.segment.cues import NO_CUES, CueWeights, SegmentInput
 from arsdecode.tasks.segment.lattice import (
     DEFAULT_UNKNOWN_MAX_LENGTH,
     SurfaceIndex,
@@ -154,7 +154,7 @@ def _segmenter(lm: ModelLike | str | Path | None, options: dict[str, Any]) -> Se
     if not options:
         return base
     if "cues" in options and not isinstance(options["cues"], CueWeights):
-        options = {**options, "cues": CueWeights() if options["cues"] else CueWeights(0, 0, 0)}
+        options = {**options, "cues": CueWeights() if options["cues"] else NO_CUES}
     return base.with_options(**options)
 
 
