@@ -12,8 +12,9 @@ Three kinds of input, each as JSON lines {"input": raw text, "words": the gold w
 * urls: "www." or "http://", 1-3 words run together, ".com" / ".org" / ".net", and half of
   them a path of 1-3 more run-together words ("www.grandjury.org/cityofatlanta"); every
   piece is a gold word ("www", "com", ...);
-* sentences: UD English Web Treebank sentences (its dev or test part: the model trained on its
-  train part), their words (split at spaces, hyphens and slashes) as surface forms run together, lower-cased, punctuation removed.
+* sentences: UD English Web Treebank sentences (its dev or test part: the model trained on
+  its train part), their words (split at spaces, hyphens and slashes) as surface forms run
+  together, lower-cased, punctuation removed.
 
 Dev and test are disjoint: Brown's files alternate (even-numbered files for dev, odd for test)
 and EWT's dev and test parts are separate. Every draw is seeded, so a rebuild is identical.

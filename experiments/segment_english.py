@@ -26,6 +26,7 @@ from experiments import segment_tools
 
 KINDS = ("hashtags", "urls", "sentences")
 ManySegmenter = Callable[[Sequence[str]], list[list[str]]]
+REPO = Path(__file__).resolve().parents[1]
 
 
 def load_sets(folder: Path, part: str) -> dict[str, list[dict]]:
@@ -134,3 +135,74 @@ def reliability(probs: np.ndarray, truth: np.ndarray, bins: int = 10) -> list[di
                         "mean_p": float(probs[m].mean()), "observed": float(truth[m].mean()),
                         "n": int(m.sum())})
     return out
+
+
+def whole_process(tool: str, texts_file: Path, expected: list[list[str]]) -> dict:
+    """Wall seconds of a fresh interpreter segmenting the file, imports and loading included
+    (ours: the `arsdecode segment --file` command with the shipped model, as a user runs it;
+    a tool: `segment_compare --run-tool`); its words must equal the in-process ones."""
+    import subprocess
+    import sys
+    import tempfile
+
+    out_file = Path(tempfile.mkdtemp(prefix="segment_english_")) / "out.txt"
+    if tool == "ours":
+        cmd = [sys.executable, "-m", "arsdecode", "segment", "--file", str(texts_file)]
+    else:
+        cmd = [sys.executable, "-m", "experiments.segment_compare", "--run-tool", tool,
+               "--variant", "shipped", "--in", str(texts_file), "--out", str(out_file)]
+    t0 = time.perf_counter()
+    proc = subprocess.run(cmd, check=True, cwd=REPO, env={"PATH": "/usr/bin:/bin"},
+                          stdout=subprocess.PIPE, text=True)
+    seconds = time.perf_counter() - t0
+    got = (proc.stdout if tool == "ours" else out_file.read_text(encoding="utf-8")).splitlines()
+    if [line.split() for line in got] != expected:
+        raise AssertionError(f"{tool}: the whole-process output differs from the in-process one")
+    chars = sum(len(line.replace(" ", "")) for line in got)
+    return {"seconds": seconds, "chars_per_second": chars / seconds}
+
+
+def run(sets_dir: Path, *, tune: bool, process: bool, limit: int = 0) -> dict:
+    """Everything the page shows: the tools and ours on the test sets (accuracy, F1, speed),
+    whole-process speed on the held-out sentences, the reliability of our cut posteriors on
+    the test sets, and with `tune` the dev-set grids that chose the settings."""
+    import tempfile
+
+    t0 = time.perf_counter()
+    seg = Segmenter()
+    load = time.perf_counter() - t0
+    test = load_sets(sets_dir, "test")
+    if limit:
+        test = {k: v[:limit] for k, v in test.items()}
+    res: dict = {"sets": {k: {"items": len(v), "chars": sum(len(SegmentInput.read(r["input"])
+                                                                 .text) for r in v)}
+                          for k, v in test.items()},
+                 "options": {"cues": vars(seg.options.cues), "spelling_scale":
+                             seg.options.spelling_scale, "unknown_max_length":
+                             seg.options.unknown_max_length}, "rows": []}
+    runs: list[tuple[str, ManySegmenter, float]] = [("ours", our_segmenter(seg), load)]
+    for tool in segment_tools.TOOLS:
+        if segment_tools.available(tool):
+            t0 = time.perf_counter()
+            runs.append((tool, tool_segmenter(tool), time.perf_counter() - t0))
+    text_file = Path(tempfile.mkdtemp(prefix="segment_english_")) / "sentences.txt"
+    text_file.write_text("".join(r["input"] + "\n" for r in test["sentences"]),
+                         encoding="utf-8")
+    for name, segmenter, load_s in runs:
+        row: dict = {"tool": name, "load_seconds": load_s}
+        for kind, rows in test.items():
+            row[kind] = evaluate(segmenter, rows)
+        if process:
+            expected = [[w.lower() for w in words] for words in
+                        segmenter([r["input"] for r in test["sentences"]])]
+            row["process"] = whole_process(name, text_file, expected)
+        res["rows"].append(row)
+    probs, truth = cut_posteriors(seg, [r for rows in test.values() for r in rows])
+    res["reliability"] = reliability(probs, truth)
+    res["brier"] = float(np.mean((probs - truth) ** 2))
+    if tune:
+        dev = load_sets(sets_dir, "dev")
+        res["tune_unknown"] = tune_unknown(seg, dev, flat=(1.5, 2.5, 3.5),
+                                           scales=(0.6, 0.8, 1.0, 1.2), per_word=(0.0,))
+        res["tune_cues"] = tune_cues(seg, dev["hashtags"], grid=(0.0, 1.5, 3.0, 4.5))
+    return res

@@ -74,7 +74,7 @@ def run(args: argparse.Namespace) -> int:
     from arsdecode.api import load_lm, sample
     from arsdecode.lattice.input_files import read_input_text
     from arsdecode.tasks import segment as seg
-    from arsdecode.tasks.segment.segmenter import SEGMENT_LM, SegmentOptions, Segmenter
+    from arsdecode.tasks.segment.segmenter import SEGMENT_LM, Segmenter, SegmentOptions
 
     if (args.text is None) == (args.file is None):
         raise OptionError("give one text, or --file")

@@ -4,10 +4,10 @@ word sequence.
 `segmenter` is the front door (`segment`, `segment_many`: raw text in, words in the writer's
 characters out, with the shipped general-English model); `cues` reads a raw input (hard breaks,
 case and digit hints), `spelling` prices unknown words; `lattice` builds the segmentation
-lattice (every in-vocabulary substring, plus priced unknown-word arcs) and maps a decoded path back to substrings; `evaluation` scores
-segmentations (word-boundary precision, recall, F1; exact sentences); `nbest` gives the K best
-distinct segmentations. Decoding itself is `arsdecode.methods.dag_full` on the lattice, like any
-other word lattice.
+lattice (every in-vocabulary substring, plus priced unknown-word arcs) and maps a decoded path
+back to substrings; `evaluation` scores segmentations (word-boundary precision, recall, F1;
+exact sentences); `nbest` gives the K best distinct segmentations. Decoding itself is
+`arsdecode.methods.dag_full` on the lattice, like any other word lattice.
 """
 
 from arsdecode.tasks.segment.cues import NO_CUES, CueWeights, SegmentInput
@@ -25,8 +25,8 @@ from arsdecode.tasks.segment.lattice import (
 from arsdecode.tasks.segment.nbest import best_segmentations
 from arsdecode.tasks.segment.segmenter import (
     SEGMENT_LM,
-    SegmentOptions,
     Segmenter,
+    SegmentOptions,
     SegmentResult,
     segment,
     segment_many,

@@ -9,13 +9,17 @@ LM decides. Punctuation and spaces stay hard breaks (`lattice.prepare_input`).
 The cues, at an offset b between characters x = raw[b-1] and y = raw[b]:
 
 * case: x lower-case and y upper-case ("iPhone|For"), or x and y capitals followed by a
-  lower-case letter ("HTML|Parser": the last capital of a run starts the next word);
+  lower-case letter ("HTML|Parser": the last capital of a run starts the next word); not
+  after one lower-case letter that starts the piece ("iPhone", "eBay": a prefix by
+  convention, so no bonus there);
 * digit: one of x, y a digit and the other a letter ("lions|2009", "gr|8").
 
-When the writer used camel case (a piece between breaks with a case cue), a cut before a
-lower-case letter that follows a letter ("Whiteh|ouse", "L|itta") is one the writer did not
-mark, and costs `unmarked` (the LM still may take it: "#TheWhitehouse"). A cut between two digits costs `number`: a writer who runs a
-number into words rarely means two numbers.
+When the writer used camel case (a piece between breaks with a case cue), a cut before a lower-
+case letter that follows a letter ("Whiteh|ouse", "L|itta") is one the writer did not mark, and
+costs `unmarked` (the LM still may take it: "#TheWhitehouse"). A cut between two digits costs
+`number`: a writer who runs a number into words rarely means two numbers. Every cut costs
+`cut` besides (a word-insertion penalty, with or without case; 0 by default: it did not help
+on the development sets).
 
 `SegmentInput` keeps, for each character of the normalised text, the raw characters it came
 from, so a segmentation is printed in the input's own characters and case ("iPhone For
@@ -32,13 +36,16 @@ import numpy as np
 from arsdecode.tasks.segment.lattice import _INNER_APOSTROPHE
 
 DEFAULT_CASE_BONUS = 3.0
-"""ln bonus of a cut at a case cue (tuned on the development hashtags; docs/results-segment.md)."""
-DEFAULT_DIGIT_BONUS = 3.0
+"""ln bonus of a cut at a case cue (the weights below: tuned on the development sets,
+docs/results-segment.md, keeping "iPhone", "McFly", "gr8", "h1n1" and "4eva" whole)."""
+DEFAULT_DIGIT_BONUS = 0.25
 """ln bonus of a cut between a letter and a digit."""
-DEFAULT_UNMARKED_CUT = 2.0
+DEFAULT_UNMARKED_CUT = 4.0
 """ln cost of a cut between two lower-case letters in a camel-case piece."""
 DEFAULT_NUMBER_CUT = 4.0
 """ln cost of a cut between two digits ("1985" is one number, not "19 85")."""
+DEFAULT_CUT_COST = 0.0
+"""ln cost of every cut (a word-insertion penalty: fewer, longer words when positive)."""
 
 
 @dataclass(frozen=True)
@@ -49,9 +56,10 @@ class CueWeights:
     digit: float = DEFAULT_DIGIT_BONUS
     unmarked: float = DEFAULT_UNMARKED_CUT
     number: float = DEFAULT_NUMBER_CUT
+    cut: float = DEFAULT_CUT_COST
 
 
-NO_CUES = CueWeights(0.0, 0.0, 0.0, 0.0)
+NO_CUES = CueWeights(0.0, 0.0, 0.0, 0.0, 0.0)
 
 
 @dataclass(frozen=True)
@@ -119,8 +127,9 @@ class SegmentInput:
                 nxt = piece[b + 1] if b + 1 < len(piece) else ""
                 if (x.islower() and y.isupper()) or (x.isupper() and y.isupper()
                                                        and nxt.islower()):
-                    marks[b] += weights.case
                     camel = True
+                    if b > 1 or not x.islower():  # "i|Phone", "e|Bay": a prefix, no cue
+                        marks[b] += weights.case
                 if x and y and (x.isdigit() != y.isdigit()) and (x.isalpha() or y.isalpha()):
                     marks[b] += weights.digit
                 elif x.isdigit() and y.isdigit():
@@ -129,5 +138,5 @@ class SegmentInput:
                 for b in range(1, hi - lo):
                     if piece[b].islower() and piece[b - 1].isalpha() and marks[b] == 0:
                         marks[b] -= weights.unmarked
-            bonus[lo + 1:hi] = marks[1:hi - lo]
+            bonus[lo + 1:hi] = marks[1:hi - lo] - weights.cut
         return bonus

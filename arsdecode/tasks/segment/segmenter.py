@@ -38,6 +38,8 @@ from arsdecode.tasks.segment.spelling import DEFAULT_PER_WORD, DEFAULT_SCALE, Sp
 
 SEGMENT_LM = Path(__file__).resolve().parents[2] / "data" / "segment" / "english.maxarpa.gz"
 """The shipped general-English segmentation model (arsdecode/data/segment/README.md)."""
+SEGMENT_SPELLING = SEGMENT_LM.with_name("spelling.npz")
+"""The spelling model of its vocabulary, trained once at build time (as `Segmenter` would)."""
 
 
 @dataclass(frozen=True)
@@ -82,12 +84,16 @@ class Segmenter:
                  options: SegmentOptions | None = None) -> None:
         import maxarpa
 
-        if lm is None or isinstance(lm, (str, Path)):
-            lm = maxarpa.load(SEGMENT_LM if lm is None else lm)
+        self._spelling: SpellingModel | None = None
+        if lm is None:
+            lm = maxarpa.load(SEGMENT_LM)
+            if SEGMENT_SPELLING.is_file():
+                self._spelling = SpellingModel.load(SEGMENT_SPELLING)
+        elif isinstance(lm, (str, Path)):
+            lm = maxarpa.load(lm)
         self.lm = lm
         self.options = options or SegmentOptions()
         self.index = SurfaceIndex.of_model(lm)
-        self._spelling: SpellingModel | None = None
 
     @property
     def spelling(self) -> SpellingModel:
