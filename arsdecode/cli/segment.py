@@ -74,7 +74,13 @@ def run(args: argparse.Namespace) -> int:
     from arsdecode.api import load_lm, sample
     from arsdecode.lattice.input_files import read_input_text
     from arsdecode.tasks import segment as seg
-    from arsdecode.tasks.segment.segmenter import SEGMENT_LM, Segmenter, SegmentOptions
+    from arsdecode.tasks.segment.segmenter import (
+        SEGMENT_LM,
+        SEGMENT_SPELLING,
+        Segmenter,
+        SegmentOptions,
+    )
+    from arsdecode.tasks.segment.spelling import SpellingModel
 
     if (args.text is None) == (args.file is None):
         raise OptionError("give one text, or --file")
@@ -91,7 +97,8 @@ def run(args: argparse.Namespace) -> int:
     if args.no_cues:
         options = SegmentOptions(cues=seg.NO_CUES, unknown_penalty=options.unknown_penalty,
                                  unknown_max_length=options.unknown_max_length)
-    segmenter = Segmenter(lm, options)
+    shipped = None if args.lm is not None else SpellingModel.load(SEGMENT_SPELLING)
+    segmenter = Segmenter(lm, options, spelling=shipped)
     texts = ([args.text] if args.file is None
              else read_input_text(args.file, "text").splitlines())
     if args.nbest is None and args.sample is None:

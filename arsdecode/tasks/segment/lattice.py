@@ -46,7 +46,11 @@ a little under ln 26 = 3.3, the cost of spelling a word letter by letter. A fixe
 unknown word (4 or 8, on top of the LM's <unk>) did not help (F1 <= 0.9884), so there is one
 parameter. Unknown arcs of at most 8 characters lose 0.001 F1, 16 gain nothing over 12. A
 character trigram spelling model of the vocabulary in place of the flat penalty (scaled 0.6 to
-1.5) did worse at order 3 (F1 0.9835-0.9884 against 0.9895), so the flat penalty stays.
+1.5) did worse at order 3 (F1 0.9835-0.9884 against 0.9895), so the flat penalty stays the
+default here. `segmenter.Segmenter` (issue 33: the shipped general-English model, where
+unknown names are common) passes `spelling` instead: there the spelling model with a fixed
+unknown-word bonus matched or beat the flat penalty on the development sets
+(docs/results-segment.md).
 """
 
 from __future__ import annotations

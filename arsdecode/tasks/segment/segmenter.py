@@ -78,16 +78,19 @@ class SegmentResult:
 
 
 class Segmenter:
-    """A model ready to segment: `lm` a loaded model (or a path; None: the shipped one)."""
+    """A model ready to segment: `lm` a loaded model (or a path; None: the shipped one);
+    `spelling` the spelling model of its vocabulary if already at hand (the shipped model's is
+    loaded with it; any other is trained on first use)."""
 
     def __init__(self, lm: ModelLike | str | Path | None = None,
-                 options: SegmentOptions | None = None) -> None:
+                 options: SegmentOptions | None = None,
+                 spelling: SpellingModel | None = None) -> None:
         import maxarpa
 
-        self._spelling: SpellingModel | None = None
+        self._spelling = spelling
         if lm is None:
             lm = maxarpa.load(SEGMENT_LM)
-            if SEGMENT_SPELLING.is_file():
+            if spelling is None and SEGMENT_SPELLING.is_file():
                 self._spelling = SpellingModel.load(SEGMENT_SPELLING)
         elif isinstance(lm, (str, Path)):
             lm = maxarpa.load(lm)
