@@ -25,6 +25,11 @@ from data_prep.segment_devsets import read_set
 from experiments import segment_tools
 
 KINDS = ("hashtags", "urls", "sentences")
+EXAMPLES = ("#iPhoneForAlonis", "lions2009", "HsvTweetup", "LemonTree", "vegas", "Liverpool",
+            "twins", "bittorrent", "firefox", "earthquake", "eurovision", "heartballoon",
+            "camerafail", "jonaslive", "iPhone", "McFly", "JavaONE", "PowerBook", "gr8", "h1n1",
+            "a11y", "4eva")
+"""The issue's examples: its errors of the old model, and the words its hints must not split."""
 ManySegmenter = Callable[[Sequence[str]], list[list[str]]]
 REPO = Path(__file__).resolve().parents[1]
 
@@ -199,6 +204,7 @@ def run(sets_dir: Path, *, tune: bool, process: bool, limit: int = 0) -> dict:
                         segmenter([r["input"] for r in test["sentences"]])]
             row["process"] = whole_process(name, text_file, expected)
         res["rows"].append(row)
+    res["examples"] = {r.input: r.words for r in seg.segment_many(EXAMPLES)}
     probs, truth = cut_posteriors(seg, [r for rows in test.values() for r in rows])
     res["reliability"] = reliability(probs, truth)
     res["brier"] = float(np.mean((probs - truth) ** 2))

@@ -95,7 +95,7 @@ def render(res: dict, img_dir: Path, img_link: str) -> str:
         "unigrams are 0.3 of its own and 0.7 of wordfreq's 250,000 most frequent English "
         "words), unknown words priced by the character-trigram spelling model of the "
         f"vocabulary (scale {o['spelling_scale']:g}, unknown-word bonus "
-        f"{-o['unknown_word_cost']:g}), case cues +{cues['case']:g}, letter-digit cues "
+        f"{0.0 - o['unknown_word_cost'] + 0.0:g}), case cues +{cues['case']:g}, letter-digit cues "
         f"+{cues['digit']:g}, unmarked cuts in camel case -{cues['unmarked']:g}, cuts "
         f"inside a number -{cues['number']:g} (ln).",
         "",
@@ -140,6 +140,22 @@ def render(res: dict, img_dir: Path, img_link: str) -> str:
                     f"{t['f1']:.4f}"] for t in _cue_rows(e["tune_cues"])]),
             "",
         ]
+    if "examples" in e:
+        out += [
+            "## The issue's examples",
+            "",
+            "Its errors of the old model, and single words whose case or digits a hard rule "
+            "would split. The hints are soft, so the model decides: \"JavaONE\", "
+            "\"PowerBook\" and \"a11y\" come out split when the model prefers two known "
+            "words (or a number between letters) to one word it has never seen -- the "
+            "evidence of case alone cannot tell \"PowerBook\" from \"LemonTree\".",
+            "",
+            table(["input", "ours"], [[f"`{raw}`", " ".join(words)]
+                                      for raw, words in e["examples"].items()]),
+            "",
+        ]
+    out += ["Issue 21's comparison on the SMS held-out text (the State of the Union model) is "
+            "`python -m experiments.segment_compare --sms --data work/sms --doc OUT.md`.", ""]
     out += ["## Reproduce", "", "```bash", res["command"], "```", "",
             f"Machine: {platform.machine()}, Python {platform.python_version()}.", ""]
     return "\n".join(out)
@@ -149,7 +165,7 @@ def _unknown_label(t: dict) -> str:
     if t.get("unknown_penalty") is not None:
         return f"flat, ln -{t['unknown_penalty']:g} per character"
     return (f"spelling, scale {t['spelling_scale']:g}, bonus "
-            f"{-t['unknown_word_cost']:g}")
+            f"{0.0 - t['unknown_word_cost'] + 0.0:g}")
 
 
 def _cue_rows(grid: list[dict]) -> list[dict]:

@@ -40,7 +40,7 @@ DEFAULT_CASE_BONUS = 3.0
 docs/results-segment.md, keeping "iPhone", "McFly", "gr8", "h1n1" and "4eva" whole)."""
 DEFAULT_DIGIT_BONUS = 0.25
 """ln bonus of a cut between a letter and a digit."""
-DEFAULT_UNMARKED_CUT = 4.0
+DEFAULT_UNMARKED_CUT = 3.0
 """ln cost of a cut between two lower-case letters in a camel-case piece."""
 DEFAULT_NUMBER_CUT = 4.0
 """ln cost of a cut between two digits ("1985" is one number, not "19 85")."""
