@@ -33,6 +33,8 @@ _EXPORTS = {
         "MarginalsResult", "TagResult", "weighted", "interpolate", "loglinear",
         "lattice_posteriors")},
     "Lattice": "arsdecode.lattice",
+    **{name: "arsdecode.tasks.segment.segmenter" for name in (
+        "segment", "segment_many", "SegmentResult")},
     "WordLattice": "arsdecode.lattice",
     **{name: "arsdecode.errors" for name in (
         "ArgumentError", "ArsDecodeError", "AutomatonError", "LatticeError", "ModelError",
@@ -73,6 +75,7 @@ if TYPE_CHECKING:
         TargetError,
     )
     from arsdecode.lattice import Lattice, WordLattice
+    from arsdecode.tasks.segment.segmenter import SegmentResult, segment, segment_many
 
 
 def __getattr__(name: str) -> Any:
@@ -121,3 +124,4 @@ __all__ = [
     "tag",
     "weighted",
 ]
+__all__ += ["SegmentResult", "segment", "segment_many"]  # issue 33

@@ -1,5 +1,16 @@
-"""Exact word segmentation against the segmenters people use (issue 21); writes
-docs/results-segment.md and its plot (docs/img/segment/).
+"""Exact word segmentation against the segmenters people use (issues 21, 33); writes
+docs/results-segment.md and its plots (docs/img/segment/).
+
+By default (issue 33) the shipped general-English model against the three tools as shipped on
+the test sets of `data_prep.segment_devsets` (hashtags, URLs, held-out sentences), speed in
+process and whole process, the reliability of the boundary posteriors, and with --tune the
+dev-set grids that chose the settings (`experiments/segment_english.py` measures,
+`experiments/segment_report.py` renders):
+
+    python -m data_prep.segment_devsets --out work/segment/sets
+    python -m experiments.segment_compare --sets work/segment/sets --tune
+
+With --sms, issue 21's comparison on the SMS held-out text (below) instead, into --doc.
 
 Test text: the SMS held-out sentences of data_prep.prepare_sms (state_union split, never seen
 by lm.N.arpa), spaces and punctuation removed, lower-cased; the reference segmentation is the
@@ -18,7 +29,7 @@ exact sentences. Speed: characters per second, in-process (segmenting only: the 
 dictionary is loaded before the clock starts) and whole process (a fresh interpreter started on
 the text file, loading included), measured in the same run.
 
-    python -m experiments.segment_compare --data work/sms [--sentences 200]
+    python -m experiments.segment_compare --sms --data work/sms --doc OUT.md [--sentences 200]
     python -m experiments.segment_compare --data work/sms --tune
     python -m experiments.segment_compare --render-only
 """
@@ -250,6 +261,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--doc", type=Path, default=DOC)
     ap.add_argument("--img", type=Path, default=IMG)
     ap.add_argument("--render-only", action="store_true")
+    ap.add_argument("--sms", action="store_true", help="issue 21's SMS held-out comparison")
+    ap.add_argument("--sets", type=Path, default=REPO / "work" / "segment" / "sets",
+                    help="data_prep.segment_devsets output (dev.* and test.* JSON lines)")
+    ap.add_argument("--limit", type=int, default=0, help="first N items of each test set")
     ap.add_argument("--run-tool", help=argparse.SUPPRESS)
     ap.add_argument("--variant", help=argparse.SUPPRESS)
     ap.add_argument("--in", dest="in_file", help=argparse.SUPPRESS)
@@ -257,6 +272,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = ap.parse_args(argv)
     if args.run_tool:
         return run_tool(args)
+    if not args.sms:
+        return english(args, argv)
     from experiments.report.segment import render
 
     if args.render_only:
@@ -272,6 +289,26 @@ def main(argv: Sequence[str] | None = None) -> int:
         res["compare"] = compare(args, test)
         args.results.parent.mkdir(parents=True, exist_ok=True)
         args.results.write_text(json.dumps(res, indent=1) + "\n", encoding="utf-8")
+    args.doc.write_text(render(res, args.img, "img/segment"), encoding="utf-8")
+    say(f"wrote {args.doc}")
+    return 0
+
+
+def english(args: argparse.Namespace, argv: Sequence[str] | None) -> int:
+    """Issue 33's page: measure (unless --render-only) and render."""
+    from experiments import segment_english
+    from experiments.segment_report import render
+
+    results = args.results.with_name("results-english.json")
+    if args.render_only:
+        res = json.loads(results.read_text(encoding="utf-8"))
+    else:
+        res = {"command": "python -m experiments.segment_compare "
+                          + shlex.join(argv if argv is not None else sys.argv[1:]),
+               "english": segment_english.run(args.sets, tune=args.tune,
+                                              process=not args.no_process, limit=args.limit)}
+        results.parent.mkdir(parents=True, exist_ok=True)
+        results.write_text(json.dumps(res, indent=1) + "\n", encoding="utf-8")
     args.doc.write_text(render(res, args.img, "img/segment"), encoding="utf-8")
     say(f"wrote {args.doc}")
     return 0

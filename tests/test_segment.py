@@ -254,8 +254,8 @@ def test_the_comparison_runs_end_to_end_on_a_tiny_set(tmp_path):
     with gzip.open(_embedded(), "rb") as src, open(data / "lm.5.maxarpa", "wb") as dst:
         shutil.copyfileobj(src, dst)
     doc = tmp_path / "page.md"
-    rc = segment_compare.main(["--data", str(data), "--orders", "5", "--dev-sentences", "2",
-                               "--tune", "--results",
+    rc = segment_compare.main(["--sms", "--data", str(data), "--orders", "5",
+                               "--dev-sentences", "2", "--tune", "--results",
                                str(tmp_path / "r.json"), "--doc", str(doc), "--img",
                                str(tmp_path / "img")])
     assert rc == 0

@@ -1,6 +1,8 @@
-"""`arsdecode segment` (issue 21): the exact segmentation, its n-best and samples, on the
-embedded 5-gram; the answer equals brute force over every segmentation of a short text (each
-scored by the model's own walk plus the lattice's unknown-word penalties); one-line errors."""
+"""`arsdecode segment` (issues 21, 33): the exact segmentation, its n-best and samples; on the
+embedded 5-gram with the flat penalty and no cues (--lm, --unknown-penalty, --no-cues) the
+answer equals brute force over every segmentation of a short text (each scored by the model's
+own walk plus the lattice's unknown-word penalties); with the shipped general-English model
+the words keep the input's case; one-line errors."""
 
 from __future__ import annotations
 
@@ -23,7 +25,8 @@ def lm():
 
 def test_segment_is_the_brute_force_best(lm, capsys):
     text = "godblesstheunion"
-    code, out, err = _cli(capsys, "segment", text, "--json", "--max-unknown-length", "3")
+    code, out, err = _cli(capsys, "segment", text, "--json", "--max-unknown-length", "3",
+                          "--lm", str(DEFAULT_LM), "--unknown-penalty", "2.5", "--no-cues")
     assert code == 0, err
     got = json.loads(out)
     # The same lattice, every path scored by the model's own walk on the whole history.
@@ -49,6 +52,8 @@ def test_nbest_sample_file_and_blank_lines(lm, tmp_path, capsys):
     src.write_text("#StateOfTheUnion\n\nthisisatest\n")
     code, out, err = _cli(capsys, "segment", "--file", str(src))
     assert code == 0, err
+    assert out.splitlines() == ["State Of The Union", "", "this is a test"]
+    code, out, err = _cli(capsys, "segment", "--file", str(src), "--lower")
     assert out.splitlines() == ["state of the union", "", "this is a test"]
     assert all(math.isfinite(s["log_p"]) for s in segs)
 

@@ -13,7 +13,8 @@ is reached through its surface form "dont" (`surface_form`); two LM words with o
 ("its", "it's") are parallel arcs, and the LM's context chooses. A raw input keeps what its
 writer already told us: `prepare_input` records where spaces or punctuation stood as `breaks`,
 offsets no arc may cross (an apostrophe inside a word is not one). So "#ThisIsATest" is
-"thisisatest" with no break (the case is dropped, camel case is not used as a hint), and
+"thisisatest" with no break (the case is dropped here; `cues.SegmentInput` reads the same
+input keeping its case, and turns camel case and digits into soft bonuses), and
 "www.bestbuy.com/deals" is "wwwbestbuycomdeals" with breaks after "www", "bestbuy" and
 "com": only "bestbuy" is segmented inside.
 
@@ -45,11 +46,16 @@ a little under ln 26 = 3.3, the cost of spelling a word letter by letter. A fixe
 unknown word (4 or 8, on top of the LM's <unk>) did not help (F1 <= 0.9884), so there is one
 parameter. Unknown arcs of at most 8 characters lose 0.001 F1, 16 gain nothing over 12. A
 character trigram spelling model of the vocabulary in place of the flat penalty (scaled 0.6 to
-1.5) did worse at order 3 (F1 0.9835-0.9884 against 0.9895), so the flat penalty stays.
+1.5) did worse at order 3 (F1 0.9835-0.9884 against 0.9895), so the flat penalty stays the
+default here. `segmenter.Segmenter` (issue 33: the shipped general-English model, where
+unknown names are common) passes `spelling` instead: there the spelling model with a fixed
+unknown-word bonus matched or beat the flat penalty on the development sets
+(docs/results-segment.md).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
 import unicodedata
@@ -60,6 +66,7 @@ import numpy as np
 
 from arsdecode.errors import ObservationError, OptionError
 from arsdecode.lattice.word_lattice import WordLattice
+from arsdecode.tasks.segment.spelling import SpellingModel, encode
 
 DEFAULT_UNKNOWN_PENALTY_PER_CHAR = 2.5
 """ln weight per character of an unknown-word arc (module docstring: measured on held-out)."""
@@ -132,14 +139,20 @@ class SurfaceIndex:
         for word in vocabulary:
             if word in SPECIAL_TOKENS:
                 continue
-            surface = surface_form(word)
+            # an ASCII word of lower-case letters and digits is its own surface form (the
+            # common case, and NFKC is the slow part of indexing 250,000 words)
+            plain = word.isascii() and word.isalnum() and (word.islower() or word.isdigit())
+            surface = word if plain else surface_form(word)
             if surface:
-                entry = by_surface.setdefault(surface, [])
-                if word not in entry:
+                entry = by_surface.get(surface)
+                if entry is None:
+                    by_surface[surface] = [word]
+                elif word not in entry:
                     entry.append(word)
+        surfaces = list(by_surface)
         return cls({s: tuple(ws) for s, ws in by_surface.items()},
-                   max((len(s) for s in by_surface), default=0),
-                   frozenset(s[:k] for s in by_surface for k in range(1, len(s) + 1)))
+                   max(map(len, surfaces), default=0),
+                   frozenset(s[:k] for s in surfaces for k in range(1, len(s) + 1)))
 
     @classmethod
     def of_model(cls, lm: object) -> SurfaceIndex:
@@ -161,14 +174,22 @@ def segmentation_lattice(
     unknown_max_length: int = DEFAULT_UNKNOWN_MAX_LENGTH,
     breaks: Collection[int] = frozenset(),
     source: str = "segmentation",
+    spelling: SpellingModel | None = None,
+    spelling_scale: float = 1.0,
+    unknown_word_cost: float = 0.0,
+    boundary_bonus: np.ndarray | None = None,
 ) -> WordLattice:
     """The segmentation lattice of normalised `text` (module docstring): node i is offset i,
     a weight-0 arc per LM word found in the text, a penalised unknown arc per other substring
     of at most `unknown_max_length` characters; no arc crosses an offset in `breaks`.
 
     `max_word_length` caps the in-vocabulary words looked up (default: the longest in the
-    vocabulary). Raises ObservationError for text that is not normalised (use
-    `prepare_input` or `normalize_text` first), OptionError for a bad option."""
+    vocabulary). With a `spelling` model an unknown arc weighs `spelling_scale` * ln
+    p_spell(substring) - `unknown_word_cost` instead of the flat penalty (`spelling` module).
+    `boundary_bonus[j]` (ln, one per offset 0..len(text)) is added to every arc ending at j, a
+    bonus (or, negative, a cost) for cutting there (`cues` module). Raises ObservationError for
+    text that is not normalised (use `prepare_input` or `normalize_text` first), OptionError
+    for a bad option."""
     if text != normalize_text(text):
         raise ObservationError(f"{source}: the text {text[:40]!r} is not normalised "
                                "(lower-case letters and digits only; see prepare_input)")
@@ -183,11 +204,42 @@ def segmentation_lattice(
                                                                         index.max_length)
     if longest_word < 0:
         raise OptionError(f"max_word_length must be >= 0, not {max_word_length}")
-    return _canonical_lattice(text, index, longest_word, unknown_penalty_per_char,
-                              unknown_max_length, breaks, source)
+    if boundary_bonus is not None and (len(boundary_bonus) != len(text) + 1
+                                       or not np.isfinite(boundary_bonus).all()):
+        raise OptionError(f"boundary_bonus needs {len(text) + 1} finite values (one per "
+                          "offset of the text)")
+    unknown = (_FlatUnknown(unknown_penalty_per_char) if spelling is None
+               else _SpelledUnknown(spelling, spelling_scale, unknown_word_cost))
+    wl = _canonical_lattice(text, index, longest_word, unknown, unknown_max_length, breaks,
+                            source)
+    if boundary_bonus is not None:
+        bonus = np.asarray(boundary_bonus, dtype=np.float64)[wl.dst]
+        wl = dataclasses.replace(wl, log_weights=wl.log_weights + np.where(
+            wl.dst < len(text), bonus, 0.0))
+    return wl
 
 
-def _canonical_lattice(text: str, index: SurfaceIndex, longest_word: int, penalty: float,
+@dataclass(frozen=True)
+class _FlatUnknown:
+    penalty: float
+
+    def log_weights(self, text: str, starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+        return -self.penalty * lengths.astype(np.float64)
+
+
+@dataclass(frozen=True)
+class _SpelledUnknown:
+    model: SpellingModel
+    scale: float
+    per_word: float
+
+    def log_weights(self, text: str, starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+        return self.scale * self.model.unknown_log_p(encode(text), starts, lengths) \
+            - self.per_word
+
+
+def _canonical_lattice(text: str, index: SurfaceIndex, longest_word: int,
+                       unknown: _FlatUnknown | _SpelledUnknown,
                        unknown_max_length: int, breaks: Collection[int],
                        source: str) -> WordLattice:
     """The lattice, made directly in `WordLattice`'s canonical form, which it already has by
@@ -233,7 +285,7 @@ def _canonical_lattice(text: str, index: SurfaceIndex, longest_word: int, penalt
     order = np.argsort(src, kind="stable")
     unknown_words = [text[i:j] for i, j in zip(u_src.tolist(), u_dst.tolist(), strict=True)]
     words = w_words + unknown_words
-    weights = np.concatenate([np.zeros(len(ws)), -penalty * u_len.astype(np.float64)])
+    weights = np.concatenate([np.zeros(len(ws)), unknown.log_weights(text, u_src, u_len)])
     return WordLattice(
         n_nodes=n + 1, finals={n: 0.0}, src=src[order], dst=np.concatenate([wd, u_dst])[order],
         words=tuple(words[k] for k in order.tolist()), log_weights=weights[order],

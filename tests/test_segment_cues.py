@@ -1,0 +1,135 @@
+"""Issue 33, the lattice side: the writer's hints as soft evidence, the spelling model of unknown
+words, and the boundary posteriors -- each checked against an independent computation (brute
+force over every path of a small lattice, a scalar loop over characters)."""
+
+from __future__ import annotations
+
+import math
+import random
+
+import numpy as np
+import pytest
+
+import maxarpa
+from arsdecode.api import DEFAULT_LM
+from arsdecode.tasks.segment import (
+    NO_CUES,
+    CueWeights,
+    Segmenter,
+    SegmentInput,
+    SegmentOptions,
+    SpellingModel,
+    SurfaceIndex,
+    segmentation_lattice,
+    segmentation_words,
+)
+from arsdecode.tasks.segment.evaluation import boundaries
+from arsdecode.tasks.segment.spelling import BOUNDARY, encode
+from arsdecode.testing.brute_dag import brute_dag_model
+
+
+@pytest.fixture(scope="module")
+def sotu():
+    """The small embedded State of the Union model: the brute-force checks need few words."""
+    return maxarpa.load(DEFAULT_LM)
+
+
+def test_reading_keeps_the_raw_characters_breaks_and_case():
+    s = SegmentInput.read("#iPhoneFor Alonis!")
+    assert s.text == "iphoneforalonis" and s.breaks == frozenset({9})
+    assert s.words(["iphone", "for", "alonis"]) == ["iPhone", "For", "Alonis"]
+    assert s.words(["iphone", "for", "alonis"], lower=True) == ["iphone", "for", "alonis"]
+    s = SegmentInput.read("Don'tStop")
+    assert s.text == "dontstop" and s.breaks == frozenset()
+    assert s.words(["dont", "stop"]) == ["Don't", "Stop"]
+    assert SegmentInput.read("...").text == ""
+
+
+def test_cues_mark_case_and_digit_transitions_only():
+    w = CueWeights(case=3.0, digit=2.0, unmarked=1.0, number=4.0)
+    bonus = SegmentInput.read("iPhoneForAlonis").cue_bonus(w)
+    assert len(bonus) == 16 and bonus[0] == bonus[15] == 0
+    assert bonus[6] == bonus[9] == 3.0  # iPhone|For|Alonis
+    assert bonus[1] == 0.0  # "i|Phone": one lower-case letter first is a prefix, no cue
+    # unmarked cuts inside camel-case words, after a capital too ("P|hone")
+    assert bonus[2] == bonus[3] == bonus[10] == -1.0
+    bonus = SegmentInput.read("HTMLParser").cue_bonus(w)
+    assert bonus[4] == 3.0 and bonus[2] == 0.0  # HTML|Parser; inside the capitals: free
+    bonus = SegmentInput.read("lions2009").cue_bonus(w)
+    assert bonus[5] == 2.0 and bonus[6] == bonus[7] == bonus[8] == -4.0
+    assert bonus[1] == 0.0  # no case in the input: no camel-case costs
+    assert not SegmentInput.read("iPhoneFor").cue_bonus(NO_CUES).any()
+    bonus = SegmentInput.read("ab.Cd").cue_bonus(w)
+    assert bonus[2] == 0.0  # a break is no cue: every path cuts there
+
+
+def test_cue_bonuses_are_exactly_the_brute_force_path_scores(sotu):
+    """Each path's ln score is the LM's plus its unknown costs plus the bonuses of its cuts."""
+    raw = "TheNation"
+    s = SegmentInput.read(raw)
+    w = CueWeights(2.0, 1.0, 0.5, 1.0)
+    bonus = s.cue_bonus(w)
+    plain = segmentation_lattice(s.text, SurfaceIndex.of_model(sotu), unknown_max_length=3)
+    cued = segmentation_lattice(s.text, SurfaceIndex.of_model(sotu), unknown_max_length=3,
+                                boundary_bonus=bonus)
+    a, b = brute_dag_model(sotu, plain), brute_dag_model(sotu, cued)
+    assert a.words == b.words
+    for words, lp_plain, lp_cued in zip(a.words, a.log_p, b.log_p, strict=True):
+        cuts = boundaries(segmentation_words(words, s.text))
+        assert lp_cued == pytest.approx(lp_plain + sum(bonus[c] for c in cuts), abs=1e-9)
+
+
+def test_boundary_posteriors_equal_brute_force(sotu):
+    seg = Segmenter(sotu, SegmentOptions(cues=CueWeights(1.0, 1.0, 0.5, 1.0),
+                                         unknown_max_length=3))
+    for raw in ("GodBless", "theunion", "war1941"):
+        s = SegmentInput.read(raw)
+        res = seg.segment(raw, posteriors=True)
+        brute = brute_dag_model(sotu, seg.lattice(s))
+        z = np.logaddexp.reduce(brute.log_p)
+        want = np.zeros(len(s.text) + 1)
+        for words, lp in zip(brute.words, brute.log_p, strict=True):
+            for c in boundaries(segmentation_words(words, s.text)):
+                want[c] += math.exp(lp - z)
+        assert res.boundary_posteriors is not None
+        assert np.allclose(res.boundary_posteriors, want[1:len(s.text)], atol=1e-9), raw
+        assert res.log_p == pytest.approx(brute.best_log_p, abs=1e-9)
+        best = [segmentation_words(w, s.text) for w, lp in zip(brute.words, brute.log_p,
+                                                               strict=True)
+                if lp >= brute.best_log_p - 1e-9]  # exact ties ("19 41", "1 941") included
+        assert [w.lower() for w in res.words] in best
+
+
+def test_spelling_model_is_normalised_and_scores_like_a_character_loop():
+    words = ["the", "then", "hen", "dog", "dogs", "going", "2009", "gr8"]
+    m = SpellingModel.train(words)
+    assert np.allclose(np.exp(m.log_p).sum(axis=2), 1.0)
+    rng = random.Random(3)
+    text = "".join(rng.choice("abcdefghijklmnopqrstuvwxyz0123456789é") for _ in range(30))
+    codes = encode(text)
+    starts = np.array([rng.randrange(20) for _ in range(40)])
+    lengths = np.array([rng.randrange(1, 10) for _ in range(40)])
+    got = m.unknown_log_p(codes, starts, lengths)
+    for g, i, n in zip(got, starts, lengths, strict=True):
+        seq = [BOUNDARY, BOUNDARY, *codes[i:i + n].tolist(), BOUNDARY]
+        want = sum(m.log_p[seq[k - 2], seq[k - 1], seq[k]] for k in range(2, len(seq)))
+        assert g == pytest.approx(want, abs=1e-12)
+    word_like, noise = (m.unknown_log_p(encode(w), np.array([0]), np.array([len(w)]))[0]
+                        for w in ("thens", "xqzj8"))
+    assert word_like > noise + 5
+
+
+def test_spelled_unknown_arcs_and_bonus_validation(sotu):
+    index = SurfaceIndex.of_model(sotu)
+    m = SpellingModel.train(index.words)
+    wl = segmentation_lattice("qzx", index, spelling=m, spelling_scale=0.5,
+                              unknown_word_cost=1.0, unknown_max_length=3)
+    arc = [k for k, w in enumerate(wl.words) if w == "qzx"][0]
+    want = 0.5 * m.unknown_log_p(encode("qzx"), np.array([0]), np.array([3]))[0] - 1.0
+    assert wl.log_weights[arc] == pytest.approx(want)
+    from arsdecode.errors import OptionError
+
+    with pytest.raises(OptionError, match="boundary_bonus"):
+        segmentation_lattice("abc", index, boundary_bonus=np.zeros(3))
+    with pytest.raises(OptionError, match="boundary_bonus"):
+        segmentation_lattice("abc", index, boundary_bonus=np.array([0, np.inf, 0, 0]))
