@@ -115,7 +115,7 @@ def _edge_slots(block: Block) -> np.ndarray:
     the states before it)."""
     assert block.starts is not None
     counts = np.diff(np.r_[block.starts, len(block.weight)])
-    return np.arange(len(block.weight)) + np.repeat(np.arange(len(block.stop)), counts) + 1
+    return np.arange(len(block.weight)) + np.repeat(np.arange(len(block.starts)), counts) + 1
 
 
 def backward(graph: Graph, semiring: type[Semiring],
