@@ -1,0 +1,141 @@
+"""Tagging by order (issue 34, "Tagging at high order"): where a `tag --file` run's CPU goes.
+
+Why a bench of its own: bench_pos measures every method and checks against the numpy DP, which
+takes minutes per order; this one answers the issue's question in one short run: per order,
+the whole process `arsdecode tag --file` against NLTK TnT in this process on the same
+sentences (CPU seconds, so the ratio holds on a loaded machine), and the stages of the same
+work in process (model load, flattening the lattices, the compiled DP's first call, which
+fills the transition cache, and a warm second call) with the DP's counts per token: merged
+states, (state, candidate) pairs, candidates, transitions computed. Each whole-process run
+must print the same tags as the in-process call.
+
+The sentences: the first --sentences of the UD English Web Treebank test set (out of domain
+for the WSJ-trained models), as bench_pos --test ewt writes them; the models: data_prep.pos_data
+--out DIR (tags.N.npz, emissions.json.gz, train.tsv).
+
+Usage: python -m bench.bench_pos_orders [--pos-dir work/pos] [--orders 3 5 7 9]
+                                        [--sentences 1500] [--repeat 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import resource
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def child_cpu(cmd: list[str], cwd: Path) -> tuple[str, float, int]:
+    """stdout, user + system CPU seconds and peak RSS (KiB) of a fresh process."""
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True, cwd=cwd)
+    out = proc.stdout.read() if proc.stdout else ""
+    _, status, usage = os.wait4(proc.pid, 0)
+    if os.waitstatus_to_exitcode(status) != 0:
+        raise SystemExit(f"{' '.join(cmd)} failed")
+    return out, usage.ru_utime + usage.ru_stime, usage.ru_maxrss
+
+
+def tnt_cpu(pos_dir: Path, words: list[list[str]], repeat: int) -> float:
+    """Best CPU seconds of NLTK TnT (N=1000, trained on pos_dir/train.tsv) over `words`."""
+    from nltk.tag.tnt import TnT  # type: ignore[import-untyped]
+
+    from arsdecode.tasks.pos.evaluation import read_tagged
+
+    tagger = TnT(N=1000)
+    tagger.train(read_tagged(pos_dir / "train.tsv"))
+    best = float("inf")
+    for _ in range(repeat):
+        c0 = time.process_time()
+        for ws in words:
+            tagger.tag(ws)
+        best = min(best, time.process_time() - c0)
+    return best
+
+
+def stages(pos_dir: Path, n: int, words: list[list[str]]) -> dict[str, float]:
+    """CPU seconds of each in-process stage at order n, and the DP's counts (totals)."""
+    import maxarpa
+    from arsdecode.methods.fast_full import full_dp, run_flat
+    from arsdecode.tasks.pos.emissions import TnTEmissions
+    from arsdecode.tasks.pos.tag_many import flatten
+
+    out: dict[str, float] = {}
+    c = time.process_time()
+    lm = maxarpa.load(pos_dir / f"tags.{n}.npz")
+    em = TnTEmissions.load(pos_dir / "emissions.json.gz")
+    out["load"] = time.process_time() - c
+    c = time.process_time()
+    flat, _ = flatten(lm, em, words)
+    out["flatten"] = time.process_time() - c
+    c = time.process_time()
+    dp = full_dp(lm)
+    out["dp_setup"] = time.process_time() - c
+    c = time.process_time()
+    run_flat(lm, flat)
+    out["dp_first"] = time.process_time() - c
+    c = time.process_time()
+    res = run_flat(lm, flat)
+    out["dp_warm"] = time.process_time() - c
+    out["states"] = float(res.dp_states.sum())
+    out["pairs"] = float(res.pairs.sum())
+    out["cands"] = float(len(flat.cand_ids))
+    out["transitions"] = float(dp.cache_size())
+    out["cache_mib"] = dp.cache_bytes() / 2**20
+    return out
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--pos-dir", type=Path, default=REPO / "work" / "pos")
+    ap.add_argument("--orders", type=int, nargs="+", default=[3, 5, 7, 9])
+    ap.add_argument("--sentences", type=int, default=1500)
+    ap.add_argument("--repeat", type=int, default=3, help="best of this many runs")
+    args = ap.parse_args()
+    from data_prep.ewt import default_ewt_dir, ewt_file, read_conllu
+
+    test = read_conllu(ewt_file(default_ewt_dir(), "test"))[: args.sentences]
+    words = [[w for w, _ in s] for s in test]
+    tokens = sum(map(len, words))
+    words_file = args.pos_dir / "test.ewt.words.txt"
+    words_file.write_text("".join(" ".join(ws) + "\n" for ws in words), encoding="utf-8")
+    # The whole processes first, while this process is small: a child's peak RSS counts the
+    # pages it shared with this one when forked (Linux folds them into ru_maxrss at exec).
+    floor = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    whole: dict[int, tuple[float, int]] = {}
+    for n in args.orders:
+        # From the repository root (cwd): `-m` puts it first on sys.path, so this tree runs.
+        cmd = [sys.executable, "-m", "arsdecode", "tag", "--file", str(words_file),
+               "--models", str(args.pos_dir), "--order", str(n)]
+        best, rss = float("inf"), 0
+        for _ in range(args.repeat):
+            stdout, cpu, peak = child_cpu(cmd, REPO)
+            best, rss = min(best, cpu), max(rss, peak)
+            got = [[tok.rsplit("/", 1)[0] for tok in line.split()]
+                   for line in stdout.splitlines()]
+            assert got == words, "the whole process tagged other sentences"
+        whole[n] = (best, rss)
+    tnt = tnt_cpu(args.pos_dir, words, args.repeat)
+    print(f"EWT test, first {len(words)} sentences, {tokens} tokens; NLTK TnT (N=1000, best of"
+          f" {args.repeat}): {tnt:.2f} CPU-s, {tokens / tnt:,.0f} tokens/CPU-s; peak RSS of the"
+          f" bench when it forked the children: {floor / 1024:.0f} MiB")
+    print("n | whole process CPU-s, tok/CPU-s, x TnT, peak RSS | load, flatten, DP setup,"
+          " DP first, DP warm (CPU-s) | per token: states, pairs, candidates, transitions"
+          " computed | cache MiB")
+    for n in args.orders:
+        best, rss = whole[n]
+        st = stages(args.pos_dir, n, words)
+        print(f"{n} | {best:.2f}, {tokens / best:,.0f}, x{tnt / best:.2f}, {rss / 1024:.0f} MiB"
+              f" | {st['load']:.2f}, {st['flatten']:.2f}, {st['dp_setup']:.2f},"
+              f" {st['dp_first']:.2f}, {st['dp_warm']:.2f} | {st['states'] / tokens:.1f},"
+              f" {st['pairs'] / tokens:.1f}, {st['cands'] / tokens:.2f},"
+              f" {st['transitions'] / tokens:.1f} | {st['cache_mib']:.0f}", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
