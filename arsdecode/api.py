@@ -18,7 +18,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, overload
+from typing import TYPE_CHECKING, Any, overload
 
 import numpy as np
 
@@ -43,11 +43,12 @@ from arsdecode.model import InterpolatedLM, ModelLike, as_target_model
 from arsdecode.model.interpolated import MISSING, Missing
 from arsdecode.model.loglinear import LogLinearLM
 from arsdecode.model.target_spec import weighted_target
-from arsdecode.trees import dispatch as _trees
-from arsdecode.trees.automaton import TreeAutomaton
-from arsdecode.trees.results import TreeMarginalsResult
 from maxarpa.config import Config
 from maxarpa.model import Model
+
+if TYPE_CHECKING:
+    from arsdecode.trees.automaton import TreeAutomaton
+    from arsdecode.trees.results import TreeMarginalsResult
 
 __all__ = [
     "DATA_DIR", "DEFAULT_LM", "DagDecodeResult", "DagPath", "DecodeResult", "KBestResult",
@@ -123,7 +124,9 @@ def decode(
     derivation (a TreeDecodeResult: `tree` bracketed, `tokens` its yield), or with `k` the k
     best (`arsdecode.trees`; options max_iterations, max_queries).
     """
-    if isinstance(lattice, TreeAutomaton):
+    if v.is_tree_automaton(lattice):  # the tree package loads only for trees
+        from arsdecode.trees import dispatch as _trees
+
         return _trees.decode(lm, lattice, method, k, options)
     return dispatch.decode(as_target_model(lm), lattice, method=method, k=k, **options)
 
@@ -238,7 +241,9 @@ def decode_kbest(
     max_iterations, tol), "auto" the compiled DP within its pair and memory budgets, else
     ARS. The result's `method` says which ran. A `TreeAutomaton` gives its k best derivations
     (`Paths` of `TreePath`)."""
-    if isinstance(lattice, TreeAutomaton):
+    if v.is_tree_automaton(lattice):  # the tree package loads only for trees
+        from arsdecode.trees import dispatch as _trees
+
         return _trees.decode(lm, lattice, method, k, options)
     return dispatch.decode(lm, lattice, method=method, k=k, **options)
 
@@ -267,7 +272,9 @@ def sample(
     is `methods.dispatch.sample`'s choice; an option the chosen sampler does not take is an
     OptionError naming it. A `TreeAutomaton` gives exact i.i.d. derivations with ln Z (a
     TreeSampleResult; options method, max_queries, target_ar, max_trials)."""
-    if isinstance(lattice, TreeAutomaton):
+    if v.is_tree_automaton(lattice):  # the tree package loads only for trees
+        from arsdecode.trees import dispatch as _trees
+
         return _trees.sample(lm, lattice, n, seed, options)
     return dispatch.sample(as_target_model(lm), lattice, n, seed, **options)
 
@@ -319,7 +326,9 @@ def marginals(
     the tokens drawn (exact: of nonzero probability). A `WordLattice` gets its exact arc
     posteriors (methods "full" and "auto"): one list per arc, in arc order. A
     `TreeAutomaton` gives its rule posteriors and ln Z (a TreeMarginalsResult)."""
-    if isinstance(lattice, TreeAutomaton):
+    if v.is_tree_automaton(lattice):  # the tree package loads only for trees
+        from arsdecode.trees import dispatch as _trees
+
         return _trees.marginals(lm, lattice, n, seed, method, options)
     return _marginals.posterior_marginals(as_target_model(lm), lattice, n, seed,
                                           all_candidates=all_candidates, method=method,

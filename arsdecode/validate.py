@@ -22,9 +22,10 @@ import inspect
 import math
 import os
 import reprlib
+import sys
 from collections.abc import Callable, Mapping, Sequence
 from numbers import Integral, Real
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
@@ -32,9 +33,13 @@ from arsdecode.errors import ArgumentError, ArsDecodeError
 from arsdecode.lattice import Lattice, WordLattice
 from arsdecode.model.interface import TargetModel
 from arsdecode.model.maxarpa_lm import MaxArpaLM
-from arsdecode.trees.automaton import TreeAutomaton
 from maxarpa.config import Config
 from maxarpa.model import Model
+
+if TYPE_CHECKING:
+    from typing_extensions import TypeIs  # typing's own from Python 3.13
+
+    from arsdecode.trees.automaton import TreeAutomaton
 
 INT64_MAX = 2**63 - 1
 """The largest count (n, k, a length) accepted: counts become int64 in numpy arrays, and a
@@ -280,8 +285,26 @@ def target(value: Any) -> Any:
 ngram = instance(Model, MaxArpaLM, expected="an n-gram model (what arsdecode.load_lm returns)")
 maxarpa_model = instance(Model, expected="a maxarpa Model (what arsdecode.load_lm returns)")
 lattice = instance(Lattice, WordLattice, expected="a Lattice or a WordLattice")
-structure = instance(Lattice, WordLattice, TreeAutomaton,
-                     expected="a Lattice, a WordLattice or a TreeAutomaton")
+
+
+def is_tree_automaton(value: Any) -> TypeIs[TreeAutomaton]:
+    """isinstance(value, TreeAutomaton), without importing the tree package.
+
+    Why: a value can be a TreeAutomaton only once `arsdecode.trees.automaton` is loaded, so
+    when it is not, the answer is no; a confusion-network or word-lattice run (one small
+    decode per process, issue 34) then never loads the tree package at all.
+    """
+    module = sys.modules.get("arsdecode.trees.automaton")
+    return module is not None and isinstance(value, module.TreeAutomaton)
+
+
+def structure(value: Any) -> Any:
+    """A Lattice, a WordLattice or a TreeAutomaton (see `is_tree_automaton`)."""
+    if isinstance(value, Lattice | WordLattice) or is_tree_automaton(value):
+        return value
+    raise Refused("a Lattice, a WordLattice or a TreeAutomaton", value)
+
+
 confusion = instance(Lattice, expected="a Lattice")
 word_lattice = instance(WordLattice, expected="a WordLattice")
 config = optional(instance(Config, expected="a maxarpa.Config"))

@@ -11,24 +11,64 @@ the random-field form), read from files by `feature_file`;
 `vpylm` is a variable-order Pitman-Yor LM (`VpylmLM`), trained by `vpylm_train`'s Gibbs sampler;
 `target_spec` builds any of them from files (`TargetSpec`, `build_target`: the command line,
 batch and library share it).
+
+Why the names are imported on first use (PEP 562, as `arsdecode` itself does): a decode of one
+small lattice imports `arsdecode.model.limits` (through the lattice readers) and the n-gram
+adapter, not the VPYLM trainer, the feature-file parser or the mixtures; importing them all
+here was a measurable share of a one-lattice process's start-up (issue 34).
 """
 
-from arsdecode.model.interface import (
-    HasNgramTables,
-    ModelLike,
-    NgramScoring,
-    TargetModel,
-    context_rows,
-    ngram_scoring,
-    ngram_tables,
-)
-from arsdecode.model.interpolated import InterpolatedLM
-from arsdecode.model.loglinear import LogLinearLM
-from arsdecode.model.maxarpa_lm import MaxArpaLM, as_target_model
-from arsdecode.model.target_spec import Target, TargetSpec, build_target
-from arsdecode.model.vpylm import VpylmLM, load_vpylm
-from arsdecode.model.vpylm_train import train_vpylm
-from arsdecode.model.weighted import WeightedLM
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+_EXPORTS = {
+    **{name: "arsdecode.model.interface" for name in (
+        "HasNgramTables", "ModelLike", "NgramScoring", "TargetModel", "context_rows",
+        "ngram_scoring", "ngram_tables")},
+    "InterpolatedLM": "arsdecode.model.interpolated",
+    "LogLinearLM": "arsdecode.model.loglinear",
+    "MaxArpaLM": "arsdecode.model.maxarpa_lm",
+    "as_target_model": "arsdecode.model.maxarpa_lm",
+    **{name: "arsdecode.model.target_spec" for name in ("Target", "TargetSpec", "build_target")},
+    "VpylmLM": "arsdecode.model.vpylm",
+    "load_vpylm": "arsdecode.model.vpylm",
+    "train_vpylm": "arsdecode.model.vpylm_train",
+    "WeightedLM": "arsdecode.model.weighted",
+}
+"""Public name -> the module that defines it."""
+
+if TYPE_CHECKING:
+    from arsdecode.model.interface import (
+        HasNgramTables,
+        ModelLike,
+        NgramScoring,
+        TargetModel,
+        context_rows,
+        ngram_scoring,
+        ngram_tables,
+    )
+    from arsdecode.model.interpolated import InterpolatedLM
+    from arsdecode.model.loglinear import LogLinearLM
+    from arsdecode.model.maxarpa_lm import MaxArpaLM, as_target_model
+    from arsdecode.model.target_spec import Target, TargetSpec, build_target
+    from arsdecode.model.vpylm import VpylmLM, load_vpylm
+    from arsdecode.model.vpylm_train import train_vpylm
+    from arsdecode.model.weighted import WeightedLM
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'arsdecode.model' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value  # next time, a plain attribute
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_EXPORTS))
 
 __all__ = [
     "HasNgramTables",
