@@ -40,6 +40,8 @@ cdef class _DPCaches:
     cdef readonly long long clears    # times the caches were emptied at the bound
     cdef vector[CacheSlot] cache  # (gid, word) -> (next gid, ln p) for large vocabularies
     cdef int cache_shift         # 64 - log2(its slots): Fibonacci hashing's top bits
+    cdef long long cache_cap     # the most slots it may grow to (SPARSE_CACHE_BYTES, max_bytes)
+    cdef long long cache_misses  # transitions stored since it was last sized
     cdef vector[int] block_of    # gid -> its row in dnext/dlp, or -1
     cdef vector[int] dnext       # next gid, or -2 while not computed
     cdef vector[double] dlp
@@ -324,16 +326,34 @@ cdef class _DPCaches:
         slot.key = key + 1
         slot.nxt = nxt[0]
         slot.lp = lp[0]
+        self.cache_misses += 1
+        if self.cache_misses > <long long>self.cache.size() and \
+                <long long>self.cache.size() < self.cache_cap:
+            self._size_cache(4 * <long long>self.cache.size())
 
     cdef void _allocate_cache(self) noexcept nogil:
-        """The direct-mapped transition table: the most power-of-two slots within
-        SPARSE_CACHE_BYTES and max_bytes (see FullDP), two at least."""
+        """The direct-mapped transition table, first CACHE_FIRST_SLOTS slots; it may grow to
+        the most power-of-two slots within SPARSE_CACHE_BYTES and max_bytes (see FullDP), two
+        at least. Why it starts small: a short run (one small lattice per process, issue 34)
+        computes a few hundred transitions, and filling 32 MiB of empty slots cost it more
+        time and peak memory than its whole DP; a run that stores more transitions than the
+        table has slots grows it fourfold (`_size_cache`), so a long run reaches the full
+        size after a few hundred thousand transitions, as before."""
         cdef long long slots = 2  # at least two (Fibonacci hashing keeps >= 1 bit)
-        cdef int bits = 1
         cdef long long cap = SPARSE_CACHE_BYTES_C if SPARSE_CACHE_BYTES_C < self.max_bytes \
             else self.max_bytes
-        cdef CacheSlot empty
         while 2 * slots * SPARSE_ENTRY_BYTES <= cap:
+            slots *= 2
+        self.cache_cap = slots
+        self._size_cache(CACHE_FIRST_SLOTS)
+
+    cdef void _size_cache(self, long long want) noexcept nogil:
+        """Empty the transition table and give it `want` slots (a power of two, at most
+        cache_cap): it is a memo, so dropping its entries changes no answer."""
+        cdef long long slots = 2, old = <long long>self.cache.size()
+        cdef int bits = 1
+        cdef CacheSlot empty
+        while slots < want and slots < self.cache_cap:
             slots *= 2
             bits += 1
         empty.key = 0
@@ -341,4 +361,5 @@ cdef class _DPCaches:
         empty.lp = 0.0
         self.cache.assign(slots, empty)
         self.cache_shift = 64 - bits
-        self.used_bytes += slots * SPARSE_ENTRY_BYTES
+        self.cache_misses = 0
+        self.used_bytes += (slots - old) * SPARSE_ENTRY_BYTES
