@@ -48,10 +48,14 @@ CONFUSION = {"positions": [[["the", -0.1], ["a", -2.3]], [["united", 0.0], ["uni
                            [["states", 0.0], ["state", -0.5]]]}
 
 
-def timed(argv: list[str], env: dict[str, str]) -> tuple[float, float, float]:
-    """Wall seconds, CPU seconds (user + system) and peak RSS (MB) of one process."""
+def timed(argv: list[str], root: Path) -> tuple[float, float, float]:
+    """Wall seconds, CPU seconds (user + system) and peak RSS (MB) of one process run from
+    `root` (its directory and PYTHONPATH: `-m` puts the working directory first on the path),
+    as users run it: with .pyc files written (the first round writes them)."""
+    env = {**os.environ, "PYTHONPATH": str(root)}
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
     proc = subprocess.run(["/usr/bin/time", "-f", "%e %U %S %M", *argv], check=True,
-                          capture_output=True, text=True, env=env)
+                          capture_output=True, text=True, env=env, cwd=root)
     wall, user, system, kb = proc.stderr.strip().splitlines()[-1].split()
     return float(wall), float(user) + float(system), float(kb) / 1024.0
 
@@ -61,7 +65,7 @@ def cases(model: Path, slf: Path, cn: Path, tree: Path | None) -> list[tuple[str
     py = sys.executable
     script = Path(py).parent / "arsdecode"
     out = [("python -c 'import numpy'", [py, "-c", "import numpy"], REPO)]
-    trees = [("", REPO)] + ([(" [--tree]", tree)] if tree is not None else [])
+    trees = [("", REPO)] + ([(" [--tree]", tree.resolve())] if tree is not None else [])
     for tag, root in trees:
         out.append((f"-m arsdecode, SLF{tag}",
                     [py, "-m", "arsdecode", "decode", "--lm", str(model), "--lattice", str(slf)],
@@ -88,9 +92,7 @@ def measure(rounds: int, tree: Path | None, log=print) -> dict[str, Any]:
         runs: dict[str, list[tuple[float, float, float]]] = {name: [] for name, _, _ in todo}
         for r in range(rounds + 1):  # round 0 warms the caches (and writes .pyc): not counted
             for name, argv, root in todo:
-                env = {**os.environ, "PYTHONPATH": str(root)}
-                env.pop("PYTHONDONTWRITEBYTECODE", None)  # as users run it: with .pyc files
-                got = timed(argv, env)
+                got = timed(argv, root)
                 if r:
                     runs[name].append(got)
     rows = []
