@@ -108,7 +108,7 @@ def test_the_lazy_model_package_still_exports_every_name():
 
     assert model.train_vpylm is train_vpylm
     with pytest.raises(AttributeError):
-        _ = model.no_such_name  # type: ignore[attr-defined]
+        _ = model.no_such_name
 
 
 def test_a_tree_automaton_is_still_accepted_and_anything_else_refused():
