@@ -75,8 +75,8 @@ LENGTH_PRIOR = v.optional(v.mapping_of(
     v.positive, v.real(minus_inf=True), "a {length: ln prior} mapping"))
 
 
-@v.checked(path=v.path, config=v.config)
-def load_lm(path: str | Path, *, config: Config | None = None) -> Model:
+@v.checked(path=v.path, config=v.config, mmap=v.flag)
+def load_lm(path: str | Path, *, config: Config | None = None, mmap: bool = False) -> Model:
     """Load an n-gram model: ARPA, MAX-ARPA (plain or .gz/.bz2/.xz) or maxarpa binary.
 
     The kind is detected from the content; `-` or a pipe is read once. `config`
@@ -84,9 +84,11 @@ def load_lm(path: str | Path, *, config: Config | None = None) -> Model:
     (no <s>, no <unk>, a log10 p above 0), the same choice the CLI's strictness flags make.
     Returns a `maxarpa.model.Model`, whose queries (`log10p`, `max_log10p`) are log10, as in
     the file. Raises `maxarpa.errors.MaxArpaError` on a malformed file (or one `config` says to
-    refuse) and OSError when it cannot be read.
+    refuse) and OSError when it cannot be read. `mmap=True` maps a binary model's arrays
+    read-only from the file instead of reading them (`maxarpa.load`'s option; text formats
+    are parsed as always).
     """
-    return maxarpa.load(path, config=config)
+    return maxarpa.load(path, mmap=mmap, config=config)
 
 
 @overload

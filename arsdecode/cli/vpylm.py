@@ -97,15 +97,19 @@ def _max_depth(parent) -> int:
 
 
 def load_ngram(path: str, config: Config) -> Model:
-    """The --lm model (`arsdecode.api.load_lm`); a VPYLM given there is an OptionError
-    pointing to --vpylm, instead of maxarpa's complaint about a binary model's members (a
-    VPYLM is an .npz too). Checked only once maxarpa has refused the file."""
+    """The --lm model (`arsdecode.api.load_lm`); a VPYLM given there is an
+    OptionError pointing to --vpylm, instead of maxarpa's complaint about a binary model's
+    members (a VPYLM is an .npz too). Checked only once maxarpa has refused the file.
+
+    A binary model is mapped, not read (`mmap=True`, as the batch workers do): the engine
+    copies what it runs on into the compiled core anyway, so reading the file first was a
+    second copy, about 5 ms of a one-lattice process on the 5.8 MB SMS model (issue 34)."""
     from arsdecode.api import load_lm
     from arsdecode.errors import ModelError
     from maxarpa.errors import MaxArpaError
 
     try:
-        return load_lm(path, config=config)
+        return load_lm(path, config=config, mmap=True)
     except MaxArpaError as refused:
         try:
             load_target(path)
