@@ -121,3 +121,24 @@ def test_a_tree_automaton_is_still_accepted_and_anything_else_refused():
     assert not v.is_tree_automaton([["a"]])
     with pytest.raises(v.Refused):
         v.structure([["a"]])
+
+
+def test_a_mapped_binary_model_decodes_as_the_text_model(tmp_path):
+    """The CLI maps a binary --lm (mmap); its answer is the MAX-ARPA text model's."""
+    from arsdecode.api import DEFAULT_LM
+
+    model = tmp_path / "lm.npz"
+    maxarpa.convert(DEFAULT_LM, model, binary=True)
+    lattice = tmp_path / "cn.json"
+    lattice.write_text(json.dumps({"positions": [[["the", -0.1], ["a", -2.0]],
+                                                 [["united", 0.0], ["union", -0.3]]]}))
+    got, log_p = [], []
+    for lm in (model, DEFAULT_LM):
+        out = subprocess.run([sys.executable, "-m", "arsdecode", "decode", "--lm", str(lm),
+                              "--lattice", str(lattice), "--json"], check=True,
+                             capture_output=True, text=True).stdout
+        result = json.loads(out)
+        got.append((result["tokens"], result["certified"]))
+        log_p.append(result["log_p"])
+    assert got[0] == got[1] == (["the", "united"], True)  # `auto` may pick another method
+    assert log_p[0] == pytest.approx(log_p[1], abs=1e-9)
