@@ -39,6 +39,14 @@ The tree, and the user mistake each class means:
       StatesBudgetExceeded  (arsdecode.methods.full) the merged full DP passed the state
                             budget its caller gave; `auto` catches it and samples instead, so
                             a user sees it only by passing `max_states` to `full_marginals`
+      TreeAutomatonError    (arsdecode.trees.errors) a tree automaton that cannot be read:
+        TreeFormatError       a syntax error in its JSON or Alto/IRTG text,
+        TreeCycleError        a cycle (naming the rule that closes it),
+        UndefinedStateError   a state used as a child that no rule defines,
+        TreeWeightError       a weight that is not a number, NaN or +inf,
+        EmptyLanguageError    no tree of nonzero weight (also a NoPathError)
+      _TooLarge             (arsdecode.trees.api) auto's internal signal that the full forest
+                            would pass its budget; caught there, never seen by a caller
 
 A malformed or refused model file is maxarpa's `MaxArpaError` (FormatError, ...), raised by
 `arsdecode.load_lm`; callers that catch bad input catch both. Stopping is not an error:

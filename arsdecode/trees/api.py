@@ -21,7 +21,7 @@ import time
 
 import numpy as np
 
-from arsdecode.errors import ArgumentError, OptionError
+from arsdecode.errors import ArgumentError, ArsDecodeError, OptionError
 from arsdecode.methods.marginals import wilson
 from arsdecode.methods.results import Paths, SampleTrace
 from arsdecode.model import ModelLike, TargetModel, as_target_model
@@ -54,8 +54,10 @@ MAX_QUERIES = 200_000
 auto hands the automaton to ARS (the pairs are the forest's leaf edges: its size)."""
 
 
-class _TooLarge(Exception):
-    pass
+class _TooLarge(ArsDecodeError):
+    """auto's signal, inside this module, that the full forest would pass its query budget
+    (caught here, never raised to a caller; an ArsDecodeError so nothing of arsdecode stands
+    outside the error tree)."""
 
 
 def _target(fn: str, target: ModelLike, automaton: TreeAutomaton) -> TargetModel:
