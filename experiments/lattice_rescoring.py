@@ -38,6 +38,20 @@ REPO = Path(__file__).resolve().parents[1]
 
 IMG = REPO / "docs" / "img" / "lattice"
 DOC = REPO / "docs" / "results-lattice.md"
+KEPT = ("<!-- lattice-list:begin -->", "<!-- lattice-list:end -->")
+"""A section another command writes into the page (`bench.bench_lattice_list --doc`), kept
+when this one rewrites the rest."""
+
+
+def kept_sections(doc: Path) -> str:
+    """The page's section between the KEPT markers, to append to the regenerated page."""
+    if not doc.exists():
+        return ""
+    text = doc.read_text(encoding="utf-8")
+    begin, end = KEPT
+    if begin not in text or end not in text:
+        return ""
+    return "\n" + begin + text.split(begin, 1)[1].split(end, 1)[0] + end + "\n"
 FOUR_CORPORA = ["state_union", "brown", "abc", "webtext"]
 
 
@@ -146,7 +160,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps(results, indent=1) + "\n")
     args.doc.parent.mkdir(parents=True, exist_ok=True)
-    args.doc.write_text(render(results, results.get("command", cmd), args.img))
+    page = render(results, results.get("command", cmd), args.img)
+    args.doc.write_text(page + kept_sections(args.doc))
     say(f"wrote {args.doc} and {args.img}/")
     return 0
 
