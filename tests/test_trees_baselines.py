@@ -25,11 +25,18 @@ import pytest
 
 import maxarpa
 from arsdecode.lattice import Lattice
+from arsdecode.methods.full import full_log_partition
 from arsdecode.model import as_target_model
 from arsdecode.testing.brute import chi_square_pvalue, target_path_log
 from arsdecode.testing.random_arpa import random_arpa_text
 from arsdecode.trees.automaton import TreeAutomaton
-from arsdecode.trees.charts import bracket_mask, cky_chart, lattice_chart, log_dirichlet
+from arsdecode.trees.charts import (
+    bracket_mask,
+    cky_chart,
+    lattice_chart,
+    log_dirichlet,
+    shape_weights,
+)
 from arsdecode.trees.importance import adaptive_importance_sampling, exact_samples, rule_count
 from arsdecode.trees.randomized import randomized_inside
 from arsdecode.trees.rule_table import table_of
@@ -175,16 +182,31 @@ def test_randomized_inside_on_an_ambiguous_automaton_with_null_leaves(lm):
     assert abs(res.log_Z - log_z) < 1e-9
 
 
-def test_randomized_inside_is_unbiased_in_z(lm):
+@pytest.mark.parametrize("lookahead", [True, False])
+def test_randomized_inside_is_unbiased_in_z(lm, lookahead):
     lat = small_lattice(lm, random.Random(9), 5)
     a = lattice_chart(lat, 0.5, np.random.default_rng(9))
     table = table_of(a)
     log_z, _ = truth(a, lm, set())
     rng = np.random.default_rng(10)
-    ratios = np.array([math.exp(randomized_inside(table, lm, rng, top=1, sampled=1).log_Z
+    ratios = np.array([math.exp(randomized_inside(table, lm, rng, top=1, sampled=1,
+                                                  lookahead=lookahead).log_Z
                                 - log_z) for _ in range(400)])
     se = ratios.std(ddof=1) / math.sqrt(len(ratios))
     assert ratios.std() > 1e-3  # it did sample (the test has power)
     assert abs(ratios.mean() - 1.0) < 4 * se, (ratios.mean(), se)
     counts = Counter(np.round(ratios, 12))
     assert len(counts) > 5
+
+
+def test_a_lattice_chart_factorises_into_shape_and_path(lm):
+    """What experiments.trees_sms uses as its exact reference: Z = Z_shape * Z_lattice, and a
+    bracket count has the shape automaton's expectation (against enumeration)."""
+    lat = small_lattice(lm, random.Random(12), 4)
+    a = lattice_chart(lat, 0.5, np.random.default_rng(12))
+    table = table_of(a)
+    mask = bracket_mask(table, 1, 4)
+    log_z, ef = truth(a, lm, {int(r) for r in table.rule_ids[mask]})
+    shape = a.with_weights(shape_weights(a))
+    assert abs(shape.log_partition() + full_log_partition(lm, lat) - log_z) < 1e-9
+    assert abs(table.from_automaton_order(shape.expected_counts())[mask].sum() - ef) < 1e-9

@@ -101,6 +101,12 @@ def bracket_mask(table: RuleTable, a: int, b: int) -> np.ndarray:
 
 
 def shape_weights(automaton: TreeAutomaton) -> np.ndarray:
-    """The rule weights with every leaf set to ln 1: the shape automaton S of the docstring
-    (in the automaton's rule order, for `inside`, `expected_counts` and `with_weights`)."""
-    return np.array([0.0 if r.is_leaf else r.weight for r in automaton.rules])
+    """The shape automaton S of the docstring (in the automaton's rule order, for `inside`,
+    `expected_counts`, `viterbi` and `with_weights`): binary rules keep their weights, and the
+    leaves of a state share ln 1 (each -ln of their number), so a leaf state's inside is 0 and
+    S's inside is the sum over shapes of the binary weights alone."""
+    leaves = np.zeros(len(automaton.states))
+    for r in automaton.rules:
+        leaves[r.lhs] += r.is_leaf
+    return np.array([-np.log(leaves[r.lhs]) if r.is_leaf else r.weight
+                     for r in automaton.rules])

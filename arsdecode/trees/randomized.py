@@ -5,6 +5,10 @@ Why: the second baseline of issue 31, the tree version of `methods.approx`'s ran
 and 18): per automaton state, keep the `top` intersection items of largest inside value and
 replace the rest by `sampled` draws, with replacement, in proportion to their value (the
 oracle proposal within the cell), each carrying rest / sampled. Its ln Z has no interval.
+With `lookahead` (the default) the ranking and the proposal multiply each item's value by a
+lower-order estimate of the LM factors its first words still owe (their contexts lie outside
+the item): without it, items whose first words are unlikely look as good as any, and the
+estimate's variance is large (any proposal keeps it unbiased: the weights divide by it).
 
 Items (Bar-Hillel's intersection, without state merging). With m = order - 1, an item of state
 q is (P, S): the first and the last min(len, m) words of a yield of q; a yield shorter than m
@@ -36,7 +40,6 @@ from dataclasses import dataclass
 import numpy as np
 
 from arsdecode.errors import OptionError
-from arsdecode.methods.approx import _reduce
 from arsdecode.model import ModelLike, TargetModel, as_target_model
 
 from .rule_table import NULL_LABEL, RuleTable
@@ -81,7 +84,7 @@ def _join(a: Key, b: Key, m: int) -> tuple[Key, list[tuple[tuple[int, ...], int]
 
 def randomized_inside(
     table: RuleTable, lm: ModelLike, rng: np.random.Generator, *, top: int, sampled: int,
-    f_mask: np.ndarray | None = None,
+    f_mask: np.ndarray | None = None, lookahead: bool = True,
 ) -> RandomizedResult:
     """Z_hat of g(t) = A(t) p_LM(<s> yield(t) </s>) (and E_G[f] for f = count of f_mask's
     rules); with top >= every cell's item count it is the exact intersection's Z."""
@@ -119,9 +122,10 @@ def randomized_inside(
         keys = list(acc)
         lz = np.array([acc[k][0] for k in keys])
         fv = np.array([acc[k][1] for k in keys])
-        if q != table.start:
-            idx, new_lz = _reduce(np.arange(len(keys)), lz, top, sampled, rng)
-            keys, lz, fv = [keys[i] for i in idx.tolist()], new_lz, fv[idx]
+        if q != table.start and len(keys) > top + sampled:
+            heur = _heuristic(keys, lmc) if lookahead else np.zeros(len(keys))
+            idx, lz = _reduce(lz, heur, top, sampled, rng)
+            keys, fv = [keys[i] for i in idx.tolist()], fv[idx]
         cells[q] = (keys, lz, fv)
     keys, lz, fv = cells[table.start]
     close = [_closing(k, target.bos, target.eos, m) for k in keys]
@@ -161,6 +165,37 @@ def _closing(key: Key, bos: int, eos: int, m: int) -> list[tuple[tuple[int, ...]
     first = [(hist[max(0, p + 1 - m): p + 1] if m else (), prefix[p]) for p in range(len(prefix))]
     last = (bos, *prefix) if len(prefix) < m else suffix
     return [*first, (last[-m:] if m else (), eos)]
+
+
+def _heuristic(keys: list[Key], lmc: _Lm) -> np.ndarray:
+    """ln of the factors an item still owes for its first words, estimated with the context
+    inside the item only (the lower-order estimate of LM-integrated parsing, Chiang 2007)."""
+    m = lmc.m
+    owed = [[(k[0][max(0, p - m):p], k[0][p]) for p in range(len(k[0]))] for k in keys]
+    lmc.fill({x for xs in owed for x in xs})
+    return np.array([sum(lmc.cache[x] for x in xs) for xs in owed])
+
+
+def _reduce(lz: np.ndarray, heur: np.ndarray, top: int, sampled: int,
+            rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """(kept item indices, their new ln values): the `top` largest by lz + heur exactly, then
+    `sampled` draws with replacement from the rest with probability pi_i proportional to
+    exp(lz_i + heur_i), each picked item's value becoming v_i * count_i / (sampled * pi_i).
+    E[new value of i] = v_i for every proposal (heur = 0 is approx's randomized forward)."""
+    score = lz + heur
+    order = np.argsort(-score, kind="stable")
+    head, rest = order[:top], order[top:]
+    if sampled == 0 or not len(rest):
+        return head, lz[head]
+    log_r = _logsumexp(score[rest])
+    if log_r == -math.inf:
+        return head, lz[head]
+    probs = np.exp(score[rest] - log_r)
+    picked, counts = np.unique(rng.choice(len(rest), size=sampled, p=probs / probs.sum()),
+                               return_counts=True)
+    chosen = rest[picked]
+    new = np.log(counts / sampled) + log_r - heur[chosen]
+    return np.concatenate([head, chosen]), np.concatenate([lz[head], new])
 
 
 def _logsumexp(x: np.ndarray) -> float:
