@@ -2,18 +2,19 @@
 state_union 5-gram; exact answers against adaptive importance sampling and randomized inside
 DP at equal CPU time.
 
-Why these references: in a chart whose binary rules do not depend on the words
-(`arsdecode.trees.charts`), g(t) = S(shape) * E(words) * p_LM(words), so ln Z = ln Z_shape
-(inside over the shape automaton) + ln Z_lattice (the string engine's exact forward DP,
-`methods.full.full_log_partition`), the best tree is the best shape with the certified best
-path (`arsdecode.decode`), exact tree samples are shape samples (inside, top-down) paired with
-exact path samples (`arsdecode.sample`, whose ln Z interval is reported), and a function of the
-shape (the brackets over a span) has its expectation under the shape automaton alone. None of
-the baselines is told this; they work on the whole automaton and the LM.
+Exact answers come from the tree engine (`arsdecode.trees.api`): the full intersection with
+the 5-gram's merged states (ln Z, the rule posteriors that give E_G[f]), ARS/OS* for the
+certified best tree and for exact samples with ln Z's 95% interval, and the states each builds.
+They are checked against an independent reference that holds for these charts only: the binary
+rules do not depend on the words (`arsdecode.trees.charts`), so ln Z = ln Z_shape (inside over
+the shape automaton) + ln Z_lattice (the string engine's forward DP,
+`methods.full.full_log_partition`), and a function of the shape (the brackets over a span) has
+its expectation under the shape automaton alone. The baselines are told none of this.
 
-Equal CPU time: each baseline gets `budget` process seconds per lattice (AIS stops after the
-round that crosses it; randomized DP repeats independent runs and averages Z_hat, which stays
-unbiased, and takes the ratio of the Z-weighted f sums). Errors are against the exact values.
+Equal CPU time: each baseline gets, per lattice, the CPU time of ARS drawing the exact samples
+(with ln Z's interval), and ten times that. AIS stops after the round that crosses it;
+randomized DP repeats independent runs, averages Z_hat (still unbiased) and takes the ratio of
+the Z-weighted f sums. Errors are |estimate - exact|.
 """
 
 from __future__ import annotations
@@ -27,13 +28,12 @@ import numpy as np
 
 import arsdecode
 from arsdecode.methods.full import full_log_partition
-from arsdecode.model import ModelLike
 from arsdecode.tasks.sms.keypad import KeypadChannel, is_typable, sample_sentence
-from arsdecode.trees.automaton import Derivation, TreeAutomaton
+from arsdecode.trees import api as tree_api
 from arsdecode.trees.charts import bracket_mask, lattice_chart, shape_weights
 from arsdecode.trees.importance import adaptive_importance_sampling, rule_count
 from arsdecode.trees.randomized import randomized_inside
-from arsdecode.trees.rule_table import table_of
+from arsdecode.trees.rule_table import RuleTable, table_of
 from maxarpa.model import Model
 
 
@@ -42,7 +42,7 @@ class SmsConfig:
     lengths: tuple[int, ...] = tuple(range(5, 16))
     candidates: int = 4  # keypad candidates kept per position (top_k)
     gamma: float = 0.5
-    budget: float = 5.0  # CPU seconds per baseline per lattice
+    budget_factors: tuple[float, ...] = (1.0, 10.0)  # x ARS's exact-sample CPU time
     ais_samples: int = 200
     rdp_top: int = 8
     rdp_sampled: int = 8
@@ -50,7 +50,18 @@ class SmsConfig:
     seed: int = 31
 
 
-QUICK = SmsConfig(lengths=(5, 8), budget=1.0)
+QUICK = SmsConfig(lengths=(5, 8), exact_samples=50)
+
+
+@dataclass(frozen=True)
+class Estimate:
+    budget: float  # CPU seconds allowed
+    ais_log_z: float
+    ais_f: float
+    ais_trees: int
+    rdp_log_z: float
+    rdp_f: float
+    rdp_runs: int
 
 
 @dataclass(frozen=True)
@@ -60,20 +71,16 @@ class SmsRow:
     best_tree: str
     best_log_p: float
     certified: bool
-    exact_log_z: float
-    sampled_log_z_ci: tuple[float, float]  # from exact samples (ARS's importance estimate)
+    exact_log_z: float  # the full intersection's
+    factorised_gap: float  # max |full - factorised| over ln Z and E[f] (the check)
+    sampled_log_z_ci: tuple[float, float]  # ARS's importance estimate's 95% interval
     exact_f: float
-    span: tuple[int, int]
-    exact_seconds: float  # ln Z + E[f] + best tree, CPU
-    sample_seconds: float  # exact samples, CPU
-    ais_log_z: float
-    ais_f: float
-    ais_trees: int
-    ais_seconds: float
-    rdp_log_z: float
-    rdp_f: float
-    rdp_runs: int
-    rdp_seconds: float
+    full_nodes: int  # forest nodes of the full intersection
+    ars_nodes: int  # forest nodes of ARS's final q (decode)
+    full_seconds: float  # CPU: the full intersection, ln Z and posteriors
+    decode_seconds: float  # CPU: ARS decode with its certificate
+    sample_seconds: float  # CPU: ARS, the exact samples and ln Z interval
+    estimates: tuple[Estimate, ...]
 
 
 def embedded_lm() -> Model:
@@ -89,61 +96,55 @@ def pick_sentences(sentences: list[list[str]], lengths: tuple[int, ...]) -> dict
     return out
 
 
-def bracketed(chart: TreeAutomaton, d: Derivation, words: list[str]) -> str:
-    """`*(w0,*(w1,w2))` with the best path's words at the leaves."""
-    rule = chart.rules[d.rule]
-    if rule.is_leaf:
-        span = chart.states[rule.lhs].strip("<>").split(",")
-        return words[int(span[0])]
-    return "*(" + ",".join(bracketed(chart, c, words) for c in d.children) + ")"
-
-
-def run_one(lm: ModelLike, channel: KeypadChannel, words: list[str],
-            cfg: SmsConfig) -> SmsRow:
+def run_one(lm: Model, channel: KeypadChannel, words: list[str], cfg: SmsConfig) -> SmsRow:
     rng = np.random.default_rng((cfg.seed, len(words)))
     observation = sample_sentence(words, rng)
     lattice = channel.build_lattice(observation, cfg.candidates)
     chart = lattice_chart(lattice, cfg.gamma, rng)
     table = table_of(chart)
-    length = len(words)
-    span = (0, (length + 1) // 2)
-    mask = bracket_mask(table, *span)
+    mask = bracket_mask(table, 0, (len(words) + 1) // 2)
     t0 = time.process_time()
+    forest = tree_api.full_forest(lm, chart)
+    exact_log_z = forest.log_partition()
+    post = forest.rule_posteriors(len(chart.rules))
+    exact_f = float(table.from_automaton_order(post)[mask].sum())
+    full_seconds = time.process_time() - t0
     shape = chart.with_weights(shape_weights(chart))
-    exact_log_z = shape.log_partition() + full_log_partition(lm, lattice)
-    exact_f = float(table.from_automaton_order(shape.expected_counts())[mask].sum())
-    _, best_shape = shape.viterbi()
-    binary_only = np.array([0.0 if r.is_leaf else r.weight for r in chart.rules])
-    shape_best = chart.derivation_weight(best_shape, binary_only)
-    best = arsdecode.decode(lm, lattice)
-    exact_seconds = time.process_time() - t0
+    gap = max(abs(shape.log_partition() + full_log_partition(lm, lattice) - exact_log_z),
+              abs(float(table.from_automaton_order(shape.expected_counts())[mask].sum())
+                  - exact_f))
     t0 = time.process_time()
-    draws = arsdecode.sample(lm, lattice, cfg.exact_samples, seed=cfg.seed)
-    shape.sampler().draw(rng)  # the shape half of an exact tree sample (one inside pass)
+    best = tree_api.decode(lm, chart, method="ars")
+    decode_seconds = time.process_time() - t0
+    t0 = time.process_time()
+    draws = tree_api.sample(lm, chart, cfg.exact_samples, seed=cfg.seed, method="ars")
     sample_seconds = time.process_time() - t0
-    ci = (draws.log_Z_ci[0] + shape.log_partition(), draws.log_Z_ci[1] + shape.log_partition())
+    estimates = tuple(_baselines(table, lm, mask, sample_seconds * factor, cfg)
+                      for factor in cfg.budget_factors)
+    return SmsRow(len(words), observation, best.tree, best.log_p, best.certified, exact_log_z,
+                  gap, draws.log_Z_ci, exact_f, forest.num_nodes, best.states, full_seconds,
+                  decode_seconds, sample_seconds, estimates)
+
+
+def _baselines(table: RuleTable, lm: Model, mask: np.ndarray, budget: float,
+               cfg: SmsConfig) -> Estimate:
     ais = adaptive_importance_sampling(table, np.random.default_rng((cfg.seed, 1)),
                                        rounds=10**6, samples=cfg.ais_samples, lm=lm,
-                                       f=rule_count(mask), cpu_seconds=cfg.budget)
+                                       f=rule_count(mask), cpu_seconds=budget)
     rdp_z: list[float] = []
     rdp_f: list[float] = []
     t0 = time.process_time()
     rdp_rng = np.random.default_rng((cfg.seed, 2))
-    while not rdp_z or time.process_time() - t0 < cfg.budget:
+    while not rdp_z or time.process_time() - t0 < budget:
         r = randomized_inside(table, lm, rdp_rng, top=cfg.rdp_top, sampled=cfg.rdp_sampled,
                               f_mask=mask)
         rdp_z.append(r.log_Z)
         rdp_f.append(r.mean_f)
-    rdp_seconds = time.process_time() - t0
     z = np.array(rdp_z)
     top = float(z.max())
     wts = np.exp(z - top)
-    return SmsRow(
-        length, observation, bracketed(chart, best_shape, list(best.tokens)),
-        shape_best + best.log_p, bool(best.certified), exact_log_z, ci, exact_f, span,
-        exact_seconds, sample_seconds, ais.log_Z, ais.mean_f, ais.trees, ais.seconds,
-        top + math.log(float(wts.mean())), float(np.dot(wts, rdp_f) / wts.sum()), len(z),
-        rdp_seconds)
+    return Estimate(budget, ais.log_Z, ais.mean_f, ais.trees, top + math.log(float(wts.mean())),
+                    float(np.dot(wts, rdp_f) / wts.sum()), len(z))
 
 
 def run(cfg: SmsConfig, sentences: list[list[str]], say=print) -> list[SmsRow]:
@@ -152,8 +153,9 @@ def run(cfg: SmsConfig, sentences: list[list[str]], say=print) -> list[SmsRow]:
     rows = []
     for length, words in sorted(pick_sentences(sentences, cfg.lengths).items()):
         row = run_one(lm, channel, words, cfg)
-        say(f"sms chart length {length}: ln Z {row.exact_log_z:.3f}, AIS {row.ais_log_z:.3f}, "
-            f"RDP {row.rdp_log_z:.3f}")
+        say(f"sms chart length {length}: ln Z {row.exact_log_z:.3f}, " + ", ".join(
+            f"{e.budget:.2f}s: AIS {e.ais_log_z:.3f} RDP {e.rdp_log_z:.3f}"
+            for e in row.estimates))
         rows.append(row)
     return rows
 
@@ -162,24 +164,36 @@ def markdown(rows: list[SmsRow], cfg: SmsConfig) -> list[str]:
     lines = [
         f"Charts over keypad lattices ({cfg.candidates} candidates per position, binary rules "
         f"Dirichlet({cfg.gamma})), the embedded state_union 5-gram; f = the number of brackets "
-        "(binary constituents) inside the span [0, ceil(l/2)]. Baselines: "
-        f"{cfg.budget:g} CPU s each per lattice (AIS: {cfg.ais_samples} trees per round; "
-        f"randomized DP: top {cfg.rdp_top} + {cfg.rdp_sampled} sampled items per state, runs "
-        "averaged). Errors are |estimate - exact|.", "",
-        "| l | exact ln Z | ln Z 95% CI (exact samples) | exact E[f] | exact CPU s | "
-        "AIS ln Z err | AIS E[f] err | AIS trees | RDP ln Z err | RDP E[f] err | RDP runs |",
+        "(binary constituents) inside the span [0, ceil(l/2)]. Exact: the full intersection "
+        "(merged 5-gram states) and ARS; `check` is the largest gap between the full "
+        "intersection and the independent factorised reference (ln Z and E[f]).", "",
+        "| l | exact ln Z | ARS ln Z 95% CI "
+        f"({cfg.exact_samples} exact samples) | exact E[f] | check | full nodes | ARS nodes | "
+        "full CPU s | ARS decode CPU s | ARS sample CPU s | certified |",
         "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         lines.append(
             f"| {r.length} | {r.exact_log_z:.4f} | [{r.sampled_log_z_ci[0]:.4f}, "
-            f"{r.sampled_log_z_ci[1]:.4f}] | {r.exact_f:.4f} | {r.exact_seconds:.3f} | "
-            f"{abs(r.ais_log_z - r.exact_log_z):.4f} | {abs(r.ais_f - r.exact_f):.4f} | "
-            f"{r.ais_trees} | {abs(r.rdp_log_z - r.exact_log_z):.4f} | "
-            f"{abs(r.rdp_f - r.exact_f):.4f} | {r.rdp_runs} |")
-    lines += ["", "Exact best trees (certified: the best shape's Viterbi and the string "
-              "engine's certificate on the path):", ""]
+            f"{r.sampled_log_z_ci[1]:.4f}] | {r.exact_f:.4f} | {r.factorised_gap:.1e} | "
+            f"{r.full_nodes} | {r.ars_nodes} | {r.full_seconds:.3f} | {r.decode_seconds:.3f} | "
+            f"{r.sample_seconds:.3f} | {r.certified} |")
+    for k, factor in enumerate(cfg.budget_factors):
+        lines += ["", f"Baselines at {factor:g}x the CPU time of ARS's exact samples "
+                  f"(AIS: {cfg.ais_samples} trees per round; randomized DP: top {cfg.rdp_top} "
+                  f"+ {cfg.rdp_sampled} sampled items per state, runs averaged):", "",
+                  "| l | CPU s each | AIS ln Z err | AIS E[f] err | AIS trees | "
+                  "RDP ln Z err | RDP E[f] err | RDP runs |",
+                  "|---|---|---|---|---|---|---|---|"]
+        for r in rows:
+            e = r.estimates[k]
+            lines.append(
+                f"| {r.length} | {e.budget:.3f} | {abs(e.ais_log_z - r.exact_log_z):.2e} | "
+                f"{abs(e.ais_f - r.exact_f):.2e} | {e.ais_trees} | "
+                f"{abs(e.rdp_log_z - r.exact_log_z):.2e} | {abs(e.rdp_f - r.exact_f):.2e} | "
+                f"{e.rdp_runs} |")
+    lines += ["", "Exact best trees (ARS, certified):", ""]
     for r in rows:
-        lines.append(f"- l = {r.length}, `{r.observation}`: `{r.best_tree}`, ln g = "
+        lines.append(f"- l = {r.length}, `{r.observation}`: `{r.best_tree}`, ln p = "
                      f"{r.best_log_p:.4f}, certified {r.certified}")
     return lines
