@@ -34,7 +34,9 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("arsdecode.model",),
     ("arsdecode.lattice",),
     ("arsdecode.core",),
-    ("arsdecode.methods", "arsdecode.trees"),
+    ("arsdecode.methods",),
+    # tree automata (issue 31): their own methods, over the lattice methods' results and trials
+    ("arsdecode.trees",),
     # testing (brute force, reference ARS) may use what tasks may use
     ("arsdecode.batch", "arsdecode.tasks", "arsdecode.testing"),
     # the public functions' argument checks (api's), over the types of the layers below

@@ -152,11 +152,17 @@ def test_ars_marginals_cover_the_exact_posteriors(random_lms):
     assert sum(inside) >= 0.8 * len(inside)
 
 
-def test_auto_uses_full_within_its_budget_and_ars_beyond(cases):
+def test_auto_decodes_by_ars_and_counts_by_full_within_its_budget(cases):
     m, a, b = cases[0]
-    assert api.decode(m.lm, a).method == "full"
-    r = api.decode(m.lm, a, max_nodes=0)
-    assert r.method == "ars" and abs(r.log_p - b.best_log_p) <= TOL
+    r = api.decode(m.lm, a)
+    assert r.method == "ars" and r.certified and abs(r.log_p - b.best_log_p) <= TOL
+    assert api.kbest(m.lm, a, 2).method == "ars"
+    assert api.sample(m.lm, a, 5, seed=0).method == "full"
+    lz, ci, exact = api.log_partition(m.lm, a)
+    assert exact and abs(lz - b.log_Z) <= TOL
+    lz, (lo, hi), exact = api.log_partition(m.lm, a, n=400, seed=0, max_queries=0)
+    assert not exact and lo <= b.log_Z <= hi
+    assert api.marginals(m.lm, a, n=50, seed=0, max_queries=0).method == "ars"
 
 
 def test_bad_method_and_marker_leaves_are_one_line_errors(random_lms):

@@ -25,6 +25,7 @@ import numpy as np
 from arsdecode.model import ModelLike, as_target_model
 from arsdecode.testing.brute import target_path_log
 from arsdecode.trees.automaton import NULL, Derivation, TreeAutomaton
+from arsdecode.trees.forest import logsumexp
 
 
 def derivations(automaton: TreeAutomaton, limit: int = 200_000) -> list[Derivation]:
@@ -57,11 +58,7 @@ class BruteTreeResult:
 
     @property
     def log_Z(self) -> float:
-        finite = [x for x in self.log_p if x > -math.inf]
-        if not finite:
-            return -math.inf
-        top = max(finite)
-        return top + math.log(math.fsum(math.exp(x - top) for x in finite))
+        return logsumexp(self.log_p)
 
     def ranked(self) -> list[float]:
         """Every ln weight, best first."""

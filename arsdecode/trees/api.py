@@ -3,12 +3,14 @@
 `target` is a loaded model or any `TargetModel` (converted once by `as_target_model`), the
 automaton a `TreeAutomaton`; method "full" (the exact intersection with the target's merged
 states, `intersect.py`), "ars" (adaptive rejection over the bounding tree automaton, `ars.py`)
-or "auto": the full intersection while it stays within `max_nodes` forest nodes, else ARS.
-Why that rule: the full forest answers every question exactly at once (ln Z, posteriors,
-samples without rejection), and on small automata it is cheaper than ARS's repeated
-intersections; ARS wins where the merged contexts multiply (high orders, wide charts) and the
-refined ones stay few. Results are `results.py`'s types; natural logs. The lead wires these
-into `arsdecode.api`'s dispatch and the CLI (`--trees FILE`).
+or "auto". For decode and k-best, auto is ARS: it certifies its answer and builds a fraction
+of the full forest (bench/bench_trees.py: 1.5-3x faster than the full intersection on CKY
+charts of 5 candidates a position with the state_union 5-gram, 15x with 20). For samples,
+marginals and ln Z, auto is the full intersection while it asks the target at most
+`max_queries` (context, word) pairs, else ARS: the exact forest answers them all at once,
+exactly (zero-width intervals) and draws without rejection, which was 2-6x faster than ARS's
+adaptive rejection at 100 samples in the same bench. Results are `results.py`'s types;
+natural logs. The lead wires these into `arsdecode.api`'s dispatch and the CLI (`--trees FILE`).
 """
 
 from __future__ import annotations
@@ -38,7 +40,9 @@ from .results import (
 )
 
 METHODS = ("auto", "full", "ars")
-MAX_NODES = 200_000  # auto's budget of full-forest nodes before it hands over to ARS
+MAX_QUERIES = 200_000
+"""auto's budget: (context, word) pairs the full intersection may ask of the target before
+auto hands the automaton to ARS (the pairs are the forest's leaf edges: its size)."""
 
 
 class _TooLarge(Exception):
@@ -61,15 +65,16 @@ def full_forest(target: ModelLike, automaton: TreeAutomaton) -> Forest:
 
 
 def _choose(target: TargetModel, automaton: TreeAutomaton, method: str,
-            max_nodes: int) -> tuple[str, Forest | None]:
-    """auto: build the full forest unless its first `max_nodes` nodes do not finish it."""
+            max_queries: int) -> tuple[str, Forest | None]:
+    """auto: build the full forest unless `max_queries` target queries do not finish it
+    (a negative budget: ARS at once)."""
     method = _method(method)
-    if method == "ars":
+    if method == "ars" or (method == "auto" and max_queries < 0):
         return "ars", None
     if method == "full":
         return "full", full_forest(target, automaton)
     try:
-        forest = intersect(automaton, _Budget(target, max_nodes))
+        forest = intersect(automaton, _Budget(target, max_queries))
     except _TooLarge:
         return "ars", None
     if forest.log_partition() == -math.inf:
@@ -86,7 +91,7 @@ class _Budget(ContextStates):
         self.max_rows = max_rows
 
     def step(self, state: State, words: np.ndarray) -> tuple[list[State], np.ndarray]:
-        if self.queries > self.max_rows:
+        if self.queries + len(words) > self.max_rows:
             raise _TooLarge
         return super().step(state, words)
 
@@ -97,11 +102,11 @@ def _path(a: TreeAutomaton, rules: list[int], log_p: float) -> TreePath:
 
 
 def decode(target: ModelLike, automaton: TreeAutomaton, method: str = "auto",
-           max_iterations: int | None = None, max_nodes: int = MAX_NODES) -> TreeDecodeResult:
+           max_iterations: int | None = None, max_queries: int = MAX_QUERIES) -> TreeDecodeResult:
     """The best derivation of p (tree, yield, ln p), certified."""
     t0 = time.perf_counter()
     tm = as_target_model(target)
-    chosen, forest = _choose(tm, automaton, method, max_nodes)
+    chosen, forest = _choose(tm, automaton, method, -1 if method == "auto" else max_queries)
     if forest is not None:
         log_p, rules = forest.viterbi()
         p = _path(automaton, rules, log_p)
@@ -116,13 +121,13 @@ def decode(target: ModelLike, automaton: TreeAutomaton, method: str = "auto",
 
 
 def kbest(target: ModelLike, automaton: TreeAutomaton, k: int, method: str = "auto",
-          max_iterations: int | None = None, max_nodes: int = MAX_NODES) -> Paths:
+          max_iterations: int | None = None, max_queries: int = MAX_QUERIES) -> Paths:
     """The k best derivations of p, best first (`Paths` of `TreePath`; fewer if there are
     fewer derivations of non-zero weight)."""
     if not isinstance(k, int) or k < 1:
         raise OptionError(f"kbest(): k must be an int >= 1; got {k!r}")
     tm = as_target_model(target)
-    chosen, forest = _choose(tm, automaton, method, max_nodes)
+    chosen, forest = _choose(tm, automaton, method, -1 if method == "auto" else max_queries)
     if forest is not None:
         return tree_paths([_path(automaton, rules, lp) for lp, rules in forest.kbest(k)],
                           "full")
@@ -131,7 +136,7 @@ def kbest(target: ModelLike, automaton: TreeAutomaton, k: int, method: str = "au
 
 
 def sample(target: ModelLike, automaton: TreeAutomaton, n: int, seed: int | None = None,
-           method: str = "auto", max_nodes: int = MAX_NODES, target_ar: float = 0.5,
+           method: str = "auto", max_queries: int = MAX_QUERIES, target_ar: float = 0.5,
            max_trials: int | None = None) -> TreeSampleResult:
     """n exact i.i.d. derivations of p, with ln Z (exact for "full", an estimate with its 95%
     interval for "ars")."""
@@ -140,7 +145,7 @@ def sample(target: ModelLike, automaton: TreeAutomaton, n: int, seed: int | None
     t0 = time.perf_counter()
     rng = np.random.default_rng(seed)
     tm = as_target_model(target)
-    chosen, forest = _choose(tm, automaton, method, max_nodes)
+    chosen, forest = _choose(tm, automaton, method, max_queries)
     if forest is not None:
         sampler = forest.sampler()
         draws = [sampler.draw(rng) for _ in range(n)]
@@ -164,14 +169,14 @@ def sample(target: ModelLike, automaton: TreeAutomaton, n: int, seed: int | None
 
 
 def marginals(target: ModelLike, automaton: TreeAutomaton, n: int = 1000,
-              seed: int | None = None, method: str = "auto", max_nodes: int = MAX_NODES
+              seed: int | None = None, method: str = "auto", max_queries: int = MAX_QUERIES
               ) -> TreeMarginalsResult:
     """Rule posteriors (expected uses per derivation) and ln Z: exact on the full forest;
     with ARS, estimated from n exact samples (Wilson 95% intervals of the share of samples
     using the rule, exact when a derivation uses a rule at most once, as in a chart)."""
     t0 = time.perf_counter()
     tm = as_target_model(target)
-    chosen, forest = _choose(tm, automaton, method, max_nodes)
+    chosen, forest = _choose(tm, automaton, method, max_queries)
     rules = automaton.raw_rules()
     if forest is not None:
         post = forest.rule_posteriors(len(automaton.rules))
@@ -193,12 +198,12 @@ def marginals(target: ModelLike, automaton: TreeAutomaton, n: int = 1000,
 
 
 def log_partition(target: ModelLike, automaton: TreeAutomaton, method: str = "auto",
-                  n: int = 1000, seed: int | None = None, max_nodes: int = MAX_NODES
+                  n: int = 1000, seed: int | None = None, max_queries: int = MAX_QUERIES
                   ) -> tuple[float, tuple[float, float], bool]:
     """(ln Z, its 95% interval, exact): exact on the full forest; with ARS the importance
     estimate from the trials of n exact samples."""
     tm = as_target_model(target)
-    chosen, forest = _choose(tm, automaton, method, max_nodes)
+    chosen, forest = _choose(tm, automaton, method, max_queries)
     if forest is not None:
         lz = forest.log_partition()
         return lz, (lz, lz), True

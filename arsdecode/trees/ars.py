@@ -26,10 +26,15 @@ their yield ends with (and q2's by the words before them), exactly as the lattic
 
 The refinement. On a rejected (or uncertified) d, every factor i whose state c_i is not exact
 and whose gap s(c_i, y_i) - ln p(y_i | h_i) is above the tolerance adds the one-word-longer
-suffix h_i[-(|c_i|+1):] to R. R stays suffix-closed (its new member's suffixes are c_i and
-c_i's), the longer state is a suffix of h_i, so q_R stays a bound, and at d the factor's
-state is now longer: after at most n - 1 refinements per factor the state is exact (n - 1
-words, or the whole history from <s>), so q(d) = p(d) then. Each refinement changes q only
+suffix c = h_i[-(|c_i|+1):] to R, with every substring of c. The suffixes keep R
+suffix-closed; the prefixes make d's path reach c: by induction on j, the state before
+factor i - j ends with c[:-j] (c[:-j] is in R and the previous state ends with c[:-j-1]), so
+the longest suffix in R at factor i is at least c. (Adding c alone is not enough: the state
+before it may be too short to know c's first word.) The longer state is a suffix of h_i, so
+q_R stays a bound, and at d the factor's state is now longer: after at most n - 1
+refinements per factor it is exact (n - 1 words, or the whole history from <s>), so
+q(d) = p(d) then. Every member of R has its substrings in R, so a gap always adds a new
+context. Each refinement changes q only
 on histories ending with the new context, so q decreases monotonically and the loop ends: the
 histories of an acyclic automaton are finitely many.
 
@@ -126,8 +131,10 @@ class TreeArs:
         return Scored(log_p, log_q, adds)
 
     def refine(self, adds: list[tuple[int, ...]]) -> bool:
-        """Add contexts to R and rebuild q; False if none was new."""
-        new = [c for c in adds if c not in self.refined]
+        """Add contexts to R, each with every substring (the suffixes keep R suffix-closed,
+        the prefixes let the path reach it), and rebuild q; False if none was new."""
+        new = {c[i:j] for c in adds for i in range(len(c)) for j in range(i + 1, len(c) + 1)}
+        new -= self.refined
         if not new:
             return False
         self.refined.update(new)

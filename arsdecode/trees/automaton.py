@@ -35,6 +35,7 @@ from .errors import (
     UndefinedStateError,
     where,
 )
+from .forest import logsumexp
 from .formats import RawRule, from_json_object, parse_alto, parse_json, to_alto, to_json_object
 
 NULL = "null"  # the label of a leaf that yields nothing
@@ -61,13 +62,6 @@ class Derivation:
 
     rule: int
     children: tuple[Derivation, ...] = ()
-
-
-def _logsumexp(values: list[float]) -> float:
-    m = max(values)
-    if m == -math.inf:
-        return -math.inf
-    return m + math.log(math.fsum(math.exp(v - m) for v in values))
 
 
 class TreeAutomaton:
@@ -222,7 +216,7 @@ class TreeAutomaton:
         for q in self.topo:
             terms = [float(w[i]) + sum(float(ins[c]) for c in self.rules[i].children)
                      for i in self.rules_by_lhs[q]]
-            ins[q] = _logsumexp(terms)
+            ins[q] = logsumexp(terms)
         return ins
 
     def log_partition(self, weights: Sequence[float] | np.ndarray | None = None) -> float:
@@ -242,7 +236,7 @@ class TreeAutomaton:
         z = ins[self.start]
         for q in reversed(self.topo):
             if acc[q]:
-                out[q] = _logsumexp(acc[q])
+                out[q] = logsumexp(acc[q])
             if out[q] == -math.inf:
                 continue
             for i in self.rules_by_lhs[q]:

@@ -13,9 +13,13 @@ one next state, and the final state pays the `</s>` factor. Two of them:
   history that lies in a suffix-closed set R of refined contexts, scored with `log_bound`
   (the max over every left extension, hence >= p(w | the true history), whatever lies beyond
   the suffix); a state that the target calls exact (`is_exact`: a full n-1 word context, the
-  whole history from `<s>`, a VPYLM context no node continues) is scored with `log_prob` and
-  from then on moves like the target's own states. R = {()} is q^(0): every word, `</s>` too,
-  bounded at the empty context.
+  whole history from `<s>`, a VPYLM context no node continues) is scored with `log_prob`.
+  Its successor is again the longest suffix of (s + w) in R, exact or not: s + w is a suffix
+  of the true history, so this keeps the bound, and q stays as small as R (if exact states
+  moved like the target's own, one exact `<s>` state would rebuild the whole full
+  intersection behind it; and an exact state is not cut, since the words a cut drops may be
+  the ones a longer context of R needs next). R = {()} is
+  q^(0): every word, `</s>` too, bounded at the empty context.
 
 Items. An item is (q, s_in): the automaton state q entered with context state s_in. Its
 derivations d produce s_out = delta*(s_in, yield(d)); the node (q, s_in, s_out) sums them. A
@@ -43,6 +47,7 @@ from .forest import Forest
 
 State = tuple[tuple[int, ...], bool]  # (context, exact)
 MARKERS = ("<s>", "</s>")
+FAR = 2**62  # a position beyond every history (is_exact of a context not from <s>)
 
 
 def _last(words: tuple[int, ...], k: int) -> tuple[int, ...]:
@@ -71,9 +76,14 @@ class ContextStates:
         return [tuple(int(x) for x in row if x >= 0) for row in rows]
 
     def is_exact(self, ctx: tuple[int, ...]) -> bool:
+        """Whether `ctx` fixes p wherever it is the state. A context from `<s>` is the whole
+        history (position len - 1); any other is a suffix of a history of unknown length, so
+        it is asked at a position beyond every history (`FAR`), where only what the context
+        itself holds can make it exact (a weighted target without `<s>` would otherwise call
+        a context exact because it is as long as its position)."""
         if ctx not in self._exact:
             bos = bool(ctx) and ctx[0] == self.target.bos
-            self._exact[ctx] = bool(self.target.is_exact(len(ctx) - 1 if bos else len(ctx),
+            self._exact[ctx] = bool(self.target.is_exact(len(ctx) - 1 if bos else FAR,
                                                          list(ctx)))
         return self._exact[ctx]
 
@@ -86,7 +96,7 @@ class ContextStates:
         for start in range(len(history) + 1):
             ctx = history[start:]
             if ctx in self.refined:
-                return (self.cut([ctx])[0], True) if self.is_exact(ctx) else (ctx, False)
+                return ctx, self.is_exact(ctx)
         return (), False
 
     def step(self, state: State, words: np.ndarray) -> tuple[list[State], np.ndarray]:
@@ -96,7 +106,7 @@ class ContextStates:
         self.queries += len(words)
         scores = (self.target.log_prob if exact else self.target.log_bound)(rows, words)
         nexts = [(*ctx, int(w)) for w in words]
-        if exact:
+        if self.refined is None:
             return [(c, True) for c in self.cut([_last(n, self.k) for n in nexts])], scores
         return [self.enter(n) for n in nexts], scores
 
