@@ -39,6 +39,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from arsdecode.core.semiring import logsumexp
 from arsdecode.errors import OptionError
 from arsdecode.model import ModelLike, TargetModel, as_target_model
 
@@ -131,7 +132,7 @@ def randomized_inside(
     close = [_closing(k, target.bos, target.eos, m) for k in keys]
     lmc.fill({x for factors in close for x in factors})
     total = lz + np.array([sum(lmc.cache[x] for x in factors) for factors in close])
-    log_z = _logsumexp(total)
+    log_z = logsumexp(total)
     mean_f = (float(np.dot(np.exp(total - log_z), fv)) if f_mask is not None and
               log_z > -math.inf else math.nan)
     return RandomizedResult(log_z, mean_f, built, time.process_time() - started)
@@ -187,7 +188,7 @@ def _reduce(lz: np.ndarray, heur: np.ndarray, top: int, sampled: int,
     head, rest = order[:top], order[top:]
     if sampled == 0 or not len(rest):
         return head, lz[head]
-    log_r = _logsumexp(score[rest])
+    log_r = logsumexp(score[rest])
     if log_r == -math.inf:
         return head, lz[head]
     probs = np.exp(score[rest] - log_r)
@@ -196,10 +197,3 @@ def _reduce(lz: np.ndarray, heur: np.ndarray, top: int, sampled: int,
     chosen = rest[picked]
     new = np.log(counts / sampled) + log_r - heur[chosen]
     return np.concatenate([head, chosen]), np.concatenate([lz[head], new])
-
-
-def _logsumexp(x: np.ndarray) -> float:
-    top = float(np.max(x)) if len(x) else -math.inf
-    if top == -math.inf:
-        return -math.inf
-    return top + math.log(float(np.exp(x - top).sum()))

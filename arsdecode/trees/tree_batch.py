@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from arsdecode.core.semiring import LogSumExp, draw_in_segments
 from arsdecode.model import TargetModel
 
 from .rule_table import NULL_LABEL, RuleTable
@@ -66,21 +67,13 @@ class TreeBatch:
 
 def log_rule_probs(table: RuleTable, theta: np.ndarray) -> np.ndarray:
     """ln P(rule | its lhs) = theta - ln sum over the lhs's rules of exp(theta) (eq. 1)."""
-    top = np.maximum.reduceat(theta, table.rule_start[:-1])
-    safe = np.where(np.isfinite(top), top, 0.0)
-    total = np.add.reduceat(np.exp(theta - safe[table.lhs]), table.rule_start[:-1])
-    with np.errstate(divide="ignore"):
-        return theta - (safe + np.log(total))[table.lhs]
+    return theta - LogSumExp.segment_sum(theta, table.rule_start[:-1])[table.lhs]
 
 
 def sample_batch(table: RuleTable, log_probs: np.ndarray, n: int,
                  rng: np.random.Generator) -> TreeBatch:
     """`n` independent derivations, each rule drawn from exp(log_probs) given its lhs."""
-    probs = np.exp(log_probs)
-    within = np.cumsum(probs)
-    before = np.concatenate([[0.0], within])[table.rule_start[:-1]]
-    cum = table.lhs + (within - before[table.lhs])  # strictly increasing across states
-    first, last = table.rule_start[:-1], table.rule_start[1:] - 1
+    starts = table.rule_start[:-1]
     tree = np.arange(n, dtype=np.int64)
     state = np.full(n, table.start, dtype=np.int64)
     parent = np.full(n, -1, dtype=np.int64)
@@ -88,8 +81,7 @@ def sample_batch(table: RuleTable, log_probs: np.ndarray, n: int,
     parts: list[tuple[np.ndarray, ...]] = []
     made, depth = 0, 0
     while len(state):
-        r = np.searchsorted(cum, state + rng.random(len(state)), side="right")
-        r = np.clip(r, first[state], last[state])
+        r = draw_in_segments(log_probs, starts, state, rng.random(len(state)))
         ids = np.arange(made, made + len(r), dtype=np.int64)
         parts.append((tree, r, parent, slot, np.full(len(r), depth, dtype=np.int64)))
         made += len(r)
