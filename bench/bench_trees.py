@@ -9,9 +9,11 @@ its first L words are typed on the noisy keypad (`keypad.sample_observation`, se
 span (Teichmann et al.'s G), leaves weighted by their ln emissions.
 
 Per (K, L): CPU seconds (`time.process_time`) of `trees.api.decode` with method "ars" and
-"full", their ratio full/ARS (> 1: ARS is faster), the forest nodes each built (ARS: its last
-q; full: the intersection), ARS's iterations, and both answers' ln p (they must agree: the
-run stops on a disagreement). With `--samples N`, the same for N exact samples (ARS's
+"full" (the intersection pruned by q^(0)'s bounds, `intersect.Pruning`), their ratio full/ARS
+(> 1: ARS is faster), the forest nodes each built (ARS: its last q; full: the pruned
+intersection), ARS's iterations, the unpruned full intersection's seconds and nodes (what
+ln Z, samples and posteriors need), and both answers' ln p (they must agree: the run stops
+on a disagreement). With `--samples N`, the same for N exact samples (ARS's
 adaptive rejection against sampling the exact forest). Run as a module from the root:
 
     python -m bench.bench_trees --top-k 5 10 20 --lengths 5 8 11 15 --samples 100
@@ -36,7 +38,7 @@ SENTENCE = ("we have a great opportunity to build a better future for all of our
             "tonight")
 
 
-def _timed(fn, *args, **kwargs):  # type: ignore[no-untyped-def]
+def _timed(fn, *args, **kwargs):
     t0 = time.process_time()
     out = fn(*args, **kwargs)
     return out, time.process_time() - t0
@@ -55,7 +57,7 @@ def main() -> None:
     channel = KeypadChannel.from_vocab(lm.vocab)
     words = args.sentence.split()
     rows = []
-    print(" K   L |  ars_s  full_s  full/ars  iters  ars_nodes  full_nodes | "
+    print(" K   L |  ars_s  full_s  full/ars  iters  ars_nodes  full_nodes  unpr_s unpr_nodes | "
           "ars_smp_s full_smp_s full/ars")
     for k in args.top_k:
         for length in args.lengths:
@@ -65,13 +67,16 @@ def main() -> None:
                               np.random.default_rng(args.seed), args.gamma)
             ars, t_ars = _timed(api.decode, lm, chart, method="ars")
             full, t_full = _timed(api.decode, lm, chart, method="full")
+            whole, t_whole = _timed(api.full_forest, lm, chart)
             if not (ars.certified and abs(ars.log_p - full.log_p) <= 1e-9):
                 raise SystemExit(f"K={k} L={length}: ars {ars.log_p} != full {full.log_p}")
             row = {"top_k": k, "length": length, "ars_s": t_ars, "full_s": t_full,
                    "iterations": ars.iterations, "ars_nodes": ars.states,
-                   "full_nodes": full.states, "log_p": full.log_p}
+                   "full_nodes": full.states, "unpruned_s": t_whole,
+                   "unpruned_nodes": whole.num_nodes, "log_p": full.log_p}
             line = (f"{k:>2} {length:>3} | {t_ars:>6.3f} {t_full:>7.3f} {t_full / t_ars:>9.2f} "
-                    f"{ars.iterations:>6} {ars.states:>10} {full.states:>11} |")
+                    f"{ars.iterations:>6} {ars.states:>10} {full.states:>11} "
+                    f"{t_whole:>7.3f} {whole.num_nodes:>9} |")
             if args.samples:
                 _, s_ars = _timed(api.sample, lm, chart, args.samples, seed=1, method="ars")
                 _, s_full = _timed(api.sample, lm, chart, args.samples, seed=1, method="full")

@@ -165,3 +165,49 @@ def test_replaced_weights_change_inside_and_sampling_only():
     with pytest.raises(ValueError):
         a.inside(np.zeros(3))
     assert a.with_weights(theta).log_partition() == a.log_partition(theta)
+
+
+def test_vectorised_counts_are_the_derivation_distribution():
+    """sample_counts draws n derivations at once as rule counts: on a CKY chart (where the
+    counts identify the derivation) their distribution is the one-by-one sampler's exact
+    distribution (chi-squared against the inside weights)."""
+    from arsdecode.lattice import Lattice
+    from arsdecode.testing.brute import chi_square_pvalue
+    from arsdecode.testing.brute_tree import derivations
+    from arsdecode.trees import sample_counts
+    from arsdecode.trees.convert import cky_chart
+
+    lat = Lattice.from_lists([[("a", -0.1), ("b", -1.0)], [("c", 0.0)], [("d", -0.5),
+                                                                      ("e", -0.2)], [("f", 0)]])
+    a = cky_chart(lat, np.random.default_rng(2), 0.5)
+    theta = np.random.default_rng(3).normal(size=len(a.rules))
+    z = a.log_partition(theta)
+    dist = {tuple(map(str, a.rule_counts(d))): math.exp(a.derivation_weight(d, theta) - z)
+            for d in derivations(a)}
+    assert abs(sum(dist.values()) - 1) < 1e-12 and len(dist) == 5 * 4  # Catalan(3) x 2 x 2
+    counts = sample_counts(a, np.random.default_rng(0), 20000, theta)
+    assert counts.shape == (20000, len(a.rules))
+    assert chi_square_pvalue([tuple(map(str, c)) for c in counts], dist) > 1e-3
+    np.testing.assert_allclose(counts.mean(axis=0), a.expected_counts(theta), atol=0.02)
+
+
+def test_vectorised_counts_where_a_state_occurs_several_times_in_a_draw():
+    """S -> f(A, A, A): A occurs three times in every draw (the multinomial branch); the
+    counts' distribution is checked against the exact one."""
+    from arsdecode.testing.brute import chi_square_pvalue
+    from arsdecode.testing.brute_tree import derivations
+    from arsdecode.trees import sample_counts
+
+    a = TreeAutomaton.from_rules("S", [("S", "f", ["A", "A", "A"], 0.0),
+                                       ("S", "g", ["A"], -1.0), ("A", "x", [], -0.3),
+                                       ("A", "h", ["B"], 0.2), ("B", "y", [], 0.0),
+                                       ("B", "null", [], -0.7)])
+    z = a.log_partition()
+    dist: dict[tuple[str, ...], float] = {}
+    for d in derivations(a):
+        key = tuple(map(str, a.rule_counts(d)))
+        dist[key] = dist.get(key, 0.0) + math.exp(a.derivation_weight(d) - z)
+    counts = sample_counts(a, np.random.default_rng(5), 20000)
+    assert (counts[:, 0] * 3 + counts[:, 1] == counts[:, 2] + counts[:, 3]).all()
+    assert chi_square_pvalue([tuple(map(str, c)) for c in counts], dist) > 1e-3
+    np.testing.assert_allclose(counts.mean(axis=0), a.expected_counts(), atol=0.03)

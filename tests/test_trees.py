@@ -218,3 +218,89 @@ def test_a_lattice_as_a_right_branching_tree_gives_the_lattice_answers(random_lm
                 np.testing.assert_allclose([p.log_p for p in got],
                                            [p.log_p for p in top.paths], atol=1e-8)
             assert abs(api.log_partition(m.lm, a, method="full")[0] - lz) <= 1e-8
+
+
+def test_a_deep_chain_needs_no_recursion_limit(random_lms):
+    """A 1,200-word lattice as a chain automaton is 1,200 levels deep: the expansion and the
+    lazy k-best recurse per level, within a raised limit (forest.deep_recursion)."""
+    import arsdecode
+    from arsdecode.lattice import Lattice
+    from arsdecode.trees.convert import right_branching
+
+    m = random_lms[1]
+    lat = Lattice.from_lists([[(m.words[i % len(m.words)], 0.0),
+                               (m.words[(i + 1) % len(m.words)], -1.0)] for i in range(1200)])
+    a = right_branching(lat)
+    best = arsdecode.decode(m.lm, lat)
+    assert abs(api.decode(m.lm, a, method="full").log_p - best.log_p) <= 1e-7
+    top = api.kbest(m.lm, a, 2, method="full")
+    assert abs(top[0].log_p - best.log_p) <= 1e-7 and top[1].log_p <= top[0].log_p
+
+
+def test_pruning_drops_nodes_but_not_the_best(cases):
+    from arsdecode.trees.intersect import decode_pruning
+
+    smaller = 0
+    for m, a, b in cases:
+        t = as_target_model(m.lm)
+        whole = intersect(a, ContextStates(t))
+        pruned = intersect(a, ContextStates(t), prune=decode_pruning(a, t))
+        assert pruned.num_nodes <= whole.num_nodes
+        assert abs(pruned.viterbi()[0] - b.best_log_p) <= TOL
+        smaller += pruned.num_nodes < whole.num_nodes
+    assert smaller > len(cases) // 4
+
+
+def test_every_tree_of_probability_zero_is_one_error_for_every_method(tmp_path):
+    """A model with -inf n-grams, and an automaton whose only yields use them."""
+    import maxarpa
+    from arsdecode.testing.random_arpa import random_arpa_text
+    from arsdecode.trees import TreeAutomaton
+    from arsdecode.trees.errors import EmptyLanguageError
+
+    text = random_arpa_text(random.Random(5), 2, 3, 0.5, density=1.0, neg_inf_fraction=0.5)
+    (tmp_path / "z.arpa").write_text(text)
+    lm = maxarpa.load(tmp_path / "z.arpa")
+    t = as_target_model(lm)
+    words = [w for w in lm.vocab if w not in ("<s>", "</s>")]
+    zero = [(a, b) for a in words for b in words
+            if t.log_prob(np.array([[t.ids([a])[0]]]), t.ids([b]))[0] == -math.inf]
+    assert zero, "the model has no -inf bigram"
+    a_, b_ = zero[0]
+    auto = TreeAutomaton.from_rules("S", [("S", "f", ["A", "B"], 0.0), ("A", a_, [], 0.0),
+                                          ("B", b_, [], 0.0)], "z.json")
+    for method in ("full", "ars"):
+        with pytest.raises(EmptyLanguageError, match="z.json: every tree has probability zero"):
+            api.decode(lm, auto, method=method)
+        with pytest.raises(EmptyLanguageError):
+            api.sample(lm, auto, 3, seed=0, method=method)
+    with pytest.raises(ArsDecodeError, match="cannot read"):
+        TreeAutomaton.read(tmp_path / "missing.json")
+
+
+def test_results_print_the_tree_tokens_and_certificate(cases):
+    import json
+
+    m, a, b = cases[0]
+    r = api.decode(m.lm, a, method="ars").to_json()
+    assert {"tree", "tokens", "log_p", "certified", "method", "rules"} <= set(r)
+    assert r["tree"] in b.near_best(1e-7) and r["certified"] is True and r["method"] == "ars"
+    s = api.sample(m.lm, a, 4, seed=0, method="full").to_json()
+    assert len(s["trees"]) == 4 and s["method"] == "full" and s["log_Z_ci"] == [s["log_Z"]] * 2
+    k = [p.to_json() for p in api.kbest(m.lm, a, 2)]
+    assert all({"tree", "tokens", "rules", "log_p"} <= set(x) for x in k)
+    json.dumps([r, s, k, api.marginals(m.lm, a, method="full").to_json()])
+
+
+def test_wrong_argument_types_are_one_line_argument_errors(cases):
+    from arsdecode.errors import ArgumentError
+
+    m, a, _ = cases[0]
+    with pytest.raises(ArgumentError, match=r"decode\(\): automaton must be a TreeAutomaton"):
+        api.decode(m.lm, "grammar.alto")
+    with pytest.raises(ArgumentError, match=r"sample\(\): target must be a loaded model"):
+        api.sample("model.arpa", a, 3)
+    with pytest.raises(ArgumentError, match=r"kbest\(\): k must be an int >= 1"):
+        api.kbest(m.lm, a, 0)
+    with pytest.raises(ArgumentError, match=r"sample\(\): n must be an int >= 0"):
+        api.sample(m.lm, a, 2.5)

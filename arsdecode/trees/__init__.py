@@ -5,5 +5,6 @@ methods on it with any `TargetModel` are in the modules beside it.
 """
 
 from .automaton import NULL, Derivation, Rule, TreeAutomaton, TreeSampler
+from .counts import sample_counts
 
-__all__ = ["NULL", "Derivation", "Rule", "TreeAutomaton", "TreeSampler"]
+__all__ = ["NULL", "Derivation", "Rule", "TreeAutomaton", "TreeSampler", "sample_counts"]

@@ -4,12 +4,13 @@
 automaton a `TreeAutomaton`; method "full" (the exact intersection with the target's merged
 states, `intersect.py`), "ars" (adaptive rejection over the bounding tree automaton, `ars.py`)
 or "auto". For decode and k-best, auto is ARS: it certifies its answer and builds a fraction
-of the full forest (bench/bench_trees.py: 1.5-3x faster than the full intersection on CKY
-charts of 5 candidates a position with the state_union 5-gram, 15x with 20). For samples,
-marginals and ln Z, auto is the full intersection while it asks the target at most
-`max_queries` (context, word) pairs, else ARS: the exact forest answers them all at once,
-exactly (zero-width intervals) and draws without rejection, which was 2-6x faster than ARS's
-adaptive rejection at 100 samples in the same bench. Results are `results.py`'s types;
+of the full forest (bench/bench_trees.py, CKY charts of L = 5-15 words over SMS keypad
+lattices, state_union 5-gram: 1.4-2.4x faster than the full intersection with 5 candidates
+a position, 13-35x with 20). For samples, marginals and ln Z, auto is the full intersection
+while it asks the target at most `max_queries` (context, word) pairs, else ARS: the exact
+forest answers them all at once and exactly (zero-width intervals), and drew 100 samples
+2-3x faster than ARS's adaptive rejection with 5 candidates (ARS was 1.0-1.9x faster with
+20, where the full forest is 10x larger than ARS's final q). Results are `results.py`'s types;
 natural logs. The lead wires these into `arsdecode.api`'s dispatch and the CLI (`--trees FILE`).
 """
 
@@ -20,16 +21,24 @@ import time
 
 import numpy as np
 
-from arsdecode.errors import OptionError
+from arsdecode.errors import ArgumentError, OptionError
 from arsdecode.methods.marginals import wilson
 from arsdecode.methods.results import Paths, SampleTrace
 from arsdecode.model import ModelLike, TargetModel, as_target_model
+from maxarpa.model import Model
 
 from .ars import ars_decode, ars_kbest, ars_sample
 from .automaton import TreeAutomaton
 from .errors import EmptyLanguageError
 from .forest import Forest
-from .intersect import ContextStates, State, derivation_log_p, intersect, leaf_ids
+from .intersect import (
+    ContextStates,
+    State,
+    decode_pruning,
+    derivation_log_p,
+    intersect,
+    leaf_ids,
+)
 from .results import (
     RuleMarginal,
     TreeDecodeResult,
@@ -49,15 +58,30 @@ class _TooLarge(Exception):
     pass
 
 
+def _target(fn: str, target: ModelLike, automaton: TreeAutomaton) -> TargetModel:
+    """The engine's view of `target`, after checking both arguments' types (one line each)."""
+    if not isinstance(automaton, TreeAutomaton):
+        raise ArgumentError(f"{fn}(): automaton must be a TreeAutomaton (TreeAutomaton.read "
+                            f"reads a file); got {type(automaton).__name__}")
+    if not isinstance(target, (Model, TargetModel)):
+        raise ArgumentError(f"{fn}(): target must be a loaded model or a TargetModel; got "
+                            f"{type(target).__name__}")
+    return as_target_model(target)
+
+
 def _method(method: str) -> str:
     if method not in METHODS:
         raise OptionError(f"method must be one of {', '.join(METHODS)}; got {method!r}")
     return method
 
 
-def full_forest(target: ModelLike, automaton: TreeAutomaton) -> Forest:
-    """The exact intersection (goal last); refuses an automaton whose every tree has p = 0."""
-    forest = intersect(automaton, ContextStates(as_target_model(target)))
+def full_forest(target: ModelLike, automaton: TreeAutomaton, prune: bool = False) -> Forest:
+    """The exact intersection (goal last); refuses an automaton whose every tree has p = 0.
+    `prune`: drop the nodes that cannot be on the best derivation (`intersect.Pruning`; the
+    forest then serves the best derivation only)."""
+    tm = as_target_model(target)
+    forest = intersect(automaton, ContextStates(tm),
+                       prune=decode_pruning(automaton, tm) if prune else None)
     if forest.log_partition() == -math.inf:
         raise EmptyLanguageError(f"{automaton.source}: every tree has probability zero under "
                                  "the target")
@@ -65,14 +89,14 @@ def full_forest(target: ModelLike, automaton: TreeAutomaton) -> Forest:
 
 
 def _choose(target: TargetModel, automaton: TreeAutomaton, method: str,
-            max_queries: int) -> tuple[str, Forest | None]:
+            max_queries: int, prune: bool = False) -> tuple[str, Forest | None]:
     """auto: build the full forest unless `max_queries` target queries do not finish it
     (a negative budget: ARS at once)."""
     method = _method(method)
     if method == "ars" or (method == "auto" and max_queries < 0):
         return "ars", None
     if method == "full":
-        return "full", full_forest(target, automaton)
+        return "full", full_forest(target, automaton, prune)
     try:
         forest = intersect(automaton, _Budget(target, max_queries))
     except _TooLarge:
@@ -105,8 +129,9 @@ def decode(target: ModelLike, automaton: TreeAutomaton, method: str = "auto",
            max_iterations: int | None = None, max_queries: int = MAX_QUERIES) -> TreeDecodeResult:
     """The best derivation of p (tree, yield, ln p), certified."""
     t0 = time.perf_counter()
-    tm = as_target_model(target)
-    chosen, forest = _choose(tm, automaton, method, -1 if method == "auto" else max_queries)
+    tm = _target("decode", target, automaton)
+    chosen, forest = _choose(tm, automaton, method, -1 if method == "auto" else max_queries,
+                             prune=True)
     if forest is not None:
         log_p, rules = forest.viterbi()
         p = _path(automaton, rules, log_p)
@@ -125,8 +150,8 @@ def kbest(target: ModelLike, automaton: TreeAutomaton, k: int, method: str = "au
     """The k best derivations of p, best first (`Paths` of `TreePath`; fewer if there are
     fewer derivations of non-zero weight)."""
     if not isinstance(k, int) or k < 1:
-        raise OptionError(f"kbest(): k must be an int >= 1; got {k!r}")
-    tm = as_target_model(target)
+        raise ArgumentError(f"kbest(): k must be an int >= 1; got {k!r}")
+    tm = _target("kbest", target, automaton)
     chosen, forest = _choose(tm, automaton, method, -1 if method == "auto" else max_queries)
     if forest is not None:
         return tree_paths([_path(automaton, rules, lp) for lp, rules in forest.kbest(k)],
@@ -141,10 +166,10 @@ def sample(target: ModelLike, automaton: TreeAutomaton, n: int, seed: int | None
     """n exact i.i.d. derivations of p, with ln Z (exact for "full", an estimate with its 95%
     interval for "ars")."""
     if not isinstance(n, int) or n < 0:
-        raise OptionError(f"sample(): n must be an int >= 0; got {n!r}")
+        raise ArgumentError(f"sample(): n must be an int >= 0; got {n!r}")
     t0 = time.perf_counter()
     rng = np.random.default_rng(seed)
-    tm = as_target_model(target)
+    tm = _target("sample", target, automaton)
     chosen, forest = _choose(tm, automaton, method, max_queries)
     if forest is not None:
         sampler = forest.sampler()
@@ -175,7 +200,7 @@ def marginals(target: ModelLike, automaton: TreeAutomaton, n: int = 1000,
     with ARS, estimated from n exact samples (Wilson 95% intervals of the share of samples
     using the rule, exact when a derivation uses a rule at most once, as in a chart)."""
     t0 = time.perf_counter()
-    tm = as_target_model(target)
+    tm = _target("marginals", target, automaton)
     chosen, forest = _choose(tm, automaton, method, max_queries)
     rules = automaton.raw_rules()
     if forest is not None:
@@ -202,7 +227,7 @@ def log_partition(target: ModelLike, automaton: TreeAutomaton, method: str = "au
                   ) -> tuple[float, tuple[float, float], bool]:
     """(ln Z, its 95% interval, exact): exact on the full forest; with ARS the importance
     estimate from the trials of n exact samples."""
-    tm = as_target_model(target)
+    tm = _target("log_partition", target, automaton)
     chosen, forest = _choose(tm, automaton, method, max_queries)
     if forest is not None:
         lz = forest.log_partition()

@@ -60,6 +60,7 @@ from arsdecode.methods.trials import TrialLog
 from arsdecode.model import TargetModel, context_rows
 
 from .automaton import TreeAutomaton
+from .errors import EmptyLanguageError
 from .forest import Forest, ForestSampler
 from .intersect import ContextStates, intersect, leaf_ids
 
@@ -89,6 +90,9 @@ class TreeArs:
     def _build(self) -> Forest:
         self.states = ContextStates(self.target, self.refined)
         self.forest = intersect(self.automaton, self.states)
+        if not self.forest.node_edges[self.forest.goal]:  # q = 0 everywhere, hence p too
+            raise EmptyLanguageError(f"{self.automaton.source}: every tree has probability "
+                                     "zero under the target")
         self._sampler: ForestSampler | None = None
         return self.forest
 
@@ -109,22 +113,16 @@ class TreeArs:
         hist = [self.target.bos, *ys]
         histories = [tuple(hist[: i + 1]) for i in range(len(words))]
         exact = self.target.log_prob(context_rows(histories, self.k), words)
-        state = self.states.initial
-        q_terms, adds = [], []
-        for i in range(len(words)):
-            ctx, is_exact = state
-            if i < len(ys):
-                (nxt,), sc = self.states.step(state, words[i:i + 1])
-            else:
-                sc, nxt = self.states.final([state]), state
-            q_terms.append(float(sc[0]))
-            if not is_exact and sc[0] - exact[i] > CERTIFICATE_TOL:
+        states = self.states.walk(ys)
+        q_terms = self.states.scores(states, words)
+        adds = []
+        for i, ((ctx, is_exact), sc) in enumerate(zip(states, q_terms, strict=True)):
+            if not is_exact and sc - exact[i] > CERTIFICATE_TOL:
                 longer = histories[i][max(len(histories[i]) - len(ctx) - 1, 0):]
                 if len(longer) > len(ctx):
                     adds.append(longer)
-            state = nxt
         log_p = base + math.fsum(float(x) for x in exact)
-        log_q = base + math.fsum(q_terms)
+        log_q = base + math.fsum(float(x) for x in q_terms)
         if log_p > log_q + CERTIFICATE_TOL:
             raise BoundViolationError(f"a tree's ln p {log_p} exceeds its bound ln q {log_q}: "
                                       "the target's log_bound is not an upper bound")
@@ -195,15 +193,18 @@ class ArsDraws:
 
 def ars_sample(automaton: TreeAutomaton, target: TargetModel, n: int,
                rng: np.random.Generator, target_ar: float = 0.5, ar_window: int = 100,
-               max_trials: int | None = None) -> ArsDraws:
-    """n exact i.i.d. derivations by adaptive rejection: q_R is refined along each rejected
-    draw until the acceptance rate over the last `ar_window` trials reaches `target_ar`,
-    then frozen."""
+               max_trials: int | None = None, batch: int = 10) -> ArsDraws:
+    """n exact i.i.d. derivations by adaptive rejection. Trials are drawn `batch` at a time
+    from one q_R; after each batch, q_R is refined along the batch's rejected draws (one
+    rebuild of the forest for the batch), until the acceptance rate over the last
+    `ar_window` trials reaches `target_ar`; q is frozen from then on. Exact whatever the
+    schedule: q_R depends only on earlier trials."""
     t0 = time.perf_counter()
     ars = TreeArs(automaton, target)
     log = TrialLog(keep=True, ar_window=ar_window)
     accepted: list[tuple[Scored, list[int]]] = []
     frozen, adapted_at, frozen_from = False, None, 0
+    pending: list[tuple[int, ...]] = []
     while len(accepted) < n and (max_trials is None or log.trials < max_trials):
         sampler = ars.sampler()
         rules = sampler.draw(rng)
@@ -213,10 +214,14 @@ def ars_sample(automaton: TreeAutomaton, target: TargetModel, n: int,
         log.add(ratio, ok, ars.forest.num_nodes, sampler.log_Z, s.log_p, s.log_q)
         if ok:
             accepted.append((s, rules))
-        elif not frozen and ars.refine(s.refinements):
-            frozen_from = log.trials
-        rate = log.window_rate()
-        if not frozen and rate is not None and rate >= target_ar:
-            frozen, adapted_at = True, log.trials
+        elif not frozen:
+            pending.extend(s.refinements)
+        if log.trials % batch == 0 and not frozen:
+            rate = log.window_rate()
+            if rate is not None and rate >= target_ar:
+                frozen, adapted_at = True, log.trials
+            elif pending and ars.refine(pending):
+                frozen_from = log.trials
+            pending = []
     return ArsDraws(accepted, log, ars, adapted_at, frozen_from,
                     time.perf_counter() - t0)

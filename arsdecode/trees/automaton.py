@@ -31,6 +31,7 @@ import numpy as np
 from .errors import (
     EmptyLanguageError,
     TreeCycleError,
+    TreeFormatError,
     TreeWeightError,
     UndefinedStateError,
     where,
@@ -130,7 +131,10 @@ class TreeAutomaton:
     @classmethod
     def read(cls, path: str | Path) -> TreeAutomaton:
         """From a file: JSON if its first non-blank character is `{`, else Alto text."""
-        text = Path(path).read_text(encoding="utf-8", errors="surrogateescape")
+        try:
+            text = Path(path).read_text(encoding="utf-8", errors="surrogateescape")
+        except OSError as err:
+            raise TreeFormatError(f"{path}: cannot read: {err.strerror or err}") from None
         if text.lstrip().startswith("{"):
             return cls.from_json(text, str(path))
         return cls.from_alto(text, str(path))

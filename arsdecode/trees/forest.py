@@ -17,7 +17,9 @@ from __future__ import annotations
 
 import heapq
 import math
-from collections.abc import Sequence
+import sys
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -30,6 +32,21 @@ def logsumexp(values: Sequence[float]) -> float:
     if m == -math.inf:
         return -math.inf
     return m + math.log(math.fsum(math.exp(v - m) for v in values))
+
+
+@contextmanager
+def deep_recursion(depth: int) -> Iterator[None]:
+    """Allow `depth` more nested Python calls for the duration (restored after).
+
+    Why: the intersection's item expansion and the lazy k-best recurse once per level of
+    the automaton, and a chain automaton of a 1,000-word lattice is 1,000 levels deep. Since
+    Python 3.11, Python-to-Python calls do not use the C stack, so a higher limit is safe."""
+    old = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(old, old + depth))
+    try:
+        yield
+    finally:
+        sys.setrecursionlimit(old)
 
 
 @dataclass
@@ -94,6 +111,22 @@ class Forest:
             best.append(scores[k] if scores else -math.inf)
             back.append(edges[k] if scores else -1)
         return best[self.goal], self._rules_of(lambda v: back[v])
+
+    def viterbi_outside(self) -> list[float]:
+        """Per node, the best ln weight of the rest of a hyperpath through it (goal: 0)."""
+        best: list[float] = []
+        for edges in self.node_edges:
+            best.append(max((self._edge_score(e, best) for e in edges), default=-math.inf))
+        out = [-math.inf] * self.num_nodes
+        out[self.goal] = 0.0
+        for v in range(self.goal, -1, -1):
+            if out[v] == -math.inf:
+                continue
+            for e in self.node_edges[v]:
+                total = out[v] + self._edge_score(e, best)
+                for t in self.edge_tails[e]:
+                    out[t] = max(out[t], total - best[t])
+        return out
 
     def _rules_of(self, choose) -> list[int]:
         """Rules in pre-order of the hyperpath that takes edge choose(v) at each node v."""
@@ -221,7 +254,13 @@ class LazyKBest:
         return True
 
     def top(self, k: int) -> list[tuple[float, list[int]]]:
+        with deep_recursion(4 * self.f.num_nodes):
+            return self._top(k)
+
+    def _top(self, k: int) -> list[tuple[float, list[int]]]:
         out = []
+        for v in range(self.f.num_nodes):  # rank 0 bottom-up: no deep recursion for it
+            self._ensure(v, 0)
         for r in range(k):
             if not self._ensure(self.f.goal, r):
                 break

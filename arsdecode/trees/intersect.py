@@ -36,14 +36,16 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable
+from dataclasses import dataclass
 
 import numpy as np
 
+from arsdecode.core.tolerances import PRUNE_MARGIN
 from arsdecode.errors import TargetError
 from arsdecode.model import TargetModel, context_rows
 
 from .automaton import NULL, TreeAutomaton
-from .forest import Forest
+from .forest import Forest, deep_recursion
 
 State = tuple[tuple[int, ...], bool]  # (context, exact)
 MARKERS = ("<s>", "</s>")
@@ -110,6 +112,27 @@ class ContextStates:
             return [(c, True) for c in self.cut([_last(n, self.k) for n in nexts])], scores
         return [self.enter(n) for n in nexts], scores
 
+    def walk(self, words: list[int]) -> list[State]:
+        """The bound's state before each of `words` and before `</s>` (len(words) + 1 states;
+        no target query but `is_exact`)."""
+        assert self.refined is not None, "walk is the bound's (ARS's) path"
+        out = [self.initial]
+        for w in words:
+            out.append(self.enter((*out[-1][0], w)))
+        return out
+
+    def scores(self, states: list[State], words: np.ndarray) -> np.ndarray:
+        """ln score (exact or bound) of words[i] after states[i], in two batched calls."""
+        self.queries += len(words)
+        rows = context_rows([c for c, _ in states], self.k)
+        exact = np.array([e for _, e in states], dtype=bool)
+        out = np.empty(len(words))
+        if exact.any():
+            out[exact] = self.target.log_prob(rows[exact], words[exact])
+        if not exact.all():
+            out[~exact] = self.target.log_bound(rows[~exact], words[~exact])
+        return out
+
     def final(self, states: list[State]) -> np.ndarray:
         """ln score (exact or bound) of `</s>` after each state."""
         out = np.empty(len(states))
@@ -135,14 +158,51 @@ def leaf_ids(automaton: TreeAutomaton, target: TargetModel) -> dict[int, int]:
     return {i: int(w) for i, w in zip(leaves, ids, strict=True)}
 
 
+@dataclass(frozen=True)
+class Pruning:
+    """What lets the full intersection drop nodes that cannot be on the best derivation:
+    `outside[q]`, an upper bound of the best weight around automaton state q, and `floor`, the
+    exact weight of some derivation. A node whose best inside plus outside[q] is below the
+    floor (by more than PRUNE_MARGIN) is dropped: every derivation through it weighs less
+    than one already known. Only for the best derivation (not ln Z, samples or k > 1)."""
+
+    outside: np.ndarray
+    floor: float
+
+
+def decode_pruning(automaton: TreeAutomaton, target: TargetModel) -> Pruning:
+    """The bounds of q^(0), ARS's first automaton (every factor at its bound at the empty
+    context, so each context-free state q has one node): its Viterbi outside per state bounds
+    the exact forest's outside of every (q, s_in, s_out), whatever the contexts; the floor is
+    the exact weight of q^(0)'s best derivation."""
+    q0 = intersect(automaton, ContextStates(target, refined=()))
+    out = q0.viterbi_outside()
+    outside = np.full(len(automaton.states), -math.inf)
+    for v, key in enumerate(q0.node_key[:-1]):
+        outside[key[0]] = max(outside[key[0]], out[v])
+    _, rules = q0.viterbi()
+    return Pruning(outside, derivation_log_p(automaton, target, rules))
+
+
 def intersect(automaton: TreeAutomaton, states: ContextStates,
-              weights: np.ndarray | None = None) -> Forest:
+              weights: np.ndarray | None = None, prune: Pruning | None = None) -> Forest:
     """The forest of (q, s_in, s_out) nodes (module docstring); goal last. Edges of weight
-    -inf are dropped, so a node without edges has no derivation of non-zero weight."""
+    -inf are dropped, so a node without edges has no derivation of non-zero weight; with
+    `prune`, nodes that cannot be on the best derivation are dropped too (`Pruning`)."""
     w = automaton.weights if weights is None else weights
     ids = leaf_ids(automaton, states.target)
     forest = Forest()
     memo: dict[tuple[int, State], dict[State, int]] = {}
+    best: list[float] = []  # per node, its best inside weight (for pruning)
+    cut_at = -math.inf if prune is None else prune.floor - PRUNE_MARGIN
+
+    def add(q: int, s: State, s2: State, es: list[tuple[int, tuple[int, ...], float]]
+            ) -> int | None:
+        b = max(x + math.fsum(best[t] for t in tails) for _, tails, x in es)
+        if prune is not None and b + float(prune.outside[q]) < cut_at:
+            return None
+        best.append(b)
+        return forest.add_node((q, s, s2), es)
 
     def expand(q: int, s: State) -> dict[State, int]:
         key = (q, s)
@@ -170,10 +230,12 @@ def intersect(automaton: TreeAutomaton, states: ContextStates,
                     break
             for s2, tails in partial:
                 edges.setdefault(s2, []).append((i, tails, float(w[i])))
-        memo[key] = {s2: forest.add_node((q, s, s2), es) for s2, es in edges.items()}
+        nodes = {s2: add(q, s, s2, es) for s2, es in edges.items()}
+        memo[key] = {s2: v for s2, v in nodes.items() if v is not None}
         return memo[key]
 
-    top = expand(automaton.start, states.initial)
+    with deep_recursion(4 * len(automaton.states)):
+        top = expand(automaton.start, states.initial)
     ends = list(top)
     finals = states.final(ends) if ends else np.empty(0)
     forest.add_node(("goal",), [(-1, (top[s],), float(f))
