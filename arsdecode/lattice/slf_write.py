@@ -53,16 +53,7 @@ def write_slf(wl: WordLattice, out: TextIO, *, posteriors: Sequence[float] | Non
         for k, (s, d, word, w) in enumerate(zip(wl.src.tolist(), wl.dst.tolist(), wl.words,
                                                 wl.log_weights.tolist()))]
     rows += extra
-    scale = 1.0 if base == math.e else 1.0 / math.log(base)
-    out.write("VERSION=1.1\n")
-    if utterance is not None:
-        out.write(f"UTTERANCE={quoted(utterance)}\n")
-    if base != math.e:
-        out.write(f"base={base!r}\n")
-    out.write(f"start=0 end={end}\n")
-    out.write(f"N={n_nodes} L={len(rows)}\n")
-    for i in range(n_nodes):
-        out.write(f"I={i}\n")
+    scale = _write_head(out, n_nodes, len(rows), end, base, utterance)
     for j, (s, d, word, w, p) in enumerate(rows):
         label = NULL_WORD if word is None else quoted(word, htk_quotes)
         line = f"J={j} S={s} E={d} W={label} a={w * scale!r}"
@@ -82,17 +73,8 @@ def write_scored_links(out: TextIO, n_nodes: int, links: Sequence[tuple[int, int
     start, node `n_nodes - 1` the end; scores are ln, written in log `base`."""
     if base <= 0 or base == 1:
         raise ValueError(f"cannot write SLF with log base {base}")
-    scale = 1.0 if base == math.e else 1.0 / math.log(base)
-    out.write("VERSION=1.1\n")
-    if utterance is not None:
-        out.write(f"UTTERANCE={quoted(utterance)}\n")
-    if base != math.e:
-        out.write(f"base={base!r}\n")
-    out.write(f"lmscale={lmscale!r} acscale=1.0 wdpenalty=0.0\n")
-    out.write(f"start=0 end={n_nodes - 1}\n")
-    out.write(f"N={n_nodes} L={len(links)}\n")
-    for i in range(n_nodes):
-        out.write(f"I={i}\n")
+    scale = _write_head(out, n_nodes, len(links), n_nodes - 1, base, utterance,
+                        f"lmscale={lmscale!r} acscale=1.0 wdpenalty=0.0")
     for j, (s, d, word) in enumerate(links):
         label = NULL_WORD if word is None else quoted(word, htk_quotes)
         line = (f"J={j} S={s} E={d} W={label} a={float(acoustic[j]) * scale!r} "
@@ -100,6 +82,24 @@ def write_scored_links(out: TextIO, n_nodes: int, links: Sequence[tuple[int, int
         if posteriors is not None:
             line += f" p={float(posteriors[j])!r}"
         out.write(line + "\n")
+
+
+def _write_head(out: TextIO, n_nodes: int, n_links: int, end: int, base: float,
+                utterance: str | None, scales: str | None = None) -> float:
+    """The header and node lines every written lattice has; the factor from ln to log
+    `base` for its scores."""
+    out.write("VERSION=1.1\n")
+    if utterance is not None:
+        out.write(f"UTTERANCE={quoted(utterance)}\n")
+    if base != math.e:
+        out.write(f"base={base!r}\n")
+    if scales is not None:
+        out.write(scales + "\n")
+    out.write(f"start=0 end={end}\n")
+    out.write(f"N={n_nodes} L={n_links}\n")
+    for i in range(n_nodes):
+        out.write(f"I={i}\n")
+    return 1.0 if base == math.e else 1.0 / math.log(base)
 
 
 def _final_posteriors(wl: WordLattice, posteriors: Sequence[float]) -> dict[int, float]:
