@@ -43,7 +43,7 @@ def deleted_interpolation_weights(counts: list[Counter]) -> list[float]:
     """
     order = len(counts) - 1
     total = sum(counts[1].values())
-    history = [Counter() for _ in range(order + 1)]
+    history: list[Counter] = [Counter() for _ in range(order + 1)]
     for k in range(2, order + 1):
         for gram, c in counts[k].items():
             history[k][gram[:-1]] += c

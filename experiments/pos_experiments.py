@@ -75,8 +75,8 @@ REPO = Path(__file__).resolve().parents[1]
 
 def run_tnt(pos_dir: Path, capitalization: bool) -> dict:
     """NLTK's TnT (N=1000) trained on train.tsv, tagging test.tsv; CPU and wall time."""
-    import nltk
-    from nltk.tag.tnt import TnT
+    import nltk  # type: ignore[import-untyped]
+    from nltk.tag.tnt import TnT  # type: ignore[import-untyped]
 
     train = read_tagged(pos_dir / "train.tsv")
     test = read_tagged(pos_dir / "test.tsv")
@@ -243,11 +243,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         say(f"no {raw} yet: run without --render-only/--dev-study first")
         return 0
     res = json.loads(raw.read_text())
-    dev = json.loads(dev_raw.read_text()) if dev_raw.is_file() else None
+    dev_res: dict | None = json.loads(dev_raw.read_text()) if dev_raw.is_file() else None
     imgs = write_plots(res, args.img)
     args.doc.parent.mkdir(parents=True, exist_ok=True)
     # The EWT section and what follows it belong to pos_ewt.py and pos_ewt_caps.py; keep them.
-    args.doc.write_text(keep_block(args.doc, markdown(res, dev, imgs), "ewt"), encoding="utf-8")
+    args.doc.write_text(keep_block(args.doc, markdown(res, dev_res, imgs), "ewt"), encoding="utf-8")
     say(f"wrote {args.doc} and {', '.join(p.name for p in imgs)}")
     return 0
 

@@ -225,7 +225,7 @@ def job_profile(order: int, sentences: int = 200) -> dict:
     for lat in G["lattices"][:sentences]:
         decode(lm, lat)
     prof.disable()
-    stats = pstats.Stats(prof).stats
+    stats = pstats.Stats(prof).stats  # type: ignore[attr-defined]  # untyped in typeshed
     total = sum(v[2] for v in stats.values())  # total internal time
     rows = {}
     for label, (path, func) in PROFILED.items():
