@@ -41,6 +41,8 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("arsdecode.batch", "arsdecode.tasks", "arsdecode.testing"),
     # the public functions' argument checks (api's), over the types of the layers below
     ("arsdecode.validate",),
+    # the target constructors (weighted, interpolate, loglinear), which api re-exports
+    ("arsdecode.api_targets",),
     # the package root re-exports api's (and lower) names lazily: importing it is importing api
     ("arsdecode.api", "arsdecode"),
     ("arsdecode.cli", "arsdecode.__main__"),

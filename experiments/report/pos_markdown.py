@@ -3,13 +3,13 @@
 Why separate from the runner (experiments/pos_experiments.py): the page is a pure function of
 work/pos/experiments.json, work/pos/dev_study.json and the image names, so `--render-only`
 regenerates it without rerunning, and every number that depends on the run (the best order,
-whether a target is met) is computed here from the results. One function per section.
+whether a target is met) is computed here from the results. One function per section; the
+model-choice sections (dev grid, ablation) are experiments/report/pos_choices.py.
 """
 
 from __future__ import annotations
 
 import math
-import re
 from pathlib import Path
 
 import numpy as np
@@ -19,10 +19,10 @@ from experiments.pos_protocol import (
     BATCH,
     BUDGET_S,
     LITERAL_MAX_LAYER_PAIRS,
-    ORDERS,
     SEED,
     TARGET_AR,
 )
+from experiments.report.pos_choices import ablation, dev_study
 from experiments.report.pos_format import PAPER, TARGETS, Facts, pct, secs
 
 
@@ -91,64 +91,6 @@ def data_and_model(res: dict) -> list[str]:
     w("Kept from TnT (checked on dev, no gain from changing): rare-word threshold 10, suffixes "
       "up to 10 characters, upper/lower-case tries; plus our sentence-initial rule (an unknown "
       "capitalised first word whose lower-cased form is known is read as that word).\n")
-    return L
-
-
-def dev_study(dev: dict) -> list[str]:
-    """The development-split grid the modelling choices were made on."""
-    L: list[str] = []
-    w = L.append
-    w("### Development split (exact ARS decoding; accuracy %, all / known / unknown)\n")
-    rows = dev["rows"]
-    w("| tag LM | " + " | ".join(f"n={n}" for n in ORDERS) + " |")
-    w("|---|" + "---|" * len(ORDERS))
-    for est in ("di", "kn"):
-        cells = []
-        for n in ORDERS:
-            r = next((x for x in rows if x["name"] == f"{est} LM, alpha 50"
-                      and x["order"] == n), None)
-            cells.append(pct(r["accuracy"]) if r else "–")
-        label = ("deleted interpolation (chosen)" if est == "di"
-                 else "lmplz modified Kneser-Ney")
-        w(f"| {label} | " + " | ".join(cells) + " |")
-    w("")
-    w("| setting (n = 3) | all | known | unknown |")
-    w("|---|---|---|---|")
-    def natural(name: str) -> list:
-        return [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", name)]
-
-    for r in sorted((x for x in rows if x["order"] == 3), key=lambda x: natural(x["name"])):
-        chosen = " **(chosen)**" if r["name"] == "di LM, alpha 50" else ""
-        w(f"| {r['name']}{chosen} | {pct(r['accuracy'])} | {pct(r['known_accuracy'])} | "
-          f"{pct(r['unknown_accuracy'])} |")
-    for c, t in dev["tnt"].items():
-        w(f"| NLTK TnT ({c}) | {pct(t['accuracy'])} | {pct(t['known_accuracy'])} | "
-          f"{pct(t['unknown_accuracy'])} |")
-    w("")
-    w("Also tried on dev in scratch runs of the same decoder (not in this grid, numbers "
-      "all-token %): lmplz Kneser-Ney with `--prune 0 0 1` (alpha 50: 96.95 at n = 3, 96.55 "
-      "at n = 5); deleted interpolation with weights bucketed by history count (alpha 50: "
-      "97.04, 96.59); interpolated Witten-Bell and absolute discounting with ML lower orders "
-      "(TnT theta: 96.74 and 96.75 at n = 3, vs 96.83 for deleted interpolation). Each was "
-      "below plain deleted interpolation at every n tried.\n")
-    return L
-
-
-def ablation(res: dict) -> list[str]:
-    """The test-set ablation of the two changes at n = 3."""
-    L: list[str] = []
-    w = L.append
-    w("### Test-set ablation at n = 3 (run once, after the choices)\n")
-    w("| tag LM | suffix smoothing | all | known | unknown |")
-    w("|---|---|---|---|---|")
-    names = {"kn": "lmplz Kneser-Ney", "di": "deleted interpolation",
-             "tnt": "TnT theta", "alpha": "Dirichlet alpha = 50"}
-    for c, r in res["ablation"].items():
-        e, s = c.split("+")
-        tag = " (previous model)" if c == "kn+tnt" else (" (chosen)" if c == "di+alpha" else "")
-        w(f"| {names[e]}{tag} | {names[s]} | {pct(r['accuracy'])} | "
-          f"{pct(r['known_accuracy'])} | {pct(r['unknown_accuracy'])} |")
-    w("")
     return L
 
 
