@@ -223,10 +223,10 @@ def test_segment_help_shows_the_default_values():
         DEFAULT_UNKNOWN_PENALTY_PER_CHAR,
     )
 
-    assert segment.UNKNOWN_PENALTY == DEFAULT_UNKNOWN_PENALTY_PER_CHAR
+    assert segment.FLAT_UNKNOWN_PENALTY == DEFAULT_UNKNOWN_PENALTY_PER_CHAR
     assert segment.UNKNOWN_MAX_LENGTH == DEFAULT_UNKNOWN_MAX_LENGTH
     shown = " ".join(run("segment", "--help").stdout.decode().split())
-    assert "(default 2.5)" in shown and "(default 12)" in shown
+    assert "model used 2.5)" in shown and "(default 12)" in shown
     assert "DEFAULT_UNKNOWN" not in shown
 
 

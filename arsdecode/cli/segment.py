@@ -25,6 +25,10 @@ from arsdecode.cli.options import (
 from arsdecode.cli.output import fixed, print_json, progress_bar
 from arsdecode.errors import OptionError
 
+FLAT_UNKNOWN_PENALTY = 2.5
+"""The flat per-character penalty of issue 21's segmenter, named in --unknown-penalty's help:
+the task's `DEFAULT_UNKNOWN_PENALTY_PER_CHAR` (a plain number here, so that --help imports no
+segmentation code; a test keeps the two equal)."""
 UNKNOWN_MAX_LENGTH = 12
 """The default of --max-unknown-length: the task's `DEFAULT_UNKNOWN_MAX_LENGTH` (a plain
 constant, so that --help loads no engine; tests/test_segment_cli.py checks they agree)."""
@@ -56,7 +60,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--unknown-penalty", type=non_negative_float, default=None, metavar="P",
                    help="score unknown words by a flat ln penalty of P per character (on top "
                         "of the LM's ln p(<unk>)) instead of the spelling model of the LM's "
-                        "vocabulary (issue 21's model used 2.5)")
+                        f"vocabulary (issue 21's model used {FLAT_UNKNOWN_PENALTY})")
     p.add_argument("--max-unknown-length", type=positive_int, default=None, metavar="L",
                    help=f"longest unknown word, in characters (default {UNKNOWN_MAX_LENGTH})")
     p.add_argument("--lower", action="store_true",
