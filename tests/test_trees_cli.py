@@ -120,3 +120,22 @@ def test_batch_lines_of_tree_automata(problem, tmp_path):
     for key in ("t0", "t1"):
         assert got[key]["certified"] and got[key]["tree"] in brute.near_best(1e-9)
         assert abs(got[key]["log_p"] - brute.best_log_p) <= 1e-9 * (1 + abs(brute.best_log_p))
+
+
+def test_batch_sample_lines_of_tree_automata(problem, tmp_path):
+    from arsdecode.batch.client import run_batch
+    from arsdecode.batch.worker import TaskSpec, item_seed
+
+    model, automaton, brute, _ = problem
+    src = tmp_path / "in.jsonl"
+    src.write_text(json.dumps({"id": "t0", **automaton.to_json()}) + "\n")
+    out = tmp_path / "out.jsonl"
+    run_batch(TaskSpec("sample", str(model.path), n=6, seed=4), src, out, chunk_size=1)
+    [line] = [json.loads(x) for x in out.read_text().splitlines()]
+    assert line["seed"] == item_seed(4, "t0") and len(line["trees"]) == 6
+    scores: dict[str, list[float]] = {}  # an ambiguous automaton: a tree, several derivations
+    for d, lp in zip(brute.derivations, brute.log_p, strict=True):
+        scores.setdefault(automaton.tree_string(d), []).append(lp)
+    for tree, log_p in zip(line["trees"], line["log_p"], strict=True):
+        assert any(abs(log_p - lp) <= 1e-9 for lp in scores[tree])
+    assert line["log_Z"] == pytest.approx(brute.log_Z, abs=1e-6) or line["method"] == "ars"
