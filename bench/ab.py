@@ -80,9 +80,11 @@ def skip_reason(bench: str) -> str | None:
     return None
 
 
-def make_tree(side: str, rev: str) -> Path:
+def make_tree(side: str, rev: str, built: Path | None = None) -> Path:
     """A fresh detached worktree at `rev`, with this checkout's bench/, data_prep/, data and
-    (when the compiled sources agree) compiled extensions."""
+    (when the compiled sources agree) compiled extensions; `built`: a checkout whose compiled
+    extensions were built from `rev`'s compiled sources, copied instead of building (an old
+    revision's setup may not build with today's setuptools)."""
     tree = AB / side
     if tree.exists():
         subprocess.run(["git", "worktree", "remove", "--force", str(tree)], cwd=REPO,
@@ -99,7 +101,10 @@ def make_tree(side: str, rev: str) -> Path:
     for name in SHARED_DATA:
         (tree / "work" / name).symlink_to(REPO / "work" / name)
     changed = git("diff", "--name-only", rev, "--", *COMPILED)
-    if changed:
+    if built is not None:
+        for so in [*built.glob("arsdecode/native/*.so"), *built.glob("maxarpa/native/*.so")]:
+            shutil.copy2(so, tree / so.relative_to(built))
+    elif changed:
         print(f"{side} ({rev}): compiled sources differ from this checkout "
               f"({', '.join(changed.split())}): building", flush=True)
         subprocess.run([sys.executable, "setup.py", "build_ext", "--inplace"], cwd=tree,
@@ -195,6 +200,11 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--a", default=DEFAULT_A, help=f"revision A (default {DEFAULT_A})")
     ap.add_argument("--b", default="HEAD", help="revision B (default HEAD)")
+    ap.add_argument("--a-built", type=Path, default=None, metavar="DIR",
+                    help="copy A's compiled extensions from DIR, a checkout built from A's "
+                         "compiled sources (instead of building them)")
+    ap.add_argument("--b-built", type=Path, default=None, metavar="DIR",
+                    help="the same for B")
     ap.add_argument("--benches", nargs="+", default=list(BENCHES))
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--threshold", type=float, default=0.05)
@@ -210,7 +220,8 @@ def main(argv: list[str] | None = None) -> int:
     revs = {"a": git("rev-parse", "--short", args.a), "b": git("rev-parse", "--short", args.b)}
     t_start = time.perf_counter()
     ensure_data()
-    trees = {side: make_tree(side, rev) for side, rev in revs.items()}
+    trees = {side: make_tree(side, rev, getattr(args, f"{side}_built"))
+             for side, rev in revs.items()}
     skipped = {b: why for b in args.benches if (why := skip_reason(b))}
     benches = [b for b in args.benches if b not in skipped]
     runs: list[Run] = []
