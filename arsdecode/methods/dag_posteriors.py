@@ -242,6 +242,21 @@ class ReversedExpansion:
                             self.in_start[lo:hi] - first)
 
 
+def expansion_sums(ex: DagExpansion, source: str) -> tuple[np.ndarray, np.ndarray, float]:
+    """Every state's ln forward sum (alpha, by the one sweep over `ReversedExpansion`) and ln
+    backward sum (beta, the one sweep), and ln Z, of a stored expansion: what its
+    transitions' and stops' posteriors are made of (`stored_posteriors`, the rescored
+    lattice's `p=`). Raises NoPathError naming `source` when every path has probability
+    zero."""
+    beta = dag_dp.backward(ExpansionGraph(ex), LogSumExp)
+    log_z = float(beta[0]) if ex.n_states else -math.inf
+    if log_z == -math.inf:
+        raise NoPathError(f"{source}: every path has probability zero")
+    reverse = ReversedExpansion(ex)
+    alpha = dag_dp.backward(reverse, LogSumExp)[reverse.rev]
+    return alpha, beta, log_z
+
+
 def stored_posteriors(lm: ModelLike, wl: WordLattice, *, minimize: bool = True,
                       max_states: int | None = None) -> tuple[np.ndarray, float]:
     """Arc posteriors and ln Z as `dag_posteriors` returns them, on the stored expansion:
@@ -255,12 +270,7 @@ def stored_posteriors(lm: ModelLike, wl: WordLattice, *, minimize: bool = True,
         StatesBudgetExceeded: the states passed `max_states`.
     """
     ex = dag_expand(as_target_model(lm), wl, minimize=minimize, max_states=max_states)
-    beta = dag_dp.backward(ExpansionGraph(ex), LogSumExp)
-    log_z = float(beta[0]) if ex.n_states else -math.inf
-    if log_z == -math.inf:
-        raise NoPathError(f"{wl.source}: every path has probability zero")
-    reverse = ReversedExpansion(ex)
-    alpha = dag_dp.backward(reverse, LogSumExp)[reverse.rev]
+    alpha, beta, log_z = expansion_sums(ex, wl.source)
     with quiet():
         mass = np.exp(alpha[ex.src] + ex.weight + beta[ex.dst] - log_z)
     return np.bincount(ex.arc, weights=mass, minlength=wl.n_arcs).astype(np.float64), log_z

@@ -28,11 +28,11 @@ from typing import TextIO
 
 import numpy as np
 
-from arsdecode.core.semiring import logsumexp, quiet
-from arsdecode.errors import NoPathError
+from arsdecode.core.semiring import quiet
 from arsdecode.lattice import WordLattice
 from arsdecode.lattice.slf_write import write_scored_links
-from arsdecode.methods.dag_full import DagExpansion, dag_expand
+from arsdecode.methods.dag_full import dag_expand
+from arsdecode.methods.dag_posteriors import expansion_sums
 from arsdecode.model import ModelLike, as_target_model
 
 
@@ -69,7 +69,7 @@ def rescored_lattice(lm: ModelLike, wl: WordLattice, *, lm_scale: float = 1.0,
     words: list[str | None] = [wl.words[a] for a in ex.arc.tolist()] + [None] * len(finals)
     with quiet():
         end_lm = (ex.final[finals] - final_weight) / lm_scale
-    alpha, beta, log_z = _forward_backward(ex)
+    alpha, beta, log_z = expansion_sums(ex, wl.source)
     with quiet():
         link_log = np.concatenate([alpha[ex.src] + ex.weight + beta[ex.dst],
                                    alpha[finals] + ex.final[finals]])
@@ -79,28 +79,6 @@ def rescored_lattice(lm: ModelLike, wl: WordLattice, *, lm_scale: float = 1.0,
         acoustic=np.concatenate([acoustic, final_weight]),
         lm=np.concatenate([lm_part, end_lm]), posteriors=posteriors, lm_scale=lm_scale,
         log_Z=log_z)
-
-
-def _forward_backward(ex: DagExpansion) -> tuple[np.ndarray, np.ndarray, float]:
-    """ln forward and backward sums of every state, and ln Z. States are numbered in node
-    order and every transition goes to a later node, so one pass over the nodes' transition
-    blocks in order (forward) and in reverse (backward) is exact."""
-    n_nodes = len(ex.node_start) - 1
-    alpha = np.full(ex.n_states, -np.inf)
-    alpha[0] = 0.0
-    beta = ex.final.astype(np.float64).copy()
-    blocks = [ex.node_transitions(u) for u in range(n_nodes)]
-    with quiet():
-        for lo, hi in blocks:
-            if hi > lo:
-                np.logaddexp.at(alpha, ex.dst[lo:hi], alpha[ex.src[lo:hi]] + ex.weight[lo:hi])
-        for lo, hi in reversed(blocks):
-            if hi > lo:
-                np.logaddexp.at(beta, ex.src[lo:hi], ex.weight[lo:hi] + beta[ex.dst[lo:hi]])
-    log_z = float(logsumexp(alpha + ex.final)) if ex.n_states else -np.inf
-    if log_z == -np.inf:
-        raise NoPathError("no path of the lattice has a nonzero probability under the model")
-    return alpha, beta, log_z
 
 
 def write_rescored_slf(r: RescoredLattice, out: TextIO, *, base: float = math.e,
