@@ -243,7 +243,13 @@ def decode_one(args: argparse.Namespace, target_for: Any, source: LatticeInput,
     and with --nbest its n-best entries (`lattice.nbest_formats`). `rescored`: where its
     rescored lattice goes (--out-lattice-dir), `mesh_file` its word mesh (--out-mesh-dir)."""
     from arsdecode.api import decode
-    from arsdecode.cli.lattice_outputs import write_rescored
+    from arsdecode.cli.lattice_outputs import (
+        arc_posteriors,
+        nbest_fields,
+        posterior_records,
+        require_times,
+        write_rescored,
+    )
     from arsdecode.cli.lattice_scales import read_lattice_and_scales
     from arsdecode.lattice.nbest_formats import nbest_entries
     from arsdecode.lattice.vocabulary import map_unknown_words
@@ -277,41 +283,32 @@ def decode_one(args: argparse.Namespace, target_for: Any, source: LatticeInput,
         from arsdecode.api import lattice_posteriors
 
         post, log_z = lattice_posteriors(target.model, wl)
-        arcs = [{"src": wl.node_names[int(a)], "dst": wl.node_names[int(b)], "word": w,
-                 "posterior": float(q)}
-                for a, b, w, q in zip(wl.src.tolist(), wl.dst.tolist(), wl.words,
-                                      post.tolist(), strict=True)]
-        return {**head, "log_Z": log_z, "exact": True, "arcs": arcs, **tail}, None
+        return {**head, "log_Z": log_z, "exact": True,
+                "arcs": posterior_records(wl, post.tolist()), **tail}, None
     if args.nbest is None:
         r = decode(target.model, wl, method=args.method, max_iterations=args.max_iterations)
         record = {**head, **r.to_json(), **tail}
-        if getattr(args, "ctm", False):
-            record["ctm"] = ctm_of(target.model, wl, r.arcs, name, args.posterior_scale)
-        if getattr(args, "consensus", False) or mesh_file is not None:
-            from arsdecode.cli.lattice_outputs import word_mesh
-            from arsdecode.lattice.lattice_files import write_text_output
+        if args.ctm:
+            require_times(wl)
+        confidence = (arc_posteriors(target.model, wl, args.posterior_scale)  # once, mesh and CTM
+                      if args.ctm or args.consensus or mesh_file is not None else [])
+        if args.ctm:
+            from arsdecode.lattice.ctm import ctm_lines
 
-            mesh = word_mesh(target.model, wl, r.arcs, args.posterior_scale)
+            record["ctm"] = ctm_lines(wl, r.arcs, confidence, name)
+        if args.consensus or mesh_file is not None:
+            from arsdecode.lattice.lattice_files import write_text_output
+            from arsdecode.lattice.mesh import build_mesh
+
+            mesh = build_mesh(wl, confidence, r.arcs)
             if mesh_file is not None:
                 write_text_output(mesh_file, mesh.to_srilm(name))
             if args.consensus:
                 record.update(consensus=mesh.consensus(), mesh=mesh.slots)
         return record, None
     kb = decode(target.model, wl, method=args.method, k=args.nbest, unique=args.unique)
-    record = {**head, "words": kb[0].tokens, "tokens": kb[0].tokens, "log_p": kb[0].log_p,
-              "certified": kb.certified, "method": kb.method,
-              "nbest": [p.to_json() for p in kb], **tail}
-    return record, nbest_entries(wl, list(kb), scales["lm_scale"])
-
-
-def ctm_of(lm: Any, wl: Any, arcs: Any, name: str, posterior_scale: float) -> list[str]:
-    """--ctm: the best path's CTM lines, confidences from the exact arc posteriors."""
-    from arsdecode.cli.lattice_outputs import arc_posteriors
-    from arsdecode.lattice.ctm import ctm_lines
-
-    if wl.node_times is None:
-        raise OptionError(f"{wl.source}: --ctm needs node times (SLF t= on every node)")
-    return ctm_lines(wl, arcs, arc_posteriors(lm, wl, posterior_scale), name)
+    return ({**head, **nbest_fields(kb), **tail},
+            nbest_entries(wl, list(kb), scales["lm_scale"]))
 
 
 def emit(args: argparse.Namespace, name: str, record: dict[str, Any], nbest: list[Any] | None,

@@ -1,5 +1,6 @@
-"""What `decode` writes beside the best path of a word lattice: the rescored lattice, the word
-mesh and its consensus, CTM lines (issue 32).
+"""What the word-lattice commands write beside the best path: the rescored lattice, the exact
+posteriors the word mesh and CTM lines are made of, and the JSON fields one lattice and a run
+over many share (issue 32).
 
 Why a module of its own: these outputs share one thing, the exact posteriors under the
 target (optionally flattened by --posterior-scale, `arc_posteriors`), and are written the same
@@ -9,7 +10,6 @@ way for one lattice and for a run over many (`cli.lattice_list`).
 from __future__ import annotations
 
 import math
-import sys
 from collections.abc import Sequence
 from typing import Any
 
@@ -17,15 +17,7 @@ from arsdecode.errors import OptionError
 from arsdecode.lattice.word_lattice import WordLattice
 
 
-def word_mesh(lm: Any, wl: WordLattice, pivot: Sequence[int],
-              posterior_scale: float = 1.0) -> Any:
-    """The word mesh of exact posteriors around the best path (`lattice.mesh`)."""
-    from arsdecode.lattice.mesh import build_mesh
-
-    return build_mesh(wl, arc_posteriors(lm, wl, posterior_scale), pivot)
-
-
-def arc_posteriors(lm: Any, wl: WordLattice, posterior_scale: float = 1.0) -> Any:
+def arc_posteriors(lm: Any, wl: WordLattice, posterior_scale: float = 1.0) -> list[float]:
     """Every arc's exact posterior under the target, or, with `posterior_scale` S, under the
     target's scores divided by S (every path's probability ∝ exp(score / S)): the flattening
     lattice-tool's `-posterior-scale` applies, usually S = the LM scale, because acoustic
@@ -44,20 +36,30 @@ def arc_posteriors(lm: Any, wl: WordLattice, posterior_scale: float = 1.0) -> An
             finals={f: w / posterior_scale for f, w in wl.finals.items()})
         lm = weighted_target(lm, lm_weight=1.0 / posterior_scale)
     post, _ = lattice_posteriors(lm, wl)
-    return post
+    return post.tolist()
 
 
-def print_ctm(lm: Any, wl: WordLattice, arcs: Sequence[int], name: str,
-              posterior_scale: float = 1.0) -> None:
-    """--ctm: the path's CTM lines (`lattice.ctm`), confidences from the exact posteriors."""
-    from arsdecode.lattice.ctm import ctm_lines
-
-    if wl.node_times is None:  # before the posteriors' work
+def require_times(wl: WordLattice) -> None:
+    """--ctm needs every node's time: refused before any posterior is computed."""
+    if wl.node_times is None:
         raise OptionError(f"{wl.source}: --ctm needs node times (SLF t= on every node)")
-    post = arc_posteriors(lm, wl, posterior_scale)
-    for line in ctm_lines(wl, arcs, post, name):
-        print(line)
-    sys.stdout.flush()
+
+
+def posterior_records(wl: WordLattice, posteriors: Sequence[float]) -> list[dict[str, Any]]:
+    """`marginals --json`'s arcs: each arc's nodes (as the file names them), word and exact
+    posterior, for one lattice and for every lattice of a run."""
+    return [{"src": wl.node_names[int(s)], "dst": wl.node_names[int(d)], "word": w,
+             "posterior": float(q)}
+            for s, d, w, q in zip(wl.src.tolist(), wl.dst.tolist(), wl.words,
+                                  list(posteriors), strict=True)]
+
+
+def nbest_fields(kb: Any) -> dict[str, Any]:
+    """`decode --nbest --json`'s fields of a word lattice's k-best (the best path's words and
+    score at the top, as a single decode has them)."""
+    return {"words": kb[0].tokens, "tokens": kb[0].tokens, "log_p": kb[0].log_p,
+            "certified": kb.certified, "method": kb.method,
+            "nbest": [p.to_json() for p in kb]}
 
 
 def write_rescored(lm: Any, wl: WordLattice, out: str, lm_scale: float, name: str,

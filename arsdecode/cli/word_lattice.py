@@ -17,7 +17,13 @@ import json
 import sys
 from typing import TYPE_CHECKING, Any
 
-from arsdecode.cli.lattice_outputs import print_ctm, word_mesh, write_rescored
+from arsdecode.cli.lattice_outputs import (
+    arc_posteriors,
+    nbest_fields,
+    posterior_records,
+    require_times,
+    write_rescored,
+)
 from arsdecode.cli.lattice_scales import read_lattice_and_scales
 from arsdecode.cli.options import EXIT_OK
 from arsdecode.cli.output import check_writable, fixed, print_json
@@ -211,7 +217,11 @@ def cmd_decode(args: argparse.Namespace) -> int:
     """`decode --lattice WORD_LATTICE`: the exact best path, or --nbest K of them."""
     from arsdecode.api import decode
     from arsdecode.cli.interrupted import iteration_trace, print_interrupted
-    from arsdecode.lattice.lattice_files import lattice_name, write_word_lattice
+    from arsdecode.lattice.lattice_files import (
+        lattice_name,
+        write_text_output,
+        write_word_lattice,
+    )
     from arsdecode.lattice.slf import paths_lattice
     from arsdecode.methods.ars import DecodeInterrupted
 
@@ -236,11 +246,15 @@ def cmd_decode(args: argparse.Namespace) -> int:
         except DecodeInterrupted as stop:
             return print_interrupted(args, stop, oov)
         paths = [r.arcs]
+        if args.ctm:
+            require_times(wl)
+        confidence = (arc_posteriors(lm, wl, args.posterior_scale)  # once, for mesh and CTM
+                      if args.ctm or args.consensus or args.write_mesh else [])
         if args.consensus or args.write_mesh:
-            mesh = word_mesh(lm, wl, r.arcs, args.posterior_scale)
-            if args.write_mesh:
-                from arsdecode.lattice.lattice_files import write_text_output
+            from arsdecode.lattice.mesh import build_mesh
 
+            mesh = build_mesh(wl, confidence, r.arcs)
+            if args.write_mesh:
                 write_text_output(args.write_mesh, mesh.to_srilm(lattice_name(args.lattice)))
             if args.consensus:
                 if args.json:
@@ -250,7 +264,11 @@ def cmd_decode(args: argparse.Namespace) -> int:
                     print(" ".join(mesh.consensus()))
                 return EXIT_OK
         if args.ctm:
-            print_ctm(lm, wl, r.arcs, lattice_name(args.lattice), args.posterior_scale)
+            from arsdecode.lattice.ctm import ctm_lines
+
+            for line in ctm_lines(wl, r.arcs, confidence, lattice_name(args.lattice)):
+                print(line)
+            sys.stdout.flush()
         elif args.json:
             print_json({**r.to_json(), "oov": oov, "scales": args.lattice_scales})
         else:
@@ -272,12 +290,8 @@ def cmd_decode(args: argparse.Namespace) -> int:
         kb = decode(lm, wl, method=args.method, k=args.nbest, unique=args.unique)
         paths = [p.arcs for p in kb]
         if args.json:
-            print_json({"words": kb[0].tokens, "tokens": kb[0].tokens, "log_p": kb[0].log_p,
-                        "certified": kb.certified, "method": kb.method,
-                        "nbest": [p.to_json() for p in kb], "oov": oov,
-                        "scales": args.lattice_scales})
+            print_json({**nbest_fields(kb), "oov": oov, "scales": args.lattice_scales})
         else:
-            from arsdecode.lattice.lattice_files import lattice_name
             from arsdecode.lattice.nbest_formats import format_nbest, nbest_entries
 
             entries = nbest_entries(wl, list(kb), args.lattice_scales["lm_scale"])
@@ -334,10 +348,7 @@ def cmd_marginals(args: argparse.Namespace) -> int:
     args.method = "full"
     wl, lm, _ = load(args)
     post, log_z = lattice_posteriors(lm, wl)
-    arcs = [{"src": wl.node_names[int(s)], "dst": wl.node_names[int(d)], "word": w,
-             "posterior": float(q)}
-            for s, d, w, q in zip(wl.src.tolist(), wl.dst.tolist(), wl.words, post.tolist(),
-                                  strict=True)]
+    arcs = posterior_records(wl, post.tolist())
     if args.write_lattice:
         write_word_lattice(wl, args.write_lattice, format="slf", posteriors=post.tolist(),
                            htk_quotes=args.htk_quotes)
