@@ -20,9 +20,8 @@ from arsdecode.lattice.word_lattice import WordLattice
 def read_lattice_and_scales(args: argparse.Namespace) -> tuple[WordLattice, dict[str, Any]]:
     """The --lattice word lattice (`read_lattice`) and the scales that score it
     (`lattice_scales`): flags first, else an SLF header's lmscale=, acscale=, wdpenalty=."""
-    from arsdecode.lattice.lattice_files import format_of, read_word_lattice
-    from arsdecode.lattice.slf import SlfScales, read_slf
-    from arsdecode.lattice.vocabulary import apply_conventions
+    from arsdecode.lattice.lattice_files import format_of, read_word_lattice_file
+    from arsdecode.lattice.slf import SlfScales
 
     fmt = format_of(args.lattice, args.format)
     if args.keep_lattice_lm and fmt not in ("slf", "pfsg"):
@@ -30,24 +29,19 @@ def read_lattice_and_scales(args: argparse.Namespace) -> tuple[WordLattice, dict
     if args.symbols is not None and fmt != "fst":
         raise OptionError("--symbols applies to OpenFst text lattices only")
     penalty = word_penalty_ln(args)
-    scales = SlfScales(acscale=args.acoustic_scale, wdpenalty=penalty)
-    text = getattr(args, "lattice_text", None)
-    header: dict[str, str] = {}
-    if fmt == "slf":  # read here, not by read_word_lattice: its header holds the scales
-        slf = read_slf(args.lattice, scales=scales, keep_lm_score=args.keep_lattice_lm,
-                       text=text, htk_quotes=getattr(args, "htk_quotes", True))
-        wl, header = apply_conventions(slf.lattice, epsilon_words(args)), dict(slf.header)
-        used = slf.scales
+    acoustic = 1.0 if args.acoustic_scale is None else args.acoustic_scale
+    wl, slf = read_word_lattice_file(
+        args.lattice, format=fmt,
+        scales=SlfScales(acscale=args.acoustic_scale, wdpenalty=penalty),
+        keep_lm_score=args.keep_lattice_lm, symbols=args.symbols, acoustic_scale=acoustic,
+        text=getattr(args, "lattice_text", None), epsilon_words=epsilon_words(args),
+        htk_quotes=getattr(args, "htk_quotes", True))
+    if slf is not None:  # SLF applied the scales while reading; its header holds lmscale=
+        header, used = dict(slf.header), slf.scales
     else:
-        wl = read_word_lattice(args.lattice, format=fmt, keep_lm_score=args.keep_lattice_lm,
-                               symbols=args.symbols,
-                               acoustic_scale=1.0 if args.acoustic_scale is None
-                               else args.acoustic_scale, text=text,
-                               epsilon_words=epsilon_words(args))
-        if penalty:  # SLF applied it while reading
+        if penalty:
             wl = wl.with_word_penalty(penalty)
-        used = SlfScales(acscale=1.0 if args.acoustic_scale is None else args.acoustic_scale,
-                         wdpenalty=penalty or 0.0)
+        header, used = {}, SlfScales(acscale=acoustic, wdpenalty=penalty or 0.0)
     if getattr(args, "split_multiwords", False):
         from arsdecode.lattice.vocabulary import split_multiwords
 

@@ -44,7 +44,7 @@ from arsdecode.lattice.fst_text import LabelMode, read_fst_text, write_fst_text
 from arsdecode.lattice.input_files import without_compression_suffix
 from arsdecode.lattice.pfsg import HEADER as PFSG_HEADER
 from arsdecode.lattice.pfsg import read_pfsg, write_pfsg
-from arsdecode.lattice.slf import SlfScales, read_slf, write_slf
+from arsdecode.lattice.slf import SlfLattice, SlfScales, read_slf, write_slf
 from arsdecode.lattice.vocabulary import apply_conventions, lm_transparent_words
 from arsdecode.lattice.word_lattice import WordLattice
 from maxarpa.output import atomic_output, byte_stream, compression_of
@@ -154,32 +154,49 @@ def read_word_lattice(path: str | Path, *, format: str | None = None,
     `acceptor` and `labels` to OpenFst text (`fst_text` module). `text` is the input's
     content when the caller has read it already (stdin, read once to `sniff_format`). Errors
     are one line naming the file (and the line, where there is one)."""
-    wl = _read(path, format_of(path, format), scales, keep_lm_score, symbols, acoustic_scale,
-               acceptor, labels, text, htk_quotes)
+    return read_word_lattice_file(
+        path, format=format, scales=scales, keep_lm_score=keep_lm_score, symbols=symbols,
+        acoustic_scale=acoustic_scale, acceptor=acceptor, labels=labels, text=text,
+        epsilon_words=epsilon_words, htk_quotes=htk_quotes)[0]
+
+
+def read_word_lattice_file(path: str | Path, *, format: str | None = None,
+                           scales: SlfScales | None = None, keep_lm_score: bool = False,
+                           symbols: str | Path | Mapping[str, int] | None = None,
+                           acoustic_scale: float = 1.0, acceptor: bool | None = None,
+                           labels: LabelMode = "auto", text: str | None = None,
+                           epsilon_words: Collection[str] | None = None,
+                           htk_quotes: bool = True) -> tuple[WordLattice, SlfLattice | None]:
+    """`read_word_lattice`, and for an SLF file what its reader also found: its header and
+    the scales that made its weights (`SlfLattice`; the CLI reports them and takes the
+    header's lmscale= as the LM scale). None for the other formats."""
+    wl, slf = _read(path, format_of(path, format), scales, keep_lm_score, symbols,
+                    acoustic_scale, acceptor, labels, text, htk_quotes)
     return apply_conventions(wl, lm_transparent_words() if epsilon_words is None
-                             else epsilon_words)
+                             else epsilon_words), slf
 
 
 def _read(path: str | Path, fmt: str, scales: SlfScales | None, keep_lm_score: bool,
           symbols: str | Path | Mapping[str, int] | None, acoustic_scale: float,
           acceptor: bool | None, labels: LabelMode, text: str | None,
-          htk_quotes: bool = True) -> WordLattice:
-    """`read_word_lattice` before the vocabulary conventions: the format's own reader."""
+          htk_quotes: bool = True) -> tuple[WordLattice, SlfLattice | None]:
+    """`read_word_lattice_file` before the vocabulary conventions: the format's own reader."""
     if fmt == "slf":
-        return read_slf(path, scales=scales, keep_lm_score=keep_lm_score, text=text,
-                        htk_quotes=htk_quotes).lattice
+        slf = read_slf(path, scales=scales, keep_lm_score=keep_lm_score, text=text,
+                       htk_quotes=htk_quotes)
+        return slf.lattice, slf
     if fmt == "pfsg":
-        return read_pfsg(path, keep_lm_score=keep_lm_score, text=text)
+        return read_pfsg(path, keep_lm_score=keep_lm_score, text=text), None
     if fmt == "fst":
         if text is None and str(path) != "-" and not str(path).endswith(".gz"):
             _refuse_binary_fst(path)
         return read_fst_text(path, symbols=symbols, acoustic_scale=acoustic_scale,
-                             acceptor=acceptor, labels=labels, text=text)
+                             acceptor=acceptor, labels=labels, text=text), None
     name = input_name(path)
     obj = read_json_input(path)[1] if text is None else parse_json_text(text, name)
     if isinstance(obj, dict) and "positions" in obj and "arcs" not in obj:
-        return WordLattice.from_confusion(Lattice.from_json_obj(obj, source=name))
-    return WordLattice.from_json_obj(obj, source=name)
+        return WordLattice.from_confusion(Lattice.from_json_obj(obj, source=name)), None
+    return WordLattice.from_json_obj(obj, source=name), None
 
 
 def _refuse_binary_fst(path: str | Path) -> None:
