@@ -15,7 +15,7 @@ import math
 import os
 import signal
 import sys
-from collections.abc import Container
+from collections.abc import Container, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -131,16 +131,21 @@ def oov_report(lattice: Lattice | WordLattice, vocabulary: Container[str]) -> di
     Returns {"count": candidates that are out of vocabulary, "tokens": distinct such tokens in
     lattice order}.
     """
-    count = 0
-    seen: dict[str, None] = {}
     # (duck-typed: this module imports no lattice code at run time, see its docstring)
     groups = (lattice.tokens if hasattr(lattice, "tokens")
               else [[w for w in lattice.words if w is not None]])
-    for toks in groups:
-        for t in toks:
-            if t not in vocabulary:
-                count += 1
-                seen.setdefault(t, None)
+    return oov_of_words((t for toks in groups for t in toks), vocabulary)
+
+
+def oov_of_words(words: Iterable[str], vocabulary: Container[str]) -> dict[str, Any]:
+    """`oov_report` of any candidates (a tree automaton's leaf words, too): how many are out
+    of vocabulary, and the distinct ones in order."""
+    count = 0
+    seen: dict[str, None] = {}
+    for t in words:
+        if t not in vocabulary:
+            count += 1
+            seen.setdefault(t, None)
     return {"count": count, "tokens": list(seen)}
 
 

@@ -14,7 +14,7 @@ import argparse
 from typing import Any
 
 from arsdecode.cli.options import EXIT_OK, EXIT_UNCERTIFIED
-from arsdecode.cli.output import fixed, print_json, warn_oov
+from arsdecode.cli.output import fixed, oov_of_words, print_json, warn_oov
 from arsdecode.errors import OptionError
 
 TREES_HELP = ("a tree automaton instead of a lattice: JSON {\"start\": ..., \"rules\": [{\"lhs\", "
@@ -38,10 +38,8 @@ def load(args: argparse.Namespace) -> tuple[Any, Any, dict]:
             raise OptionError(f"give --trees or --{opt}, not both")
     automaton = TreeAutomaton.read(args.trees)
     target = build(target_spec(args))
-    vocabulary = target.vocabulary()
-    words = [r.label for r in automaton.rules if r.is_leaf and r.label != NULL]
-    unknown = [w for w in dict.fromkeys(words) if w not in vocabulary]
-    oov = {"count": sum(w not in vocabulary for w in words), "tokens": unknown}
+    oov = oov_of_words((r.label for r in automaton.rules if r.is_leaf and r.label != NULL),
+                       target.vocabulary())
     warn_oov(oov, target.hidden, target.source)
     return automaton, target.model, oov
 
