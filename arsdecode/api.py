@@ -29,9 +29,9 @@ from arsdecode.api_targets import fixed_length_lattice, interpolate, loglinear, 
 from arsdecode.lattice import Lattice, WordLattice
 from arsdecode.methods import dispatch
 from arsdecode.methods import marginals as _marginals
-from arsdecode.methods.dag_ars import DagArsResult, DagArsSampleResult
-from arsdecode.methods.dag_full import DagDecodeResult, DagPath
+from arsdecode.methods.ars import DagArsResult, DagArsSampleResult
 from arsdecode.methods.dispatch import MARGINALS_METHODS, METHODS, MarginalsMethod, Method
+from arsdecode.methods.expansion_dp import DagDecodeResult, DagPath
 from arsdecode.methods.marginals import Marginal, MarginalsResult
 from arsdecode.methods.results import (
     DecodeResult,
@@ -192,9 +192,9 @@ def sample(
     ar_window, variant, max_trials, stop_when_adapted, rng, on_sample, keep: False streams the
     samples to on_sample only, in constant memory).
 
-    A `WordLattice` is sampled exactly from its merged expansion (`methods.dag_full.dag_sample`:
+    A `WordLattice` is sampled exactly from its merged expansion (`methods.expansion_dp.dag_sample`:
     a list of `DagPath`), or with the option `method="ars"` by adaptive rejection on its
-    q-automaton (`methods.dag_ars.dag_ars_sample`: a DagArsSampleResult with the acceptance
+    q-automaton (`methods.ars.dag_ars_sample`: a DagArsSampleResult with the acceptance
     rate and the ln Z estimate; options batch, target_ar, ...). `method="full"` on a
     confusion network draws by the merged full DP, with the exact ln Z. Which method runs
     is `methods.dispatch.sample`'s choice; an option the chosen sampler does not take is an
@@ -211,7 +211,7 @@ def sample(
 def lattice_posteriors(lm: ModelLike, lattice: WordLattice | Lattice
                        ) -> tuple[np.ndarray, float]:
     """Every arc's exact posterior probability and ln Z of a word lattice, by forward-backward
-    over its merged expansion (`methods.dag_full.dag_posteriors`). A confusion network is
+    over its merged expansion (`methods.expansion_dp.dag_posteriors`). A confusion network is
     read as `WordLattice.from_confusion(lattice)`; its answer has one entry per candidate,
     position by position (`methods.dispatch.lattice_posteriors`)."""
     return dispatch.lattice_posteriors(lm, lattice)

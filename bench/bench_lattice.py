@@ -7,7 +7,7 @@ setting and order (orders below the model's are `maxarpa.truncate` of it, what l
 
   - the exact expansion as `arsdecode.decode(lm, lattice)` runs it (compiled: Viterbi over the
     merged (node, context) states, `fast_full.run_dag`) and the numpy reference
-    (`arsdecode.methods.dag_full.dag_decode`), checked equal (ln p 1e-9, states): CPU
+    (`arsdecode.methods.expansion_dp.dag_decode`), checked equal (ln p 1e-9, states): CPU
     seconds per lattice (in process, model loaded and warmed up, mean over the N lattices),
     its states and transitions (the expanded lattice's size)
     against the lattice's nodes and arcs, and the peak memory of one decode (tracemalloc, the
@@ -78,14 +78,17 @@ def say(msg: str) -> None:
 
 def ars_decoder() -> tuple[Callable[..., Any] | None, str]:
     """ARS on DAGs if this checkout has it: (its decode function, or None; why not)."""
-    try:
-        from arsdecode.methods import dag_ars  # type: ignore[attr-defined]
-    except ImportError:
-        return None, "arsdecode.methods.dag_ars is not in this checkout"
-    fn = getattr(dag_ars, "decode", None) or getattr(dag_ars, "dag_ars_decode", None)
-    if fn is None:
-        return None, "arsdecode.methods.dag_ars has no decode function"
-    return fn, "arsdecode.methods.dag_ars"
+    import importlib
+
+    for name in ("arsdecode.methods.ars", "arsdecode.methods.dag_ars"):  # since issue 30; before
+        try:
+            module = importlib.import_module(name)
+        except ImportError:
+            continue
+        fn = getattr(module, "dag_ars_decode", None)
+        if fn is not None:
+            return fn, name
+    return None, "ARS on word lattices (dag_ars_decode) is not in this checkout"
 
 
 def whole_process(lm_path: Path, slf: Path, runs: int = 3) -> tuple[float, float]:
@@ -120,7 +123,10 @@ def measure_setting(lm, order: int, lattices: list, *, ars: Callable[..., Any] |
                     process: tuple[Path, Path] | None) -> dict[str, Any]:
     """One (order, words, arcs) row: see the module docstring."""
     from arsdecode.api import decode
-    from arsdecode.methods.dag_full import dag_decode
+    try:  # the module's name since issue 30, and before (bench.ab runs both sides)
+        from arsdecode.methods.expansion_dp import dag_decode
+    except ImportError:
+        from arsdecode.methods.dag_full import dag_decode  # type: ignore[no-redef]
     from data_prep.asr_lattices import acoustic_best, word_errors
 
     wls = [a.lattice for a in lattices]

@@ -89,7 +89,7 @@ PROFILED = {  # (file suffix, function) -> what it does, for the page
     ("arsdecode/methods/expansion.py", "group_rows"): "grouping the contexts arriving at a node "
                                                   "into states (`np.unique` on rows)",
     ("arsdecode/native/__init__.py", "log_prob"): "LM log-probabilities (compiled)",
-    ("arsdecode/methods/dag_full.py", "_viterbi"): "Viterbi over the expansion",
+    ("arsdecode/methods/expansion_dp.py", "_viterbi"): "Viterbi over the expansion",
 }
 
 
@@ -101,7 +101,7 @@ def profile_expansion(n: int, words: int = 40, arcs: int = 50) -> dict:
 
     import maxarpa
     from arsdecode.api import DEFAULT_LM
-    from arsdecode.methods.dag_full import dag_decode
+    from arsdecode.methods.expansion_dp import dag_decode
     from data_prep.asr_lattices import Confuser, generate, heldout_sentences
 
     lm = maxarpa.load(DEFAULT_LM)

@@ -23,7 +23,7 @@ Segmenters: `wordsegment` (bigram), `wordninja` (unigram), `symspellpy` (word_se
 ours: the segmentation lattice (arsdecode.tasks.segment) decoded exactly with lm.3/4/5 (as
 maxarpa binary models, written once beside the text ones) by `arsdecode.decode`, the compiled
 merged expansion; with --check every sentence's ln score is also checked equal to the numpy
-reference (`dag_full.dag_decode`) and to the reference Viterbi of segment_tools. Its whole
+reference (`expansion_dp.dag_decode`) and to the reference Viterbi of segment_tools. Its whole
 process is the `arsdecode segment --file` command. Metrics: boundary precision, recall, F1,
 exact sentences. Speed: characters per second, in-process (segmenting only: the model or
 dictionary is loaded before the clock starts) and whole process (a fresh interpreter started on
@@ -111,7 +111,7 @@ def ours(lm: maxarpa.Model, penalty: float, unknown_max_length: int,
                                   unknown_max_length=unknown_max_length)
         words, score = decode(lm, wl)
         if check:  # the numpy reference and the experiment's own Viterbi agree
-            from arsdecode.methods.dag_full import dag_decode
+            from arsdecode.methods.expansion_dp import dag_decode
 
             numpy_ref = dag_decode(lm, wl).log_p
             _, ref = segment_tools.reference_dag_decode(lm, wl)

@@ -18,7 +18,7 @@ from the training text of our language models (`trained(name, sentences)`):
 
 `reference_dag_decode` is an independent exact Viterbi over (node, LM context) with
 KenLM-style state merging (`TargetModel.minimal_context`): plain Python and numpy, written for
-this comparison to cross-check `arsdecode.methods.dag_full.dag_decode` and to run while it is
+this comparison to cross-check `arsdecode.methods.expansion_dp.dag_decode` and to run while it is
 not there.
 """
 

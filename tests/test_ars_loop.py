@@ -19,11 +19,10 @@ from ars_fixtures import make_lattice
 from arsdecode.errors import OptionError
 from arsdecode.lattice import WordLattice
 from arsdecode.lattice.lattice_files import write_word_lattice
-from arsdecode.methods.ars import DecodeInterrupted
+from arsdecode.methods.ars import DecodeInterrupted, dag_ars_decode, dag_ars_sample
 from arsdecode.methods.ars import decode as ars_decode
 from arsdecode.methods.ars import sample as ars_sample
-from arsdecode.methods.dag_ars import dag_ars_decode, dag_ars_sample
-from arsdecode.methods.dag_full import dag_decode
+from arsdecode.methods.expansion_dp import dag_decode
 from arsdecode.methods.kbest import decode_kbest
 from arsdecode.methods.results import DecodeResult, SampleResult
 from arsdecode.testing.brute_dag import random_word_lattice

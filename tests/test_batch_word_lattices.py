@@ -12,7 +12,7 @@ import pytest
 from arsdecode import api
 from arsdecode.batch.client import run_batch
 from arsdecode.batch.worker import TaskSpec, item_seed
-from arsdecode.methods.dag_full import dag_sample
+from arsdecode.methods.expansion_dp import dag_sample
 from arsdecode.testing.brute_dag import brute_dag_model, random_word_lattice
 
 

@@ -1,5 +1,5 @@
 """The compiled Viterbi over a word lattice's merged expansion (`fast_full.run_dag`, issue 21)
-against the numpy reference (`methods.dag_full`) and brute force: the same best ln p (1e-9),
+against the numpy reference (`methods.expansion_dp`) and brute force: the same best ln p (1e-9),
 the same state and transition counts, a returned path that is a real path with that score; with
 LM weights and without `<s>` / `</s>`; many lattices in one call equal to one at a time."""
 
@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 import maxarpa
 from arpa_fixtures import arpa_texts
-from arsdecode.methods import dag_full, fast_full
+from arsdecode.methods import expansion_dp, fast_full
 from arsdecode.model import NgramScoring
 from arsdecode.model.weighted import WeightedLM
 from arsdecode.testing.brute_dag import brute_dag_model, random_word_lattice
@@ -49,7 +49,7 @@ def test_compiled_dag_viterbi_equals_the_reference(random_lms, scoring):
         many = fast_full.run_dag(model.lm, lats, scoring=scoring)
         for wl, got in zip(lats, many, strict=True):
             try:
-                want = dag_full.dag_decode(target, wl)
+                want = expansion_dp.dag_decode(target, wl)
             except Exception:  # NoPathError: every path has probability zero
                 assert got.log_p == -math.inf
                 continue
@@ -106,7 +106,7 @@ def test_word_lattices_on_the_real_arpa_files():
     the compiled expansion, the numpy reference and ARS on DAGs give brute force's best ln p
     (each path scored by the model's scalar walk), and ARS certifies."""
     from arsdecode.errors import ArsDecodeError
-    from arsdecode.methods.dag_ars import dag_ars_decode
+    from arsdecode.methods.ars import dag_ars_decode
     from maxarpa.errors import MaxArpaError
 
     ran = 0
@@ -130,7 +130,7 @@ def test_word_lattices_on_the_real_arpa_files():
                 continue
             tol = 1e-9 * (1 + abs(brute.best_log_p))
             assert abs(got.log_p - brute.best_log_p) <= tol, path.name
-            assert abs(dag_full.dag_decode(lm, wl).log_p - brute.best_log_p) <= tol, path.name
+            assert abs(expansion_dp.dag_decode(lm, wl).log_p - brute.best_log_p) <= tol, path.name
             ars = dag_ars_decode(lm, wl)
             assert ars.certified and abs(ars.log_p - brute.best_log_p) <= tol, path.name
             ran += 1

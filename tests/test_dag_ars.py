@@ -28,16 +28,10 @@ from ars_fixtures import IMPOSSIBLE_ARPA, make_lattice
 from arsdecode.core.automaton import QAutomaton, context_hash
 from arsdecode.errors import AutomatonError, BoundViolationError, NoPathError, OptionError
 from arsdecode.lattice import WordLattice
+from arsdecode.methods.ars import dag_ars_decode, dag_ars_sample
 from arsdecode.methods.ars import decode as ars_decode
-from arsdecode.methods.dag_ars import (
-    dag_ars_decode,
-    dag_ars_sample,
-    draw,
-    path_log_p,
-    paths_log_p,
-    viterbi,
-)
-from arsdecode.methods.dag_full import dag_decode, dag_log_partition
+from arsdecode.methods.ars_paths import draw, path_log_p, paths_log_p, viterbi
+from arsdecode.methods.expansion_dp import dag_decode, dag_log_partition
 from arsdecode.model import WeightedLM, as_target_model, context_rows
 from arsdecode.testing.brute import chi_square_pvalue
 from arsdecode.testing.brute_dag import (

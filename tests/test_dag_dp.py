@@ -172,9 +172,10 @@ def test_sample_follows_the_distribution(seed, layout):
 
 def test_every_word_lattice_sweep_and_sampler_is_the_one_in_dag_dp():
     """No max or log-sum-exp sweep and no sampler written beside `dag_dp`: the Gumbel draw
-    of dag_ars, the hand-written logaddexp / maximum.at sweeps of dag_full and
-    dag_posteriors are gone, and each of them calls the one sweep."""
-    for name in ("dag_ars", "dag_full", "dag_posteriors"):
+    of dag_ars (now `ars_paths`), the hand-written logaddexp / maximum.at sweeps of dag_full
+    and dag_posteriors (now `expansion_dp`, `expansion_posteriors`) are gone, and each of them
+    calls the one sweep."""
+    for name in ("ars_paths", "expansion_dp", "expansion_posteriors"):
         text = (REPO / "arsdecode" / "methods" / f"{name}.py").read_text()
         for written in ("gumbel", "logaddexp", "maximum.at", "draw_in_segments("):
             assert written not in text, f"{name}.py: {written}"

@@ -1,4 +1,5 @@
-"""The exact lattice expansion on word lattices (arsdecode.methods.dag_full) against brute force.
+"""The exact lattice expansion on word lattices (arsdecode.methods.expansion_dp) against brute
+force.
 
 Every path of small random DAGs (arsdecode.testing.brute_dag.random_word_lattice: epsilon arcs
 and chains, parallel arcs with the same word, several weighted finals, a final node with
@@ -28,15 +29,15 @@ from arpa_fixtures import arpa_texts
 from ars_fixtures import IMPOSSIBLE_ARPA, make_lattice
 from arsdecode.errors import NoPathError, OptionError
 from arsdecode.lattice import WordLattice
-from arsdecode.methods.dag_full import (
+from arsdecode.methods.expansion_dp import (
     DagPath,
     StatesBudgetExceeded,
     dag_decode,
     dag_log_partition,
     dag_sample,
 )
-from arsdecode.methods.dag_kbest import dag_kbest
-from arsdecode.methods.dag_posteriors import dag_posteriors, stored_posteriors
+from arsdecode.methods.expansion_kbest import dag_kbest
+from arsdecode.methods.expansion_posteriors import dag_posteriors, stored_posteriors
 from arsdecode.methods.full import full_decode, full_kbest, full_log_partition, full_marginals
 from arsdecode.model import WeightedLM
 from arsdecode.testing.brute import chi_square_pvalue
@@ -364,7 +365,7 @@ def test_dense_and_sparse_layouts_of_the_expansion_agree(random_lms, real_lms):
     same draws. Forced sparse here, against the dense graph the layout gets."""
     import arsdecode.core.dag_dp as dag_dp
     from arsdecode.core.semiring import LogSumExp, MaxPlus
-    from arsdecode.methods.dag_full import ExpansionGraph, dag_expand
+    from arsdecode.methods.expansion_dp import ExpansionGraph, dag_expand
     from arsdecode.methods.full import ConfusionLayout
     from arsdecode.model import as_target_model
 

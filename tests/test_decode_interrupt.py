@@ -25,8 +25,8 @@ import maxarpa
 from arsdecode.api import decode_kbest, decode_many
 from arsdecode.core.target import Target
 from arsdecode.lattice import Lattice, WordLattice
-from arsdecode.methods.ars import DecodeInterrupted, decode
-from arsdecode.methods.dag_ars import dag_ars_decode, path_log_p
+from arsdecode.methods.ars import DecodeInterrupted, dag_ars_decode, decode
+from arsdecode.methods.ars_paths import path_log_p
 from arsdecode.methods.dispatch import MEMORY_BUDGET_ENV, decode_word_lattice
 from arsdecode.methods.kbest import KBestInterrupted
 from arsdecode.methods.lockstep import DecodeManyInterrupted

@@ -26,7 +26,7 @@ from arsdecode.lattice import Lattice
 from arsdecode.lattice.lattice_files import read_word_lattice
 from arsdecode.methods import evidence
 from arsdecode.methods.ars import sample
-from arsdecode.methods.dag_full import dag_sample
+from arsdecode.methods.expansion_dp import dag_sample
 from arsdecode.testing.random_arpa import random_arpa_text
 
 POSITIONS = [[[f"w{(3 * i + j) % 12}", -0.3 * j] for j in range(4)] for i in range(8)]

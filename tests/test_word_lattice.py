@@ -19,7 +19,7 @@ import pytest
 from arsdecode import api
 from arsdecode.errors import LatticeError, OptionError
 from arsdecode.lattice import Lattice, WordLattice
-from arsdecode.methods.dag_kbest import dag_kbest
+from arsdecode.methods.expansion_kbest import dag_kbest
 from arsdecode.testing.brute_dag import brute_dag_model, random_word_lattice
 
 DAG = {"start": "s", "finals": {"e": 0.0, "m": -1.5},

@@ -23,10 +23,10 @@ import pytest
 from arsdecode.api import DEFAULT_LM, load_lm
 from arsdecode.errors import MemoryBudgetExceeded
 from arsdecode.lattice import WordLattice
-from arsdecode.methods import dag_full
-from arsdecode.methods.dag_ars import dag_ars_decode
-from arsdecode.methods.dag_kbest import dag_kbest
-from arsdecode.methods.dag_posteriors import dag_posteriors
+from arsdecode.methods import expansion_dp
+from arsdecode.methods.ars import dag_ars_decode
+from arsdecode.methods.expansion_kbest import dag_kbest
+from arsdecode.methods.expansion_posteriors import dag_posteriors
 from arsdecode.model import as_target_model
 
 REPO = Path(__file__).resolve().parents[1]
@@ -89,13 +89,13 @@ def test_posteriors_need_the_states_not_the_transitions(embedded):
     arcs += [(u, u + 2, None, -1.0) for u in range(0, 29, 3)]  # epsilon skips
     wl = WordLattice.build(31, 0, {30: 0.0, 29: -2.0}, arcs)
     model = as_target_model(embedded)
-    ex = dag_full.dag_expand(model, wl)
-    stored = ex.n_transitions * dag_full.TRANSITION_BYTES
+    ex = expansion_dp.dag_expand(model, wl)
+    stored = ex.n_transitions * expansion_dp.TRANSITION_BYTES
     budget = stored // 4
     with pytest.raises(MemoryBudgetExceeded, match="--memory-budget"):
-        dag_full.dag_expand(model, wl, max_bytes=budget)
+        expansion_dp.dag_expand(model, wl, max_bytes=budget)
     post, log_z = dag_posteriors(embedded, wl, max_bytes=budget)
-    want = dag_full.dag_log_partition(embedded, wl)
+    want = expansion_dp.dag_log_partition(embedded, wl)
     assert abs(log_z - want) <= 1e-9 * (1 + abs(want))
     start = wl.src == 0
     assert abs(post[start].sum() - 1.0) <= 1e-9
@@ -106,7 +106,7 @@ def test_kbest_refuses_before_its_tables(embedded):
     vocab = [w for w in embedded.word_to_id if not w.startswith("<")]
     wl = WordLattice.build(4, 0, {3: 0.0}, [(u, u + 1, w, 0.0) for u in range(3)
                                            for w in vocab[100 * u:100 * u + 100]])
-    ex = dag_full.dag_expand(as_target_model(embedded), wl)
+    ex = expansion_dp.dag_expand(as_target_model(embedded), wl)
     k = 10_000
     budget = ex.n_states * k * 32 // 2
     with pytest.raises(MemoryBudgetExceeded, match="smaller --nbest"):

@@ -6,13 +6,13 @@
         decoding: accept iff q(x*) = p(x*)   sampling: accept with probability p(x) / q(x)
         if rejected: q <- refine(q, x)                 Algorithm 2, `QPaths.refine`
 
-Why one module: a confusion network (`ars.py`) and a word lattice (`dag_ars.py`), both over the
-one q-automaton `core.automaton.QAutomaton`, differ in how a path is written, found,
-drawn, scored and refined, not in the loop around them. The loop's rules (the two-sided
-certificate, the float-noise rule when refinement can change nothing, `max_iterations`, the
-memory budget, Ctrl-C with the best path so far, the acceptance-rate window, the evidence
-estimates) live here, over the small `QPaths` protocol both adapters implement, so they
-cannot drift apart between the two lattice kinds.
+Why one module: a confusion network and a word lattice, both over the one q-automaton
+`core.automaton.QAutomaton`, differ in how a path is written, found, drawn, scored and
+refined, not in the loop around them. The loop's rules (the two-sided certificate, the
+float-noise rule when refinement can change nothing, `max_iterations`, the memory budget,
+Ctrl-C with the best path so far, the acceptance-rate window, the evidence estimates) live
+here, over the small `QPaths` protocol that the one adapter `ars.LatticePaths` implements for
+both lattice kinds.
 
 The certificate: q >= p on every path and q(x*) >= q(y) for all y, so q(x*) = p(x*) gives
 p(x*) >= p(y). Both sides sum identical float64 terms in identical order (see `core.target`);

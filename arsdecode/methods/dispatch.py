@@ -36,7 +36,7 @@ from arsdecode.core.tolerances import CERTIFICATE_TOL
 from arsdecode.errors import OptionError
 from arsdecode.lattice import Lattice, WordLattice
 from arsdecode.lattice.flat import FlatLattices
-from arsdecode.methods import cost_model, dag_ars, dag_full, dag_kbest, fast_full
+from arsdecode.methods import ars, cost_model, expansion_dp, expansion_kbest, fast_full
 from arsdecode.methods.ars import decode as ars_decode
 from arsdecode.methods.budget import (  # noqa: F401  (re-exported: dispatch's names)
     BYTES_PER_PAIR,
@@ -292,13 +292,13 @@ def decode_word_lattice(lm: ModelLike, wl: WordLattice, *, method: Method = "aut
     (distinct paths, or with `unique` distinct word sequences, each scored by its best path).
 
     "ars" is Algorithm 1 on the q-automaton over (node, context) states
-    (`methods.dag_ars.dag_ars_decode`, a DagArsResult; `max_iterations` may stop it
+    (`methods.ars.dag_ars_decode`, a DagArsResult; `max_iterations` may stop it
     uncertified, `on_iteration` sees each iteration, Ctrl-C raises `ars.DecodeInterrupted`
     with the best path so far); "full" the merged expansion (`decode_word_lattices`:
-    compiled given n-gram tables, else `methods.dag_full`); "auto" the expansion: on every
+    compiled given n-gram tables, else `methods.expansion_dp`); "auto" the expansion: on every
     ASR-like lattice measured (docs/results-lattice.md) the compiled expansion is several
     times faster than ARS, whose states are not merged. k-best comes from the expansion
-    (`dag_kbest.dag_kbest`), for every method. k-best and ARS stay within `memory_budget()`.
+    (`expansion_kbest.dag_kbest`), for every method. k-best and ARS stay within `memory_budget()`.
     Raises NoPathError if every path has probability zero, MemoryBudgetExceeded (before
     allocating) past the budget."""
     check_method(method)
@@ -306,25 +306,25 @@ def decode_word_lattice(lm: ModelLike, wl: WordLattice, *, method: Method = "aut
                   {"unique": unique, "max_iterations": max_iterations, "tol": tol,
                    "on_iteration": on_iteration})
     if k is not None:
-        return Paths(dag_kbest.dag_kbest(lm, wl, k, unique=unique, max_bytes=memory_budget()),
+        return Paths(expansion_kbest.dag_kbest(lm, wl, k, unique=unique, max_bytes=memory_budget()),
                      method="full")
     if method == "ars":
-        return dag_ars.dag_ars_decode(lm, wl, max_iterations=max_iterations, tol=tol,
+        return ars.dag_ars_decode(lm, wl, max_iterations=max_iterations, tol=tol,
                                       on_iteration=on_iteration, max_bytes=memory_budget())
     return decode_word_lattices(lm, [wl], method=method)[0]
 
 
 def decode_word_lattices(lm: ModelLike, lattices: Sequence[WordLattice], *,
                          method: Method = "auto"
-                         ) -> list[dag_full.DagDecodeResult] | list[dag_ars.DagArsResult]:
+                         ) -> list[expansion_dp.DagDecodeResult] | list[ars.DagArsResult]:
     """The exact best path of every word lattice, in order: "full" and "auto" run one compiled
     call over all of them given n-gram tables (`fast_full.run_dag`, each result's `seconds` the
     call's mean), else the numpy reference lattice by lattice; "ars" runs
-    `dag_ars.dag_ars_decode` on each. Raises NoPathError naming the first lattice with no path
+    `ars.dag_ars_decode` on each. Raises NoPathError naming the first lattice with no path
     of nonzero probability."""
     check_method(method)
     if method == "ars":
-        return [dag_ars.dag_ars_decode(lm, wl, max_bytes=memory_budget())
+        return [ars.dag_ars_decode(lm, wl, max_bytes=memory_budget())
                 for wl in lattices]
     return full_word_lattices(as_target_model(lm), lattices)
 
@@ -355,10 +355,10 @@ def sample(lm: ModelLike, lattice: Lattice | WordLattice, n: int,
 
     "auto": ARS on a confusion network (`ars.sample`, a SampleResult with the evidence ln Z
     and its 95% interval; the paper's sampler, whose memory stays small where the merged
-    states would not), the exact expansion on a word lattice (`dag_full.dag_sample`: forward
+    states would not), the exact expansion on a word lattice (`expansion_dp.dag_sample`: forward
     filtering, backward sampling; a `Paths` list of DagPath, method "full"), as
     `decode_word_lattice` chooses the expansion there. "ars" and "full" force one: ARS on a word
-    lattice is `dag_ars.dag_ars_sample`, "full" on a confusion network the merged DP's samples
+    lattice is `ars.dag_ars_sample`, "full" on a confusion network the merged DP's samples
     with the exact ln Z (`full_samples.full_sample_result`). Options are checked first
     (`options.check_options`). Raises NoPathError if every path has probability zero.
     """
@@ -370,11 +370,11 @@ def sample(lm: ModelLike, lattice: Lattice | WordLattice, n: int,
     options = check_options("sample", kind, method, options)
     if isinstance(lattice, WordLattice):
         if method == "ars":
-            return dag_ars.dag_ars_sample(lm, lattice, n, seed, **options)
-        return Paths(dag_full.dag_sample(lm, lattice, n, seed), method="full")
+            return ars.dag_ars_sample(lm, lattice, n, seed, **options)
+        return Paths(expansion_dp.dag_sample(lm, lattice, n, seed), method="full")
     if method == "full":
         return full_sample_result(lm, lattice, n, seed, **options)
-    return ars_sample(as_target_model(lm), lattice, n, seed, **options)  # type: ignore[arg-type]
+    return ars_sample(as_target_model(lm), lattice, n, seed, **options)
 
 
 def adapt(lm: ModelLike, lattice: Lattice | WordLattice, **options: Any):
@@ -383,7 +383,7 @@ def adapt(lm: ModelLike, lattice: Lattice | WordLattice, **options: Any):
     from arsdecode.methods.ars import adapt as ars_adapt
 
     options = check_options("adapt", kind_of(lattice), "auto", options)
-    return ars_adapt(as_target_model(lm), lattice, **options)  # type: ignore[arg-type]
+    return ars_adapt(as_target_model(lm), lattice, **options)
 
 
 def _compiled_plan(model: TargetModel, method: str, sizes: LatticeSizes) -> Plan:

@@ -16,7 +16,7 @@ import numpy as np
 from arsdecode.errors import NoPathError
 from arsdecode.lattice import Lattice, WordLattice
 from arsdecode.lattice.flat import FlatLattices
-from arsdecode.methods import dag_posteriors, fast_full
+from arsdecode.methods import expansion_posteriors, fast_full
 from arsdecode.methods.budget import memory_budget
 from arsdecode.methods.full import StatesBudgetExceeded, full_marginals
 from arsdecode.methods.options import check_options
@@ -59,13 +59,13 @@ def exact_posteriors(lm: ModelLike, lattice: Lattice | WordLattice, method: str,
 def lattice_posteriors(lm: ModelLike, lattice: Lattice | WordLattice
                        ) -> tuple[np.ndarray, float]:
     """Every arc's exact posterior and ln Z by forward-backward over the merged expansion
-    (`dag_posteriors.dag_posteriors`). A confusion network is read as the word lattice it is
+    (`expansion_posteriors.dag_posteriors`). A confusion network is read as the word lattice it is
     (`WordLattice.from_confusion`), and the answer has one entry per candidate, position by
     position, in lattice order: its marginal (0 for a candidate of weight -inf, which the
     word lattice has no arc for)."""
     if isinstance(lattice, WordLattice):
-        return dag_posteriors.dag_posteriors(lm, lattice, max_bytes=memory_budget())
-    post, log_z = dag_posteriors.dag_posteriors(lm, WordLattice.from_confusion(lattice),
+        return expansion_posteriors.dag_posteriors(lm, lattice, max_bytes=memory_budget())
+    post, log_z = expansion_posteriors.dag_posteriors(lm, WordLattice.from_confusion(lattice),
                                                 max_bytes=memory_budget())
     live = np.concatenate([np.isfinite(e) for e in lattice.log_emissions])
     out = np.zeros(len(live))

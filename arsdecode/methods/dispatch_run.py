@@ -20,7 +20,7 @@ from arsdecode.errors import NoPathError
 from arsdecode.lattice import Lattice, WordLattice
 from arsdecode.lattice.flat import FlatLattices
 from arsdecode.methods import fast_full
-from arsdecode.methods.dag_full import DagDecodeResult, dag_decode
+from arsdecode.methods.expansion_dp import DagDecodeResult, dag_decode
 from arsdecode.methods.fast_full import BatchResult
 from arsdecode.methods.full import full_decode
 from arsdecode.methods.lockstep import DecodeManyInterrupted, ars_lockstep, lockstep_groups

@@ -1,10 +1,10 @@
 """The merged expansion of a word lattice (a DAG) with an n-gram LM, built node by node: the
-states and transitions every full DP of the package sweeps (`methods.dag_full`), for word
+states and transitions every full DP of the package sweeps (`methods.expansion_dp`), for word
 lattices and confusion networks alike (issue 30: one expansion, not two).
 
 Why a module of its own: building the expansion (contexts, batched `log_prob`, merging, the
 memory budget) is one job; sweeping it (Viterbi, ln Z, sampling, k-best, posteriors) is
-another, in `dag_full`, `dag_kbest` and `dag_posteriors`.
+another, in `expansion_dp`, `expansion_kbest` and `expansion_posteriors`.
 
 The expansion. A state is (lattice node, merged context): the LM history cut by the model's
 `minimal_context` (so p(w | ctx) = p(w | history) for every w, and cutting commutes with
@@ -132,7 +132,7 @@ class Expander:
     weights and every outgoing transition (module docstring), with one batched `log_prob`.
 
     Why a class of its own: the expansion (`dag_expand`) stores every transition, while the
-    chunked forward-backward (`methods.dag_posteriors`) rebuilds a node's transitions in its
+    chunked forward-backward (`methods.expansion_posteriors`) rebuilds a node's transitions in its
     backward sweep instead of keeping them all; both must build exactly the same ones."""
 
     def __init__(self, model: TargetModel, wl: WordLattice, minimize: bool = True) -> None:

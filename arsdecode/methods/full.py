@@ -12,9 +12,9 @@ Viterbi (`full_decode`), exact k-best (`full_kbest`), the forward algorithm
 
 One engine (issue 30). A confusion network is a word lattice (`WordLattice.from_confusion`:
 node i -> i + 1 per candidate of finite emission, the last node final), and its full model is
-that lattice's merged (node, context) expansion (`methods.dag_full`), swept by the package's one
-semiring DP (`core.dag_dp`); k-best is `dag_kbest.kbest_paths` and the marginals
-`dag_posteriors.stored_posteriors`. This module is the confusion network's entry points: it
+that lattice's merged (node, context) expansion (`methods.expansion_dp`), swept by the package's one
+semiring DP (`core.dag_dp`); k-best is `expansion_kbest.kbest_paths` and the marginals
+`expansion_posteriors.stored_posteriors`. This module is the confusion network's entry points: it
 lays the network out as a word lattice (`ConfusionLayout`) and maps the answers back to
 confusion-network form (tokens per position, candidate indices, per-position marginals).
 Nothing here imports the q-automaton (`core.automaton`, `core.dag_automaton`), so the
@@ -45,15 +45,15 @@ import numpy as np
 
 from arsdecode.errors import NoPathError, OptionError
 from arsdecode.lattice import Lattice, WordLattice
-from arsdecode.methods.dag_full import (
+from arsdecode.methods.expansion_dp import (
     StatesBudgetExceeded,
     dag_decode,
     dag_expand,
     dag_log_partition,
     sample_arcs,
 )
-from arsdecode.methods.dag_kbest import kbest_paths
-from arsdecode.methods.dag_posteriors import stored_posteriors
+from arsdecode.methods.expansion_kbest import kbest_paths
+from arsdecode.methods.expansion_posteriors import stored_posteriors
 from arsdecode.methods.results import KBestResult, ScoredPath
 from arsdecode.model import ModelLike, TargetModel, as_target_model
 
@@ -146,7 +146,7 @@ def full_kbest(lm: ModelLike, lattice: Lattice, k: int, *, minimize: bool = True
                ) -> KBestResult:
     """The k most probable distinct paths of p by the merged full DP, exact in float64.
 
-    Huang & Chiang (2005)'s Algorithm 1 on the expansion (`dag_kbest.kbest_paths`: every
+    Huang & Chiang (2005)'s Algorithm 1 on the expansion (`expansion_kbest.kbest_paths`: every
     state keeps its K best suffixes). A path is one expansion path (the merged states are a
     deterministic function of the candidates), so the K paths are distinct.
 
@@ -187,7 +187,7 @@ def full_sample(
     minimize: bool = True,
 ) -> list[list[str]]:
     """`n` independent exact samples from p(x)/Z: backward filtering on the expansion, then
-    forward sampling (`dag_full.dag_sample`, the package's one sampler).
+    forward sampling (`expansion_dp.dag_sample`, the package's one sampler).
 
     Why this and not enumeration: it is exact for any lattice the expansion can hold, and it
     draws all `n` samples together, one vectorised step per position.
@@ -208,8 +208,8 @@ def full_marginals(
     lm: ModelLike, lattice: Lattice, *, minimize: bool = True, max_states: int | None = None,
 ) -> tuple[list[np.ndarray], float]:
     """Exact posterior marginals and ln Z: forward-backward in the log semiring over the
-    merged states (`dag_posteriors.stored_posteriors`: arc posteriors of the layout, summed per
-    candidate).
+    merged states (`expansion_posteriors.stored_posteriors`: arc posteriors of the layout,
+    summed per candidate).
 
     Returns, per position, an array of p(x_i = candidate k) over that position's candidates
     (0 for a candidate with emission -inf or on no path; each array sums to 1), and ln Z, all

@@ -186,5 +186,6 @@ def posterior_marginals(
             marginals_from_probabilities(probs, lattice, all_candidates=all_candidates),
             log_z, (log_z, log_z), None, exact=True, seconds=time.perf_counter() - t0)
     draws = sample(lm, lattice, n, seed, **sample_options)
+    assert isinstance(draws, SampleResult)  # a confusion network's samples
     marginals = marginals_from_samples(draws.samples, lattice if all_candidates else None)
     return MarginalsResult(marginals, draws.log_Z, draws.log_Z_ci, draws)

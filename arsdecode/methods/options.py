@@ -36,7 +36,7 @@ _ARS_SAMPLE = {"batch": 100, "target_ar": 0.2, "ar_window": 100, "variant": DEFA
 _MARGINALS_SAMPLE = {k: v for k, v in _ARS_SAMPLE.items() if k not in ("on_sample", "keep")}
 _ADAPT = {"batch": 100, "target_ar": 0.2, "ar_window": 100, "variant": DEFAULT_VARIANT,
           "max_trials": None, "seed": None, "rng": None}
-# ARS on a word lattice (methods.dag_ars).
+# ARS on a word lattice (methods.ars).
 _DAG_ARS_DECODE = {"max_iterations": None, "tol": CERTIFICATE_TOL, "on_iteration": None}
 _DAG_ARS_SAMPLE = {"batch": 100, "target_ar": 0.2, "ar_window": 100, "max_trials": None,
                    "depth": 1, "first_words": True}

@@ -4,7 +4,7 @@ Why: after rescoring, a lattice-tool or HTK user passes the lattice on (to conse
 to another rescoring pass, to HResults); the file must carry the new LM scores as `l=`, so that
 any SLF decoder (`acscale * a + lmscale * l`) finds the same best path as the engine. An n-gram
 score depends on the words before, which one lattice node need not determine; the lattice
-written is therefore the exact expansion the full DP builds (`dag_full.dag_expand`: one node
+written is therefore the exact expansion the full DP builds (`expansion_dp.dag_expand`: one node
 per (lattice node, merged LM context) state, KenLM-style merging, no pruning), in which every
 link's LM score is fixed. Where the topology already fixes the context (every node one
 state), the expansion is the lattice itself.
@@ -31,8 +31,8 @@ import numpy as np
 from arsdecode.core.semiring import quiet
 from arsdecode.lattice import WordLattice
 from arsdecode.lattice.slf_write import write_scored_links
-from arsdecode.methods.dag_full import dag_expand
-from arsdecode.methods.dag_posteriors import expansion_sums
+from arsdecode.methods.expansion_dp import dag_expand
+from arsdecode.methods.expansion_posteriors import expansion_sums
 from arsdecode.model import ModelLike, as_target_model
 
 

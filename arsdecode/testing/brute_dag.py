@@ -1,6 +1,6 @@
 """Brute force over every path of a small word lattice (a DAG), and random small DAGs.
 
-Why brute force: the DAG methods (`arsdecode.methods.dag_full`, ARS on DAGs) share context
+Why brute force: the DAG methods (`arsdecode.methods.expansion_dp`, ARS on DAGs) share context
 states between paths; a bug in merging states, in epsilon arcs or in final weights would be
 invisible to a reference that did the same. Here every start-to-final path of `wl.paths()` is
 scored on its own, from `<s>` to `</s>`:

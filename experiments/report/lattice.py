@@ -200,7 +200,7 @@ def render(results: dict[str, Any], cmd: str, img_dir: Path) -> str:
              "two-position spans; epsilon deletions; insertions through an extra node).",
              "- Exact expansion: `arsdecode.decode(lm, lattice)`, the compiled Viterbi over the "
              "merged (node, minimal context) states (`fast_full.run_dag`); beside it the numpy "
-             "reference `arsdecode.methods.dag_full.dag_decode` (the same states, checked "
+             "reference `arsdecode.methods.expansion_dp.dag_decode` (the same states, checked "
              "equal); peak memory by tracemalloc during one numpy decode of the setting's "
              "largest lattice.",
              f"- Whole process: {base['process_note'] or PROCESS}.",

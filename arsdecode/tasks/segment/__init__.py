@@ -7,7 +7,7 @@ case and digit hints), `spelling` prices unknown words; `lattice` builds the seg
 lattice (every in-vocabulary substring, plus priced unknown-word arcs) and maps a decoded path
 back to substrings; `evaluation` scores segmentations (word-boundary precision, recall, F1;
 exact sentences); `nbest` gives the K best distinct segmentations. Decoding itself is
-`arsdecode.methods.dag_full` on the lattice, like any other word lattice.
+`arsdecode.methods.expansion_dp` on the lattice, like any other word lattice.
 """
 
 from arsdecode.tasks.segment.cues import NO_CUES, CueWeights, SegmentInput

@@ -2,7 +2,7 @@
 
 Why a lattice: exact segmentation under an n-gram LM is the exact best path of a DAG whose
 nodes are the offsets 0..len(text) and whose arcs are the words the text may contain; the
-word-lattice decoder (`arsdecode.methods.dag_full`) then gives the best segmentation with the
+word-lattice decoder (`arsdecode.methods.expansion_dp`) then gives the best segmentation with the
 full n-gram context, k-best and samples, where `wordsegment` (bigram) and `wordninja` (unigram)
 search with one word or none of context.
 

@@ -1,16 +1,16 @@
 """The K best distinct segmentations of a text, in memory linear in the text (issue 29).
 
 Why not the word lattice's `unique=True` k-best: that search (A* over word prefixes,
-`dag_full._kbest_unique`) is built for lattices where many paths read the same words
+`expansion_dp._kbest_unique`) is built for lattices where many paths read the same words
 (epsilon arcs, parallel arcs of one word), and on a segmentation lattice its prefixes grow
 with the text: 2,000 characters took 92 MB, 20,000 over 3 GB. A segmentation lattice does not
 need it. Its paths and its word sequences are one and the same: it has no epsilon arc, the
 words of a path spell the text, so a word sequence fixes every cut, and between two cuts each
 word has at most one arc (one word arc per LM word of that surface; an unknown arc only where
 no LM word has that surface, its word the substring, which no LM word equals). So the K best
-distinct *paths* (`dag_kbest.dag_kbest` with unique=False, K scores per expansion state: linear
-in the text) are the K best distinct word sequences. The only difference is the order of exact
-ties: by the smaller arc-index sequence here, by the smaller word tuple there.
+distinct *paths* (`expansion_kbest.dag_kbest` with unique=False, K scores per expansion state:
+linear in the text) are the K best distinct word sequences. The only difference is the order of
+exact ties: by the smaller arc-index sequence here, by the smaller word tuple there.
 
 What a user wants is distinct segmentations (cut points): two LM words may share a surface
 ("its" and "it's"), so the sequences that cut the text the same way are merged, keeping the
@@ -20,7 +20,7 @@ best, and more paths are asked for until K cuts are found or the lattice has no 
 from __future__ import annotations
 
 from arsdecode.lattice.word_lattice import WordLattice
-from arsdecode.methods.dag_kbest import dag_kbest
+from arsdecode.methods.expansion_kbest import dag_kbest
 from arsdecode.model.interface import ModelLike
 from arsdecode.tasks.segment.lattice import segmentation_words
 

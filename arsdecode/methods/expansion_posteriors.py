@@ -1,7 +1,7 @@
 """Arc posteriors and ln Z of a word lattice by forward-backward over its merged expansion,
 node by node, without storing the expansion's transitions.
 
-Why not on `dag_full.dag_expand`: the stored expansion holds every transition (src, dst, arc,
+Why not on `expansion_dp.dag_expand`: the stored expansion holds every transition (src, dst, arc,
 weight), and the forward pass sorted them all again: on a 1,000-node, 101k-arc DAG with the
 embedded 5-gram, 4.3M transitions, 0.5 GB, and several GB on denser lattices, whatever
 --memory-budget said (issue 29). Here only the states are kept (their context rows and their
@@ -31,7 +31,6 @@ import arsdecode.core.dag_dp as dag_dp
 from arsdecode.core.semiring import LogSumExp, quiet
 from arsdecode.errors import MemoryBudgetExceeded, NoPathError
 from arsdecode.lattice import WordLattice
-from arsdecode.methods.dag_full import ExpansionGraph
 from arsdecode.methods.expansion import (
     PAIR_BYTES,
     RAISE_BUDGET,
@@ -42,6 +41,7 @@ from arsdecode.methods.expansion import (
     dag_expand,
     group_rows,
 )
+from arsdecode.methods.expansion_dp import ExpansionGraph
 from arsdecode.model import ModelLike, as_target_model
 
 __all__ = ["ReversedExpansion", "chunked_posteriors", "dag_posteriors", "stored_posteriors"]
@@ -259,7 +259,7 @@ def expansion_sums(ex: DagExpansion, source: str) -> tuple[np.ndarray, np.ndarra
 
 def stored_posteriors(lm: ModelLike, wl: WordLattice, *, minimize: bool = True,
                       max_states: int | None = None) -> tuple[np.ndarray, float]:
-    """Arc posteriors and ln Z as `dag_posteriors` returns them, on the stored expansion:
+    """Arc posteriors and ln Z as `expansion_posteriors` returns them, on the stored expansion:
     beta by the one sweep, alpha by the same sweep over `ReversedExpansion`, then every
     transition's exp(alpha[src] + w + beta[dst] - ln Z) summed per arc, in one pass. Faster
     than the chunked pass when the expansion fits in memory (no context row is looked up

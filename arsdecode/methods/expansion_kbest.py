@@ -1,11 +1,11 @@
 """The k best paths of a word lattice (a DAG) on its merged expansion, within a memory budget.
 
-Why its own module: the expansion (`methods.dag_full`) is shared by decode, sampling and
+Why its own module: the expansion (`methods.expansion_dp`) is shared by decode, sampling and
 k-best; k-best alone keeps per-state lists (distinct paths) or a search tree (distinct word
 sequences), whose memory grows with k and with the lattice's branching, so it also owns the
 budget checks that refuse a request before its tables are allocated (issue 29).
 
-Two searches, both exact in float64 (ties as `methods.dag_full`'s module docstring says):
+Two searches, both exact in float64 (ties as `methods.expansion_dp`'s module docstring says):
 
 - distinct paths (`kbest_paths`): Huang & Chiang's Algorithm 1 backward, every state keeping
   its k best suffixes: (states x k) tables, checked against the budget beforehand.
@@ -29,8 +29,8 @@ import numpy as np
 from arsdecode.core.semiring import quiet
 from arsdecode.errors import MemoryBudgetExceeded, NoPathError, OptionError
 from arsdecode.lattice import WordLattice
-from arsdecode.methods.dag_full import DagPath, best_suffixes
 from arsdecode.methods.expansion import RAISE_BUDGET, DagExpansion, dag_expand
+from arsdecode.methods.expansion_dp import DagPath, best_suffixes
 from arsdecode.model import ModelLike, as_target_model
 
 __all__ = ["dag_kbest", "kbest_paths", "kbest_unique", "expansion_bytes"]
@@ -275,7 +275,7 @@ class _UniqueSearch:
 def kbest_unique(ex: DagExpansion, wl: WordLattice, k: int, h: np.ndarray,
                  max_bytes: int | None = None) -> list[DagPath]:
     """The k best distinct word sequences, each scored by its best path (module docstring):
-    `h` is the exact best suffix of every state (`dag_full.best_suffixes`).
+    `h` is the exact best suffix of every state (`expansion_dp.best_suffixes`).
 
     Heap entries are (-priority, words, 0 complete / 1 prefix to build, id, prefix, state or
     word code); ties by the smaller word tuple, a complete sequence before a longer prefix.

@@ -16,12 +16,12 @@ is final once every later node is done): Viterbi (max-plus), the backward sums (
 ln Z is the start state's) and sampling forward from the start state with the backward sums
 (exact: each step draws the next transition, or the stop, with probability proportional to
 its weight times the mass after it).
-k-best (`methods.dag_kbest`) runs on the stored expansion; arc posteriors
-(`methods.dag_posteriors`) rebuild it node by node instead of storing it, or read the stored
+k-best (`methods.expansion_kbest`) runs on the stored expansion; arc posteriors
+(`methods.expansion_posteriors`) rebuild it node by node instead of storing it, or read the stored
 one (`stored_posteriors`: forward sums as the backward sweep of the reversed expansion).
 
 Ties (float64 equal scores, as the dynamic program sums them) are broken deterministically:
-- paths (`dag_decode`, `dag_kbest`): the smaller arc-index sequence, lexicographically
+- paths (`dag_decode`, `expansion_kbest`): the smaller arc-index sequence, lexicographically
   (stopping at a final node comes before any arc leaving it: a prefix comes first);
 - word sequences (`dag_kbest(unique=True)`): the smaller word tuple (Python string order);
   the path shown for a word sequence is its best path, the first found in (state, arc) order.
