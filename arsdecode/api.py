@@ -211,9 +211,9 @@ def sample(
 def lattice_posteriors(lm: ModelLike, lattice: WordLattice | Lattice
                        ) -> tuple[np.ndarray, float]:
     """Every arc's exact posterior probability and ln Z of a word lattice, by forward-backward
-    over its merged expansion (`methods.expansion_dp.dag_posteriors`). A confusion network is
-    read as `WordLattice.from_confusion(lattice)`; its answer has one entry per candidate,
-    position by position (`methods.dispatch.lattice_posteriors`)."""
+    over its merged expansion (`methods.expansion_posteriors.dag_posteriors`). A confusion
+    network is read as `WordLattice.from_confusion(lattice)`; its answer has one entry per
+    candidate, position by position (`methods.dispatch.lattice_posteriors`)."""
     return dispatch.lattice_posteriors(lm, lattice)
 
 
