@@ -12,8 +12,8 @@ setting and order (orders below the model's are `maxarpa.truncate` of it, what l
     its states and transitions (the expanded lattice's size)
     against the lattice's nodes and arcs, and the peak memory of one decode (tracemalloc, the
     largest lattice of the setting);
-  - ARS on DAGs (`arsdecode.methods.dag_ars`, if this checkout has it): CPU seconds, states,
-    iterations, and its best ln p checked equal to the expansion's (1e-9);
+  - ARS on DAGs (`arsdecode.methods.ars.dag_ars_decode`, if this checkout has it): CPU
+    seconds, states, iterations, and its best ln p checked equal to the expansion's (1e-9);
   - the whole process: `arsdecode decode --lm M --lattice X.slf --method full` on the first
     lattice written as SLF, CPU seconds (user + system) and peak RSS by GNU time, best of 3,
     LM loading included (a binary model per order, written once); if this checkout's CLI

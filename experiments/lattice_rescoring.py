@@ -14,8 +14,8 @@ the expansion grows", made by
 
 and passed as `--model work/sms_all/lm.5.maxarpa` (its reference text is its own held-out
 split: `--model-corpora`, default the four corpora). Where ARS on DAGs
-(`arsdecode.methods.dag_ars`) is in the checkout, the page says where it starts to beat the
-expansion.
+(`arsdecode.methods.ars.dag_ars_decode`) is in the checkout, the page says where it starts to
+beat the expansion.
 
     python -m experiments.lattice_rescoring [--n 10] [--model PATH]
     python -m experiments.lattice_rescoring --render-only   # from --json

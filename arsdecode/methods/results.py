@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 class DecodeResult:
     """The exact argmax of p, with the paper's Table 1 and Table 2 facts (natural log).
 
-    One result for every lattice kind: on a word lattice (`dag_ars.dag_ars_decode`, a
+    One result for every lattice kind: on a word lattice (`ars.dag_ars_decode`, a
     `DagArsResult`, which adds only the alias `words` of `tokens`) `arcs` holds the path's arc
     numbers, `ngrams_by_order` is empty, and the JSON carries "words" (the name the
     word-lattice CLI wrote before "tokens"; the same list) and "arcs" besides the fields
