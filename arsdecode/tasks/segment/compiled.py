@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 
 import numpy as np
@@ -41,20 +42,45 @@ class TrieIndex:
 
     `words` lists the index words surface by surface (surfaces in sorted order; surface f's
     words are words[surf_word_off[f]:surf_word_off[f + 1]], in the order the surface index
-    gave them); node t's children are child_node[child_off[t]:child_off[t + 1]], by
+    gave them), kept joined by newlines (`joined`) and split on first use: the segmenter
+    needs them only for WordLattices, and decodes with `vocab_ids`, each word's id in the
+    model it was built from (None: not recorded), checked against the model before use
+    (`ids_in`). Node t's children are child_node[child_off[t]:child_off[t + 1]], by
     increasing code point child_sym; node_surface[t] is the surface ending at t, or -1."""
 
-    words: tuple[str, ...]
+    joined: str
     surf_word_off: np.ndarray
     child_off: np.ndarray
     child_sym: np.ndarray
     child_node: np.ndarray
     node_surface: np.ndarray
     max_length: int
+    vocab_ids: np.ndarray | None = None
+
+    @cached_property
+    def words(self) -> tuple[str, ...]:
+        return tuple(self.joined.split("\n")) if self.joined else ()
+
+    def ids_in(self, word_to_id: Mapping[str, int], vocab: Sequence[str],
+               unk: int) -> np.ndarray:
+        """Every index word's id in a model (`unk` for a word it lacks): the recorded
+        `vocab_ids` when the model's vocabulary has these words at those ids (the cached
+        trie of the shipped model: a list comparison, not 243,000 dict look-ups), else
+        looked up."""
+        ids = self.vocab_ids
+        if ids is not None and len(ids) == len(self.words) and (
+                not len(ids) or int(ids.max()) < len(vocab)) and all(
+                map(str.__eq__, map(vocab.__getitem__, ids.tolist()), self.words)):
+            return ids
+        get = word_to_id.get
+        return np.fromiter((get(w, unk) for w in self.words), dtype=np.int64,
+                           count=len(self.words))
 
     @classmethod
-    def of(cls, by_surface: Mapping[str, Sequence[str]]) -> TrieIndex:
-        """The trie of a surface index (`lattice.SurfaceIndex.words`: surface -> words)."""
+    def of(cls, by_surface: Mapping[str, Sequence[str]],
+           word_to_id: Mapping[str, int] | None = None) -> TrieIndex:
+        """The trie of a surface index (`lattice.SurfaceIndex.words`: surface -> words);
+        with `word_to_id`, the model's ids of the words are recorded (`vocab_ids`)."""
         surfaces = sorted(by_surface)
         lengths = np.fromiter(map(len, surfaces), dtype=np.int64, count=len(surfaces))
         offs = np.zeros(len(surfaces) + 1, dtype=np.int64)
@@ -63,26 +89,29 @@ class TrieIndex:
         counts = [len(by_surface[s]) for s in surfaces]
         word_off = np.zeros(len(surfaces) + 1, dtype=np.int64)
         np.cumsum(counts, out=word_off[1:])
-        words = tuple(w for s in surfaces for w in by_surface[s])
-        return cls(words, word_off, *_children(parent, sym), node_surface,
-                   int(lengths.max(initial=0)))
+        words = [w for s in surfaces for w in by_surface[s]]
+        ids = (None if word_to_id is None else
+               np.fromiter(map(word_to_id.__getitem__, words), dtype=np.int64, count=len(words)))
+        return cls("\n".join(words), word_off, *_children(parent, sym), node_surface,
+                   int(lengths.max(initial=0)), ids)
 
     def save(self, path: str | Path) -> None:
         """Write the arrays and the words (an uncompressed .npz: it loads at disk speed)."""
         with open(path, "wb") as f:
-            np.savez(f, words=np.frombuffer("\n".join(self.words).encode(
-                "utf-8", "surrogateescape"), dtype=np.uint8),
+            np.savez(f, words=np.frombuffer(self.joined.encode("utf-8", "surrogateescape"),
+                                            dtype=np.uint8),
                 surf_word_off=self.surf_word_off, child_off=self.child_off,
                 child_sym=self.child_sym, child_node=self.child_node,
-                node_surface=self.node_surface, max_length=np.int64(self.max_length))
+                node_surface=self.node_surface, max_length=np.int64(self.max_length),
+                **({} if self.vocab_ids is None else {"vocab_ids": self.vocab_ids}))
 
     @classmethod
     def load(cls, path: str | Path) -> TrieIndex:
         with np.load(path) as z:
-            raw = bytes(z["words"]).decode("utf-8", "surrogateescape")
-            return cls(tuple(raw.split("\n")) if raw else (), z["surf_word_off"],
-                       z["child_off"], z["child_sym"], z["child_node"], z["node_surface"],
-                       int(z["max_length"]))
+            return cls(bytes(z["words"]).decode("utf-8", "surrogateescape"),
+                       z["surf_word_off"], z["child_off"], z["child_sym"], z["child_node"],
+                       z["node_surface"], int(z["max_length"]),
+                       z["vocab_ids"] if "vocab_ids" in z.files else None)
 
 
 def _children(parent: np.ndarray, sym: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

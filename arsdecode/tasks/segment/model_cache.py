@@ -76,7 +76,8 @@ def cached_files(source: Path) -> tuple[Path, Path] | None:
         if not binary.is_file():
             _build(binary, lambda tmp: maxarpa.convert(source, tmp, binary=True))
         if not trie.is_file():
-            index = TrieIndex.of(SurfaceIndex.of_model(maxarpa.load(binary, mmap=True)).words)
+            model = maxarpa.load(binary, mmap=True)
+            index = TrieIndex.of(SurfaceIndex.of_model(model).words, model.word_to_id)
             _build(trie, index.save)
         return binary, trie
     except OSError:

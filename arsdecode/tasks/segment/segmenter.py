@@ -192,9 +192,7 @@ class Segmenter:
             return [(segmentation_words(best.tokens, text), best.log_p) for text, best in zip(
                 batch.texts, dispatch.decode_many(target, lattices), strict=True)]
         if self._lm_ids is None:
-            get, unk = ngram.word_to_id.get, ngram.unk_id
-            self._lm_ids = np.fromiter((get(w, unk) for w in self.trie.words), dtype=np.int64,
-                                       count=len(self.trie.words))
+            self._lm_ids = self.trie.ids_in(ngram.word_to_id, ngram.vocab, ngram.unk_id)
         ids = np.where(batch.word < 0, ngram.unk_id, self._lm_ids[np.maximum(batch.word, 0)])
         final_w = np.full(len(batch.arc_off) - 1, -np.inf)
         final_w[batch.node_off[1:] - 1] = 0.0
