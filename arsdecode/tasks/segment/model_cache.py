@@ -21,6 +21,7 @@ from __future__ import annotations
 import hashlib
 import os
 import tempfile
+import zipfile
 from collections.abc import Callable
 from pathlib import Path
 
@@ -56,6 +57,7 @@ def _build(target: Path, write: Callable[[Path], None]) -> None:
     os.close(fd)
     try:
         write(Path(tmp))
+        os.chmod(tmp, 0o644)  # mkstemp's 0600 would hide a shared cache from other users
         os.replace(tmp, target)
     finally:
         if os.path.exists(tmp):
@@ -92,7 +94,8 @@ def load_shipped(source: Path, config: Config | None = None
     if files is not None:
         try:
             return maxarpa.load(files[0], mmap=True, config=config), TrieIndex.load(files[1])
-        except (OSError, ValueError, KeyError, maxarpa.FormatError):
+        except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile,
+                maxarpa.FormatError):
             for f in files:  # a damaged entry: dropped, rebuilt next time
                 f.unlink(missing_ok=True)
     return maxarpa.load(source, config=config), None
