@@ -84,13 +84,13 @@ def child(tool: str, folder: Path, slow_chars: int) -> dict[str, Any]:
         def run(texts: list[str]) -> None:
             seg.segment_many(texts)
     elif tool == "wordninja":
-        import wordninja
+        import wordninja  # type: ignore[import-untyped]
 
         def run(texts: list[str]) -> None:
             for t in texts:
                 wordninja.split(t)
     else:
-        import wordsegment
+        import wordsegment  # type: ignore[import-untyped]
 
         wordsegment.load()
 

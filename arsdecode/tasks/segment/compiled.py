@@ -97,13 +97,16 @@ class TrieIndex:
 
     def save(self, path: str | Path) -> None:
         """Write the arrays and the words (an uncompressed .npz: it loads at disk speed)."""
+        arrays: dict[str, np.ndarray] = {
+            "words": np.frombuffer(self.joined.encode("utf-8", "surrogateescape"),
+                                   dtype=np.uint8),
+            "surf_word_off": self.surf_word_off, "child_off": self.child_off,
+            "child_sym": self.child_sym, "child_node": self.child_node,
+            "node_surface": self.node_surface, "max_length": np.array(self.max_length)}
+        if self.vocab_ids is not None:
+            arrays["vocab_ids"] = self.vocab_ids
         with open(path, "wb") as f:
-            np.savez(f, words=np.frombuffer(self.joined.encode("utf-8", "surrogateescape"),
-                                            dtype=np.uint8),
-                surf_word_off=self.surf_word_off, child_off=self.child_off,
-                child_sym=self.child_sym, child_node=self.child_node,
-                node_surface=self.node_surface, max_length=np.int64(self.max_length),
-                **({} if self.vocab_ids is None else {"vocab_ids": self.vocab_ids}))
+            np.savez(f, **arrays)  # type: ignore[arg-type]  # (stubs: allow_pickle)
 
     @classmethod
     def load(cls, path: str | Path) -> TrieIndex:

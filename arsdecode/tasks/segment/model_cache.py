@@ -76,7 +76,10 @@ def cached_files(source: Path) -> tuple[Path, Path] | None:
         binary = folder / f"{stem}-{key}.npz"
         trie = folder / f"{stem}-{key}-{code}.trie.npz"
         if not binary.is_file():
-            _build(binary, lambda tmp: maxarpa.convert(source, tmp, binary=True))
+            def write_binary(tmp: Path) -> None:
+                maxarpa.convert(source, tmp, binary=True)
+
+            _build(binary, write_binary)
         if not trie.is_file():
             model = maxarpa.load(binary, mmap=True)
             index = TrieIndex.of(SurfaceIndex.of_model(model).words, model.word_to_id)
