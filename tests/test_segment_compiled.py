@@ -174,3 +174,16 @@ def test_trie_round_trip_and_recorded_ids(sotu, tmp_path):
         "surf_word_off", "child_off", "child_sym", "child_node", "node_surface")],
         trie.max_length, trie.vocab_ids[::-1].copy())
     assert wrong.ids_in(sotu.word_to_id, sotu.vocab, sotu.unk_id).tolist() == looked_up
+
+
+def test_the_ascii_reader_equals_segment_input_read():
+    from arsdecode.tasks.segment.segmenter import read_input
+
+    rng = random.Random(7)
+    alphabet = "aZb9 -_'.#/\x00\tQx1"
+    for _ in range(3000):
+        raw = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 14)))
+        assert read_input(raw) == SegmentInput.read(raw), raw
+    for raw in ["#iPhoneForAlonis", "www.bestbuy.com/deals", "lions2009", "", "...", "a b",
+                "don't", "café", "ＡＢＣ"]:
+        assert read_input(raw) == SegmentInput.read(raw), raw
