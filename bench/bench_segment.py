@@ -5,6 +5,8 @@ Python process segmenting a file, imports and loading included), with peak RSS.
 Why ratios: on a shared machine the absolute speeds move with the load; each round runs every
 tool once, in turn, so a load spike hits them all, and the record keeps ours / wordninja
 (the issue's goal: whole process at least wordninja's, in process at least 150k chars/s).
+Each speed is given by wall time and by CPU time (user + system): on a loaded machine the
+wall time counts the other processes' turns, the CPU time much less so.
 
 Test text: the test sets of `data_prep.segment_devsets` (hashtags, URLs, held-out sentences;
 built into --sets if missing). In process, each tool runs in a child process of its own
@@ -103,20 +105,23 @@ def child(tool: str, folder: Path, slow_chars: int) -> dict[str, Any]:
     out: dict[str, Any] = {"load_s": load_s}
     for kind in SETS:
         texts = prefix(sets[kind], slow_chars if tool in SLOW else 0)
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         run(texts)
-        out[kind] = sum(map(len, texts)) / (time.perf_counter() - t0)
+        chars = sum(map(len, texts))
+        out[kind] = chars / (time.perf_counter() - t0)
+        out[f"{kind}.cpu"] = chars / (time.process_time() - c0)
     out["rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
     return out
 
 
-def timed(argv: list[str], root: Path, stdout: Any = subprocess.DEVNULL) -> tuple[float, float]:
-    """Wall seconds and peak RSS (MB) of one process run from `root`, by GNU time."""
+def timed(argv: list[str], root: Path) -> tuple[float, float, float]:
+    """Wall seconds, CPU seconds (user + system) and peak RSS (MB) of one process run from
+    `root`, by GNU time."""
     env = {**os.environ, "PYTHONPATH": str(root)}
-    proc = subprocess.run(["/usr/bin/time", "-f", "%e %M", *argv], check=True, cwd=root,
-                          env=env, stdout=stdout, stderr=subprocess.PIPE, text=True)
-    wall, kb = proc.stderr.strip().splitlines()[-1].split()
-    return float(wall), float(kb) / 1024.0
+    proc = subprocess.run(["/usr/bin/time", "-f", "%e %U %S %M", *argv], check=True, cwd=root,
+                          env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    wall, user, system, kb = proc.stderr.strip().splitlines()[-1].split()
+    return float(wall), float(user) + float(system), float(kb) / 1024.0
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -158,7 +163,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.tree is not None:
             whole_cases["ours [--tree]"] = (ours_cmd, args.tree.resolve(), sent)
         inproc: dict[str, list[dict[str, Any]]] = {t: [] for t in TOOLS}
-        whole: dict[str, list[tuple[float, float]]] = {c: [] for c in whole_cases}
+        whole: dict[str, list[tuple[float, float, float]]] = {c: [] for c in whole_cases}
         for _ in range(rounds):
             for tool in TOOLS:
                 out = subprocess.run([py, "-m", "bench.bench_segment", "--child", tool,
@@ -169,7 +174,7 @@ def main(argv: list[str] | None = None) -> int:
             for name, (cmd, root, _) in whole_cases.items():
                 whole[name].append(timed(cmd, root))
         for tool in TOOLS:
-            for key in (*SETS, "load_s", "rss_mb"):
+            for key in (*SETS, *(f"{k}.cpu" for k in SETS), "load_s", "rss_mb"):
                 value = statistics.median(r[key] for r in inproc[tool])
                 if key == "load_s":
                     rec.time(f"inproc.{tool}.load_s", value)
@@ -177,22 +182,25 @@ def main(argv: list[str] | None = None) -> int:
                     rec.add(f"inproc.{tool}.peak_rss_mb", value, "rss_mb")
                 else:
                     rec.add(f"inproc.{tool}.{key}.chars_per_s", value, "count")
-        for kind in SETS:
+        for kind in (*SETS, *(f"{k}.cpu" for k in SETS)):
             rec.ratio(f"inproc.{kind}.ours/wordninja", statistics.median(
                 a[kind] / b[kind] for a, b in zip(inproc["ours"], inproc["wordninja"],
                                                   strict=True)))
         for name, (_, _, text_file) in whole_cases.items():
             chars = sum(len(line) for line in text_file.read_text().splitlines())
-            wall = statistics.median(w for w, _ in whole[name])
+            wall = statistics.median(w for w, _, _ in whole[name])
+            cpu = statistics.median(c for _, c, _ in whole[name])
             rec.time(f"whole.{name}.s", wall)
+            rec.time(f"whole.{name}.cpu_s", cpu)
             rec.add(f"whole.{name}.chars_per_s", chars / wall, "count")
-            rec.add(f"whole.{name}.peak_rss_mb", max(m for _, m in whole[name]), "rss_mb")
-        rec.ratio("whole.sentences.ours/wordninja", statistics.median(
-            b[0] / a[0] for a, b in zip(whole["ours"], whole["wordninja"], strict=True)))
-        if args.tree is not None:
-            rec.ratio("whole.sentences.ours/tree", statistics.median(
-                b[0] / a[0] for a, b in zip(whole["ours"], whole["ours [--tree]"],
-                                            strict=True)))
+            rec.add(f"whole.{name}.cpu_chars_per_s", chars / cpu, "count")
+            rec.add(f"whole.{name}.peak_rss_mb", max(m for _, _, m in whole[name]), "rss_mb")
+        pairs = [("ours/wordninja", "wordninja")] + (
+            [("ours/tree", "ours [--tree]")] if args.tree is not None else [])
+        for label, other in pairs:  # speed ratios: the other's seconds over ours
+            for k, unit in ((0, "wall"), (1, "cpu")):
+                rec.ratio(f"whole.sentences.{unit}.{label}", statistics.median(
+                    b[k] / a[k] for a, b in zip(whole["ours"], whole[other], strict=True)))
         if args.lines:
             big = Path(tmp) / "big.txt"
             lines = sets["sentences"]
@@ -200,9 +208,10 @@ def main(argv: list[str] | None = None) -> int:
                 for k in range(args.lines):
                     fh.write(lines[k % len(lines)] + "\n")
             chars = sum(len(lines[k % len(lines)]) for k in range(args.lines))
-            wall, rss = timed([py, "-m", "arsdecode", "segment", "--file", str(big)], REPO)
+            wall, cpu, rss = timed([py, "-m", "arsdecode", "segment", "--file", str(big)], REPO)
             rec.time(f"whole.ours.{args.lines}_lines.s", wall)
             rec.add(f"whole.ours.{args.lines}_lines.chars_per_s", chars / wall, "count")
+            rec.add(f"whole.ours.{args.lines}_lines.cpu_chars_per_s", chars / cpu, "count")
             rec.add(f"whole.ours.{args.lines}_lines.peak_rss_mb", rss, "rss_mb")
     for name, fig in rec.figures.items():
         print(f"{name:45s} {fig['value']:14,.2f}  ({fig['kind']})")

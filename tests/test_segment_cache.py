@@ -47,8 +47,8 @@ def test_cached_model_is_exactly_the_text_model(source, tmp_path, monkeypatch):
         words = ["<s>", *sent.split(), "</s>"]
         for k in range(1, len(words)):
             assert model.log10p(words[k], words[:k]) == text_model.log10p(words[k], words[:k])
-    fresh = TrieIndex.of(SurfaceIndex.of_model(text_model).words, text_model.word_to_id)
-    assert trie.words == fresh.words
+    fresh = TrieIndex.of(SurfaceIndex.of_model(text_model).words, text_model.vocab)
+    assert trie.words == fresh.words and trie.vocab_digest == fresh.vocab_digest
     for name in ("surf_word_off", "child_off", "child_sym", "child_node", "node_surface",
                  "vocab_ids"):
         assert np.array_equal(getattr(trie, name), getattr(fresh, name)), name

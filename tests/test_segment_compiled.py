@@ -159,7 +159,7 @@ def test_batches_split_by_characters_give_the_same_answers(sotu, monkeypatch):
 
 def test_trie_round_trip_and_recorded_ids(sotu, tmp_path):
     index = SurfaceIndex.of_model(sotu)
-    trie = TrieIndex.of(index.words, sotu.word_to_id)
+    trie = TrieIndex.of(index.words, sotu.vocab)
     assert sorted(trie.words) == sorted(w for ws in index.words.values() for w in ws)
     trie.save(tmp_path / "t.npz")
     back = TrieIndex.load(tmp_path / "t.npz")
@@ -167,13 +167,14 @@ def test_trie_round_trip_and_recorded_ids(sotu, tmp_path):
     for name in ("surf_word_off", "child_off", "child_sym", "child_node", "node_surface",
                  "vocab_ids"):
         assert np.array_equal(getattr(back, name), getattr(trie, name)), name
+    assert back.vocab_digest == trie.vocab_digest != ""
     looked_up = [sotu.word_to_id[w] for w in trie.words]
     assert back.ids_in(sotu.word_to_id, sotu.vocab, sotu.unk_id).tolist() == looked_up
-    # ids recorded for another vocabulary are not trusted: looked up instead
-    wrong = TrieIndex(trie.joined, *[getattr(trie, f) for f in (
-        "surf_word_off", "child_off", "child_sym", "child_node", "node_surface")],
-        trie.max_length, trie.vocab_ids[::-1].copy())
-    assert wrong.ids_in(sotu.word_to_id, sotu.vocab, sotu.unk_id).tolist() == looked_up
+    # ids recorded for another vocabulary are not used: looked up instead
+    other = [*sotu.vocab[1:], sotu.vocab[0]]
+    moved = TrieIndex.of(index.words, other)
+    assert moved.vocab_ids is not None and moved.vocab_ids.tolist() != looked_up
+    assert moved.ids_in(sotu.word_to_id, sotu.vocab, sotu.unk_id).tolist() == looked_up
 
 
 def test_the_ascii_reader_equals_segment_input_read():

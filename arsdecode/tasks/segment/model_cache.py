@@ -82,7 +82,7 @@ def cached_files(source: Path) -> tuple[Path, Path] | None:
             _build(binary, write_binary)
         if not trie.is_file():
             model = maxarpa.load(binary, mmap=True)
-            index = TrieIndex.of(SurfaceIndex.of_model(model).words, model.word_to_id)
+            index = TrieIndex.of(SurfaceIndex.of_model(model).words, model.vocab)
             _build(trie, index.save)
         return binary, trie
     except OSError:
