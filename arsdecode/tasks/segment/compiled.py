@@ -47,7 +47,8 @@ class TrieIndex:
     needs them only for WordLattices, and decodes with `vocab_ids`, each word's id in the
     model it was built from (None: not recorded), used only for a model whose vocabulary
     has the same digest, `vocab_digest` (`ids_in`). Node t's children are
-    child_node[child_off[t]:child_off[t + 1]], by increasing code point child_sym; node_surface[t] is the surface ending at t, or -1."""
+    child_node[child_off[t]:child_off[t + 1]], by increasing code point child_sym;
+    node_surface[t] is the surface ending at t, or -1."""
 
     joined: str
     surf_word_off: np.ndarray
