@@ -19,6 +19,7 @@ it cannot be written, the model is loaded from its text as before (nothing fails
 from __future__ import annotations
 
 import hashlib
+import inspect
 import os
 import tempfile
 import zipfile
@@ -26,7 +27,6 @@ from collections.abc import Callable
 from pathlib import Path
 
 import maxarpa
-from arsdecode.tasks.segment import compiled, lattice
 from arsdecode.tasks.segment.compiled import TrieIndex
 from arsdecode.tasks.segment.lattice import SurfaceIndex
 from maxarpa import Config
@@ -71,7 +71,7 @@ def cached_files(source: Path) -> tuple[Path, Path] | None:
     try:
         folder = cache_dir() / "segment"
         key = _digest(source)
-        code = _digest(Path(lattice.__file__), Path(compiled.__file__))
+        code = _digest(Path(inspect.getfile(SurfaceIndex)), Path(inspect.getfile(TrieIndex)))
         stem = source.name.split(".")[0]
         binary = folder / f"{stem}-{key}.npz"
         trie = folder / f"{stem}-{key}-{code}.trie.npz"
