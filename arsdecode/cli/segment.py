@@ -55,7 +55,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="segment every line of FILE ('-' for stdin); blank lines stay blank")
     p.add_argument("--lm", default=None,
                    help="ARPA, MAX-ARPA or maxarpa binary model (default: the shipped "
-                        "general-English model, arsdecode/data/segment/); it needs <unk>")
+                        "general-English model, arsdecode/data/segment/, converted on first "
+                        "use into a binary cache in $ARSDECODE_CACHE_DIR, else "
+                        "$XDG_CACHE_HOME/arsdecode or ~/.cache/arsdecode); it needs <unk>")
     p.add_argument("--nbest", type=positive_int, default=None, metavar="K",
                    help="the K best distinct segmentations (word sequences), each exact")
     p.add_argument("--sample", type=positive_int, default=None, metavar="N",
