@@ -188,3 +188,17 @@ def test_the_ascii_reader_equals_segment_input_read():
     for raw in ["#iPhoneForAlonis", "www.bestbuy.com/deals", "lions2009", "", "...", "a b",
                 "don't", "café", "ＡＢＣ"]:
         assert read_input(raw) == SegmentInput.read(raw), raw
+
+
+def test_a_target_without_ngram_tables_is_decoded_through_dispatch(sotu):
+    from arsdecode.model.interpolated import InterpolatedLM
+
+    # a model mixed with itself is the model (p = 0.5 p + 0.5 p), but has no compiled tables:
+    # its lattices go through dispatch.decode_many (ARS) instead of the batched Viterbi
+    mixed = InterpolatedLM([sotu, sotu], [0.5, 0.5])
+    texts = SENTENCES[:2] + ["#StateOfTheUnion"]
+    got = Segmenter(mixed, spelling=Segmenter(sotu).spelling).segment_many(texts)
+    want = Segmenter(sotu).segment_many(texts)
+    for g, w in zip(got, want, strict=True):
+        assert g.words == w.words
+        assert math.isclose(g.log_p, w.log_p, rel_tol=1e-9, abs_tol=1e-9)
