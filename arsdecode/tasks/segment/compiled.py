@@ -26,8 +26,11 @@ from pathlib import Path
 import numpy as np
 
 from arsdecode.lattice.word_lattice import WordLattice
+from arsdecode.methods.fast_full import full_dp
+from arsdecode.model.interface import PLAIN_SCORING, NgramScoring
 from arsdecode.native import _core
 from arsdecode.tasks.segment.spelling import BOUNDARY, SpellingModel, encode
+from maxarpa import Model
 
 
 def code_points(text: str) -> np.ndarray:
@@ -228,3 +231,25 @@ def _price_with(batch: LatticeBatch, pricing: Pricing, bonus: np.ndarray) -> Non
             ends = batch.dst[unk]
             w = w + np.where(ends - base < len(text), bonus[ends], 0.0)
         batch.weight[unk] = w
+
+
+def best_paths(ngram: Model, batch: LatticeBatch, lm_ids: np.ndarray,
+               scoring: NgramScoring = PLAIN_SCORING) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(score (S,) ln, -inf where no path; path: the best paths' arc indices concatenated;
+    path_len (S,)) of the batch's lattices under the n-gram `ngram`, whose ids of the index
+    words are `lm_ids` (an unknown arc is <unk>): the exact Viterbi over the merged
+    expansion that `dispatch.decode_many` runs on word lattices (`FullDP.run_dag`), fed the
+    batch's arrays as they are. (A Viterbi specialised to these lattices, each unknown arc's
+    LM step once per state and a node's few states scanned instead of hashed, gave the
+    same answers but only 9% more characters per second in process: not worth a second DP.)"""
+    if ngram.unk_id is None:
+        raise ValueError("best_paths: the model has no <unk>")
+    ids = np.where(batch.word < 0, ngram.unk_id, lm_ids[np.maximum(batch.word, 0)])
+    final_w = np.full(len(batch.arc_off) - 1, -np.inf)
+    final_w[batch.node_off[1:] - 1] = 0.0  # each text's last offset, weight 0
+    score, path, path_len, _, _ = full_dp(ngram).run_dag(
+        batch.node_off, batch.arc_off, batch.dst, ids, batch.weight, final_w,
+        ngram.bos_id if scoring.sentence_start and ngram.bos_id is not None else -1,
+        ngram.eos_id if scoring.sentence_end and ngram.eos_id is not None else -1,
+        scoring.lm_weight)
+    return score, path, path_len

@@ -27,10 +27,15 @@ import numpy as np
 from arsdecode.errors import NoPathError
 from arsdecode.lattice.word_lattice import WordLattice
 from arsdecode.methods import dispatch
-from arsdecode.methods.fast_full import full_dp
 from arsdecode.model.interface import ModelLike, NgramScoring, ngram_scoring, ngram_tables
 from arsdecode.model.maxarpa_lm import as_target_model
-from arsdecode.tasks.segment.compiled import LatticeBatch, Pricing, TrieIndex, build_batch
+from arsdecode.tasks.segment.compiled import (
+    LatticeBatch,
+    Pricing,
+    TrieIndex,
+    best_paths,
+    build_batch,
+)
 from arsdecode.tasks.segment.cues import NO_CUES, CueWeights, SegmentInput
 from arsdecode.tasks.segment.lattice import (
     DEFAULT_UNKNOWN_MAX_LENGTH,
@@ -181,10 +186,11 @@ class Segmenter:
 
     def _decode(self, batch: LatticeBatch) -> list[tuple[list[str], float]]:
         """The best segmentation (pieces of the text) and its ln score of every lattice of
-        the batch, by the compiled Viterbi over the merged expansion (`FullDP.run_dag`, the
-        call `dispatch.decode_many` makes for word lattices, here fed the batch's arrays
-        directly); a model without n-gram tables or without <unk> goes through
-        `dispatch.decode_many` on WordLattices (which reports a missing <unk>)."""
+        the batch, by the compiled Viterbi over the merged expansion (`compiled.best_paths`:
+        `FullDP.run_dag`, the call `dispatch.decode_many` makes for word lattices, fed the
+        batch's arrays directly); a model without n-gram tables or
+        without <unk> goes through `dispatch.decode_many` on WordLattices (which reports a
+        missing <unk>)."""
         if self._tables is None:
             target = as_target_model(self.lm)
             self._tables = (target, ngram_tables(target), ngram_scoring(target))
@@ -197,13 +203,7 @@ class Segmenter:
                 batch.texts, dispatch.decode_many(target, lattices), strict=True)]
         if self._lm_ids is None:
             self._lm_ids = self.trie.ids_in(ngram.word_to_id, ngram.vocab, ngram.unk_id)
-        ids = np.where(batch.word < 0, ngram.unk_id, self._lm_ids[np.maximum(batch.word, 0)])
-        final_w = np.full(len(batch.arc_off) - 1, -np.inf)
-        final_w[batch.node_off[1:] - 1] = 0.0
-        score, path, path_len, _, _ = full_dp(ngram).run_dag(
-            batch.node_off, batch.arc_off, batch.dst, ids, batch.weight, final_w,
-            ngram.bos_id if scoring.sentence_start else -1,
-            ngram.eos_id if scoring.sentence_end else -1, scoring.lm_weight)
+        score, path, path_len = best_paths(ngram, batch, self._lm_ids, scoring)
         ends = (batch.dst[path] - np.repeat(batch.node_off[:-1], path_len)).tolist()
         out, at = [], 0
         for text, k, log_p in zip(batch.texts, path_len.tolist(), score.tolist(), strict=True):
