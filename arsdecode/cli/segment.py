@@ -11,6 +11,9 @@ arsdecode/data/segment/) is the segmentation, printed in the input's own charact
 from __future__ import annotations
 
 import argparse
+import gzip
+import sys
+from collections.abc import Iterable, Iterator
 
 from arsdecode.cli.options import (
     EXIT_OK,
@@ -23,7 +26,7 @@ from arsdecode.cli.options import (
     seed_int,
 )
 from arsdecode.cli.output import fixed, print_json, progress_bar
-from arsdecode.errors import OptionError
+from arsdecode.errors import LatticeError, OptionError
 
 FLAT_UNKNOWN_PENALTY = 2.5
 """The flat per-character penalty of issue 21's segmenter, named in --unknown-penalty's help:
@@ -32,8 +35,9 @@ segmentation code; a test keeps the two equal)."""
 UNKNOWN_MAX_LENGTH = 12
 """The default of --max-unknown-length: the task's `DEFAULT_UNKNOWN_MAX_LENGTH` (a plain
 constant, so that --help loads no engine; tests/test_segment_cli.py checks they agree)."""
-BATCH = 512
-"""Lines of a --file decoded together (one compiled call per batch)."""
+BATCH = 2048
+"""Lines of a --file read, segmented and written together (the file is streamed: a million
+lines take the memory of one batch)."""
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -51,7 +55,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="segment every line of FILE ('-' for stdin); blank lines stay blank")
     p.add_argument("--lm", default=None,
                    help="ARPA, MAX-ARPA or maxarpa binary model (default: the shipped "
-                        "general-English model, arsdecode/data/segment/); it needs <unk>")
+                        "general-English model, arsdecode/data/segment/, converted on first "
+                        "use into a binary cache in $ARSDECODE_CACHE_DIR, else "
+                        "$XDG_CACHE_HOME/arsdecode or ~/.cache/arsdecode); it needs <unk>")
     p.add_argument("--nbest", type=positive_int, default=None, metavar="K",
                    help="the K best distinct segmentations (word sequences), each exact")
     p.add_argument("--sample", type=positive_int, default=None, metavar="N",
@@ -76,8 +82,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from arsdecode.api import load_lm, sample
-    from arsdecode.lattice.input_files import read_input_text
     from arsdecode.tasks import segment as seg
+    from arsdecode.tasks.segment.model_cache import load_shipped
     from arsdecode.tasks.segment.segmenter import (
         SEGMENT_LM,
         SEGMENT_SPELLING,
@@ -92,7 +98,10 @@ def run(args: argparse.Namespace) -> int:
         raise OptionError("--nbest and --sample exclude each other")
     if args.posteriors and not args.json:
         raise OptionError("--posteriors needs --json")
-    lm = load_lm(str(SEGMENT_LM) if args.lm is None else args.lm, config=lm_config(args))
+    if args.lm is None:  # the shipped model, from its binary cache after the first run
+        lm, trie = load_shipped(SEGMENT_LM, config=lm_config(args))
+    else:
+        lm, trie = load_lm(args.lm, config=lm_config(args)), None
     if lm.unk_id is None:
         raise OptionError(f"{args.lm}: the model has no <unk>, which scores unknown words "
                           "(load it with --unknown-missing accept, or use another model)")
@@ -102,19 +111,24 @@ def run(args: argparse.Namespace) -> int:
         options = SegmentOptions(cues=seg.NO_CUES, unknown_penalty=options.unknown_penalty,
                                  unknown_max_length=options.unknown_max_length)
     shipped = None if args.lm is not None else SpellingModel.load(SEGMENT_SPELLING)
-    segmenter = Segmenter(lm, options, spelling=shipped)
-    texts = ([args.text] if args.file is None
-             else read_input_text(args.file, "text").splitlines())
+    segmenter = Segmenter(lm, options, spelling=shipped, trie=trie)
     if args.nbest is None and args.sample is None:
-        with progress_bar(len(texts) if args.file is not None and len(texts) > BATCH else 0,
-                          "line", disable=len(texts) <= BATCH) as bar:
-            for k in range(0, len(texts), BATCH):
-                for res in segmenter.segment_many(texts[k:k + BATCH],
-                                                  posteriors=args.posteriors, lower=args.lower):
-                    print_json(res.to_json()) if args.json else print(" ".join(res.words))
-                bar.update(min(BATCH, len(texts) - k))
+        if args.file is None:
+            res = segmenter.segment(args.text, posteriors=args.posteriors, lower=args.lower)
+            print_json(res.to_json()) if args.json else print(" ".join(res.words))
+            return EXIT_OK
+        with progress_bar(count_lines(args.file), "line") as bar:
+            for batch in batches(read_lines(args.file), BATCH):
+                results = segmenter.segment_many(batch, posteriors=args.posteriors,
+                                                 lower=args.lower)
+                if args.json:
+                    for res in results:
+                        print_json(res.to_json())
+                else:
+                    sys.stdout.write("".join(" ".join(r.words) + "\n" for r in results))
+                bar.update(len(batch))
         return EXIT_OK
-    for raw in texts:
+    for raw in [args.text] if args.file is None else read_lines(args.file):
         s = seg.SegmentInput.read(raw)
         if not s.text:
             print_json({"input": raw, "segmentations": []}) if args.json else print()
@@ -133,3 +147,48 @@ def run(args: argparse.Namespace) -> int:
             for words, log_p in rows:
                 print(f"{fixed(log_p, 6)}\t{' '.join(words)}")
     return EXIT_OK
+
+
+def read_lines(path: str) -> Iterator[str]:
+    """The lines of a text file ('-': stdin; *.gz read compressed), read as they come, as
+    str.splitlines would cut the whole text. A line that is not UTF-8 stops the run with one
+    line naming the file and the line (LatticeError)."""
+    name = "<stdin>" if path == "-" else path
+    try:
+        fh = (sys.stdin.buffer if path == "-" else gzip.open(path, "rb")
+              if path.endswith(".gz") else open(path, "rb"))
+        with fh:
+            for number, raw in enumerate(fh, 1):
+                try:
+                    text = raw.rstrip(b"\n").decode("utf-8")
+                except UnicodeDecodeError as err:
+                    raise LatticeError(f"{name}:{number}: not UTF-8 text: byte "
+                                       f"0x{raw[err.start]:02x}") from None
+                yield from text.splitlines() or [""]
+    except (OSError, EOFError) as err:
+        reason = getattr(err, "strerror", None) or str(err).splitlines()[0]
+        raise LatticeError(f"{name}: cannot read text: {reason}") from None
+
+
+def count_lines(path: str) -> int | None:
+    """The number of lines of a plain file, for the progress bar (None for stdin or gzip,
+    which are read once)."""
+    if path == "-" or path.endswith(".gz"):
+        return None
+    try:
+        with open(path, "rb") as fh:
+            return sum(block.count(b"\n") for block in iter(lambda: fh.read(1 << 20), b""))
+    except OSError:
+        return None  # read_lines reports it
+
+
+def batches(items: Iterable[str], size: int) -> Iterator[list[str]]:
+    """`items` in lists of `size` (the last one shorter)."""
+    batch: list[str] = []
+    for item in items:
+        batch.append(item)
+        if len(batch) == size:
+            yield batch
+            batch = []
+    if batch:
+        yield batch

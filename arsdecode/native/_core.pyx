@@ -17,6 +17,7 @@ is textual: a part sees the C declarations of the parts before it):
 - _fullmodel.pxi: `FullDP`, the full DP's shared tables, checked entry points, worker pool.
 - _dpcache.pxi: `_DPCaches`, one worker's transition memo and pruning bounds.
 - _dpsweep.pxi: `_DPWorker`, the DP sweeps over confusion networks and word lattices.
+- _segment.pxi: the segmentation lattice's trie and builder (issue 33).
 
 Why parts of one module and not several modules: they share C-level functions, structs and
 inline methods, which across modules would need .pxd declarations and calls through a table
@@ -36,6 +37,7 @@ include "_ngramcore.pxi"
 include "_fullmodel.pxi"
 include "_dpcache.pxi"
 include "_dpsweep.pxi"
+include "_segment.pxi"
 
 MAX_ORDER = NG_MAX_ORDER  # the highest model order NgramCore takes (see _ngram.pxi)
 

@@ -2,10 +2,12 @@
 word sequence.
 
 `segmenter` is the front door (`segment`, `segment_many`: raw text in, words in the writer's
-characters out, with the shipped general-English model); `cues` reads a raw input (hard breaks,
-case and digit hints), `spelling` prices unknown words; `lattice` builds the segmentation
-lattice (every in-vocabulary substring, plus priced unknown-word arcs) and maps a decoded path
-back to substrings; `evaluation` scores segmentations (word-boundary precision, recall, F1;
+characters out, with the shipped general-English model, loaded through `model_cache`'s binary
+cache); `cues` reads a raw input (hard breaks, case and digit hints), `spelling` prices unknown
+words; `lattice` defines the segmentation lattice (every in-vocabulary substring, plus priced
+unknown-word arcs) and maps a decoded path back to substrings, `compiled` builds the lattices
+of many texts in one compiled call (`reference_lattice`: the Python builder it is tested
+against); `evaluation` scores segmentations (word-boundary precision, recall, F1;
 exact sentences); `nbest` gives the K best distinct segmentations. Decoding itself is
 `arsdecode.methods.expansion_dp` on the lattice, like any other word lattice.
 """

@@ -55,18 +55,19 @@ unknown-word bonus matched or beat the flat penalty on the development sets
 
 from __future__ import annotations
 
-import dataclasses
 import math
 import re
 import unicodedata
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
 from arsdecode.errors import ObservationError, OptionError
 from arsdecode.lattice.word_lattice import WordLattice
-from arsdecode.tasks.segment.spelling import SpellingModel, encode
+from arsdecode.tasks.segment.compiled import Pricing, TrieIndex, build_batch
+from arsdecode.tasks.segment.spelling import SpellingModel
 
 DEFAULT_UNKNOWN_PENALTY_PER_CHAR = 2.5
 """ln weight per character of an unknown-word arc (module docstring: measured on held-out)."""
@@ -130,7 +131,17 @@ class SurfaceIndex:
 
     words: Mapping[str, tuple[str, ...]]  # surface form -> the LM words written so
     max_length: int  # longest surface form, in characters
-    prefixes: frozenset[str]  # every non-empty prefix of a surface form (itself included)
+
+    @cached_property
+    def prefixes(self) -> frozenset[str]:
+        """Every non-empty prefix of a surface form (itself included): the reference
+        builder's walk (made on first use: 1.7 million strings for the shipped model)."""
+        return frozenset(s[:k] for s in self.words for k in range(1, len(s) + 1))
+
+    @cached_property
+    def trie(self) -> TrieIndex:
+        """The compiled builder's form of this index (made on first use)."""
+        return TrieIndex.of(self.words)
 
     @classmethod
     def of(cls, vocabulary: Iterable[str]) -> SurfaceIndex:
@@ -149,10 +160,8 @@ class SurfaceIndex:
                     by_surface[surface] = [word]
                 elif word not in entry:
                     entry.append(word)
-        surfaces = list(by_surface)
         return cls({s: tuple(ws) for s, ws in by_surface.items()},
-                   max(map(len, surfaces), default=0),
-                   frozenset(s[:k] for s in surfaces for k in range(1, len(s) + 1)))
+                   max(map(len, by_surface), default=0))
 
     @classmethod
     def of_model(cls, lm: object) -> SurfaceIndex:
@@ -189,7 +198,27 @@ def segmentation_lattice(
     `boundary_bonus[j]` (ln, one per offset 0..len(text)) is added to every arc ending at j, a
     bonus (or, negative, a cost) for cutting there (`cues` module). Raises ObservationError for
     text that is not normalised (use `prepare_input` or `normalize_text` first), OptionError
-    for a bad option."""
+    for a bad option.
+
+    Built by the compiled builder (`compiled.build_batch`, which `Segmenter` runs on many
+    texts at once); `reference_lattice.reference_segmentation_lattice` is the same lattice
+    built in Python, kept as the reference the tests compare it with."""
+    index, longest_word = check_lattice_options(
+        text, vocabulary, max_word_length, unknown_penalty_per_char, unknown_max_length,
+        boundary_bonus, source)
+    pricing = Pricing(unknown_penalty_per_char, spelling, spelling_scale, unknown_word_cost)
+    batch = build_batch([text], [breaks], index.trie, pricing, longest_word=longest_word,
+                        unknown_max_length=unknown_max_length,
+                        bonuses=None if boundary_bonus is None else [boundary_bonus])
+    return batch.word_lattice(0, index.trie.words, source)
+
+
+def check_lattice_options(text: str, vocabulary: SurfaceIndex | Iterable[str],
+                          max_word_length: int | None, unknown_penalty_per_char: float,
+                          unknown_max_length: int, boundary_bonus: np.ndarray | None,
+                          source: str) -> tuple[SurfaceIndex, int]:
+    """`segmentation_lattice`'s checks (both builders'): the index and the longest word looked
+    up, or ObservationError / OptionError."""
     if text != normalize_text(text):
         raise ObservationError(f"{source}: the text {text[:40]!r} is not normalised "
                                "(lower-case letters and digits only; see prepare_input)")
@@ -208,94 +237,7 @@ def segmentation_lattice(
                                        or not np.isfinite(boundary_bonus).all()):
         raise OptionError(f"boundary_bonus needs {len(text) + 1} finite values (one per "
                           "offset of the text)")
-    unknown = (_FlatUnknown(unknown_penalty_per_char) if spelling is None
-               else _SpelledUnknown(spelling, spelling_scale, unknown_word_cost))
-    wl = _canonical_lattice(text, index, longest_word, unknown, unknown_max_length, breaks,
-                            source)
-    if boundary_bonus is not None:
-        bonus = np.asarray(boundary_bonus, dtype=np.float64)[wl.dst]
-        wl = dataclasses.replace(wl, log_weights=wl.log_weights + np.where(
-            wl.dst < len(text), bonus, 0.0))
-    return wl
-
-
-@dataclass(frozen=True)
-class _FlatUnknown:
-    penalty: float
-
-    def log_weights(self, text: str, starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
-        return -self.penalty * lengths.astype(np.float64)
-
-
-@dataclass(frozen=True)
-class _SpelledUnknown:
-    model: SpellingModel
-    scale: float
-    per_word: float
-
-    def log_weights(self, text: str, starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
-        return self.scale * self.model.unknown_log_p(encode(text), starts, lengths) \
-            - self.per_word
-
-
-def _canonical_lattice(text: str, index: SurfaceIndex, longest_word: int,
-                       unknown: _FlatUnknown | _SpelledUnknown,
-                       unknown_max_length: int, breaks: Collection[int],
-                       source: str) -> WordLattice:
-    """The lattice, made directly in `WordLattice`'s canonical form, which it already has by
-    construction: node i is offset i (a topological order: every arc goes forward), every node
-    is on a path (each character has an arc, and no break stops a one-character arc), every
-    weight is finite, arcs are sorted by source. `WordLattice.build` would check all that
-    again and take three times as long as finding the arcs (the tests compare both).
-
-    Word arcs walk the prefix set from each offset and stop at the first non-prefix (a few
-    characters on average); unknown arcs are every (offset, length) pair, in numpy, minus the
-    word pairs and those crossing a break."""
-    n = len(text)
-    next_break = _next_break_array(n, breaks)
-    limit = np.minimum(next_break, np.arange(n) + longest_word)
-    prefixes, lookup = index.prefixes, index.words.get
-    w_src: list[int] = []
-    w_dst: list[int] = []
-    w_words: list[str] = []
-    for i in range(n):
-        stop = int(limit[i])
-        j = i + 1
-        while j <= stop:
-            piece = text[i:j]
-            if piece not in prefixes:
-                break
-            for word in lookup(piece, ()):
-                w_src.append(i)
-                w_dst.append(j)
-                w_words.append(word)
-            j += 1
-    u = unknown_max_length
-    u_src = np.repeat(np.arange(n, dtype=np.int64), u)
-    u_len = np.tile(np.arange(1, u + 1, dtype=np.int64), n)
-    fits = u_src + u_len <= next_break[u_src]
-    is_word = np.zeros((n, u + 1), dtype=bool)
-    ws, wd = np.array(w_src, dtype=np.int64), np.array(w_dst, dtype=np.int64)
-    short = wd - ws <= u
-    is_word[ws[short], (wd - ws)[short]] = True
-    keep = fits & ~is_word[u_src, u_len]
-    u_src, u_len = u_src[keep], u_len[keep]
-    u_dst = u_src + u_len
-    src = np.concatenate([ws, u_src])
-    order = np.argsort(src, kind="stable")
-    unknown_words = [text[i:j] for i, j in zip(u_src.tolist(), u_dst.tolist(), strict=True)]
-    words = w_words + unknown_words
-    weights = np.concatenate([np.zeros(len(ws)), unknown.log_weights(text, u_src, u_len)])
-    return WordLattice(
-        n_nodes=n + 1, finals={n: 0.0}, src=src[order], dst=np.concatenate([wd, u_dst])[order],
-        words=tuple(words[k] for k in order.tolist()), log_weights=weights[order],
-        node_names=tuple(map(str, range(n + 1))), source=source)
-
-
-def _next_break_array(n: int, breaks: Collection[int]) -> np.ndarray:
-    """For each offset i < n, the first break after i (or n): the farthest an arc may reach."""
-    inside = np.array(sorted({b for b in breaks if 0 < b < n}) + [n], dtype=np.int64)
-    return inside[np.searchsorted(inside, np.arange(n), side="right")]
+    return index, longest_word
 
 
 def segmentation_words(words: Sequence[str | None], text: str) -> list[str]:

@@ -15,6 +15,7 @@ lattice's ln weights (unknown-word costs, cue bonuses).
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -23,23 +24,34 @@ from typing import Any
 
 import numpy as np
 
+from arsdecode.errors import NoPathError
 from arsdecode.lattice.word_lattice import WordLattice
 from arsdecode.methods import dispatch
-from arsdecode.model.interface import ModelLike
+from arsdecode.model.interface import ModelLike, NgramScoring, ngram_scoring, ngram_tables
 from arsdecode.model.maxarpa_lm import as_target_model
+from arsdecode.tasks.segment.compiled import (
+    LatticeBatch,
+    Pricing,
+    TrieIndex,
+    best_paths,
+    build_batch,
+)
 from arsdecode.tasks.segment.cues import NO_CUES, CueWeights, SegmentInput
 from arsdecode.tasks.segment.lattice import (
     DEFAULT_UNKNOWN_MAX_LENGTH,
     SurfaceIndex,
-    segmentation_lattice,
     segmentation_words,
 )
+from arsdecode.tasks.segment.model_cache import load_shipped
 from arsdecode.tasks.segment.spelling import DEFAULT_PER_WORD, DEFAULT_SCALE, SpellingModel
 
 SEGMENT_LM = Path(__file__).resolve().parents[2] / "data" / "segment" / "english.maxarpa.gz"
 """The shipped general-English segmentation model (arsdecode/data/segment/README.md)."""
 SEGMENT_SPELLING = SEGMENT_LM.with_name("spelling.npz")
 """The spelling model of its vocabulary, trained once at build time (as `Segmenter` would)."""
+CHUNK = 100_000
+"""Characters of text whose lattices are built and decoded in one compiled call each: a few
+tens of MB of arcs, so that `segment_many` of a whole file runs in bounded memory."""
 
 
 @dataclass(frozen=True)
@@ -84,19 +96,36 @@ class Segmenter:
 
     def __init__(self, lm: ModelLike | str | Path | None = None,
                  options: SegmentOptions | None = None,
-                 spelling: SpellingModel | None = None) -> None:
+                 spelling: SpellingModel | None = None, trie: TrieIndex | None = None) -> None:
         import maxarpa
 
         self._spelling = spelling
         if lm is None:
-            lm = maxarpa.load(SEGMENT_LM)
+            lm, trie = load_shipped(SEGMENT_LM)
             if spelling is None and SEGMENT_SPELLING.is_file():
                 self._spelling = SpellingModel.load(SEGMENT_SPELLING)
         elif isinstance(lm, (str, Path)):
             lm = maxarpa.load(lm)
         self.lm = lm
         self.options = options or SegmentOptions()
-        self.index = SurfaceIndex.of_model(lm)
+        self._trie = trie
+        self._index: SurfaceIndex | None = None
+        self._lm_ids: np.ndarray | None = None
+        self._tables: tuple[Any, Any, NgramScoring] | None = None  # _decode's, made once
+
+    @property
+    def index(self) -> SurfaceIndex:
+        """The LM's vocabulary by surface form (made on first use)."""
+        if self._index is None:
+            self._index = SurfaceIndex.of_model(self.lm)
+        return self._index
+
+    @property
+    def trie(self) -> TrieIndex:
+        """The compiled builder's vocabulary (the shipped model's comes from the cache)."""
+        if self._trie is None:
+            self._trie = self.index.trie
+        return self._trie
 
     @property
     def spelling(self) -> SpellingModel:
@@ -114,31 +143,75 @@ class Segmenter:
 
     def lattice(self, seg_input: SegmentInput) -> WordLattice:
         """The weighted segmentation lattice of a read input (its text must not be empty)."""
+        return self._batch([seg_input]).word_lattice(0, self.trie.words, "segmentation")
+
+    def _batch(self, inputs: Sequence[SegmentInput]) -> LatticeBatch:
+        """The lattices of read inputs (none empty), in one compiled call."""
         o = self.options
         spelled = o.unknown_penalty is None
-        return segmentation_lattice(
-            seg_input.text, self.index, breaks=seg_input.breaks,
-            unknown_penalty_per_char=0.0 if spelled else float(o.unknown_penalty or 0.0),
-            unknown_max_length=o.unknown_max_length,
-            spelling=self.spelling if spelled else None, spelling_scale=o.spelling_scale,
-            unknown_word_cost=o.unknown_word_cost,
-            boundary_bonus=seg_input.cue_bonus(o.cues))
+        pricing = Pricing(0.0 if spelled else float(o.unknown_penalty or 0.0),
+                          self.spelling if spelled else None, o.spelling_scale,
+                          o.unknown_word_cost)
+        return build_batch([s.text for s in inputs], [s.breaks for s in inputs], self.trie,
+                           pricing, longest_word=self.trie.max_length,
+                           unknown_max_length=o.unknown_max_length,
+                           bonuses=[s.cue_bonus(o.cues) for s in inputs])
 
     def segment_many(self, texts: Sequence[str], *, posteriors: bool = False,
                      lower: bool = False) -> list[SegmentResult]:
-        """Segment every text (decoded together: `dispatch.decode_many`)."""
-        inputs = [SegmentInput.read(t) for t in texts]
-        todo = [k for k, s in enumerate(inputs) if s.text]
-        lattices = [self.lattice(inputs[k]) for k in todo]
-        bests = dispatch.decode_many(as_target_model(self.lm), lattices) if lattices else []
+        """Segment every text: lattices built and decoded together, CHUNK characters at a
+        time (one compiled build and one compiled Viterbi per chunk)."""
+        inputs = [read_input(t) for t in texts]
         out = [SegmentResult(s.raw, "", [], 0.0, True, () if posteriors else None)
                for s in inputs]
-        for k, wl, best in zip(todo, lattices, bests, strict=True):
-            s = inputs[k]
-            pieces = segmentation_words(best.tokens, s.text)
-            post = self._boundary_posteriors(wl, len(s.text)) if posteriors else None
-            out[k] = SegmentResult(s.raw, s.text, s.words(pieces, lower=lower), best.log_p,
-                                   best.certified, post)
+        todo = [k for k, s in enumerate(inputs) if s.text]
+        start = 0
+        while start < len(todo):
+            stop, size = start, 0
+            while stop < len(todo) and (stop == start or size < CHUNK):
+                size += len(inputs[todo[stop]].text)
+                stop += 1
+            chunk = todo[start:stop]
+            batch = self._batch([inputs[k] for k in chunk])
+            for s, (k, (pieces, log_p)) in enumerate(zip(chunk, self._decode(batch),
+                                                         strict=True)):
+                seg_in = inputs[k]
+                post = (self._boundary_posteriors(
+                    batch.word_lattice(s, self.trie.words, "segmentation"), len(seg_in.text))
+                    if posteriors else None)
+                out[k] = SegmentResult(seg_in.raw, seg_in.text,
+                                       seg_in.words(pieces, lower=lower), log_p, True, post)
+            start = stop
+        return out
+
+    def _decode(self, batch: LatticeBatch) -> list[tuple[list[str], float]]:
+        """The best segmentation (pieces of the text) and its ln score of every lattice of
+        the batch, by the compiled Viterbi over the merged expansion (`compiled.best_paths`:
+        `FullDP.run_dag`, the call `dispatch.decode_many` makes for word lattices, fed the
+        batch's arrays directly); a model without n-gram tables or
+        without <unk> goes through `dispatch.decode_many` on WordLattices (which reports a
+        missing <unk>)."""
+        if self._tables is None:
+            target = as_target_model(self.lm)
+            self._tables = (target, ngram_tables(target), ngram_scoring(target))
+        target, ngram, scoring = self._tables
+        if ngram is None or ngram.unk_id is None or ngram.bos_id is None \
+                or ngram.eos_id is None:
+            lattices = [batch.word_lattice(s, self.trie.words, "segmentation")
+                        for s in range(len(batch.texts))]
+            return [(segmentation_words(best.tokens, text), best.log_p) for text, best in zip(
+                batch.texts, dispatch.decode_many(target, lattices), strict=True)]
+        if self._lm_ids is None:
+            self._lm_ids = self.trie.ids_in(ngram.word_to_id, ngram.vocab, ngram.unk_id)
+        score, path, path_len = best_paths(ngram, batch, self._lm_ids, scoring)
+        ends = (batch.dst[path] - np.repeat(batch.node_off[:-1], path_len)).tolist()
+        out, at = [], 0
+        for text, k, log_p in zip(batch.texts, path_len.tolist(), score.tolist(), strict=True):
+            if log_p == -np.inf:
+                raise NoPathError("segmentation: every path has probability zero")
+            cuts = [0, *ends[at:at + k]]
+            out.append(([text[a:b] for a, b in zip(cuts, cuts[1:])], log_p))
+            at += k
         return out
 
     def segment(self, text: str, *, posteriors: bool = False,
@@ -150,6 +223,27 @@ class Segmenter:
         at = np.bincount(wl.dst, weights=np.asarray(arc_post, dtype=np.float64),
                          minlength=n + 1)
         return tuple(float(min(1.0, max(0.0, p))) for p in at[1:n])
+
+
+_ASCII_RUN = re.compile(r"[0-9A-Za-z]+")
+
+
+def read_input(raw: str) -> SegmentInput:
+    """`SegmentInput.read(raw)`, made directly for ASCII without apostrophes (held-out text,
+    most hashtags and URLs): NFKC leaves ASCII as it is, its letters and digits are the runs
+    of [0-9A-Za-z], every other character is a break, and each character lower-cases to one;
+    the per-character reader took a fifth of segmenting a sentence. Anything else (an
+    apostrophe, which may join a word, or a non-ASCII character) is read by `read` itself;
+    tests/test_segment_compiled.py checks the two agree."""
+    if not raw.isascii() or "'" in raw:
+        return SegmentInput.read(raw)
+    runs = _ASCII_RUN.findall(raw)
+    joined = "".join(runs)
+    breaks, at = [], 0
+    for run in runs[:-1]:
+        at += len(run)
+        breaks.append(at)
+    return SegmentInput(raw, joined.lower(), frozenset(breaks), tuple(joined))
 
 
 @lru_cache(maxsize=1)
