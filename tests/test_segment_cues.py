@@ -54,13 +54,54 @@ def test_cues_mark_case_and_digit_transitions_only():
     # unmarked cuts inside camel-case words, after a capital too ("P|hone")
     assert bonus[2] == bonus[3] == bonus[10] == -1.0
     bonus = SegmentInput.read("HTMLParser").cue_bonus(w)
-    assert bonus[4] == 3.0 and bonus[2] == 0.0  # HTML|Parser; inside the capitals: free
+    assert bonus[4] == 3.0  # HTML|Parser: the last capital of a run starts the next word
+    assert bonus[2] == -1.0  # "HT|ML": between capitals in camel case, unmarked
+    bonus = SegmentInput.read("JavaONE").cue_bonus(w)
+    assert bonus[4] == 3.0 and bonus[5] == bonus[6] == -1.0  # a final capital run stays whole
     bonus = SegmentInput.read("lions2009").cue_bonus(w)
     assert bonus[5] == 2.0 and bonus[6] == bonus[7] == bonus[8] == -4.0
     assert bonus[1] == 0.0  # no case in the input: no camel-case costs
     assert not SegmentInput.read("iPhoneFor").cue_bonus(NO_CUES).any()
     bonus = SegmentInput.read("ab.Cd").cue_bonus(w)
     assert bonus[2] == 0.0  # a break is no cue: every path cuts there
+
+
+def test_known_compounds_and_numeronyms_turn_the_bonus_into_a_cost():
+    w = CueWeights(case=3.0, digit=2.0, unmarked=1.0, number=4.0, compound=2.5, numeronym=1.5)
+    power = SegmentInput.read("PowerBook")
+    assert power.cue_bonus(w)[5] == 3.0  # no vocabulary: the plain case cue
+    assert power.cue_bonus(w, {"powerbook"})[5] == -2.5  # one known word: cutting costs
+    assert power.cue_bonus(w, {"power", "book"})[5] == 3.0  # known only apart: the bonus
+    three = SegmentInput.read("GoPowerBookNow").cue_bonus(w, {"powerbook"})
+    assert three[2] == 3.0 and three[7] == -2.5 and three[11] == 3.0
+    # a part shorter than COMPOUND_MIN_PART: "abasement" is a word, "A|Basement" two
+    assert SegmentInput.read("ABasement").cue_bonus(w, {"abasement"})[1] == 3.0
+    for raw, at in (("a11y", (1, 3)), ("i18n", (1, 3)), ("k8s", (1, 2)),
+                    ("GoA11yFan", (3, 5))):
+        bonus = SegmentInput.read(raw).cue_bonus(w)
+        assert all(bonus[b] == -1.5 for b in at), raw
+    # not numeronyms: more letters before the number, a number at an end, three digits
+    assert SegmentInput.read("gr8").cue_bonus(w)[2] == 2.0
+    assert SegmentInput.read("lions2009").cue_bonus(w)[5] == 2.0
+    assert SegmentInput.read("b2").cue_bonus(w)[1] == 2.0
+    assert SegmentInput.read("a123y").cue_bonus(w)[1] == 2.0
+    assert not SegmentInput.read("PowerBook").cue_bonus(NO_CUES, {"powerbook"}).any()
+
+
+@pytest.mark.parametrize("word", ["iPhone", "McFly", "JavaONE", "PowerBook", "gr8", "h1n1",
+                                  "a11y", "4eva"])
+def test_the_issues_single_words_survive_the_shipped_model(word):
+    from arsdecode.tasks.segment.segmenter import default_segmenter
+
+    assert default_segmenter().segment(word).words == [word]
+
+
+@pytest.mark.parametrize("raw, words", [("#iPhoneForAlonis", ["iPhone", "For", "Alonis"]),
+                                        ("lions2009", ["lions", "2009"])])
+def test_the_issues_hints_still_cut_with_the_shipped_model(raw, words):
+    from arsdecode.tasks.segment.segmenter import default_segmenter
+
+    assert default_segmenter().segment(raw).words == words
 
 
 def test_cue_bonuses_are_exactly_the_brute_force_path_scores(sotu):

@@ -122,7 +122,7 @@ class Segmenter:
             unknown_max_length=o.unknown_max_length,
             spelling=self.spelling if spelled else None, spelling_scale=o.spelling_scale,
             unknown_word_cost=o.unknown_word_cost,
-            boundary_bonus=seg_input.cue_bonus(o.cues))
+            boundary_bonus=seg_input.cue_bonus(o.cues, self.index.words))
 
     def segment_many(self, texts: Sequence[str], *, posteriors: bool = False,
                      lower: bool = False) -> list[SegmentResult]:
