@@ -76,6 +76,9 @@ def test_known_compounds_and_numeronyms_turn_the_bonus_into_a_cost():
     assert three[2] == 3.0 and three[7] == -2.5 and three[11] == 3.0
     # a part shorter than COMPOUND_MIN_PART: "abasement" is a word, "A|Basement" two
     assert SegmentInput.read("ABasement").cue_bonus(w, {"abasement"})[1] == 3.0
+    # but a first lower-case letter is a prefix by convention: "iphone" keeps it
+    assert SegmentInput.read("iPhone").cue_bonus(w, {"iphone"})[1] == -2.5
+    assert SegmentInput.read("iLoveYou").cue_bonus(w, {"iphone"})[1] == 0.0
     for raw, at in (("a11y", (1, 3)), ("i18n", (1, 3)), ("k8s", (1, 2)),
                     ("GoA11yFan", (3, 5))):
         bonus = SegmentInput.read(raw).cue_bonus(w)
@@ -120,16 +123,20 @@ def test_cue_bonuses_are_exactly_the_brute_force_path_scores(sotu):
         assert lp_cued == pytest.approx(lp_plain + sum(bonus[c] for c in cuts), abs=1e-9)
 
 
-def test_boundary_posteriors_equal_brute_force(sotu):
+@pytest.mark.parametrize("scale", [1.0, 0.5, 1.7])
+def test_boundary_posteriors_equal_brute_force(sotu, scale):
+    """Exact under p_scale(path) proportional to exp(scale * ln score(path)): the brute force
+    scores every path of the unscaled lattice and scales them itself."""
     seg = Segmenter(sotu, SegmentOptions(cues=CueWeights(1.0, 1.0, 0.5, 1.0),
-                                         unknown_max_length=3))
+                                         unknown_max_length=3, posterior_scale=scale))
     for raw in ("GodBless", "theunion", "war1941"):
         s = SegmentInput.read(raw)
         res = seg.segment(raw, posteriors=True)
         brute = brute_dag_model(sotu, seg.lattice(s))
-        z = np.logaddexp.reduce(brute.log_p)
+        scaled = scale * np.asarray(brute.log_p)
+        z = np.logaddexp.reduce(scaled)
         want = np.zeros(len(s.text) + 1)
-        for words, lp in zip(brute.words, brute.log_p, strict=True):
+        for words, lp in zip(brute.words, scaled, strict=True):
             for c in boundaries(segmentation_words(words, s.text)):
                 want[c] += math.exp(lp - z)
         assert res.boundary_posteriors is not None

@@ -24,6 +24,10 @@ split (the LM alone prefers "power book", "java one" and "a 11 y" to the one wor
   word abbreviated by the count of its missing letters; a cut beside its number costs
   `numeronym` instead of the digit bonus.
 
+A URL or domain name ("www.cafes.org/menu", "http://x.net") has pieces that are one token
+each: its scheme, a "www" and its top-level domain (`web_atoms`); a cut inside one costs `web`
+("or|g"), whatever the case and digit cues say.
+
 When the writer used camel case (a piece between breaks with a case cue), a cut the writer did
 not mark -- before a lower-case letter that follows a letter ("Whiteh|ouse", "L|itta"), or
 between two capitals that are no cue ("Java|O|NE": a final run of capitals is one word) --
@@ -39,6 +43,7 @@ Alonis"); a raw character whose lower-case form has two characters goes with the
 
 from __future__ import annotations
 
+import re
 import unicodedata
 from collections.abc import Container, Sequence
 from dataclasses import dataclass
@@ -65,6 +70,8 @@ COMPOUND_MIN_PART = 3
 """Shortest camel-case word of a known compound (`_known_compounds`)."""
 DEFAULT_NUMERONYM_CUT = 3.0
 """ln cost of a cut beside the number of a numeronym ("a|11|y")."""
+DEFAULT_WEB_CUT = 6.0
+"""ln cost of a cut inside a URL's scheme, its "www" or its top-level domain ("or|g")."""
 
 
 @dataclass(frozen=True)
@@ -78,9 +85,10 @@ class CueWeights:
     cut: float = DEFAULT_CUT_COST
     compound: float = DEFAULT_COMPOUND_CUT
     numeronym: float = DEFAULT_NUMERONYM_CUT
+    web: float = DEFAULT_WEB_CUT
 
 
-NO_CUES = CueWeights(0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
+NO_CUES = CueWeights(0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
 
 
 @dataclass(frozen=True)
@@ -141,10 +149,40 @@ class SegmentInput:
             return bonus
         chars = [o[:1] for o in self.original]
         cuts = sorted({0, n, *self.breaks})
-        for lo, hi in zip(cuts, cuts[1:]):
-            marks = piece_marks(chars[lo:hi], self.text[lo:hi], weights, known)
+        atoms = web_atoms(self.raw, len(cuts) - 1) if weights.web else frozenset()
+        for k, (lo, hi) in enumerate(zip(cuts, cuts[1:])):
+            if k in atoms:
+                marks = np.full(hi - lo + 1, -weights.web)
+            else:
+                marks = piece_marks(chars[lo:hi], self.text[lo:hi], weights, known)
             bonus[lo + 1:hi] = marks[1:hi - lo] - weights.cut
         return bonus
+
+
+_URL = re.compile(r"^\s*(?:(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*)://)?"
+                  r"(?P<host>(?:[^\W_]+(?:-+[^\W_]+)*\.)+[A-Za-z]{2,24})\.?"
+                  r"(?::[0-9]+)?(?:[/?#]\S*)?\s*$")
+_RUN = re.compile(r"[^\W_]+")
+
+
+def web_atoms(raw: str, n_pieces: int) -> frozenset[int]:
+    """The pieces of a URL or domain name that are one token each: the scheme ("http"), a
+    first host label "www" (or "www2"), the top-level domain ("org"); by index among the
+    input's pieces between breaks. Empty when `raw` is no URL (no scheme, no "www" and a
+    top-level domain that is not 2-6 lower-case letters: "Mr.Smith"), or when its pieces do not line
+    up with the `n_pieces` the reader found (an apostrophe, a character NFKC changes)."""
+    m = _URL.match(unicodedata.normalize("NFKC", raw))
+    if m is None or len(_RUN.findall(raw)) != n_pieces:
+        return frozenset()
+    scheme = len(_RUN.findall(m.group("scheme") or ""))
+    labels = _RUN.findall(m.group("host"))
+    www = re.fullmatch(r"www[0-9]*", labels[0], re.IGNORECASE) is not None
+    if not (scheme or www or re.fullmatch(r"[a-z]{2,6}", labels[-1])):
+        return frozenset()  # "Mr.Smith", "end.Next": a lower-case TLD or nothing
+    atoms = {*range(scheme), scheme + len(labels) - 1}
+    if www:
+        atoms.add(scheme)
+    return frozenset(atoms)
 
 
 def _is_case_cue(piece: Sequence[str], b: int) -> bool:
@@ -172,7 +210,7 @@ def piece_marks(piece: Sequence[str], text: str, w: CueWeights,
             marks[b] -= w.number
     cued = set(case_at)
     if known is not None and w.compound and case_at:
-        _known_compounds(text, case_at, known, w.compound, marks)
+        _known_compounds(text, case_at, known, w.compound, marks, piece[0].islower())
     if w.numeronym:
         _numeronyms(piece, cued, w.numeronym, marks)
     if case_at and w.unmarked:  # camel case: the writer marks boundaries, so others cost
@@ -185,16 +223,20 @@ def piece_marks(piece: Sequence[str], text: str, w: CueWeights,
 
 
 def _known_compounds(text: str, case_at: list[int], known: Container[str], cost: float,
-                     marks: np.ndarray) -> None:
+                     marks: np.ndarray, prefix: bool) -> None:
     """Consecutive camel-case words that spell one vocabulary word ("Power|Book": "powerbook";
     "Java|ONE": "javaone"): their inner case cues cost `cost` instead of their bonus. A brand
     is written so; two words the model knows only apart ("Lemon|Tree") keep the bonus. Every
     part has at least COMPOUND_MIN_PART letters: short function words glue onto their neighbours
-    into other words ("A|Basement", "On|To", "In|Glorious"), a brand joins content words."""
+    into other words ("A|Basement", "On|To", "In|Glorious"), a brand joins content words; but
+    a piece's first lower-case letter before a capital is a part of any length (`prefix`:
+    "iPhone", "eBay" are written so, "#iLoveYou" is no vocabulary word)."""
     edges = [0, *case_at, len(text)]
     for i in range(len(edges) - 2):
         for j in range(i + 2, len(edges)):
             parts = np.diff(edges[i:j + 1])
+            if i == 0 and prefix and edges[1] == 1:
+                parts = parts[1:]  # "i|Phone", "e|Bay": the prefix convention
             if parts.min() >= COMPOUND_MIN_PART and text[edges[i]:edges[j]] in known:
                 for b in edges[i + 1:j]:
                     marks[b] = -cost

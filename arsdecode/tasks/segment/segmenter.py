@@ -21,12 +21,11 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from arsdecode.lattice.word_lattice import WordLattice
 from arsdecode.methods import dispatch
 from arsdecode.model.interface import ModelLike
 from arsdecode.model.maxarpa_lm import as_target_model
+from arsdecode.tasks.segment.calibration import DEFAULT_POSTERIOR_SCALE, boundary_posteriors
 from arsdecode.tasks.segment.cues import NO_CUES, CueWeights, SegmentInput
 from arsdecode.tasks.segment.lattice import (
     DEFAULT_UNKNOWN_MAX_LENGTH,
@@ -53,6 +52,7 @@ class SegmentOptions:
     spelling_scale: float = DEFAULT_SCALE
     unknown_word_cost: float = DEFAULT_PER_WORD
     unknown_max_length: int = DEFAULT_UNKNOWN_MAX_LENGTH
+    posterior_scale: float = DEFAULT_POSTERIOR_SCALE
 
 
 @dataclass(frozen=True)
@@ -146,10 +146,7 @@ class Segmenter:
         return self.segment_many([text], posteriors=posteriors, lower=lower)[0]
 
     def _boundary_posteriors(self, wl: WordLattice, n: int) -> tuple[float, ...]:
-        arc_post, _ = dispatch.lattice_posteriors(self.lm, wl)
-        at = np.bincount(wl.dst, weights=np.asarray(arc_post, dtype=np.float64),
-                         minlength=n + 1)
-        return tuple(float(min(1.0, max(0.0, p))) for p in at[1:n])
+        return boundary_posteriors(self.lm, wl, n, self.options.posterior_scale)
 
 
 @lru_cache(maxsize=1)
