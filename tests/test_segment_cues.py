@@ -181,3 +181,46 @@ def test_spelled_unknown_arcs_and_bonus_validation(sotu):
         segmentation_lattice("abc", index, boundary_bonus=np.zeros(3))
     with pytest.raises(OptionError, match="boundary_bonus"):
         segmentation_lattice("abc", index, boundary_bonus=np.array([0, np.inf, 0, 0]))
+
+
+def test_url_schemes_www_and_top_level_domains_are_single_pieces():
+    from arsdecode.tasks.segment.cues import web_atoms
+
+    def atoms(raw):
+        s = SegmentInput.read(raw)
+        return sorted(web_atoms(raw, len({0, len(s.text), *s.breaks}) - 1))
+
+    assert atoms("www.cafes.org") == [0, 2]
+    assert atoms("http://ismypoint.org/outdoray") == [0, 2]
+    assert atoms("https://www2.foo-bar.org:8080/a/b?x=1") == [0, 1, 4]
+    assert atoms("example.co.uk") == [2]
+    for not_url in ("Mr.Smith", "#iPhoneForAlonis", "hello world", "e.g."):
+        assert atoms(not_url) == [], not_url
+    w = CueWeights(web=5.0)
+    bonus = SegmentInput.read("www.cafes.org").cue_bonus(w)  # www|cafes|org, 3 + 5 + 3
+    assert list(bonus[[1, 2, 9, 10]]) == [-5.0] * 4 and bonus[4] == 0.0
+    assert not SegmentInput.read("www.cafes.org").cue_bonus(NO_CUES).any()
+
+
+def test_calibration_measures_equal_their_definitions():
+    from arsdecode.tasks.segment.calibration import (
+        expected_calibration_error,
+        fit_posterior_scale,
+        log_loss,
+    )
+
+    p = np.array([0.05, 0.15, 0.12, 0.95, 0.55])
+    y = np.array([False, True, False, True, True])
+    want = -np.mean([math.log(0.95), math.log(0.15), math.log(0.88), math.log(0.95),
+                     math.log(0.55)])
+    assert log_loss(p, y) == pytest.approx(want)
+    # bins: [0.05] -> |0.05 - 0|, [0.15, 0.12] -> |0.135 - 0.5|, [0.55] -> 0.45, [0.95] -> 0.05
+    assert expected_calibration_error(p, y) == pytest.approx(
+        (0.05 + 2 * 0.365 + 0.45 + 0.05) / 5)
+    best, rows = fit_posterior_scale(lambda a: (np.clip(p * a, 0, 1), y), grid=(0.5, 1.0))
+    assert best == min(rows, key=lambda r: r["log_loss"])["scale"]
+    assert [r["scale"] for r in rows] == [0.5, 1.0]
+    with pytest.raises(ValueError, match="posterior scale"):
+        from arsdecode.tasks.segment.calibration import boundary_posteriors
+
+        boundary_posteriors(None, None, 3, scale=0.0)  # type: ignore[arg-type]
