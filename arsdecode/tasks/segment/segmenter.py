@@ -6,7 +6,8 @@ Each text is read (`cues.SegmentInput`: breaks, the raw characters, the case and
 made into its segmentation lattice (weights: the spelling model's cost of unknown words and the
 cues' bonuses) and decoded exactly; with `posteriors=True` every offset's probability of being
 a cut comes from the exact arc posteriors of the same lattice (forward-backward over its merged
-expansion), so they are the model's own calibrated confidences.
+expansion) with every ln weight times `posterior_scale`, fitted on the dev sets so that the
+confidences are calibrated (`calibration` module).
 
 `log_p` is the ln score of the best path: the LM's ln probability of its words plus the
 lattice's ln weights (unknown-word costs, cue bonuses).
