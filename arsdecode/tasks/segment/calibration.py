@@ -29,7 +29,8 @@ from arsdecode.model.interface import ModelLike
 from arsdecode.model.target_spec import weighted_target
 
 DEFAULT_POSTERIOR_SCALE = 0.5
-"""alpha fitted on the development sets (module docstring)."""
+"""alpha fitted on the development sets (module docstring): dev log-loss 0.0329 at 0.4,
+0.0304 at 0.5, 0.0319 at 0.6; the whole grid, alpha = 1 included, is on the results page."""
 
 
 def boundary_posteriors(lm: ModelLike, wl: WordLattice, n: int,
