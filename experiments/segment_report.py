@@ -175,7 +175,9 @@ def render(res: dict, img_dir: Path, img_link: str) -> str:
         ]
     out += ["Issue 21's comparison on the SMS held-out text (the State of the Union model) is "
             "`python -m experiments.segment_compare --sms --data work/sms --doc OUT.md`.", ""]
-    out += ["## Reproduce", "", "```bash", res["command"], "```", "",
+    out += ["## Reproduce", "", "```bash",
+            "python -m data_prep.segment_devsets --out work/segment/sets",
+            res["command"], "```", "",
             f"Machine: {platform.machine()}, Python {platform.python_version()}.", ""]
     return "\n".join(out)
 
