@@ -115,7 +115,7 @@ def render(res: dict, img_dir: Path, img_link: str) -> str:
         "`segment(..., posteriors=True)` gives every offset's exact probability of being a "
         "cut (forward-backward over the lattice's merged expansion) under the model with its "
         f"ln weights times the posterior scale alpha = {o.get('posterior_scale', 1.0):g} "
-        "(as lattice-tool's `-posterior-scale`; the best path does not change; "
+        "(lattice-tool's `-posterior-scale` 1/alpha; the best path does not change; "
         "`arsdecode/tasks/segment/calibration.py`), fitted on the dev sets by log-loss "
         "(below). Over every offset of the test sets (breaks excluded: they are cut with "
         "probability 1), binned by posterior:",

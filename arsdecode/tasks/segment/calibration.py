@@ -3,12 +3,13 @@
 Why a scale: the boundary posteriors are exact under the model, p(cut at b) = sum over the
 segmentations that cut at b of exp(score) / Z, but the model (an n-gram LM with hand-priced
 unknown words and cue bonuses) is itself too sure of itself: among offsets given p = 0.8 fewer
-than 80 % were cuts (docs/results-segment.md). As lattice-tool's `-posterior-scale` does for
-ASR lattices, the posteriors are taken under p_alpha(path) proportional to
-exp(alpha * score(path)), every ln weight of the lattice and every LM ln probability times
-`alpha` (alpha < 1 flattens, alpha > 1 sharpens). The best path is the same for every alpha
-> 0; only the confidences change, and they stay exact under p_alpha (forward-backward over the
-lattice's merged expansion with a `WeightedLM` of weight alpha).
+than 80 % were cuts (docs/results-segment.md). As lattice-tool's `-posterior-scale S` does for
+ASR lattices (it divides the scores by S: alpha = 1/S), the posteriors are taken under
+p_alpha(path) proportional to exp(alpha * score(path)), every ln weight of the lattice and
+every LM ln probability times `alpha` (alpha < 1 flattens, alpha > 1 sharpens). The best
+path is the same for every alpha > 0; only the confidences change, and they stay exact under
+p_alpha (forward-backward over the lattice's merged expansion with a `WeightedLM` of weight
+alpha).
 
 `DEFAULT_POSTERIOR_SCALE` was fitted by `fit_posterior_scale` on the development sets (log-loss
 of the offsets' posteriors against the gold cuts, every offset that is not a break;
