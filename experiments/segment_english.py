@@ -18,6 +18,11 @@ from pathlib import Path
 
 import numpy as np
 
+from arsdecode.tasks.segment.calibration import (
+    expected_calibration_error,
+    fit_posterior_scale,
+    log_loss,
+)
 from arsdecode.tasks.segment.cues import CueWeights, SegmentInput
 from arsdecode.tasks.segment.evaluation import boundaries, score_segmentations
 from arsdecode.tasks.segment.segmenter import Segmenter
@@ -30,6 +35,8 @@ EXAMPLES = ("#iPhoneForAlonis", "lions2009", "HsvTweetup", "LemonTree", "vegas",
             "camerafail", "jonaslive", "iPhone", "McFly", "JavaONE", "PowerBook", "gr8", "h1n1",
             "a11y", "4eva")
 """The issue's examples: its errors of the old model, and the words its hints must not split."""
+SCALE_GRID = (0.4, 0.5, 0.6, 0.8, 1.0)
+"""Posterior scales tried on the dev sets (`calibration.fit_posterior_scale`)."""
 ManySegmenter = Callable[[Sequence[str]], list[list[str]]]
 REPO = Path(__file__).resolve().parents[1]
 
@@ -142,6 +149,26 @@ def reliability(probs: np.ndarray, truth: np.ndarray, bins: int = 10) -> list[di
     return out
 
 
+def model_summary() -> dict:
+    """What the shipped model is (the page's provenance): its n-gram counts (from the file's
+    header), its size, and the build settings."""
+    import gzip
+
+    from arsdecode.tasks.segment.segmenter import SEGMENT_LM
+    from data_prep.prepare_segment_model import DEFAULTS
+
+    counts = {}
+    with gzip.open(SEGMENT_LM, "rt", encoding="utf-8") as f:
+        for line in f:
+            if line.startswith("ngram "):
+                order, n = line.split()[1].split("=")
+                counts[int(order)] = int(n)
+            elif counts and not line.strip():
+                break
+    return {"path": str(SEGMENT_LM.relative_to(REPO)), "ngrams": counts,
+            "bytes": SEGMENT_LM.stat().st_size, "settings": DEFAULTS}
+
+
 def whole_process(tool: str, texts_file: Path, expected: list[list[str]]) -> dict:
     """Wall seconds of a fresh interpreter segmenting the file, imports and loading included
     (ours: the `arsdecode segment --file` command with the shipped model, as a user runs it;
@@ -186,7 +213,8 @@ def run(sets_dir: Path, *, tune: bool, process: bool, limit: int = 0) -> dict:
                  "options": {"cues": vars(seg.options.cues), "spelling_scale":
                              seg.options.spelling_scale, "unknown_word_cost":
                              seg.options.unknown_word_cost, "unknown_max_length":
-                             seg.options.unknown_max_length}, "rows": []}
+                             seg.options.unknown_max_length,
+                             "posterior_scale": seg.options.posterior_scale}, "rows": []}
     runs: list[tuple[str, ManySegmenter, float]] = [("ours", our_segmenter(seg), load)]
     for tool in segment_tools.TOOLS:
         if segment_tools.available(tool):
@@ -205,11 +233,19 @@ def run(sets_dir: Path, *, tune: bool, process: bool, limit: int = 0) -> dict:
             row["process"] = whole_process(name, text_file, expected)
         res["rows"].append(row)
     res["examples"] = {r.input: r.words for r in seg.segment_many(EXAMPLES)}
+    res["model"] = model_summary()
     probs, truth = cut_posteriors(seg, [r for rows in test.values() for r in rows])
     res["reliability"] = reliability(probs, truth)
     res["brier"] = float(np.mean((probs - truth) ** 2))
+    res["ece"] = expected_calibration_error(probs, truth)
+    res["log_loss"] = log_loss(probs, truth)
     if tune:
         dev = load_sets(sets_dir, "dev")
+        dev_rows = [r for rows in dev.values() for r in rows]
+        best, grid = fit_posterior_scale(
+            lambda a: cut_posteriors(seg.with_options(posterior_scale=a), dev_rows),
+            grid=SCALE_GRID)
+        res["tune_posterior_scale"] = {"best": best, "grid": grid}
         res["tune_unknown"] = tune_unknown(seg, dev, flat=(1.5, 2.5, 3.5),
                                            scales=(0.8, 1.0), per_word=(0.0, -6.0))
         res["tune_cues"] = tune_cues(seg, dev["hashtags"], grid=(0.0, 1.5, 3.0, 4.5))

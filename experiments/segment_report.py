@@ -90,15 +90,16 @@ def render(res: dict, img_dir: Path, img_link: str) -> str:
         "",
         acc,
         "",
-        "Ours: `arsdecode.segment_many` with the shipped model (`arsdecode/data/segment/`, "
-        "see its README: a Kneser-Ney trigram of State of the Union and EWT train whose "
-        "unigrams are 0.3 of its own and 0.7 of wordfreq's 250,000 most frequent English "
-        "words), unknown words priced by the character-trigram spelling model of the "
-        f"vocabulary (scale {o['spelling_scale']:g}, unknown-word bonus "
-        f"{0.0 - o['unknown_word_cost'] + 0.0:g}), case cues +{cues['case']:g}, letter-digit cues "
-        f"+{cues['digit']:g}, unmarked cuts in camel case -{cues['unmarked']:g}, cuts "
-        f"inside a number -{cues['number']:g} (ln).",
+        "Ours: `arsdecode.segment_many` with the shipped model (below), unknown words priced "
+        "by the character-trigram spelling model of the vocabulary (scale "
+        f"{o['spelling_scale']:g}, unknown-word bonus {0.0 - o['unknown_word_cost'] + 0.0:g}), "
+        f"case cues +{cues['case']:g}, letter-digit cues +{cues['digit']:g}, unmarked cuts in "
+        f"camel case -{cues['unmarked']:g}, cuts inside a number -{cues['number']:g}, cuts "
+        f"inside a known camel-case compound -{cues.get('compound', 0):g}, beside a "
+        f"numeronym's number -{cues.get('numeronym', 0):g}, inside a URL's scheme, www or "
+        f"top-level domain -{cues.get('web', 0):g} (ln; `arsdecode/tasks/segment/cues.py`).",
         "",
+        *_model_section(e),
         "## Speed",
         "",
         speed,
@@ -112,16 +113,33 @@ def render(res: dict, img_dir: Path, img_link: str) -> str:
         f"![reliability]({img_link}/reliability.png)",
         "",
         "`segment(..., posteriors=True)` gives every offset's exact probability of being a "
-        "cut (forward-backward over the lattice's merged expansion). Over every offset of the "
-        "test sets (breaks excluded: they are cut with probability 1), binned by posterior:",
+        "cut (forward-backward over the lattice's merged expansion) under the model with its "
+        f"ln weights times the posterior scale alpha = {o.get('posterior_scale', 1.0):g} "
+        "(lattice-tool's `-posterior-scale` 1/alpha; the best path does not change; "
+        "`arsdecode/tasks/segment/calibration.py`), fitted on the dev sets by log-loss "
+        "(below). Over every offset of the test sets (breaks excluded: they are cut with "
+        "probability 1), binned by posterior:",
         "",
         table(["posterior bin", "mean posterior", "observed cut rate", "offsets"],
               [[f"{b['lo']:.1f}-{b['hi']:.1f}", f"{b['mean_p']:.3f}", f"{b['observed']:.3f}",
                 f"{b['n']:,}"] for b in bins]),
         "",
-        f"Brier score {e['brier']:.4f}.",
+        f"Brier score {e['brier']:.4f}"
+        + (f", expected calibration error (10 bins) {e['ece']:.4f}, log-loss "
+           f"{e['log_loss']:.4f}" if "ece" in e else "") + ".",
         "",
     ]
+    if "tune_posterior_scale" in e:
+        t = e["tune_posterior_scale"]
+        out += [
+            "The posterior scale on the dev sets (every offset that is not a break; alpha = 1 "
+            f"is the model's own posteriors; chosen: {t['best']:g}):",
+            "",
+            table(["alpha", "log-loss", "Brier"],
+                  [[f"{g['scale']:g}", f"{g['log_loss']:.5f}", f"{g['brier']:.5f}"]
+                   for g in t["grid"]]),
+            "",
+        ]
     if "tune_unknown" in e:
         out += [
             "## Settings chosen on the dev sets",
@@ -145,10 +163,11 @@ def render(res: dict, img_dir: Path, img_link: str) -> str:
             "## The issue's examples",
             "",
             "Its errors of the old model, and single words whose case or digits a hard rule "
-            "would split. The hints are soft, so the model decides: \"JavaONE\", "
-            "\"PowerBook\" and \"a11y\" come out split when the model prefers two known "
-            "words (or a number between letters) to one word it has never seen -- the "
-            "evidence of case alone cannot tell \"PowerBook\" from \"LemonTree\".",
+            "would split. The hints are soft: the LM alone prefers \"power book\", \"java "
+            "one\" and \"a 11 y\"; \"PowerBook\" and \"JavaONE\" stay whole because "
+            "their camel-case words spell one vocabulary word (a cut there costs instead of "
+            "earning the case bonus), \"a11y\" because a letter, a number and a letter is "
+            "a numeronym; \"LemonTree\", two words the model knows only apart, is cut.",
             "",
             table(["input", "ours"], [[f"`{raw}`", " ".join(words)]
                                       for raw, words in e["examples"].items()]),
@@ -156,9 +175,36 @@ def render(res: dict, img_dir: Path, img_link: str) -> str:
         ]
     out += ["Issue 21's comparison on the SMS held-out text (the State of the Union model) is "
             "`python -m experiments.segment_compare --sms --data work/sms --doc OUT.md`.", ""]
-    out += ["## Reproduce", "", "```bash", res["command"], "```", "",
+    out += ["## Reproduce", "", "```bash",
+            "python -m data_prep.segment_devsets --out work/segment/sets",
+            res["command"], "```", "",
             f"Machine: {platform.machine()}, Python {platform.python_version()}.", ""]
     return "\n".join(out)
+
+
+def _model_section(e: dict) -> list[str]:
+    """The shipped model's provenance (its README says the same at more length)."""
+    m = e.get("model")
+    if m is None:
+        return []
+    lam = m["settings"]["lam"]
+    grams = ", ".join(f"{n:,} {k}-grams" for k, n in sorted(m["ngrams"].items()))
+    return [
+        "## The shipped model",
+        "",
+        f"`{m['path']}` ({m['bytes'] / 1e6:.1f} MB gzip): a backoff trigram in MAX-ARPA "
+        f"format, {grams}; rebuilt by `python -m data_prep.prepare_segment_model` (see "
+        "`arsdecode/data/segment/README.md`). Its bigrams and trigrams, and a "
+        f"{lam:g} share of its unigrams, are a modified Kneser-Ney model (KenLM lmplz) of "
+        "the State of the Union training split (public domain) and the UD English Web "
+        "Treebank train part (CC BY-SA 4.0); the other "
+        f"{1 - lam:g} of the unigrams is `wordfreq`'s {m['settings']['words']:,} most "
+        "frequent English words (CC BY-SA 4.0; Wikipedia, subtitles, news, books, web text, "
+        "Twitter, Reddit) and its estimates of the numbers 0..2100, without its one-letter "
+        "words other than \"a\" and \"i\" (tokenizer pieces). The model files are "
+        "distributed under CC BY-SA 4.0.",
+        "",
+    ]
 
 
 def _unknown_label(t: dict) -> str:

@@ -202,3 +202,14 @@ def test_a_target_without_ngram_tables_is_decoded_through_dispatch(sotu):
     for g, w in zip(got, want, strict=True):
         assert g.words == w.words
         assert math.isclose(g.log_p, w.log_p, rel_tol=1e-9, abs_tol=1e-9)
+
+
+def test_trie_membership_is_the_surface_index_s():
+    """The known-compound cue asks the trie `surface in trie`; it must answer as the surface
+    index's own mapping does, for words in it, their prefixes and extensions."""
+    vocab = ["power", "book", "powerbook", "java", "one", "a", "i", "phone"]
+    index = SurfaceIndex.of(vocab)
+    trie = TrieIndex.of(index.words)
+    probes = {w for s in index.words for w in (s, s[:-1], s + "s", s[1:])} | {"", "zzz", 7}
+    for probe in probes:
+        assert (probe in trie) == (probe in index.words)

@@ -54,13 +54,57 @@ def test_cues_mark_case_and_digit_transitions_only():
     # unmarked cuts inside camel-case words, after a capital too ("P|hone")
     assert bonus[2] == bonus[3] == bonus[10] == -1.0
     bonus = SegmentInput.read("HTMLParser").cue_bonus(w)
-    assert bonus[4] == 3.0 and bonus[2] == 0.0  # HTML|Parser; inside the capitals: free
+    assert bonus[4] == 3.0  # HTML|Parser: the last capital of a run starts the next word
+    assert bonus[2] == -1.0  # "HT|ML": between capitals in camel case, unmarked
+    bonus = SegmentInput.read("JavaONE").cue_bonus(w)
+    assert bonus[4] == 3.0 and bonus[5] == bonus[6] == -1.0  # a final capital run stays whole
     bonus = SegmentInput.read("lions2009").cue_bonus(w)
     assert bonus[5] == 2.0 and bonus[6] == bonus[7] == bonus[8] == -4.0
     assert bonus[1] == 0.0  # no case in the input: no camel-case costs
     assert not SegmentInput.read("iPhoneFor").cue_bonus(NO_CUES).any()
     bonus = SegmentInput.read("ab.Cd").cue_bonus(w)
     assert bonus[2] == 0.0  # a break is no cue: every path cuts there
+
+
+def test_known_compounds_and_numeronyms_turn_the_bonus_into_a_cost():
+    w = CueWeights(case=3.0, digit=2.0, unmarked=1.0, number=4.0, compound=2.5, numeronym=1.5)
+    power = SegmentInput.read("PowerBook")
+    assert power.cue_bonus(w)[5] == 3.0  # no vocabulary: the plain case cue
+    assert power.cue_bonus(w, {"powerbook"})[5] == -2.5  # one known word: cutting costs
+    assert power.cue_bonus(w, {"power", "book"})[5] == 3.0  # known only apart: the bonus
+    three = SegmentInput.read("GoPowerBookNow").cue_bonus(w, {"powerbook"})
+    assert three[2] == 3.0 and three[7] == -2.5 and three[11] == 3.0
+    # a part shorter than COMPOUND_MIN_PART: "abasement" is a word, "A|Basement" two
+    assert SegmentInput.read("ABasement").cue_bonus(w, {"abasement"})[1] == 3.0
+    # but a first lower-case letter is a prefix by convention: "iphone" keeps it
+    assert SegmentInput.read("iPhone").cue_bonus(w, {"iphone"})[1] == -2.5
+    assert SegmentInput.read("iLoveYou").cue_bonus(w, {"iphone"})[1] == 0.0
+    for raw, at in (("a11y", (1, 3)), ("i18n", (1, 3)), ("k8s", (1, 2)),
+                    ("GoA11yFan", (3, 5))):
+        bonus = SegmentInput.read(raw).cue_bonus(w)
+        assert all(bonus[b] == -1.5 for b in at), raw
+    # not numeronyms: more letters before the number, a number at an end, three digits
+    assert SegmentInput.read("gr8").cue_bonus(w)[2] == 2.0
+    assert SegmentInput.read("lions2009").cue_bonus(w)[5] == 2.0
+    assert SegmentInput.read("b2").cue_bonus(w)[1] == 2.0
+    assert SegmentInput.read("a123y").cue_bonus(w)[1] == 2.0
+    assert not SegmentInput.read("PowerBook").cue_bonus(NO_CUES, {"powerbook"}).any()
+
+
+@pytest.mark.parametrize("word", ["iPhone", "McFly", "JavaONE", "PowerBook", "gr8", "h1n1",
+                                  "a11y", "4eva"])
+def test_the_issues_single_words_survive_the_shipped_model(word):
+    from arsdecode.tasks.segment.segmenter import default_segmenter
+
+    assert default_segmenter().segment(word).words == [word]
+
+
+@pytest.mark.parametrize("raw, words", [("#iPhoneForAlonis", ["iPhone", "For", "Alonis"]),
+                                        ("lions2009", ["lions", "2009"])])
+def test_the_issues_hints_still_cut_with_the_shipped_model(raw, words):
+    from arsdecode.tasks.segment.segmenter import default_segmenter
+
+    assert default_segmenter().segment(raw).words == words
 
 
 def test_cue_bonuses_are_exactly_the_brute_force_path_scores(sotu):
@@ -79,16 +123,20 @@ def test_cue_bonuses_are_exactly_the_brute_force_path_scores(sotu):
         assert lp_cued == pytest.approx(lp_plain + sum(bonus[c] for c in cuts), abs=1e-9)
 
 
-def test_boundary_posteriors_equal_brute_force(sotu):
+@pytest.mark.parametrize("scale", [1.0, 0.5, 1.7])
+def test_boundary_posteriors_equal_brute_force(sotu, scale):
+    """Exact under p_scale(path) proportional to exp(scale * ln score(path)): the brute force
+    scores every path of the unscaled lattice and scales them itself."""
     seg = Segmenter(sotu, SegmentOptions(cues=CueWeights(1.0, 1.0, 0.5, 1.0),
-                                         unknown_max_length=3))
+                                         unknown_max_length=3, posterior_scale=scale))
     for raw in ("GodBless", "theunion", "war1941"):
         s = SegmentInput.read(raw)
         res = seg.segment(raw, posteriors=True)
         brute = brute_dag_model(sotu, seg.lattice(s))
-        z = np.logaddexp.reduce(brute.log_p)
+        scaled = scale * np.asarray(brute.log_p)
+        z = np.logaddexp.reduce(scaled)
         want = np.zeros(len(s.text) + 1)
-        for words, lp in zip(brute.words, brute.log_p, strict=True):
+        for words, lp in zip(brute.words, scaled, strict=True):
             for c in boundaries(segmentation_words(words, s.text)):
                 want[c] += math.exp(lp - z)
         assert res.boundary_posteriors is not None
@@ -133,3 +181,46 @@ def test_spelled_unknown_arcs_and_bonus_validation(sotu):
         segmentation_lattice("abc", index, boundary_bonus=np.zeros(3))
     with pytest.raises(OptionError, match="boundary_bonus"):
         segmentation_lattice("abc", index, boundary_bonus=np.array([0, np.inf, 0, 0]))
+
+
+def test_url_schemes_www_and_top_level_domains_are_single_pieces():
+    from arsdecode.tasks.segment.cues import web_atoms
+
+    def atoms(raw):
+        s = SegmentInput.read(raw)
+        return sorted(web_atoms(raw, len({0, len(s.text), *s.breaks}) - 1))
+
+    assert atoms("www.cafes.org") == [0, 2]
+    assert atoms("http://ismypoint.org/outdoray") == [0, 2]
+    assert atoms("https://www2.foo-bar.org:8080/a/b?x=1") == [0, 1, 4]
+    assert atoms("example.co.uk") == [2]
+    for not_url in ("Mr.Smith", "#iPhoneForAlonis", "hello world", "e.g."):
+        assert atoms(not_url) == [], not_url
+    w = CueWeights(web=5.0)
+    bonus = SegmentInput.read("www.cafes.org").cue_bonus(w)  # www|cafes|org, 3 + 5 + 3
+    assert list(bonus[[1, 2, 9, 10]]) == [-5.0] * 4 and bonus[4] == 0.0
+    assert not SegmentInput.read("www.cafes.org").cue_bonus(NO_CUES).any()
+
+
+def test_calibration_measures_equal_their_definitions():
+    from arsdecode.tasks.segment.calibration import (
+        expected_calibration_error,
+        fit_posterior_scale,
+        log_loss,
+    )
+
+    p = np.array([0.05, 0.15, 0.12, 0.95, 0.55])
+    y = np.array([False, True, False, True, True])
+    want = -np.mean([math.log(0.95), math.log(0.15), math.log(0.88), math.log(0.95),
+                     math.log(0.55)])
+    assert log_loss(p, y) == pytest.approx(want)
+    # bins: [0.05] -> |0.05 - 0|, [0.15, 0.12] -> |0.135 - 0.5|, [0.55] -> 0.45, [0.95] -> 0.05
+    assert expected_calibration_error(p, y) == pytest.approx(
+        (0.05 + 2 * 0.365 + 0.45 + 0.05) / 5)
+    best, rows = fit_posterior_scale(lambda a: (np.clip(p * a, 0, 1), y), grid=(0.5, 1.0))
+    assert best == min(rows, key=lambda r: r["log_loss"])["scale"]
+    assert [r["scale"] for r in rows] == [0.5, 1.0]
+    with pytest.raises(ValueError, match="posterior scale"):
+        from arsdecode.tasks.segment.calibration import boundary_posteriors
+
+        boundary_posteriors(None, None, 3, scale=0.0)  # type: ignore[arg-type]

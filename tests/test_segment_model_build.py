@@ -96,3 +96,15 @@ def test_the_english_comparison_runs_end_to_end(sets_dir, tmp_path):
     page = doc.read_text()
     assert "**ours** (exact, shipped model)" in page and (tmp_path / "img" /
                                                           "reliability.png").exists()
+
+
+def test_the_word_list_keeps_words_and_numbers_not_stray_letters():
+    """wordfreq's one-letter tokens other than "a" and "i" are its tokenizer's pieces; they
+    would make "org" -> "or g" and "ginghams" -> "gingham s" cheap."""
+    pytest.importorskip("wordfreq")
+    from data_prep.prepare_segment_model import word_list
+
+    words = word_list(3000)
+    assert {"a", "i", "the", "0", "1985", "2100"} <= words.keys()
+    assert not {"s", "g", "t", "u", "x"} & words.keys()
+    assert all(w == w.lower() and w.isalnum() for w in words)

@@ -67,6 +67,21 @@ class TrieIndex:
     def words(self) -> tuple[str, ...]:
         return tuple(self.joined.split("\n")) if self.joined else ()
 
+    def __contains__(self, surface: object) -> bool:
+        """Whether `surface` is a surface form of the index: the cues' known-compound rule
+        asks this of a few camel-case spans per input, so a walk down the trie serves where
+        a set of 243,000 strings would cost the start-up the cached trie saves."""
+        if not isinstance(surface, str):
+            return False
+        node = 0
+        for ch in surface:
+            lo, hi = int(self.child_off[node]), int(self.child_off[node + 1])
+            k = lo + int(np.searchsorted(self.child_sym[lo:hi], ord(ch)))
+            if k == hi or int(self.child_sym[k]) != ord(ch):
+                return False
+            node = int(self.child_node[k])
+        return bool(self.node_surface[node] >= 0)
+
     def ids_in(self, word_to_id: Mapping[str, int], vocab: Sequence[str],
                unk: int) -> np.ndarray:
         """Every index word's id in a model (`unk` for a word it lacks): the recorded

@@ -6,7 +6,8 @@ Each text is read (`cues.SegmentInput`: breaks, the raw characters, the case and
 made into its segmentation lattice (weights: the spelling model's cost of unknown words and the
 cues' bonuses) and decoded exactly; with `posteriors=True` every offset's probability of being
 a cut comes from the exact arc posteriors of the same lattice (forward-backward over its merged
-expansion), so they are the model's own calibrated confidences.
+expansion) with every ln weight times `posterior_scale`, fitted on the dev sets so that the
+confidences are calibrated (`calibration` module).
 
 `log_p` is the ln score of the best path: the LM's ln probability of its words plus the
 lattice's ln weights (unknown-word costs, cue bonuses).
@@ -29,6 +30,7 @@ from arsdecode.lattice.word_lattice import WordLattice
 from arsdecode.methods import dispatch
 from arsdecode.model.interface import ModelLike, NgramScoring, ngram_scoring, ngram_tables
 from arsdecode.model.maxarpa_lm import as_target_model
+from arsdecode.tasks.segment.calibration import DEFAULT_POSTERIOR_SCALE, boundary_posteriors
 from arsdecode.tasks.segment.compiled import (
     LatticeBatch,
     Pricing,
@@ -65,6 +67,7 @@ class SegmentOptions:
     spelling_scale: float = DEFAULT_SCALE
     unknown_word_cost: float = DEFAULT_PER_WORD
     unknown_max_length: int = DEFAULT_UNKNOWN_MAX_LENGTH
+    posterior_scale: float = DEFAULT_POSTERIOR_SCALE
 
 
 @dataclass(frozen=True)
@@ -155,7 +158,7 @@ class Segmenter:
         return build_batch([s.text for s in inputs], [s.breaks for s in inputs], self.trie,
                            pricing, longest_word=self.trie.max_length,
                            unknown_max_length=o.unknown_max_length,
-                           bonuses=[s.cue_bonus(o.cues) for s in inputs])
+                           bonuses=[s.cue_bonus(o.cues, self.trie) for s in inputs])
 
     def segment_many(self, texts: Sequence[str], *, posteriors: bool = False,
                      lower: bool = False) -> list[SegmentResult]:
@@ -219,10 +222,7 @@ class Segmenter:
         return self.segment_many([text], posteriors=posteriors, lower=lower)[0]
 
     def _boundary_posteriors(self, wl: WordLattice, n: int) -> tuple[float, ...]:
-        arc_post, _ = dispatch.lattice_posteriors(self.lm, wl)
-        at = np.bincount(wl.dst, weights=np.asarray(arc_post, dtype=np.float64),
-                         minlength=n + 1)
-        return tuple(float(min(1.0, max(0.0, p))) for p in at[1:n])
+        return boundary_posteriors(self.lm, wl, n, self.options.posterior_scale)
 
 
 _ASCII_RUN = re.compile(r"[0-9A-Za-z]+")
