@@ -34,26 +34,33 @@ import mmap as mmap_module
 import os
 import struct
 import zipfile
+from collections.abc import Callable, Iterator
+from functools import partial
 from pathlib import Path
 
 import numpy as np
 
+from maxarpa.compact import Stored, rounded_bounds, widened
 from maxarpa.contexts import attach, context_keys
-from maxarpa.digest import ALGORITHM, arrays_digest, digest_to_write
+from maxarpa.digest import ALGORITHM_V2, arrays_digest, bounds_trusted, digest_v2
 from maxarpa.errors import FormatError
 from maxarpa.model import Model
 from maxarpa.output import atomic_output, check_output
-from maxarpa.table import OrderNodes, Trie
+from maxarpa.table import OrderNodes, Trie, rows_from_parent
 
-MAGIC = "maxarpa-binary-2"
-READABLE_MAGICS = ("maxarpa-binary-1", MAGIC)
+MAGIC = "maxarpa-binary-3"
+MAGIC_V2 = "maxarpa-binary-2"
+READABLE_MAGICS = ("maxarpa-binary-1", MAGIC_V2, MAGIC)
 ZIP_MAGIC = b"PK\x03\x04"
-FIELDS = ("keys", "rows", "log10p", "log10bow", "listed", "mf", "mbow")
-CONTEXT_MEMBERS = ("ctx_lens", "ctx_keys")  # optional: maxarpa.contexts' tables
+FIELDS = ("keys", "rows", "log10p", "log10bow", "listed", "mf", "mbow")  # formats 1 and 2
+CONTEXT_MEMBERS = ("ctx_lens", "ctx_keys")  # optional: maxarpa.contexts' tables (formats 1, 2)
+CONTEXT_MEMBERS_V3 = ("ctx_counts", "ctx_keys")  # format 3: contexts per length, not lens
 ALIGN = 64
 _LOCAL_HEADER = struct.Struct("<4s2B4HL2L2H")  # the zip local file header (as zipfile's)
 _ZIP64_EXTRA = 20  # zipfile adds this to the local header when force_zip64 is set
 _PAD_ID = 0xA1A1  # an extra-field id no reader interprets: pure padding
+# Stored context tables as read: (lens, the arrays their ctx_digest covers, keys).
+ContextTables = tuple[np.ndarray, list[np.ndarray], np.ndarray]
 
 
 def is_binary(path: str | Path) -> bool:
@@ -70,15 +77,21 @@ def encode_vocab(vocab: list[str]) -> np.ndarray:
     return np.frombuffer("\n".join(vocab).encode("utf-8", "surrogateescape"), dtype=np.uint8)
 
 
+def _all_zero(a: np.ndarray) -> bool:
+    """Every value is +0.0 (bit for bit: what np.zeros reads back as)."""
+    return not np.asarray(a, dtype=np.float64).view(np.uint64).any()
+
+
 def write_binary(model: Model, path: str | Path, *, bounds_verified: bool = False,
                  contexts: bool = True) -> None:
-    """Write the model's table as an uncompressed, 64-byte aligned .npz at `path`.
+    """Write the model's table as an uncompressed, 64-byte aligned .npz (format 3) at `path`.
 
     The `digest` member is written as for MAX-ARPA text (`write_max_arpa`, which see for
-    `bounds_verified`): only for a table whose bounds are exact. With `contexts` (the
-    default), also the useful-context tables (`maxarpa.contexts`, the stored ones if the
-    model was read with them), so that readers need not build them, under `ctx_digest`
-    when the table has a digest (readers use them only then).
+    `bounds_verified`): only for a table whose bounds are exact (before their rounding up to
+    float32, `maxarpa.compact`). With `contexts` (the default), also the useful-context
+    tables (`maxarpa.contexts`, the stored ones if the model was read with them), so that
+    readers need not build them, under `ctx_digest` when the table has a digest (readers use
+    them only then).
 
     Written to a temporary file beside `path`, then renamed, so a failure (or SIGINT,
     SIGTERM, SIGHUP) never leaves a half-written model or a temporary file behind.
@@ -87,28 +100,60 @@ def write_binary(model: Model, path: str | Path, *, bounds_verified: bool = Fals
         OutputError: `path` has a compression suffix (a binary model is never compressed).
     """
     path = Path(path)
-    digest = digest_to_write(model.vocab, model.trie, model.eos_id, bounds_verified)
+    check_output(None, path, binary=True)
+    trie = model.trie
+    trusted = bounds_trusted(model.vocab, trie, model.eos_id, bounds_verified)
+    # Only bounds known exact are rounded (and so made to satisfy the recurrences again):
+    # others are written as they are, for the reader to check and recompute.
+    bounds = (rounded_bounds(trie) if trusted else
+              [Stored(np.asarray(node.mf, dtype=np.float64),
+                      np.asarray(node.mbow, dtype=np.float64)) for node in trie.nodes])
     arrays: dict[str, np.ndarray] = {
         "magic": np.array(MAGIC),
         "order": np.array(model.order),
         "vocab_utf8": encode_vocab(model.vocab),
     }
-    for k, node in enumerate(model.trie.nodes, start=1):
-        for field in FIELDS:
-            arrays[f"{field}_{k}"] = np.ascontiguousarray(getattr(node, field))
-    if digest is not None:
-        arrays["digest"] = np.array(f"{ALGORITHM}:{digest}")
-    check_output(None, path, binary=True)
+    for k, (node, stored) in enumerate(zip(trie.nodes, bounds, strict=True), start=1):
+        arrays[f"keys_{k}"] = np.ascontiguousarray(node.keys, dtype=np.uint64)
+        arrays[f"log10p_{k}"] = np.ascontiguousarray(node.log10p, dtype=np.float64)
+        if not _all_zero(node.log10bow):  # absent: all 0 (the highest order's)
+            arrays[f"log10bow_{k}"] = np.ascontiguousarray(node.log10bow, dtype=np.float64)
+        if not np.all(node.listed):  # absent: every node listed (a suffix-closed file)
+            arrays[f"listed_{k}"] = np.ascontiguousarray(node.listed, dtype=np.bool_)
+        for name, value in (("mf", stored.mf), ("mbow", stored.mbow)):
+            if value is not None:
+                arrays[f"{name}_{k}"] = np.ascontiguousarray(value)
+    digest = None
+    if trusted:  # over the arrays as `read_binary` will build them (maxarpa.digest)
+        digest = digest_v2(model.vocab, [len(node.keys) for node in trie.nodes],
+                           _as_read(trie, bounds))
+        arrays["digest"] = np.array(f"{ALGORITHM_V2}:{digest}")
     if contexts:
-        stored = [np.ascontiguousarray(a) for a in context_keys(model)]
-        arrays.update(zip(CONTEXT_MEMBERS, stored, strict=True))
+        lens, keys = context_keys(model)
+        counts = np.bincount(lens, minlength=max(model.order, 1)).astype(np.int64)
+        stored_ctx = [counts, np.ascontiguousarray(keys, dtype=np.uint64)]
+        arrays.update(zip(CONTEXT_MEMBERS_V3, stored_ctx, strict=True))
         if digest is not None:
-            arrays["ctx_digest"] = np.array(f"{ALGORITHM}:{arrays_digest(digest, stored)}")
+            arrays["ctx_digest"] = np.array(
+                f"{ALGORITHM_V2}:{arrays_digest(digest, stored_ctx)}")
     with atomic_output(path) as tmp, open(tmp, "wb") as fh, zipfile.ZipFile(
         fh, "w", zipfile.ZIP_STORED, allowZip64=True
     ) as zf:
         for name, arr in arrays.items():
             _write_member(zf, fh, f"{name}.npy", arr)
+
+
+def _as_read(trie: Trie, bounds: list[Stored]) -> Iterator[np.ndarray]:
+    """Each order's arrays as `read_binary` builds them from a format-3 file, in the digest's
+    order (maxarpa.digest.digest_v2), one at a time: the widened bounds are transient."""
+    for node, stored in zip(trie.nodes, bounds, strict=True):
+        bow = np.asarray(node.log10bow, dtype=np.float64)
+        yield node.keys
+        yield node.log10p
+        yield bow
+        yield widened(stored.mf, node.log10p)
+        yield widened(stored.mbow, bow)
+        yield np.asarray(node.listed, dtype=np.bool_)
 
 
 def _write_member(zf: zipfile.ZipFile, fh, name: str, arr: np.ndarray) -> None:
@@ -222,20 +267,90 @@ def read_binary_with_digest(path: str | Path, mmap: bool = False
                       else None)
         n = int(get("order")[()])
         trie = Trie(len(vocab), [])
-        for k in range(1, n + 1):
-            trie.nodes.append(OrderNodes(**{f: get(f"{f}_{k}") for f in FIELDS}))
-        tables = (tuple(get(name) for name in CONTEXT_MEMBERS)
-                  if all(name in layout for name in CONTEXT_MEMBERS) else None)
+        tables: ContextTables | None
+        if magic == MAGIC:
+            _read_orders_v3(trie, n, layout, get, frozen=mmap)
+            tables = _context_tables_v3(layout, get, n)
+        else:
+            for k in range(1, n + 1):
+                trie.nodes.append(OrderNodes(**{f: get(f"{f}_{k}") for f in FIELDS}))
+            tables = None
+            if all(name in layout for name in CONTEXT_MEMBERS):
+                lens, keys = (get(name) for name in CONTEXT_MEMBERS)
+                tables = (lens, [lens, keys], keys)
     except (OSError, ValueError, KeyError, zipfile.BadZipFile, EOFError, struct.error) as err:
         if isinstance(err, FormatError):
             raise
         raise FormatError(path, None, f"corrupt maxarpa binary file ({err})") from None
     _check_shapes(trie, path)
     model = Model(vocab, trie, path)
-    if tables is not None and digest is not None and ctx_digest == (
-            ALGORITHM, arrays_digest(digest[1], list(tables))):
-        attach(model, *tables)
+    if tables is not None and digest is not None and ctx_digest is not None and (
+            ctx_digest == (digest[0], arrays_digest(digest[1], tables[1]))):
+        attach(model, tables[0], tables[2])
     return model, digest
+
+
+def _read_orders_v3(trie: Trie, n: int, layout: dict, get, frozen: bool) -> None:
+    """Format 3's orders into `trie`: rows rebuilt from the keys when first read, absent
+    members derived (log10bow 0, listed True, mf = log10p, mbow = log10bow), float32
+    bounds widened to float64 (exactly: every float32 is a float64). With `frozen` (a
+    mapped file) the derived arrays are read-only too, like the mapped ones."""
+    def done(arr: np.ndarray) -> np.ndarray:
+        if frozen:
+            arr.flags.writeable = False
+        return arr
+
+    for k in range(1, n + 1):
+        keys = get(f"keys_{k}")
+        m = len(keys)
+        log10p = get(f"log10p_{k}")
+        log10bow = get(f"log10bow_{k}") if f"log10bow_{k}" in layout else done(np.zeros(m))
+        listed = (get(f"listed_{k}") if f"listed_{k}" in layout
+                  else done(np.ones(m, dtype=np.bool_)))
+        mf = done(widened(_bound(layout, get, f"mf_{k}"), log10p))
+        mbow = done(widened(_bound(layout, get, f"mbow_{k}"), log10bow))
+        if k == 1:
+            rows = _lazy(partial(_unigram_rows, keys), frozen)
+        else:
+            rows = _lazy(partial(rows_from_parent, keys, trie.nodes[k - 2], trie.vocab_size),
+                         frozen)
+        trie.nodes.append(OrderNodes(keys, rows, log10p, log10bow, listed, mf=mf, mbow=mbow))
+
+
+def _unigram_rows(keys: np.ndarray) -> np.ndarray:
+    return keys.astype(np.int32).reshape(-1, 1)
+
+
+def _lazy(make: Callable[[], np.ndarray], frozen: bool) -> Callable[[], np.ndarray]:
+    """`make`, whose result is read-only when `frozen`."""
+    def build() -> np.ndarray:
+        rows = make()
+        rows.flags.writeable = not frozen
+        return rows
+    return build
+
+
+def _bound(layout: dict, get, name: str) -> np.ndarray | None:
+    """A stored bound (float32 rounded up, or float64), None if absent."""
+    if name not in layout:
+        return None
+    value = get(name)
+    if value.dtype not in (np.float32, np.float64):
+        raise ValueError(f"{name} is {value.dtype}, not float32 or float64")
+    return value
+
+
+def _context_tables_v3(layout: dict, get, n: int) -> ContextTables | None:
+    """(lens, the arrays `ctx_digest` covers, keys) of format 3's stored context tables, or
+    None if absent; the per-context lengths are expanded from the count of each length."""
+    if not all(name in layout for name in CONTEXT_MEMBERS_V3):
+        return None
+    counts, keys = (get(name) for name in CONTEXT_MEMBERS_V3)
+    if counts.ndim != 1 or len(counts) > max(n, 1) or (counts < 0).any() or int(
+            counts.sum()) != len(keys):
+        raise ValueError("useful-context counts do not match their keys")
+    lens = np.repeat(np.arange(len(counts), dtype=np.int32), counts)
+    return lens, [counts, keys], keys
 
 
 def _split_digest(text: str) -> tuple[str, str] | None:
@@ -245,10 +360,12 @@ def _split_digest(text: str) -> tuple[str, str] | None:
 
 
 def _check_shapes(trie: Trie, path: str) -> None:
-    """Every order's arrays agree in length and the key/row dtypes are the expected ones."""
+    """Every order's arrays agree in length and the key/row dtypes are the expected ones
+    (format 3's rows are built from the keys when first read: right by construction)."""
     for k, node in enumerate(trie.nodes, start=1):
         m = len(node.keys)
-        if node.keys.dtype != np.uint64 or node.rows.shape != (m, k):
+        if node.keys.dtype != np.uint64 or node.keys.ndim != 1 or (
+                node.has_rows and node.rows.shape != (m, k)):
             raise FormatError(path, None, f"corrupt maxarpa binary file (order {k} keys/rows)")
         for f in ("log10p", "log10bow", "listed", "mf", "mbow"):
             if getattr(node, f).shape != (m,):

@@ -11,7 +11,7 @@ every walk is suffix-closed; a blank's probability is its backed-off value and i
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections.abc import Callable
 
 import numpy as np
 
@@ -19,18 +19,66 @@ from maxarpa.arpa import ArpaData, OrderArrays, ngram_lines
 from maxarpa.errors import FormatError, shown
 
 
-@dataclass
 class OrderNodes:
-    """The nodes of one order, sorted by key. All log values are log10."""
+    """The nodes of one order, sorted by key. All log values are log10.
 
-    keys: np.ndarray  # uint64, sorted; parent_index * V + first_word
-    rows: np.ndarray  # (m, k) int32 word ids, oldest first
-    log10p: np.ndarray  # float64: listed value, or the backed-off value for a blank
-    log10bow: np.ndarray  # float64: 0 for blanks and missing columns
-    listed: np.ndarray  # bool
-    # Filled by bound.compute_bounds (or read from a file); empty until then.
-    mf: np.ndarray = field(default_factory=lambda: np.empty(0))  # max log10 p over extensions
-    mbow: np.ndarray = field(default_factory=lambda: np.empty(0))  # max log10 backoff sum
+    `rows` may be given as a function that builds them: a binary file of format 3 does not
+    store them (they follow from the keys, `rows_from_parent`), and most processes that load
+    a model never read them (queries, bounds and the full DP read keys and values only), so
+    they are built on first access and kept.
+    """
+
+    def __init__(self, keys: np.ndarray, rows: np.ndarray | Callable[[], np.ndarray],
+                 log10p: np.ndarray, log10bow: np.ndarray, listed: np.ndarray,
+                 mf: np.ndarray | None = None, mbow: np.ndarray | None = None) -> None:
+        self.keys = keys  # uint64, sorted; parent_index * V + first_word
+        self._rows: np.ndarray | None = None  # (m, k) int32 word ids, oldest first
+        self._make_rows: Callable[[], np.ndarray] | None = None
+        if callable(rows):
+            self._make_rows = rows
+        else:
+            self._rows = rows
+        self.log10p = log10p  # float64: listed value, or the backed-off value for a blank
+        self.log10bow = log10bow  # float64: 0 for blanks and missing columns
+        self.listed = listed  # bool
+        # Filled by bound.compute_bounds (or read from a file); empty until then.
+        self.mf = mf if mf is not None else np.empty(0)  # max log10 p over extensions
+        self.mbow = mbow if mbow is not None else np.empty(0)  # max log10 backoff sum
+
+    @property
+    def rows(self) -> np.ndarray:
+        """(m, k) int32 word ids, oldest first (built on first access when lazy)."""
+        if self._rows is None:
+            assert self._make_rows is not None
+            self._rows, self._make_rows = self._make_rows(), None
+        return self._rows
+
+    @rows.setter
+    def rows(self, value: np.ndarray) -> None:
+        self._rows, self._make_rows = value, None
+
+    @property
+    def has_rows(self) -> bool:
+        """Whether the rows exist already (reading `rows` would not build them)."""
+        return self._rows is not None
+
+
+ROWS_CHUNK = 1 << 20  # rows gathered at a time by `rows_from_parent`
+
+
+def rows_from_parent(keys: np.ndarray, below: OrderNodes, vocab_size: int) -> np.ndarray:
+    """The (m, k) word rows of an order from its keys and the order below: row i is
+    [keys[i] % V] followed by the row of its parent keys[i] // V (the key's definition).
+    In chunks, so the transient quotient arrays stay small."""
+    below_rows = below.rows
+    m, k = len(keys), below_rows.shape[1] + 1
+    rows = np.empty((m, k), dtype=np.int32)
+    v = np.uint64(vocab_size)
+    for lo in range(0, m, ROWS_CHUNK):
+        chunk = keys[lo : lo + ROWS_CHUNK]
+        rows[lo : lo + len(chunk), 0] = chunk % v
+        rows[lo : lo + len(chunk), 1:] = below_rows[(chunk // v).astype(np.int64)]
+    return rows
 
 
 _MIX = np.uint64(0x9E3779B97F4A7C15)  # 2^64 / golden ratio: Fibonacci hashing
