@@ -315,6 +315,8 @@ def _read_orders_v3(trie: Trie, n: int, layout: dict, get, frozen: bool) -> None
             rows = _lazy(partial(rows_from_parent, keys, trie.nodes[k - 2], trie.vocab_size),
                          frozen)
         trie.nodes.append(OrderNodes(keys, rows, log10p, log10bow, listed, mf=mf, mbow=mbow))
+        trie.bounds_rounded |= any(f"{name}_{k}" in layout and layout[f"{name}_{k}"][1] ==
+                                   np.float32 for name in ("mf", "mbow"))
 
 
 def _unigram_rows(keys: np.ndarray) -> np.ndarray:

@@ -203,6 +203,9 @@ class Trie:
         self.nodes = nodes
         self._v = np.uint64(vocab_size)
         self._hash: dict[int, HashIndex] = {}
+        # True when mf and mbow were read rounded up to float32 (a format-3 binary file,
+        # maxarpa.compact): still bounds, but the text writer recomputes the exact ones.
+        self.bounds_rounded = False
 
     @property
     def order(self) -> int:
