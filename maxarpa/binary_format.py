@@ -2,8 +2,8 @@
 
 Why: the text format is for exchange and inspection, but parsing millions of lines of text
 costs seconds; the arrays load at disk speed, or are memory-mapped without any copy. The
-content is exactly the MAX-ARPA table (listed and blank nodes, logp, bow, mf, mbow, all
-log10), so either file can be made from the other without recomputing a bound.
+content is the MAX-ARPA table (listed and blank nodes, logp, bow, mf, mbow, all log10), the
+bounds rounded up to float32 (below).
 
 Why a stored (uncompressed) zip of .npy members rather than a directory: one file is easy to
 copy and to hand to many worker processes, `numpy.load` can still open it for inspection, and
@@ -12,20 +12,34 @@ array in place (after parsing the zip local header and the .npy header). The wri
 local header so that every array's data starts on a 64-byte boundary. Several processes that
 map the same file share its pages through the OS page cache: one copy in RAM per machine.
 
-Layout: members `magic` (the string MAGIC), `order`, `vocab_utf8` (uint8: the words joined
-by "\\n", encoded as UTF-8 with surrogateescape, so non-UTF-8 words keep their bytes), and
-for each order k the arrays `keys_k rows_k log10p_k log10bow_k listed_k mf_k mbow_k`, and
-`digest` (the string "xxh3_128:<hex>" of maxarpa.digest over those arrays; readers that predate
-it ignore the member). Version-1 files (vocab as one numpy string) are still read.
+Layout (format 3, `maxarpa-binary-3`; docs/max-arpa-format.md): members `magic`, `order`,
+`vocab_utf8` (uint8: the words joined by "\\n", encoded as UTF-8 with surrogateescape, so
+non-UTF-8 words keep their bytes), and for each order k `keys_k` (uint64), `log10p_k` (float64,
+exact), `log10bow_k` (float64; absent when all 0), `listed_k` (bool; absent when all True),
+`mf_k` and `mbow_k` (float32 rounded up, `maxarpa.compact`; absent where they equal log10p
+and log10bow, as on the highest order), and `digest` ("xxh3_128-v2:<hex>", maxarpa.digest's
+rowless digest over the arrays as read back). No word rows: they follow from the keys and are
+rebuilt when first asked for (`OrderNodes.rows`), which queries and decoders never do.
 
-Optional members `ctx_lens ctx_keys`: the useful-context tables of the merged full DP
-(`maxarpa.contexts`; their rows are rebuilt from the keys when first used), written by
-default so that a process decoding with the full DP does not build them (seconds on a
-large model, every process; `contexts.build_keys`). A file without them still loads; the
-tables are then built when first needed, as before. They are used only under `ctx_digest`,
-the hash of the file's `digest` and the two arrays: wrong tables would merge states that
-differ, so they are trusted exactly when the table they describe is (a file whose digest
-does not match is recomputed into a new model, which does not inherit them).
+Why the bounds may be float32 and the probabilities may not: p is the model, and every score
+read from the binary file must be the ARPA text's, bit for bit (the certificate compares q's
+exact edges with p's factors, both from `log10p`); mf and mbow are upper bounds, and a bound
+rounded up is still a bound, so the decoder's answer is as exact as before and its q at most
+a float32 step looser. Format 3 halves the file (issue 34: 367 -> 185 MiB on the 5.4M-n-gram
+bench model, KenLM's probing binary 127 MiB).
+
+Formats 1 and 2 (`keys_k rows_k log10p_k log10bow_k listed_k mf_k mbow_k`, all float64,
+`ctx_lens`, digest "xxh3_128:<hex>" as MAX-ARPA's) are still read, mapped or not.
+
+Optional members `ctx_counts ctx_keys` (format 2: `ctx_lens ctx_keys`): the useful-context
+tables of the merged full DP (`maxarpa.contexts`; their rows are rebuilt from the keys when
+first used, their lengths from the counts per length), written by default so that a process
+decoding with the full DP does not build them (seconds on a large model, every process;
+`contexts.build_keys`). A file without them still loads; the tables are then built when first
+needed, as before. They are used only under `ctx_digest`, the hash of the file's `digest` and
+the two stored arrays: wrong tables would merge states that differ, so they are trusted
+exactly when the table they describe is (a file whose digest does not match is recomputed into
+a new model, which does not inherit them).
 """
 
 from __future__ import annotations
@@ -46,7 +60,7 @@ from maxarpa.digest import ALGORITHM_V2, arrays_digest, bounds_trusted, digest_v
 from maxarpa.errors import FormatError
 from maxarpa.model import Model
 from maxarpa.output import atomic_output, check_output
-from maxarpa.table import OrderNodes, Trie, rows_from_parent
+from maxarpa.table import OrderNodes, Trie, rows_from_parent, unigram_rows
 
 MAGIC = "maxarpa-binary-3"
 MAGIC_V2 = "maxarpa-binary-2"
@@ -310,17 +324,13 @@ def _read_orders_v3(trie: Trie, n: int, layout: dict, get, frozen: bool) -> None
         mf = done(widened(_bound(layout, get, f"mf_{k}"), log10p))
         mbow = done(widened(_bound(layout, get, f"mbow_{k}"), log10bow))
         if k == 1:
-            rows = _lazy(partial(_unigram_rows, keys), frozen)
+            rows = _lazy(partial(unigram_rows, keys), frozen)
         else:
             rows = _lazy(partial(rows_from_parent, keys, trie.nodes[k - 2], trie.vocab_size),
                          frozen)
         trie.nodes.append(OrderNodes(keys, rows, log10p, log10bow, listed, mf=mf, mbow=mbow))
         trie.bounds_rounded |= any(f"{name}_{k}" in layout and layout[f"{name}_{k}"][1] ==
                                    np.float32 for name in ("mf", "mbow"))
-
-
-def _unigram_rows(keys: np.ndarray) -> np.ndarray:
-    return keys.astype(np.int32).reshape(-1, 1)
 
 
 def _lazy(make: Callable[[], np.ndarray], frozen: bool) -> Callable[[], np.ndarray]:

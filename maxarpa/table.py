@@ -12,6 +12,7 @@ every walk is suffix-closed; a blank's probability is its backed-off value and i
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 
 import numpy as np
 
@@ -267,9 +268,14 @@ def _build_closed(data: ArpaData) -> Trie | None:
     output), or None if it is not (or repeats an n-gram), for the general build.
 
     Why a separate path: with no blanks to add, each order only needs its keys and one sort,
-    and the ARPA arrays can become the table's arrays, permuted in place: no row hashing, no
-    second copy (issue 10's conversion time and memory). On None, every order permuted so
-    far holds the same n-grams in another order, which the general build does not mind.
+    and the ARPA value arrays can become the table's arrays, permuted in place: no row
+    hashing, no second copy (issue 10's conversion time and memory). The word rows are not
+    kept at all: they follow from the keys (`rows_from_parent`), and conversion never reads
+    them (bounds and context tables walk the keys), so each order's ARPA ids are released
+    once the next order has been linked to them, and the table's rows are built only if
+    something asks (issue 34: 87 MiB and their permutation, on the 5.4M-n-gram model). On
+    None, `data.orders` is restored (the orders done so far from the table, in key order,
+    which the general build does not mind).
 
     Each n-gram's suffix row is found by one forward scan of the order below in file order
     (`_file_order_suffixes`) when the file lists every order sorted by reversed n-gram, as
@@ -295,6 +301,7 @@ def _build_closed(data: ArpaData) -> Trie | None:
             else:
                 suffix = trie.lookup_rows(own.ids[:, 1:])
                 if (suffix < 0).any():
+                    _restore(data, trie)
                     return None
             del scanned, moved
             keys = trie.key(suffix, own.ids[:, 0])
@@ -304,8 +311,9 @@ def _build_closed(data: ArpaData) -> Trie | None:
         if k > 1:
             keys, perm = sort_with_order(keys)
             if (keys[1:] == keys[:-1]).any():
+                _restore(data, trie)
                 return None
-            for column in (own.ids, own.log10p, own.log10bow):
+            for column in (own.log10p, own.log10bow):
                 column[...] = column[perm]
             if scanned is not None:
                 moved = np.empty(len(perm), dtype=np.int64)
@@ -314,10 +322,29 @@ def _build_closed(data: ArpaData) -> Trie | None:
         else:
             moved = np.arange(len(keys))
         listed = np.ones(len(keys), dtype=bool)
-        trie.nodes.append(OrderNodes(keys, own.ids, own.log10p, own.log10bow, listed))
+        rows = (partial(unigram_rows, keys) if k == 1 else
+                partial(rows_from_parent, keys, trie.nodes[k - 2], vocab_size))
+        trie.nodes.append(OrderNodes(keys, rows, own.log10p, own.log10bow, listed))
+        # The ids of this order were needed to link the next one (the scan above, or the
+        # hash walk, which needs only the next order's ids): the table owns the values.
+        data.orders[k - 1] = OrderArrays(np.empty((0, k), np.int32), own.log10p,
+                                         own.log10bow)
+        del own
     for k in range(n):  # the table owns the arrays now
         data.orders[k] = OrderArrays(np.empty((0, k + 1), np.int32), np.empty(0), np.empty(0))
     return trie
+
+
+def unigram_rows(keys: np.ndarray) -> np.ndarray:
+    """The rows of order 1: each key is its word id."""
+    return keys.astype(np.int32).reshape(-1, 1)
+
+
+def _restore(data: ArpaData, trie: Trie) -> None:
+    """Put back the ARPA arrays of the orders `_build_closed` has done (in key order, their
+    rows built from the keys), for the general build."""
+    for k, node in enumerate(trie.nodes, start=1):
+        data.orders[k - 1] = OrderArrays(node.rows, node.log10p, node.log10bow)
 
 
 def _file_order_suffixes(data: ArpaData, k: int) -> np.ndarray | None:
@@ -420,3 +447,53 @@ def fill_blank_probabilities(trie: Trie, k: int) -> None:
         context_idx >= 0, trie.nodes[k - 2].log10bow[np.maximum(context_idx, 0)], 0.0
     )
     node.log10p[blank] = ctx_bow + trie.nodes[k - 2].log10p[suffix_idx]
+
+
+PREFIX_CHUNK = 1 << 20  # nodes whose prefix is searched at a time (`prefix_rows`)
+
+
+def prefix_rows(trie: Trie, k: int, below: np.ndarray | None) -> np.ndarray:
+    """For each order-k node a1..ak (k >= 2), the order-(k-1) row of its prefix a1..a(k-1),
+    or -1 if that is no node. `below` is this array for order k-1 (None for k = 2).
+
+    The prefix's key is row(a2..a(k-1)) * V + a1, and a2..a(k-1) is the prefix of the node's
+    suffix a2..ak (its parent), whose row `below` holds: one search per node, over keys
+    only (no word rows: conversion never builds them, issue 34).
+    """
+    keys = trie.nodes[k - 1].keys
+    v = trie._v
+    if below is None:
+        return (keys % v).astype(np.int32)  # an order-1 row is the word id
+    small = len(trie.nodes[k - 2].keys) < 2**31  # int32 rows: half the transient memory
+    rows = np.full(len(keys), -1, dtype=np.int32 if small else np.int64)
+    for lo in range(0, len(keys), PREFIX_CHUNK):  # chunks bound the transient arrays
+        chunk = keys[lo : lo + PREFIX_CHUNK]
+        mid = below[(chunk // v).astype(np.int64)]
+        found = np.flatnonzero(mid >= 0)
+        query = mid[found].astype(np.uint64) * v + chunk[found] % v
+        rows[lo + found] = search_sorted(trie.nodes[k - 2].keys, query)
+    return rows
+
+
+def search_sorted(table: np.ndarray, queries: np.ndarray) -> np.ndarray:
+    """Position of each query in the sorted `table`, -1 where absent. The queries are sorted
+    first: a search of sorted queries walks the table forward (cache-friendly), which with
+    the sort costs less than building the order's hash index (and much less than searching
+    random queries, 2.3 s for 1.9M here)."""
+    out = np.full(len(queries), -1, dtype=np.int64)
+    if len(table) == 0 or len(queries) == 0:
+        return out
+    ranked, order = sort_with_order(queries)
+    pos = np.minimum(np.searchsorted(table, ranked), len(table) - 1)
+    hit = table[pos] == ranked
+    out[order[hit]] = pos[hit]
+    return out
+
+
+def last_words(trie: Trie, k: int, index: np.ndarray) -> np.ndarray:
+    """The last word (int64 id) of the order-k nodes `index`: the word of their order-1
+    ancestor, k - 1 parent steps down (the keys' definition; no word rows needed)."""
+    idx = np.asarray(index, dtype=np.int64)
+    for j in range(k, 1, -1):
+        idx = (trie.nodes[j - 1].keys[idx] // trie._v).astype(np.int64)
+    return idx

@@ -221,3 +221,19 @@ def test_decoders_answer_the_same_from_the_format3_file(tmp_path):
         b = dispatch.decode_many(rounded, lattices, method=method)
         assert [(r.tokens, r.log_p) for r in a] == [(r.tokens, r.log_p) for r in b], method
         assert all(r.certified for r in b)
+
+
+def test_conversion_never_builds_the_word_rows(real_models, tmp_path):
+    """A suffix-closed ARPA file (lmplz's) is read, bounded and written as format 3 without
+    the word rows (issue 34's conversion memory); asked for, they are the rows the keys say."""
+    model = maxarpa.load(real_models.paths[5])
+    write_binary(model, tmp_path / "m.npz", bounds_verified=True)
+    assert not any(node.has_rows for node in model.trie.nodes)
+    v = model.trie.vocab_size
+    for k, node in enumerate(model.trie.nodes, start=1):
+        rows = node.rows
+        assert rows.shape == (len(node.keys), k) and rows.dtype == np.int32
+        assert np.array_equal(rows[:, 0], (node.keys % np.uint64(v)).astype(np.int64))
+        if k > 1:
+            parent = (node.keys // np.uint64(v)).astype(np.int64)
+            assert np.array_equal(rows[:, 1:], model.trie.nodes[k - 2].rows[parent])
