@@ -54,9 +54,9 @@ from pathlib import Path
 
 import numpy as np
 
-from maxarpa.compact import Stored, rounded_bounds, widened
+from maxarpa.compact import Stored, rounded_orders, widened
 from maxarpa.contexts import attach, context_keys
-from maxarpa.digest import ALGORITHM_V2, arrays_digest, bounds_trusted, digest_v2
+from maxarpa.digest import ALGORITHM_V2, DigestV2, arrays_digest, bounds_trusted
 from maxarpa.errors import FormatError
 from maxarpa.model import Model
 from maxarpa.output import atomic_output, check_output
@@ -117,57 +117,76 @@ def write_binary(model: Model, path: str | Path, *, bounds_verified: bool = Fals
     check_output(None, path, binary=True)
     trie = model.trie
     trusted = bounds_trusted(model.vocab, trie, model.eos_id, bounds_verified)
-    # Only bounds known exact are rounded (and so made to satisfy the recurrences again):
-    # others are written as they are, for the reader to check and recompute.
-    bounds = (rounded_bounds(trie) if trusted else
-              [Stored(np.asarray(node.mf, dtype=np.float64),
-                      np.asarray(node.mbow, dtype=np.float64)) for node in trie.nodes])
-    arrays: dict[str, np.ndarray] = {
-        "magic": np.array(MAGIC),
-        "order": np.array(model.order),
-        "vocab_utf8": encode_vocab(model.vocab),
-    }
-    for k, (node, stored) in enumerate(zip(trie.nodes, bounds, strict=True), start=1):
-        arrays[f"keys_{k}"] = np.ascontiguousarray(node.keys, dtype=np.uint64)
-        arrays[f"log10p_{k}"] = np.ascontiguousarray(node.log10p, dtype=np.float64)
-        if not _all_zero(node.log10bow):  # absent: all 0 (the highest order's)
-            arrays[f"log10bow_{k}"] = np.ascontiguousarray(node.log10bow, dtype=np.float64)
-        if not np.all(node.listed):  # absent: every node listed (a suffix-closed file)
-            arrays[f"listed_{k}"] = np.ascontiguousarray(node.listed, dtype=np.bool_)
-        for name, value in (("mf", stored.mf), ("mbow", stored.mbow)):
-            if value is not None:
-                arrays[f"{name}_{k}"] = np.ascontiguousarray(value)
-    digest = None
-    if trusted:  # over the arrays as `read_binary` will build them (maxarpa.digest)
-        digest = digest_v2(model.vocab, [len(node.keys) for node in trie.nodes],
-                           _as_read(trie, bounds))
-        arrays["digest"] = np.array(f"{ALGORITHM_V2}:{digest}")
+    # The context tables first: their build's transients then never meet the rounding's.
+    stored_ctx = None
     if contexts:
         lens, keys = context_keys(model)
-        counts = np.bincount(lens, minlength=max(model.order, 1)).astype(np.int64)
-        stored_ctx = [counts, np.ascontiguousarray(keys, dtype=np.uint64)]
-        arrays.update(zip(CONTEXT_MEMBERS_V3, stored_ctx, strict=True))
-        if digest is not None:
-            arrays["ctx_digest"] = np.array(
-                f"{ALGORITHM_V2}:{arrays_digest(digest, stored_ctx)}")
+        stored_ctx = [np.bincount(lens, minlength=max(model.order, 1)).astype(np.int64),
+                      np.ascontiguousarray(keys, dtype=np.uint64)]
+        del lens, keys
+    digest = DigestV2(model.vocab, trie.order) if trusted else None
     with atomic_output(path) as tmp, open(tmp, "wb") as fh, zipfile.ZipFile(
         fh, "w", zipfile.ZIP_STORED, allowZip64=True
     ) as zf:
-        for name, arr in arrays.items():
+        for name, arr in (("magic", np.array(MAGIC)), ("order", np.array(model.order)),
+                          ("vocab_utf8", encode_vocab(model.vocab))):
             _write_member(zf, fh, f"{name}.npy", arr)
+        # Order by order from the highest down, as the bounds are rounded: one order's
+        # rounded bounds in memory at a time (issue 34's conversion peak).
+        for k, stored in _stored_bounds(trie, trusted):
+            node = trie.nodes[k - 1]
+            for name, arr in _order_members(node, stored):
+                _write_member(zf, fh, f"{name}_{k}.npy", arr)
+            if digest is not None:  # over the arrays as `read_binary` will build them
+                digest.add_order(len(node.keys), _as_read(node, stored))
+            del stored
+        hexdigest = digest.hexdigest() if digest is not None else None
+        if hexdigest is not None:
+            _write_member(zf, fh, "digest.npy", np.array(f"{ALGORITHM_V2}:{hexdigest}"))
+        if stored_ctx is not None:
+            for name, arr in zip(CONTEXT_MEMBERS_V3, stored_ctx, strict=True):
+                _write_member(zf, fh, f"{name}.npy", arr)
+            if hexdigest is not None:
+                ctx_digest = f"{ALGORITHM_V2}:{arrays_digest(hexdigest, stored_ctx)}"
+                _write_member(zf, fh, "ctx_digest.npy", np.array(ctx_digest))
 
 
-def _as_read(trie: Trie, bounds: list[Stored]) -> Iterator[np.ndarray]:
-    """Each order's arrays as `read_binary` builds them from a format-3 file, in the digest's
-    order (maxarpa.digest.digest_v2), one at a time: the widened bounds are transient."""
-    for node, stored in zip(trie.nodes, bounds, strict=True):
-        bow = np.asarray(node.log10bow, dtype=np.float64)
-        yield node.keys
-        yield node.log10p
-        yield bow
-        yield widened(stored.mf, node.log10p)
-        yield widened(stored.mbow, bow)
-        yield np.asarray(node.listed, dtype=np.bool_)
+def _stored_bounds(trie: Trie, trusted: bool) -> Iterator[tuple[int, Stored]]:
+    """(k, order k's bounds as stored), from the highest order down. Only bounds known exact
+    are rounded (and so made to satisfy the recurrences again, `maxarpa.compact`); others
+    are written as they are, in float64, for the reader to check and recompute."""
+    if trusted:
+        yield from rounded_orders(trie)
+        return
+    for k in range(trie.order, 0, -1):
+        node = trie.nodes[k - 1]
+        yield k, Stored(np.asarray(node.mf, dtype=np.float64),
+                        np.asarray(node.mbow, dtype=np.float64))
+
+
+def _order_members(node: OrderNodes, stored: Stored) -> Iterator[tuple[str, np.ndarray]]:
+    """The members of one order (without the `_k` suffix): absent columns are left out."""
+    yield "keys", np.ascontiguousarray(node.keys, dtype=np.uint64)
+    yield "log10p", np.ascontiguousarray(node.log10p, dtype=np.float64)
+    if not _all_zero(node.log10bow):  # absent: all 0 (the highest order's)
+        yield "log10bow", np.ascontiguousarray(node.log10bow, dtype=np.float64)
+    if not np.all(node.listed):  # absent: every node listed (a suffix-closed file)
+        yield "listed", np.ascontiguousarray(node.listed, dtype=np.bool_)
+    for name, value in (("mf", stored.mf), ("mbow", stored.mbow)):
+        if value is not None:
+            yield name, np.ascontiguousarray(value)
+
+
+def _as_read(node: OrderNodes, stored: Stored) -> Iterator[np.ndarray]:
+    """One order's arrays as `read_binary` builds them from a format-3 file, in the digest's
+    order (maxarpa.digest.DigestV2), one at a time: the widened bounds are transient."""
+    bow = np.asarray(node.log10bow, dtype=np.float64)
+    yield node.keys
+    yield node.log10p
+    yield bow
+    yield widened(stored.mf, node.log10p)
+    yield widened(stored.mbow, bow)
+    yield np.asarray(node.listed, dtype=np.bool_)
 
 
 def _write_member(zf: zipfile.ZipFile, fh, name: str, arr: np.ndarray) -> None:

@@ -23,11 +23,11 @@ The highest order needs nothing stored: its mf is its log10p and its mbow its ba
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import numpy as np
 
-from maxarpa.bound import children_max
 from maxarpa.table import Trie
 
 F32_MAX = float(np.finfo(np.float32).max)
@@ -69,13 +69,22 @@ def widened(stored: np.ndarray | None, default: np.ndarray) -> np.ndarray:
 
 
 def rounded_bounds(trie: Trie) -> list[Stored]:
-    """Each order's bounds as a format-3 file stores them (see the module docstring).
+    """Each order's bounds as a format-3 file stores them (see the module docstring), in
+    order 1..n (`rounded_orders` gives them one at a time, highest order first)."""
+    out: list[Stored] = [Stored(None, None) for _ in range(trie.order)]
+    for k, stored in rounded_orders(trie):
+        out[k - 1] = stored
+    return out
+
+
+def rounded_orders(trie: Trie) -> Iterator[tuple[int, Stored]]:
+    """(k, what order k stores for its bounds), from the highest order down: each order's
+    rounding needs only the rounded order above, so a writer holds one order's at a time.
 
     The highest order stores none when its mf is its log10p and its mbow its backoff, as
     bound.py makes them (compared bit for bit; otherwise they are rounded like the others).
     """
     n = trie.order
-    out: list[Stored] = [Stored(None, None) for _ in range(n)]
     above_mf = above_mbow = None  # the rounded bounds of order k + 1, as float64
     for k in range(n, 0, -1):
         node = trie.nodes[k - 1]
@@ -83,18 +92,36 @@ def rounded_bounds(trie: Trie) -> list[Stored]:
         mbow = np.asarray(node.mbow, dtype=np.float64)
         if k == n and _same_bits(mf, node.log10p) and _same_bits(mbow, node.log10bow):
             above_mf, above_mbow = mf, mbow
+            yield k, Stored(None, None)
             continue
         if above_mf is not None and above_mbow is not None:
-            child = children_max(trie, k + 1, above_mbow)
-            np.maximum(child, 0.0, out=child)
-            child += node.log10bow
-            mbow = np.maximum(mbow, child)
-            child = children_max(trie, k + 1, above_mf)
-            mf = np.maximum(mf, child)
-            del child
-        stored_mf, stored_mbow = round_up_f32(mf), round_up_f32(mbow)
-        out[k - 1] = Stored(stored_mf if stored_mf is not None else mf,
-                            stored_mbow if stored_mbow is not None else mbow)
-        above_mf = widened(out[k - 1].mf, mf)
-        above_mbow = widened(out[k - 1].mbow, mbow)
-    return out
+            child_mbow, child_mf = _children_max2(trie, k + 1, above_mbow, above_mf)
+            del above_mf, above_mbow
+            np.maximum(child_mbow, 0.0, out=child_mbow)
+            child_mbow += node.log10bow
+            np.maximum(child_mbow, mbow, out=child_mbow)
+            np.maximum(child_mf, mf, out=child_mf)
+            mbow, mf = child_mbow, child_mf
+            del child_mbow, child_mf
+        stored = Stored(round_up_f32(mf), round_up_f32(mbow))
+        stored = Stored(stored.mf if stored.mf is not None else mf,
+                        stored.mbow if stored.mbow is not None else mbow)
+        above_mf, above_mbow = widened(stored.mf, mf), widened(stored.mbow, mbow)
+        del mf, mbow
+        yield k, stored
+
+
+def _children_max2(trie: Trie, k: int, a: np.ndarray, b: np.ndarray
+                   ) -> tuple[np.ndarray, np.ndarray]:
+    """`bound.children_max` of two arrays of order k at once: the groups (each order-(k-1)
+    node's children) are found once."""
+    size = len(trie.nodes[k - 2].keys)
+    out_a, out_b = np.full(size, -np.inf), np.full(size, -np.inf)
+    if len(a):
+        groups = trie.parents(k)
+        starts = np.flatnonzero(np.r_[True, groups[1:] != groups[:-1]])
+        heads = groups[starts]
+        del groups
+        out_a[heads] = np.maximum.reduceat(a, starts)
+        out_b[heads] = np.maximum.reduceat(b, starts)
+    return out_a, out_b

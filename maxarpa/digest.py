@@ -25,12 +25,13 @@ Format-3 binary files (`maxarpa.binary_format`) store no word rows: a reader reb
 from the keys, so they carry no information of their own, and hashing them would force every
 load to build them. Their digest, algorithm `xxh3_128-v2` (ALGORITHM_V2), is the same hash
 under another tag without the rows: keys, log10p, log10bow, mf, mbow (float64, as the reader
-widens them) and listed of each order. `digest_matches` checks either kind.
+widens them) and listed of each order, the orders from the highest down (the order the
+writer rounds them in, `maxarpa.compact`). `digest_matches` checks either kind.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable
 
 import numpy as np
 import xxhash
@@ -72,28 +73,37 @@ _LAYOUT_V2 = tuple(pair for pair in _LAYOUT if pair[0] != "rows")
 
 def table_digest_v2(vocab: list[str], trie: Trie) -> str:
     """ALGORITHM_V2's hex digest of a table (the module docstring): rows are not read."""
-    return digest_v2(vocab, [len(node.keys) for node in trie.nodes],
-                     (getattr(node, f) for node in trie.nodes for f, _ in _LAYOUT_V2))
+    digest = DigestV2(vocab, trie.order)
+    for node in reversed(trie.nodes):
+        digest.add_order(len(node.keys), (getattr(node, f) for f, _ in _LAYOUT_V2))
+    return digest.hexdigest()
 
 
-def digest_v2(vocab: list[str], counts: list[int], arrays: Iterator[np.ndarray]) -> str:
-    """ALGORITHM_V2's digest from each order's node count and all orders' arrays in
-    _LAYOUT_V2's order, order after order, taken one at a time (a writer can make each one
-    just before it is hashed, so they are never all in memory at once)."""
-    h = xxhash.xxh3_128()
-    h.update(_TAG_V2)
-    h.update("\n".join(vocab).encode("utf-8", "surrogateescape"))
-    h.update(f"\norder {len(counts)}\n".encode())
-    for count in counts:
-        h.update(f"{count}\n".encode())
-        for _, expected in _LAYOUT_V2:
-            arr = next(arrays)
+class DigestV2:
+    """ALGORITHM_V2's digest, fed one order at a time from the highest order down (the order
+    a format-3 writer rounds and writes them in), each order's arrays in _LAYOUT_V2's order,
+    taken one at a time (a writer can make each just before it is hashed)."""
+
+    def __init__(self, vocab: list[str], order: int) -> None:
+        self._h = xxhash.xxh3_128()
+        self._h.update(_TAG_V2)
+        self._h.update("\n".join(vocab).encode("utf-8", "surrogateescape"))
+        self._h.update(f"\norder {order}\n".encode())
+
+    def add_order(self, count: int, arrays: Iterable[np.ndarray]) -> None:
+        self._h.update(f"{count}\n".encode())
+        hashed = 0
+        for (_, expected), arr in zip(_LAYOUT_V2, arrays):
             dtype = np.dtype(expected)
             if arr.dtype.kind != dtype.kind:  # a corrupt file: hash as is, no cast
-                h.update(f"unexpected {arr.dtype.str}".encode())
+                self._h.update(f"unexpected {arr.dtype.str}".encode())
                 dtype = arr.dtype
-            h.update(np.ascontiguousarray(arr, dtype=dtype).view(np.uint8).data)
-    return h.hexdigest()
+            self._h.update(np.ascontiguousarray(arr, dtype=dtype).view(np.uint8).data)
+            hashed += 1
+        assert hashed == len(_LAYOUT_V2)
+
+    def hexdigest(self) -> str:
+        return self._h.hexdigest()
 
 
 def digest_matches(digest: tuple[str, str] | None, vocab: list[str], trie: Trie) -> bool:
