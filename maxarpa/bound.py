@@ -77,27 +77,18 @@ def compute_mf(trie: Trie, eos_id: int | None) -> None:
     n = trie.order
     top = trie.nodes[n - 1]
     top.mf = top.log10p.copy()
-    prefixes: dict[int, np.ndarray] = {}  # each order-k node's prefix row (k >= 2), or -1
-    below = None
-    for k in range(2, n):
-        below = prefixes[k] = prefix_rows(trie, k, below)
-    del below
     for k in range(n - 1, 0, -1):
         node = trie.nodes[k - 1]
         mf = children_max(trie, k + 1, trie.nodes[k].mf)  # extensions in the table
         np.maximum(mf, node.log10p, out=mf)
-        out_of_table = best_absent_extension(trie, k, eos_id, prefixes.pop(k, None))
+        out_of_table = best_absent_extension(trie, k, eos_id)
         out_of_table += node.log10p
         np.maximum(mf, out_of_table, out=mf)
         node.mf = mf
 
 
-def best_absent_extension(trie: Trie, k: int, eos_id: int | None,
-                          prefix: np.ndarray | None = None) -> np.ndarray:
+def best_absent_extension(trie: Trie, k: int, eos_id: int | None) -> np.ndarray:
     """For each order-k node c·w: max MB(a·c) over nodes a·c such that a·c·w is not a node.
-
-    `prefix` (k >= 2): each node's prefix row c at order k-1, -1 where c is no node
-    (`maxarpa.table.prefix_rows`); computed here when not given.
 
     Only positive MB values matter (others are dominated by z empty), so only nodes a·c with
     MB > 0 are candidates (few: a positive backoff sum is rare), and each node scans its
@@ -121,15 +112,12 @@ def best_absent_extension(trie: Trie, k: int, eos_id: int | None,
     cand_parent = parent[candidates]
     del parent
     order = candidates[np.lexsort((-score[candidates], cand_parent))]
-    if k == 1:
-        context = np.zeros(m, dtype=np.int64)
-    elif prefix is not None:
-        context = prefix
-    else:
-        context = None
-        for j in range(2, k + 1):
-            context = prefix_rows(trie, j, context)
-    assert context is not None
+    # Each node's context c (its prefix) at order k-1, -1 where c is no node: from the keys
+    # (`prefix_rows`, a chain from order 2; no word rows), only for an order with candidates.
+    context: np.ndarray = np.zeros(m, dtype=np.int64)
+    below = None
+    for j in range(2, k + 1):
+        context = below = prefix_rows(trie, j, below)
     # Group boundaries by counting (parents are dense row ids), not by binary search.
     group_size = np.bincount(cand_parent, minlength=int(max(cand_parent.max(), context.max())) + 1)
     group_start = np.cumsum(group_size) - group_size

@@ -33,17 +33,24 @@ from maxarpa.table import Trie
 F32_MAX = float(np.finfo(np.float32).max)
 
 
+ROUND_CHUNK = 1 << 20  # values rounded at a time: bounds the transient float64 copies
+
+
 def round_up_f32(values: np.ndarray) -> np.ndarray | None:
     """The smallest float32 >= each float64 value (-0.0 made 0.0, -inf kept), or None when
     a value does not fit (above float32's largest finite value; such an order keeps float64).
     """
     if len(values) and float(np.max(values)) > F32_MAX:
         return None
-    with np.errstate(over="ignore"):
-        out = values.astype(np.float32)  # to nearest: below the value about half the time
-    low = out.astype(np.float64) < values  # (a value below -F32_MAX became -inf: low too)
-    out[low] = np.nextafter(out[low], np.float32(np.inf))
-    out += np.float32(0.0)  # -0.0 + 0.0 = +0.0: no negative zero reaches a file
+    out = np.empty(len(values), dtype=np.float32)
+    for lo in range(0, len(values), ROUND_CHUNK):
+        x = values[lo : lo + ROUND_CHUNK]
+        with np.errstate(over="ignore"):
+            y = x.astype(np.float32)  # to nearest: below the value about half the time
+        low = y.astype(np.float64) < x  # (a value below -F32_MAX became -inf: low too)
+        y[low] = np.nextafter(y[low], np.float32(np.inf))
+        y += np.float32(0.0)  # -0.0 + 0.0 = +0.0: no negative zero reaches a file
+        out[lo : lo + len(y)] = y
     return out
 
 
@@ -85,7 +92,7 @@ def rounded_orders(trie: Trie) -> Iterator[tuple[int, Stored]]:
     bound.py makes them (compared bit for bit; otherwise they are rounded like the others).
     """
     n = trie.order
-    above_mf = above_mbow = None  # the rounded bounds of order k + 1, as float64
+    above_mf = above_mbow = None  # what order k + 1 stores (float32 or float64)
     for k in range(n, 0, -1):
         node = trie.nodes[k - 1]
         mf = np.asarray(node.mf, dtype=np.float64)
@@ -95,6 +102,7 @@ def rounded_orders(trie: Trie) -> Iterator[tuple[int, Stored]]:
             yield k, Stored(None, None)
             continue
         if above_mf is not None and above_mbow is not None:
+            # The maxima of float32 values are float32, widened exactly into float64.
             child_mbow, child_mf = _children_max2(trie, k + 1, above_mbow, above_mf)
             del above_mf, above_mbow
             np.maximum(child_mbow, 0.0, out=child_mbow)
@@ -103,11 +111,11 @@ def rounded_orders(trie: Trie) -> Iterator[tuple[int, Stored]]:
             np.maximum(child_mf, mf, out=child_mf)
             mbow, mf = child_mbow, child_mf
             del child_mbow, child_mf
-        stored = Stored(round_up_f32(mf), round_up_f32(mbow))
-        stored = Stored(stored.mf if stored.mf is not None else mf,
-                        stored.mbow if stored.mbow is not None else mbow)
-        above_mf, above_mbow = widened(stored.mf, mf), widened(stored.mbow, mbow)
-        del mf, mbow
+        rounded_mf, rounded_mbow = round_up_f32(mf), round_up_f32(mbow)
+        stored = Stored(rounded_mf if rounded_mf is not None else mf,
+                        rounded_mbow if rounded_mbow is not None else mbow)
+        del mf, mbow, rounded_mf, rounded_mbow
+        above_mf, above_mbow = stored.mf, stored.mbow
         yield k, stored
 
 
