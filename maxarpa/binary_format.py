@@ -353,12 +353,15 @@ def _read_orders_v3(trie: Trie, n: int, layout: dict, get, frozen: bool) -> None
 
 
 def _lazy(make: Callable[[], np.ndarray], frozen: bool) -> Callable[[], np.ndarray]:
-    """`make`, whose result is read-only when `frozen`."""
-    def build() -> np.ndarray:
-        rows = make()
-        rows.flags.writeable = not frozen
-        return rows
-    return build
+    """`make`, whose result is read-only when `frozen` (a partial, so a model stays
+    picklable: worker processes may receive it)."""
+    return partial(_made_rows, make, frozen)
+
+
+def _made_rows(make: Callable[[], np.ndarray], frozen: bool) -> np.ndarray:
+    rows = make()
+    rows.flags.writeable = not frozen
+    return rows
 
 
 def _bound(layout: dict, get, name: str) -> np.ndarray | None:
