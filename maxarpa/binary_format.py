@@ -58,9 +58,10 @@ from maxarpa.compact import Stored, rounded_orders, widened
 from maxarpa.contexts import attach, context_keys
 from maxarpa.digest import ALGORITHM_V2, DigestV2, arrays_digest, bounds_trusted
 from maxarpa.errors import FormatError
+from maxarpa.keywalk import rows_from_parent, unigram_rows
 from maxarpa.model import Model
 from maxarpa.output import atomic_output, check_output
-from maxarpa.table import OrderNodes, Trie, rows_from_parent, unigram_rows
+from maxarpa.table import OrderNodes, Trie
 
 MAGIC = "maxarpa-binary-3"
 MAGIC_V2 = "maxarpa-binary-2"

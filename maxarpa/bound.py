@@ -23,7 +23,8 @@ import numpy as np
 from maxarpa.arpa import ngram_lines
 from maxarpa.constants import LN10
 from maxarpa.errors import FormatError, shown
-from maxarpa.table import Trie, prefix_rows
+from maxarpa.keywalk import prefix_rows
+from maxarpa.table import Trie
 
 
 def group_max(values: np.ndarray, groups: np.ndarray, size: int) -> np.ndarray:
@@ -117,7 +118,8 @@ def best_absent_extension(trie: Trie, k: int, eos_id: int | None) -> np.ndarray:
     context: np.ndarray = np.zeros(m, dtype=np.int64)
     below = None
     for j in range(2, k + 1):
-        context = below = prefix_rows(trie, j, below)
+        context = below = prefix_rows(trie.nodes[j - 1].keys, trie.nodes[j - 2].keys,
+                                      trie.vocab_size, below)
     # Group boundaries by counting (parents are dense row ids), not by binary search.
     group_size = np.bincount(cand_parent, minlength=int(max(cand_parent.max(), context.max())) + 1)
     group_start = np.cumsum(group_size) - group_size

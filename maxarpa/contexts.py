@@ -31,8 +31,9 @@ import weakref
 import numpy as np
 
 from maxarpa.errors import FormatError
+from maxarpa.keywalk import last_words, prefix_rows
 from maxarpa.model import Model
-from maxarpa.table import HashIndex, last_words, prefix_rows, row_hashes, unique_rows
+from maxarpa.table import HashIndex, row_hashes, unique_rows
 
 EMPTY_KEY = np.uint64(2**64 - 1)  # the empty context's key: never a real parent * V + word
 
@@ -143,7 +144,7 @@ def build_keys(model: Model) -> tuple[np.ndarray, np.ndarray]:
 
     Why two builders: when every useful context is a node of the table (always so for a
     prefix-closed file: KenLM's, unpruned SRILM's), the contexts are sets of node indices,
-    found with one sorted-key search per node (`maxarpa.table.prefix_rows`) and deduplicated
+    found with one sorted-key search per node (`maxarpa.keywalk.prefix_rows`) and deduplicated
     as dense integers; that is several times faster and smaller than hashing and sorting word rows
     (issue 34: 11.8 s and 400 MB of 5.4M-n-gram conversion). A table where some prefix of
     a listed n-gram is no node (a pruned file) takes the row builder. Both number the
@@ -165,7 +166,8 @@ def _keys_from_nodes(model: Model) -> tuple[np.ndarray, np.ndarray] | None:
     prefixes: dict[int, np.ndarray] = {}
     below = None
     for k in range(2, n + 1):  # the prefix row of every node: one search per node
-        below = prefixes[k] = prefix_rows(trie, k, below)
+        below = prefixes[k] = prefix_rows(trie.nodes[k - 1].keys, trie.nodes[k - 2].keys,
+                                          trie.vocab_size, below)
     level: dict[int, np.ndarray] = {}  # U_j as order-j node indices, in gid order
     level_prefix: dict[int, np.ndarray] = {}  # the order-(j-1) node of each one's prefix
     above = np.empty(0, dtype=np.int64)
@@ -190,7 +192,7 @@ def _keys_from_nodes(model: Model) -> tuple[np.ndarray, np.ndarray] | None:
         members = level.pop(j)
         lo, hi = next_gid, next_gid + len(members)
         key = keys[lo:hi]
-        key[...] = last_words(trie, j, members)
+        key[...] = last_words([node.keys for node in trie.nodes], trie.vocab_size, j, members)
         if j > 1:
             key += gid_of[level_prefix.pop(j)].astype(np.uint64) * v
         lens[lo:hi] = j

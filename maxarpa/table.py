@@ -18,6 +18,7 @@ import numpy as np
 
 from maxarpa.arpa import ArpaData, OrderArrays, ngram_lines
 from maxarpa.errors import FormatError, shown
+from maxarpa.keywalk import rows_from_parent, sort_with_order, unigram_rows
 
 
 class OrderNodes:
@@ -64,24 +65,6 @@ class OrderNodes:
         return self._rows is not None
 
 
-ROWS_CHUNK = 1 << 20  # rows gathered at a time by `rows_from_parent`
-
-
-def rows_from_parent(keys: np.ndarray, below: OrderNodes, vocab_size: int) -> np.ndarray:
-    """The (m, k) word rows of an order from its keys and the order below: row i is
-    [keys[i] % V] followed by the row of its parent keys[i] // V (the key's definition).
-    In chunks, so the transient quotient arrays stay small."""
-    below_rows = below.rows
-    m, k = len(keys), below_rows.shape[1] + 1
-    rows = np.empty((m, k), dtype=np.int32)
-    v = np.uint64(vocab_size)
-    for lo in range(0, m, ROWS_CHUNK):
-        chunk = keys[lo : lo + ROWS_CHUNK]
-        rows[lo : lo + len(chunk), 0] = chunk % v
-        rows[lo : lo + len(chunk), 1:] = below_rows[(chunk // v).astype(np.int64)]
-    return rows
-
-
 _MIX = np.uint64(0x9E3779B97F4A7C15)  # 2^64 / golden ratio: Fibonacci hashing
 
 
@@ -117,27 +100,6 @@ def unique_rows(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     view = a.view(np.dtype((np.void, a.dtype.itemsize * a.shape[1]))).ravel()
     _, first = np.unique(view, return_index=True)
     return a[first], first
-
-
-def sort_with_order(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(keys sorted, the int64 order that sorts them, ties in index order) for uint64 keys.
-
-    Why not `np.argsort`: when a key and its index fit in 64 bits together (the table's keys
-    are row * V + word, about 2^37 for 5M n-grams), sorting the packed values is one direct
-    sort, which numpy vectorises (x86-simd-sort), about twice as fast as the indirect argsort
-    (issue 34). Otherwise, a stable argsort.
-    """
-    m = len(keys)
-    shift = max((m - 1).bit_length(), 1)
-    if m and int(keys.max()) < 1 << (64 - shift):
-        packed = keys << np.uint64(shift)
-        packed |= np.arange(m, dtype=np.uint64)
-        packed.sort()
-        order = (packed & np.uint64((1 << shift) - 1)).astype(np.int64)
-        packed >>= np.uint64(shift)
-        return packed, order
-    order = np.argsort(keys, kind="stable")
-    return keys[order], order
 
 
 INSERT_CHUNK = 1 << 18  # keys placed in the hash at a time
@@ -335,11 +297,6 @@ def _build_closed(data: ArpaData) -> Trie | None:
     return trie
 
 
-def unigram_rows(keys: np.ndarray) -> np.ndarray:
-    """The rows of order 1: each key is its word id."""
-    return keys.astype(np.int32).reshape(-1, 1)
-
-
 def _restore(data: ArpaData, trie: Trie) -> None:
     """Put back the ARPA arrays of the orders `_build_closed` has done (in key order, their
     rows built from the keys), for the general build."""
@@ -448,52 +405,3 @@ def fill_blank_probabilities(trie: Trie, k: int) -> None:
     )
     node.log10p[blank] = ctx_bow + trie.nodes[k - 2].log10p[suffix_idx]
 
-
-PREFIX_CHUNK = 1 << 20  # nodes whose prefix is searched at a time (`prefix_rows`)
-
-
-def prefix_rows(trie: Trie, k: int, below: np.ndarray | None) -> np.ndarray:
-    """For each order-k node a1..ak (k >= 2), the order-(k-1) row of its prefix a1..a(k-1),
-    or -1 if that is no node. `below` is this array for order k-1 (None for k = 2).
-
-    The prefix's key is row(a2..a(k-1)) * V + a1, and a2..a(k-1) is the prefix of the node's
-    suffix a2..ak (its parent), whose row `below` holds: one search per node, over keys
-    only (no word rows: conversion never builds them, issue 34).
-    """
-    keys = trie.nodes[k - 1].keys
-    v = trie._v
-    if below is None:
-        return (keys % v).astype(np.int32)  # an order-1 row is the word id
-    small = len(trie.nodes[k - 2].keys) < 2**31  # int32 rows: half the transient memory
-    rows = np.full(len(keys), -1, dtype=np.int32 if small else np.int64)
-    for lo in range(0, len(keys), PREFIX_CHUNK):  # chunks bound the transient arrays
-        chunk = keys[lo : lo + PREFIX_CHUNK]
-        mid = below[(chunk // v).astype(np.int64)]
-        found = np.flatnonzero(mid >= 0)
-        query = mid[found].astype(np.uint64) * v + chunk[found] % v
-        rows[lo + found] = search_sorted(trie.nodes[k - 2].keys, query)
-    return rows
-
-
-def search_sorted(table: np.ndarray, queries: np.ndarray) -> np.ndarray:
-    """Position of each query in the sorted `table`, -1 where absent. The queries are sorted
-    first: a search of sorted queries walks the table forward (cache-friendly), which with
-    the sort costs less than building the order's hash index (and much less than searching
-    random queries, 2.3 s for 1.9M here)."""
-    out = np.full(len(queries), -1, dtype=np.int64)
-    if len(table) == 0 or len(queries) == 0:
-        return out
-    ranked, order = sort_with_order(queries)
-    pos = np.minimum(np.searchsorted(table, ranked), len(table) - 1)
-    hit = table[pos] == ranked
-    out[order[hit]] = pos[hit]
-    return out
-
-
-def last_words(trie: Trie, k: int, index: np.ndarray) -> np.ndarray:
-    """The last word (int64 id) of the order-k nodes `index`: the word of their order-1
-    ancestor, k - 1 parent steps down (the keys' definition; no word rows needed)."""
-    idx = np.asarray(index, dtype=np.int64)
-    for j in range(k, 1, -1):
-        idx = (trie.nodes[j - 1].keys[idx] // trie._v).astype(np.int64)
-    return idx

@@ -146,9 +146,9 @@ def test_node_builder_equals_the_row_builder_on_random_models(seed, tmp_path, mo
     from arsdecode.testing.random_arpa import random_arpa_text
 
     if seed % 2:
-        from maxarpa import table  # prefix_rows moved there (issue 34: bounds use it too)
+        from maxarpa import keywalk  # prefix_rows moved there (issue 34: bounds use it too)
 
-        monkeypatch.setattr(table, "PREFIX_CHUNK", 3)
+        monkeypatch.setattr(keywalk, "PREFIX_CHUNK", 3)
     rng = random.Random(seed)
     drop = seed % 3 == 2
     path = tmp_path / "m.arpa"
