@@ -118,13 +118,6 @@ def write_binary(model: Model, path: str | Path, *, bounds_verified: bool = Fals
     check_output(None, path, binary=True)
     trie = model.trie
     trusted = bounds_trusted(model.vocab, trie, model.eos_id, bounds_verified)
-    # The context tables first: their build's transients then never meet the rounding's.
-    stored_ctx = None
-    if contexts:
-        lens, keys = context_keys(model)
-        stored_ctx = [np.bincount(lens, minlength=max(model.order, 1)).astype(np.int64),
-                      np.ascontiguousarray(keys, dtype=np.uint64)]
-        del lens, keys
     digest = DigestV2(model.vocab, trie.order) if trusted else None
     with atomic_output(path) as tmp, open(tmp, "wb") as fh, zipfile.ZipFile(
         fh, "w", zipfile.ZIP_STORED, allowZip64=True
@@ -144,7 +137,11 @@ def write_binary(model: Model, path: str | Path, *, bounds_verified: bool = Fals
         hexdigest = digest.hexdigest() if digest is not None else None
         if hexdigest is not None:
             _write_member(zf, fh, "digest.npy", np.array(f"{ALGORITHM_V2}:{hexdigest}"))
-        if stored_ctx is not None:
+        if contexts:  # built last: the tables are never in memory beside rounded bounds
+            lens, keys = context_keys(model)
+            stored_ctx = [np.bincount(lens, minlength=max(model.order, 1)).astype(np.int64),
+                          np.ascontiguousarray(keys, dtype=np.uint64)]
+            del lens, keys
             for name, arr in zip(CONTEXT_MEMBERS_V3, stored_ctx, strict=True):
                 _write_member(zf, fh, f"{name}.npy", arr)
             if hexdigest is not None:
