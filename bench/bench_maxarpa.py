@@ -124,18 +124,21 @@ def resident_memory(binary: Path, mmap: bool) -> tuple[int, int, int]:
 
 def digest_share(path: Path, mmap: bool = False, repeats: int = 9) -> dict[str, float]:
     """Median seconds of `maxarpa.load` (the digest check included, and the file trusted) and
-    of the digest check alone (maxarpa.digest.table_digest on the loaded arrays), repeated
+    of the digest check alone (maxarpa.digest.digest_matches on the loaded arrays), repeated
     in turns so that both see the same machine load. Issue 19 asks for share < 10%."""
     import maxarpa
-    from maxarpa.digest import table_digest
+    from maxarpa.binary_format import is_binary
+    from maxarpa.digest import ALGORITHM, ALGORITHM_V2, digest_matches
 
+    # The check `maxarpa.load` runs: a binary file (format 3) carries the rowless digest.
+    algorithm = ALGORITHM_V2 if is_binary(path) else ALGORITHM
     loads, hashes = [], []
     for _ in range(repeats):
         start = time.perf_counter()
         model = maxarpa.load(path, mmap=mmap)
         loads.append(time.perf_counter() - start)
         start = time.perf_counter()
-        table_digest(model.vocab, model.trie)
+        digest_matches((algorithm, ""), model.vocab, model.trie)
         hashes.append(time.perf_counter() - start)
         del model
     load, digest = float(np.median(loads)), float(np.median(hashes))
@@ -185,6 +188,16 @@ def run_in_tree(cmd: list[str], tree: Path) -> tuple[float, float]:
             os.environ["PYTHONPATH"] = old
 
 
+def convert_phases(script: str, arpa: Path, out: Path, tree: Path) -> list[list[str]]:
+    """(name, seconds, peak MiB) of each phase of one conversion, `script` run in a child
+    with only `tree` on the import path (convert_phases.PHASES_SCRIPT of that tree)."""
+    env = {**os.environ, "PYTHONPATH": str(tree)}
+    phases = subprocess.run([sys.executable, "-c", script, str(arpa), str(out)],
+                            capture_output=True, text=True, check=True, cwd=tree,
+                            env=env).stdout
+    return [line.split("\t") for line in phases.splitlines() if line.count("\t") == 2]
+
+
 def main_convert(args: list[str]) -> None:
     """`--convert`: issue 34's conversion figures, each against build_binary in this run."""
     from bench.convert_phases import PHASES_SCRIPT
@@ -221,11 +234,20 @@ def main_convert(args: list[str]) -> None:
         base.unlink()
     r["file_mib"], r["kenlm_file_mib"] = (ours.stat().st_size / 2**20,
                                           kenlm_out.stat().st_size / 2**20)
-    phases = subprocess.run([sys.executable, "-c", PHASES_SCRIPT, str(arpa), str(ours)],
-                            capture_output=True, text=True, check=True, cwd=REPO).stdout
-    rows = [line.split("\t") for line in phases.splitlines() if line.count("\t") == 2]
+    rows = convert_phases(PHASES_SCRIPT, arpa, ours, REPO)
     for name, seconds, peak in rows:
         r[f"phase_{name}_s"], r[f"phase_{name}_peak_mib"] = float(seconds), float(peak)
+    base_rows: list[list[str]] = []
+    if tree is not None and (tree / "bench" / "convert_phases.py").exists():
+        # The other checkout's own phase script (its phases are its code's), same machine.
+        import runpy
+
+        script = runpy.run_path(str(tree / "bench" / "convert_phases.py"))["PHASES_SCRIPT"]
+        base_rows = convert_phases(script, arpa, base, tree)
+        base.unlink()
+        for name, seconds, peak in base_rows:
+            r[f"baseline_phase_{name}_s"] = float(seconds)
+            r[f"baseline_phase_{name}_peak_mib"] = float(peak)
     r["time_ratio"] = r["convert_binary_s"] / r["build_binary_s"]
     r["memory_ratio"] = r["convert_binary_mib"] / r["build_binary_mib"]
     r["file_ratio"] = r["file_mib"] / r["kenlm_file_mib"]
@@ -247,6 +269,10 @@ def main_convert(args: list[str]) -> None:
     print(f"{'phase (in one process)':30}{'s':>10}{'peak MiB':>14}")
     for name, seconds, peak in rows:
         print(f"{name:30}{float(seconds):>10.2f}{float(peak):>14.0f}")
+    if base_rows and tree is not None:
+        print(f"{'baseline phases (' + tree.name + ')':30}{'s':>10}{'peak MiB':>14}")
+        for name, seconds, peak in base_rows:
+            print(f"{name:30}{float(seconds):>10.2f}{float(peak):>14.0f}")
     out = WORK / "convert.json"
     regressions = []
     if out.exists():

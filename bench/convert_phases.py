@@ -4,6 +4,10 @@ Why a script run in a child: the peak of each phase is the process's high-water 
 between phases (Linux `/proc/self/clear_refs` 5), which must not include the bench's own
 arrays. The phases are those of `maxarpa.load` on an ARPA file followed by `write_binary`,
 called one by one (issue 34's profile); each line printed is `name<TAB>seconds<TAB>peak MiB`.
+Since format 3 the digest is computed while writing (over the rounded bounds), so `write`
+holds the rounding, the digest and the file's bytes; `contexts` is the context tables'
+build, which `write_binary` otherwise runs first. `bench.bench_maxarpa --convert
+--baseline-tree DIR` runs DIR's own copy of this script for the same table of the other code.
 """
 
 PHASES_SCRIPT = r"""
@@ -14,7 +18,6 @@ from maxarpa.bound import compute_bounds
 from maxarpa.cli import return_freed_memory
 from maxarpa.config import DEFAULT_CONFIG
 from maxarpa.contexts import attach, context_keys
-from maxarpa.digest import digest_to_write
 from maxarpa.model import Model
 from maxarpa.specials import apply_config
 from maxarpa.table import build_trie
@@ -47,8 +50,6 @@ compute_bounds(trie, model.eos_id)
 phase("bounds")
 model = apply_config(model, DEFAULT_CONFIG)
 phase("config")
-digest_to_write(model.vocab, model.trie, model.eos_id, True)
-phase("digest")
 attach(model, *context_keys(model))
 phase("contexts")
 write_binary(model, out, bounds_verified=True)

@@ -2,8 +2,8 @@
 
 Why: the text format is for exchange and inspection, but parsing millions of lines of text
 costs seconds; the arrays load at disk speed, or are memory-mapped without any copy. The
-content is exactly the MAX-ARPA table (listed and blank nodes, logp, bow, mf, mbow, all
-log10), so either file can be made from the other without recomputing a bound.
+content is the MAX-ARPA table (listed and blank nodes, logp, bow, mf, mbow, all log10), the
+bounds rounded up to float32 (below).
 
 Why a stored (uncompressed) zip of .npy members rather than a directory: one file is easy to
 copy and to hand to many worker processes, `numpy.load` can still open it for inspection, and
@@ -12,20 +12,34 @@ array in place (after parsing the zip local header and the .npy header). The wri
 local header so that every array's data starts on a 64-byte boundary. Several processes that
 map the same file share its pages through the OS page cache: one copy in RAM per machine.
 
-Layout: members `magic` (the string MAGIC), `order`, `vocab_utf8` (uint8: the words joined
-by "\\n", encoded as UTF-8 with surrogateescape, so non-UTF-8 words keep their bytes), and
-for each order k the arrays `keys_k rows_k log10p_k log10bow_k listed_k mf_k mbow_k`, and
-`digest` (the string "xxh3_128:<hex>" of maxarpa.digest over those arrays; readers that predate
-it ignore the member). Version-1 files (vocab as one numpy string) are still read.
+Layout (format 3, `maxarpa-binary-3`; docs/max-arpa-format.md): members `magic`, `order`,
+`vocab_utf8` (uint8: the words joined by "\\n", encoded as UTF-8 with surrogateescape, so
+non-UTF-8 words keep their bytes), and for each order k `keys_k` (uint64), `log10p_k` (float64,
+exact), `log10bow_k` (float64; absent when all 0), `listed_k` (bool; absent when all True),
+`mf_k` and `mbow_k` (float32 rounded up, `maxarpa.compact`; absent where they equal log10p
+and log10bow, as on the highest order), and `digest` ("xxh3_128-v2:<hex>", maxarpa.digest's
+rowless digest over the arrays as read back). No word rows: they follow from the keys and are
+rebuilt when first asked for (`OrderNodes.rows`), which queries and decoders never do.
 
-Optional members `ctx_lens ctx_keys`: the useful-context tables of the merged full DP
-(`maxarpa.contexts`; their rows are rebuilt from the keys when first used), written by
-default so that a process decoding with the full DP does not build them (seconds on a
-large model, every process; `contexts.build_keys`). A file without them still loads; the
-tables are then built when first needed, as before. They are used only under `ctx_digest`,
-the hash of the file's `digest` and the two arrays: wrong tables would merge states that
-differ, so they are trusted exactly when the table they describe is (a file whose digest
-does not match is recomputed into a new model, which does not inherit them).
+Why the bounds may be float32 and the probabilities may not: p is the model, and every score
+read from the binary file must be the ARPA text's, bit for bit (the certificate compares q's
+exact edges with p's factors, both from `log10p`); mf and mbow are upper bounds, and a bound
+rounded up is still a bound, so the decoder's answer is as exact as before and its q at most
+a float32 step looser. Format 3 halves the file (issue 34: 367 -> 185 MiB on the 5.4M-n-gram
+bench model, KenLM's probing binary 127 MiB).
+
+Formats 1 and 2 (`keys_k rows_k log10p_k log10bow_k listed_k mf_k mbow_k`, all float64,
+`ctx_lens`, digest "xxh3_128:<hex>" as MAX-ARPA's) are still read, mapped or not.
+
+Optional members `ctx_counts ctx_keys` (format 2: `ctx_lens ctx_keys`): the useful-context
+tables of the merged full DP (`maxarpa.contexts`; their rows are rebuilt from the keys when
+first used, their lengths from the counts per length), written by default so that a process
+decoding with the full DP does not build them (seconds on a large model, every process;
+`contexts.build_keys`). A file without them still loads; the tables are then built when first
+needed, as before. They are used only under `ctx_digest`, the hash of the file's `digest` and
+the two stored arrays: wrong tables would merge states that differ, so they are trusted
+exactly when the table they describe is (a file whose digest does not match is recomputed into
+a new model, which does not inherit them).
 """
 
 from __future__ import annotations
@@ -34,26 +48,34 @@ import mmap as mmap_module
 import os
 import struct
 import zipfile
+from collections.abc import Callable, Iterator
+from functools import partial
 from pathlib import Path
 
 import numpy as np
 
+from maxarpa.compact import Stored, rounded_orders, widened
 from maxarpa.contexts import attach, context_keys
-from maxarpa.digest import ALGORITHM, arrays_digest, digest_to_write
+from maxarpa.digest import ALGORITHM_V2, DigestV2, arrays_digest, bounds_trusted
 from maxarpa.errors import FormatError
+from maxarpa.keywalk import rows_from_parent, unigram_rows
 from maxarpa.model import Model
 from maxarpa.output import atomic_output, check_output
 from maxarpa.table import OrderNodes, Trie
 
-MAGIC = "maxarpa-binary-2"
-READABLE_MAGICS = ("maxarpa-binary-1", MAGIC)
+MAGIC = "maxarpa-binary-3"
+MAGIC_V2 = "maxarpa-binary-2"
+READABLE_MAGICS = ("maxarpa-binary-1", MAGIC_V2, MAGIC)
 ZIP_MAGIC = b"PK\x03\x04"
-FIELDS = ("keys", "rows", "log10p", "log10bow", "listed", "mf", "mbow")
-CONTEXT_MEMBERS = ("ctx_lens", "ctx_keys")  # optional: maxarpa.contexts' tables
+FIELDS = ("keys", "rows", "log10p", "log10bow", "listed", "mf", "mbow")  # formats 1 and 2
+CONTEXT_MEMBERS = ("ctx_lens", "ctx_keys")  # optional: maxarpa.contexts' tables (formats 1, 2)
+CONTEXT_MEMBERS_V3 = ("ctx_counts", "ctx_keys")  # format 3: contexts per length, not lens
 ALIGN = 64
 _LOCAL_HEADER = struct.Struct("<4s2B4HL2L2H")  # the zip local file header (as zipfile's)
 _ZIP64_EXTRA = 20  # zipfile adds this to the local header when force_zip64 is set
 _PAD_ID = 0xA1A1  # an extra-field id no reader interprets: pure padding
+# Stored context tables as read: (lens, the arrays their ctx_digest covers, keys).
+ContextTables = tuple[np.ndarray, list[np.ndarray], np.ndarray]
 
 
 def is_binary(path: str | Path) -> bool:
@@ -70,15 +92,21 @@ def encode_vocab(vocab: list[str]) -> np.ndarray:
     return np.frombuffer("\n".join(vocab).encode("utf-8", "surrogateescape"), dtype=np.uint8)
 
 
+def _all_zero(a: np.ndarray) -> bool:
+    """Every value is +0.0 (bit for bit: what np.zeros reads back as)."""
+    return not np.asarray(a, dtype=np.float64).view(np.uint64).any()
+
+
 def write_binary(model: Model, path: str | Path, *, bounds_verified: bool = False,
                  contexts: bool = True) -> None:
-    """Write the model's table as an uncompressed, 64-byte aligned .npz at `path`.
+    """Write the model's table as an uncompressed, 64-byte aligned .npz (format 3) at `path`.
 
     The `digest` member is written as for MAX-ARPA text (`write_max_arpa`, which see for
-    `bounds_verified`): only for a table whose bounds are exact. With `contexts` (the
-    default), also the useful-context tables (`maxarpa.contexts`, the stored ones if the
-    model was read with them), so that readers need not build them, under `ctx_digest`
-    when the table has a digest (readers use them only then).
+    `bounds_verified`): only for a table whose bounds are exact (before their rounding up to
+    float32, `maxarpa.compact`). With `contexts` (the default), also the useful-context
+    tables (`maxarpa.contexts`, the stored ones if the model was read with them), so that
+    readers need not build them, under `ctx_digest` when the table has a digest (readers use
+    them only then).
 
     Written to a temporary file beside `path`, then renamed, so a failure (or SIGINT,
     SIGTERM, SIGHUP) never leaves a half-written model or a temporary file behind.
@@ -87,28 +115,76 @@ def write_binary(model: Model, path: str | Path, *, bounds_verified: bool = Fals
         OutputError: `path` has a compression suffix (a binary model is never compressed).
     """
     path = Path(path)
-    digest = digest_to_write(model.vocab, model.trie, model.eos_id, bounds_verified)
-    arrays: dict[str, np.ndarray] = {
-        "magic": np.array(MAGIC),
-        "order": np.array(model.order),
-        "vocab_utf8": encode_vocab(model.vocab),
-    }
-    for k, node in enumerate(model.trie.nodes, start=1):
-        for field in FIELDS:
-            arrays[f"{field}_{k}"] = np.ascontiguousarray(getattr(node, field))
-    if digest is not None:
-        arrays["digest"] = np.array(f"{ALGORITHM}:{digest}")
     check_output(None, path, binary=True)
-    if contexts:
-        stored = [np.ascontiguousarray(a) for a in context_keys(model)]
-        arrays.update(zip(CONTEXT_MEMBERS, stored, strict=True))
-        if digest is not None:
-            arrays["ctx_digest"] = np.array(f"{ALGORITHM}:{arrays_digest(digest, stored)}")
+    trie = model.trie
+    trusted = bounds_trusted(model.vocab, trie, model.eos_id, bounds_verified)
+    digest = DigestV2(model.vocab, trie.order) if trusted else None
     with atomic_output(path) as tmp, open(tmp, "wb") as fh, zipfile.ZipFile(
         fh, "w", zipfile.ZIP_STORED, allowZip64=True
     ) as zf:
-        for name, arr in arrays.items():
+        for name, arr in (("magic", np.array(MAGIC)), ("order", np.array(model.order)),
+                          ("vocab_utf8", encode_vocab(model.vocab))):
             _write_member(zf, fh, f"{name}.npy", arr)
+        # Order by order from the highest down, as the bounds are rounded: one order's
+        # rounded bounds in memory at a time (issue 34's conversion peak).
+        for k, stored in _stored_bounds(trie, trusted):
+            node = trie.nodes[k - 1]
+            for name, arr in _order_members(node, stored):
+                _write_member(zf, fh, f"{name}_{k}.npy", arr)
+            if digest is not None:  # over the arrays as `read_binary` will build them
+                digest.add_order(len(node.keys), _as_read(node, stored))
+            del stored
+        hexdigest = digest.hexdigest() if digest is not None else None
+        if hexdigest is not None:
+            _write_member(zf, fh, "digest.npy", np.array(f"{ALGORITHM_V2}:{hexdigest}"))
+        if contexts:  # built last: the tables are never in memory beside rounded bounds
+            lens, keys = context_keys(model)
+            stored_ctx = [np.bincount(lens, minlength=max(model.order, 1)).astype(np.int64),
+                          np.ascontiguousarray(keys, dtype=np.uint64)]
+            del lens, keys
+            for name, arr in zip(CONTEXT_MEMBERS_V3, stored_ctx, strict=True):
+                _write_member(zf, fh, f"{name}.npy", arr)
+            if hexdigest is not None:
+                ctx_digest = f"{ALGORITHM_V2}:{arrays_digest(hexdigest, stored_ctx)}"
+                _write_member(zf, fh, "ctx_digest.npy", np.array(ctx_digest))
+
+
+def _stored_bounds(trie: Trie, trusted: bool) -> Iterator[tuple[int, Stored]]:
+    """(k, order k's bounds as stored), from the highest order down. Only bounds known exact
+    are rounded (and so made to satisfy the recurrences again, `maxarpa.compact`); others
+    are written as they are, in float64, for the reader to check and recompute."""
+    if trusted:
+        yield from rounded_orders(trie)
+        return
+    for k in range(trie.order, 0, -1):
+        node = trie.nodes[k - 1]
+        yield k, Stored(np.asarray(node.mf, dtype=np.float64),
+                        np.asarray(node.mbow, dtype=np.float64))
+
+
+def _order_members(node: OrderNodes, stored: Stored) -> Iterator[tuple[str, np.ndarray]]:
+    """The members of one order (without the `_k` suffix): absent columns are left out."""
+    yield "keys", np.ascontiguousarray(node.keys, dtype=np.uint64)
+    yield "log10p", np.ascontiguousarray(node.log10p, dtype=np.float64)
+    if not _all_zero(node.log10bow):  # absent: all 0 (the highest order's)
+        yield "log10bow", np.ascontiguousarray(node.log10bow, dtype=np.float64)
+    if not np.all(node.listed):  # absent: every node listed (a suffix-closed file)
+        yield "listed", np.ascontiguousarray(node.listed, dtype=np.bool_)
+    for name, value in (("mf", stored.mf), ("mbow", stored.mbow)):
+        if value is not None:
+            yield name, np.ascontiguousarray(value)
+
+
+def _as_read(node: OrderNodes, stored: Stored) -> Iterator[np.ndarray]:
+    """One order's arrays as `read_binary` builds them from a format-3 file, in the digest's
+    order (maxarpa.digest.DigestV2), one at a time: the widened bounds are transient."""
+    bow = np.asarray(node.log10bow, dtype=np.float64)
+    yield node.keys
+    yield node.log10p
+    yield bow
+    yield widened(stored.mf, node.log10p)
+    yield widened(stored.mbow, bow)
+    yield np.asarray(node.listed, dtype=np.bool_)
 
 
 def _write_member(zf: zipfile.ZipFile, fh, name: str, arr: np.ndarray) -> None:
@@ -222,20 +298,91 @@ def read_binary_with_digest(path: str | Path, mmap: bool = False
                       else None)
         n = int(get("order")[()])
         trie = Trie(len(vocab), [])
-        for k in range(1, n + 1):
-            trie.nodes.append(OrderNodes(**{f: get(f"{f}_{k}") for f in FIELDS}))
-        tables = (tuple(get(name) for name in CONTEXT_MEMBERS)
-                  if all(name in layout for name in CONTEXT_MEMBERS) else None)
+        tables: ContextTables | None
+        if magic == MAGIC:
+            _read_orders_v3(trie, n, layout, get, frozen=mmap)
+            tables = _context_tables_v3(layout, get, n)
+        else:
+            for k in range(1, n + 1):
+                trie.nodes.append(OrderNodes(**{f: get(f"{f}_{k}") for f in FIELDS}))
+            tables = None
+            if all(name in layout for name in CONTEXT_MEMBERS):
+                lens, keys = (get(name) for name in CONTEXT_MEMBERS)
+                tables = (lens, [lens, keys], keys)
     except (OSError, ValueError, KeyError, zipfile.BadZipFile, EOFError, struct.error) as err:
         if isinstance(err, FormatError):
             raise
         raise FormatError(path, None, f"corrupt maxarpa binary file ({err})") from None
     _check_shapes(trie, path)
     model = Model(vocab, trie, path)
-    if tables is not None and digest is not None and ctx_digest == (
-            ALGORITHM, arrays_digest(digest[1], list(tables))):
-        attach(model, *tables)
+    if tables is not None and digest is not None and ctx_digest is not None and (
+            ctx_digest == (digest[0], arrays_digest(digest[1], tables[1]))):
+        attach(model, tables[0], tables[2])
     return model, digest
+
+
+def _read_orders_v3(trie: Trie, n: int, layout: dict, get, frozen: bool) -> None:
+    """Format 3's orders into `trie`: rows rebuilt from the keys when first read, absent
+    members derived (log10bow 0, listed True, mf = log10p, mbow = log10bow), float32
+    bounds widened to float64 (exactly: every float32 is a float64). With `frozen` (a
+    mapped file) the derived arrays are read-only too, like the mapped ones."""
+    def done(arr: np.ndarray) -> np.ndarray:
+        if frozen:
+            arr.flags.writeable = False
+        return arr
+
+    for k in range(1, n + 1):
+        keys = get(f"keys_{k}")
+        m = len(keys)
+        log10p = get(f"log10p_{k}")
+        log10bow = get(f"log10bow_{k}") if f"log10bow_{k}" in layout else done(np.zeros(m))
+        listed = (get(f"listed_{k}") if f"listed_{k}" in layout
+                  else done(np.ones(m, dtype=np.bool_)))
+        mf = done(widened(_bound(layout, get, f"mf_{k}"), log10p))
+        mbow = done(widened(_bound(layout, get, f"mbow_{k}"), log10bow))
+        if k == 1:
+            rows = _lazy(partial(unigram_rows, keys), frozen)
+        else:
+            rows = _lazy(partial(rows_from_parent, keys, trie.nodes[k - 2], trie.vocab_size),
+                         frozen)
+        trie.nodes.append(OrderNodes(keys, rows, log10p, log10bow, listed, mf=mf, mbow=mbow))
+        trie.bounds_rounded |= any(f"{name}_{k}" in layout and layout[f"{name}_{k}"][1] ==
+                                   np.float32 for name in ("mf", "mbow"))
+
+
+def _lazy(make: Callable[[], np.ndarray], frozen: bool) -> Callable[[], np.ndarray]:
+    """`make`, whose result is read-only when `frozen` (a partial, so a model stays
+    picklable: worker processes may receive it)."""
+    return partial(_made_rows, make, frozen)
+
+
+def _made_rows(make: Callable[[], np.ndarray], frozen: bool) -> np.ndarray:
+    rows = make()
+    rows.flags.writeable = not frozen
+    return rows
+
+
+def _bound(layout: dict, get, name: str) -> np.ndarray | None:
+    """A stored bound (float32 rounded up, or float64), None if absent."""
+    if name not in layout:
+        return None
+    value = get(name)
+    if value.dtype not in (np.float32, np.float64):
+        raise ValueError(f"{name} is {value.dtype}, not float32 or float64")
+    return value
+
+
+def _context_tables_v3(layout: dict, get, n: int) -> ContextTables | None:
+    """(lens, the arrays `ctx_digest` covers, keys) of format 3's stored context tables, or
+    None if absent; the per-context lengths are expanded from the count of each length."""
+    if not all(name in layout for name in CONTEXT_MEMBERS_V3):
+        return None
+    counts, keys = (get(name) for name in CONTEXT_MEMBERS_V3)
+    if counts.ndim != 1 or len(counts) > max(n, 1) or (counts < 0).any() or int(
+            counts.sum()) != len(keys):
+        raise ValueError("useful-context counts do not match their keys")
+    lens = np.repeat(np.arange(len(counts), dtype=np.int32), counts)
+    return lens, [counts, keys], keys
 
 
 def _split_digest(text: str) -> tuple[str, str] | None:
@@ -245,10 +392,12 @@ def _split_digest(text: str) -> tuple[str, str] | None:
 
 
 def _check_shapes(trie: Trie, path: str) -> None:
-    """Every order's arrays agree in length and the key/row dtypes are the expected ones."""
+    """Every order's arrays agree in length and the key/row dtypes are the expected ones
+    (format 3's rows are built from the keys when first read: right by construction)."""
     for k, node in enumerate(trie.nodes, start=1):
         m = len(node.keys)
-        if node.keys.dtype != np.uint64 or node.rows.shape != (m, k):
+        if node.keys.dtype != np.uint64 or node.keys.ndim != 1 or (
+                node.has_rows and node.rows.shape != (m, k)):
             raise FormatError(path, None, f"corrupt maxarpa binary file (order {k} keys/rows)")
         for f in ("log10p", "log10bow", "listed", "mf", "mbow"):
             if getattr(node, f).shape != (m,):

@@ -23,6 +23,7 @@ import numpy as np
 from maxarpa.arpa import ngram_lines
 from maxarpa.constants import LN10
 from maxarpa.errors import FormatError, shown
+from maxarpa.keywalk import prefix_rows
 from maxarpa.table import Trie
 
 
@@ -112,7 +113,13 @@ def best_absent_extension(trie: Trie, k: int, eos_id: int | None) -> np.ndarray:
     cand_parent = parent[candidates]
     del parent
     order = candidates[np.lexsort((-score[candidates], cand_parent))]
-    context = trie.lookup_rows(node.rows[:, :-1]) if k > 1 else np.zeros(m, dtype=np.int64)
+    # Each node's context c (its prefix) at order k-1, -1 where c is no node: from the keys
+    # (`prefix_rows`, a chain from order 2; no word rows), only for an order with candidates.
+    context: np.ndarray = np.zeros(m, dtype=np.int64)
+    below = None
+    for j in range(2, k + 1):
+        context = below = prefix_rows(trie.nodes[j - 1].keys, trie.nodes[j - 2].keys,
+                                      trie.vocab_size, below)
     # Group boundaries by counting (parents are dense row ids), not by binary search.
     group_size = np.bincount(cand_parent, minlength=int(max(cand_parent.max(), context.max())) + 1)
     group_start = np.cumsum(group_size) - group_size

@@ -14,6 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from maxarpa.bound import compute_bounds, group_max
+from maxarpa.compact import rounded_bounds, widened
 from maxarpa.errors import FormatError, shown
 from maxarpa.table import OrderNodes, Trie, fill_blank_probabilities
 
@@ -39,7 +40,7 @@ def check_structure(trie: Trie, path: str) -> None:
     v = np.uint64(trie.vocab_size)
     for k, node in enumerate(trie.nodes, start=1):
         m = len(node.keys)
-        if node.rows.dtype.kind not in "iu" or node.listed.dtype != np.bool_:
+        if (node.has_rows and node.rows.dtype.kind not in "iu") or node.listed.dtype != np.bool_:
             raise FormatError(path, None, f"order {k}: rows or listed have the wrong type")
         for f in ("log10p", "log10bow", "mf", "mbow"):
             arr = getattr(node, f)
@@ -47,11 +48,11 @@ def check_structure(trie: Trie, path: str) -> None:
                 raise FormatError(path, None, f"order {k}: {f} holds NaN, +inf or non-floats")
         if m == 0:
             continue
-        if (node.rows < 0).any() or (node.rows >= trie.vocab_size).any():
+        if node.has_rows and ((node.rows < 0).any() or (node.rows >= trie.vocab_size).any()):
             raise FormatError(path, None, f"order {k}: a word id is outside the vocabulary")
         if k == 1:
             if not np.array_equal(node.keys, np.arange(m, dtype=np.uint64)) or not (
-                np.array_equal(node.rows[:, 0], np.arange(m))
+                not node.has_rows or np.array_equal(node.rows[:, 0], np.arange(m))
             ):
                 raise FormatError(path, None, "order 1: unigram keys are not the word ids")
             continue
@@ -64,7 +65,10 @@ def check_structure(trie: Trie, path: str) -> None:
         # Queries and the bound checks read only keys and values; the word rows serve the
         # writers and messages, so their first column is checked against the keys, and the
         # rest (a gather of every row's suffix, the dearest check) is left to `verify`.
-        if not np.array_equal((node.keys % v).astype(np.int64), node.rows[:, 0]):
+        # Rows not built yet (a format-3 binary file) will be built from the keys: nothing
+        # to check.
+        if node.has_rows and not np.array_equal((node.keys % v).astype(np.int64),
+                                                node.rows[:, 0]):
             raise FormatError(path, None, f"order {k}: keys and word rows disagree")
 
 
@@ -148,11 +152,23 @@ def recompute_bounds(trie: Trie, eos_id: int | None) -> Trie:
 
 def first_difference(stored: Trie, fresh: Trie, vocab: list[str]) -> str | None:
     """The first n-gram whose stored log10p, mbow or mf is not bit for bit the recomputed
-    one, as one line naming the n-gram, the field and both values; None if all agree."""
+    one, as one line naming the n-gram, the field and both values; None if all agree.
+
+    Stored bounds may also be the recomputed ones rounded up to float32 as a format-3 binary
+    file stores them (`maxarpa.compact.rounded_bounds`, bit for bit): still bounds, and
+    exactly what this package writes. log10p is compared with the exact value only.
+    """
+    rounded = None
     for k, (old, new) in enumerate(zip(stored.nodes, fresh.nodes), start=1):
         for field in ("log10p", "mbow", "mf"):
             a, b = getattr(old, field), getattr(new, field)
-            i = _first_bad(~((a == b) | (np.isnan(a) & np.isnan(b))))
+            bad = ~((a == b) | (np.isnan(a) & np.isnan(b)))
+            if field != "log10p" and bad.any():
+                if rounded is None:
+                    rounded = rounded_bounds(fresh)
+                c = widened(getattr(rounded[k - 1], field), b)
+                bad &= ~(a == c)
+            i = _first_bad(bad)
             if i is not None:
                 kind = "listed" if old.listed[i] else "blank"
                 return (f"{kind} {k}-gram {shown(ngram_text(vocab, old, i))}: stored {field} "

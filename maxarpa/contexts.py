@@ -31,13 +31,13 @@ import weakref
 import numpy as np
 
 from maxarpa.errors import FormatError
+from maxarpa.keywalk import last_words, prefix_rows
 from maxarpa.model import Model
-from maxarpa.table import HashIndex, Trie, row_hashes, sort_with_order, unique_rows
+from maxarpa.table import HashIndex, row_hashes, unique_rows
 
 EMPTY_KEY = np.uint64(2**64 - 1)  # the empty context's key: never a real parent * V + word
 
 Tables = tuple[np.ndarray, np.ndarray, np.ndarray]  # rows, lens, keys
-PREFIX_CHUNK = 1 << 20  # nodes whose prefix is searched at a time (`_prefix_nodes`)
 
 # model -> (rows or None until rebuilt, lens, keys)
 _STORED: weakref.WeakKeyDictionary[Model, tuple] = weakref.WeakKeyDictionary()
@@ -144,8 +144,8 @@ def build_keys(model: Model) -> tuple[np.ndarray, np.ndarray]:
 
     Why two builders: when every useful context is a node of the table (always so for a
     prefix-closed file: KenLM's, unpruned SRILM's), the contexts are sets of node indices,
-    found with one sorted-key search per node (`_prefix_nodes`) and deduplicated as dense
-    integers; that is several times faster and smaller than hashing and sorting word rows
+    found with one sorted-key search per node (`maxarpa.keywalk.prefix_rows`) and deduplicated
+    as dense integers; that is several times faster and smaller than hashing and sorting word rows
     (issue 34: 11.8 s and 400 MB of 5.4M-n-gram conversion). A table where some prefix of
     a listed n-gram is no node (a pruned file) takes the row builder. Both number the
     contexts of each length in order of first occurrence in the same sequence, so they
@@ -158,44 +158,6 @@ def build_keys(model: Model) -> tuple[np.ndarray, np.ndarray]:
     return lens, keys
 
 
-def _prefix_nodes(trie: Trie, k: int, below: np.ndarray | None) -> np.ndarray:
-    """For each order-k node a1..ak (k >= 2), the order-(k-1) row of its prefix a1..a(k-1),
-    or -1 if that is no node. `below` is this array for order k-1 (None for k = 2).
-
-    The prefix's key is row(a2..a(k-1)) * V + a1, and a2..a(k-1) is the prefix of the node's
-    suffix a2..ak (its parent), whose row `below` holds: one search per node.
-    """
-    node = trie.nodes[k - 1]
-    first = node.rows[:, 0]
-    if below is None:
-        return first.astype(np.int32)  # an order-1 row is the word id
-    small = len(trie.nodes[k - 2].keys) < 2**31  # int32 rows: half the transient memory
-    rows = np.full(len(first), -1, dtype=np.int32 if small else np.int64)
-    parents = trie.parents(k)
-    for lo in range(0, len(first), PREFIX_CHUNK):  # chunks bound the transient arrays
-        hi = min(lo + PREFIX_CHUNK, len(first))
-        mid = below[parents[lo:hi]]
-        found = np.flatnonzero(mid >= 0)
-        query = trie.key(mid[found], first[lo:hi][found])
-        rows[lo + found] = _search_sorted(trie.nodes[k - 2].keys, query)
-    return rows
-
-
-def _search_sorted(table: np.ndarray, queries: np.ndarray) -> np.ndarray:
-    """Position of each query in the sorted `table`, -1 where absent. The queries are sorted
-    first: a search of sorted queries walks the table forward (cache-friendly), which with
-    the sort costs less than building the order's hash index (and much less than searching
-    random queries, 2.3 s for 1.9M here)."""
-    out = np.full(len(queries), -1, dtype=np.int64)
-    if len(table) == 0 or len(queries) == 0:
-        return out
-    ranked, order = sort_with_order(queries)
-    pos = np.minimum(np.searchsorted(table, ranked), len(table) - 1)
-    hit = table[pos] == ranked
-    out[order[hit]] = pos[hit]
-    return out
-
-
 def _keys_from_nodes(model: Model) -> tuple[np.ndarray, np.ndarray] | None:
     """`build_keys` over node indices; None when a useful context is no node of the table."""
     trie = model.trie
@@ -204,7 +166,8 @@ def _keys_from_nodes(model: Model) -> tuple[np.ndarray, np.ndarray] | None:
     prefixes: dict[int, np.ndarray] = {}
     below = None
     for k in range(2, n + 1):  # the prefix row of every node: one search per node
-        below = prefixes[k] = _prefix_nodes(trie, k, below)
+        below = prefixes[k] = prefix_rows(trie.nodes[k - 1].keys, trie.nodes[k - 2].keys,
+                                          trie.vocab_size, below)
     level: dict[int, np.ndarray] = {}  # U_j as order-j node indices, in gid order
     level_prefix: dict[int, np.ndarray] = {}  # the order-(j-1) node of each one's prefix
     above = np.empty(0, dtype=np.int64)
@@ -229,7 +192,7 @@ def _keys_from_nodes(model: Model) -> tuple[np.ndarray, np.ndarray] | None:
         members = level.pop(j)
         lo, hi = next_gid, next_gid + len(members)
         key = keys[lo:hi]
-        key[...] = trie.nodes[j - 1].rows[members, -1]
+        key[...] = last_words([node.keys for node in trie.nodes], trie.vocab_size, j, members)
         if j > 1:
             key += gid_of[level_prefix.pop(j)].astype(np.uint64) * v
         lens[lo:hi] = j

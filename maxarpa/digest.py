@@ -19,10 +19,19 @@ What is hashed (XXH3-128, from the `xxhash` package): a version tag, the
 vocabulary (the words' bytes joined by newlines), the order, and for each order its node count
 and the arrays keys (uint64), rows (int32), log10p, log10bow, mf, mbow (float64) and listed
 (bool), little-endian, in the table's order. The hash is over the arrays as a reader builds
-them, so a text file and a binary file of one table carry the same digest.
+them, so a text file and a binary file (format 2) of one table carry the same digest.
+
+Format-3 binary files (`maxarpa.binary_format`) store no word rows: a reader rebuilds them
+from the keys, so they carry no information of their own, and hashing them would force every
+load to build them. Their digest, algorithm `xxh3_128-v2` (ALGORITHM_V2), is the same hash
+under another tag without the rows: keys, log10p, log10bow, mf, mbow (float64, as the reader
+widens them) and listed of each order, the orders from the highest down (the order the
+writer rounds them in, `maxarpa.compact`). `digest_matches` checks either kind.
 """
 
 from __future__ import annotations
+
+from collections.abc import Iterable
 
 import numpy as np
 import xxhash
@@ -31,7 +40,9 @@ from maxarpa.checks import verify_bounds
 from maxarpa.table import Trie
 
 ALGORITHM = "xxh3_128"
+ALGORITHM_V2 = "xxh3_128-v2"  # no rows: format-3 binary files
 _TAG = b"maxarpa-digest-1\n"
+_TAG_V2 = b"maxarpa-digest-2\n"
 _LAYOUT = (("keys", "<u8"), ("rows", "<i4"), ("log10p", "<f8"), ("log10bow", "<f8"),
            ("mf", "<f8"), ("mbow", "<f8"), ("listed", "?"))
 
@@ -55,6 +66,55 @@ def table_digest(vocab: list[str], trie: Trie) -> str:
                 dtype = arr.dtype
             h.update(np.ascontiguousarray(arr, dtype=dtype).view(np.uint8).data)
     return h.hexdigest()
+
+
+_LAYOUT_V2 = tuple(pair for pair in _LAYOUT if pair[0] != "rows")
+
+
+def table_digest_v2(vocab: list[str], trie: Trie) -> str:
+    """ALGORITHM_V2's hex digest of a table (the module docstring): rows are not read."""
+    digest = DigestV2(vocab, trie.order)
+    for node in reversed(trie.nodes):
+        digest.add_order(len(node.keys), (getattr(node, f) for f, _ in _LAYOUT_V2))
+    return digest.hexdigest()
+
+
+class DigestV2:
+    """ALGORITHM_V2's digest, fed one order at a time from the highest order down (the order
+    a format-3 writer rounds and writes them in), each order's arrays in _LAYOUT_V2's order,
+    taken one at a time (a writer can make each just before it is hashed)."""
+
+    def __init__(self, vocab: list[str], order: int) -> None:
+        self._h = xxhash.xxh3_128()
+        self._h.update(_TAG_V2)
+        self._h.update("\n".join(vocab).encode("utf-8", "surrogateescape"))
+        self._h.update(f"\norder {order}\n".encode())
+
+    def add_order(self, count: int, arrays: Iterable[np.ndarray]) -> None:
+        self._h.update(f"{count}\n".encode())
+        hashed = 0
+        for (_, expected), arr in zip(_LAYOUT_V2, arrays):
+            dtype = np.dtype(expected)
+            if arr.dtype.kind != dtype.kind:  # a corrupt file: hash as is, no cast
+                self._h.update(f"unexpected {arr.dtype.str}".encode())
+                dtype = arr.dtype
+            self._h.update(np.ascontiguousarray(arr, dtype=dtype).view(np.uint8).data)
+            hashed += 1
+        assert hashed == len(_LAYOUT_V2)
+
+    def hexdigest(self) -> str:
+        return self._h.hexdigest()
+
+
+def digest_matches(digest: tuple[str, str] | None, vocab: list[str], trie: Trie) -> bool:
+    """Whether a file's digest (algorithm, hex) is the table's, by its own algorithm."""
+    if digest is None:
+        return False
+    if digest[0] == ALGORITHM:
+        return digest[1] == table_digest(vocab, trie)
+    if digest[0] == ALGORITHM_V2:
+        return digest[1] == table_digest_v2(vocab, trie)
+    return False
 
 
 def arrays_digest(parent: str, arrays: list[np.ndarray]) -> str:
@@ -92,7 +152,14 @@ def digest_to_write(vocab: list[str], trie: Trie, eos_id: int | None,
     otherwise (a table from the raw readers, or edited in memory) they are recomputed here and
     a table that differs is written without a digest, to be recomputed or refused on load.
     """
-    without_negative_zeros(trie)  # `0` is written for both zeros: hash what reads back
-    if not bounds_verified and verify_bounds(trie, vocab, eos_id) is not None:
+    if not bounds_trusted(vocab, trie, eos_id, bounds_verified):
         return None
     return table_digest(vocab, trie)
+
+
+def bounds_trusted(vocab: list[str], trie: Trie, eos_id: int | None,
+                   bounds_verified: bool) -> bool:
+    """`digest_to_write`'s decision alone: whether a writer may stamp a digest (the bounds
+    are verified, or recompute equal). Replaces -0.0 by 0.0 first, as every writer must."""
+    without_negative_zeros(trie)  # `0` is written for both zeros: hash what reads back
+    return bounds_verified or verify_bounds(trie, vocab, eos_id) is None

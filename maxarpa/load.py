@@ -24,7 +24,7 @@ from maxarpa.checks import (
     suffix_mismatch,
 )
 from maxarpa.config import DEFAULT_CONFIG, Config
-from maxarpa.digest import ALGORITHM, table_digest
+from maxarpa.digest import digest_matches
 from maxarpa.errors import FormatError
 from maxarpa.maxarpa_format import is_max_arpa, read_max_arpa_with_digest, write_max_arpa
 from maxarpa.model import Model
@@ -74,7 +74,7 @@ def load(path: str | Path, *, mmap: bool = False, config: Config | None = None) 
         return apply_config(_from_arpa(path), config)
     if digest is None:
         distrust: str | None = "the file carries no digest"
-    elif digest != (ALGORITHM, table_digest(model.vocab, model.trie)):
+    elif not digest_matches(digest, model.vocab, model.trie):
         distrust = "the file's digest does not match its numbers"
     else:
         distrust = None  # as this package wrote it

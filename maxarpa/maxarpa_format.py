@@ -20,6 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from maxarpa.arpa import ENCODING, ERRORS, open_binary, parse_number
+from maxarpa.checks import recompute_bounds
 from maxarpa.digest import ALGORITHM, digest_to_write
 from maxarpa.errors import FormatError, shown
 from maxarpa.model import Model
@@ -74,6 +75,8 @@ def write_max_arpa(
     """
     from maxarpa.native import format_lines
 
+    if model.trie.bounds_rounded:  # a format-3 binary file's: text carries exact bounds
+        model = Model(model.vocab, recompute_bounds(model.trie, model.eos_id), model.source)
     compression = compression_of(path)
     digest = digest_to_write(model.vocab, model.trie, model.eos_id, bounds_verified)
     nodes = model.trie.nodes

@@ -11,26 +11,58 @@ every walk is suffix-closed; a blank's probability is its backed-off value and i
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from functools import partial
 
 import numpy as np
 
 from maxarpa.arpa import ArpaData, OrderArrays, ngram_lines
 from maxarpa.errors import FormatError, shown
+from maxarpa.keywalk import rows_from_parent, sort_with_order, unigram_rows
 
 
-@dataclass
 class OrderNodes:
-    """The nodes of one order, sorted by key. All log values are log10."""
+    """The nodes of one order, sorted by key. All log values are log10.
 
-    keys: np.ndarray  # uint64, sorted; parent_index * V + first_word
-    rows: np.ndarray  # (m, k) int32 word ids, oldest first
-    log10p: np.ndarray  # float64: listed value, or the backed-off value for a blank
-    log10bow: np.ndarray  # float64: 0 for blanks and missing columns
-    listed: np.ndarray  # bool
-    # Filled by bound.compute_bounds (or read from a file); empty until then.
-    mf: np.ndarray = field(default_factory=lambda: np.empty(0))  # max log10 p over extensions
-    mbow: np.ndarray = field(default_factory=lambda: np.empty(0))  # max log10 backoff sum
+    `rows` may be given as a function that builds them: a binary file of format 3 does not
+    store them (they follow from the keys, `rows_from_parent`), and most processes that load
+    a model never read them (queries, bounds and the full DP read keys and values only), so
+    they are built on first access and kept.
+    """
+
+    def __init__(self, keys: np.ndarray, rows: np.ndarray | Callable[[], np.ndarray],
+                 log10p: np.ndarray, log10bow: np.ndarray, listed: np.ndarray,
+                 mf: np.ndarray | None = None, mbow: np.ndarray | None = None) -> None:
+        self.keys = keys  # uint64, sorted; parent_index * V + first_word
+        self._rows: np.ndarray | None = None  # (m, k) int32 word ids, oldest first
+        self._make_rows: Callable[[], np.ndarray] | None = None
+        if callable(rows):
+            self._make_rows = rows
+        else:
+            self._rows = rows
+        self.log10p = log10p  # float64: listed value, or the backed-off value for a blank
+        self.log10bow = log10bow  # float64: 0 for blanks and missing columns
+        self.listed = listed  # bool
+        # Filled by bound.compute_bounds (or read from a file); empty until then.
+        self.mf = mf if mf is not None else np.empty(0)  # max log10 p over extensions
+        self.mbow = mbow if mbow is not None else np.empty(0)  # max log10 backoff sum
+
+    @property
+    def rows(self) -> np.ndarray:
+        """(m, k) int32 word ids, oldest first (built on first access when lazy)."""
+        if self._rows is None:
+            assert self._make_rows is not None
+            self._rows, self._make_rows = self._make_rows(), None
+        return self._rows
+
+    @rows.setter
+    def rows(self, value: np.ndarray) -> None:
+        self._rows, self._make_rows = value, None
+
+    @property
+    def has_rows(self) -> bool:
+        """Whether the rows exist already (reading `rows` would not build them)."""
+        return self._rows is not None
 
 
 _MIX = np.uint64(0x9E3779B97F4A7C15)  # 2^64 / golden ratio: Fibonacci hashing
@@ -68,27 +100,6 @@ def unique_rows(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     view = a.view(np.dtype((np.void, a.dtype.itemsize * a.shape[1]))).ravel()
     _, first = np.unique(view, return_index=True)
     return a[first], first
-
-
-def sort_with_order(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(keys sorted, the int64 order that sorts them, ties in index order) for uint64 keys.
-
-    Why not `np.argsort`: when a key and its index fit in 64 bits together (the table's keys
-    are row * V + word, about 2^37 for 5M n-grams), sorting the packed values is one direct
-    sort, which numpy vectorises (x86-simd-sort), about twice as fast as the indirect argsort
-    (issue 34). Otherwise, a stable argsort.
-    """
-    m = len(keys)
-    shift = max((m - 1).bit_length(), 1)
-    if m and int(keys.max()) < 1 << (64 - shift):
-        packed = keys << np.uint64(shift)
-        packed |= np.arange(m, dtype=np.uint64)
-        packed.sort()
-        order = (packed & np.uint64((1 << shift) - 1)).astype(np.int64)
-        packed >>= np.uint64(shift)
-        return packed, order
-    order = np.argsort(keys, kind="stable")
-    return keys[order], order
 
 
 INSERT_CHUNK = 1 << 18  # keys placed in the hash at a time
@@ -155,6 +166,9 @@ class Trie:
         self.nodes = nodes
         self._v = np.uint64(vocab_size)
         self._hash: dict[int, HashIndex] = {}
+        # True when mf and mbow were read rounded up to float32 (a format-3 binary file,
+        # maxarpa.compact): still bounds, but the text writer recomputes the exact ones.
+        self.bounds_rounded = False
 
     @property
     def order(self) -> int:
@@ -216,9 +230,14 @@ def _build_closed(data: ArpaData) -> Trie | None:
     output), or None if it is not (or repeats an n-gram), for the general build.
 
     Why a separate path: with no blanks to add, each order only needs its keys and one sort,
-    and the ARPA arrays can become the table's arrays, permuted in place: no row hashing, no
-    second copy (issue 10's conversion time and memory). On None, every order permuted so
-    far holds the same n-grams in another order, which the general build does not mind.
+    and the ARPA value arrays can become the table's arrays, permuted in place: no row
+    hashing, no second copy (issue 10's conversion time and memory). The word rows are not
+    kept at all: they follow from the keys (`rows_from_parent`), and conversion never reads
+    them (bounds and context tables walk the keys), so each order's ARPA ids are released
+    once the next order has been linked to them, and the table's rows are built only if
+    something asks (issue 34: 87 MiB and their permutation, on the 5.4M-n-gram model). On
+    None, `data.orders` is restored (the orders done so far from the table, in key order,
+    which the general build does not mind).
 
     Each n-gram's suffix row is found by one forward scan of the order below in file order
     (`_file_order_suffixes`) when the file lists every order sorted by reversed n-gram, as
@@ -244,6 +263,7 @@ def _build_closed(data: ArpaData) -> Trie | None:
             else:
                 suffix = trie.lookup_rows(own.ids[:, 1:])
                 if (suffix < 0).any():
+                    _restore(data, trie)
                     return None
             del scanned, moved
             keys = trie.key(suffix, own.ids[:, 0])
@@ -253,8 +273,9 @@ def _build_closed(data: ArpaData) -> Trie | None:
         if k > 1:
             keys, perm = sort_with_order(keys)
             if (keys[1:] == keys[:-1]).any():
+                _restore(data, trie)
                 return None
-            for column in (own.ids, own.log10p, own.log10bow):
+            for column in (own.log10p, own.log10bow):
                 column[...] = column[perm]
             if scanned is not None:
                 moved = np.empty(len(perm), dtype=np.int64)
@@ -263,10 +284,24 @@ def _build_closed(data: ArpaData) -> Trie | None:
         else:
             moved = np.arange(len(keys))
         listed = np.ones(len(keys), dtype=bool)
-        trie.nodes.append(OrderNodes(keys, own.ids, own.log10p, own.log10bow, listed))
+        rows = (partial(unigram_rows, keys) if k == 1 else
+                partial(rows_from_parent, keys, trie.nodes[k - 2], vocab_size))
+        trie.nodes.append(OrderNodes(keys, rows, own.log10p, own.log10bow, listed))
+        # The ids of this order were needed to link the next one (the scan above, or the
+        # hash walk, which needs only the next order's ids): the table owns the values.
+        data.orders[k - 1] = OrderArrays(np.empty((0, k), np.int32), own.log10p,
+                                         own.log10bow)
+        del own
     for k in range(n):  # the table owns the arrays now
         data.orders[k] = OrderArrays(np.empty((0, k + 1), np.int32), np.empty(0), np.empty(0))
     return trie
+
+
+def _restore(data: ArpaData, trie: Trie) -> None:
+    """Put back the ARPA arrays of the orders `_build_closed` has done (in key order, their
+    rows built from the keys), for the general build."""
+    for k, node in enumerate(trie.nodes, start=1):
+        data.orders[k - 1] = OrderArrays(node.rows, node.log10p, node.log10bow)
 
 
 def _file_order_suffixes(data: ArpaData, k: int) -> np.ndarray | None:
@@ -369,3 +404,4 @@ def fill_blank_probabilities(trie: Trie, k: int) -> None:
         context_idx >= 0, trie.nodes[k - 2].log10bow[np.maximum(context_idx, 0)], 0.0
     )
     node.log10p[blank] = ctx_bow + trie.nodes[k - 2].log10p[suffix_idx]
+

@@ -102,6 +102,8 @@ def test_missing_marker_opt_out_equals_the_reference_with_the_marker_added(tmp_p
     models = [from_arpa, maxarpa.load(tmp_path / "bare.maxarpa", config=ACCEPT_MARKERS),
               maxarpa.load(tmp_path / "bare.npz", mmap=True, config=ACCEPT_MARKERS)]
     for model in models:
+        # The binary file stores its bounds rounded up to float32 (maxarpa.compact).
+        slack = 2.0**-22 if model is models[2] else 0.0
         assert model.bos_id is not None and model.eos_id is not None
         assert len({model.bos_id, model.eos_id, model.unk_id}) == 3
         assert model.vocab == from_arpa.vocab
@@ -111,7 +113,11 @@ def test_missing_marker_opt_out_equals_the_reference_with_the_marker_added(tmp_p
                 assert model.log10p(w, ctx) == pytest.approx(ref_log10p(ref, w, ctx),
                                                              abs=TIGHT), (ctx, w)
                 got, want = model.max_log10p(w, ctx), ref_max_log10p(ref, w, ctx)
-                assert got == pytest.approx(want, abs=TIGHT) or got == want, (ctx, w)
+                if slack:
+                    assert want - TIGHT <= got <= want + slack * max(abs(want), 1.0) or (
+                        got == want), (ctx, w)
+                else:
+                    assert got == pytest.approx(want, abs=TIGHT) or got == want, (ctx, w)
 
 
 @pytest.mark.parametrize("seed", range(6))

@@ -1,0 +1,135 @@
+"""The bounds of a format-3 binary file: float32, rounded up, never down.
+
+Why float32: mf and mbow are half of what a binary model stores besides keys and
+probabilities (issue 34: the file was 2.9x KenLM's). They are upper bounds, not the model: a
+bound that is larger stays a bound, so storing each one rounded up to float32 (about 7
+significant digits, a relative slack of at most 2^-24, 6e-8) keeps every certificate valid
+and costs the decoder at most that much looseness. Probabilities and backoffs are the model
+and stay float64, bit for bit what the ARPA text says (a float32 p would change every score
+and make the certificate's exact comparison of q and p false).
+
+Why rounded top-down rather than each value alone: the load-time checks of an untrusted file
+(`maxarpa.checks.check_stored_bounds`) test the recurrences of bound.py as inequalities, on
+the stored values: mbow >= bow + max(0, mbow of each child) and mf >= mf of each child. A
+parent rounded alone could land below its rounded child. So each order's values are rounded
+from max(exact value, what the recurrence gives on the rounded children), highest order first,
+and every rounded table satisfies the same inequalities the exact one does; `maxarpa verify`
+recomputes the exact bounds, rounds them this way and compares bit for bit
+(`rounded_bounds`).
+
+The highest order needs nothing stored: its mf is its log10p and its mbow its backoff
+(bound.py), which the reader takes when the members are absent (`Stored.mf is None`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import numpy as np
+
+from maxarpa.table import Trie
+
+F32_MAX = float(np.finfo(np.float32).max)
+
+
+ROUND_CHUNK = 1 << 20  # values rounded at a time: bounds the transient float64 copies
+
+
+def round_up_f32(values: np.ndarray) -> np.ndarray | None:
+    """The smallest float32 >= each float64 value (-0.0 made 0.0, -inf kept), or None when
+    a value does not fit (above float32's largest finite value; such an order keeps float64).
+    """
+    if len(values) and float(np.max(values)) > F32_MAX:
+        return None
+    out = np.empty(len(values), dtype=np.float32)
+    for lo in range(0, len(values), ROUND_CHUNK):
+        x = values[lo : lo + ROUND_CHUNK]
+        with np.errstate(over="ignore"):
+            y = x.astype(np.float32)  # to nearest: below the value about half the time
+        low = y.astype(np.float64) < x  # (a value below -F32_MAX became -inf: low too)
+        y[low] = np.nextafter(y[low], np.float32(np.inf))
+        y += np.float32(0.0)  # -0.0 + 0.0 = +0.0: no negative zero reaches a file
+        out[lo : lo + len(y)] = y
+    return out
+
+
+@dataclass
+class Stored:
+    """What one order stores for its bounds: float32 (or float64 when float32 cannot hold
+    them) arrays, or None where the reader derives the value (mf = log10p, mbow = log10bow)."""
+
+    mf: np.ndarray | None
+    mbow: np.ndarray | None
+
+
+def _same_bits(a: np.ndarray, b: np.ndarray) -> bool:
+    return a.dtype == b.dtype and a.shape == b.shape and bool(
+        np.array_equal(a.view(np.uint64), b.view(np.uint64)))
+
+
+def widened(stored: np.ndarray | None, default: np.ndarray) -> np.ndarray:
+    """A stored bound as the model holds it (float64), or `default` where none is stored."""
+    if stored is None:
+        return default
+    return stored.astype(np.float64) if stored.dtype != np.float64 else stored
+
+
+def rounded_bounds(trie: Trie) -> list[Stored]:
+    """Each order's bounds as a format-3 file stores them (see the module docstring), in
+    order 1..n (`rounded_orders` gives them one at a time, highest order first)."""
+    out: list[Stored] = [Stored(None, None) for _ in range(trie.order)]
+    for k, stored in rounded_orders(trie):
+        out[k - 1] = stored
+    return out
+
+
+def rounded_orders(trie: Trie) -> Iterator[tuple[int, Stored]]:
+    """(k, what order k stores for its bounds), from the highest order down: each order's
+    rounding needs only the rounded order above, so a writer holds one order's at a time.
+
+    The highest order stores none when its mf is its log10p and its mbow its backoff, as
+    bound.py makes them (compared bit for bit; otherwise they are rounded like the others).
+    """
+    n = trie.order
+    above_mf = above_mbow = None  # what order k + 1 stores (float32 or float64)
+    for k in range(n, 0, -1):
+        node = trie.nodes[k - 1]
+        mf = np.asarray(node.mf, dtype=np.float64)
+        mbow = np.asarray(node.mbow, dtype=np.float64)
+        if k == n and _same_bits(mf, node.log10p) and _same_bits(mbow, node.log10bow):
+            above_mf, above_mbow = mf, mbow
+            yield k, Stored(None, None)
+            continue
+        if above_mf is not None and above_mbow is not None:
+            # The maxima of float32 values are float32, widened exactly into float64.
+            child_mbow, child_mf = _children_max2(trie, k + 1, above_mbow, above_mf)
+            del above_mf, above_mbow
+            np.maximum(child_mbow, 0.0, out=child_mbow)
+            child_mbow += node.log10bow
+            np.maximum(child_mbow, mbow, out=child_mbow)
+            np.maximum(child_mf, mf, out=child_mf)
+            mbow, mf = child_mbow, child_mf
+            del child_mbow, child_mf
+        rounded_mf, rounded_mbow = round_up_f32(mf), round_up_f32(mbow)
+        stored = Stored(rounded_mf if rounded_mf is not None else mf,
+                        rounded_mbow if rounded_mbow is not None else mbow)
+        del mf, mbow, rounded_mf, rounded_mbow
+        above_mf, above_mbow = stored.mf, stored.mbow
+        yield k, stored
+
+
+def _children_max2(trie: Trie, k: int, a: np.ndarray, b: np.ndarray
+                   ) -> tuple[np.ndarray, np.ndarray]:
+    """`bound.children_max` of two arrays of order k at once: the groups (each order-(k-1)
+    node's children) are found once."""
+    size = len(trie.nodes[k - 2].keys)
+    out_a, out_b = np.full(size, -np.inf), np.full(size, -np.inf)
+    if len(a):
+        groups = trie.parents(k)
+        starts = np.flatnonzero(np.r_[True, groups[1:] != groups[:-1]])
+        heads = groups[starts]
+        del groups
+        out_a[heads] = np.maximum.reduceat(a, starts)
+        out_b[heads] = np.maximum.reduceat(b, starts)
+    return out_a, out_b
