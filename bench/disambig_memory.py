@@ -1,0 +1,153 @@
+"""Where the memory of `arsdecode disambig` goes, phase by phase (issue 34, "Memory").
+
+Why its own module: the whole-process peak (bench/bench_disambig.py) says how much, not where.
+This runs the steps `arsdecode.cli.disambig.run` takes, one child process per setting, and
+after each phase records the resident set (VmRSS), the peak so far (VmHWM), and what
+tracemalloc saw allocated in the phase (Python objects and numpy arrays; the compiled core's
+C++ vectors are invisible to it, so RSS minus tracemalloc is that, the interpreter and the
+shared libraries). Phases: the interpreter, `import numpy`, the CLI's imports, the model (read
+or mapped), the map and the text (lattices), the compiled DP's set-up (its context tables and
+the walk's tables), then the setting's work (decode, k-best, forward-backward) with the DP's
+transition cache size after it.
+
+Usage: python -m bench.disambig_memory --text OBS --map MAP [--lm M] [--mix-lm G --lambda L]
+           [--settings best nbest posteriors] [--no-tracemalloc]
+Prints one table per setting (MB); `--json` writes them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tracemalloc
+from pathlib import Path
+from typing import Any
+
+SETTINGS = {"best": [], "nbest": ["--nbest", "10"], "posteriors": ["--posteriors", "--totals"]}
+
+
+def status_mb() -> tuple[float, float]:
+    """(VmRSS, VmHWM) of this process in MB, from /proc/self/status."""
+    got = {}
+    for line in Path("/proc/self/status").read_text().splitlines():
+        key, _, value = line.partition(":")
+        if key in ("VmRSS", "VmHWM"):
+            got[key] = int(value.split()[0]) / 1024.0
+    return got["VmRSS"], got["VmHWM"]
+
+
+class Phases:
+    """Records (phase, RSS, peak RSS, tracemalloc net and peak in the phase) in MB."""
+
+    def __init__(self, trace: bool) -> None:
+        self.trace = trace
+        self.rows: list[dict[str, Any]] = []
+
+    def mark(self, name: str) -> None:
+        rss, hwm = status_mb()
+        row: dict[str, Any] = {"phase": name, "rss_mb": round(rss, 1), "peak_rss_mb": round(hwm, 1)}
+        if self.trace and tracemalloc.is_tracing():
+            cur, peak = tracemalloc.get_traced_memory()
+            row["traced_mb"] = round(cur / 2**20, 1)
+            row["traced_peak_in_phase_mb"] = round(peak / 2**20, 1)
+            tracemalloc.reset_peak()
+        self.rows.append(row)
+
+
+def child(args: argparse.Namespace) -> list[dict[str, Any]]:
+    """One setting, in this process (the parent runs each setting as its own child)."""
+    ph = Phases(not args.no_tracemalloc)
+    if ph.trace:
+        tracemalloc.start()
+    ph.mark("interpreter")
+    import numpy  # noqa: F401
+
+    ph.mark("import numpy")
+    from arsdecode.cli.disambig import _posteriors
+    from arsdecode.cli.main import build_parser
+    from arsdecode.cli.target import build, target_spec
+    from arsdecode.lattice.disambig_map import DisambigMap, text_sentences
+
+    ph.mark("CLI imports")
+    argv = ["disambig", "--text", args.text, "--map", args.map, "--logmap",
+            *SETTINGS[args.setting]]
+    if args.lm:
+        argv += ["--lm", args.lm]
+    if args.mix_lm:
+        argv += ["--mix-lm", args.mix_lm, "--lambda", str(args.lam)]
+    ns = build_parser().parse_args(argv)
+    from arsdecode.api import DEFAULT_LM
+
+    spec = target_spec(ns, lm=str(DEFAULT_LM) if ns.lm is None else ns.lm, order=None,
+                       sentence_start=True, sentence_end=True)
+    target = build(spec).model
+    ph.mark("model read/mapped")
+    dmap = DisambigMap.read(ns.map, logmap=True)
+    sentences = text_sentences(dmap, ns.text, mapw=1.0, keep_unk=False)
+    lattices = [lat for _, lat in sentences if lat is not None]
+    ph.mark("map + lattices")
+    from arsdecode.api import decode, decode_kbest, decode_many
+
+    decode(target, lattices[0], method="auto")
+    ph.mark("DP set-up (1st lattice)")
+    if args.setting == "best":
+        decode_many(target, lattices, method="auto")
+    elif args.setting == "nbest":
+        for lat in lattices[:20]:
+            decode_kbest(target, lat, min(10, lat.num_paths()))
+    else:
+        _posteriors(target, lattices)
+    ph.mark(f"{args.setting} (all lattices)")
+    ph.rows[-1]["dp_cache_mb"] = round(_cache_mb(target), 1)
+    return ph.rows
+
+
+def _cache_mb(target: Any) -> float:
+    """MB the compiled DPs' transition caches hold now, over every DP built in this process."""
+    from arsdecode.methods import fast_full
+
+    return sum(dp.cache_bytes() for dp in list(fast_full._DP.values())) / 2**20
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--text", required=True)
+    ap.add_argument("--map", required=True)
+    ap.add_argument("--lm", default=None)
+    ap.add_argument("--mix-lm", default=None)
+    ap.add_argument("--lambda", dest="lam", type=float, default=0.6)
+    ap.add_argument("--settings", nargs="+", default=list(SETTINGS), choices=list(SETTINGS))
+    ap.add_argument("--setting", choices=list(SETTINGS), help=argparse.SUPPRESS)
+    ap.add_argument("--no-tracemalloc", action="store_true")
+    ap.add_argument("--json", type=Path)
+    args = ap.parse_args(argv)
+    if args.setting:  # the child
+        print(json.dumps(child(args)))
+        return 0
+    out = {}
+    for setting in args.settings:
+        cmd = [sys.executable, "-m", "bench.disambig_memory", "--setting", setting,
+               "--text", args.text, "--map", args.map, "--lambda", str(args.lam)]
+        for flag, value in (("--lm", args.lm), ("--mix-lm", args.mix_lm)):
+            if value:
+                cmd += [flag, value]
+        if args.no_tracemalloc:
+            cmd.append("--no-tracemalloc")
+        rows = json.loads(subprocess.run(cmd, check=True, capture_output=True,
+                                         text=True).stdout.splitlines()[-1])
+        out[setting] = rows
+        print(f"## {setting}\n| phase | RSS MB | peak RSS MB | traced MB | traced peak in phase |"
+              "\n|---|---|---|---|---|")
+        for r in rows:
+            print(f"| {r['phase']} | {r['rss_mb']} | {r['peak_rss_mb']} | "
+                  f"{r.get('traced_mb', '-')} | {r.get('traced_peak_in_phase_mb', '-')} |"
+                  + (f" cache {r['dp_cache_mb']} MB" if "dp_cache_mb" in r else ""))
+    if args.json:
+        args.json.write_text(json.dumps(out, indent=1) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
