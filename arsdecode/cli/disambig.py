@@ -17,7 +17,7 @@ from __future__ import annotations
 import argparse
 import math
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from arsdecode.cli.options import (
@@ -136,13 +136,15 @@ def _number(x: float) -> str:
 
 
 def _posteriors(lm: ModelLike, lattices: Sequence[Lattice], *, samples: int = 1000,
-                seed: int = 0) -> list[MarginalsResult]:
-    """Per lattice: its posterior marginals and ln Z (`arsdecode.api.marginals`, method auto:
-    exact by forward-backward where the merged states fit the budget, else from `samples`
-    exact samples; each result's `exact` says which)."""
+                seed: int = 0) -> Iterator[MarginalsResult]:
+    """Per lattice, lazily: its posterior marginals and ln Z (`arsdecode.api.marginals`,
+    method auto: exact by forward-backward where the merged states fit the budget, else from
+    `samples` exact samples; each result's `exact` says which). Lazily, so that one sentence's
+    table is printed and dropped before the next is computed (issue 34: the whole batch's
+    marginals were held at once)."""
     from arsdecode.api import marginals
 
-    return [marginals(lm, lat, samples, seed, method="auto") for lat in lattices]
+    return (marginals(lm, lat, samples, seed, method="auto") for lat in lattices)
 
 
 def _empty_sentence_log_p(target: Any) -> float:
