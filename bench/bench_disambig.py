@@ -35,6 +35,7 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from typing import Literal
 
 import numpy as np
 
@@ -137,11 +138,12 @@ def in_process(sentences: list[list[str]], runs: int) -> bool:
                         print(f"disambig command, {what}: {secs:.2f} s CPU, {mb:.0f} MB",
                               flush=True)
                     kbest_rows = {}
-                    for method in ("auto", "ars"):
+                    kmethods: tuple[Literal["auto", "ars"], ...] = ("auto", "ars")
+                    for kmethod in kmethods:
                         t0 = cpu()
-                        kbest_rows[method] = [decode(lm, lat, k=10, method=method)
-                                              for lat in lattices[:20]]
-                        timings[f"10best-{method}"] = cpu() - t0
+                        kbest_rows[kmethod] = [decode(lm, lat, k=10, method=kmethod)
+                                               for lat in lattices[:20]]
+                        timings[f"10best-{kmethod}"] = cpu() - t0
                     same = all(np.allclose([p.log_p for p in a.paths], [p.log_p for p in b.paths],
                                            rtol=0, atol=1e-9)
                                for a, b in zip(*kbest_rows.values(), strict=True))
