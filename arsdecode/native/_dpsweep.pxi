@@ -140,7 +140,10 @@ cdef class _DPWorker(_DPCaches):
                                 if self.dense and (a + self._wbound(last, cand_ids[c]) + e
                                                    + H[c - pos_off[p0]]) < thr:
                                     continue
-                            self._trans(g, cand_ids[c], &ng, &lp, &sctx)
+                            if posteriors and not self.dense:  # no cache: see _walk
+                                self._walk(g, cand_ids[c], &ng, &lp, &sctx)
+                            else:
+                                self._trans(g, cand_ids[c], &ng, &lp, &sctx)
                             lp = self.lmw * lp + e
                             if not isfinite(lp):
                                 continue
