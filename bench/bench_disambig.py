@@ -1,4 +1,4 @@
-"""Issue 23's inputs, measured: SRILM disambig's task on this project's methods (groundwork).
+"""SRILM disambig's task on this project's methods (issues 23 and 34): time and peak memory.
 
 The lattices of issue 23: the last 100 sentences of state_union, keypad noise at k=64 and seed
 0, once with full candidate lists and once with the top 100 per token, written as disambig's
@@ -6,22 +6,24 @@ inputs (a text of observed tokens and a map of log10 p(observed | hidden), one l
 distinct token). These sentences are in the embedded model's training text: this bench
 measures speed and memory, not accuracy.
 
-Printed, per input kind and order:
-  - the whole `arsdecode disambig` process (method auto): CPU seconds (user + system of the
-    child) and peak resident memory, best of 3 runs;
-  - in process, on the same lattices read by `arsdecode.lattice.disambig_map`: `decode_many`
-    with methods ars, full and auto (CPU seconds), every best path checked equal in ln p
-    (1e-9) across methods, and which method auto ran;
-  - 10-best on the first 20 top-100 lattices: auto (the compiled merged-DP k-best) and ARS's
-    k-best, the K scores checked equal (1e-9);
-  - exact posteriors and ln Z (`marginals`, method auto: the compiled forward-backward) for the
-    top-100 lattices, and the whole `disambig --posteriors` process when it has that option.
-Next to them, SRILM disambig 1.7.3's figures from the issue (measured by a session on this
-kind of machine; SRILM is not installed here) and the issue's goals.
+Default run (issue 34's table; `--doc` writes it into docs/performance.md between the
+`bench:disambig` markers): the whole `arsdecode disambig` process on the top-100 lattices at
+order 5, CPU seconds (user + system) and peak RSS by GNU time, best of `--runs`, at disambig's
+settings: 1-best, `-nbest 10` (first 20 lattices), `-fb -posteriors -totals` and `-mix-lm`
+(the embedded model mixed with `--general`, lambda 0.6); beside them the floor every Python
+process of ours pays, `python -c "import numpy"`, measured in the same run. SRILM is not
+installed here (no registry has it): its figures are issue 34's, measured by an earlier
+session on this kind of machine, quoted as such, so the ratios compare runs made apart.
 
-Usage: python -m bench.bench_disambig [--sentences 100]
-  Order 5 is the embedded model; order 3 is that model at `--order 3` (`maxarpa.truncate`,
-  what disambig -order 3 does with it), as in the issue's measurement.
+`--in-process` adds issue 23's section: per input kind and order, `decode_many` with methods
+ars, full and auto (every best path checked equal in ln p, 1e-9, across methods), 10-best of
+auto against ARS's k-best (K scores equal, 1e-9), and the exact posteriors (`marginals`).
+
+Usage: python -m bench.bench_disambig [--runs 3] [--general M] [--doc] [--in-process]
+  --general: the 54k-word general 5-gram of state_union + brown + abc + webtext, made by
+  `python -m data_prep.prepare_sms --out work/sms_all --corpora state_union brown abc webtext
+  --orders 5` (its lm.5.maxarpa, or that converted with `maxarpa convert --binary`);
+  default work/sms_all/lm.5.npz or .maxarpa when there; without it the -mix-lm row is skipped.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from typing import Literal
 
 import numpy as np
 
@@ -89,18 +92,13 @@ def whole_process(text: Path, mp: Path, lm: Path, *extra: str,
     return best
 
 
-def main() -> int:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--sentences", type=int, default=100)
-    args = ap.parse_args()
-
+def in_process(sentences: list[list[str]], runs: int) -> bool:
+    """Issue 23's section (module docstring); True when every method agreed."""
     import maxarpa
     from arsdecode.api import DEFAULT_LM, decode, decode_many, marginals
     from arsdecode.lattice.disambig_map import DisambigMap, text_lattices
     from arsdecode.tasks.sms.keypad import KeypadChannel
-    from data_prep.corpus import load_sentences
 
-    sentences = load_sentences(["state_union"])[-args.sentences:]
     models = {5: Path(DEFAULT_LM), 3: Path(DEFAULT_LM)}
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
@@ -110,7 +108,7 @@ def main() -> int:
             channel = KeypadChannel.from_vocab(lm.vocab, k=64.0)
             for kind, top_k in (("top100", 100), ("full", None)):
                 text, mp = write_inputs(Path(tmp), channel, sentences, top_k)
-                proc_s, rss = whole_process(text, mp, lm_path, *order_flag)
+                proc_s, rss = whole_process(text, mp, lm_path, *order_flag, runs=runs)
                 lattices = [lat for lat in text_lattices(DisambigMap.read(mp, logmap=True), text)
                             if lat is not None]
                 timings, scores = {}, {}
@@ -136,15 +134,16 @@ def main() -> int:
                     for what, extra, txt in (("10-best, first 20", ("--nbest", "10"), first20),
                                              ("posteriors + totals", ("--posteriors", "--totals"),
                                               text)):
-                        secs, mb = whole_process(txt, mp, lm_path, *extra)
+                        secs, mb = whole_process(txt, mp, lm_path, *extra, runs=runs)
                         print(f"disambig command, {what}: {secs:.2f} s CPU, {mb:.0f} MB",
                               flush=True)
                     kbest_rows = {}
-                    for method in ("auto", "ars"):
+                    kmethods: tuple[Literal["auto", "ars"], ...] = ("auto", "ars")
+                    for kmethod in kmethods:
                         t0 = cpu()
-                        kbest_rows[method] = [decode(lm, lat, k=10, method=method)
-                                              for lat in lattices[:20]]
-                        timings[f"10best-{method}"] = cpu() - t0
+                        kbest_rows[kmethod] = [decode(lm, lat, k=10, method=kmethod)
+                                               for lat in lattices[:20]]
+                        timings[f"10best-{kmethod}"] = cpu() - t0
                     same = all(np.allclose([p.log_p for p in a.paths], [p.log_p for p in b.paths],
                                            rtol=0, atol=1e-9)
                                for a, b in zip(*kbest_rows.values(), strict=True))
@@ -160,7 +159,138 @@ def main() -> int:
                           f"{cpu() - t0:.2f} s, exact on {sum(m.exact for m in exact)} | "
                           f"goal: {GOALS[('posteriors', 5)]}", flush=True)
                 rows.append((kind, order, proc_s, rss, timings, agree))
-    return 0 if all(r[5] for r in rows) else 1
+    return all(r[5] for r in rows)
+
+
+# Issue 34's table: SRILM disambig 1.7.3's figures there (CPU s, peak MB), and the goals.
+SRILM_34 = {"1-best": (2.80, 18.0), "-nbest 10 (first 20)": (1.04, 20.0),
+            "-fb -posteriors -totals": (4.84, 19.0), "-mix-lm": (28.5, 180.0)}
+ISSUE_34 = {"1-best": (0.91, 85.0), "-nbest 10 (first 20)": (0.41, 79.0),
+            "-fb -posteriors -totals": (4.45, 111.0), "-mix-lm": (5.3, 943.0)}
+"""Ours as issue 34 measured it (CPU s, MB), to show what moved since."""
+POSTERIORS_CPU_GOAL = 0.5  # x disambig's CPU (issue 34, "Posteriors")
+
+
+def numpy_floor(runs: int) -> tuple[float, float]:
+    """CPU seconds and peak RSS (MB) of `python -c "import numpy"`, the fastest of `runs`: the
+    floor below which no process of ours goes."""
+    best = (math.inf, math.inf)
+    for _ in range(runs):
+        proc = subprocess.run(["/usr/bin/time", "-f", "%U %S %M", sys.executable, "-c",
+                               "import numpy"], check=True, capture_output=True, text=True)
+        user, system, kb = proc.stderr.strip().splitlines()[-1].split()
+        best = min(best, (float(user) + float(system), float(kb) / 1024.0))
+    return best
+
+
+def general_model(given: Path | None) -> Path | None:
+    """The -mix-lm general model: `given`, else work/sms_all's binary or MAX-ARPA, else None."""
+    if given is not None:
+        return given
+    for name in ("lm.5.npz", "lm.5.maxarpa"):
+        if (REPO / "work" / "sms_all" / name).exists():
+            return REPO / "work" / "sms_all" / name
+    return None
+
+
+def settings_table(sentences: list[list[str]], runs: int, general: Path | None,
+                   lam: float) -> tuple[list[dict], tuple[float, float]]:
+    """Issue 34's rows (module docstring): per setting, ours (CPU s, MB) and SRILM's."""
+    import maxarpa
+    from arsdecode.api import DEFAULT_LM
+    from arsdecode.tasks.sms.keypad import KeypadChannel
+
+    lm_path = Path(DEFAULT_LM)
+    channel = KeypadChannel.from_vocab(maxarpa.load(lm_path).vocab, k=64.0)
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        text, mp = write_inputs(Path(tmp), channel, sentences, 100)
+        first20 = Path(tmp) / "obs.first20.txt"
+        first20.write_text("".join(text.read_text().splitlines(True)[:20]))
+        todo: list[tuple[str, Path, tuple[str, ...]]] = [
+            ("1-best", text, ()), ("-nbest 10 (first 20)", first20, ("--nbest", "10")),
+            ("-fb -posteriors -totals", text, ("--fb", "--posteriors", "--totals"))]
+        if general is not None:
+            todo.append(("-mix-lm", text, ("--mix-lm", str(general), "--lambda", str(lam))))
+        floor = numpy_floor(runs)
+        for name, txt, extra in todo:
+            secs, mb = whole_process(txt, mp, lm_path, *extra, runs=runs)
+            rows.append({"setting": name, "cpu_s": secs, "rss_mb": mb,
+                         "srilm": SRILM_34[name], "issue": ISSUE_34[name]})
+            print(f"{name:24s} {secs:6.2f} s CPU {mb:6.0f} MB | SRILM (issue 34): "
+                  f"{SRILM_34[name][0]} s, {SRILM_34[name][1]:.0f} MB", flush=True)
+    return rows, floor
+
+
+def markdown(rows: list[dict], floor: tuple[float, float], runs: int,
+             general: Path | None) -> str:
+    """The table docs/performance.md shows (written by --doc)."""
+    import datetime
+
+    out = [f"Generated by `python -m bench.bench_disambig --doc` on "
+           f"{datetime.date.today().isoformat()} (best of {runs} runs per row; the machine is "
+           f"shared, so CPU seconds move with its load, RSS does not). The 100 top-100 keypad "
+           f"lattices at order 5, whole `arsdecode disambig` process. SRILM `disambig` 1.7.3 "
+           f"is not installed here: its figures are quoted from issue 34 (measured by an "
+           f"earlier session on this kind of machine), not re-measured in this run. The floor "
+           f"is `python -c \"import numpy\"` in this run: {floor[0]:.2f} s, {floor[1]:.1f} MB.",
+           "",
+           "| setting | `disambig` (issue 34) | ours: CPU s, peak RSS | CPU vs disambig | "
+           "RSS vs disambig | RSS above the numpy floor, vs disambig's | ours in issue 34 |",
+           "|---|---|---|---|---|---|---|"]
+    for r in rows:
+        s_cpu, s_mb = r["srilm"]
+        above = r["rss_mb"] - floor[1]
+        out.append(f"| {r['setting']} | {s_cpu} s, {s_mb:.0f} MB | **{r['cpu_s']:.2f} s, "
+                   f"{r['rss_mb']:.0f} MB** | {r['cpu_s'] / s_cpu:.2f}x | "
+                   f"{r['rss_mb'] / s_mb:.1f}x | {above:.0f} MB, {above / s_mb:.1f}x | "
+                   f"{r['issue'][0]} s, {r['issue'][1]:.0f} MB |")
+    if general is None:
+        out.append("| -mix-lm | 28.5 s, 180 MB | not run: no general model (see the bench's "
+                   "docstring) | | | | 5.3 s, 943 MB |")
+    post = [r for r in rows if r["setting"].startswith("-fb")]
+    if post:
+        ratio = post[0]["cpu_s"] / post[0]["srilm"][0]
+        out += ["", f"Posteriors: {ratio:.2f}x `disambig`'s CPU (goal <= "
+                f"{POSTERIORS_CPU_GOAL}x). Memory goal: <= 1x `disambig`'s peak at every "
+                f"setting, which the numpy floor alone ({floor[1]:.0f} MB) is above for "
+                f"the first three."]
+    return "\n".join(out)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--sentences", type=int, default=100)
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--general", type=Path, default=None)
+    ap.add_argument("--lambda", dest="lam", type=float, default=0.6)
+    ap.add_argument("--doc", action="store_true", help="write docs/performance.md's section")
+    ap.add_argument("--in-process", action="store_true", help="issue 23's in-process section")
+    ap.add_argument("--quick", action="store_true", help="one run per row")
+    args = ap.parse_args(argv)
+    from bench.record import Record
+    from data_prep.corpus import load_sentences
+
+    runs = 1 if args.quick else args.runs
+    sentences = load_sentences(["state_union"])[-args.sentences:]
+    general = general_model(args.general)
+    rows, floor = settings_table(sentences, runs, general, args.lam)
+    rec = Record("bench_disambig", quick=args.quick, argv=argv)
+    rec.add("numpy_floor.rss_mb", floor[1], "rss_mb")
+    for r in rows:
+        key = r["setting"].strip("-").split()[0].replace("-", "_")
+        rec.time(f"{key}.cpu_s", r["cpu_s"])
+        rec.add(f"{key}.rss_mb", r["rss_mb"], "rss_mb")
+        rec.ratio(f"{key}.cpu_vs_srilm", r["cpu_s"] / r["srilm"][0])
+    rec.save()
+    table = markdown(rows, floor, runs, general)
+    print(table)
+    if args.doc:
+        from bench.perf_doc import write_section
+
+        write_section("disambig", table)
+    ok = in_process(sentences, runs) if args.in_process else True
+    return 0 if ok else 1
 
 
 if __name__ == "__main__":

@@ -68,34 +68,35 @@ class NativeNgram:
         if n > MAX_ORDER:
             raise ModelError(f"{lm.source or 'model'}: order {n} is above the compiled core's "
                              f"maximum of {MAX_ORDER}")
-        node_off = np.zeros(n + 1, dtype=np.int64)
-        slot_off = np.zeros(n + 1, dtype=np.int64)
-        bits = np.zeros(n, dtype=np.int32)
-        keys, slots, lp, lbow, lmf, lmbow = [], [], [], [], [], []
-        for k, node in enumerate(trie.nodes, start=1):
+        for node in trie.nodes:
             if node.mf is None or node.mbow is None:
                 raise ModelError(f"{lm.source or 'model'}: the model has no max-backoff bounds")
-            node_off[k] = node_off[k - 1] + len(node.keys)
-            keys.append(node.keys.astype(np.uint64))
+        node_off = np.zeros(n + 1, dtype=np.int64)
+        np.cumsum([len(node.keys) for node in trie.nodes], out=node_off[1:])
+        slot_off = np.zeros(n + 1, dtype=np.int64)
+        bits = np.zeros(n, dtype=np.int32)
+        # Each array is allocated once at its final size and filled level by level (issue 34:
+        # per-level products then a concatenation held every value three times at the peak,
+        # 555 MB for a 5.4M-n-gram model). The values are the same float64 products.
+        total = int(node_off[n])
+        keys = np.empty(total, dtype=np.uint64)
+        lp, lbow, lmf, lmbow = (np.empty(total, dtype=np.float64) for _ in range(4))
+        hashes = []
+        for k, node in enumerate(trie.nodes, start=1):
+            at = slice(int(node_off[k - 1]), int(node_off[k]))
+            keys[at] = node.keys
+            for out, log10 in ((lp, node.log10p), (lbow, node.log10bow), (lmf, node.mf),
+                               (lmbow, node.mbow)):
+                out[at] = LN10 * log10  # one level's product at a time
             if k >= 2:
-                hslots, bits[k - 1] = _core.build_hash(np.ascontiguousarray(node.keys, np.uint64))
-                slots.append(hslots)
+                hslots, bits[k - 1] = _core.build_hash(keys[at])
+                hashes.append(hslots)
                 slot_off[k] = slot_off[k - 1] + len(hslots)
-            else:
-                slot_off[k] = 0
-            lp.append(LN10 * node.log10p)
-            lbow.append(LN10 * node.log10bow)
-            lmf.append(LN10 * node.mf)
-            lmbow.append(LN10 * node.mbow)
-
-        def cat(parts: list[np.ndarray], dtype: type) -> np.ndarray:
-            return np.ascontiguousarray(np.concatenate(parts) if parts else np.empty(0), dtype)
-
-        core = _core.NgramCore(
-            n, trie.vocab_size, node_off, cat(keys, np.uint64), cat(slots, np.int32),
-            slot_off, bits, cat(lp, np.float64), cat(lbow, np.float64), cat(lmf, np.float64),
-            cat(lmbow, np.float64),
-        )
+        slots = np.concatenate(hashes).astype(np.int32, copy=False) if hashes else \
+            np.empty(0, dtype=np.int32)
+        del hashes
+        core = _core.NgramCore(n, trie.vocab_size, node_off, keys, slots, slot_off, bits, lp,
+                               lbow, lmf, lmbow)
         return cls(core, trie.vocab_size, lm.bos_id, lm.eos_id)
 
     def log_prob(self, contexts: np.ndarray, words: np.ndarray) -> np.ndarray:

@@ -331,6 +331,25 @@ cdef class _DPCaches:
                 <long long>self.cache.size() < self.cache_cap:
             self._size_cache(4 * <long long>self.cache.size())
 
+    cdef inline void _walk(self, long long gid, long long word, long long *nxt, double *lp,
+                           StateCtx *sc) noexcept nogil:
+        """`_trans` for a large vocabulary without its cache: the same walk (so the same
+        numbers), nothing looked up or stored. Why (issue 34): the unpruned forward-backward
+        meets each (state, word) about once (2% repeats on disambig's lattices), so the
+        cache's slot, a miss in the CPU's caches, cost more than the walks it saved: perf put
+        58% of the transition function on that load."""
+        cdef long long dummy = -1
+        cdef const long long *row = (self.u.rows + gid * self.u.width) if self.u.width \
+            else &dummy
+        if not sc.ready:
+            sc.ctx_depth = ng_context(&self.core.t, row, self.u.width, &sc.ctx_len, sc.bows,
+                                      &sc.ctx_node)
+            sc.ready = True
+        lp[0] = ng_walk_in(&self.core.t, row, self.u.width, word, False, sc.ctx_len,
+                           sc.ctx_depth, sc.bows, sc.ctx_node)
+        nxt[0] = uc_cut_append(&self.u, self.fail, self.core.t.vocab, gid, word)
+        self.n_trans += 1
+
     cdef void _allocate_cache(self) noexcept nogil:
         """The direct-mapped transition table, first CACHE_FIRST_SLOTS slots; it may grow to
         the most power-of-two slots within SPARSE_CACHE_BYTES and max_bytes (see FullDP), two

@@ -21,7 +21,9 @@ cdef class _DPWorker(_DPCaches):
         (state, candidate) pair is kept as an edge of the sentence's layered graph, which
         `graph_kbest` / `graph_posteriors` (_graph.pxi) then read. For k-best, pruning uses
         `known` alone (a lower bound on the K-th best score; the greedy path bounds the best
-        only), and the result's choice and score are the best path's.
+        only), and the result's choice and score are the best path's. With `posteriors` the
+        sweep keeps no sums of its own (`graph_posteriors` sums the recorded graph and gives
+        ln Z): only the edges, saving an exp per pair (issue 34).
         """
         cdef Py_ssize_t S = sent_off.shape[0] - 1, P = pos_off.shape[0] - 1
         cdef bint record = kbest > 0 or posteriors
@@ -138,7 +140,10 @@ cdef class _DPWorker(_DPCaches):
                                 if self.dense and (a + self._wbound(last, cand_ids[c]) + e
                                                    + H[c - pos_off[p0]]) < thr:
                                     continue
-                            self._trans(g, cand_ids[c], &ng, &lp, &sctx)
+                            if posteriors and not self.dense:  # no cache: see _walk
+                                self._walk(g, cand_ids[c], &ng, &lp, &sctx)
+                            else:
+                                self._trans(g, cand_ids[c], &ng, &lp, &sctx)
                             lp = self.lmw * lp + e
                             if not isfinite(lp):
                                 continue
@@ -164,6 +169,8 @@ cdef class _DPWorker(_DPCaches):
                                     nxt_a[l] = tot
                                     bp_prev[layer_off.back() + l] = si
                                     bp_cand[layer_off.back() + l] = <int>(c - pos_off[p])
+                            elif posteriors:
+                                pass  # graph_posteriors sums the recorded graph: no sum here
                             else:  # streaming logsumexp: nxt_a is the max, nxt_s the scaled sum
                                 m = nxt_a[l]
                                 if tot > m:
@@ -180,7 +187,7 @@ cdef class _DPWorker(_DPCaches):
                     if dead or nxt_g.size() == 0:
                         dead = True
                         break
-                    if not viterbi:
+                    if not viterbi and not posteriors:
                         for l in range(<Py_ssize_t>nxt_g.size()):
                             nxt_a[l] = nxt_a[l] + log(nxt_s[l])
                     if record:

@@ -64,7 +64,7 @@ cdef double graph_posteriors(long long L, const long long *layer_off, const long
     the edges of a layer partition the paths, so that factor is their sum (max-shifted)."""
     cdef long long V = layer_off[L + 1], F = layer_off[L], j, e, v
     cdef double ln_z = 0.0, x, top, total
-    cdef vector[double] alpha, beta, mx, acc
+    cdef vector[double] alpha, beta, mx, acc, ex
     alpha.assign(V, -INFINITY)
     beta.assign(V, -INFINITY)
     mx.assign(V, -INFINITY)
@@ -97,21 +97,23 @@ cdef double graph_posteriors(long long L, const long long *layer_off, const long
     for j in range(L - 1, -1, -1):
         graph_lse_layer(edge_off[j], edge_off[j + 1], dst, src, w, beta.data(),
                         layer_off[j], layer_off[j + 1], mx.data(), acc.data())
-    for j in range(L):
+    for j in range(L):  # each edge's term once, kept (ex) for the sum and the division
+        ex.resize(edge_off[j + 1] - edge_off[j])
         top = -INFINITY
         for e in range(edge_off[j], edge_off[j + 1]):
             x = alpha[src[e]] + w[e] + beta[dst[e]]
+            ex[e - edge_off[j]] = x
             if x > top:
                 top = x
         total = 0.0
-        for e in range(edge_off[j], edge_off[j + 1]):
-            x = alpha[src[e]] + w[e] + beta[dst[e]]
-            if x > -INFINITY:
-                total += exp(x - top)
-        for e in range(edge_off[j], edge_off[j + 1]):
-            x = alpha[src[e]] + w[e] + beta[dst[e]]
-            if x > -INFINITY:
-                post[pos_off[j] + cand[e]] += exp(x - top) / total
+        for e in range(edge_off[j + 1] - edge_off[j]):
+            x = ex[e]
+            ex[e] = exp(x - top) if x > -INFINITY else 0.0
+            total += ex[e]
+        if not total > 0.0:
+            continue
+        for e in range(edge_off[j], edge_off[j + 1]):  # an edge of term 0 adds 0.0: no change
+            post[pos_off[j] + cand[e]] += ex[e - edge_off[j]] / total
     return ln_z
 
 

@@ -1,0 +1,197 @@
+"""Where the memory of `arsdecode disambig` goes, phase by phase (issue 34, "Memory").
+
+Why its own module: the whole-process peak (bench/bench_disambig.py) says how much, not where.
+This runs the steps `arsdecode.cli.disambig.run` takes, one child process per setting, and
+after each phase records the resident set (VmRSS), the peak so far (VmHWM), and what
+tracemalloc saw allocated in the phase (Python objects and numpy arrays; the compiled core's
+C++ vectors are invisible to it, so RSS minus tracemalloc is that, the interpreter and the
+shared libraries). Phases: the interpreter, `import numpy`, the CLI's imports, the model (read
+or mapped), the map and the text (lattices), the compiled DP's set-up (its context tables and
+the walk's tables), then the setting's work (decode, k-best, forward-backward) with the DP's
+transition cache size after it.
+
+Usage: python -m bench.disambig_memory --text OBS --map MAP [--lm M] [--mix-lm G --lambda L]
+           [--settings best nbest posteriors mix-lm] [--no-tracemalloc] [--doc]
+Prints one table per setting (MB); `--json` writes them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tracemalloc
+from pathlib import Path
+from typing import Any
+
+SETTINGS = {"best": [], "nbest": ["--nbest", "10"], "posteriors": ["--posteriors", "--totals"],
+            "mix-lm": []}
+"""disambig's settings; "mix-lm" is 1-best with the --mix-lm model (run when one is given)."""
+
+
+def status_mb() -> tuple[float, float]:
+    """(VmRSS, VmHWM) of this process in MB, from /proc/self/status."""
+    got = {}
+    for line in Path("/proc/self/status").read_text().splitlines():
+        key, _, value = line.partition(":")
+        if key in ("VmRSS", "VmHWM"):
+            got[key] = int(value.split()[0]) / 1024.0
+    return got["VmRSS"], got["VmHWM"]
+
+
+class Phases:
+    """Records (phase, RSS, peak RSS, tracemalloc net and peak in the phase) in MB."""
+
+    def __init__(self, trace: bool) -> None:
+        self.trace = trace
+        self.rows: list[dict[str, Any]] = []
+
+    def mark(self, name: str) -> None:
+        rss, hwm = status_mb()
+        row: dict[str, Any] = {"phase": name, "rss_mb": round(rss, 1), "peak_rss_mb": round(hwm, 1)}
+        if self.trace and tracemalloc.is_tracing():
+            cur, peak = tracemalloc.get_traced_memory()
+            row["traced_mb"] = round(cur / 2**20, 1)
+            row["traced_peak_in_phase_mb"] = round(peak / 2**20, 1)
+            tracemalloc.reset_peak()
+        self.rows.append(row)
+
+
+def child(args: argparse.Namespace) -> list[dict[str, Any]]:
+    """One setting, in this process (the parent runs each setting as its own child)."""
+    ph = Phases(not args.no_tracemalloc)
+    if ph.trace:
+        tracemalloc.start()
+    ph.mark("interpreter")
+    import numpy  # noqa: F401
+
+    ph.mark("import numpy")
+    from arsdecode.cli.disambig import _posteriors
+    from arsdecode.cli.main import build_parser
+    from arsdecode.cli.target import build, target_spec
+    from arsdecode.lattice.disambig_map import DisambigMap, text_sentences
+
+    ph.mark("CLI imports")
+    argv = ["disambig", "--text", args.text, "--map", args.map, "--logmap",
+            *SETTINGS[args.setting]]
+    if args.lm:
+        argv += ["--lm", args.lm]
+    if args.setting == "mix-lm":
+        argv += ["--mix-lm", args.mix_lm, "--lambda", str(args.lam)]
+    ns = build_parser().parse_args(argv)
+    from arsdecode.api import DEFAULT_LM
+
+    spec = target_spec(ns, lm=str(DEFAULT_LM) if ns.lm is None else ns.lm, order=None,
+                       sentence_start=True, sentence_end=True)
+    target = build(spec).model
+    ph.mark("model read/mapped")
+    dmap = DisambigMap.read(ns.map, logmap=True)
+    sentences = text_sentences(dmap, ns.text, mapw=1.0, keep_unk=False)
+    lattices = [lat for _, lat in sentences if lat is not None]
+    ph.mark("map + lattices")
+    from arsdecode.api import decode, decode_kbest, decode_many
+
+    decode(target, lattices[0], method="auto")
+    ph.mark("DP set-up (1st lattice)")
+    if args.setting in ("best", "mix-lm"):
+        decode_many(target, lattices, method="auto")
+    elif args.setting == "nbest":
+        for lat in lattices[:20]:
+            decode_kbest(target, lat, min(10, lat.num_paths()))
+    else:
+        for _ in _posteriors(target, lattices):  # lazily, one sentence at a time, as the CLI
+            pass
+    ph.mark("the setting's work (1-best, 10-best of 20, or forward-backward)")
+    ph.rows[-1]["dp_cache_mb"] = round(_cache_mb(target), 1)
+    return ph.rows
+
+
+def _cache_mb(target: Any) -> float:
+    """MB the compiled DPs' transition caches hold now, over every DP built in this process."""
+    from arsdecode.methods import fast_full
+
+    return sum(dp.cache_bytes() for dp in list(fast_full._DP.values())) / 2**20
+
+
+def run_child(args: argparse.Namespace, setting: str, trace: bool) -> list[dict[str, Any]]:
+    """One setting's phases, measured in a child process of its own."""
+    cmd = [sys.executable, "-m", "bench.disambig_memory", "--setting", setting,
+           "--text", args.text, "--map", args.map, "--lambda", str(args.lam)]
+    for flag, value in (("--lm", args.lm), ("--mix-lm", args.mix_lm)):
+        if value:
+            cmd += [flag, value]
+    if not trace:
+        cmd.append("--no-tracemalloc")
+    proc = subprocess.run(cmd, check=True, capture_output=True, text=True)
+    return json.loads(proc.stdout.splitlines()[-1])
+
+
+def markdown(out: dict[str, list[dict[str, Any]]], traced: dict[str, list[dict[str, Any]]],
+             args: argparse.Namespace) -> str:
+    """Phases as rows, settings as columns: RSS after the phase (peak so far), traced MB."""
+    import datetime
+
+    settings = list(out)
+    lines = [f"Generated by `python -m bench.disambig_memory --doc` on "
+             f"{datetime.date.today().isoformat()}: model {args.lm or 'the embedded 5-gram'}"
+             + (f" (mix-lm: mixed with {Path(args.mix_lm).name}, lambda {args.lam})"
+                if args.mix_lm else "") + "; MB, RSS after the phase (peak so far) / traced "
+             "by tracemalloc.",
+             "", "| phase | " + " | ".join(settings) + " |",
+             "|---|" + "---|" * len(settings)]
+    for i, row in enumerate(out[settings[0]]):
+        cells = []
+        for st in settings:
+            r, t = out[st][i], traced[st][i]
+            cells.append(f"{r['rss_mb']:.0f} ({r['peak_rss_mb']:.0f}) / {t['traced_mb']:.0f}"
+                         + (f", cache {r['dp_cache_mb']} MB" if "dp_cache_mb" in r else ""))
+        lines.append(f"| {row['phase']} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--text", required=True)
+    ap.add_argument("--map", required=True)
+    ap.add_argument("--lm", default=None)
+    ap.add_argument("--mix-lm", default=None)
+    ap.add_argument("--lambda", dest="lam", type=float, default=0.6)
+    ap.add_argument("--settings", nargs="+", default=None, choices=list(SETTINGS),
+                    help="default: all, mix-lm only with --mix-lm")
+    ap.add_argument("--setting", choices=list(SETTINGS), help=argparse.SUPPRESS)
+    ap.add_argument("--no-tracemalloc", action="store_true")
+    ap.add_argument("--json", type=Path)
+    ap.add_argument("--doc", action="store_true",
+                    help="write docs/performance.md's section (each setting run twice)")
+    args = ap.parse_args(argv)
+    if args.setting:  # the child
+        print(json.dumps(child(args)))
+        return 0
+    if args.settings is None:
+        args.settings = [st for st in SETTINGS if st != "mix-lm" or args.mix_lm]
+    if "mix-lm" in args.settings and not args.mix_lm:
+        ap.error("the mix-lm setting needs --mix-lm")
+    out: dict[str, list[dict[str, Any]]] = {}
+    traced: dict[str, list[dict[str, Any]]] = {}
+    for setting in args.settings:
+        out[setting] = run_child(args, setting, trace=not args.no_tracemalloc and not args.doc)
+        if args.doc:  # RSS from a plain run (tracemalloc's own tables inflate it), traced apart
+            traced[setting] = run_child(args, setting, trace=True)
+        print(f"## {setting}\n| phase | RSS MB | peak RSS MB | traced MB | traced peak in "
+              "phase |\n|---|---|---|---|---|")
+        for r in out[setting]:
+            print(f"| {r['phase']} | {r['rss_mb']} | {r['peak_rss_mb']} | "
+                  f"{r.get('traced_mb', '-')} | {r.get('traced_peak_in_phase_mb', '-')} |"
+                  + (f" cache {r['dp_cache_mb']} MB" if "dp_cache_mb" in r else ""), flush=True)
+    if args.doc:
+        from bench.perf_doc import write_section
+
+        write_section("disambig-memory", markdown(out, traced, args))
+    if args.json:
+        args.json.write_text(json.dumps(out, indent=1) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
