@@ -86,6 +86,13 @@ def setup_ngrams(lm: Compiled) -> int:
     return sum(sum(c.ngram.counts) for c in lm.components if not has_stored_tables(c.ngram))
 
 
+def compiled_tables(model: object) -> Compiled | None:
+    """`compiled_target(model)` where the compiled DP runs it (`has_dp`: builds a mixture's),
+    else None: what the runners ask once the method is chosen."""
+    target = compiled_target(model)
+    return target if target is not None and has_dp(target) else None
+
+
 def is_built(lm: Compiled) -> bool:
     """Whether `full_dp(lm)` has been built in this process (its setup is then paid)."""
     return lm in _DP

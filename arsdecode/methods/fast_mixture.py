@@ -11,12 +11,14 @@ Let U_i be component i's useful contexts written in union ids, and U their union
 prefix-closed (each U_i is), and the longest suffix of c in U is max_i (the longest in U_i)
 = max_i l_i(c), provided that a suffix of c lies in U_i exactly when component i's view of
 it lies in its own useful contexts. That holds when every word of component i's useful
-contexts has one union id mapping to it (`_one_preimage`): then translating is a bijection on
+contexts has one union id mapping to it (`_preimages`): then translating is a bijection on
 them, and a union word it cannot see (-1) lies in no context of U_i, as the view ends there.
-With `missing="unk"`, several union words map to a component's `<unk>`; if that `<unk>`
-stands in one of the component's useful contexts, the union's cut would miss contexts the
-component distinguishes, so such a mixture has no compiled path (`mixture_dp` returns None,
-and the callers run ARS or the numpy reference as before).
+With `missing="unk"`, several union words map to a component's `<unk>`; where that `<unk>`
+stands in one of the component's useful contexts, the context is written once per union word
+mapping to it (the component cannot tell them apart, so each is a context it distinguishes),
+which keeps the equality above. When that would multiply the contexts past UNION_GROWTH,
+the mixture has no compiled path (`mixture_dp` returns None, and the callers run ARS or the
+numpy reference as before).
 
 So U is a table of useful contexts of the union vocabulary, in FullDP's layout (gid 0 the
 empty context, gids ascending with length, key = gid(prefix) * V + last word), and the DP's
@@ -66,70 +68,84 @@ def setup_is_cheap(lm: InterpolatedLM) -> bool:
     return tables_built(lm) or all(has_stored_tables(m) for m in _active_models(lm))
 
 
-def _inverse(table: np.ndarray, vocab: int) -> np.ndarray:
-    """Component id -> its one union id; -2 where several union ids map to it."""
-    seen = table >= 0
-    counts = np.bincount(table[seen], minlength=vocab)
-    inv = np.full(vocab, -1, dtype=np.int64)
-    inv[table[seen]] = np.flatnonzero(seen)
-    inv[counts > 1] = -2
-    return inv
+def _preimages(table: np.ndarray, vocab: int) -> tuple[np.ndarray, np.ndarray]:
+    """Component id w -> the union ids mapping to it, as CSR (offsets (vocab + 1,), ids)."""
+    seen = np.flatnonzero(table >= 0)
+    order = np.argsort(table[seen], kind="stable")
+    off = np.zeros(vocab + 1, dtype=np.int64)
+    np.cumsum(np.bincount(table[seen], minlength=vocab), out=off[1:])
+    return off, seen[order].astype(np.int64)
 
 
 def union_tables(lm: InterpolatedLM) -> Tables | None:
     """U, the union of the active components' useful contexts in union ids (module docstring),
-    or None when a component's useful context holds a word with several union ids."""
+    or None when writing them in union ids would pass UNION_GROWTH times their own count."""
     models = _active_models(lm)
     key = _key(lm)
     with _LOCK:
         cache = _UNION.setdefault(models[0], {})
         if key in cache:
             return cache[key]
+    out = _build_union(lm, models)
+    with _LOCK:
+        cache[key] = out
+    return out
+
+
+UNION_GROWTH = 4
+"""The most union contexts per component context (plus UNION_SLACK): past it, a `<unk>` in the
+components' contexts that many union words map to (missing="unk") has no compiled path."""
+UNION_SLACK = 100_000
+
+
+def _build_union(lm: InterpolatedLM, models: list[Model]) -> Tables | None:
+    """Level by level (context length), every component context written with every union id
+    of each of its words (`_preimages`: one, except for a `<unk>` standing for the words the
+    component lacks), keyed by its union parent's gid; the union's gids in key order."""
     vocab = len(lm.vocab)
     width = lm.order - 1
+    v = np.uint64(vocab)
     parts = []
     for i, model in zip(lm._active, models, strict=True):
-        rows, lens, keys = useful_context_tables(model)
-        inv = _inverse(lm._maps[i], len(model.vocab))
-        words = (keys[1:] % np.uint64(len(model.vocab))).astype(np.int64)
-        if len(words) and (inv[words] < 0).any():
-            with _LOCK:
-                cache[key] = None
-            return None
-        parts.append((np.asarray(lens), np.asarray(keys), inv, len(model.vocab)))
-    gid_of = [np.zeros(len(p[0]), dtype=np.int64) for p in parts]  # component gid -> union gid
+        _, lens, keys = useful_context_tables(model)
+        parts.append((np.asarray(lens), np.asarray(keys), len(model.vocab),
+                      *_preimages(lm._maps[i], len(model.vocab))))
+    cap = UNION_GROWTH * sum(len(p[0]) for p in parts) + UNION_SLACK
+    # per component: (component gid, union gid) pairs of the previous level, by component gid
+    pairs = [(np.zeros(1, dtype=np.int64), np.zeros(1, dtype=np.int64)) for _ in parts]
     all_lens = [np.zeros(1, dtype=np.int32)]
     all_keys = [np.array([EMPTY_KEY], dtype=np.uint64)]  # never a real parent * V + word
     n = 1
-    v = np.uint64(vocab)
     for length in range(1, width + 1):
         found = []
-        spans = []
-        for (lens, keys, inv, cv), gids in zip(parts, gid_of, strict=True):
-            lo, hi = np.searchsorted(lens, [length, length + 1])
-            spans.append((int(lo), int(hi)))
-            if hi > lo:
-                k = keys[lo:hi]
-                parent = (k // np.uint64(cv)).astype(np.int64)
-                word = inv[(k % np.uint64(cv)).astype(np.int64)]
-                found.append(gids[parent].astype(np.uint64) * v + word.astype(np.uint64))
-            else:
-                found.append(np.empty(0, dtype=np.uint64))
-        level = np.unique(np.concatenate(found))
+        for (lens, keys, cv, pre_off, pre_ids), (pc, pu) in zip(parts, pairs, strict=True):
+            lo, hi = (int(x) for x in np.searchsorted(lens, [length, length + 1]))
+            k = keys[lo:hi]
+            parent = (k // np.uint64(cv)).astype(np.int64)
+            word = (k % np.uint64(cv)).astype(np.int64)
+            p_lo, p_hi = np.searchsorted(pc, parent), np.searchsorted(pc, parent, "right")
+            n_par, n_pre = p_hi - p_lo, pre_off[word + 1] - pre_off[word]
+            count = n_par * n_pre
+            total = int(count.sum())
+            n += total  # an upper bound until the level is merged
+            if n > cap:
+                return None
+            x = np.repeat(np.arange(hi - lo), count)
+            r = np.arange(total) - np.repeat(np.cumsum(count) - count, count)
+            par = pu[p_lo[x] + r // n_pre[x]]
+            uw = pre_ids[pre_off[word[x]] + r % n_pre[x]]
+            found.append((lo + x, par.astype(np.uint64) * v + uw.astype(np.uint64)))
+        n -= sum(len(f[1]) for f in found)
+        level = np.unique(np.concatenate([f[1] for f in found]))
         if not len(level):
             break
-        for (lo, hi), ukeys, gids in zip(spans, found, gid_of, strict=True):
-            gids[lo:hi] = n + np.searchsorted(level, ukeys)
+        pairs = [(cg, n + np.searchsorted(level, uk)) for cg, uk in found]
         all_lens.append(np.full(len(level), length, dtype=np.int32))
         all_keys.append(level)
         n += len(level)
     lens_u = np.concatenate(all_lens)
     keys_u = np.concatenate(all_keys)
-    rows_u = rows_from_keys(lens_u, keys_u, vocab, width)
-    out = (np.ascontiguousarray(rows_u), lens_u, keys_u)
-    with _LOCK:
-        cache[key] = out
-    return out
+    return np.ascontiguousarray(rows_from_keys(lens_u, keys_u, vocab, width)), lens_u, keys_u
 
 
 def vocabulary_core(vocab: int, order: int) -> _core.NgramCore:
@@ -146,12 +162,30 @@ def vocabulary_core(vocab: int, order: int) -> _core.NgramCore:
                            zeros, zeros.copy(), zeros.copy(), zeros.copy())
 
 
+def bigram_index(core: _core.NgramCore, vocab: int
+                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """A component's bigram rows (key = y * V + x, sorted) grouped by their first word x:
+    offsets (vocab + 1,) and rows, ascending y within x (a stable counting sort); and the
+    offsets of each last word y's rows (one range each, the keys being sorted)."""
+    node_off, keys = np.asarray(core.arrays[0]), np.asarray(core.arrays[1])
+    off = np.zeros(vocab + 1, dtype=np.int64)
+    if core.order < 2:
+        return off, np.empty(0, dtype=np.int64), off.copy()
+    bigrams = keys[node_off[1]:node_off[2]]
+    first = (bigrams % np.uint64(vocab)).astype(np.int64)
+    np.cumsum(np.bincount(first, minlength=vocab), out=off[1:])
+    pred = np.zeros(vocab + 1, dtype=np.int64)
+    np.cumsum(np.bincount((bigrams // np.uint64(vocab)).astype(np.int64), minlength=vocab),
+              out=pred[1:])
+    return off, np.argsort(first, kind="stable").astype(np.int64), pred
+
+
 def mix_core(lm: InterpolatedLM) -> _core.MixCore:
     """The active components' tables, maps and ln weights, with the per-word tables of the
     sparse bound pass: uni(y) = ln sum_i lambda_i p_i(y) (unigrams), maxb(x) = the largest
     of x's max backoffs over the components (0 for one that cannot see x, or of order 1)."""
     vocab = len(lm.vocab)
-    cores, maps, invs = [], [], []
+    cores, maps, offs, rows, preds = [], [], [], [], []
     uni = np.full(vocab, -np.inf)
     maxb = np.full(vocab, -np.inf)
     for lw, i in zip(lm._log_weights, lm._active, strict=True):
@@ -160,7 +194,10 @@ def mix_core(lm: InterpolatedLM) -> _core.MixCore:
         table = np.ascontiguousarray(lm._maps[i], dtype=np.int64)
         cores.append(core)
         maps.append(table)
-        invs.append(_inverse(table, len(model.vocab)))
+        off, row, pred = bigram_index(core, len(model.vocab))
+        offs.append(off)
+        rows.append(row)
+        preds.append(pred)
         lp, lmbow = np.asarray(core.arrays[5]), np.asarray(core.arrays[8])
         seen = table >= 0
         term = np.full(vocab, -np.inf)
@@ -170,13 +207,13 @@ def mix_core(lm: InterpolatedLM) -> _core.MixCore:
         if model.order >= 2:
             back[seen] = lmbow[table[seen]]
         maxb = np.maximum(maxb, back)
-    return _core.MixCore(cores, maps, invs, np.ascontiguousarray(lm._log_weights, np.float64),
-                         uni, maxb)
+    return _core.MixCore(cores, maps, offs, rows, preds,
+                         np.ascontiguousarray(lm._log_weights, np.float64), uni, maxb)
 
 
 def mixture_dp(lm: InterpolatedLM) -> _core.FullDP | None:
     """A new FullDP over `lm`'s union states with its MixCore, or None (no compiled path: a
-    component's useful contexts hold its `<unk>`, which several union words map to)."""
+    component's useful contexts hold its `<unk>`, which too many union words map to)."""
     tables = union_tables(lm)
     if tables is None:
         return None

@@ -166,7 +166,7 @@ cdef class _DPCaches:
             self.stamp_idx.assign(V, -1)
         if self.mix != NULL:
             return mix_backward(self.mix, self.lmw, a0, a1, a2, cand_ids, cand_emis, H, base,
-                                self.stamp.data(), self.stamp_idx.data(), self.epoch)
+                                self.stamp.data(), self.stamp_idx.data(), &self.epoch)
         for c2 in range(a1, a2):
             y = cand_ids[c2]
             if self.stamp[y] == self.epoch:

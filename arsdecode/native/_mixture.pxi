@@ -11,6 +11,7 @@
 # same logaddexp in the same order), which the tests check against it and against brute force.
 
 from libc.math cimport log1p
+from libcpp.algorithm cimport lower_bound
 
 
 cdef enum:
@@ -22,9 +23,10 @@ cdef struct MixTables:
     long long vocab                       # the union vocabulary
     const NgramTables *t[MIX_MAX]
     const long long *map[MIX_MAX]         # union id -> component id, -1: unseen
-    const long long *inv[MIX_MAX]         # component id -> its one union id, -2: several
-    const long long *next_off[MIX_MAX]    # the component's bigram successors (NgramCore)
-    const int *next_word[MIX_MAX]
+    const long long *succ_off[MIX_MAX]    # component word x -> its bigram rows x.y are
+    const long long *succ_row[MIX_MAX]    #   succ_row[succ_off[x]:succ_off[x + 1]]
+    const long long *pred_off[MIX_MAX]    # component word y -> its bigram rows z.y (keys
+                                          #   y * V + z, sorted): pred_off[y]..pred_off[y + 1]
     int width[MIX_MAX]                    # the component's order - 1
     double lw[MIX_MAX]                    # ln lambda_i
     const double *uni                     # union id -> ln sum_i lambda_i p_i(w) (unigrams)
@@ -104,98 +106,195 @@ cdef inline double mix_bound(const MixTables *m, long long x, long long y) noexc
     return acc
 
 
-cdef inline bint mix_follows(const MixTables *m, long long x, long long y) noexcept nogil:
-    """Whether some component lists the bigram x.y (in its own ids)."""
-    cdef int i
-    cdef long long xi, yi
-    for i in range(m.k):
-        xi = m.map[i][x]
-        yi = m.map[i][y]
-        if xi >= 0 and yi >= 0 and m.t[i].order >= 2 and ng_find(
-                m.t[i], 2, <unsigned long long>yi * <unsigned long long>m.t[i].vocab
-                + <unsigned long long>xi) >= 0:
-            return True
-    return False
+ctypedef pair[long long, long long] IdCand  # (component word id, candidate index)
+
+
+cdef struct Follow:
+    long long c      # candidate at the current position
+    long long c2     # candidate at the next position
+    long long comp   # the component listing the bigram
+    long long row    # its bigram row (within order 2)
+
+
+cdef void mix_followers(const MixTables *m, int i, long long a0, long long a1, long long a2,
+                        const long long *cand_ids, long long *stamp, long long *stamp_idx,
+                        long long epoch, vector[Follow] *out) noexcept nogil:
+    """Every (x, y) of the two positions whose bigram x_i.y_i component i lists, with its row.
+
+    Why not a probe per pair: on a large component most pairs are probed in vain (the probes
+    were most of a mixture's time). A y with few predecessors (bigram keys are y * V + x,
+    sorted, so its predecessors are one range, `pred_off`) reads them and looks each up
+    among the current position's words (`stamp`, by component id, chained through
+    `same` where several candidates share one); the rest, for each x, read x's successors
+    when they are few, else probe. `stamp` and `stamp_idx` are the worker's (at least the
+    component's vocabulary long); `epoch` is new for this call."""
+    cdef const NgramTables *t = m.t[i]
+    cdef const unsigned long long *keys = t.keys + t.node_off[1]
+    cdef long long V = t.vocab, W1 = a1 - a0
+    cdef long long c, c2, k, j, r, xi, yi, nlong
+    cdef vector[IdCand] cur, longy
+    cdef vector[IdCand].iterator it
+    cdef vector[long long] same
+    cdef Follow f
+    if t.node_off[2] == t.node_off[1]:
+        return
+    same.assign(W1, -1)
+    for c in range(a0, a1):
+        xi = m.map[i][cand_ids[c]]
+        if xi < 0:
+            continue
+        cur.push_back(IdCand(xi, c))
+        if stamp[xi] == epoch:
+            same[c - a0] = stamp_idx[xi]
+        stamp[xi] = epoch
+        stamp_idx[xi] = c
+    if cur.size() == 0:
+        return
+    f.comp = i
+    for c2 in range(a1, a2):
+        yi = m.map[i][cand_ids[c2]]
+        if yi < 0:
+            continue
+        if m.pred_off[i][yi + 1] - m.pred_off[i][yi] > 4 * W1:
+            longy.push_back(IdCand(yi, c2))
+            continue
+        f.c2 = c2
+        for r in range(m.pred_off[i][yi], m.pred_off[i][yi + 1]):
+            xi = <long long>(keys[r] % <unsigned long long>V)
+            if stamp[xi] != epoch:
+                continue
+            f.row = r
+            c = stamp_idx[xi]
+            while c >= 0:
+                f.c = c
+                out.push_back(f)
+                c = same[c - a0]
+    nlong = <long long>longy.size()
+    if nlong == 0:
+        return
+    sort(longy.begin(), longy.end())
+    sort(cur.begin(), cur.end())
+    j = 0
+    while j < <long long>cur.size():  # each distinct x, against the y with many predecessors
+        xi = cur[j].first
+        k = j
+        while k < <long long>cur.size() and cur[k].first == xi:
+            k += 1
+        if m.succ_off[i][xi + 1] - m.succ_off[i][xi] <= 4 * nlong:
+            for r in range(m.succ_off[i][xi], m.succ_off[i][xi + 1]):
+                yi = <long long>(keys[m.succ_row[i][r]] // <unsigned long long>V)
+                it = lower_bound(longy.begin(), longy.end(), IdCand(yi, -1))
+                while it != longy.end() and deref(it).first == yi:
+                    f.c2 = deref(it).second
+                    f.row = m.succ_row[i][r]
+                    for c in range(j, k):
+                        f.c = cur[c].second
+                        out.push_back(f)
+                    it += 1
+        else:
+            for c2 in range(nlong):
+                r = ng_find(t, 2, <unsigned long long>longy[c2].first * <unsigned long long>V
+                            + <unsigned long long>xi)
+                if r >= 0:
+                    f.c2 = longy[c2].second
+                    f.row = r
+                    for c in range(j, k):
+                        f.c = cur[c].second
+                        out.push_back(f)
+        j = k
+
+
+cdef inline double mix_term(const MixTables *m, int i, long long x, long long y,
+                            long long row) noexcept nogil:
+    """Component i's bigram bound of y after x (ln, before its weight): the bigram's max over
+    left extensions when it is listed (`row` >= 0), else its unigram plus x's max backoff;
+    its exact unigram when it cannot see x, -inf when it cannot see y (as `mix_bound`)."""
+    cdef long long xi = m.map[i][x], yi = m.map[i][y]
+    cdef const NgramTables *t = m.t[i]
+    if yi < 0:
+        return -INFINITY
+    if xi < 0:
+        return t.lp[yi]
+    if t.order < 2:
+        return t.lmf[yi]
+    if row >= 0:
+        return t.lmf[t.node_off[1] + row]
+    return (t.lp[yi] + t.lbow[xi]) + (t.lmbow[xi] - t.lbow[xi])
 
 
 cdef bint mix_backward(const MixTables *m, double lmw, long long a0, long long a1, long long a2,
                        const long long *cand_ids, const double *cand_emis, double *H,
                        long long base, long long *stamp, long long *stamp_idx,
-                       long long epoch) noexcept nogil:
+                       long long *epoch) noexcept nogil:
     """_DPCaches._backward_sparse for a mixture: H of candidates a0..a1-1 from the next
     position a1..a2-1, without the product of the two widths.
 
     Why it holds: a word y that follows x in no component (no bigram x_i.y_i in any table)
     matches only its unigram in each, so component i's bound is ln p_i(y) + x's max backoff
-    in i (0 where i cannot see x: its exact value), and the mixture's is at most
+    in i (its exact unigram where i cannot see x), and the mixture's is at most
     maxb(x) + uni(y) (each backoff replaced by the largest). The best such y is the first
-    non-follower in one sort of the next position by uni(y) + emission + H; the followers
-    (each component's successors of x, found through its successor lists) and the words
-    whose component id has several union ids take the exact bound `mix_bound`. Returns False
-    (nothing done) when a word repeats at the next position."""
-    cdef long long c, c2, x, y, xi, yi, u, k, nsucc
+    non-follower in one sort of the next position by uni(y) + emission + H. The followers
+    (`mix_followers`, per component) take the exact mixed bound (`mix_term`), the same value
+    as `mix_bound` up to rounding, which the pruning margin covers. Always True."""
+    cdef long long c, c2, x, y, k, W1 = a1 - a0, W2 = a2 - a1
     cdef int i
-    cdef double best, v
+    cdef double best, v, acc
     cdef vector[Ranked] ranked
-    cdef vector[long long] always  # next candidates whose component id is ambiguous
+    cdef vector[Follow] fol
+    cdef vector[long long] mark, off, order, touched
+    cdef vector[double] T
     for c2 in range(a1, a2):
-        y = cand_ids[c2]
-        if stamp[y] == epoch:
-            return False
-        stamp[y] = epoch
-        stamp_idx[y] = c2
-        for i in range(m.k):
-            yi = m.map[i][y]
-            if yi >= 0 and m.inv[i][yi] == -2:
-                always.push_back(c2)
-                break
         if isfinite(cand_emis[c2]) and isfinite(H[c2 - base]):
-            v = lmw * m.uni[y] + cand_emis[c2] + H[c2 - base]
+            v = lmw * m.uni[cand_ids[c2]] + cand_emis[c2] + H[c2 - base]
             if isfinite(v):
                 ranked.push_back(Ranked(-v, c2))
     sort(ranked.begin(), ranked.end())
+    for i in range(m.k):
+        if m.t[i].order >= 2:
+            epoch[0] += 1
+            mix_followers(m, i, a0, a1, a2, cand_ids, stamp, stamp_idx, epoch[0], &fol)
+    off.assign(W1 + 1, 0)  # the followers grouped by x (a counting sort)
+    for k in range(<long long>fol.size()):
+        off[fol[k].c - a0 + 1] += 1
+    for c in range(W1):
+        off[c + 1] += off[c]
+    order.assign(fol.size(), 0)
+    touched.assign(W1, 0)  # a fill pointer per x
+    for k in range(<long long>fol.size()):
+        c = fol[k].c - a0
+        order[off[c] + touched[c]] = k
+        touched[c] += 1
+    mark.assign(W2, -1)
+    T.assign(W2 * m.k, 0.0)
     for c in range(a0, a1):
         x = cand_ids[c]
         best = -INFINITY
-        for k in range(<long long>always.size()):
-            c2 = always[k]
-            if isfinite(cand_emis[c2]):
-                v = lmw * mix_bound(m, x, cand_ids[c2]) + cand_emis[c2] + H[c2 - base]
-                if v > best:
-                    best = v
-        for i in range(m.k):
-            xi = m.map[i][x]
-            if xi < 0 or m.t[i].order < 2:
+        touched.clear()
+        for k in range(off[c - a0], off[c - a0 + 1]):  # x's followers: each component's term
+            c2 = fol[order[k]].c2
+            y = cand_ids[c2]
+            if mark[c2 - a1] != c:
+                mark[c2 - a1] = c
+                touched.push_back(c2)
+                for i in range(m.k):
+                    T[(c2 - a1) * m.k + i] = mix_term(m, i, x, y, -1)
+            i = <int>fol[order[k]].comp
+            T[(c2 - a1) * m.k + i] = mix_term(m, i, x, y, fol[order[k]].row)
+        for k in range(<long long>touched.size()):
+            c2 = touched[k]
+            if not isfinite(cand_emis[c2]):
                 continue
-            nsucc = m.next_off[i][xi + 1] - m.next_off[i][xi]
-            if nsucc <= a2 - a1:
-                for k in range(m.next_off[i][xi], m.next_off[i][xi + 1]):
-                    u = m.inv[i][m.next_word[i][k]]
-                    if u < 0 or stamp[u] != epoch:
-                        continue
-                    c2 = stamp_idx[u]
-                    if not isfinite(cand_emis[c2]):
-                        continue
-                    v = lmw * mix_bound(m, x, u) + cand_emis[c2] + H[c2 - base]
-                    if v > best:
-                        best = v
-            else:
-                for c2 in range(a1, a2):
-                    y = cand_ids[c2]
-                    yi = m.map[i][y]
-                    if yi < 0 or not isfinite(cand_emis[c2]) or ng_find(
-                            m.t[i], 2, <unsigned long long>yi * <unsigned long long>m.t[i].vocab
-                            + <unsigned long long>xi) < 0:
-                        continue
-                    v = lmw * mix_bound(m, x, y) + cand_emis[c2] + H[c2 - base]
-                    if v > best:
-                        best = v
+            acc = m.lw[0] + T[(c2 - a1) * m.k]
+            for i in range(1, m.k):
+                acc = mix_add(acc, m.lw[i] + T[(c2 - a1) * m.k + i])
+            v = lmw * acc + cand_emis[c2] + H[c2 - base]
+            if v > best:
+                best = v
         for k in range(<long long>ranked.size()):  # the best word that follows x nowhere
             c2 = ranked[k].second
-            y = cand_ids[c2]
-            if mix_follows(m, x, y):
+            if mark[c2 - a1] == c:
                 continue
-            v = lmw * (m.maxb[x] + m.uni[y]) + cand_emis[c2] + H[c2 - base]
+            v = lmw * (m.maxb[x] + m.uni[cand_ids[c2]]) + cand_emis[c2] + H[c2 - base]
             if v > best:
                 best = v
             break
@@ -213,43 +312,64 @@ cdef class MixCore:
     cdef readonly object arrays
     cdef readonly int order
 
-    def __init__(self, list cores, list maps, list invs, double[::1] log_weights,
-                 double[::1] uni, double[::1] maxb):
+    def __init__(self, list cores, list maps, list succ_offs, list succ_rows, list pred_offs,
+                 double[::1] log_weights, double[::1] uni, double[::1] maxb):
+        """Per component: its NgramCore, union -> component ids (`maps`), its bigram rows grouped by first word (`succ_offs`
+        (V_i + 1), `succ_rows`) and by their last word (`pred_offs`, V_i + 1); then ln lambda_i, and per union word `uni` and `maxb` (see
+        MixTables). Every index the DP reads unchecked is checked here (ModelError)."""
         cdef Py_ssize_t i, j
         cdef NgramCore core
         cdef long long V = uni.shape[0]
         cdef const long long[::1] mp
-        cdef const long long[::1] iv
+        cdef const long long[::1] so
+        cdef const long long[::1] sr
+        cdef const long long[::1] po
+        cdef long long nb
         if not 1 <= len(cores) <= MIX_MAX:
             raise ModelError(f"MixCore: 1 to {MIX_MAX} components, not {len(cores)}")
-        if not (len(maps) == len(invs) == log_weights.shape[0] == len(cores)) \
+        if not (len(maps) == len(succ_offs) == len(pred_offs) == len(succ_rows)
+                == log_weights.shape[0] == len(cores)) \
                 or maxb.shape[0] != V or V < 1:
             raise ModelError("MixCore: one map, inverse and weight per component, one "
                              "unigram and backoff bound per union word")
         self.cores = list(cores)
-        self.arrays = (list(maps), list(invs), log_weights, uni, maxb)
+        self.arrays = (list(maps), list(succ_offs), list(pred_offs), list(succ_rows), log_weights,
+                       uni, maxb)
         self.m.k = <int>len(cores)
         self.m.vocab = V
         self.order = 1
         for i in range(len(cores)):
             core = cores[i]
             mp = maps[i]
-            iv = invs[i]
-            if mp.shape[0] != V or iv.shape[0] != core.t.vocab:
+            so = succ_offs[i]
+            sr = succ_rows[i]
+            po = pred_offs[i]
+            nb = core.t.node_off[2] - core.t.node_off[1] if core.t.order >= 2 else 0
+            if so.shape[0] != core.t.vocab + 1 or sr.shape[0] != nb or so[0] != 0 \
+                    or so[core.t.vocab] != nb:
+                raise ModelError(f"MixCore: component {i}'s successor index does not match")
+            if po.shape[0] != core.t.vocab + 1 or po[0] != 0 or po[core.t.vocab] != nb:
+                raise ModelError(f"MixCore: component {i}'s predecessor index does not match")
+            if core.t.vocab > V:
+                raise ModelError(f"MixCore: component {i}'s vocabulary is larger than the union")
+            for j in range(core.t.vocab):
+                if so[j + 1] < so[j] or po[j + 1] < po[j]:
+                    raise ModelError(f"MixCore: component {i}'s bigram offsets decrease")
+            for j in range(nb):
+                if sr[j] < 0 or sr[j] >= nb:
+                    raise ModelError(f"MixCore: component {i}'s successor index names no row")
+            if mp.shape[0] != V:
                 raise ModelError(f"MixCore: component {i}'s maps do not match the vocabularies")
             for j in range(V):
                 if mp[j] < -1 or mp[j] >= core.t.vocab:
                     raise ModelError(f"MixCore: component {i}'s map names no word")
-            for j in range(core.t.vocab):
-                if iv[j] < -2 or iv[j] >= V:
-                    raise ModelError(f"MixCore: component {i}'s inverse names no union word")
             if not isfinite(log_weights[i]):
                 raise ModelError("MixCore: a component's ln weight is not finite")
             self.m.t[i] = &core.t
             self.m.map[i] = &mp[0]
-            self.m.inv[i] = &iv[0]
-            self.m.next_off[i] = core.next_off.data()
-            self.m.next_word[i] = core.next_word.data()
+            self.m.succ_off[i] = &so[0]
+            self.m.succ_row[i] = &sr[0] if nb else NULL
+            self.m.pred_off[i] = &po[0]
             self.m.width[i] = core.t.order - 1
             self.m.lw[i] = log_weights[i]
             if core.t.order > self.order:
