@@ -63,6 +63,7 @@ def summarize(out: dict[str, Any]) -> dict[str, Any]:
             dec[method]["ran"] = dict(Counter(row["ran"]))
             dec[method]["certified"] = sum(row["certified"])
             dec[method]["n"] = len(row["certified"])
+            dec[method]["setup_seconds"] = row.get("setup_seconds", 0.0)
         res[name] = {"decode": dec,
                      "sample": _figures(t["sample"], plain["sample"] if plain else None,
                                         ("acceptance_rate", "trials"))}
@@ -118,6 +119,11 @@ def table(out: dict[str, Any]) -> str:
                 f"{d['iterations']['mean']:.1f} ({x.get('iterations_mean', math.nan):.2f}x) | "
                 f"{d['states']['mean']:,.0f} ({x.get('states_mean', math.nan):.2f}x) | "
                 f"{d['certified']}/{d['n']} |")
+    setups = [f"{name} {d['setup_seconds']:.2f} s" for name, s in out["summary"].items()
+              for method, d in s["decode"].items() if d.get("setup_seconds")]
+    if setups:
+        lines += ["", "auto's one-time setup for the batch (compiled DP tables, outside the "
+                      "per-lattice seconds): " + ", ".join(setups)]
     lines += ["", "| target | sample mean s (x) | median s (median per-lattice x) | "
                   "acceptance mean (x) | trials mean |", "|---|---|---|---|---|"]
     for name, s in out["summary"].items():

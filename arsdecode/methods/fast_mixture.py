@@ -57,6 +57,12 @@ def _active_models(lm: InterpolatedLM) -> list[Model]:
     return [lm.components[i].ngram for i in lm._active]
 
 
+def dp_order(lm: InterpolatedLM) -> int:
+    """The DP's order: the largest of the active components' (a component with weight 0 adds
+    nothing to p, so its longer contexts would only split states)."""
+    return max(lm.components[i].order for i in lm._active)
+
+
 def tables_built(lm: InterpolatedLM) -> bool:
     """Whether the union tables of `lm`'s components are built in this process."""
     return _key(lm) in _UNION.get(_active_models(lm)[0], {})
@@ -103,7 +109,7 @@ def _build_union(lm: InterpolatedLM, models: list[Model]) -> Tables | None:
     of each of its words (`_preimages`: one, except for a `<unk>` standing for the words the
     component lacks), keyed by its union parent's gid; the union's gids in key order."""
     vocab = len(lm.vocab)
-    width = lm.order - 1
+    width = dp_order(lm) - 1
     v = np.uint64(vocab)
     parts = []
     for i, model in zip(lm._active, models, strict=True):
@@ -123,20 +129,29 @@ def _build_union(lm: InterpolatedLM, models: list[Model]) -> Tables | None:
             k = keys[lo:hi]
             parent = (k // np.uint64(cv)).astype(np.int64)
             word = (k % np.uint64(cv)).astype(np.int64)
-            p_lo, p_hi = np.searchsorted(pc, parent), np.searchsorted(pc, parent, "right")
-            n_par, n_pre = p_hi - p_lo, pre_off[word + 1] - pre_off[word]
-            count = n_par * n_pre
-            total = int(count.sum())
-            n += total  # an upper bound until the level is merged
+            n_pre = pre_off[word + 1] - pre_off[word]
+            if hi == lo:
+                found.append((np.empty(0, np.int64), np.empty(0, np.uint64)))
+                continue
+            if len(pc) == pc[-1] - pc[0] + 1 and (n_pre == 1).all():  # one union id each
+                par, uw, x = pu[parent - pc[0]], pre_ids[pre_off[word]], np.arange(hi - lo)
+                n += hi - lo
+            else:  # every union parent times every union id of the word
+                p_lo, p_hi = np.searchsorted(pc, parent), np.searchsorted(pc, parent, "right")
+                count = (p_hi - p_lo) * n_pre
+                total = int(count.sum())
+                n += total  # an upper bound until the level is merged
+                x = np.repeat(np.arange(hi - lo), count)
+                r = np.arange(total) - np.repeat(np.cumsum(count) - count, count)
+                par = pu[p_lo[x] + r // n_pre[x]]
+                uw = pre_ids[pre_off[word[x]] + r % n_pre[x]]
             if n > cap:
                 return None
-            x = np.repeat(np.arange(hi - lo), count)
-            r = np.arange(total) - np.repeat(np.cumsum(count) - count, count)
-            par = pu[p_lo[x] + r // n_pre[x]]
-            uw = pre_ids[pre_off[word[x]] + r % n_pre[x]]
             found.append((lo + x, par.astype(np.uint64) * v + uw.astype(np.uint64)))
         n -= sum(len(f[1]) for f in found)
-        level = np.unique(np.concatenate([f[1] for f in found]))
+        level = np.sort(np.concatenate([f[1] for f in found]))
+        if len(level):
+            level = level[np.concatenate(([True], level[1:] != level[:-1]))]
         if not len(level):
             break
         pairs = [(cg, n + np.searchsorted(level, uk)) for cg, uk in found]
@@ -162,22 +177,25 @@ def vocabulary_core(vocab: int, order: int) -> _core.NgramCore:
                            zeros, zeros.copy(), zeros.copy(), zeros.copy())
 
 
-def bigram_index(core: _core.NgramCore, vocab: int
-                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def bigram_index(core: _core.NgramCore, vocab: int) -> tuple[np.ndarray, ...]:
     """A component's bigram rows (key = y * V + x, sorted) grouped by their first word x:
-    offsets (vocab + 1,) and rows, ascending y within x (a stable counting sort); and the
-    offsets of each last word y's rows (one range each, the keys being sorted)."""
+    offsets (vocab + 1,) and rows, ascending y within x (a stable counting sort); the offsets
+    of each last word y's rows (one range each, the keys being sorted); each row's first word
+    and, in the grouped order, each row's last word (int32: read without a division)."""
     node_off, keys = np.asarray(core.arrays[0]), np.asarray(core.arrays[1])
     off = np.zeros(vocab + 1, dtype=np.int64)
     if core.order < 2:
-        return off, np.empty(0, dtype=np.int64), off.copy()
+        none = np.empty(0, dtype=np.int32)
+        return off, np.empty(0, dtype=np.int64), off.copy(), none, none
     bigrams = keys[node_off[1]:node_off[2]]
     first = (bigrams % np.uint64(vocab)).astype(np.int64)
     np.cumsum(np.bincount(first, minlength=vocab), out=off[1:])
     pred = np.zeros(vocab + 1, dtype=np.int64)
     np.cumsum(np.bincount((bigrams // np.uint64(vocab)).astype(np.int64), minlength=vocab),
               out=pred[1:])
-    return off, np.argsort(first, kind="stable").astype(np.int64), pred
+    rows = np.argsort(first, kind="stable").astype(np.int64)
+    last = (bigrams // np.uint64(vocab)).astype(np.int32)
+    return off, rows, pred, first.astype(np.int32), np.ascontiguousarray(last[rows])
 
 
 def mix_core(lm: InterpolatedLM) -> _core.MixCore:
@@ -185,7 +203,7 @@ def mix_core(lm: InterpolatedLM) -> _core.MixCore:
     sparse bound pass: uni(y) = ln sum_i lambda_i p_i(y) (unigrams), maxb(x) = the largest
     of x's max backoffs over the components (0 for one that cannot see x, or of order 1)."""
     vocab = len(lm.vocab)
-    cores, maps, offs, rows, preds = [], [], [], [], []
+    cores, maps, offs, rows, preds, firsts, lasts = [], [], [], [], [], [], []
     uni = np.full(vocab, -np.inf)
     maxb = np.full(vocab, -np.inf)
     for lw, i in zip(lm._log_weights, lm._active, strict=True):
@@ -194,7 +212,9 @@ def mix_core(lm: InterpolatedLM) -> _core.MixCore:
         table = np.ascontiguousarray(lm._maps[i], dtype=np.int64)
         cores.append(core)
         maps.append(table)
-        off, row, pred = bigram_index(core, len(model.vocab))
+        off, row, pred, first, last = bigram_index(core, len(model.vocab))
+        firsts.append(first)
+        lasts.append(last)
         offs.append(off)
         rows.append(row)
         preds.append(pred)
@@ -207,7 +227,7 @@ def mix_core(lm: InterpolatedLM) -> _core.MixCore:
         if model.order >= 2:
             back[seen] = lmbow[table[seen]]
         maxb = np.maximum(maxb, back)
-    return _core.MixCore(cores, maps, offs, rows, preds,
+    return _core.MixCore(cores, maps, offs, rows, preds, firsts, lasts,
                          np.ascontiguousarray(lm._log_weights, np.float64), uni, maxb)
 
 
@@ -219,5 +239,5 @@ def mixture_dp(lm: InterpolatedLM) -> _core.FullDP | None:
         return None
     rows, lens, keys = tables
     slots, bits = _core.build_hash(keys)
-    return _core.FullDP(vocabulary_core(len(lm.vocab), lm.order), rows, lens, keys, slots,
+    return _core.FullDP(vocabulary_core(len(lm.vocab), dp_order(lm)), rows, lens, keys, slots,
                         bits, mix=mix_core(lm))

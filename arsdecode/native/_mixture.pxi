@@ -27,6 +27,8 @@ cdef struct MixTables:
     const long long *succ_row[MIX_MAX]    #   succ_row[succ_off[x]:succ_off[x + 1]]
     const long long *pred_off[MIX_MAX]    # component word y -> its bigram rows z.y (keys
                                           #   y * V + z, sorted): pred_off[y]..pred_off[y + 1]
+    const int *first[MIX_MAX]             # bigram row -> its first word (key % V, no division)
+    const int *succ_word[MIX_MAX]         # succ_row's last words (key // V), in its order
     int width[MIX_MAX]                    # the component's order - 1
     double lw[MIX_MAX]                    # ln lambda_i
     const double *uni                     # union id -> ln sum_i lambda_i p_i(w) (unigrams)
@@ -160,7 +162,7 @@ cdef void mix_followers(const MixTables *m, int i, long long a0, long long a1, l
             continue
         f.c2 = c2
         for r in range(m.pred_off[i][yi], m.pred_off[i][yi + 1]):
-            xi = <long long>(keys[r] % <unsigned long long>V)
+            xi = m.first[i][r]
             if stamp[xi] != epoch:
                 continue
             f.row = r
@@ -182,7 +184,7 @@ cdef void mix_followers(const MixTables *m, int i, long long a0, long long a1, l
             k += 1
         if m.succ_off[i][xi + 1] - m.succ_off[i][xi] <= 4 * nlong:
             for r in range(m.succ_off[i][xi], m.succ_off[i][xi + 1]):
-                yi = <long long>(keys[m.succ_row[i][r]] // <unsigned long long>V)
+                yi = m.succ_word[i][r]
                 it = lower_bound(longy.begin(), longy.end(), IdCand(yi, -1))
                 while it != longy.end() and deref(it).first == yi:
                     f.c2 = deref(it).second
@@ -313,9 +315,11 @@ cdef class MixCore:
     cdef readonly int order
 
     def __init__(self, list cores, list maps, list succ_offs, list succ_rows, list pred_offs,
+                 list firsts, list succ_words,
                  double[::1] log_weights, double[::1] uni, double[::1] maxb):
         """Per component: its NgramCore, union -> component ids (`maps`), its bigram rows grouped by first word (`succ_offs`
-        (V_i + 1), `succ_rows`) and by their last word (`pred_offs`, V_i + 1); then ln lambda_i, and per union word `uni` and `maxb` (see
+        (V_i + 1), `succ_rows`, their last words `succ_words`) and by their last word
+        (`pred_offs`, V_i + 1; `firsts`: each row's first word); then ln lambda_i, and per union word `uni` and `maxb` (see
         MixTables). Every index the DP reads unchecked is checked here (ModelError)."""
         cdef Py_ssize_t i, j
         cdef NgramCore core
@@ -324,16 +328,19 @@ cdef class MixCore:
         cdef const long long[::1] so
         cdef const long long[::1] sr
         cdef const long long[::1] po
+        cdef const int[::1] fw
+        cdef const int[::1] sw
         cdef long long nb
         if not 1 <= len(cores) <= MIX_MAX:
             raise ModelError(f"MixCore: 1 to {MIX_MAX} components, not {len(cores)}")
-        if not (len(maps) == len(succ_offs) == len(pred_offs) == len(succ_rows)
+        if not (len(maps) == len(succ_offs) == len(pred_offs) == len(firsts) == len(succ_words) == len(succ_rows)
                 == log_weights.shape[0] == len(cores)) \
                 or maxb.shape[0] != V or V < 1:
             raise ModelError("MixCore: one map, inverse and weight per component, one "
                              "unigram and backoff bound per union word")
         self.cores = list(cores)
-        self.arrays = (list(maps), list(succ_offs), list(pred_offs), list(succ_rows), log_weights,
+        self.arrays = (list(maps), list(succ_offs), list(pred_offs), list(firsts),
+                       list(succ_words), list(succ_rows), log_weights,
                        uni, maxb)
         self.m.k = <int>len(cores)
         self.m.vocab = V
@@ -344,12 +351,19 @@ cdef class MixCore:
             so = succ_offs[i]
             sr = succ_rows[i]
             po = pred_offs[i]
+            fw = firsts[i]
+            sw = succ_words[i]
             nb = core.t.node_off[2] - core.t.node_off[1] if core.t.order >= 2 else 0
             if so.shape[0] != core.t.vocab + 1 or sr.shape[0] != nb or so[0] != 0 \
                     or so[core.t.vocab] != nb:
                 raise ModelError(f"MixCore: component {i}'s successor index does not match")
             if po.shape[0] != core.t.vocab + 1 or po[0] != 0 or po[core.t.vocab] != nb:
                 raise ModelError(f"MixCore: component {i}'s predecessor index does not match")
+            if fw.shape[0] != nb or sw.shape[0] != nb:
+                raise ModelError(f"MixCore: component {i}'s bigram words do not match")
+            for j in range(nb):
+                if not (0 <= fw[j] < core.t.vocab and 0 <= sw[j] < core.t.vocab):
+                    raise ModelError(f"MixCore: component {i}'s bigram words name no word")
             if core.t.vocab > V:
                 raise ModelError(f"MixCore: component {i}'s vocabulary is larger than the union")
             for j in range(core.t.vocab):
@@ -370,6 +384,8 @@ cdef class MixCore:
             self.m.succ_off[i] = &so[0]
             self.m.succ_row[i] = &sr[0] if nb else NULL
             self.m.pred_off[i] = &po[0]
+            self.m.first[i] = &fw[0] if nb else NULL
+            self.m.succ_word[i] = &sw[0] if nb else NULL
             self.m.width[i] = core.t.order - 1
             self.m.lw[i] = log_weights[i]
             if core.t.order > self.order:
