@@ -19,12 +19,12 @@ from __future__ import annotations
 import math
 import random
 import re
-from pathlib import Path
 
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from test_targets_real_arpa import CORPUS, REAL_FILES, readable_models
 
 import maxarpa
 from arsdecode import api
@@ -35,10 +35,6 @@ from arsdecode.model.interpolated import InterpolatedLM
 from arsdecode.testing.brute import _enumerate
 from arsdecode.testing.random_arpa import random_arpa_text
 from maxarpa.constants import BOS, EOS
-
-CORPUS = Path(__file__).resolve().parents[2] / "shared" / "data" / "arpa"
-REAL_FILES = sorted(p for s in ("set1", "set2") for p in (CORPUS / s).glob("*")
-                    if p.suffix != ".md")
 
 
 def reference_log(models, weights, missing: str, path: tuple[str, ...]) -> float:
@@ -169,26 +165,13 @@ def test_random_mixtures_equal_brute_force(tmp_path_factory, case):
                           mix.log_bound(last, ws))
 
 
-def real_models():
-    from arsdecode.errors import ArsDecodeError
-    from maxarpa.errors import MaxArpaError
-
-    for path in REAL_FILES:
-        try:
-            lm = maxarpa.load(path)
-        except (MaxArpaError, ArsDecodeError, OSError):
-            continue  # the broken files of the corpus (its README lists them)
-        if lm.bos_id is not None and lm.eos_id is not None and len(lm.vocab) > 2:
-            yield path, lm
-
-
 @pytest.mark.skipif(not REAL_FILES, reason=f"no ARPA corpus at {CORPUS}")
 def test_real_arpa_pairs_equal_brute_force_and_ars():
     """Each real file mixed with its bigram truncation, and KenLM's two test models (one
     without <unk>) mixed with each other: compiled = brute force, and = ARS."""
     pairs = []
     by_name = {}
-    for path, lm in real_models():
+    for path, lm, _ in readable_models():
         by_name[path.name] = lm
         if lm.order > 2 and len(lm.vocab) < 20_000:
             pairs.append((path.name, [lm, maxarpa.truncate(lm, 2)]))
