@@ -32,7 +32,7 @@ outside the subset on a freshly built target: a target's memos serve every later
 in a user's batch, but never a re-run of the same lattice), certified, iterations (ARS
 refinements; 1 for the full DP), states (the automaton's, or the full DP's merged states).
 "auto" decides per call, so a target whose compiled DP is not set up yet (an interpolated
-target: its union states, 2-3 CPU-s on the general model) gets ARS for a lattice whose
+target: its union states, about 2 CPU-s on the general model) gets ARS for a lattice whose
 estimated ARS time is below that setup. Row "auto_set_up": "auto" again once the DP is set
 up (as after a batch large enough; `compiled_setup_cpu_seconds` and
 `auto_builds_for_these_lattices`, whether `decode_many` on these lattices would have set it

@@ -81,13 +81,14 @@ def compiled_target(model: object) -> Compiled | None:
 
 def setup_ngrams(lm: Compiled) -> int:
     """The n-grams whose useful-context tables `full_dp(lm)` would build (none stored), in
-    units of cost_model.setup_seconds; a mixture adds its union's merge, measured at about
-    half that per component n-gram (2.7 CPU-s for the SMS bench's 0.8 M + 5.4 M n-grams)."""
+    units of cost_model.setup_seconds; a mixture adds its union's merge and DP, measured at
+    about a third of that per component n-gram (1.8 CPU-s for the SMS bench's 0.8 M + 5.4 M
+    n-grams, their own tables stored)."""
     if isinstance(lm, Model):
         return sum(lm.counts)
     models = [c.ngram for c in lm.components]
     return (sum(sum(m.counts) for m in models if not has_stored_tables(m))
-            + sum(sum(m.counts) for m in models) // 2)
+            + sum(sum(m.counts) for m in models) // 3)
 
 
 def compiled_tables(model: object) -> Compiled | None:

@@ -149,12 +149,17 @@ def _build_union(lm: InterpolatedLM, models: list[Model]) -> Tables | None:
                 return None
             found.append((lo + x, par.astype(np.uint64) * v + uw.astype(np.uint64)))
         n -= sum(len(f[1]) for f in found)
-        level = np.sort(np.concatenate([f[1] for f in found]))
-        if len(level):
-            level = level[np.concatenate(([True], level[1:] != level[:-1]))]
-        if not len(level):
+        every = np.concatenate([f[1] for f in found])
+        if not len(every):
             break
-        pairs = [(cg, n + np.searchsorted(level, uk)) for cg, uk in found]
+        order = np.argsort(every, kind="stable")  # one sort gives the level and each gid
+        ranked = every[order]
+        first = np.concatenate(([True], ranked[1:] != ranked[:-1]))
+        level = ranked[first]
+        gids = np.empty(len(every), dtype=np.int64)
+        gids[order] = n + np.cumsum(first) - 1
+        ends = np.cumsum([len(f[1]) for f in found])
+        pairs = [(cg, gids[end - len(uk):end]) for (cg, uk), end in zip(found, ends, strict=True)]
         all_lens.append(np.full(len(level), length, dtype=np.int32))
         all_keys.append(level)
         n += len(level)
