@@ -31,11 +31,16 @@ per lattice: CPU seconds (`time.process_time`, in process, after a warm-up decod
 outside the subset on a freshly built target: a target's memos serve every later lattice, as
 in a user's batch, but never a re-run of the same lattice), certified, iterations (ARS
 refinements; 1 for the full DP), states (the automaton's, or the full DP's merged states).
-The other targets have no compiled full DP ("auto" runs ARS, "full" the numpy reference DP,
-which holds every (state, candidate) pair: GBs on a whole SMS lattice), so "full" runs on
-small lattices, for every target: the first lattice of each of the `--full-lattices` shortest
-lengths of the subset, cut to the `--full-top-k` best candidates per position (rows
-`ars_small`, `full_small`).
+"auto" decides per call, so a target whose compiled DP is not set up yet (an interpolated
+target: its union states, about 2 CPU-s on the general model) gets ARS for a lattice whose
+estimated ARS time is below that setup. Row "auto_set_up": "auto" again once the DP is set
+up (as after a batch large enough; `compiled_setup_cpu_seconds` and
+`auto_builds_for_these_lattices`, whether `decode_many` on these lattices would have set it
+up, are in the target's results). The log-linear and VPYLM targets have no compiled full
+DP ("auto" runs ARS, "full" the numpy reference DP, which holds every (state, candidate)
+pair: GBs on a whole SMS lattice), so "full" runs on small lattices, for every target:
+the first lattice of each of the `--full-lattices` shortest lengths of the subset, cut to
+the `--full-top-k` best candidates per position (rows `ars_small`, `full_small`).
 Sampling: `arsdecode.sample(lm, lattice, --samples, seed)`, CPU seconds and acceptance rate.
 Every figure is also a ratio to the plain target of the same run.
 
@@ -154,6 +159,35 @@ def choose(records: Sequence[dict], per_length: int) -> list[dict]:
     return subset(records, per_length)
 
 
+def compiled_setup(lm: Any) -> tuple[float, bool] | None:
+    """Set up the target's compiled full DP (issue 34: a mixture's union states) and return its
+    CPU seconds and whether it was already set up; None when the target has none (or the
+    revision predates these names, bench.ab)."""
+    from arsdecode.methods import fast_full
+    from arsdecode.model import as_target_model
+
+    compiled_target = getattr(fast_full, "compiled_target", None)
+    target = compiled_target(as_target_model(lm)) if compiled_target is not None else None
+    if target is None:
+        return None
+    free = fast_full.setup_is_free(target)
+    t0 = time.process_time()
+    if not fast_full.has_dp(target):
+        return None
+    return time.process_time() - t0, free
+
+
+def auto_builds(lm: Any, lattices: Sequence[Any]) -> bool | None:
+    """Whether `auto` on this whole batch (`decode_many`) would set up the compiled DP: its
+    setup costs less than ARS's estimated time on the batch (`dispatch.auto_budgets`)."""
+    from arsdecode.methods import dispatch
+    from arsdecode.methods.cost_model import LatticeSizes
+    from arsdecode.model import as_target_model
+
+    sizes = LatticeSizes.of_widths([lat.widths for lat in lattices])
+    return dispatch.auto_budgets(as_target_model(lm), sizes) is not None
+
+
 def decode_row(lm: Any, lattices: Sequence[Any], method: Method, warm: Any
                ) -> dict[str, Any]:
     """Per lattice: CPU seconds, ln p, certified, iterations, states, the method that ran."""
@@ -268,6 +302,15 @@ def run(*, data: Path, general: Path | None, targets: Sequence[str], per_length:
         for method in methods:
             log(f"{name}: decode, method {method}, {len(lattices)} lattices")
             res["decode"][method] = decode_row(build(name), lattices, method, warm)
+        if name != "plain":  # auto once the compiled DP is set up (a batch large enough)
+            lm = build(name)
+            res["auto_builds_for_these_lattices"] = auto_builds(lm, lattices)
+            setup = compiled_setup(lm)
+            if setup is not None:
+                res["compiled_setup_cpu_seconds"], res["compiled_setup_was_free"] = setup
+                log(f"{name}: decode, auto with its compiled DP set up "
+                    f"({setup[0]:.2f} s), {len(lattices)} lattices")
+                res["decode"]["auto_set_up"] = decode_row(lm, lattices, "auto", warm)
         small_methods: tuple[Method, ...] = ("ars", "full") if small else ()
         for method in small_methods:
             log(f"{name}: decode, method {method}, {len(small)} small lattices")

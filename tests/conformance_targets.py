@@ -27,7 +27,7 @@ from pathlib import Path
 import maxarpa
 from arsdecode import api
 from arsdecode.lattice import Lattice, WordLattice
-from arsdecode.model import ModelLike, ngram_tables
+from arsdecode.model import ModelLike
 from arsdecode.model.vpylm import VpylmLM
 from arsdecode.model.vpylm_train import train_vpylm
 from arsdecode.testing.brute import BruteResult, _enumerate, model_path_log10
@@ -107,7 +107,7 @@ def interpolated(random_lms, tmp: Path) -> list[Subject]:
             f"mix{'+'.join(map(str, idx))}-{missing}",
             api.interpolate(models, weights, missing=missing),
             lambda w, a=(models, weights, missing): reference_path(*a, w),
-            [*words, UNSEEN] if "<unk>" in words else words))
+            [*words, UNSEEN] if "<unk>" in words else words, compiled=True))
     return out
 
 
@@ -279,7 +279,9 @@ def _round_robin(n: int) -> Iterator[int]:
 
 
 def has_tables(subject: Subject) -> bool:
-    """Whether the dispatcher sees compiled n-gram tables (then "full" is the compiled DP)."""
+    """Whether the dispatcher runs the compiled DP (then "full" is it): n-gram tables, or a
+    mixture of them (`fast_full.compiled_tables`)."""
+    from arsdecode.methods import fast_full
     from arsdecode.model import as_target_model
 
-    return ngram_tables(as_target_model(subject.model)) is not None
+    return fast_full.compiled_tables(as_target_model(subject.model)) is not None

@@ -62,7 +62,7 @@ from arsdecode.methods.dispatch_run import (
 from arsdecode.methods.lockstep import DecodeManyInterrupted
 from arsdecode.methods.options import check_options, kind_of
 from arsdecode.methods.results import DecodeResult, Paths
-from arsdecode.model import ModelLike, TargetModel, as_target_model, ngram_tables
+from arsdecode.model import ModelLike, TargetModel, as_target_model
 
 Method = Literal["auto", "ars", "full"]
 METHODS: tuple[str, ...] = ("auto", "ars", "full")
@@ -120,13 +120,13 @@ def auto_budgets(model: TargetModel, sizes: LatticeSizes) -> np.ndarray | None:
     when ARS runs them all (no compiled tables for this target, or setting them up would cost
     more than the estimated ARS time on every lattice: a one-off decode of a short lattice on
     a large model then takes milliseconds instead of seconds of table building)."""
-    ngram = ngram_tables(model)
+    ngram = fast_full.compiled_target(model)
     if ngram is None:
         return None
     vocab_size = len(ngram.vocab)
     if not fast_full.setup_is_free(ngram):
         ars_total = float(cost_model.ars_seconds(vocab_size, sizes).sum())
-        if ars_total < cost_model.setup_seconds(sum(ngram.counts)):
+        if ars_total < cost_model.setup_seconds(fast_full.setup_ngrams(ngram)):
             return None
     return full_pairs_budgets(vocab_size, sizes)
 
@@ -390,7 +390,7 @@ def _compiled_plan(model: TargetModel, method: str, sizes: LatticeSizes) -> Plan
     """Where `method` runs the compiled full DP: "full" always (given compiled tables),
     "auto" within `auto_budgets`, "ars" never. Decided from sizes alone, so the flat layout
     (a lookup of every candidate) is built only when the DP runs."""
-    if method == "ars" or ngram_tables(model) is None or len(sizes.positions) == 0:
+    if method == "ars" or fast_full.compiled_target(model) is None or len(sizes.positions) == 0:
         return False, None
     if method == "auto":
         budgets = auto_budgets(model, sizes)

@@ -22,7 +22,7 @@ from arsdecode.methods.budget import memory_budget
 from arsdecode.methods.cost_model import LatticeSizes
 from arsdecode.methods.full import full_kbest
 from arsdecode.methods.results import KBestResult, ScoredPath
-from arsdecode.model import ModelLike, as_target_model, ngram_scoring, ngram_tables
+from arsdecode.model import ModelLike, as_target_model, ngram_scoring
 
 __all__ = ["AutoPairs", "cn_kbest"]
 
@@ -73,7 +73,7 @@ def _kbest_within_budget(lm: ModelLike, lattice: Lattice, k: int, method: str,
     from arsdecode.methods.kbest import decode_kbest
 
     model = as_target_model(lm)
-    ngram = ngram_tables(model)
+    ngram = fast_full.compiled_tables(model) if method != "ars" else None
     if method != "ars" and ngram is not None and len(lattice):
         budget = None
         if method == "auto":

@@ -20,7 +20,7 @@ from arsdecode.methods import expansion_posteriors, fast_full
 from arsdecode.methods.budget import memory_budget
 from arsdecode.methods.full import StatesBudgetExceeded, full_marginals
 from arsdecode.methods.options import check_options
-from arsdecode.model import ModelLike, as_target_model, ngram_scoring, ngram_tables
+from arsdecode.model import ModelLike, as_target_model, ngram_scoring
 
 __all__ = ["exact_posteriors", "lattice_posteriors"]
 
@@ -38,7 +38,7 @@ def exact_posteriors(lm: ModelLike, lattice: Lattice | WordLattice, method: str,
     if method == "sample":
         return None
     model = as_target_model(lm)
-    ngram = ngram_tables(model)
+    ngram = fast_full.compiled_tables(model)
     if ngram is not None and len(lattice):  # the compiled forward-backward
         flat = FlatLattices.from_lattices(model, [lattice])
         log_z, post = fast_full.posteriors_flat(

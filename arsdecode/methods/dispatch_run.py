@@ -25,7 +25,7 @@ from arsdecode.methods.fast_full import BatchResult
 from arsdecode.methods.full import full_decode
 from arsdecode.methods.lockstep import DecodeManyInterrupted, ars_lockstep, lockstep_groups
 from arsdecode.methods.results import DecodeResult
-from arsdecode.model import TargetModel, ngram_scoring, ngram_tables
+from arsdecode.model import TargetModel, ngram_scoring
 
 __all__ = ["FlatDecodeResult", "Plan", "ars_many", "compiled_full", "compiled_result",
            "full_result", "full_word_lattices", "reference_full"]
@@ -55,8 +55,8 @@ def compiled_full(model: TargetModel, flat: FlatLattices, plan: Plan
     """
     everyone = list(range(flat.n_lattices))
     runs, budgets = plan
-    ngram = ngram_tables(model)
-    if not runs or ngram is None:
+    ngram = fast_full.compiled_tables(model) if runs else None
+    if ngram is None:
         return None, 0.0, everyone
     start = time.perf_counter()
     res = fast_full.run_flat(ngram, flat, viterbi=True, max_pairs=budgets,
@@ -136,7 +136,7 @@ def full_word_lattices(model: TargetModel, lattices: Sequence[WordLattice]
     sequence), so one lattice's answer would depend on its shape. The confusion network's
     own speed is kept where it is read: a `Lattice` (the CLI's and the API's positions) goes
     to `run_flat` on its flat layout."""
-    ngram = ngram_tables(model)
+    ngram = fast_full.compiled_tables(model)
     if ngram is None:  # no compiled tables: the numpy reference
         return [dag_decode(model, wl) for wl in lattices]
     start = time.perf_counter()

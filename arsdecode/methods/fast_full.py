@@ -15,6 +15,11 @@ The compiled DP of a model (`full_dp(lm)`, one per model and process) keeps its 
 cache across calls and runs without the GIL. It is safe to call from several threads at once:
 each concurrent call uses its own cache, bounded in size (see `arsdecode.native._core.FullDP`).
 
+A mixture of several n-gram tables (`InterpolatedLM`, `-mix-lm`; also under an LM weight,
+`WeightedLM`) runs on the same DP over the union of its components' useful contexts, every
+factor from the components' walks (`arsdecode.methods.fast_mixture`): `compiled_target`
+says which model the compiled DP runs on, if any, and every function here takes either.
+
 It only executes: whether the full DP runs, and within which budget of pairs, is decided in
 `arsdecode.methods.dispatch`.
 """
@@ -31,10 +36,16 @@ import numpy as np
 from arsdecode.errors import ModelError, NoPathError
 from arsdecode.lattice import Lattice, WordLattice
 from arsdecode.lattice.flat import FlatLattices
-from arsdecode.model.interface import PLAIN_SCORING, NgramScoring
+from arsdecode.methods import fast_mixture
+from arsdecode.model.interface import PLAIN_SCORING, NgramScoring, ngram_tables
+from arsdecode.model.interpolated import InterpolatedLM
+from arsdecode.model.weighted import WeightedLM
 from arsdecode.native import _core, native_ngram
 from maxarpa.contexts import has_stored_tables, useful_context_tables
 from maxarpa.model import Model
+
+Compiled = Model | InterpolatedLM
+"""What the compiled DP runs on: one n-gram table, or a mixture of several."""
 
 
 @dataclass(frozen=True)
@@ -50,43 +61,105 @@ class BatchResult:
 
 SPARSE_CACHE_BYTES: int = _core.SPARSE_CACHE_BYTES  # the DP's transition cache, at most
 
-_DP: weakref.WeakKeyDictionary[Model, _core.FullDP] = weakref.WeakKeyDictionary()
+_DP: weakref.WeakKeyDictionary[Compiled, _core.FullDP | None] = weakref.WeakKeyDictionary()
 _DP_LOCK = threading.Lock()  # threads asking for a new model's DP build it once
 
 
-def is_built(lm: Model) -> bool:
+def compiled_target(model: object) -> Compiled | None:
+    """The model the compiled DP runs `model` on: its n-gram tables (`ngram_tables`), or the
+    mixture itself (an `InterpolatedLM`, bare or under a `WeightedLM`, whose `scoring` the
+    callers read as for one table), or None. A mixture whose union states cannot be exact
+    (`fast_mixture.union_tables`) gives None once a first `has_dp` has found it out."""
+    ngram = ngram_tables(model)  # type: ignore[arg-type]
+    if ngram is not None:
+        return ngram
+    inner = model.inner if isinstance(model, WeightedLM) else model
+    if isinstance(inner, InterpolatedLM) and not (inner in _DP and _DP[inner] is None):
+        return inner
+    return None
+
+
+def setup_ngrams(lm: Compiled) -> int:
+    """The n-grams whose useful-context tables `full_dp(lm)` would build (none stored), in
+    units of cost_model.setup_seconds; a mixture adds its union's merge and DP, measured at
+    about a third of that per component n-gram (1.8 CPU-s for the SMS bench's 0.8 M + 5.4 M
+    n-grams, their own tables stored)."""
+    if isinstance(lm, Model):
+        return sum(lm.counts)
+    models = [c.ngram for c in lm.components]
+    return (sum(sum(m.counts) for m in models if not has_stored_tables(m))
+            + sum(sum(m.counts) for m in models) // 3)
+
+
+def compiled_tables(model: object) -> Compiled | None:
+    """`compiled_target(model)` where the compiled DP runs it (`has_dp`: builds a mixture's),
+    else None: what the runners ask once the method is chosen."""
+    target = compiled_target(model)
+    return target if target is not None and has_dp(target) else None
+
+
+def is_built(lm: Compiled) -> bool:
     """Whether `full_dp(lm)` has been built in this process (its setup is then paid)."""
     return lm in _DP
 
 
-def setup_is_free(lm: Model) -> bool:
+def setup_is_free(lm: Compiled) -> bool:
     """Whether `full_dp(lm)` costs next to nothing to build: already built in this process,
-    or its useful-context tables came stored in the binary model file (`maxarpa.contexts`)."""
+    or its useful-context tables came stored in the binary model file (`maxarpa.contexts`);
+    for a mixture, its union tables built already (`fast_mixture.tables_built`)."""
+    if isinstance(lm, InterpolatedLM):
+        return lm in _DP or fast_mixture.tables_built(lm)
     return lm in _DP or has_stored_tables(lm)
 
 
-def full_dp(lm: Model) -> _core.FullDP:
+def _boundaries(lm: Compiled, scoring: NgramScoring) -> tuple[int, int]:
+    """The ids of <s> and </s> the DP starts and ends with (-1: none, by `scoring`); a
+    ModelError when the model has no <s> or </s>."""
+    bos, eos = (lm.bos, lm.eos) if isinstance(lm, InterpolatedLM) else (lm.bos_id, lm.eos_id)
+    if bos is None or eos is None:
+        raise ModelError(f"{getattr(lm, 'source', None) or 'model'}: no <s> or </s> in the "
+                         "vocabulary; the full DP needs the sentence boundaries")
+    return (bos if scoring.sentence_start else -1), (eos if scoring.sentence_end else -1)
+
+
+def has_dp(lm: Compiled) -> bool:
+    """Whether the compiled DP runs `lm` (building it): False for a mixture whose union states
+    could not be exact (fast_mixture's docstring), which then runs ARS or the numpy DP."""
+    return _full_dp(lm) is not None
+
+
+def full_dp(lm: Compiled) -> _core.FullDP:
     """The compiled DP for `lm`, built once per model (its transition caches persist, bounded;
-    safe to share between threads).
+    safe to share between threads); ModelError for a mixture without one (`has_dp`).
 
     The useful-context tables come from the binary model file when it stores them (written by
     `maxarpa convert --binary`), else they are built here (about 1 us per n-gram). The core
-    takes writable arrays, so tables memory-mapped from the file are copied (a memcpy).
+    takes writable arrays, so tables memory-mapped from the file are copied (a memcpy). A
+    mixture's are the union of its components' (`fast_mixture`).
     """
-    hit = _DP.get(lm)
-    if hit is None:
-        with _DP_LOCK:
-            hit = _DP.get(lm)
-            if hit is None:
+    dp = _full_dp(lm)
+    if dp is None:
+        raise ModelError(f"{lm!r}: a component's useful contexts hold its <unk>, which several "
+                         "words of the union map to: no compiled full DP")
+    return dp
+
+
+def _full_dp(lm: Compiled) -> _core.FullDP | None:
+    if lm in _DP:
+        return _DP[lm]
+    with _DP_LOCK:
+        if lm not in _DP:
+            if isinstance(lm, InterpolatedLM):
+                _DP[lm] = fast_mixture.mixture_dp(lm)
+            else:
                 rows, lens, keys = (a if a.flags.writeable else a.copy()
                                     for a in useful_context_tables(lm))
                 slots, bits = _core.build_hash(keys)
-                hit = _core.FullDP(native_ngram(lm).core, rows, lens, keys, slots, bits)
-                _DP[lm] = hit
-    return hit
+                _DP[lm] = _core.FullDP(native_ngram(lm).core, rows, lens, keys, slots, bits)
+        return _DP[lm]
 
 
-def run_flat(lm: Model, flat: FlatLattices, *, viterbi: bool = True,
+def run_flat(lm: Compiled, flat: FlatLattices, *, viterbi: bool = True,
              prune: bool = True, max_pairs: float | np.ndarray | None = None,
              scoring: NgramScoring = PLAIN_SCORING) -> BatchResult:
     """One compiled call over every lattice in `flat`.
@@ -103,13 +176,10 @@ def run_flat(lm: Model, flat: FlatLattices, *, viterbi: bool = True,
 
     `scoring` (a target's `NgramScoring`): the LM weight and whether `<s>` and `</s>` count.
     """
-    if lm.bos_id is None or lm.eos_id is None:
-        raise ModelError(f"{lm.source or 'model'}: no <s> or </s> in the vocabulary; the full DP "
-                         "needs the sentence boundaries")
+    bos, eos = _boundaries(lm, scoring)
     choice, score, states, widest, pairs = full_dp(lm).run(
-        flat.sent_off, flat.pos_off, flat.cand_ids, flat.cand_emis,
-        lm.bos_id if scoring.sentence_start else -1, lm.eos_id if scoring.sentence_end else -1,
-        viterbi, prune, -1 if max_pairs is None else np.minimum(max_pairs, 2**62).astype(np.int64),
+        flat.sent_off, flat.pos_off, flat.cand_ids, flat.cand_emis, bos, eos, viterbi, prune,
+        -1 if max_pairs is None else np.minimum(max_pairs, 2**62).astype(np.int64),
         scoring.lm_weight,
     )
     return BatchResult(choice, score, states, widest, pairs)
@@ -129,7 +199,7 @@ KBEST_FIRST_MARGIN = 8.0
 """k-best's first pruning threshold, in nats below the best path (see `kbest_flat`)."""
 
 
-def kbest_flat(lm: Model, flat: FlatLattices, k: int, *,
+def kbest_flat(lm: Compiled, flat: FlatLattices, k: int, *,
                max_pairs: float | np.ndarray | None = None,
                scoring: NgramScoring = PLAIN_SCORING) -> KBestBatch:
     """The K best distinct paths of every lattice in `flat`, on the compiled DP.
@@ -146,8 +216,7 @@ def kbest_flat(lm: Model, flat: FlatLattices, k: int, *,
     """
     if k < 1:
         raise ValueError("k must be >= 1")
-    bos = lm.bos_id if scoring.sentence_start else -1
-    eos = lm.eos_id if scoring.sentence_end else -1
+    bos, eos = _boundaries(lm, scoring)
     budget = -1 if max_pairs is None else np.minimum(max_pairs, 2**62).astype(np.int64)
     budgets = np.broadcast_to(np.asarray(budget, dtype=np.int64), (flat.n_lattices,))
     dp = full_dp(lm)
@@ -190,7 +259,7 @@ def kbest_flat(lm: Model, flat: FlatLattices, k: int, *,
     return KBestBatch(scores, choice, pairs, passes)
 
 
-def posteriors_flat(lm: Model, flat: FlatLattices, *,
+def posteriors_flat(lm: Compiled, flat: FlatLattices, *,
                     max_pairs: float | np.ndarray | None = None,
                     scoring: NgramScoring = PLAIN_SCORING) -> tuple[np.ndarray, np.ndarray]:
     """Exact ln Z of every lattice in `flat` and the posterior probability of every candidate
@@ -200,10 +269,10 @@ def posteriors_flat(lm: Model, flat: FlatLattices, *,
     0) and NaN where the lattice passed `max_pairs` (posteriors 0).
     """
     budget = -1 if max_pairs is None else np.minimum(max_pairs, 2**62).astype(np.int64)
+    bos, eos = _boundaries(lm, scoring)
     res = full_dp(lm).run(
-        flat.sent_off, flat.pos_off, flat.cand_ids, flat.cand_emis,
-        lm.bos_id if scoring.sentence_start else -1, lm.eos_id if scoring.sentence_end else -1,
-        False, False, budget, scoring.lm_weight, None, 0, True)
+        flat.sent_off, flat.pos_off, flat.cand_ids, flat.cand_emis, bos, eos, False, False,
+        budget, scoring.lm_weight, None, 0, True)
     return res[1], res[7]
 
 
@@ -217,14 +286,12 @@ class DagBest:
     transitions: int
 
 
-def run_dag(lm: Model, lattices: Sequence[WordLattice], *,
+def run_dag(lm: Compiled, lattices: Sequence[WordLattice], *,
             scoring: NgramScoring = PLAIN_SCORING) -> list[DagBest]:
     """The exact best path of every word lattice, by Viterbi over its merged expansion on the
     compiled core (`_core.FullDP.run_dag`): the same states and scores as
     `methods.dag_full.dag_decode` (the numpy reference), in one call for all of them."""
-    if lm.bos_id is None or lm.eos_id is None:
-        raise ModelError(f"{lm.source or 'model'}: no <s> or </s> in the vocabulary; the full DP "
-                         "needs the sentence boundaries")
+    bos, eos = _boundaries(lm, scoring)
     sizes = np.array([wl.n_nodes for wl in lattices], dtype=np.int64)
     node_off = np.zeros(len(lattices) + 1, dtype=np.int64)
     np.cumsum(sizes, out=node_off[1:])
@@ -248,8 +315,7 @@ def run_dag(lm: Model, lattices: Sequence[WordLattice], *,
     score, path, path_len, states, trans = full_dp(lm).run_dag(
         node_off, arc_off, _concat(dst, np.int64), _concat(words, np.int64),
         _concat(weights, np.float64),
-        final_w, lm.bos_id if scoring.sentence_start else -1,
-        lm.eos_id if scoring.sentence_end else -1, scoring.lm_weight)
+        final_w, bos, eos, scoring.lm_weight)
     out, at = [], 0
     for s in range(len(lattices)):
         k = int(path_len[s])
@@ -264,7 +330,7 @@ def _concat(arrays: list[np.ndarray], dtype: type) -> np.ndarray:
     return np.concatenate(arrays).astype(dtype) if arrays else np.empty(0, dtype)
 
 
-def full_decode_many(lm: Model, lattices: Sequence[Lattice]) -> list[tuple[list[str], float]]:
+def full_decode_many(lm: Compiled, lattices: Sequence[Lattice]) -> list[tuple[list[str], float]]:
     """Best path and its ln p for every lattice (arsdecode.methods.full.full_decode's values),
     from one compiled call.
 
@@ -284,6 +350,6 @@ def full_decode_many(lm: Model, lattices: Sequence[Lattice]) -> list[tuple[list[
     return out
 
 
-def full_log_partition_many(lm: Model, lattices: Sequence[Lattice]) -> np.ndarray:
+def full_log_partition_many(lm: Compiled, lattices: Sequence[Lattice]) -> np.ndarray:
     """ln Z of every lattice (-inf where no path has nonzero probability)."""
     return run_flat(lm, FlatLattices.from_lattices(lm, lattices), viterbi=False).score

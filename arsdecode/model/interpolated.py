@@ -10,8 +10,9 @@ vocabulary). That is not a backoff n-gram, so no single MAX-ARPA table holds it;
 factor the engine asks for (`TargetModel`: the exact value, a bound over left extensions, when
 a context is exact, the minimal context) follows from the components' own answers, so ARS,
 the numpy full DP, k-best, sampling and marginals all run on it with no change to the core.
-It has no `.ngram` (the compiled DP runs one table), so `auto` runs ARS and "full" the numpy
-reference DP.
+It has no `.ngram` (no single table holds it); the compiled full DP runs it on the union of
+its components' useful contexts with every factor from their walks
+(`arsdecode.methods.fast_mixture`, which proves that state space exact from the cut below).
 
 Vocabulary. The target's ids are the union of the components' vocabularies (the first
 model's words in its order, then each later model's new words). A word of the union that a

@@ -14,6 +14,8 @@ is textual: a part sees the C declarations of the parts before it):
 - _graph.pxi: the recorded layered graph's format, forward-backward, the checked wrappers.
 - _kbest.pxi: lazy k-best over that graph.
 - _ngramcore.pxi: `NgramCore`, a model's checked tables and the batched walk.
+- _mixture.pxi: several tables interpolated: the walk, the bounds, the sparse bound pass.
+- _mixcore.pxi: `MixCore`, a mixture's checked tables, what FullDP reads for it.
 - _fullmodel.pxi: `FullDP`, the full DP's shared tables, checked entry points, worker pool.
 - _dpcache.pxi: `_DPCaches`, one worker's transition memo and pruning bounds.
 - _dpsweep.pxi: `_DPWorker`, the DP sweeps over confusion networks and word lattices.
@@ -34,6 +36,8 @@ include "_maxplus.pxi"
 include "_graph.pxi"
 include "_kbest.pxi"
 include "_ngramcore.pxi"
+include "_mixture.pxi"
+include "_mixcore.pxi"
 include "_fullmodel.pxi"
 include "_dpcache.pxi"
 include "_dpsweep.pxi"

@@ -53,6 +53,7 @@ cdef class _DPCaches:
     cdef vector[long long] stamp_idx  # sparse bound pass: word -> its candidate there
     cdef long long epoch
     cdef double lmw              # this run's LM weight (NgramScoring.lm_weight)
+    cdef const MixTables *mix    # a mixture's components (_mixture.pxi), or NULL
 
     def __init__(self, FullDP dp):
         self.dp = dp
@@ -67,6 +68,7 @@ cdef class _DPCaches:
         self.clears = 0
         self.epoch = 0
         self.lmw = 1.0
+        self.mix = &dp.mix.m if dp.mix is not None else NULL
         if self.dense:
             self.block_of = vector[int](self.u.n_ctx, -1)
             self.ub_row_of = vector[int](self.core.t.vocab + 1, -1)
@@ -92,6 +94,8 @@ cdef class _DPCaches:
         cdef long long ctx = x, V = self.core.t.vocab, r, k, ctx_node
         cdef int ctx_len, ctx_depth
         cdef double bows[NG_MAX_ORDER]
+        if self.mix != NULL:
+            return mix_bound(self.mix, x, y)
         if not self.dense:
             return ng_walk(&self.core.t, &ctx, 1, y, True)
         r = self.ub_row_of[x + 1]
@@ -160,6 +164,9 @@ cdef class _DPCaches:
         if self.stamp.size() == 0:
             self.stamp.assign(V, -1)
             self.stamp_idx.assign(V, -1)
+        if self.mix != NULL:
+            return mix_backward(self.mix, self.lmw, a0, a1, a2, cand_ids, cand_emis, H, base,
+                                self.stamp.data(), self.stamp_idx.data(), &self.epoch)
         for c2 in range(a1, a2):
             y = cand_ids[c2]
             if self.stamp[y] == self.epoch:
@@ -315,12 +322,15 @@ cdef class _DPCaches:
         if sc == NULL:
             local.ready = False
             sc = &local
-        if not sc.ready:
-            sc.ctx_depth = ng_context(&self.core.t, row, self.u.width, &sc.ctx_len, sc.bows,
-                                      &sc.ctx_node)
-            sc.ready = True
-        lp[0] = ng_walk_in(&self.core.t, row, self.u.width, word, False, sc.ctx_len,
-                           sc.ctx_depth, sc.bows, sc.ctx_node)
+        if self.mix != NULL:
+            lp[0] = mix_walk(self.mix, row, self.u.width, word)
+        else:
+            if not sc.ready:
+                sc.ctx_depth = ng_context(&self.core.t, row, self.u.width, &sc.ctx_len,
+                                          sc.bows, &sc.ctx_node)
+                sc.ready = True
+            lp[0] = ng_walk_in(&self.core.t, row, self.u.width, word, False, sc.ctx_len,
+                               sc.ctx_depth, sc.bows, sc.ctx_node)
         nxt[0] = uc_cut_append(&self.u, self.fail, V, gid, word)
         self.n_trans += 1
         slot.key = key + 1

@@ -71,14 +71,20 @@ cdef class FullDP:
     cdef readonly long long row_bytes  # dense: one visited state's transitions and backoffs
     cdef list _idle              # workers not in a run
     cdef list _workers           # every worker made
+    cdef readonly MixCore mix    # a mixture's components (None: `core` is the model)
 
     def __init__(self, NgramCore core, long long[:, ::1] rows, int[::1] lens,
                  unsigned long long[::1] keys, int[::1] slots, int bits, dense=None,
-                 long long max_bytes=DEFAULT_MAX_BYTES):
+                 long long max_bytes=DEFAULT_MAX_BYTES, MixCore mix=None):
         """`dense` (default: vocabulary <= DENSE_MAX_VOCAB) picks the transition store and
         the bound pass; the tests force each on small models. `max_bytes` bounds each
         worker's caches (see the class docstring); it must hold one dense row and one hash-map
-        entry at least."""
+        entry at least.
+
+        `mix` (a mixture of several tables, `MixCore`): every probability and bound comes
+        from its components; `core` then only carries the union vocabulary and the order
+        (the useful contexts are the union's), and the store is the sparse one (the dense
+        row walks one table)."""
         cdef long long n_ctx = lens.shape[0]
         cdef Py_ssize_t i, j
         if n_ctx < 1 or keys.shape[0] != n_ctx or rows.shape[0] != n_ctx:
@@ -102,6 +108,11 @@ cdef class FullDP:
         self.u.nslots = slots.shape[0]
         self.u.bits = bits
         self.dense = core.t.vocab <= DENSE_MAX_VOCAB if dense is None else bool(dense)
+        if mix is not None:
+            if mix.vocab != core.t.vocab or mix.order != core.t.order:
+                raise ModelError("FullDP: the mixture's vocabulary or order is not the core's")
+            self.dense = False
+        self.mix = mix
         self.max_bytes = max_bytes
         self.row_bytes = row_bytes
         self._idle = []

@@ -1,0 +1,248 @@
+"""The compiled full DP of a mixture of n-gram tables (`InterpolatedLM`): its merged states and
+its components' tables for `arsdecode.native._core.FullDP` with a `MixCore`.
+
+Why: `-mix-lm` (two or more ARPA files interpolated) had no compiled path, so `auto` ran ARS
+on it, 6.8x plain's time on the SMS bench (issue 34). Its factors are the components' own
+walks, combined in float64 (`_mixture.pxi`); what the DP needs besides is its state space.
+
+The states. InterpolatedLM's cut of a context c is the suffix of length max_i l_i(c), l_i
+the length of component i's own cut of its view of c (see interpolated.py's docstring).
+Let U_i be component i's useful contexts written in union ids, and U their union. U is
+prefix-closed (each U_i is), and the longest suffix of c in U is max_i (the longest in U_i)
+= max_i l_i(c), provided that a suffix of c lies in U_i exactly when component i's view of
+it lies in its own useful contexts. That holds when every word of component i's useful
+contexts has one union id mapping to it (`_preimages`): then translating is a bijection on
+them, and a union word it cannot see (-1) lies in no context of U_i, as the view ends there.
+With `missing="unk"`, several union words map to a component's `<unk>`; where that `<unk>`
+stands in one of the component's useful contexts, the context is written once per union word
+mapping to it (the component cannot tell them apart, so each is a context it distinguishes),
+which keeps the equality above. When that would multiply the contexts past UNION_GROWTH,
+the mixture has no compiled path (`mixture_dp` returns None, and the callers run ARS or the
+numpy reference as before).
+
+So U is a table of useful contexts of the union vocabulary, in FullDP's layout (gid 0 the
+empty context, gids ascending with length, key = gid(prefix) * V + last word), and the DP's
+failure links, cut and caches are the plain ones. Built once per set of components (cached
+on them: a target rebuilt with other weights reuses it), in a few numpy passes over the
+components' tables.
+"""
+
+from __future__ import annotations
+
+import threading
+import weakref
+
+import numpy as np
+
+from arsdecode.model.interpolated import InterpolatedLM
+from arsdecode.native import _core, native_ngram
+from maxarpa.contexts import EMPTY_KEY, has_stored_tables, rows_from_keys, useful_context_tables
+from maxarpa.model import Model
+
+Tables = tuple[np.ndarray, np.ndarray, np.ndarray]  # rows, lens, keys (FullDP's layout)
+
+# Union tables by their components (the first active component's model holds the entries,
+# keyed by the whole set): weights change nothing in them, so a target rebuilt with other
+# weights, or afresh as the benches do, reuses them.
+_UNION: weakref.WeakKeyDictionary[Model, dict[tuple, Tables | None]] = \
+    weakref.WeakKeyDictionary()
+_LOCK = threading.Lock()
+
+
+def _key(lm: InterpolatedLM) -> tuple:
+    return (lm.missing, tuple(id(c.ngram) for c in lm.components), tuple(lm._active))
+
+
+def _active_models(lm: InterpolatedLM) -> list[Model]:
+    return [lm.components[i].ngram for i in lm._active]
+
+
+def dp_order(lm: InterpolatedLM) -> int:
+    """The DP's order: the largest of the active components' (a component with weight 0 adds
+    nothing to p, so its longer contexts would only split states)."""
+    return max(lm.components[i].order for i in lm._active)
+
+
+def tables_built(lm: InterpolatedLM) -> bool:
+    """Whether the union tables of `lm`'s components are built in this process."""
+    return _key(lm) in _UNION.get(_active_models(lm)[0], {})
+
+
+def setup_is_cheap(lm: InterpolatedLM) -> bool:
+    """Whether building the union tables costs little: built already, or every component
+    stores its own useful contexts (what is left is the merge, numpy passes)."""
+    return tables_built(lm) or all(has_stored_tables(m) for m in _active_models(lm))
+
+
+def _preimages(table: np.ndarray, vocab: int) -> tuple[np.ndarray, np.ndarray]:
+    """Component id w -> the union ids mapping to it, as CSR (offsets (vocab + 1,), ids)."""
+    seen = np.flatnonzero(table >= 0)
+    order = np.argsort(table[seen], kind="stable")
+    off = np.zeros(vocab + 1, dtype=np.int64)
+    np.cumsum(np.bincount(table[seen], minlength=vocab), out=off[1:])
+    return off, seen[order].astype(np.int64)
+
+
+def union_tables(lm: InterpolatedLM) -> Tables | None:
+    """U, the union of the active components' useful contexts in union ids (module docstring),
+    or None when writing them in union ids would pass UNION_GROWTH times their own count."""
+    models = _active_models(lm)
+    key = _key(lm)
+    with _LOCK:
+        cache = _UNION.setdefault(models[0], {})
+        if key in cache:
+            return cache[key]
+    out = _build_union(lm, models)
+    with _LOCK:
+        cache[key] = out
+    return out
+
+
+UNION_GROWTH = 4
+"""The most union contexts per component context (plus UNION_SLACK): past it, a `<unk>` in the
+components' contexts that many union words map to (missing="unk") has no compiled path."""
+UNION_SLACK = 100_000
+
+
+def _build_union(lm: InterpolatedLM, models: list[Model]) -> Tables | None:
+    """Level by level (context length), every component context written with every union id
+    of each of its words (`_preimages`: one, except for a `<unk>` standing for the words the
+    component lacks), keyed by its union parent's gid; the union's gids in key order."""
+    vocab = len(lm.vocab)
+    width = dp_order(lm) - 1
+    v = np.uint64(vocab)
+    parts = []
+    for i, model in zip(lm._active, models, strict=True):
+        _, lens, keys = useful_context_tables(model)
+        parts.append((np.asarray(lens), np.asarray(keys), len(model.vocab),
+                      *_preimages(lm._maps[i], len(model.vocab))))
+    cap = UNION_GROWTH * sum(len(p[0]) for p in parts) + UNION_SLACK
+    # per component: (component gid, union gid) pairs of the previous level, by component gid
+    pairs = [(np.zeros(1, dtype=np.int64), np.zeros(1, dtype=np.int64)) for _ in parts]
+    all_lens = [np.zeros(1, dtype=np.int32)]
+    all_keys = [np.array([EMPTY_KEY], dtype=np.uint64)]  # never a real parent * V + word
+    n = 1
+    for length in range(1, width + 1):
+        found = []
+        for (lens, keys, cv, pre_off, pre_ids), (pc, pu) in zip(parts, pairs, strict=True):
+            lo, hi = (int(x) for x in np.searchsorted(lens, [length, length + 1]))
+            k = keys[lo:hi]
+            parent = (k // np.uint64(cv)).astype(np.int64)
+            word = (k % np.uint64(cv)).astype(np.int64)
+            n_pre = pre_off[word + 1] - pre_off[word]
+            if hi == lo:
+                found.append((np.empty(0, np.int64), np.empty(0, np.uint64)))
+                continue
+            if len(pc) == pc[-1] - pc[0] + 1 and (n_pre == 1).all():  # one union id each
+                par, uw, x = pu[parent - pc[0]], pre_ids[pre_off[word]], np.arange(hi - lo)
+                n += hi - lo
+            else:  # every union parent times every union id of the word
+                p_lo, p_hi = np.searchsorted(pc, parent), np.searchsorted(pc, parent, "right")
+                count = (p_hi - p_lo) * n_pre
+                total = int(count.sum())
+                n += total  # an upper bound until the level is merged
+                x = np.repeat(np.arange(hi - lo), count)
+                r = np.arange(total) - np.repeat(np.cumsum(count) - count, count)
+                par = pu[p_lo[x] + r // n_pre[x]]
+                uw = pre_ids[pre_off[word[x]] + r % n_pre[x]]
+            if n > cap:
+                return None
+            found.append((lo + x, par.astype(np.uint64) * v + uw.astype(np.uint64)))
+        n -= sum(len(f[1]) for f in found)
+        every = np.concatenate([f[1] for f in found])
+        if not len(every):
+            break
+        order = np.argsort(every, kind="stable")  # one sort gives the level and each gid
+        ranked = every[order]
+        first = np.concatenate(([True], ranked[1:] != ranked[:-1]))
+        level = ranked[first]
+        gids = np.empty(len(every), dtype=np.int64)
+        gids[order] = n + np.cumsum(first) - 1
+        ends = np.cumsum([len(f[1]) for f in found])
+        pairs = [(cg, gids[end - len(uk):end]) for (cg, uk), end in zip(found, ends, strict=True)]
+        all_lens.append(np.full(len(level), length, dtype=np.int32))
+        all_keys.append(level)
+        n += len(level)
+    lens_u = np.concatenate(all_lens)
+    keys_u = np.concatenate(all_keys)
+    return np.ascontiguousarray(rows_from_keys(lens_u, keys_u, vocab, width)), lens_u, keys_u
+
+
+def vocabulary_core(vocab: int, order: int) -> _core.NgramCore:
+    """An NgramCore with the union vocabulary and the mixture's order and no n-gram: what
+    FullDP reads of its `core` when a `MixCore` gives every probability (sizes only)."""
+    node_off = np.full(order + 1, vocab, dtype=np.int64)
+    node_off[0] = 0
+    slot_off = np.zeros(order + 1, dtype=np.int64)
+    slot_off[2:] = 2 * np.arange(1, order, dtype=np.int64)
+    bits = np.ones(order, dtype=np.int32)
+    zeros = np.zeros(vocab)
+    return _core.NgramCore(order, vocab, node_off, np.zeros(vocab, dtype=np.uint64),
+                           np.full(int(slot_off[-1]), -1, dtype=np.int32), slot_off, bits,
+                           zeros, zeros.copy(), zeros.copy(), zeros.copy())
+
+
+def bigram_index(core: _core.NgramCore, vocab: int) -> tuple[np.ndarray, ...]:
+    """A component's bigram rows (key = y * V + x, sorted) grouped by their first word x:
+    offsets (vocab + 1,) and rows, ascending y within x (a stable counting sort); the offsets
+    of each last word y's rows (one range each, the keys being sorted); each row's first word
+    and, in the grouped order, each row's last word (int32: read without a division)."""
+    node_off, keys = np.asarray(core.arrays[0]), np.asarray(core.arrays[1])
+    off = np.zeros(vocab + 1, dtype=np.int64)
+    if core.order < 2:
+        none = np.empty(0, dtype=np.int32)
+        return off, np.empty(0, dtype=np.int64), off.copy(), none, none
+    bigrams = keys[node_off[1]:node_off[2]]
+    first = (bigrams % np.uint64(vocab)).astype(np.int64)
+    np.cumsum(np.bincount(first, minlength=vocab), out=off[1:])
+    pred = np.zeros(vocab + 1, dtype=np.int64)
+    np.cumsum(np.bincount((bigrams // np.uint64(vocab)).astype(np.int64), minlength=vocab),
+              out=pred[1:])
+    rows = np.argsort(first, kind="stable").astype(np.int64)
+    last = (bigrams // np.uint64(vocab)).astype(np.int32)
+    return off, rows, pred, first.astype(np.int32), np.ascontiguousarray(last[rows])
+
+
+def mix_core(lm: InterpolatedLM) -> _core.MixCore:
+    """The active components' tables, maps and ln weights, with the per-word tables of the
+    sparse bound pass: uni(y) = ln sum_i lambda_i p_i(y) (unigrams), maxb(x) = the largest
+    of x's max backoffs over the components (0 for one that cannot see x, or of order 1)."""
+    vocab = len(lm.vocab)
+    cores, maps, offs, rows, preds, firsts, lasts = [], [], [], [], [], [], []
+    uni = np.full(vocab, -np.inf)
+    maxb = np.full(vocab, -np.inf)
+    for lw, i in zip(lm._log_weights, lm._active, strict=True):
+        model = lm.components[i].ngram
+        core = native_ngram(model).core
+        table = np.ascontiguousarray(lm._maps[i], dtype=np.int64)
+        cores.append(core)
+        maps.append(table)
+        off, row, pred, first, last = bigram_index(core, len(model.vocab))
+        firsts.append(first)
+        lasts.append(last)
+        offs.append(off)
+        rows.append(row)
+        preds.append(pred)
+        lp, lmbow = np.asarray(core.arrays[5]), np.asarray(core.arrays[8])
+        seen = table >= 0
+        term = np.full(vocab, -np.inf)
+        term[seen] = lw + lp[table[seen]]
+        uni = np.logaddexp(uni, term)
+        back = np.zeros(vocab)
+        if model.order >= 2:
+            back[seen] = lmbow[table[seen]]
+        maxb = np.maximum(maxb, back)
+    return _core.MixCore(cores, maps, offs, rows, preds, firsts, lasts,
+                         np.ascontiguousarray(lm._log_weights, np.float64), uni, maxb)
+
+
+def mixture_dp(lm: InterpolatedLM) -> _core.FullDP | None:
+    """A new FullDP over `lm`'s union states with its MixCore, or None (no compiled path: a
+    component's useful contexts hold its `<unk>`, which too many union words map to)."""
+    tables = union_tables(lm)
+    if tables is None:
+        return None
+    rows, lens, keys = tables
+    slots, bits = _core.build_hash(keys)
+    return _core.FullDP(vocabulary_core(len(lm.vocab), dp_order(lm)), rows, lens, keys, slots,
+                        bits, mix=mix_core(lm))
