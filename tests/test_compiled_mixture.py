@@ -236,3 +236,21 @@ def test_a_union_past_its_cap_has_no_compiled_path(tmp_path, monkeypatch):
     r = api.decode(mix, lat, method="auto")
     assert r.method == "ars" and r.certified
     assert api.decode(mix, lat, method="full").method == "full"
+
+
+def test_a_large_vocabulary_mixture_equals_brute_force():
+    """The embedded 5-gram (a vocabulary past the dense rows' limit, so the sparse store and
+    the posteriors' uncached walk run) mixed with its bigram truncation: every compiled
+    answer, posteriors included, equals brute force. The uncached walk once skipped the
+    mixture and scored the first component alone; small random models never reach it."""
+    from arsdecode.api import DEFAULT_LM
+
+    lm = maxarpa.load(DEFAULT_LM)
+    assert len(lm.vocab) > 4096
+    models = [lm, maxarpa.truncate(lm, 2)]
+    rng = random.Random(7)
+    for missing in ("unk", "zero"):
+        mix = InterpolatedLM(models, [0.6, 0.4], missing=missing)
+        words = rng.sample([w for w in mix.vocab if w not in (BOS, EOS)], 60)
+        lattices = [random_lattice(rng, words) for _ in range(6)]
+        assert check_against_brute(mix, models, [0.6, 0.4], lattices) >= 4

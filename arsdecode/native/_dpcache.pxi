@@ -351,12 +351,15 @@ cdef class _DPCaches:
         cdef long long dummy = -1
         cdef const long long *row = (self.u.rows + gid * self.u.width) if self.u.width \
             else &dummy
-        if not sc.ready:
-            sc.ctx_depth = ng_context(&self.core.t, row, self.u.width, &sc.ctx_len, sc.bows,
-                                      &sc.ctx_node)
-            sc.ready = True
-        lp[0] = ng_walk_in(&self.core.t, row, self.u.width, word, False, sc.ctx_len,
-                           sc.ctx_depth, sc.bows, sc.ctx_node)
+        if self.mix != NULL:  # a mixture's factor, as _trans computes it on a miss
+            lp[0] = mix_walk(self.mix, row, self.u.width, word)
+        else:
+            if not sc.ready:
+                sc.ctx_depth = ng_context(&self.core.t, row, self.u.width, &sc.ctx_len,
+                                          sc.bows, &sc.ctx_node)
+                sc.ready = True
+            lp[0] = ng_walk_in(&self.core.t, row, self.u.width, word, False, sc.ctx_len,
+                               sc.ctx_depth, sc.bows, sc.ctx_node)
         nxt[0] = uc_cut_append(&self.u, self.fail, self.core.t.vocab, gid, word)
         self.n_trans += 1
 
