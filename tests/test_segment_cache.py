@@ -15,11 +15,11 @@ import pytest
 from cli_in_process import in_process_cli as _cli
 
 import maxarpa
-from tests.test_maxarpa_binary import assert_rounded_up
 from arsdecode.api import DEFAULT_LM
 from arsdecode.tasks.segment import SurfaceIndex, segment_many
 from arsdecode.tasks.segment.compiled import TrieIndex
 from arsdecode.tasks.segment.model_cache import CACHE_ENV, cached_files, load_shipped
+from tests.test_maxarpa_binary import assert_rounded_up
 
 SENTENCES = ["the state of the union is strong", "we will not forget our soldiers",
              "xqzt unheardof words <unk> and numbers 1945"]
