@@ -13,13 +13,13 @@ import shutil
 import numpy as np
 import pytest
 from cli_in_process import in_process_cli as _cli
+from test_maxarpa_binary import assert_rounded_up
 
 import maxarpa
 from arsdecode.api import DEFAULT_LM
 from arsdecode.tasks.segment import SurfaceIndex, segment_many
 from arsdecode.tasks.segment.compiled import TrieIndex
 from arsdecode.tasks.segment.model_cache import CACHE_ENV, cached_files, load_shipped
-from tests.test_maxarpa_binary import assert_rounded_up
 
 SENTENCES = ["the state of the union is strong", "we will not forget our soldiers",
              "xqzt unheardof words <unk> and numbers 1945"]
@@ -34,7 +34,7 @@ def source(tmp_path):
     return dst
 
 
-def test_cached_model_scores_as_the_text_model_with_bounds_rounded_up(source, tmp_path, monkeypatch):
+def test_cached_model_scores_as_the_text_model(source, tmp_path, monkeypatch):
     monkeypatch.setenv(CACHE_ENV, str(tmp_path / "cache"))
     text_model = maxarpa.load(source)
     model, trie = load_shipped(source)
