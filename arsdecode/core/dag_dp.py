@@ -91,23 +91,29 @@ def ranges(starts: np.ndarray, counts: np.ndarray) -> np.ndarray:
     return base + np.arange(total, dtype=np.int64)
 
 
-def _segments(block: Block, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Each state's segment [stop, w_e + values[dst_e]...], and the edges' entries alone
-    (dense: a (k, 1 + m) matrix; sparse: flat, segment i at starts[i] + i). Called under
-    the caller's `quiet()` (one per sweep: entering it costs microseconds)."""
+def _segments(block: Block, values: np.ndarray) -> tuple[np.ndarray, np.ndarray, int,
+                                                          np.ndarray]:
+    """Each state's segment laid flat, [stop, w_e + values[dst_e]...] (a dense block without
+    stops: [w_e + values[dst_e]...], no -inf column built), where each segment starts, how
+    many stop entries lead it (1 or 0), and the edges' entries alone (dense: (k, m); sparse:
+    flat). Called under the caller's `quiet()` (one per sweep: entering it costs
+    microseconds)."""
     through = block.weight + values[block.base:][block.dst]
-    stop = block.ends()
     if block.starts is None:
-        seg = np.empty((len(stop), through.shape[1] + 1))
-        seg[:, 0] = stop
+        k, m = through.shape
+        if block.stop is None:  # a layer: the row-major matrix is the flat layout
+            return through.ravel(), np.arange(k) * m, 0, through
+        seg = np.empty((k, m + 1))
+        seg[:, 0] = block.stop
         seg[:, 1:] = through
-        return seg, through
+        return seg.ravel(), np.arange(k) * (m + 1), 1, through
+    stop = block.ends()
     k = len(stop)
     flat = np.empty(k + len(through))
     heads = block.starts + np.arange(k)
     flat[heads] = stop
     flat[_edge_slots(block)] = through
-    return flat, through
+    return flat, heads, 1, through
 
 
 def _edge_slots(block: Block) -> np.ndarray:
@@ -141,9 +147,8 @@ def backward(graph: Graph, semiring: type[Semiring],
                 else:
                     values[lo:hi] = plus(block.stop, total(through, axis=1))
             else:
-                flat, through = _segments(block, values)
-                values[lo:hi] = semiring.segment_sum(flat, block.starts
-                                                     + np.arange(hi - lo))
+                flat, heads, _, through = _segments(block, values)
+                values[lo:hi] = semiring.segment_sum(flat, heads)
             if visit is not None:
                 visit(u, block, through)
     return values
@@ -253,8 +258,12 @@ def sample(graph: Graph, beta: np.ndarray, n: int, rng: np.random.Generator) -> 
     normalises (requires beta[0] > -inf): forward sampling after backward filtering.
 
     Nodes are visited in order; the walkers standing at node u each draw, from their state's
-    segment, the stop or an edge (`draw_in_segments`, one uniform per walker), so a walker
-    moves once per node it visits. Only the rows of the states some walker is at are built."""
+    segment, the stop or an edge (`draw_in_segments`, one uniform per walker; none at a node
+    without edges, where every walker stops), so a walker moves once per node it visits.
+    Only the rows of the distinct states the walkers are at are built, once each (a
+    confusion network's layer: the walkers share a few states), and a layer's segments are
+    its matrix itself (no stop column), so on the layers the draws are the layered
+    sampler's, bit for bit and uniform for uniform."""
     off = graph.offsets
     state = np.zeros(n, dtype=np.int64)
     node = np.zeros(n, dtype=np.int64)
@@ -264,36 +273,35 @@ def sample(graph: Graph, beta: np.ndarray, n: int, rng: np.random.Generator) -> 
     active = np.arange(n)
     with quiet():
         while len(active):
-            u = int(node[active].min())
-            here = active[node[active] == u]
-            local = state[here] - off[u]
-            if graph.dense:
-                # dense: one row per walker (rows may repeat), the draw over each row
-                block = graph.block(u, local)
-                seg, _ = _segments(block, beta)
-                which = np.arange(len(here))
-                col = draw_in_segments(seg, None, which, rng.random(len(here))) - 1
-            else:
-                rows, which = np.unique(local, return_inverse=True)
-                which = which.ravel()
-                block = graph.block(u, rows)
-                seg, _ = _segments(block, beta)
-                assert block.starts is not None
-                heads = block.starts + np.arange(len(rows))
-                pick = draw_in_segments(seg, heads, which, rng.random(len(here)))
-                col = pick - heads[which] - 1
+            at = node[active]
+            u = int(at.min())
+            here = active[at == u]
+            rows, which = np.unique(state[here] - off[u], return_inverse=True)
+            which = which.ravel()
+            block = graph.block(u, rows)
+            if not block.weight.size:  # no edge: every walker stops, no uniform drawn
+                final[here] = state[here]
+                score[here] += block.ends()[which]
+                active = active[final[active] < 0]
+                continue
+            # the distinct rows only; every one of them holds a walker (`every`)
+            flat, heads, lead, _ = _segments(block, beta)
+            col = (draw_in_segments(flat, heads, which, rng.random(len(here)), every=True)
+                   - heads[which] - lead)
             stop = col < 0
-            ends = here[stop]
-            final[ends] = state[ends]
-            if len(ends):
+            go, gw, gc = here, which, col
+            if stop.any():
+                ends = here[stop]
+                final[ends] = state[ends]
                 score[ends] += block.ends()[which[stop]]
-            go, gw, gc = here[~stop], which[~stop], col[~stop]
+                on = ~stop
+                go, gw, gc = here[on], which[on], col[on]
             if block.starts is None:
                 w, nxt = block.weight[gw, gc], block.dst[gw, gc] + block.base
             else:
                 e = block.starts[gw] + gc
                 w, nxt = block.weight[e], block.dst[e] + block.base
-            steps.append((go, state[go].copy(), gc))
+            steps.append((go, state[go], gc))
             score[go] += w
             state[go] = nxt
             node[go] = node_of(off, nxt)

@@ -128,7 +128,8 @@ def logsumexp(x: np.ndarray) -> float:
 
 
 def draw_in_segments(
-    logits: np.ndarray, starts: np.ndarray | None, which: np.ndarray, u: np.ndarray
+    logits: np.ndarray, starts: np.ndarray | None, which: np.ndarray, u: np.ndarray, *,
+    every: bool = False
 ) -> np.ndarray:
     """For each walker k, an index of `logits` inside segment which[k], drawn with probability
     proportional to exp(logits) within the segment, by inverse CDF at uniform u[k].
@@ -139,6 +140,9 @@ def draw_in_segments(
     Only the segments some walker is in are touched, and cumulative sums restart per segment
     in effect (the base subtracted is at most the selected segments' mass), so precision does
     not degrade with the size of the layer. A zero-probability entry is never returned.
+    `every`: the caller knows every segment holds a walker (`which` takes every value
+    0..len(starts) - 1, e.g. the inverse of an `np.unique`), so they are not found again:
+    the same draw, one sort fewer.
     """
     if starts is None:
         return _draw_in_rows(logits, which, u)
@@ -146,8 +150,11 @@ def draw_in_segments(
     if len(which) == 0:
         return np.empty(0, dtype=np.int64)
     ends = np.r_[starts[1:], n]
-    segs, inv = np.unique(which, return_inverse=True)
-    inv = inv.ravel()
+    if every:
+        segs, inv = np.arange(len(starts)), which
+    else:
+        segs, inv = np.unique(which, return_inverse=True)
+        inv = inv.ravel()
     lens = ends[segs] - starts[segs]
     offs = np.r_[0, np.cumsum(lens)[:-1]]
     total_len = int(lens.sum())
