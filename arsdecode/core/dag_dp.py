@@ -129,12 +129,12 @@ def backward(graph: Graph, semiring: type[Semiring],
     """values[s] (global numbering): the semiring sum over every completion of state s, its
     stop included, by one sweep in reverse node order. `visit(u, block, through)`, if given,
     sees each node's block and its edges' w + values[dst] (for posteriors) once it is done."""
-    off = graph.offsets
-    values = np.empty(int(off[-1]))
-    plus, total = semiring.plus, semiring.sum  # bound once: the loop is per node
+    off = graph.offsets.tolist()  # Python ints: the loop is per node
+    values = np.empty(off[-1])
+    plus, total = semiring.plus, semiring.sum  # bound once
     with quiet():
         for u in range(len(off) - 2, -1, -1):
-            lo, hi = int(off[u]), int(off[u + 1])
+            lo, hi = off[u], off[u + 1]
             if hi == lo:
                 continue
             block = graph.block(u)
@@ -276,8 +276,7 @@ def sample(graph: Graph, beta: np.ndarray, n: int, rng: np.random.Generator) -> 
             at = node[active]
             u = int(at.min())
             here = active[at == u]
-            rows, which = np.unique(state[here] - off[u], return_inverse=True)
-            which = which.ravel()
+            rows, which = _distinct(state[here] - off[u], int(off[u + 1] - off[u]))
             block = graph.block(u, rows)
             if not block.weight.size:  # no edge: every walker stops, no uniform drawn
                 final[here] = state[here]
@@ -290,7 +289,8 @@ def sample(graph: Graph, beta: np.ndarray, n: int, rng: np.random.Generator) -> 
                    - heads[which] - lead)
             stop = col < 0
             go, gw, gc = here, which, col
-            if stop.any():
+            some_stop = bool(stop.any())
+            if some_stop:
                 ends = here[stop]
                 final[ends] = state[ends]
                 score[ends] += block.ends()[which[stop]]
@@ -305,8 +305,21 @@ def sample(graph: Graph, beta: np.ndarray, n: int, rng: np.random.Generator) -> 
             score[go] += w
             state[go] = nxt
             node[go] = node_of(off, nxt)
-            active = active[final[active] < 0]
+            if some_stop:
+                active = active[final[active] < 0]
     return Draws(steps, final, score)
+
+
+def _distinct(local: np.ndarray, size: int) -> tuple[np.ndarray, np.ndarray]:
+    """`np.unique(local, return_inverse=True)` for states 0..size-1 of one node (the sorted
+    distinct rows, and each walker's rank among them), by marking rather than sorting: a
+    sampler asks once per node, where the sort was most of a small layer's cost."""
+    seen = np.zeros(size, dtype=bool)
+    seen[local] = True
+    rows = np.flatnonzero(seen)
+    rank = np.empty(size, dtype=np.int64)
+    rank[rows] = np.arange(len(rows))
+    return rows, rank[local]
 
 
 class Layered:
@@ -318,17 +331,18 @@ class Layered:
     def __init__(self, weights: list[np.ndarray], targets: list[np.ndarray],
                  final: np.ndarray) -> None:
         self.weights, self.targets, self.final = weights, targets, final
-        sizes = [len(w) for w in weights] + [len(final)]
-        self.offsets = np.r_[0, np.cumsum(sizes)].astype(np.int64)
+        self.offsets = np.zeros(len(weights) + 2, dtype=np.int64)
+        np.cumsum([len(w) for w in weights] + [len(final)], out=self.offsets[1:])
+        self.bases = self.offsets[1:].tolist()
 
     def block(self, u: int, rows: np.ndarray | int | None = None) -> Block:
-        sel = slice(None) if rows is None else rows
         if u == len(self.weights):
-            stop = self.final[sel]
+            stop = self.final if rows is None else self.final[rows]
             none = np.shape(stop) + (0,)
             return Block(stop, np.zeros(none), np.zeros(none, np.int64))
-        return Block(None, self.weights[u][sel], self.targets[u][sel],
-                     base=int(self.offsets[u + 1]))
+        if rows is None:  # the layer's own matrices (no view made per sweep)
+            return Block(None, self.weights[u], self.targets[u], base=self.bases[u])
+        return Block(None, self.weights[u][rows], self.targets[u][rows], base=self.bases[u])
 
 
 class QGraph:
