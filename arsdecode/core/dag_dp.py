@@ -139,10 +139,14 @@ def backward(graph: Graph, semiring: type[Semiring],
                 continue
             block = graph.block(u)
             if block.starts is None:  # dense: stop PLUS the row's sum (no segment copied)
-                through = block.weight + values[block.base:][block.dst]
-                if not through.shape[1]:
+                if not block.weight.shape[1]:  # no edge: the stops alone, nothing to add
+                    through = block.weight
                     values[lo:hi] = block.ends()
-                elif block.stop is None:  # no stop: the row's sum alone (bit for bit core.dp's)
+                    if visit is not None:
+                        visit(u, block, through)
+                    continue
+                through = block.weight + values[block.base:][block.dst]
+                if block.stop is None:  # no stop: the row's sum alone (bit for bit core.dp's)
                     values[lo:hi] = total(through, axis=1)
                 else:
                     values[lo:hi] = plus(block.stop, total(through, axis=1))

@@ -54,6 +54,17 @@ def backward(
     return _per_layer(dag_backward(graph, semiring), graph.offsets)
 
 
+def total(
+    weights: Sequence[np.ndarray],
+    targets: Sequence[np.ndarray],
+    final: np.ndarray,
+    semiring: type[Semiring],
+) -> float:
+    """The semiring sum over every path from state 0 of layer 0 (with `LogSumExp`, ln q(X)):
+    `backward`'s values[0][0], without splitting the sweep's values by layer."""
+    return float(dag_backward(_graph(weights, targets, final), semiring)[0])
+
+
 def forward(
     weights: Sequence[np.ndarray],
     targets: Sequence[np.ndarray],
@@ -134,4 +145,4 @@ def log_partition(values: Sequence[np.ndarray]) -> float:
 
 
 __all__ = ["LogSumExp", "backward", "best_path", "draw_in_segments", "forward", "log_partition",
-           "sample_forward", "sample_layers"]
+           "sample_forward", "sample_layers", "total"]

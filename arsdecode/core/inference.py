@@ -94,7 +94,7 @@ def viterbi(qa: QAutomaton) -> tuple[list[str], float]:
 
 def log_partition(qa: QAutomaton) -> float:
     """ln q(X): the total mass of q over every path of the lattice."""
-    return dp.log_partition(backward_values(qa, LogSumExp))
+    return dp.total(*_arrays(qa), LogSumExp)
 
 
 def sample_indices(
