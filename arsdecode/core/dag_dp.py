@@ -98,7 +98,8 @@ def _segments(block: Block, values: np.ndarray) -> tuple[np.ndarray, np.ndarray,
     many stop entries lead it (1 or 0), and the edges' entries alone (dense: (k, m); sparse:
     flat). Called under the caller's `quiet()` (one per sweep: entering it costs
     microseconds)."""
-    through = block.weight + values[block.base:][block.dst]
+    through = values[block.base:][block.dst]  # a fresh gather: the weights added in place
+    through += block.weight
     if block.starts is None:
         k, m = through.shape
         if block.stop is None:  # a layer: the row-major matrix is the flat layout
@@ -145,7 +146,8 @@ def backward(graph: Graph, semiring: type[Semiring],
                     if visit is not None:
                         visit(u, block, through)
                     continue
-                through = block.weight + values[block.base:][block.dst]
+                through = values[block.base:][block.dst]  # a fresh gather: add in place
+                through += block.weight
                 if block.stop is None:  # no stop: the row's sum alone (bit for bit core.dp's)
                     values[lo:hi] = total(through, axis=1)
                 else:

@@ -107,9 +107,13 @@ class LogSumExp(Semiring):
             return np.full(np.delete(x.shape, axis), cls.zero)
         top = x.max(axis=axis, keepdims=True)
         safe = np.where(np.isfinite(top), top, 0.0)
-        with quiet():
-            total = np.log(np.exp(x - safe).sum(axis=axis, keepdims=True)) + safe
-            total = np.where(top == -np.inf, -np.inf, total)
+        with quiet():  # log(sum(exp(x - safe))) + safe, the temporaries reused in place
+            p = np.subtract(x, safe)
+            np.exp(p, out=p)
+            total = p.sum(axis=axis, keepdims=True)
+            np.log(total, out=total)
+            total += safe
+            total[top == -np.inf] = -np.inf
         return np.squeeze(total, axis=axis)
 
     @classmethod
