@@ -192,20 +192,53 @@ def test_no_path_gives_minus_infinity_not_nan():
         assert not np.isnan(values).any() and values[0] == -math.inf
 
 
-def test_the_row_layout_of_the_one_draw_is_the_ragged_one():
-    """`draw_in_segments` on a 2-d array (the dense blocks' rows) picks what it picks on the
-    same rows laid flat, and never an entry of probability zero."""
-    from arsdecode.core.semiring import draw_in_segments
+def reference_layered_sampler(weights, targets, values, k, rng):
+    """An independent layered forward sampler (199a3de's `dp.sample_forward`): per layer, the
+    distinct states' rows laid flat, one inverse-CDF draw per walker over a cumulative sum
+    of the selected rows, one uniform per walker per layer, none at the final layer."""
+    out = np.empty((k, len(weights)), dtype=np.int64)
+    states = np.zeros(k, dtype=np.int64)
+    for i in range(len(weights)):
+        uniq, inverse = np.unique(states, return_inverse=True)
+        w = weights[i].shape[1]
+        rows_t = targets[i][uniq]
+        with np.errstate(all="ignore"):
+            logits = (weights[i][uniq] + values[i + 1][rows_t]).ravel()
+            u = rng.random(k)
+            top = np.maximum.reduceat(logits, np.arange(len(uniq)) * w)
+            safe = np.where(np.isfinite(top), top, 0.0)
+            p = np.exp(logits - np.repeat(safe, w))
+        cum = np.cumsum(p)
+        offs = np.arange(len(uniq)) * w
+        base = cum[offs] - p[offs]
+        seg_total = cum[offs + w - 1] - base
+        last = np.maximum.reduceat(np.where(p > 0, np.arange(len(p)), -1), offs)
+        pick = np.searchsorted(cum, base[inverse] + u * seg_total[inverse], side="right")
+        pick = np.clip(pick, offs[inverse], last[inverse])
+        out[:, i] = pick % w
+        states = rows_t[inverse, pick % w]
+    return out
 
-    rng = np.random.default_rng(5)
-    logits = rng.normal(size=(6, 5)) * 3
-    logits[rng.random((6, 5)) < 0.4] = -np.inf
-    logits[:, 2] = 0.0  # every row has mass
-    starts = np.arange(6) * 5
-    u = np.r_[0.0, 1.0 - 1e-16, rng.random(40)]
-    for r in range(6):
-        which = np.full(len(u), r)
-        rows = draw_in_segments(logits, None, which, u)
-        flat = draw_in_segments(logits.ravel(), starts, which, u) - starts[r]
-        assert rows.tolist() == flat.tolist()
-        assert np.all(np.isfinite(logits[r, rows]))
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_the_one_sampler_on_layers_draws_the_layered_samplers_paths_bit_for_bit(seed):
+    """On a confusion network's layers (`Layered`) the one sampler consumes the random stream
+    as a layered sampler does and draws the same paths, so a seed gives the same ARS run on
+    either implementation (the trial counts of the benches stay comparable), and the draw
+    after sampling (the next uniform) is the same too."""
+    from arsdecode.core import dp
+
+    rng = np.random.default_rng(seed)
+    sizes, widths = [1, 3, 4, 2], [4, 5, 3]
+    weights = [rng.normal(size=(sizes[i], widths[i])) * 2 for i in range(3)]
+    targets = [rng.integers(0, sizes[i + 1], size=(sizes[i], widths[i])) for i in range(3)]
+    weights[1][weights[1] < -1.5] = -np.inf  # zero-probability edges are never drawn
+    final = rng.normal(size=sizes[3])
+    beta = dp.backward(weights, targets, final, LogSumExp)
+    a, b = np.random.default_rng(100 + seed), np.random.default_rng(100 + seed)
+    ours = dp.sample_forward(weights, targets, beta, 500, a)
+    ref = reference_layered_sampler(weights, targets, beta, 500, b)
+    assert ours.tolist() == ref.tolist()
+    assert a.random() == b.random()
+    paths, log_z = dp.sample_layers(weights, targets, final, 500, np.random.default_rng(100 + seed))
+    assert paths.tolist() == ref.tolist() and log_z == beta[0][0]

@@ -91,23 +91,30 @@ def ranges(starts: np.ndarray, counts: np.ndarray) -> np.ndarray:
     return base + np.arange(total, dtype=np.int64)
 
 
-def _segments(block: Block, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Each state's segment [stop, w_e + values[dst_e]...], and the edges' entries alone
-    (dense: a (k, 1 + m) matrix; sparse: flat, segment i at starts[i] + i). Called under
-    the caller's `quiet()` (one per sweep: entering it costs microseconds)."""
-    through = block.weight + values[block.base:][block.dst]
-    stop = block.ends()
+def _segments(block: Block, values: np.ndarray) -> tuple[np.ndarray, np.ndarray, int,
+                                                          np.ndarray]:
+    """Each state's segment laid flat, [stop, w_e + values[dst_e]...] (a dense block without
+    stops: [w_e + values[dst_e]...], no -inf column built), where each segment starts, how
+    many stop entries lead it (1 or 0), and the edges' entries alone (dense: (k, m); sparse:
+    flat). Called under the caller's `quiet()` (one per sweep: entering it costs
+    microseconds)."""
+    through = values[block.base:][block.dst]  # a fresh gather: the weights added in place
+    through += block.weight
     if block.starts is None:
-        seg = np.empty((len(stop), through.shape[1] + 1))
-        seg[:, 0] = stop
+        k, m = through.shape
+        if block.stop is None:  # a layer: the row-major matrix is the flat layout
+            return through.ravel(), np.arange(k) * m, 0, through
+        seg = np.empty((k, m + 1))
+        seg[:, 0] = block.stop
         seg[:, 1:] = through
-        return seg, through
+        return seg.ravel(), np.arange(k) * (m + 1), 1, through
+    stop = block.ends()
     k = len(stop)
     flat = np.empty(k + len(through))
     heads = block.starts + np.arange(k)
     flat[heads] = stop
     flat[_edge_slots(block)] = through
-    return flat, through
+    return flat, heads, 1, through
 
 
 def _edge_slots(block: Block) -> np.ndarray:
@@ -123,27 +130,31 @@ def backward(graph: Graph, semiring: type[Semiring],
     """values[s] (global numbering): the semiring sum over every completion of state s, its
     stop included, by one sweep in reverse node order. `visit(u, block, through)`, if given,
     sees each node's block and its edges' w + values[dst] (for posteriors) once it is done."""
-    off = graph.offsets
-    values = np.empty(int(off[-1]))
-    plus, total = semiring.plus, semiring.sum  # bound once: the loop is per node
+    off = graph.offsets.tolist()  # Python ints: the loop is per node
+    values = np.empty(off[-1])
+    plus, total = semiring.plus, semiring.sum  # bound once
     with quiet():
         for u in range(len(off) - 2, -1, -1):
-            lo, hi = int(off[u]), int(off[u + 1])
+            lo, hi = off[u], off[u + 1]
             if hi == lo:
                 continue
             block = graph.block(u)
             if block.starts is None:  # dense: stop PLUS the row's sum (no segment copied)
-                through = block.weight + values[block.base:][block.dst]
-                if not through.shape[1]:
+                if not block.weight.shape[1]:  # no edge: the stops alone, nothing to add
+                    through = block.weight
                     values[lo:hi] = block.ends()
-                elif block.stop is None:  # no stop: the row's sum alone (bit for bit core.dp's)
+                    if visit is not None:
+                        visit(u, block, through)
+                    continue
+                through = values[block.base:][block.dst]  # a fresh gather: add in place
+                through += block.weight
+                if block.stop is None:  # no stop: the row's sum alone (bit for bit core.dp's)
                     values[lo:hi] = total(through, axis=1)
                 else:
                     values[lo:hi] = plus(block.stop, total(through, axis=1))
             else:
-                flat, through = _segments(block, values)
-                values[lo:hi] = semiring.segment_sum(flat, block.starts
-                                                     + np.arange(hi - lo))
+                flat, heads, _, through = _segments(block, values)
+                values[lo:hi] = semiring.segment_sum(flat, heads)
             if visit is not None:
                 visit(u, block, through)
     return values
@@ -253,8 +264,12 @@ def sample(graph: Graph, beta: np.ndarray, n: int, rng: np.random.Generator) -> 
     normalises (requires beta[0] > -inf): forward sampling after backward filtering.
 
     Nodes are visited in order; the walkers standing at node u each draw, from their state's
-    segment, the stop or an edge (`draw_in_segments`, one uniform per walker), so a walker
-    moves once per node it visits. Only the rows of the states some walker is at are built."""
+    segment, the stop or an edge (`draw_in_segments`, one uniform per walker; none at a node
+    without edges, where every walker stops), so a walker moves once per node it visits.
+    Only the rows of the distinct states the walkers are at are built, once each (a
+    confusion network's layer: the walkers share a few states), and a layer's segments are
+    its matrix itself (no stop column), so on the layers the draws are the layered
+    sampler's, bit for bit and uniform for uniform."""
     off = graph.offsets
     state = np.zeros(n, dtype=np.int64)
     node = np.zeros(n, dtype=np.int64)
@@ -264,41 +279,53 @@ def sample(graph: Graph, beta: np.ndarray, n: int, rng: np.random.Generator) -> 
     active = np.arange(n)
     with quiet():
         while len(active):
-            u = int(node[active].min())
-            here = active[node[active] == u]
-            local = state[here] - off[u]
-            if graph.dense:
-                # dense: one row per walker (rows may repeat), the draw over each row
-                block = graph.block(u, local)
-                seg, _ = _segments(block, beta)
-                which = np.arange(len(here))
-                col = draw_in_segments(seg, None, which, rng.random(len(here))) - 1
-            else:
-                rows, which = np.unique(local, return_inverse=True)
-                which = which.ravel()
-                block = graph.block(u, rows)
-                seg, _ = _segments(block, beta)
-                assert block.starts is not None
-                heads = block.starts + np.arange(len(rows))
-                pick = draw_in_segments(seg, heads, which, rng.random(len(here)))
-                col = pick - heads[which] - 1
+            at = node[active]
+            u = int(at.min())
+            here = active[at == u]
+            rows, which = _distinct(state[here] - off[u], int(off[u + 1] - off[u]))
+            block = graph.block(u, rows)
+            if not block.weight.size:  # no edge: every walker stops, no uniform drawn
+                final[here] = state[here]
+                score[here] += block.ends()[which]
+                active = active[final[active] < 0]
+                continue
+            # the distinct rows only; every one of them holds a walker (`every`)
+            flat, heads, lead, _ = _segments(block, beta)
+            col = (draw_in_segments(flat, heads, which, rng.random(len(here)), every=True)
+                   - heads[which] - lead)
             stop = col < 0
-            ends = here[stop]
-            final[ends] = state[ends]
-            if len(ends):
+            go, gw, gc = here, which, col
+            some_stop = bool(stop.any())
+            if some_stop:
+                ends = here[stop]
+                final[ends] = state[ends]
                 score[ends] += block.ends()[which[stop]]
-            go, gw, gc = here[~stop], which[~stop], col[~stop]
+                on = ~stop
+                go, gw, gc = here[on], which[on], col[on]
             if block.starts is None:
                 w, nxt = block.weight[gw, gc], block.dst[gw, gc] + block.base
             else:
                 e = block.starts[gw] + gc
                 w, nxt = block.weight[e], block.dst[e] + block.base
-            steps.append((go, state[go].copy(), gc))
+            steps.append((go, state[go], gc))
             score[go] += w
             state[go] = nxt
             node[go] = node_of(off, nxt)
-            active = active[final[active] < 0]
+            if some_stop:
+                active = active[final[active] < 0]
     return Draws(steps, final, score)
+
+
+def _distinct(local: np.ndarray, size: int) -> tuple[np.ndarray, np.ndarray]:
+    """`np.unique(local, return_inverse=True)` for states 0..size-1 of one node (the sorted
+    distinct rows, and each walker's rank among them), by marking rather than sorting: a
+    sampler asks once per node, where the sort was most of a small layer's cost."""
+    seen = np.zeros(size, dtype=bool)
+    seen[local] = True
+    rows = np.flatnonzero(seen)
+    rank = np.empty(size, dtype=np.int64)
+    rank[rows] = np.arange(len(rows))
+    return rows, rank[local]
 
 
 class Layered:
@@ -310,17 +337,18 @@ class Layered:
     def __init__(self, weights: list[np.ndarray], targets: list[np.ndarray],
                  final: np.ndarray) -> None:
         self.weights, self.targets, self.final = weights, targets, final
-        sizes = [len(w) for w in weights] + [len(final)]
-        self.offsets = np.r_[0, np.cumsum(sizes)].astype(np.int64)
+        self.offsets = np.zeros(len(weights) + 2, dtype=np.int64)
+        np.cumsum([len(w) for w in weights] + [len(final)], out=self.offsets[1:])
+        self.bases = self.offsets[1:].tolist()
 
     def block(self, u: int, rows: np.ndarray | int | None = None) -> Block:
-        sel = slice(None) if rows is None else rows
         if u == len(self.weights):
-            stop = self.final[sel]
+            stop = self.final if rows is None else self.final[rows]
             none = np.shape(stop) + (0,)
             return Block(stop, np.zeros(none), np.zeros(none, np.int64))
-        return Block(None, self.weights[u][sel], self.targets[u][sel],
-                     base=int(self.offsets[u + 1]))
+        if rows is None:  # the layer's own matrices (no view made per sweep)
+            return Block(None, self.weights[u], self.targets[u], base=self.bases[u])
+        return Block(None, self.weights[u][rows], self.targets[u][rows], base=self.bases[u])
 
 
 class QGraph:

@@ -27,7 +27,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from arsdecode.core.dag_dp import Layered, sample
+from arsdecode.core.dag_dp import Draws, Layered, sample
 from arsdecode.core.dag_dp import backward as dag_backward
 from arsdecode.core.dag_dp import forward as dag_forward
 from arsdecode.core.semiring import LogSumExp, Semiring, draw_in_segments, quiet
@@ -52,6 +52,17 @@ def backward(
     `dag_dp.backward` on the layers (`Layered`), split back by layer."""
     graph = _graph(weights, targets, final)
     return _per_layer(dag_backward(graph, semiring), graph.offsets)
+
+
+def total(
+    weights: Sequence[np.ndarray],
+    targets: Sequence[np.ndarray],
+    final: np.ndarray,
+    semiring: type[Semiring],
+) -> float:
+    """The semiring sum over every path from state 0 of layer 0 (with `LogSumExp`, ln q(X)):
+    `backward`'s values[0][0], without splitting the sweep's values by layer."""
+    return float(dag_backward(_graph(weights, targets, final), semiring)[0])
 
 
 def forward(
@@ -97,9 +108,31 @@ def sample_forward(
 
     The package's one sampler (`dag_dp.sample`) on the layers as a block graph (`Layered`):
     every walker moves one layer per step, so step i gives column i."""
-    L = len(weights)
-    graph = Layered(list(weights), list(targets), np.asarray(values[L]))
-    drawn = sample(graph, np.concatenate([np.asarray(v, np.float64) for v in values]), k, rng)
+    graph = Layered(list(weights), list(targets), np.asarray(values[len(weights)]))
+    beta = np.concatenate([np.asarray(v, np.float64) for v in values])
+    return _columns(sample(graph, beta, k, rng), k, len(weights))
+
+
+def sample_layers(
+    weights: Sequence[np.ndarray],
+    targets: Sequence[np.ndarray],
+    final: np.ndarray,
+    k: int,
+    rng: np.random.Generator,
+) -> tuple[np.ndarray, float]:
+    """Backward filtering then `sample_forward`, on one block graph: k paths (shape (k, L);
+    (0, L) when q(X) = 0) and ln q(X). Why not `backward` then `sample_forward`: the sweep's
+    values stay in the sampler's global numbering (not split by layer and joined again)."""
+    graph = _graph(weights, targets, final)
+    beta = dag_backward(graph, LogSumExp)
+    log_z = float(beta[0])
+    if log_z == -np.inf:
+        return np.empty((0, len(weights)), dtype=np.int64), log_z
+    return _columns(sample(graph, beta, k, rng), k, len(weights)), log_z
+
+
+def _columns(drawn: Draws, k: int, L: int) -> np.ndarray:
+    """The drawn candidate indices as a (k, L) matrix: step i is layer i's column."""
     out = np.empty((k, L), dtype=np.int64)
     for i, (walkers, _, cols) in enumerate(drawn.steps[:L]):
         out[walkers, i] = cols
@@ -112,4 +145,4 @@ def log_partition(values: Sequence[np.ndarray]) -> float:
 
 
 __all__ = ["LogSumExp", "backward", "best_path", "draw_in_segments", "forward", "log_partition",
-           "sample_forward"]
+           "sample_forward", "sample_layers", "total"]

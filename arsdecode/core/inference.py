@@ -94,7 +94,7 @@ def viterbi(qa: QAutomaton) -> tuple[list[str], float]:
 
 def log_partition(qa: QAutomaton) -> float:
     """ln q(X): the total mass of q over every path of the lattice."""
-    return dp.log_partition(backward_values(qa, LogSumExp))
+    return dp.total(*_arrays(qa), LogSumExp)
 
 
 def sample_indices(
@@ -103,13 +103,7 @@ def sample_indices(
     """Draw k i.i.d. paths from q / q(X) (candidate indices, shape (k, L)) and ln q(X).
 
     If q(X) = 0 no path is drawn (shape (0, L)) and ln q(X) = -inf is returned."""
-    weights, targets, final = _arrays(qa)
-    beta = dp.backward(weights, targets, final, LogSumExp)
-    log_z = dp.log_partition(beta)
-    if log_z == -np.inf:
-        return np.empty((0, len(weights)), dtype=np.int64), log_z
-    with quiet():
-        return dp.sample_forward(weights, targets, beta, k, rng), log_z
+    return dp.sample_layers(*_arrays(qa), k, rng)
 
 
 def sample_paths(qa: QAutomaton, k: int, rng: np.random.Generator) -> list[list[str]]:

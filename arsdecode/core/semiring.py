@@ -107,9 +107,13 @@ class LogSumExp(Semiring):
             return np.full(np.delete(x.shape, axis), cls.zero)
         top = x.max(axis=axis, keepdims=True)
         safe = np.where(np.isfinite(top), top, 0.0)
-        with quiet():
-            total = np.log(np.exp(x - safe).sum(axis=axis, keepdims=True)) + safe
-            total = np.where(top == -np.inf, -np.inf, total)
+        with quiet():  # log(sum(exp(x - safe))) + safe, the temporaries reused in place
+            p = np.subtract(x, safe)
+            np.exp(p, out=p)
+            total = p.sum(axis=axis, keepdims=True)
+            np.log(total, out=total)
+            total += safe
+            total[top == -np.inf] = -np.inf
         return np.squeeze(total, axis=axis)
 
     @classmethod
@@ -128,28 +132,34 @@ def logsumexp(x: np.ndarray) -> float:
 
 
 def draw_in_segments(
-    logits: np.ndarray, starts: np.ndarray | None, which: np.ndarray, u: np.ndarray
+    logits: np.ndarray, starts: np.ndarray, which: np.ndarray, u: np.ndarray, *,
+    every: bool = False
 ) -> np.ndarray:
     """For each walker k, an index of `logits` inside segment which[k], drawn with probability
     proportional to exp(logits) within the segment, by inverse CDF at uniform u[k].
 
-    Segment s is logits[starts[s]:starts[s + 1]] (the last runs to the end); or, for a 2-d
-    `logits` (`starts` None), row s, and the index returned is the column (equal segments:
-    the dense blocks of `dag_dp`, drawn row-wise without the bookkeeping of ragged ones).
+    Segment s is logits[starts[s]:starts[s + 1]] (the last runs to the end); a matrix's rows
+    laid flat are segments of equal length (`dag_dp`'s dense blocks).
     Only the segments some walker is in are touched, and cumulative sums restart per segment
     in effect (the base subtracted is at most the selected segments' mass), so precision does
     not degrade with the size of the layer. A zero-probability entry is never returned.
+    `every`: the caller knows every segment holds a walker (`which` takes every value
+    0..len(starts) - 1, e.g. the inverse of an `np.unique`), so they are not found again:
+    the same draw, one sort fewer.
     """
-    if starts is None:
-        return _draw_in_rows(logits, which, u)
     n = len(logits)
     if len(which) == 0:
         return np.empty(0, dtype=np.int64)
-    ends = np.r_[starts[1:], n]
-    segs, inv = np.unique(which, return_inverse=True)
-    inv = inv.ravel()
+    # (np.concatenate, np.minimum/maximum: np.r_ and np.clip's results, without their
+    # microseconds of Python per call: a sampler draws once per node)
+    ends = np.concatenate((starts[1:], [n]))
+    if every:
+        segs, inv = np.arange(len(starts)), which
+    else:
+        segs, inv = np.unique(which, return_inverse=True)
+        inv = inv.ravel()
     lens = ends[segs] - starts[segs]
-    offs = np.r_[0, np.cumsum(lens)[:-1]]
+    offs = np.concatenate(([0], np.cumsum(lens)[:-1]))
     total_len = int(lens.sum())
     local_seg = np.repeat(np.arange(len(segs)), lens)
     flat = starts[segs][local_seg] + (np.arange(total_len) - offs[local_seg])
@@ -163,22 +173,5 @@ def draw_in_segments(
     seg_total = cum[offs + lens - 1] - base
     last_pos = np.maximum.reduceat(np.where(p > 0, np.arange(total_len), -1), offs)
     pick = np.searchsorted(cum, base[inv] + u * seg_total[inv], side="right")
-    pick = np.clip(pick, offs[inv], last_pos[inv])
+    pick = np.minimum(np.maximum(pick, offs[inv]), last_pos[inv])
     return flat[pick]
-
-
-def _draw_in_rows(logits: np.ndarray, which: np.ndarray, u: np.ndarray) -> np.ndarray:
-    """`draw_in_segments` with row which[k] of a 2-d `logits` as walker k's segment: the same
-    inverse CDF (the first entry whose cumulative mass passes u * total, never one of zero
-    probability)."""
-    x = logits[which]
-    if x.shape[1] == 0 or len(x) == 0:
-        return np.zeros(len(x), dtype=np.int64)
-    top = x.max(axis=1)
-    safe = np.where(np.isfinite(top), top, 0.0)
-    with quiet():
-        p = np.exp(x - safe[:, None])
-    cum = np.cumsum(p, axis=1)
-    pick = (cum <= (u * cum[:, -1])[:, None]).sum(axis=1)
-    last_pos = x.shape[1] - 1 - np.argmax(p[:, ::-1] > 0, axis=1)
-    return np.minimum(pick, last_pos)
