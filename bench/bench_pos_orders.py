@@ -13,8 +13,13 @@ The sentences: the first --sentences of the UD English Web Treebank test set (ou
 for the WSJ-trained models), as bench_pos --test ewt writes them; the models: data_prep.pos_data
 --out DIR (tags.N.npz, emissions.json.gz, train.tsv).
 
+`--a-tree DIR` (a checkout of another revision, its compiled core built, e.g. main) runs the
+same whole-process `tag` from DIR too, A and B alternating within each repeat (A first on odd
+repeats), so both sides see the same load: speed is read as each side's x TnT of this run.
+The per-token counts are deterministic, so they are this tree's only.
+
 Usage: python -m bench.bench_pos_orders [--pos-dir work/pos] [--orders 3 5 7 9]
-                                        [--sentences 1500] [--repeat 3]
+                                        [--sentences 1500] [--repeat 3] [--a-tree DIR]
 """
 
 from __future__ import annotations
@@ -95,6 +100,8 @@ def main() -> int:
     ap.add_argument("--orders", type=int, nargs="+", default=[3, 5, 7, 9])
     ap.add_argument("--sentences", type=int, default=1500)
     ap.add_argument("--repeat", type=int, default=3, help="best of this many runs")
+    ap.add_argument("--a-tree", type=Path, default=None,
+                    help="another checkout whose `tag` runs alternating with this tree's")
     args = ap.parse_args()
     from data_prep.ewt import default_ewt_dir, ewt_file, read_conllu
 
@@ -107,18 +114,26 @@ def main() -> int:
     # pages it shared with this one when forked (Linux folds them into ru_maxrss at exec).
     floor = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     whole: dict[int, tuple[float, int]] = {}
+    whole_a: dict[int, tuple[float, int]] = {}
+    trees = [REPO] if args.a_tree is None else [REPO, args.a_tree.resolve()]
     for n in args.orders:
-        # From the repository root (cwd): `-m` puts it first on sys.path, so this tree runs.
-        cmd = [sys.executable, "-m", "arsdecode", "tag", "--file", str(words_file),
-               "--models", str(args.pos_dir), "--order", str(n)]
-        best, rss = float("inf"), 0
-        for _ in range(args.repeat):
-            stdout, cpu, peak = child_cpu(cmd, REPO)
-            best, rss = min(best, cpu), max(rss, peak)
-            got = [[tok.rsplit("/", 1)[0] for tok in line.split()]
-                   for line in stdout.splitlines()]
-            assert got == words, "the whole process tagged other sentences"
-        whole[n] = (best, rss)
+        # From a repository root (cwd): `-m` puts it first on sys.path, so that tree runs.
+        cmd = [sys.executable, "-m", "arsdecode", "tag", "--file",
+               str(words_file.resolve()), "--models", str(args.pos_dir.resolve()),
+               "--order", str(n)]
+        got_of: dict[Path, str] = {}
+        for r in range(args.repeat):
+            for tree in trees if r % 2 == 0 else trees[::-1]:
+                stdout, cpu, peak = child_cpu(cmd, tree)
+                side = whole if tree == REPO else whole_a
+                best, rss = side.get(n, (float("inf"), 0))
+                side[n] = (min(best, cpu), max(rss, peak))
+                got = [[tok.rsplit("/", 1)[0] for tok in line.split()]
+                       for line in stdout.splitlines()]
+                assert got == words, f"{tree}: the whole process tagged other sentences"
+                got_of[tree] = stdout
+        if len(got_of) == 2 and len(set(got_of.values())) != 1:
+            print(f"n={n}: A and B tag differently (tied optima may differ, see FullDP.run)")
     tnt = tnt_cpu(args.pos_dir, words, args.repeat)
     print(f"EWT test, first {len(words)} sentences, {tokens} tokens; NLTK TnT (N=1000, best of"
           f" {args.repeat}): {tnt:.2f} CPU-s, {tokens / tnt:,.0f} tokens/CPU-s; peak RSS of the"
@@ -126,6 +141,9 @@ def main() -> int:
     print("n | whole process CPU-s, tok/CPU-s, x TnT, peak RSS | load, flatten, DP setup,"
           " DP first, DP warm (CPU-s) | per token: states, pairs, candidates, transitions"
           " computed | cache MiB")
+    for n, (best, rss) in whole_a.items():
+        print(f"A {n} | {best:.2f}, {tokens / best:,.0f}, x{tnt / best:.2f}, {rss / 1024:.0f} MiB"
+              f" | (A: {args.a_tree})")
     for n in args.orders:
         best, rss = whole[n]
         st = stages(args.pos_dir, n, words)
