@@ -17,6 +17,7 @@ import bz2
 import gzip
 import itertools
 import lzma
+import os
 import re
 import zipfile
 from dataclasses import dataclass
@@ -74,6 +75,16 @@ class RealModels:
     paths: dict[int, Path]  # order -> ARPA path
     train: list[str]
     held_out: list[str]
+
+
+@pytest.fixture(scope="session", autouse=True)
+def segmentation_cache(tmp_path_factory) -> Path:
+    """The shipped segmentation model's cache (binary model and trie) in the session's
+    temporary folder, not the user's ~/.cache: a test run leaves nothing behind, and starts
+    from an empty cache as a new user does. Subprocesses inherit it through the environment."""
+    folder = tmp_path_factory.mktemp("arsdecode-cache")
+    os.environ.setdefault("ARSDECODE_CACHE_DIR", str(folder))
+    return Path(os.environ["ARSDECODE_CACHE_DIR"])
 
 
 @pytest.fixture(scope="session")
