@@ -62,6 +62,8 @@ class Block(NamedTuple):
     dst: np.ndarray  # the same shape: the state each edge leads to, counted from `base`
     starts: np.ndarray | None = None  # sparse: (k,) first edge of each state; dense: None
     base: int = 0  # dst + base is the global state (a layer's targets stay local: no copy)
+    span: int = 0  # > 0: every dst is in [0, span) (a layer's edges reach the next layer
+    # only), so a forward scatter needs neither the destinations' min and max nor a shift
 
     def ends(self) -> np.ndarray:
         """The stop weights, -inf everywhere when the block has none."""
@@ -180,13 +182,17 @@ def forward(graph: Graph, semiring: type[Semiring]) -> np.ndarray:
             else:
                 counts = np.diff(np.r_[block.starts, len(block.weight)])
                 vals = np.repeat(alpha[lo:hi], counts) + block.weight
-            dst = block.dst.ravel() + block.base
-            if not len(dst):
-                continue
-            first = int(dst.min())
-            span = int(dst.max()) - first + 1
+            if block.span:  # the destinations' range is known: scatter the local indices
+                first, span, local = block.base, block.span, block.dst.ravel()
+            else:
+                dst = block.dst.ravel() + block.base
+                if not len(dst):
+                    continue
+                first = int(dst.min())
+                span = int(dst.max()) - first + 1
+                local = dst - first
             alpha[first:first + span] = semiring.plus(
-                alpha[first:first + span], semiring.scatter_sum(vals, dst - first, span))
+                alpha[first:first + span], semiring.scatter_sum(vals, local, span))
     return alpha
 
 
@@ -340,6 +346,7 @@ class Layered:
         self.offsets = np.zeros(len(weights) + 2, dtype=np.int64)
         np.cumsum([len(w) for w in weights] + [len(final)], out=self.offsets[1:])
         self.bases = self.offsets[1:].tolist()
+        self.spans = np.diff(self.offsets[1:]).tolist()  # layer u's edges reach layer u + 1
 
     def block(self, u: int, rows: np.ndarray | int | None = None) -> Block:
         if u == len(self.weights):
@@ -347,8 +354,10 @@ class Layered:
             none = np.shape(stop) + (0,)
             return Block(stop, np.zeros(none), np.zeros(none, np.int64))
         if rows is None:  # the layer's own matrices (no view made per sweep)
-            return Block(None, self.weights[u], self.targets[u], base=self.bases[u])
-        return Block(None, self.weights[u][rows], self.targets[u][rows], base=self.bases[u])
+            return Block(None, self.weights[u], self.targets[u], base=self.bases[u],
+                         span=self.spans[u])
+        return Block(None, self.weights[u][rows], self.targets[u][rows], base=self.bases[u],
+                     span=self.spans[u])
 
 
 class QGraph:
