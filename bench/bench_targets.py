@@ -72,6 +72,7 @@ from typing import Any, Literal
 
 import numpy as np
 
+from bench.perf_doc import write_section
 from bench.record import Record
 from bench.targets_report import (  # noqa: F401  (TOL, summary, ratio: importers name them here)
     TOL,
@@ -371,8 +372,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     res["load_average"] = os.getloadavg()[0]
     print(table(res))
     if args.doc:
-        from bench.perf_doc import write_section
-
         write_section("targets", doc_section(res))
     if args.json is not None:
         args.json.parent.mkdir(parents=True, exist_ok=True)
