@@ -16,7 +16,8 @@ state_union + brown + abc + webtext into work/bench/, built on first use)
        same conversion run from another checkout (A/B, e.g. /work/main); each tool run N
        times interleaved, the fastest time and largest peak kept; JSON to
        work/bench/convert.json, compared with the previous run's ratios there: one more than
-       10% worse exits 1, keeping the stored run and writing this one to convert.latest.json)
+       10% worse exits 1, keeping the stored run and writing this one to convert.latest.json;
+       --doc also writes the table into docs/performance.md, `bench:conversion` markers)
 """
 
 from __future__ import annotations
@@ -30,6 +31,8 @@ import time
 from pathlib import Path
 
 import numpy as np
+
+from bench.maxarpa_report import convert_markdown, digest_share, main_digest
 
 REPO = Path(__file__).resolve().parent.parent
 WORK = REPO / "work" / "bench"
@@ -122,49 +125,6 @@ def resident_memory(binary: Path, mmap: bool) -> tuple[int, int, int]:
     return rss, anon, file_backed
 
 
-def digest_share(path: Path, mmap: bool = False, repeats: int = 9) -> dict[str, float]:
-    """Median seconds of `maxarpa.load` (the digest check included, and the file trusted) and
-    of the digest check alone (maxarpa.digest.digest_matches on the loaded arrays), repeated
-    in turns so that both see the same machine load. Issue 19 asks for share < 10%."""
-    import maxarpa
-    from maxarpa.binary_format import is_binary
-    from maxarpa.digest import ALGORITHM, ALGORITHM_V2, digest_matches
-
-    # The check `maxarpa.load` runs: a binary file (format 3) carries the rowless digest.
-    algorithm = ALGORITHM_V2 if is_binary(path) else ALGORITHM
-    loads, hashes = [], []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        model = maxarpa.load(path, mmap=mmap)
-        loads.append(time.perf_counter() - start)
-        start = time.perf_counter()
-        digest_matches((algorithm, ""), model.vocab, model.trie)
-        hashes.append(time.perf_counter() - start)
-        del model
-    load, digest = float(np.median(loads)), float(np.median(hashes))
-    return {"load_s": load, "digest_s": digest, "share": digest / load}
-
-
-def main_digest(paths: list[Path]) -> None:
-    """`--digest`: the digest check's share of the load time of each model."""
-    import tempfile
-
-    import maxarpa
-
-    if not paths:
-        text = REPO / "arsdecode" / "data" / "state_union.5gram.maxarpa.gz"
-        tmp = Path(tempfile.mkdtemp())
-        maxarpa.convert(text, tmp / "state_union.5gram.npz", binary=True)
-        paths = [text, tmp / "state_union.5gram.npz"]
-    print(f"{'model':40}{'load (s)':>10}{'digest (s)':>12}{'share':>8}")
-    for path in paths:
-        modes = (False, True) if path.suffix == ".npz" else (False,)
-        for mmap in modes:
-            r = digest_share(path, mmap=mmap)
-            name = path.name + (" (mmap)" if mmap else "")
-            print(f"{name:40}{r['load_s']:>10.4f}{r['digest_s']:>12.4f}{r['share']:>8.1%}")
-
-
 CONVERT_SLACK = 1.10  # a ratio more than 10% worse than the stored previous run's is flagged
 
 
@@ -203,8 +163,11 @@ def main_convert(args: list[str]) -> None:
     from bench.convert_phases import PHASES_SCRIPT
     from data_prep.lmplz import find_tool
 
-    tree, repeat = None, 1
-    while args[:1] in (["--baseline-tree"], ["--repeat"]):
+    tree, repeat, doc, argv = None, 1, False, list(args)
+    while args[:1] in (["--baseline-tree"], ["--repeat"], ["--doc"]):
+        if args[0] == "--doc":
+            doc, args = True, args[1:]
+            continue
         if args[0] == "--repeat":
             repeat = int(args[1])
         else:
@@ -249,6 +212,7 @@ def main_convert(args: list[str]) -> None:
             r[f"baseline_phase_{name}_s"] = float(seconds)
             r[f"baseline_phase_{name}_peak_mib"] = float(peak)
     r["time_ratio"] = r["convert_binary_s"] / r["build_binary_s"]
+    r["load_average"], r["arpa_mib"] = os.getloadavg()[0], arpa.stat().st_size / 2**20
     r["memory_ratio"] = r["convert_binary_mib"] / r["build_binary_mib"]
     r["file_ratio"] = r["file_mib"] / r["kenlm_file_mib"]
     print(f"ARPA: {arpa} ({arpa.stat().st_size / 2**20:.0f} MiB)")
@@ -286,6 +250,10 @@ def main_convert(args: list[str]) -> None:
         out = WORK / "convert.latest.json"
     out.write_text(json.dumps(r, indent=1))
     print(f"raw results: {out}")
+    if doc:
+        from bench.perf_doc import write_section
+
+        write_section("conversion", convert_markdown(r, argv, repeat))
     if regressions:
         raise SystemExit("\n".join(regressions))
 

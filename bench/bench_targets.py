@@ -51,7 +51,7 @@ The figures, the checks and the table are bench/targets_report.py's; this module
 
 Usage: python -m bench.bench_targets [--data work/sms] [--general M] [--per-length 8]
            [--sample-per-length 3] [--samples 100] [--targets plain interpolated ...]
-           [--json OUT]
+           [--json OUT] [--doc]   (--doc: the tables into docs/performance.md, `bench:targets`)
 `--per-length 2 --sample-per-length 1` is a quick run. Progress goes to a terminal only.
 """
 
@@ -59,6 +59,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import resource
 import shlex
 import statistics
 import sys
@@ -70,12 +72,16 @@ from typing import Any, Literal
 
 import numpy as np
 
+from bench.perf_doc import write_section
 from bench.record import Record
 from bench.targets_report import (  # noqa: F401  (TOL, summary, ratio: importers name them here)
     TOL,
     checks,
+    doc_section,
     format_target,
     ratio,
+    say,
+    shown_path,
     summarize,
     summary,
     table,
@@ -86,12 +92,6 @@ REPO = Path(__file__).resolve().parents[1]
 Method = Literal["auto", "ars", "full"]
 TARGETS = ("plain", "interpolated", "loglinear", "vpylm")
 MIX_WEIGHTS = (0.6, 0.4)
-
-
-def say(msg: str) -> None:
-    """Progress, on a terminal only (a redirected run's stderr stays clean)."""
-    if sys.stderr.isatty():
-        print(msg, file=sys.stderr, flush=True)
 
 
 def read_sentences(path: Path) -> list[list[str]]:
@@ -152,8 +152,7 @@ def vpylm_counts(data: Path, sentences: Sequence[Sequence[str]], depth: int, swe
 
 
 def choose(records: Sequence[dict], per_length: int) -> list[dict]:
-    """The first `per_length` records of each length (test.jsonl is a random draw per
-    length), in file order."""
+    """The first `per_length` records of each length (a random draw per length), in order."""
     from data_prep.prepare_sms import subset
 
     return subset(records, per_length)
@@ -226,8 +225,7 @@ def sample_row(lm: Any, lattices: Sequence[Any], n: int, seed: int, warm: Any
 
 def run(*, data: Path, general: Path | None, targets: Sequence[str], per_length: int,
         sample_per_length: int, samples: int, full_lattices: int, full_top_k: int,
-        features: int,
-        sigma: float, depth: int, sweeps: int, seed: int,
+        features: int, sigma: float, depth: int, sweeps: int, seed: int,
         log: Callable[[str], None] = say) -> dict[str, Any]:
     """Every target's decode and sample rows on the same lattices (module docstring)."""
     import maxarpa
@@ -281,7 +279,7 @@ def run(*, data: Path, general: Path | None, targets: Sequence[str], per_length:
     if "interpolated" in targets:
         t0 = time.process_time()
         general_lm = maxarpa.load(general_path)
-        out["general"] = {"path": _shown(general_path), "words": len(general_lm.vocab),
+        out["general"] = {"path": shown_path(general_path), "words": len(general_lm.vocab),
                           "ngrams": sum(general_lm.counts), "order": general_lm.order,
                           "load_cpu_seconds": time.process_time() - t0,
                           "weights": list(MIX_WEIGHTS)}
@@ -319,15 +317,11 @@ def run(*, data: Path, general: Path | None, targets: Sequence[str], per_length:
         log(f"{name}: sample n={samples}, {len(sample_lattices)} lattices")
         res["sample"] = sample_row(build(name), sample_lattices, samples, seed, warm)
         out["targets"][name] = res
+        res["peak_rss_mib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
         log(format_target(name, res))
     out["checks"] = checks(out)
     out["summary"] = summarize(out)
     return out
-
-
-def _shown(path: Path) -> str:
-    p = path.resolve()
-    return str(p.relative_to(REPO)) if p.is_relative_to(REPO) else str(path)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -342,13 +336,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--sample-per-length", type=int, default=3,
                     help="of those, sampled lattices per length (default 3: 24; 0: all)")
     ap.add_argument("--samples", type=int, default=100, help="samples per lattice")
-    ap.add_argument("--full-lattices", type=int, default=5,
-                    help="small lattices: one of each of this many shortest lengths, cut "
-                         "to --full-top-k candidates per position, decoded by ars and full "
-                         "on every target")
-    ap.add_argument("--full-top-k", type=int, default=30,
-                    help="candidates per position of the small lattices (the numpy full DP "
-                         "holds every (state, candidate) pair: whole SMS lattices take GBs)")
+    ap.add_argument("--full-lattices", type=int, default=5, help="small lattices: one of each"
+                    " of this many shortest lengths, cut to --full-top-k (ars and full)")
+    ap.add_argument("--full-top-k", type=int, default=30, help="candidates per position of the"
+                    " small lattices (the numpy full DP: GBs on a whole SMS lattice)")
     ap.add_argument("--features", type=int, default=2000,
                     help="log-linear: the most frequent n-grams of each kind (3 kinds)")
     ap.add_argument("--sigma", type=float, default=0.3, help="log-linear weights N(0, sigma)")
@@ -356,9 +347,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--sweeps", type=int, default=5, help="the VPYLM's Gibbs sweeps")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--json", type=Path, default=None, help="save the results here")
-    ap.add_argument("--quick", action="store_true",
-                    help="--per-length 1 --sample-per-length 1 --samples 30 --full-lattices 3 "
-                         "(bench.ab)")
+    ap.add_argument("--doc", action="store_true", help="write docs/performance.md's section")
+    ap.add_argument("--quick", action="store_true", help="--per-length 1 --sample-per-length"
+                    " 1 --samples 30 --full-lattices 3 (bench.ab)")
     args = ap.parse_args(argv)
     if args.quick:
         args.per_length, args.sample_per_length, args.samples, args.full_lattices = 1, 1, 30, 3
@@ -371,14 +362,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     cpu0, wall0 = time.process_time(), time.perf_counter()
     res = run(data=args.data, general=args.general, targets=args.targets,
               per_length=args.per_length, sample_per_length=args.sample_per_length,
-              samples=args.samples, full_lattices=args.full_lattices,
-              full_top_k=args.full_top_k, features=args.features,
-              sigma=args.sigma, depth=args.max_depth, sweeps=args.sweeps, seed=args.seed)
-    res["run_cpu_seconds"] = time.process_time() - cpu0
-    res["run_wall_seconds"] = time.perf_counter() - wall0
+              samples=args.samples, full_lattices=args.full_lattices, full_top_k=args.full_top_k,
+              features=args.features, sigma=args.sigma, depth=args.max_depth, sweeps=args.sweeps,
+              seed=args.seed)
+    res["run_cpu_seconds"], res["run_wall_seconds"] = (time.process_time() - cpu0,
+                                                       time.perf_counter() - wall0)
     res["command"] = shlex.join(["python", "-m", "bench.bench_targets",
                                  *(sys.argv[1:] if argv is None else argv)])
+    res["load_average"] = os.getloadavg()[0]
     print(table(res))
+    if args.doc:
+        write_section("targets", doc_section(res))
     if args.json is not None:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps(res, indent=1) + "\n")
