@@ -54,6 +54,7 @@ from pathlib import Path
 
 import numpy as np
 
+from maxarpa.checks import check_binary_shapes
 from maxarpa.compact import Stored, rounded_orders, widened
 from maxarpa.contexts import attach, context_keys
 from maxarpa.digest import ALGORITHM_V2, DigestV2, arrays_digest, bounds_trusted
@@ -313,7 +314,7 @@ def read_binary_with_digest(path: str | Path, mmap: bool = False
         if isinstance(err, FormatError):
             raise
         raise FormatError(path, None, f"corrupt maxarpa binary file ({err})") from None
-    _check_shapes(trie, path)
+    check_binary_shapes(trie, path)
     model = Model(vocab, trie, path)
     if tables is not None and digest is not None and ctx_digest is not None and (
             ctx_digest == (digest[0], arrays_digest(digest[1], tables[1]))):
@@ -389,18 +390,3 @@ def _split_digest(text: str) -> tuple[str, str] | None:
     """"algorithm:hex" as a pair; None for anything else (an untrusted file, not an error)."""
     algorithm, _, hexdigest = text.partition(":")
     return (algorithm, hexdigest) if hexdigest else None
-
-
-def _check_shapes(trie: Trie, path: str) -> None:
-    """Every order's arrays agree in length and the key/row dtypes are the expected ones
-    (format 3's rows are built from the keys when first read: right by construction)."""
-    for k, node in enumerate(trie.nodes, start=1):
-        m = len(node.keys)
-        if node.keys.dtype != np.uint64 or node.keys.ndim != 1 or (
-                node.has_rows and node.rows.shape != (m, k)):
-            raise FormatError(path, None, f"corrupt maxarpa binary file (order {k} keys/rows)")
-        for f in ("log10p", "log10bow", "listed", "mf", "mbow"):
-            if getattr(node, f).shape != (m,):
-                raise FormatError(path, None, f"corrupt maxarpa binary file ({f}_{k})")
-    if trie.nodes and len(trie.nodes[0].keys) != trie.vocab_size:
-        raise FormatError(path, None, "corrupt maxarpa binary file (vocabulary size)")

@@ -174,3 +174,19 @@ def first_difference(stored: Trie, fresh: Trie, vocab: list[str]) -> str | None:
                 return (f"{kind} {k}-gram {shown(ngram_text(vocab, old, i))}: stored {field} "
                         f"{float(a[i])!r}, recomputed {float(b[i])!r}")
     return None
+
+
+def check_binary_shapes(trie: Trie, path: str) -> None:
+    """A binary file's tables, as read: every order's arrays agree in length and the key/row
+    dtypes are the expected ones (format 3's rows are built from the keys when first read:
+    right by construction)."""
+    for k, node in enumerate(trie.nodes, start=1):
+        m = len(node.keys)
+        if node.keys.dtype != np.uint64 or node.keys.ndim != 1 or (
+                node.has_rows and node.rows.shape != (m, k)):
+            raise FormatError(path, None, f"corrupt maxarpa binary file (order {k} keys/rows)")
+        for f in ("log10p", "log10bow", "listed", "mf", "mbow"):
+            if getattr(node, f).shape != (m,):
+                raise FormatError(path, None, f"corrupt maxarpa binary file ({f}_{k})")
+    if trie.nodes and len(trie.nodes[0].keys) != trie.vocab_size:
+        raise FormatError(path, None, "corrupt maxarpa binary file (vocabulary size)")

@@ -33,7 +33,8 @@ import numpy as np
 from maxarpa.errors import FormatError
 from maxarpa.keywalk import last_words, prefix_rows
 from maxarpa.model import Model
-from maxarpa.table import HashIndex, row_hashes, unique_rows
+from maxarpa.rows import row_hashes, unique_rows
+from maxarpa.table import HashIndex
 
 EMPTY_KEY = np.uint64(2**64 - 1)  # the empty context's key: never a real parent * V + word
 

@@ -19,6 +19,7 @@ import numpy as np
 from maxarpa.arpa import ArpaData, OrderArrays, ngram_lines
 from maxarpa.errors import FormatError, shown
 from maxarpa.keywalk import rows_from_parent, sort_with_order, unigram_rows
+from maxarpa.rows import HASH_MIX, unique_rows
 
 
 class OrderNodes:
@@ -65,43 +66,6 @@ class OrderNodes:
         return self._rows is not None
 
 
-_MIX = np.uint64(0x9E3779B97F4A7C15)  # 2^64 / golden ratio: Fibonacci hashing
-
-
-def row_hashes(a: np.ndarray) -> np.ndarray:
-    """A 64-bit polynomial hash of each row (wrapping arithmetic)."""
-    h = np.zeros(len(a), dtype=np.uint64)
-    with np.errstate(over="ignore"):
-        for j in range(a.shape[1]):
-            h = (h ^ a[:, j].astype(np.uint64)) * _MIX + np.uint64(j + 1)
-    return h
-
-
-def unique_rows(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Unique rows of a 2-D int32 array and the index of each one's first occurrence.
-
-    Why hashes: sorting 64-bit row hashes is several times faster than sorting rows as raw
-    bytes. Exactness does not rest on the hash: equal-hash groups are verified row by row
-    (one column at a time, to keep the transient copies small), and any collision falls
-    back to the byte-wise sort.
-    """
-    a = np.ascontiguousarray(a)
-    if len(a) == 0:
-        return a, np.empty(0, dtype=np.int64)
-    h = row_hashes(a)
-    order = np.argsort(h)  # unstable is fine: each group's first index is taken as its min
-    hs = h[order]
-    starts = np.flatnonzero(np.r_[True, hs[1:] != hs[:-1]])
-    first = np.minimum.reduceat(order, starts)
-    group_first = np.repeat(first, np.diff(np.r_[starts, len(order)]))
-    if all(np.array_equal(a[order, j], a[group_first, j]) for j in range(a.shape[1])):
-        first.sort()  # rows in order of first occurrence
-        return a[first], first
-    view = a.view(np.dtype((np.void, a.dtype.itemsize * a.shape[1]))).ravel()
-    _, first = np.unique(view, return_index=True)
-    return a[first], first
-
-
 INSERT_CHUNK = 1 << 18  # keys placed in the hash at a time
 LOOKUP_CHUNK = 1 << 18  # rows looked up at a time: ~10 transient arrays of this length
 
@@ -138,7 +102,7 @@ class HashIndex:
 
     def _home(self, keys: np.ndarray) -> np.ndarray:
         with np.errstate(over="ignore"):
-            return ((keys * _MIX) >> np.uint64(64 - self.bits)).astype(np.int64)
+            return ((keys * HASH_MIX) >> np.uint64(64 - self.bits)).astype(np.int64)
 
     def find(self, queries: np.ndarray) -> np.ndarray:
         """Row of each query key, or -1."""

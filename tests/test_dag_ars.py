@@ -40,7 +40,7 @@ from arsdecode.testing.brute_dag import (
     brute_dag_target,
     random_word_lattice,
 )
-from maxarpa.table import row_hashes
+from maxarpa.rows import row_hashes
 
 TIGHT = 1e-9
 

@@ -18,7 +18,7 @@ import numpy as np
 
 from maxarpa.contexts import useful_context_tables
 from maxarpa.model import Model
-from maxarpa.table import row_hashes
+from maxarpa.rows import row_hashes
 
 Context = tuple[int, ...]
 
