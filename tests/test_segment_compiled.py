@@ -178,16 +178,15 @@ def test_trie_round_trip_and_recorded_ids(sotu, tmp_path):
 
 
 def test_the_ascii_reader_equals_segment_input_read():
-    from arsdecode.tasks.segment.segmenter import read_input
-
+    """`SegmentInput.read`'s ASCII path gives what the general reader gives."""
     rng = random.Random(7)
     alphabet = "aZb9 -_'.#/\x00\tQx1"
     for _ in range(3000):
         raw = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 14)))
-        assert read_input(raw) == SegmentInput.read(raw), raw
+        assert SegmentInput.read(raw) == SegmentInput.read_general(raw), raw
     for raw in ["#iPhoneForAlonis", "www.bestbuy.com/deals", "lions2009", "", "...", "a b",
                 "don't", "café", "ＡＢＣ"]:
-        assert read_input(raw) == SegmentInput.read(raw), raw
+        assert SegmentInput.read(raw) == SegmentInput.read_general(raw), raw
 
 
 def test_a_target_without_ngram_tables_is_decoded_through_dispatch(sotu):

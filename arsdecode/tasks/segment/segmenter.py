@@ -16,7 +16,6 @@ lattice's ln weights (unknown-word costs, cue bonuses).
 from __future__ import annotations
 
 import dataclasses
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -164,7 +163,7 @@ class Segmenter:
                      lower: bool = False) -> list[SegmentResult]:
         """Segment every text: lattices built and decoded together, CHUNK characters at a
         time (one compiled build and one compiled Viterbi per chunk)."""
-        inputs = [read_input(t) for t in texts]
+        inputs = [SegmentInput.read(t) for t in texts]
         out = [SegmentResult(s.raw, "", [], 0.0, True, () if posteriors else None)
                for s in inputs]
         todo = [k for k, s in enumerate(inputs) if s.text]
@@ -223,27 +222,6 @@ class Segmenter:
 
     def _boundary_posteriors(self, wl: WordLattice, n: int) -> tuple[float, ...]:
         return boundary_posteriors(self.lm, wl, n, self.options.posterior_scale)
-
-
-_ASCII_RUN = re.compile(r"[0-9A-Za-z]+")
-
-
-def read_input(raw: str) -> SegmentInput:
-    """`SegmentInput.read(raw)`, made directly for ASCII without apostrophes (held-out text,
-    most hashtags and URLs): NFKC leaves ASCII as it is, its letters and digits are the runs
-    of [0-9A-Za-z], every other character is a break, and each character lower-cases to one;
-    the per-character reader took a fifth of segmenting a sentence. Anything else (an
-    apostrophe, which may join a word, or a non-ASCII character) is read by `read` itself;
-    tests/test_segment_compiled.py checks the two agree."""
-    if not raw.isascii() or "'" in raw:
-        return SegmentInput.read(raw)
-    runs = _ASCII_RUN.findall(raw)
-    joined = "".join(runs)
-    breaks, at = [], 0
-    for run in runs[:-1]:
-        at += len(run)
-        breaks.append(at)
-    return SegmentInput(raw, joined.lower(), frozenset(breaks), tuple(joined))
 
 
 @lru_cache(maxsize=1)
