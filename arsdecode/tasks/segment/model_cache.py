@@ -21,7 +21,6 @@ from __future__ import annotations
 import hashlib
 import inspect
 import os
-import tempfile
 import zipfile
 from collections.abc import Callable
 from pathlib import Path
@@ -30,6 +29,7 @@ import maxarpa
 from arsdecode.tasks.segment.compiled import TrieIndex
 from arsdecode.tasks.segment.lattice import SurfaceIndex
 from maxarpa import Config
+from maxarpa.output import atomic_output
 
 CACHE_ENV = "ARSDECODE_CACHE_DIR"
 
@@ -51,17 +51,12 @@ def _digest(*paths: Path) -> str:
 
 
 def _build(target: Path, write: Callable[[Path], None]) -> None:
-    """Write `target` through a temporary file in its folder and an atomic rename."""
+    """Write `target` through the package's one atomic writer (`maxarpa.output.atomic_output`:
+    a temporary file beside it, renamed when complete, removed on an error or a stop, and the
+    temporaries of dead writers cleared first), creating the cache folder."""
     target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=target.name + ".", suffix=".tmp", dir=target.parent)
-    os.close(fd)
-    try:
-        write(Path(tmp))
-        os.chmod(tmp, 0o644)  # mkstemp's 0600 would hide a shared cache from other users
-        os.replace(tmp, target)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+    with atomic_output(target) as tmp:
+        write(tmp)
 
 
 def cached_files(source: Path) -> tuple[Path, Path] | None:
