@@ -22,20 +22,12 @@ def arc_posteriors(lm: Any, wl: WordLattice, posterior_scale: float = 1.0) -> li
     target's scores divided by S (every path's probability ∝ exp(score / S)): the flattening
     lattice-tool's `-posterior-scale` applies, usually S = the LM scale, because acoustic
     scores overstate their confidence. Exact for that distribution."""
-    import dataclasses
+    from arsdecode.methods.dispatch_posteriors import scaled_lattice_posteriors
 
-    from arsdecode.api import lattice_posteriors
-    from arsdecode.model.target_spec import weighted_target
-
-    if posterior_scale != 1.0:
-        if not (math.isfinite(posterior_scale) and posterior_scale > 0):
-            raise OptionError(f"--posterior-scale must be a finite number > 0, got "
-                              f"{posterior_scale!r}")
-        wl = dataclasses.replace(
-            wl, log_weights=wl.log_weights / posterior_scale,
-            finals={f: w / posterior_scale for f, w in wl.finals.items()})
-        lm = weighted_target(lm, lm_weight=1.0 / posterior_scale)
-    post, _ = lattice_posteriors(lm, wl)
+    if not (math.isfinite(posterior_scale) and posterior_scale > 0):
+        raise OptionError(f"--posterior-scale must be a finite number > 0, got "
+                          f"{posterior_scale!r}")
+    post, _ = scaled_lattice_posteriors(lm, wl, posterior_scale)
     return post.tolist()
 
 

@@ -9,6 +9,7 @@ knobs keep one home and this module stays below `dispatch` in the import graph.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 
 import numpy as np
@@ -21,6 +22,7 @@ from arsdecode.methods.budget import memory_budget
 from arsdecode.methods.full import StatesBudgetExceeded, full_marginals
 from arsdecode.methods.options import check_options
 from arsdecode.model import ModelLike, as_target_model, ngram_scoring
+from arsdecode.model.target_spec import weighted_target
 
 __all__ = ["exact_posteriors", "lattice_posteriors"]
 
@@ -71,3 +73,19 @@ def lattice_posteriors(lm: ModelLike, lattice: Lattice | WordLattice
     out = np.zeros(len(live))
     out[live] = post  # from_confusion keeps the finite candidates, in order
     return out, log_z
+
+
+def scaled_lattice_posteriors(lm: ModelLike, wl: WordLattice, scale: float
+                              ) -> tuple[np.ndarray, float]:
+    """`lattice_posteriors` under the target's scores divided by `scale` S (every path's
+    probability proportional to exp(score / S)): lattice-tool's `-posterior-scale`, the
+    flattening (S > 1) that overconfident scores need, exact for that distribution. Every arc
+    and final weight is divided by S and the target weighted by 1 / S. One home for the CLI's
+    --posterior-scale and the segmenter's calibrated posteriors; `scale` is checked by them
+    (finite, > 0), each with its own option's name."""
+    if scale == 1.0:
+        return lattice_posteriors(lm, wl)
+    flat = dataclasses.replace(
+        wl, log_weights=np.asarray(wl.log_weights, dtype=np.float64) / scale,
+        finals={f: w / scale for f, w in wl.finals.items()})
+    return lattice_posteriors(weighted_target(lm, lm_weight=1.0 / scale), flat)

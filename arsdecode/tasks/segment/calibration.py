@@ -18,16 +18,14 @@ experiments/segment_english.py) and is what `segment(..., posteriors=True)` uses
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from collections.abc import Callable, Sequence
 
 import numpy as np
 
 from arsdecode.lattice.word_lattice import WordLattice
-from arsdecode.methods import dispatch
+from arsdecode.methods.dispatch_posteriors import scaled_lattice_posteriors
 from arsdecode.model.interface import ModelLike
-from arsdecode.model.target_spec import weighted_target
 
 DEFAULT_POSTERIOR_SCALE = 0.5
 """alpha fitted on the development sets (module docstring): dev log-loss 0.0329 at 0.4,
@@ -41,12 +39,8 @@ def boundary_posteriors(lm: ModelLike, wl: WordLattice, n: int,
     weight times `scale`."""
     if not (math.isfinite(scale) and scale > 0):
         raise ValueError(f"the posterior scale must be a finite number > 0, not {scale!r}")
-    target = weighted_target(lm, lm_weight=scale) if scale != 1.0 else lm
-    scaled = wl if scale == 1.0 else dataclasses.replace(
-        wl, log_weights=np.asarray(wl.log_weights, dtype=np.float64) * scale,
-        finals={k: v * scale for k, v in wl.finals.items()})
-    arc_post, _ = dispatch.lattice_posteriors(target, scaled)
-    at = np.bincount(scaled.dst, weights=np.asarray(arc_post, dtype=np.float64),
+    arc_post, _ = scaled_lattice_posteriors(lm, wl, 1.0 / scale)  # lattice-tool's S = 1/alpha
+    at = np.bincount(wl.dst, weights=np.asarray(arc_post, dtype=np.float64),
                      minlength=n + 1)
     return tuple(float(min(1.0, max(0.0, p))) for p in at[1:n])
 
