@@ -318,21 +318,10 @@ cdef class _DPCaches:
             nxt[0] = slot.nxt
             lp[0] = slot.lp
             return
-        row = (self.u.rows + gid * self.u.width) if self.u.width else &dummy
         if sc == NULL:
             local.ready = False
             sc = &local
-        if self.mix != NULL:
-            lp[0] = mix_walk(self.mix, row, self.u.width, word)
-        else:
-            if not sc.ready:
-                sc.ctx_depth = ng_context(&self.core.t, row, self.u.width, &sc.ctx_len,
-                                          sc.bows, &sc.ctx_node)
-                sc.ready = True
-            lp[0] = ng_walk_in(&self.core.t, row, self.u.width, word, False, sc.ctx_len,
-                               sc.ctx_depth, sc.bows, sc.ctx_node)
-        nxt[0] = uc_cut_append(&self.u, self.fail, V, gid, word)
-        self.n_trans += 1
+        self._walk(gid, word, nxt, lp, sc)
         slot.key = key + 1
         slot.nxt = nxt[0]
         slot.lp = lp[0]
@@ -343,8 +332,8 @@ cdef class _DPCaches:
 
     cdef inline void _walk(self, long long gid, long long word, long long *nxt, double *lp,
                            StateCtx *sc) noexcept nogil:
-        """`_trans` for a large vocabulary without its cache: the same walk (so the same
-        numbers), nothing looked up or stored. Why (issue 34): the unpruned forward-backward
+        """`_trans` for a large vocabulary without its cache: the walk `_trans` makes on a
+        miss (this function), nothing looked up or stored. Why (issue 34): the unpruned forward-backward
         meets each (state, word) about once (2% repeats on disambig's lattices), so the
         cache's slot, a miss in the CPU's caches, cost more than the walks it saved: perf put
         58% of the transition function on that load."""
