@@ -9,6 +9,13 @@
 # transition, the bigram bound, the sparse bound pass) ask this part instead when a FullDP
 # has a MixCore. Every value equals InterpolatedLM's (the same views, the same bounds, the
 # same logaddexp in the same order), which the tests check against it and against brute force.
+#
+# The components' tables are read where the model holds them (`L10Tables`: log10, one array
+# per order, a mapped binary file's pages), not copied into NgramCore's flat natural-log
+# arrays (issue 34: those copies were 40 bytes an n-gram, about 260 MB for the 5.4M-n-gram
+# general model of `-mix-lm`). Each value is scaled by ln 10 where it is read: the same
+# product of the same two doubles NativeNgram.from_model stores, summed in the same order,
+# so every walk returns NgramCore's number bit for bit (the tests compare them with ==).
 
 from libc.math cimport log1p
 from libcpp.algorithm cimport lower_bound
@@ -18,10 +25,120 @@ cdef enum:
     MIX_MAX = 16  # the most components a MixCore takes (a fixed array in MixTables)
 
 
+cdef struct L10Tables:
+    # One backoff model's trie as maxarpa holds it; index k - 1 is order k. Order 1's row is
+    # the word id; orders >= 2 have maxarpa's hash (HashIndex's layout, `build_hash`).
+    int order
+    long long vocab
+    double ln10                               # maxarpa.constants.LN10, the factor from_model uses
+    long long rows[NG_MAX_ORDER]              # nodes of each order
+    const unsigned long long *keys[NG_MAX_ORDER]
+    const int *slots[NG_MAX_ORDER]            # 2**bits[k - 1] slots (order >= 2), a row or -1
+    int bits[NG_MAX_ORDER]
+    const double *lp[NG_MAX_ORDER]            # log10 p
+    const double *lbow[NG_MAX_ORDER]          # log10 backoff
+    const double *lmf[NG_MAX_ORDER]           # log10 max over left extensions of p
+    const double *lmbow[NG_MAX_ORDER]         # log10 max accumulated backoff
+
+
+cdef inline long long l10_find(const L10Tables *t, int k, unsigned long long key) noexcept nogil:
+    """Row (within order k >= 2) of `key`, or -1: ng_find on one order's arrays."""
+    cdef int b = t.bits[k - 1]
+    if t.rows[k - 1] == 0:
+        return -1
+    cdef const int *slots = t.slots[k - 1]
+    cdef const unsigned long long *keys = t.keys[k - 1]
+    cdef unsigned long long mask = (1ULL << b) - 1
+    cdef unsigned long long pos = (key * ARS_MIX) >> (64 - b)
+    cdef int idx
+    while True:
+        idx = slots[pos]
+        if idx < 0:
+            return -1
+        if keys[idx] == key:
+            return idx
+        pos = (pos + 1) & mask
+
+
+cdef inline int l10_context(const L10Tables *t, const long long *ctx, int width, int *ctx_len,
+                            double *bows, long long *ctx_node) noexcept nogil:
+    """ng_context on L10Tables: the context's length, and walk B (its suffixes while they are
+    nodes, their ln backoffs in bows); `width` at most order - 1."""
+    cdef int j, ctx_depth = 0
+    cdef long long found, wj
+    ctx_len[0] = 0
+    for j in range(width):
+        if ctx[j] >= 0:
+            ctx_len[0] += 1
+    ctx_node[0] = -1
+    for j in range(1, width + 1):
+        wj = ctx[width - j]
+        if wj < 0:
+            break
+        if j == 1:
+            found = wj
+        else:
+            found = l10_find(t, j, <unsigned long long>ctx_node[0] * <unsigned long long>t.vocab
+                             + <unsigned long long>wj)
+            if found < 0:
+                break
+        ctx_node[0] = found
+        ctx_depth = j
+        bows[j - 1] = t.ln10 * t.lbow[j - 1][found]
+    return ctx_depth
+
+
+cdef inline double l10_walk_in(const L10Tables *t, const long long *ctx, int width,
+                               long long word, bint want_max, int ctx_len, int ctx_depth,
+                               const double *bows, long long ctx_node) noexcept nogil:
+    """ng_walk_in on L10Tables (walk A, then the same sums in the same order)."""
+    cdef int j, depth = 1, matched, k
+    cdef long long node = word, found, wj
+    cdef double base, mf, bow_sum
+    for j in range(1, width + 1):  # walk A: the longest node v.word ending ctx.word
+        wj = ctx[width - j]
+        if wj < 0:
+            break
+        found = l10_find(t, j + 1, <unsigned long long>node * <unsigned long long>t.vocab
+                         + <unsigned long long>wj)
+        if found < 0:
+            break
+        node = found
+        depth = j + 1
+    matched = depth - 1
+    base = t.ln10 * t.lp[depth - 1][node]
+    mf = t.ln10 * t.lmf[depth - 1][node] if want_max else 0.0
+    bow_sum = 0.0
+    for j in range(matched + 1, ctx_depth + 1):
+        bow_sum += bows[j - 1]
+    if not want_max:
+        return base + bow_sum
+    if matched == ctx_len:
+        return mf
+    if ctx_depth == ctx_len and 1 <= ctx_len <= t.order - 1:
+        k = ctx_len
+        return (base + bow_sum) + (t.ln10 * t.lmbow[k - 1][ctx_node]
+                                   - t.ln10 * t.lbow[k - 1][ctx_node])
+    return (base + bow_sum) + 0.0
+
+
+cdef inline double l10_walk(const L10Tables *t, const long long *ctx, int width,
+                            long long word, bint want_max) noexcept nogil:
+    """ng_walk on L10Tables: ln p(word | ctx) or its max-backoff bound, bit for bit."""
+    cdef int ctx_len, ctx_depth
+    cdef long long ctx_node
+    cdef double bows[NG_MAX_ORDER]
+    if width > t.order - 1:
+        ctx += width - (t.order - 1)
+        width = t.order - 1
+    ctx_depth = l10_context(t, ctx, width, &ctx_len, bows, &ctx_node)
+    return l10_walk_in(t, ctx, width, word, want_max, ctx_len, ctx_depth, bows, ctx_node)
+
+
 cdef struct MixTables:
     int k                                 # active components (lambda > 0)
     long long vocab                       # the union vocabulary
-    const NgramTables *t[MIX_MAX]
+    const L10Tables *t[MIX_MAX]
     const long long *map[MIX_MAX]         # union id -> component id, -1: unseen
     const long long *succ_off[MIX_MAX]    # component word x -> its bigram rows x.y are
     const long long *succ_row[MIX_MAX]    #   succ_row[succ_off[x]:succ_off[x + 1]]
@@ -76,7 +193,7 @@ cdef inline double mix_walk(const MixTables *m, const long long *row, int width,
                 if ci < 0:
                     break
                 ctx[w - j] = ci
-            term = m.lw[i] + ng_walk(m.t[i], ctx, w, yi, False)
+            term = m.lw[i] + l10_walk(m.t[i], ctx, w, yi, False)
         acc = term if first else mix_add(acc, term)
         first = False
     return acc
@@ -96,13 +213,13 @@ cdef inline double mix_bound(const MixTables *m, long long x, long long y) noexc
             term = -INFINITY
         elif x < 0:
             ctx = -1
-            term = m.lw[i] + ng_walk(m.t[i], &ctx, 1, yi, True)
+            term = m.lw[i] + l10_walk(m.t[i], &ctx, 1, yi, True)
         else:
             ctx = m.map[i][x]
             if ctx < 0:
-                term = m.lw[i] + ng_walk(m.t[i], &ctx, 1, yi, False)
+                term = m.lw[i] + l10_walk(m.t[i], &ctx, 1, yi, False)
             else:
-                term = m.lw[i] + ng_walk(m.t[i], &ctx, 1, yi, True)
+                term = m.lw[i] + l10_walk(m.t[i], &ctx, 1, yi, True)
         acc = term if first else mix_add(acc, term)
         first = False
     return acc
@@ -130,15 +247,14 @@ cdef void mix_followers(const MixTables *m, int i, long long a0, long long a1, l
     `same` where several candidates share one); the rest, for each x, read x's successors
     when they are few, else probe. `stamp` and `stamp_idx` are the worker's (at least the
     component's vocabulary long); `epoch` is new for this call."""
-    cdef const NgramTables *t = m.t[i]
-    cdef const unsigned long long *keys = t.keys + t.node_off[1]
+    cdef const L10Tables *t = m.t[i]
     cdef long long V = t.vocab, W1 = a1 - a0
     cdef long long c, c2, k, j, r, xi, yi, nlong
     cdef vector[IdCand] cur, longy
     cdef vector[IdCand].iterator it
     cdef vector[long long] same
     cdef Follow f
-    if t.node_off[2] == t.node_off[1]:
+    if t.order < 2 or t.rows[1] == 0:
         return
     same.assign(W1, -1)
     for c in range(a0, a1):
@@ -195,7 +311,7 @@ cdef void mix_followers(const MixTables *m, int i, long long a0, long long a1, l
                     it += 1
         else:
             for c2 in range(nlong):
-                r = ng_find(t, 2, <unsigned long long>longy[c2].first * <unsigned long long>V
+                r = l10_find(t, 2, <unsigned long long>longy[c2].first * <unsigned long long>V
                             + <unsigned long long>xi)
                 if r >= 0:
                     f.c2 = longy[c2].second
@@ -212,16 +328,17 @@ cdef inline double mix_term(const MixTables *m, int i, long long x, long long y,
     left extensions when it is listed (`row` >= 0), else its unigram plus x's max backoff;
     its exact unigram when it cannot see x, -inf when it cannot see y (as `mix_bound`)."""
     cdef long long xi = m.map[i][x], yi = m.map[i][y]
-    cdef const NgramTables *t = m.t[i]
+    cdef const L10Tables *t = m.t[i]
+    cdef double c = t.ln10
     if yi < 0:
         return -INFINITY
     if xi < 0:
-        return t.lp[yi]
+        return c * t.lp[0][yi]
     if t.order < 2:
-        return t.lmf[yi]
+        return c * t.lmf[0][yi]
     if row >= 0:
-        return t.lmf[t.node_off[1] + row]
-    return (t.lp[yi] + t.lbow[xi]) + (t.lmbow[xi] - t.lbow[xi])
+        return c * t.lmf[1][row]
+    return (c * t.lp[0][yi] + c * t.lbow[0][xi]) + (c * t.lmbow[0][xi] - c * t.lbow[0][xi])
 
 
 cdef bint mix_backward(const MixTables *m, double lmw, long long a0, long long a1, long long a2,
