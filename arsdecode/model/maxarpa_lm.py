@@ -114,8 +114,8 @@ _LOG10_LOCK = threading.Lock()  # threads asking for a new model's tables build 
 
 def log10_core(model: Model) -> Any:
     """`model`'s tables for the compiled walk, read where the model holds them (a mapped
-    binary file's pages, or the arrays read from text), in log10, with a hash per order
-    (`_core.Log10Core`); once per model object. Its walks return `NativeNgram`'s numbers
+    binary file's pages, or the arrays read from text), in log10, with each order's children
+    offsets (`_core.Log10Core`); once per model object. Its walks return `NativeNgram`'s numbers
     bit for bit, without NativeNgram's natural-log copy of every value (issue 34: about
     260 MB for `-mix-lm`'s 5.4M-n-gram model); what the mixture's walks read.
 
@@ -141,19 +141,14 @@ def _build_log10_core(model: Model) -> Any:
     if any(node.mf is None or node.mbow is None for node in trie.nodes):
         raise ModelError(f"{model.source or 'model'}: the model has no max-backoff bounds")
     arrays: dict[str, list[np.ndarray]] = {name: [] for name in
-                                           ("keys", "lp", "lbow", "lmf", "lmbow", "slots")}
-    bits: list[int] = []
-    for k, node in enumerate(trie.nodes, start=1):
-        keys = np.ascontiguousarray(node.keys, dtype=np.uint64)  # a view when already so
-        arrays["keys"].append(keys)
+                                           ("keys", "lp", "lbow", "lmf", "lmbow")}
+    for node in trie.nodes:
+        arrays["keys"].append(np.ascontiguousarray(node.keys, dtype=np.uint64))  # a view
         for name, value in (("lp", node.log10p), ("lbow", node.log10bow), ("lmf", node.mf),
                             ("lmbow", node.mbow)):
             arrays[name].append(np.ascontiguousarray(value, dtype=np.float64))
-        slots, b = _core.build_hash(keys) if k >= 2 else (np.empty(0, dtype=np.int32), 0)
-        arrays["slots"].append(slots)
-        bits.append(int(b))
     return _core.Log10Core(trie.vocab_size, LN10, arrays["keys"], arrays["lp"], arrays["lbow"],
-                           arrays["lmf"], arrays["lmbow"], arrays["slots"], bits)
+                           arrays["lmf"], arrays["lmbow"])
 
 
 def as_target_model(lm: ModelLike) -> TargetModel:

@@ -11,37 +11,44 @@ cdef class Log10Core:
     """One backoff model's tables read in place, in log10 (`L10Tables`): `walk` answers
     (context, word) rows in ln, the same numbers as NgramCore.walk on NativeNgram's copy.
 
-    Per order k (lists of k arrays): keys (sorted, uint64), log10 p, backoff, mf and mbow
-    (float64, e.g. read-only views of a mapped binary file), hash slots and bits of orders
-    >= 2 (`build_hash`'s layout; the entry of order 1 is ignored). `ln10` is the factor
-    every value is scaled by where read (NativeNgram.from_model's LN10). Every index the walk
-    reads unchecked is checked here (ModelError), linear in the slots."""
+    Per order k (lists of k arrays): keys (ascending, uint64: parent row * V + word for
+    k >= 2), log10 p, backoff, mf and mbow (float64, e.g. read-only views of a mapped binary
+    file). `ln10` is the factor every value is scaled by where read (NativeNgram.from_model's
+    LN10). The children offsets of each order >= 2 are derived here, in one pass over its
+    keys that also checks them (ModelError): every index the walk reads unchecked is valid."""
 
     cdef L10Tables t
     cdef readonly object arrays
+    cdef readonly list children
 
     def __init__(self, long long vocab, double ln10, list keys, list lp, list lbow, list lmf,
-                 list lmbow, list slots, list bits):
+                 list lmbow):
         cdef int order = <int>len(keys), k
-        cdef long long m, i
+        cdef long long m, i, parent, prev_rows, p
+        cdef unsigned long long last
+        cdef bint bad = False
         cdef const unsigned long long[::1] kv
         cdef const double[::1] a
-        cdef const int[::1] sl
+        cdef int[::1] ch
         if not 1 <= order <= NG_MAX_ORDER:
             raise ModelError(f"Log10Core: order {order} is outside 1..{NG_MAX_ORDER}")
-        if not (len(lp) == len(lbow) == len(lmf) == len(lmbow) == len(slots) == len(bits)
-                == order):
+        if not len(lp) == len(lbow) == len(lmf) == len(lmbow) == order:
             raise ModelError("Log10Core: one array of each kind per order")
-        self.arrays = (keys, lp, lbow, lmf, lmbow, slots)
+        if vocab < 1:
+            raise ModelError("Log10Core: an empty vocabulary")
+        self.arrays = (keys, lp, lbow, lmf, lmbow)
+        self.children = [None]
         self.t.order = order
         self.t.vocab = vocab
         self.t.ln10 = ln10
         for k in range(1, order + 1):
             kv = keys[k - 1]
             m = kv.shape[0]
-            if k == 1 and (m != vocab or vocab < 1):
+            if k == 1 and m != vocab:
                 raise ModelError("Log10Core: order 1 must have one row per word of the "
                                  "vocabulary")
+            if m >= (1LL << 31) - 1:
+                raise ModelError(f"Log10Core: order {k} has too many n-grams")
             self.t.rows[k - 1] = m
             self.t.keys[k - 1] = &kv[0] if m else NULL
             for dest, arrays in enumerate((lp, lbow, lmf, lmbow)):
@@ -56,28 +63,32 @@ cdef class Log10Core:
                     self.t.lmf[k - 1] = &a[0] if m else NULL
                 else:
                     self.t.lmbow[k - 1] = &a[0] if m else NULL
-            self.t.slots[k - 1] = NULL
-            self.t.bits[k - 1] = 0
+            self.t.children[k - 1] = NULL
             if k >= 2:
-                sl = slots[k - 1]
-                b = int(bits[k - 1])
-                if b < 1 or b > 62 or sl.shape[0] != (1 << b) or (1 << b) <= m:
-                    raise ModelError(f"Log10Core: order {k} must have 2**bits > rows hash slots")
-                with nogil:
-                    for i in range(sl.shape[0]):
-                        if sl[i] < -1 or sl[i] >= m:
+                prev_rows = self.t.rows[k - 2]
+                arr = np.empty(prev_rows + 1, dtype=np.int32)
+                ch = arr
+                with nogil:  # a counting pass: keys ascending, parent rows below prev_rows
+                    p = 0
+                    for i in range(m):
+                        if i and kv[i] <= kv[i - 1]:
+                            bad = True
                             break
-                    else:
-                        i = -1
-                if i >= 0:
-                    raise ModelError(f"Log10Core: a hash slot of order {k} names no row")
-                self.t.slots[k - 1] = &sl[0]
-                self.t.bits[k - 1] = b
-        if order >= 2:
-            kv = keys[1]
-            for i in range(kv.shape[0]):  # the followers' pass divides bigram keys by V
-                if kv[i] // <unsigned long long>vocab >= <unsigned long long>vocab:
-                    raise ModelError("Log10Core: a bigram key names a word id out of range")
+                        parent = <long long>(kv[i] // <unsigned long long>vocab)
+                        if parent >= prev_rows:
+                            bad = True
+                            break
+                        while p <= parent:
+                            ch[p] = <int>i
+                            p += 1
+                    while p <= prev_rows:
+                        ch[p] = <int>m
+                        p += 1
+                if bad:
+                    raise ModelError(f"Log10Core: order {k}'s keys are not ascending or name "
+                                     "no parent")
+                self.children.append(arr)
+                self.t.children[k - 1] = &ch[0]
 
     @property
     def order(self) -> int:

@@ -27,37 +27,40 @@ cdef enum:
 
 cdef struct L10Tables:
     # One backoff model's trie as maxarpa holds it; index k - 1 is order k. Order 1's row is
-    # the word id; orders >= 2 have maxarpa's hash (HashIndex's layout, `build_hash`).
+    # the word id. An order k >= 2 node's key is parent * V + word (parent: its row at order
+    # k - 1), the keys ascending, so a parent's children are one range, children[k - 1][parent]
+    # .. children[k - 1][parent + 1], searched by bisection: 4 bytes per parent instead of a
+    # hash's 8 to 16 bytes per node (issue 34: 15 MB, not 57 MB, for the 5.4M-n-gram model).
     int order
     long long vocab
     double ln10                               # maxarpa.constants.LN10, the factor from_model uses
     long long rows[NG_MAX_ORDER]              # nodes of each order
     const unsigned long long *keys[NG_MAX_ORDER]
-    const int *slots[NG_MAX_ORDER]            # 2**bits[k - 1] slots (order >= 2), a row or -1
-    int bits[NG_MAX_ORDER]
+    const int *children[NG_MAX_ORDER]         # order k >= 2: rows[k - 2] + 1 offsets
     const double *lp[NG_MAX_ORDER]            # log10 p
     const double *lbow[NG_MAX_ORDER]          # log10 backoff
     const double *lmf[NG_MAX_ORDER]           # log10 max over left extensions of p
     const double *lmbow[NG_MAX_ORDER]         # log10 max accumulated backoff
 
 
-cdef inline long long l10_find(const L10Tables *t, int k, unsigned long long key) noexcept nogil:
-    """Row (within order k >= 2) of `key`, or -1: ng_find on one order's arrays."""
-    cdef int b = t.bits[k - 1]
-    if t.rows[k - 1] == 0:
-        return -1
-    cdef const int *slots = t.slots[k - 1]
+cdef inline long long l10_find(const L10Tables *t, int k, long long parent,
+                               long long word) noexcept nogil:
+    """Row (within order k >= 2) of the node parent * V + word, or -1: a bisection of the
+    parent's children (`parent` a row of order k - 1, checked by the caller's walk)."""
+    cdef const int *child = t.children[k - 1]
+    cdef long long lo = child[parent], hi = child[parent + 1], mid
     cdef const unsigned long long *keys = t.keys[k - 1]
-    cdef unsigned long long mask = (1ULL << b) - 1
-    cdef unsigned long long pos = (key * ARS_MIX) >> (64 - b)
-    cdef int idx
-    while True:
-        idx = slots[pos]
-        if idx < 0:
-            return -1
-        if keys[idx] == key:
-            return idx
-        pos = (pos + 1) & mask
+    cdef unsigned long long key = <unsigned long long>parent * <unsigned long long>t.vocab \
+        + <unsigned long long>word
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if keys[mid] < key:
+            lo = mid + 1
+        else:
+            hi = mid
+    if lo < child[parent + 1] and keys[lo] == key:
+        return lo
+    return -1
 
 
 cdef inline int l10_context(const L10Tables *t, const long long *ctx, int width, int *ctx_len,
@@ -78,8 +81,7 @@ cdef inline int l10_context(const L10Tables *t, const long long *ctx, int width,
         if j == 1:
             found = wj
         else:
-            found = l10_find(t, j, <unsigned long long>ctx_node[0] * <unsigned long long>t.vocab
-                             + <unsigned long long>wj)
+            found = l10_find(t, j, ctx_node[0], wj)
             if found < 0:
                 break
         ctx_node[0] = found
@@ -99,8 +101,7 @@ cdef inline double l10_walk_in(const L10Tables *t, const long long *ctx, int wid
         wj = ctx[width - j]
         if wj < 0:
             break
-        found = l10_find(t, j + 1, <unsigned long long>node * <unsigned long long>t.vocab
-                         + <unsigned long long>wj)
+        found = l10_find(t, j + 1, node, wj)
         if found < 0:
             break
         node = found
@@ -311,8 +312,7 @@ cdef void mix_followers(const MixTables *m, int i, long long a0, long long a1, l
                     it += 1
         else:
             for c2 in range(nlong):
-                r = l10_find(t, 2, <unsigned long long>longy[c2].first * <unsigned long long>V
-                            + <unsigned long long>xi)
+                r = l10_find(t, 2, longy[c2].first, xi)
                 if r >= 0:
                     f.c2 = longy[c2].second
                     f.row = r
