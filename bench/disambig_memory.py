@@ -8,7 +8,9 @@ C++ vectors are invisible to it, so RSS minus tracemalloc is that, the interpret
 shared libraries). Phases: the interpreter, `import numpy`, the CLI's imports, the model (read
 or mapped), the map and the text (lattices), the compiled DP's set-up (its context tables and
 the walk's tables), then the setting's work (decode, k-best, forward-backward) with the DP's
-transition cache size after it.
+transition cache size after it. The resident set is split into file pages (a mapped binary
+model's, shared with the page cache and every process mapping the file) and private memory
+(copies, tables, caches): issue 34's -mix-lm profile needs the two apart.
 
 Usage: python -m bench.disambig_memory --text OBS --map MAP [--lm M] [--mix-lm G --lambda L]
            [--settings best nbest posteriors mix-lm] [--no-tracemalloc] [--doc]
@@ -30,14 +32,16 @@ SETTINGS = {"best": [], "nbest": ["--nbest", "10"], "posteriors": ["--posteriors
 """disambig's settings; "mix-lm" is 1-best with the --mix-lm model (run when one is given)."""
 
 
-def status_mb() -> tuple[float, float]:
-    """(VmRSS, VmHWM) of this process in MB, from /proc/self/status."""
+def status_mb() -> dict[str, float]:
+    """VmRSS, VmHWM, RssAnon and RssFile of this process in MB, from /proc/self/status.
+    RssFile is the file pages mapped in (a mapped binary model's, shared with the page
+    cache), RssAnon the process's own memory (copies, tables, caches)."""
     got = {}
     for line in Path("/proc/self/status").read_text().splitlines():
         key, _, value = line.partition(":")
-        if key in ("VmRSS", "VmHWM"):
+        if key in ("VmRSS", "VmHWM", "RssAnon", "RssFile"):
             got[key] = int(value.split()[0]) / 1024.0
-    return got["VmRSS"], got["VmHWM"]
+    return got
 
 
 class Phases:
@@ -48,8 +52,11 @@ class Phases:
         self.rows: list[dict[str, Any]] = []
 
     def mark(self, name: str) -> None:
-        rss, hwm = status_mb()
-        row: dict[str, Any] = {"phase": name, "rss_mb": round(rss, 1), "peak_rss_mb": round(hwm, 1)}
+        st = status_mb()
+        row: dict[str, Any] = {"phase": name, "rss_mb": round(st["VmRSS"], 1),
+                               "peak_rss_mb": round(st["VmHWM"], 1),
+                               "file_mb": round(st.get("RssFile", 0.0), 1),
+                               "private_mb": round(st.get("RssAnon", 0.0), 1)}
         if self.trace and tracemalloc.is_tracing():
             cur, peak = tracemalloc.get_traced_memory()
             row["traced_mb"] = round(cur / 2**20, 1)
@@ -111,7 +118,8 @@ def _cache_mb(target: Any) -> float:
     """MB the compiled DPs' transition caches hold now, over every DP built in this process."""
     from arsdecode.methods import fast_full
 
-    return sum(dp.cache_bytes() for dp in list(fast_full._DP.values())) / 2**20
+    return sum(dp.cache_bytes() for dp in list(fast_full._DP.values())  # None: no compiled path
+               if dp is not None) / 2**20
 
 
 def run_child(args: argparse.Namespace, setting: str, trace: bool) -> list[dict[str, Any]]:
@@ -178,10 +186,11 @@ def main(argv: list[str] | None = None) -> int:
         out[setting] = run_child(args, setting, trace=not args.no_tracemalloc and not args.doc)
         if args.doc:  # RSS from a plain run (tracemalloc's own tables inflate it), traced apart
             traced[setting] = run_child(args, setting, trace=True)
-        print(f"## {setting}\n| phase | RSS MB | peak RSS MB | traced MB | traced peak in "
-              "phase |\n|---|---|---|---|---|")
+        print(f"## {setting}\n| phase | RSS MB | peak RSS MB | file pages MB | private MB | "
+              "traced MB | traced peak in phase |\n|---|---|---|---|---|---|---|")
         for r in out[setting]:
-            print(f"| {r['phase']} | {r['rss_mb']} | {r['peak_rss_mb']} | "
+            print(f"| {r['phase']} | {r['rss_mb']} | {r['peak_rss_mb']} | {r['file_mb']} | "
+                  f"{r['private_mb']} | "
                   f"{r.get('traced_mb', '-')} | {r.get('traced_peak_in_phase_mb', '-')} |"
                   + (f" cache {r['dp_cache_mb']} MB" if "dp_cache_mb" in r else ""), flush=True)
     if args.doc:
