@@ -9,13 +9,7 @@
 # transition, the bigram bound, the sparse bound pass) ask this part instead when a FullDP
 # has a MixCore. Every value equals InterpolatedLM's (the same views, the same bounds, the
 # same logaddexp in the same order), which the tests check against it and against brute force.
-#
-# The components' tables are read where the model holds them (`L10Tables`: log10, one array
-# per order, a mapped binary file's pages), not copied into NgramCore's flat natural-log
-# arrays (issue 34: those copies were 40 bytes an n-gram, about 260 MB for the 5.4M-n-gram
-# general model of `-mix-lm`). Each value is scaled by ln 10 where it is read: the same
-# product of the same two doubles NativeNgram.from_model stores, summed in the same order,
-# so every walk returns NgramCore's number bit for bit (the tests compare them with ==).
+# The components' tables are read in place, in log10 (`L10Tables`, _log10.pxi).
 
 from libc.math cimport log1p
 from libcpp.algorithm cimport lower_bound
@@ -23,117 +17,6 @@ from libcpp.algorithm cimport lower_bound
 
 cdef enum:
     MIX_MAX = 16  # the most components a MixCore takes (a fixed array in MixTables)
-
-
-cdef struct L10Tables:
-    # One backoff model's trie as maxarpa holds it; index k - 1 is order k. Order 1's row is
-    # the word id. An order k >= 2 node's key is parent * V + word (parent: its row at order
-    # k - 1), the keys ascending, so a parent's children are one range, children[k - 1][parent]
-    # .. children[k - 1][parent + 1], searched by bisection: 4 bytes per parent instead of a
-    # hash's 8 to 16 bytes per node (issue 34: 15 MB, not 57 MB, for the 5.4M-n-gram model).
-    int order
-    long long vocab
-    double ln10                               # maxarpa.constants.LN10, the factor from_model uses
-    long long rows[NG_MAX_ORDER]              # nodes of each order
-    const unsigned long long *keys[NG_MAX_ORDER]
-    const int *children[NG_MAX_ORDER]         # order k >= 2: rows[k - 2] + 1 offsets
-    const double *lp[NG_MAX_ORDER]            # log10 p
-    const double *lbow[NG_MAX_ORDER]          # log10 backoff
-    const double *lmf[NG_MAX_ORDER]           # log10 max over left extensions of p
-    const double *lmbow[NG_MAX_ORDER]         # log10 max accumulated backoff
-
-
-cdef inline long long l10_find(const L10Tables *t, int k, long long parent,
-                               long long word) noexcept nogil:
-    """Row (within order k >= 2) of the node parent * V + word, or -1: a bisection of the
-    parent's children (`parent` a row of order k - 1, checked by the caller's walk)."""
-    cdef const int *child = t.children[k - 1]
-    cdef long long lo = child[parent], hi = child[parent + 1], mid
-    cdef const unsigned long long *keys = t.keys[k - 1]
-    cdef unsigned long long key = <unsigned long long>parent * <unsigned long long>t.vocab \
-        + <unsigned long long>word
-    while lo < hi:
-        mid = (lo + hi) >> 1
-        if keys[mid] < key:
-            lo = mid + 1
-        else:
-            hi = mid
-    if lo < child[parent + 1] and keys[lo] == key:
-        return lo
-    return -1
-
-
-cdef inline int l10_context(const L10Tables *t, const long long *ctx, int width, int *ctx_len,
-                            double *bows, long long *ctx_node) noexcept nogil:
-    """ng_context on L10Tables: the context's length, and walk B (its suffixes while they are
-    nodes, their ln backoffs in bows); `width` at most order - 1."""
-    cdef int j, ctx_depth = 0
-    cdef long long found, wj
-    ctx_len[0] = 0
-    for j in range(width):
-        if ctx[j] >= 0:
-            ctx_len[0] += 1
-    ctx_node[0] = -1
-    for j in range(1, width + 1):
-        wj = ctx[width - j]
-        if wj < 0:
-            break
-        if j == 1:
-            found = wj
-        else:
-            found = l10_find(t, j, ctx_node[0], wj)
-            if found < 0:
-                break
-        ctx_node[0] = found
-        ctx_depth = j
-        bows[j - 1] = t.ln10 * t.lbow[j - 1][found]
-    return ctx_depth
-
-
-cdef inline double l10_walk_in(const L10Tables *t, const long long *ctx, int width,
-                               long long word, bint want_max, int ctx_len, int ctx_depth,
-                               const double *bows, long long ctx_node) noexcept nogil:
-    """ng_walk_in on L10Tables (walk A, then the same sums in the same order)."""
-    cdef int j, depth = 1, matched, k
-    cdef long long node = word, found, wj
-    cdef double base, mf, bow_sum
-    for j in range(1, width + 1):  # walk A: the longest node v.word ending ctx.word
-        wj = ctx[width - j]
-        if wj < 0:
-            break
-        found = l10_find(t, j + 1, node, wj)
-        if found < 0:
-            break
-        node = found
-        depth = j + 1
-    matched = depth - 1
-    base = t.ln10 * t.lp[depth - 1][node]
-    mf = t.ln10 * t.lmf[depth - 1][node] if want_max else 0.0
-    bow_sum = 0.0
-    for j in range(matched + 1, ctx_depth + 1):
-        bow_sum += bows[j - 1]
-    if not want_max:
-        return base + bow_sum
-    if matched == ctx_len:
-        return mf
-    if ctx_depth == ctx_len and 1 <= ctx_len <= t.order - 1:
-        k = ctx_len
-        return (base + bow_sum) + (t.ln10 * t.lmbow[k - 1][ctx_node]
-                                   - t.ln10 * t.lbow[k - 1][ctx_node])
-    return (base + bow_sum) + 0.0
-
-
-cdef inline double l10_walk(const L10Tables *t, const long long *ctx, int width,
-                            long long word, bint want_max) noexcept nogil:
-    """ng_walk on L10Tables: ln p(word | ctx) or its max-backoff bound, bit for bit."""
-    cdef int ctx_len, ctx_depth
-    cdef long long ctx_node
-    cdef double bows[NG_MAX_ORDER]
-    if width > t.order - 1:
-        ctx += width - (t.order - 1)
-        width = t.order - 1
-    ctx_depth = l10_context(t, ctx, width, &ctx_len, bows, &ctx_node)
-    return l10_walk_in(t, ctx, width, word, want_max, ctx_len, ctx_depth, bows, ctx_node)
 
 
 cdef struct MixTables:
