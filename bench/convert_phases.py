@@ -3,7 +3,8 @@
 Why a script run in a child: the peak of each phase is the process's high-water mark reset
 between phases (Linux `/proc/self/clear_refs` 5), which must not include the bench's own
 arrays. The phases are those of `maxarpa.load` on an ARPA file followed by `write_binary`,
-called one by one (issue 34's profile); each line printed is `name<TAB>seconds<TAB>peak MiB`.
+called one by one (issue 34's profile; a file in key order, as lmplz writes them, is
+parsed straight into the table, `maxarpa.keyed`, and has no `table` phase); each line printed is `name<TAB>seconds<TAB>peak MiB`.
 Since format 3 the digest is computed while writing (over the rounded bounds), so `write`
 holds the rounding, the digest and the file's bytes; `contexts` is the context tables'
 build, which `write_binary` otherwise runs first. `bench.bench_maxarpa --convert
@@ -18,6 +19,7 @@ from maxarpa.bound import compute_bounds
 from maxarpa.cli import return_freed_memory
 from maxarpa.config import DEFAULT_CONFIG
 from maxarpa.contexts import attach, context_keys
+from maxarpa.keyed import read_sorted_arpa
 from maxarpa.model import Model
 from maxarpa.specials import apply_config
 from maxarpa.table import build_trie
@@ -41,11 +43,17 @@ def phase(name):
 path, out = sys.argv[1], sys.argv[2]
 reset()
 last[0] = time.perf_counter()
-data = read_arpa(path)
-phase("parse")
-trie = build_trie(data, path)
-phase("table")
-model = Model(data.vocab, trie, path)
+keyed = read_sorted_arpa(path)  # as maxarpa.load: keys straight from the parser
+if keyed is None:
+    data = read_arpa(path)
+    phase("parse")
+    vocab, trie = data.vocab, build_trie(data, path)
+    del data
+    phase("table")
+else:
+    vocab, trie = keyed
+    phase("parse")
+model = Model(vocab, trie, path)
 compute_bounds(trie, model.eos_id)
 phase("bounds")
 model = apply_config(model, DEFAULT_CONFIG)

@@ -26,6 +26,7 @@ from maxarpa.checks import (
 from maxarpa.config import DEFAULT_CONFIG, Config
 from maxarpa.digest import digest_matches
 from maxarpa.errors import FormatError
+from maxarpa.keyed import read_sorted_arpa
 from maxarpa.maxarpa_format import is_max_arpa, read_max_arpa_with_digest, write_max_arpa
 from maxarpa.model import Model
 from maxarpa.output import check_output
@@ -96,9 +97,14 @@ def _from_arpa(path: str | Path) -> Model:
     Raises:
         FormatError: the file is malformed (the message names the file and line).
     """
-    data = read_arpa(path)
-    trie = build_trie(data, str(path))
-    model = Model(data.vocab, trie, str(path))
+    keyed = read_sorted_arpa(path)  # lmplz's files: keys straight from the parser
+    if keyed is not None:
+        vocab, trie = keyed
+    else:
+        data = read_arpa(path)
+        vocab, trie = data.vocab, build_trie(data, str(path))
+        del data
+    model = Model(vocab, trie, str(path))
     compute_bounds(trie, model.eos_id)
     return model
 

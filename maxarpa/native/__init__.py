@@ -15,6 +15,7 @@ from dataclasses import dataclass
 try:
     from maxarpa.native._textio import (
         AT_MARK,
+        DECLINED,
         FAILED,
         LineParser,
         format_lines,
@@ -27,7 +28,7 @@ except ImportError as err:  # pragma: no cover - only without a build
         f"install`) in the source tree ({err})"
     ) from err
 
-__all__ = ["LineParser", "Stop", "feed_sections", "format_lines", "parents_in_order",
+__all__ = ["DECLINED", "LineParser", "Stop", "feed_sections", "format_lines", "parents_in_order",
            "repr_log10"]
 
 CHUNK_BYTES = 8 << 20  # bytes read (and decompressed) at a time
@@ -59,7 +60,8 @@ def feed_sections(
             MAX-ARPA digest line follows `\\end\\`); the rest is still in `fh`.
 
     Returns:
-        None when `on_mark` returned False; otherwise the line the parser rejected, or
+        None when `on_mark` returned False; otherwise the line the parser rejected (or, in
+        a keyed section, declined), or
         Stop(line, None) when the file ended first.
     """
     buf = b""
@@ -68,10 +70,10 @@ def feed_sections(
     eof = False
     while True:
         status, at = parser.parse(buf, pos)
-        if status == AT_MARK or status == FAILED:
+        if status == AT_MARK or status == FAILED or status == DECLINED:
             nl = buf.find(b"\n", at)  # the parser only stops on complete lines
             lineno = base + buf.count(b"\n", 0, at) + 1
-            if status == FAILED:
+            if status != AT_MARK:
                 return Stop(lineno, buf[at:nl])
             if not on_mark(buf[at:nl].strip(), lineno):
                 if tail is not None:

@@ -24,6 +24,11 @@ cdef extern from "textio.hpp" namespace "mxa" nogil:
         double* values[4]
         int64_t capacity
         int64_t filled
+        bint keyed
+        uint64_t* keys
+        vector[const uint64_t*] lower_keys
+        vector[int64_t] lower_len
+        vector[int64_t] cursor
 
     cdef struct Result:
         int status
@@ -47,6 +52,7 @@ cdef extern from "textio.hpp" namespace "mxa" nogil:
 NEED_MORE = 0
 AT_MARK = 1
 FAILED = 2
+DECLINED = 3
 
 
 cdef class LineParser:
@@ -60,24 +66,50 @@ cdef class LineParser:
     cdef Section section
     cdef object arrays  # the current section's arrays, kept alive while parsed into
 
-    def start(self, int k, bint max_arpa, int32_t[:, ::1] ids, list values):
+    def start(self, int k, bint max_arpa, int32_t[:, ::1] ids, list values, keys=None,
+              list lower=None):
         """Parse the next lines into `ids` (m, k) and `values` (2 float64 arrays for ARPA:
-        log10 p, backoff; 4 for MAX-ARPA: log10 p, backoff, mf, mbow), from row 0."""
+        log10 p, backoff; 4 for MAX-ARPA: log10 p, backoff, mf, mbow), from row 0.
+
+        Keyed (ARPA, `keys` a uint64 array of m rows, `lower` the keys of orders 1..k-1):
+        each line's table key goes to `keys` instead of its words to `ids` (which order 1
+        still fills; above it, `ids` may have no rows), and a line out of key order or whose
+        suffix is not listed stops the parse with DECLINED (textio.hpp, line_key)."""
         cdef double[::1] column
-        if ids.shape[1] != k or len(values) != (4 if max_arpa else 2):
+        cdef uint64_t[::1] key_column
+        cdef const uint64_t[::1] below
+        if len(values) != (4 if max_arpa else 2) or (keys is None and (
+                ids.shape[1] != k or ids.shape[0] != len(values[0]))):
             raise ValueError("LineParser.start: arrays do not match the section")
-        self.arrays = (ids, values)
+        self.arrays = (ids, values, keys, lower)
+        self.section.keyed = keys is not None
+        self.section.keys = NULL
+        self.section.lower_keys.clear()
+        self.section.lower_len.clear()
+        self.section.cursor.assign(k + 1, 0)
+        if keys is not None:
+            key_column = keys
+            if max_arpa or key_column.shape[0] != len(values[0]) or lower is None or len(
+                    lower) != k - 1 or (k == 1 and ids.shape[0] != key_column.shape[0]):
+                raise ValueError("LineParser.start: keyed arrays do not match the section")
+            self.section.keys = &key_column[0] if key_column.shape[0] else NULL
+            self.section.lower_keys.assign(k + 1, NULL)
+            self.section.lower_len.assign(k + 1, 0)
+            for j in range(2, k):
+                below = lower[j - 1]
+                self.section.lower_keys[j] = &below[0] if below.shape[0] else NULL
+                self.section.lower_len[j] = below.shape[0]
         self.section.k = k
         self.section.max_arpa = max_arpa
         self.section.defines_vocab = k == 1
-        self.section.capacity = ids.shape[0]
+        self.section.capacity = len(values[0])
         self.section.filled = 0
-        self.section.ids = &ids[0, 0] if ids.shape[0] else NULL
+        self.section.ids = &ids[0, 0] if ids.shape[0] and ids.shape[1] else NULL
         for c in range(4):
             self.section.values[c] = NULL
         for c, array in enumerate(values):
             column = array
-            if column.shape[0] != ids.shape[0]:
+            if column.shape[0] != self.section.capacity:
                 raise ValueError("LineParser.start: value arrays do not match the rows")
             self.section.values[c] = &column[0] if column.shape[0] else NULL
 

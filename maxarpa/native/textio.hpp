@@ -162,20 +162,54 @@ struct Section {
     double* values[4] = {nullptr, nullptr, nullptr, nullptr};
     int64_t capacity = 0;        // rows the header announced
     int64_t filled = 0;
+    // Keyed (ARPA only, maxarpa.keyed): instead of word rows, each line's table key (row of
+    // its suffix one order down * V + first word) goes to keys[row], the suffix found by one
+    // forward cursor per lower order over that order's sorted keys (lower_keys[j], j >= 2;
+    // order 1's key is the word id). Valid only while the lines come in key order, each
+    // suffix listed: the first line that breaks this stops the parse (DECLINED).
+    bool keyed = false;
+    uint64_t* keys = nullptr;
+    std::vector<const uint64_t*> lower_keys;  // [j]: order j's keys, j = 2..k-1
+    std::vector<int64_t> lower_len;
+    std::vector<int64_t> cursor;
 };
 
-enum Status { NEED_MORE = 0, AT_MARK = 1, FAILED = 2 };
+enum Status { NEED_MORE = 0, AT_MARK = 1, FAILED = 2, DECLINED = 3 };
 
 struct Result {
     int status;
     int64_t pos;  // NEED_MORE: first unparsed byte; AT_MARK: the mark line; FAILED: the bad line
 };
 
+// The key of a keyed section's line (words w[0..k-1], oldest first), or false when its suffix
+// is not where the forward cursors can find it (the lines are out of key order, or a suffix
+// is not listed): a lower order's index of w[k-j..k-1] never decreases from one line to the
+// next when the lines are sorted by key, which is their reversed-word order.
+inline bool line_key(Section& s, const int32_t* w, uint64_t vocab_size, uint64_t* key) {
+    const int k = s.k;
+    uint64_t c = static_cast<uint64_t>(w[k - 1]);  // order 1: the word id is the row
+    for (int j = 2; j < k; ++j) {
+        const uint64_t target = c * vocab_size + static_cast<uint64_t>(w[k - j]);
+        const uint64_t* keys = s.lower_keys[j];
+        const int64_t n = s.lower_len[j];
+        int64_t p = s.cursor[j];
+        while (p < n && keys[p] < target) ++p;
+        s.cursor[j] = p;
+        if (p == n || keys[p] != target) return false;
+        c = static_cast<uint64_t>(p);
+    }
+    *key = c * vocab_size + static_cast<uint64_t>(w[0]);
+    return true;
+}
+
 // Parse the complete lines of buf[pos, len) into the section, up to a line whose first non-blank
 // byte is a backslash (a section mark, left to the caller) or the last newline.
 inline Result parse_lines(const char* buf, int64_t len, int64_t pos, Section& s, Vocab& v) {
     const int max_fields = s.k + 4;
     std::vector<const char*> fb(max_fields), fe(max_fields);
+    std::vector<int32_t> words(s.k);  // a keyed line's ids (no rows are stored)
+    const bool keyed = s.keyed && !s.defines_vocab;
+    const uint64_t vocab_size = v.size();
     while (pos < len) {
         const char* line = buf + pos;
         const char* nl = static_cast<const char*>(std::memchr(line, '\n', len - pos));
@@ -209,12 +243,20 @@ inline Result parse_lines(const char* buf, int64_t len, int64_t pos, Section& s,
         } else {
             s.values[1][row] = 0.0;
         }
-        int32_t* out = s.ids + row * k;
+        int32_t* out = keyed ? words.data() : s.ids + row * k;
         for (int j = 0; j < k; ++j) {
             std::string_view w(fb[1 + j], fe[1 + j] - fb[1 + j]);
             int32_t id = s.defines_vocab ? v.add(w) : v.find(w);
             if (id < 0 || (s.defines_vocab && id != row)) return {FAILED, pos};
             out[j] = id;
+        }
+        if (keyed) {
+            uint64_t key;
+            if (!line_key(s, out, vocab_size, &key) || (row > 0 && key <= s.keys[row - 1]))
+                return {DECLINED, pos};
+            s.keys[row] = key;
+        } else if (s.keyed) {
+            s.keys[row] = static_cast<uint64_t>(row);  // order 1: the key is the word id
         }
         s.filled = row + 1;
         pos = next;
