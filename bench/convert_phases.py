@@ -21,7 +21,8 @@ from maxarpa.config import DEFAULT_CONFIG
 from maxarpa.contexts import attach, context_keys
 from maxarpa.keyed import read_sorted_arpa
 from maxarpa.model import Model
-from maxarpa.specials import apply_config
+from maxarpa.rounded import compute_rounded_bounds
+from maxarpa.specials import adds_words, apply_config
 from maxarpa.table import build_trie
 
 def peak_mib():
@@ -54,7 +55,10 @@ else:
     vocab, trie = keyed
     phase("parse")
 model = Model(vocab, trie, path)
-compute_bounds(trie, model.eos_id)
+if adds_words(model, DEFAULT_CONFIG):  # as maxarpa.load(rounded_bounds=True)
+    compute_bounds(trie, model.eos_id)
+else:
+    compute_rounded_bounds(trie, model.eos_id)
 phase("bounds")
 model = apply_config(model, DEFAULT_CONFIG)
 phase("config")

@@ -154,6 +154,12 @@ def _stored_bounds(trie: Trie, trusted: bool) -> Iterator[tuple[int, Stored]]:
     """(k, order k's bounds as stored), from the highest order down. Only bounds known exact
     are rounded (and so made to satisfy the recurrences again, `maxarpa.compact`); others
     are written as they are, in float64, for the reader to check and recompute."""
+    if trusted and _already_stored(trie):
+        for k in range(trie.order, 0, -1):
+            node = trie.nodes[k - 1]
+            yield k, Stored(None if node.mf is node.log10p else node.mf,
+                            None if node.mbow is node.log10bow else node.mbow)
+        return
     if trusted:
         yield from rounded_orders(trie)
         return
@@ -161,6 +167,21 @@ def _stored_bounds(trie: Trie, trusted: bool) -> Iterator[tuple[int, Stored]]:
         node = trie.nodes[k - 1]
         yield k, Stored(np.asarray(node.mf, dtype=np.float64),
                         np.asarray(node.mbow, dtype=np.float64))
+
+
+def _already_stored(trie: Trie) -> bool:
+    """Whether the trie holds its bounds as `maxarpa.rounded` leaves them: each order's
+    float32 arrays, or the highest order's log10p and backoff themselves. Rounding them again
+    (`rounded_orders`) would give the same arrays (see there), so they are written as they
+    are. (A format-3 file read back holds them widened to float64: those are rounded again.)
+    """
+    if not trie.bounds_rounded:
+        return False
+    for k, node in enumerate(trie.nodes, start=1):
+        top = k == trie.order and node.mf is node.log10p and node.mbow is node.log10bow
+        if not top and (node.mf.dtype != np.float32 or node.mbow.dtype != np.float32):
+            return False
+    return True
 
 
 def _order_members(node: OrderNodes, stored: Stored) -> Iterator[tuple[str, np.ndarray]]:
@@ -178,13 +199,15 @@ def _order_members(node: OrderNodes, stored: Stored) -> Iterator[tuple[str, np.n
 
 def _as_read(node: OrderNodes, stored: Stored) -> Iterator[np.ndarray]:
     """One order's arrays as `read_binary` builds them from a format-3 file, in the digest's
-    order (maxarpa.digest.DigestV2), one at a time: the widened bounds are transient."""
+    order (maxarpa.digest.DigestV2), one at a time; float32 bounds are widened by the digest,
+    a chunk at a time."""
     bow = np.asarray(node.log10bow, dtype=np.float64)
     yield node.keys
     yield node.log10p
     yield bow
-    yield widened(stored.mf, node.log10p)
-    yield widened(stored.mbow, bow)
+    # float32 as stored: the digest widens them to float64 a chunk at a time
+    yield stored.mf if stored.mf is not None else node.log10p
+    yield stored.mbow if stored.mbow is not None else bow
     yield np.asarray(node.listed, dtype=np.bool_)
 
 

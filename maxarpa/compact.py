@@ -91,32 +91,35 @@ def rounded_orders(trie: Trie) -> Iterator[tuple[int, Stored]]:
     The highest order stores none when its mf is its log10p and its mbow its backoff, as
     bound.py makes them (compared bit for bit; otherwise they are rounded like the others).
     """
-    n = trie.order
-    above_mf = above_mbow = None  # what order k + 1 stores (float32 or float64)
-    for k in range(n, 0, -1):
+    above: Stored | None = None  # what order k + 1 stores, as arrays (float32 or float64)
+    for k in range(trie.order, 0, -1):
         node = trie.nodes[k - 1]
-        mf = np.asarray(node.mf, dtype=np.float64)
-        mbow = np.asarray(node.mbow, dtype=np.float64)
-        if k == n and _same_bits(mf, node.log10p) and _same_bits(mbow, node.log10bow):
-            above_mf, above_mbow = mf, mbow
-            yield k, Stored(None, None)
-            continue
-        if above_mf is not None and above_mbow is not None:
-            # The maxima of float32 values are float32, widened exactly into float64.
-            child_mbow, child_mf = _children_max2(trie, k + 1, above_mbow, above_mf)
-            del above_mf, above_mbow
-            np.maximum(child_mbow, 0.0, out=child_mbow)
-            child_mbow += node.log10bow
-            np.maximum(child_mbow, mbow, out=child_mbow)
-            np.maximum(child_mf, mf, out=child_mf)
-            mbow, mf = child_mbow, child_mf
-            del child_mbow, child_mf
-        rounded_mf, rounded_mbow = round_up_f32(mf), round_up_f32(mbow)
-        stored = Stored(rounded_mf if rounded_mf is not None else mf,
-                        rounded_mbow if rounded_mbow is not None else mbow)
-        del mf, mbow, rounded_mf, rounded_mbow
-        above_mf, above_mbow = stored.mf, stored.mbow
+        stored, above = round_order(trie, k, np.asarray(node.mf, dtype=np.float64),
+                                     np.asarray(node.mbow, dtype=np.float64), above)
         yield k, stored
+
+
+def round_order(trie: Trie, k: int, mf: np.ndarray, mbow: np.ndarray, above: Stored | None
+                 ) -> tuple[Stored, Stored]:
+    """Order k's stored bounds from its exact ones (float64) and order k+1's stored arrays
+    (`above`, None at the highest order): (what the file stores, the arrays order k-1's
+    rounding reads)."""
+    node = trie.nodes[k - 1]
+    if k == trie.order and _same_bits(mf, node.log10p) and _same_bits(mbow, node.log10bow):
+        return Stored(None, None), Stored(mf, mbow)
+    if above is not None and above.mf is not None and above.mbow is not None:
+        # The maxima of float32 values are float32, widened exactly into float64.
+        child_mbow, child_mf = _children_max2(trie, k + 1, above.mbow, above.mf)
+        np.maximum(child_mbow, 0.0, out=child_mbow)
+        child_mbow += node.log10bow
+        np.maximum(child_mbow, mbow, out=child_mbow)
+        np.maximum(child_mf, mf, out=child_mf)
+        mbow, mf = child_mbow, child_mf
+        del child_mbow, child_mf
+    rounded_mf, rounded_mbow = round_up_f32(mf), round_up_f32(mbow)
+    stored = Stored(rounded_mf if rounded_mf is not None else mf,
+                    rounded_mbow if rounded_mbow is not None else mbow)
+    return stored, stored
 
 
 def _children_max2(trie: Trie, k: int, a: np.ndarray, b: np.ndarray

@@ -68,6 +68,7 @@ def table_digest(vocab: list[str], trie: Trie) -> str:
     return h.hexdigest()
 
 
+HASH_CHUNK = 1 << 20  # values converted at a time by DigestV2 (the hash is streamed)
 _LAYOUT_V2 = tuple(pair for pair in _LAYOUT if pair[0] != "rows")
 
 
@@ -98,7 +99,12 @@ class DigestV2:
             if arr.dtype.kind != dtype.kind:  # a corrupt file: hash as is, no cast
                 self._h.update(f"unexpected {arr.dtype.str}".encode())
                 dtype = arr.dtype
-            self._h.update(np.ascontiguousarray(arr, dtype=dtype).view(np.uint8).data)
+            if arr.dtype == dtype and arr.flags.c_contiguous:
+                self._h.update(arr.view(np.uint8).data)
+            else:  # converted a chunk at a time (float32 bounds widened): no full copy
+                for lo in range(0, len(arr), HASH_CHUNK):
+                    chunk = np.ascontiguousarray(arr[lo : lo + HASH_CHUNK], dtype=dtype)
+                    self._h.update(chunk.view(np.uint8).data)
             hashed += 1
         assert hashed == len(_LAYOUT_V2)
 
