@@ -206,6 +206,10 @@ def _keys_from_nodes(model: Model) -> tuple[np.ndarray, np.ndarray] | None:
 def _first_occurrences(values: np.ndarray, size: int) -> np.ndarray:
     """The distinct values of `values` (ints in [0, size)), in order of first occurrence:
     the order `unique_rows` gives rows, without sorting (a dense scatter of positions)."""
+    if values.dtype == np.int32:  # compiled: one pass with a byte per value (issue 34)
+        from maxarpa.native import first_occurrences
+
+        return first_occurrences(np.ascontiguousarray(values), size)
     dtype = np.int32 if len(values) < 2**31 - 1 else np.int64
     position = np.arange(len(values), dtype=dtype)
     first = np.full(size, len(values), dtype=dtype)

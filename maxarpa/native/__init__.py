@@ -19,7 +19,9 @@ try:
         FAILED,
         LineParser,
         format_lines,
+        first_occurrences,
         parents_in_order,
+        prefix_rows_sorted,
         repr_log10,
     )
 except ImportError as err:  # pragma: no cover - only without a build
@@ -28,8 +30,8 @@ except ImportError as err:  # pragma: no cover - only without a build
         f"install`) in the source tree ({err})"
     ) from err
 
-__all__ = ["DECLINED", "LineParser", "Stop", "feed_sections", "format_lines", "parents_in_order",
-           "repr_log10"]
+__all__ = ["DECLINED", "LineParser", "Stop", "feed_sections", "first_occurrences",
+           "format_lines", "parents_in_order", "prefix_rows_sorted", "repr_log10"]
 
 CHUNK_BYTES = 8 << 20  # bytes read (and decompressed) at a time
 

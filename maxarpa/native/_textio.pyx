@@ -206,3 +206,52 @@ def parents_in_order(const int32_t[:, ::1] rows, const int32_t[:, ::1] below):
     with nogil:
         failed = scan_parents(&rows[0, 0], m, k, &below[0, 0], below.shape[0], &out[0])
     return parent if failed < 0 else None
+
+
+cdef extern from "tablewalk.hpp" namespace "mxa" nogil:
+    bint c_prefix_rows "mxa::prefix_rows"(const uint64_t* keys, int64_t m,
+                                          const uint64_t* keys_below, int64_t m_below,
+                                          const int32_t* below, int64_t m_below2, uint64_t v,
+                                          int32_t* out)
+    int64_t c_first_occurrences "mxa::first_occurrences"(const int32_t* values, int64_t n,
+                                                         int64_t size, int32_t* out)
+
+
+def prefix_rows_sorted(const uint64_t[::1] keys, const uint64_t[::1] keys_below,
+                       const int32_t[::1] below, int64_t m_below2, uint64_t vocab_size):
+    """For each order-k node (k >= 3; `keys`), the int32 order-(k-1) row of its prefix, or -1
+    (maxarpa.keywalk.prefix_rows; `below` is that array for order k-1, `m_below2` the node
+    count of order k-2). ValueError on keys that name rows that do not exist."""
+    cdef int64_t m = keys.shape[0]
+    if below.shape[0] != keys_below.shape[0] or vocab_size == 0:
+        raise ValueError("prefix_rows_sorted: arrays do not match")
+    rows = np.empty(m, dtype=np.int32)
+    cdef int32_t[::1] out = rows
+    cdef bint ok
+    cdef uint64_t dummy_key = 0
+    cdef int32_t dummy_row = 0
+    with nogil:
+        ok = c_prefix_rows(&keys[0] if m else &dummy_key, m,
+                           &keys_below[0] if keys_below.shape[0] else &dummy_key,
+                           keys_below.shape[0],
+                           &below[0] if below.shape[0] else &dummy_row, m_below2, vocab_size,
+                           &out[0] if m else &dummy_row)
+    if not ok:
+        raise ValueError("prefix_rows_sorted: a key names a row that does not exist")
+    return rows
+
+
+def first_occurrences(const int32_t[::1] values, int64_t size):
+    """The distinct values of `values` (ints in [0, size)) in order of first occurrence, as
+    int32. ValueError on a value out of range."""
+    out = np.empty(values.shape[0], dtype=np.int32)
+    cdef int32_t[::1] view = out
+    cdef int64_t count
+    cdef int32_t dummy = 0
+    with nogil:
+        count = c_first_occurrences(&values[0] if values.shape[0] else &dummy,
+                                    values.shape[0], size,
+                                    &view[0] if values.shape[0] else &dummy)
+    if count < 0:
+        raise ValueError("first_occurrences: a value out of range")
+    return out[:count].copy()

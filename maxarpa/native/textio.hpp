@@ -208,6 +208,10 @@ inline Result parse_lines(const char* buf, int64_t len, int64_t pos, Section& s,
     const int max_fields = s.k + 4;
     std::vector<const char*> fb(max_fields), fe(max_fields);
     std::vector<int32_t> words(s.k);  // a keyed line's ids (no rows are stored)
+    // The previous line's words and ids, by position: a sorted file repeats most of them
+    // (lmplz's the last words, SRILM's the first), and comparing bytes is cheaper than hashing.
+    std::vector<std::string_view> prev_word(s.k);
+    std::vector<int32_t> prev_id(s.k, -1);
     const bool keyed = s.keyed && !s.defines_vocab;
     const uint64_t vocab_size = v.size();
     while (pos < len) {
@@ -246,7 +250,16 @@ inline Result parse_lines(const char* buf, int64_t len, int64_t pos, Section& s,
         int32_t* out = keyed ? words.data() : s.ids + row * k;
         for (int j = 0; j < k; ++j) {
             std::string_view w(fb[1 + j], fe[1 + j] - fb[1 + j]);
-            int32_t id = s.defines_vocab ? v.add(w) : v.find(w);
+            int32_t id;
+            if (s.defines_vocab) {
+                id = v.add(w);
+            } else if (prev_id[j] >= 0 && prev_word[j] == w) {
+                id = prev_id[j];
+            } else {
+                id = v.find(w);
+                prev_word[j] = w;
+                prev_id[j] = id;
+            }
             if (id < 0 || (s.defines_vocab && id != row)) return {FAILED, pos};
             out[j] = id;
         }
