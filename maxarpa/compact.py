@@ -33,25 +33,17 @@ from maxarpa.table import Trie
 F32_MAX = float(np.finfo(np.float32).max)
 
 
-ROUND_CHUNK = 1 << 20  # values rounded at a time: bounds the transient float64 copies
-
-
 def round_up_f32(values: np.ndarray) -> np.ndarray | None:
     """The smallest float32 >= each float64 value (-0.0 made 0.0, -inf kept), or None when
     a value does not fit (above float32's largest finite value; such an order keeps float64).
     """
+    from maxarpa.native import round_up_f32_array
+
     if len(values) and float(np.max(values)) > F32_MAX:
         return None
-    out = np.empty(len(values), dtype=np.float32)
-    for lo in range(0, len(values), ROUND_CHUNK):
-        x = values[lo : lo + ROUND_CHUNK]
-        with np.errstate(over="ignore"):
-            y = x.astype(np.float32)  # to nearest: below the value about half the time
-        low = y.astype(np.float64) < x  # (a value below -F32_MAX became -inf: low too)
-        y[low] = np.nextafter(y[low], np.float32(np.inf))
-        y += np.float32(0.0)  # -0.0 + 0.0 = +0.0: no negative zero reaches a file
-        out[lo : lo + len(y)] = y
-    return out
+    # Compiled (issue 34): to nearest, then one float32 step up where that fell below the
+    # value; -0.0 + 0.0 = +0.0, so no negative zero reaches a file.
+    return round_up_f32_array(np.ascontiguousarray(values, dtype=np.float64))
 
 
 @dataclass
@@ -124,15 +116,13 @@ def round_order(trie: Trie, k: int, mf: np.ndarray, mbow: np.ndarray, above: Sto
 
 def _children_max2(trie: Trie, k: int, a: np.ndarray, b: np.ndarray
                    ) -> tuple[np.ndarray, np.ndarray]:
-    """`bound.children_max` of two arrays of order k at once: the groups (each order-(k-1)
-    node's children) are found once."""
-    size = len(trie.nodes[k - 2].keys)
-    out_a, out_b = np.full(size, -np.inf), np.full(size, -np.inf)
-    if len(a):
-        groups = trie.parents(k)
-        starts = np.flatnonzero(np.r_[True, groups[1:] != groups[:-1]])
-        heads = groups[starts]
-        del groups
-        out_a[heads] = np.maximum.reduceat(a, starts)
-        out_b[heads] = np.maximum.reduceat(b, starts)
-    return out_a, out_b
+    """`bound.children_max` of two arrays of order k at once (float32 or float64), in one
+    compiled pass when they have the same type."""
+    from maxarpa.native import children_max_sorted
+
+    keys, size = trie.nodes[k - 1].keys, len(trie.nodes[k - 2].keys)
+    if a.dtype == b.dtype and a.dtype in (np.float32, np.float64):
+        return children_max_sorted(keys, trie.vocab_size, size, np.ascontiguousarray(a),
+                                   np.ascontiguousarray(b))
+    return (children_max_sorted(keys, trie.vocab_size, size, np.asarray(a, np.float64)),
+            children_max_sorted(keys, trie.vocab_size, size, np.asarray(b, np.float64)))

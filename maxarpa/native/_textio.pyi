@@ -1,5 +1,7 @@
 """Types of the compiled maxarpa.native._textio (see _textio.pyx)."""
 
+from typing import Any
+
 import numpy as np
 
 NEED_MORE: int
@@ -25,3 +27,6 @@ def parents_in_order(rows: np.ndarray, below: np.ndarray) -> np.ndarray | None: 
 def prefix_rows_sorted(keys: np.ndarray, keys_below: np.ndarray, below: np.ndarray,
                        m_below2: int, vocab_size: int) -> np.ndarray: ...
 def first_occurrences(values: np.ndarray, size: int) -> np.ndarray: ...
+def children_max_sorted(keys: np.ndarray, vocab_size: int, m_below: int, a: np.ndarray,
+                        b: np.ndarray | None = None) -> Any: ...
+def round_up_f32_array(x: np.ndarray) -> np.ndarray: ...

@@ -215,6 +215,14 @@ cdef extern from "tablewalk.hpp" namespace "mxa" nogil:
                                           int32_t* out)
     int64_t c_first_occurrences "mxa::first_occurrences"(const int32_t* values, int64_t n,
                                                          int64_t size, int32_t* out)
+    bint c_children_max "mxa::children_max"[A, B](const uint64_t* keys, int64_t m, uint64_t v,
+                                                  int64_t m_below, const A* a, double* out_a,
+                                                  const B* b, double* out_b)
+    void c_round_up_f32 "mxa::round_up_f32"(const double* x, int64_t m, float* out)
+
+ctypedef fused bound_t:
+    float
+    double
 
 
 def prefix_rows_sorted(const uint64_t[::1] keys, const uint64_t[::1] keys_below,
@@ -255,3 +263,45 @@ def first_occurrences(const int32_t[::1] values, int64_t size):
     if count < 0:
         raise ValueError("first_occurrences: a value out of range")
     return out[:count].copy()
+
+
+def children_max_sorted(const uint64_t[::1] keys, uint64_t vocab_size, int64_t m_below,
+                        const bound_t[::1] a, const bound_t[::1] b=None):
+    """The max of `a` (and of `b`) over each order-(k-1) node's children (the order-k nodes
+    whose key // V is it), -inf where it has none, as float64 arrays of `m_below` values:
+    maxarpa.bound.children_max without its temporaries (issue 34). ValueError on a key whose
+    parent is past `m_below`."""
+    cdef int64_t m = keys.shape[0]
+    if a.shape[0] != m or (b is not None and b.shape[0] != m) or vocab_size == 0:
+        raise ValueError("children_max_sorted: arrays do not match")
+    out_a = np.full(m_below, -np.inf)
+    out_b = np.full(m_below, -np.inf) if b is not None else None
+    cdef double[::1] va = out_a
+    cdef double[::1] vb
+    cdef double* pb = NULL
+    cdef const bound_t* bb = NULL
+    if b is not None:
+        vb = out_b
+        if m_below:
+            pb = &vb[0]
+        if m:
+            bb = &b[0]
+    cdef bint ok = True
+    if m:
+        with nogil:
+            ok = c_children_max(&keys[0], m, vocab_size, m_below, &a[0],
+                                &va[0] if m_below else NULL, bb, pb)
+    if not ok:
+        raise ValueError("children_max_sorted: a key names a parent that does not exist")
+    return (out_a, out_b) if b is not None else out_a
+
+
+def round_up_f32_array(const double[::1] x):
+    """The smallest float32 >= each value (see maxarpa.compact.round_up_f32, which checks the
+    range first)."""
+    out = np.empty(x.shape[0], dtype=np.float32)
+    cdef float[::1] view = out
+    if x.shape[0]:
+        with nogil:
+            c_round_up_f32(&x[0], x.shape[0], &view[0])
+    return out

@@ -8,7 +8,9 @@
 // keys are sorted, so the children of one parent are contiguous.
 #pragma once
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
+#include <limits>
 #include <vector>
 
 namespace mxa {
@@ -60,6 +62,60 @@ inline int64_t first_occurrences(const int32_t* values, int64_t n, int64_t size,
         }
     }
     return count;
+}
+
+// key / v for the table's keys, by a floating-point reciprocal corrected to the exact
+// quotient (a 64-bit division per node cost more than the rest of a group maximum).
+struct Divider {
+    uint64_t v;
+    double inverse;
+    explicit Divider(uint64_t v_) : v(v_), inverse(1.0 / static_cast<double>(v_)) {}
+    uint64_t operator()(uint64_t key) const {
+        uint64_t q = static_cast<uint64_t>(static_cast<double>(key) * inverse);
+        while (q > 0 && q * v > key) --q;  // (q * v cannot wrap: q <= key / v + 1)
+        while ((q + 1) * v <= key && (q + 1) * v > q * v) ++q;
+        return q;
+    }
+};
+
+// out_a[p] = max(out_a[p], a[i]) (and the same for b, when given) over the order-k nodes i,
+// p = keys[i] / v their parent: the max of each order-(k-1) node's children, as
+// numpy's maximum.reduceat gives it (NaN propagates; on ties the first value stays). The
+// outputs start at -inf (nodes without children keep it). False when a key names a parent
+// past m_below (a corrupt table): nothing is written out of bounds.
+template <typename A, typename B>
+inline bool children_max(const uint64_t* keys, int64_t m, uint64_t v, int64_t m_below,
+                         const A* a, double* out_a, const B* b, double* out_b) {
+    const Divider divide(v);
+    for (int64_t i = 0; i < m; ++i) {
+        const uint64_t p = divide(keys[i]);
+        if (p >= static_cast<uint64_t>(m_below)) return false;
+        const double x = static_cast<double>(a[i]);
+        if (x > out_a[p] || x != x) out_a[p] = x;
+        if (b != nullptr) {
+            const double y = static_cast<double>(b[i]);
+            if (y > out_b[p] || y != y) out_b[p] = y;
+        }
+    }
+    return true;
+}
+
+// The smallest float32 not below each float64 value (maxarpa.compact.round_up_f32): -0.0
+// becomes +0.0, -inf stays, NaN stays NaN. The caller has checked that no value is above
+// float32's largest finite value.
+inline void round_up_f32(const double* x, int64_t m, float* out) {
+    const float lowest = std::numeric_limits<float>::lowest();
+    for (int64_t i = 0; i < m; ++i) {
+        const double v = x[i];
+        float y;
+        if (v < static_cast<double>(lowest)) {
+            y = v == -HUGE_VAL ? -HUGE_VALF : lowest;  // below -F32_MAX: -F32_MAX is above it
+        } else {
+            y = static_cast<float>(v);  // to nearest
+            if (static_cast<double>(y) < v) y = std::nextafter(y, HUGE_VALF);
+        }
+        out[i] = y + 0.0f;
+    }
 }
 
 }  // namespace mxa
