@@ -4,9 +4,10 @@ Why a script run in a child: the peak of each phase is the process's high-water 
 between phases (Linux `/proc/self/clear_refs` 5), which must not include the bench's own
 arrays. The phases are those of `maxarpa.load` on an ARPA file followed by `write_binary`,
 called one by one (issue 34's profile; a file in key order, as lmplz writes them, is
-parsed straight into the table, `maxarpa.keyed`, and has no `table` phase); each line printed is `name<TAB>seconds<TAB>peak MiB`.
-Since format 3 the digest is computed while writing (over the rounded bounds), so `write`
-holds the rounding, the digest and the file's bytes; `contexts` is the context tables'
+parsed straight into the table, `maxarpa.keyed`, and has no `table` phase); each line
+printed is `name<TAB>seconds<TAB>peak MiB`. The bounds are computed rounded to float32, as
+`load(rounded_bounds=True)` does for `convert --binary` (`maxarpa.rounded`), so `write`
+holds the digest and the file's bytes; `contexts` is the context tables'
 build, which `write_binary` otherwise runs first. `bench.bench_maxarpa --convert
 --baseline-tree DIR` runs DIR's own copy of this script for the same table of the other code.
 """

@@ -16,9 +16,10 @@ from maxarpa.table import Trie
 
 
 def compute_rounded_bounds(trie: Trie, eos_id: int | None) -> None:
-    """Fill mf and mbow with the bounds a format-3 file stores (`maxarpa.compact.rounded_bounds`), computing
-    the exact ones (`bound.mbow_step`, `mf_step`) and rounding them in one pass from the
-    highest order down, and set `trie.bounds_rounded`.
+    """Fill mf and mbow with the bounds a format-3 file stores
+    (`maxarpa.compact.rounded_bounds`), computing the exact ones (`bound.mbow_step`,
+    `mf_step`) and rounding them in one pass from the highest order down, and set
+    `trie.bounds_rounded`.
 
     Why: `compute_bounds` keeps every order's exact bounds in float64 (96 MiB on the
     6M-n-gram bench model) until a writer rounds them; here only two orders' exact bounds are
