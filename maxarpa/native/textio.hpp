@@ -181,11 +181,12 @@ struct Result {
     int64_t pos;  // NEED_MORE: first unparsed byte; AT_MARK: the mark line; FAILED: the bad line
 };
 
-// The key of a keyed section's line (words w[0..k-1], oldest first), or false when its suffix
-// is not where the forward cursors can find it (the lines are out of key order, or a suffix
-// is not listed): a lower order's index of w[k-j..k-1] never decreases from one line to the
-// next when the lines are sorted by key, which is their reversed-word order.
-inline bool line_key(Section& s, const int32_t* w, uint64_t vocab_size, uint64_t* key) {
+// The row one order down of a keyed section's line's suffix (words w[1..k-1], oldest first;
+// its key is that row * V + w[0]), or false when the suffix is not where the forward
+// cursors can find it (the lines are out of key order, or a suffix is not listed): a lower
+// order's index of w[k-j..k-1] never decreases from one line to the next when the lines are
+// sorted by key, which is their reversed-word order.
+inline bool suffix_row(Section& s, const int32_t* w, uint64_t vocab_size, uint64_t* row) {
     const int k = s.k;
     uint64_t c = static_cast<uint64_t>(w[k - 1]);  // order 1: the word id is the row
     for (int j = 2; j < k; ++j) {
@@ -198,7 +199,7 @@ inline bool line_key(Section& s, const int32_t* w, uint64_t vocab_size, uint64_t
         if (p == n || keys[p] != target) return false;
         c = static_cast<uint64_t>(p);
     }
-    *key = c * vocab_size + static_cast<uint64_t>(w[0]);
+    *row = c;
     return true;
 }
 
@@ -214,6 +215,12 @@ inline Result parse_lines(const char* buf, int64_t len, int64_t pos, Section& s,
     std::vector<int32_t> prev_id(s.k, -1);
     const bool keyed = s.keyed && !s.defines_vocab;
     const uint64_t vocab_size = v.size();
+    // Keyed: the previous line's suffix bytes (words 2..k with their separators) and its row.
+    // In key order most lines share their suffix with the line before (a context's children
+    // are adjacent), and then only the first word is looked up.
+    const char* prev_suffix = nullptr;
+    size_t prev_suffix_len = static_cast<size_t>(-1);
+    uint64_t prev_row = 0;
     while (pos < len) {
         const char* line = buf + pos;
         const char* nl = static_cast<const char*>(std::memchr(line, '\n', len - pos));
@@ -248,7 +255,14 @@ inline Result parse_lines(const char* buf, int64_t len, int64_t pos, Section& s,
             s.values[1][row] = 0.0;
         }
         int32_t* out = keyed ? words.data() : s.ids + row * k;
-        for (int j = 0; j < k; ++j) {
+        int looked_up = k;  // the words to look up: all, or the first when the suffix repeats
+        size_t suffix_len = 0;
+        if (keyed) {
+            suffix_len = static_cast<size_t>(fe[k] - fb[2]);
+            if (suffix_len == prev_suffix_len && std::memcmp(fb[2], prev_suffix, suffix_len) == 0)
+                looked_up = 1;
+        }
+        for (int j = 0; j < looked_up; ++j) {
             std::string_view w(fb[1 + j], fe[1 + j] - fb[1 + j]);
             int32_t id;
             if (s.defines_vocab) {
@@ -264,9 +278,13 @@ inline Result parse_lines(const char* buf, int64_t len, int64_t pos, Section& s,
             out[j] = id;
         }
         if (keyed) {
-            uint64_t key;
-            if (!line_key(s, out, vocab_size, &key) || (row > 0 && key <= s.keys[row - 1]))
-                return {DECLINED, pos};
+            if (looked_up == k) {  // a new suffix: its row from the cursors
+                if (!suffix_row(s, out, vocab_size, &prev_row)) return {DECLINED, pos};
+                prev_suffix = fb[2];
+                prev_suffix_len = suffix_len;
+            }
+            const uint64_t key = prev_row * vocab_size + static_cast<uint64_t>(out[0]);
+            if (row > 0 && key <= s.keys[row - 1]) return {DECLINED, pos};
             s.keys[row] = key;
         } else if (s.keyed) {
             s.keys[row] = static_cast<uint64_t>(row);  // order 1: the key is the word id
