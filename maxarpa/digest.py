@@ -144,8 +144,18 @@ def without_negative_zeros(trie: Trie) -> None:
     for node in trie.nodes:
         for field in ("log10p", "log10bow", "mf", "mbow"):
             arr = getattr(node, field)
-            if len(arr) and np.signbit(arr[arr == 0]).any():
+            if len(arr) and _has_negative_zero(arr):
                 setattr(node, field, arr + 0.0)
+
+
+def _has_negative_zero(arr: np.ndarray) -> bool:
+    """Whether a float array holds -0.0: by its bits, in one pass with no copy of the zeros
+    (an all-zero backoff column made a full copy; issue 34)."""
+    if arr.dtype == np.float64 and arr.flags.c_contiguous:
+        return bool((arr.view(np.uint64) == np.uint64(1 << 63)).any())
+    if arr.dtype == np.float32 and arr.flags.c_contiguous:
+        return bool((arr.view(np.uint32) == np.uint32(1 << 31)).any())
+    return bool(np.signbit(arr[arr == 0]).any())
 
 
 def digest_to_write(vocab: list[str], trie: Trie, eos_id: int | None,

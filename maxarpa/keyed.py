@@ -54,7 +54,9 @@ def _parse_keyed(reader: LineReader) -> tuple[list[str], Trie] | None:
 
     counts = read_header(reader)
     keys = [np.empty(c, np.uint64) for c in counts]
-    values = [[np.empty(c), np.empty(c)] for c in counts]
+    # Backoffs start as np.zeros (pages the system maps only when written): the parser
+    # leaves a missing backoff unwritten, so the highest order's column costs no memory.
+    values = [[np.empty(c), np.zeros(c)] for c in counts]
     parser = LineParser()
     marks = SectionMarks(counts, reader.path)
     parser.start(1, False, np.empty((counts[0], 1), np.int32), values[0], keys[0], [])

@@ -25,6 +25,7 @@ cdef extern from "textio.hpp" namespace "mxa" nogil:
         int64_t capacity
         int64_t filled
         bint keyed
+        bint zeroed
         uint64_t* keys
         vector[const uint64_t*] lower_keys
         vector[int64_t] lower_len
@@ -71,7 +72,8 @@ cdef class LineParser:
         """Parse the next lines into `ids` (m, k) and `values` (2 float64 arrays for ARPA:
         log10 p, backoff; 4 for MAX-ARPA: log10 p, backoff, mf, mbow), from row 0.
 
-        Keyed (ARPA, `keys` a uint64 array of m rows, `lower` the keys of orders 1..k-1):
+        Keyed (ARPA, `keys` a uint64 array of m rows, `lower` the keys of orders 1..k-1,
+        the backoff array all zeros, as np.zeros makes it, so a missing backoff is not written):
         each line's table key goes to `keys` instead of its words to `ids` (which order 1
         still fills; above it, `ids` may have no rows), and a line out of key order or whose
         suffix is not listed stops the parse with DECLINED (textio.hpp, line_key)."""
@@ -83,6 +85,7 @@ cdef class LineParser:
             raise ValueError("LineParser.start: arrays do not match the section")
         self.arrays = (ids, values, keys, lower)
         self.section.keyed = keys is not None
+        self.section.zeroed = keys is not None  # keyed: the caller passes np.zeros backoffs
         self.section.keys = NULL
         self.section.lower_keys.clear()
         self.section.lower_len.clear()

@@ -168,6 +168,8 @@ struct Section {
     // order 1's key is the word id). Valid only while the lines come in key order, each
     // suffix listed: the first line that breaks this stops the parse (DECLINED).
     bool keyed = false;
+    bool zeroed = false;  // values[1] starts all zero: a missing backoff is not written
+                          // (pages never written stay unallocated: the highest order's)
     uint64_t* keys = nullptr;
     std::vector<const uint64_t*> lower_keys;  // [j]: order j's keys, j = 2..k-1
     std::vector<int64_t> lower_len;
@@ -251,7 +253,7 @@ inline Result parse_lines(const char* buf, int64_t len, int64_t pos, Section& s,
                 if (!parse_number(fb[k + c], fe[k + c], &s.values[c][row])) return {FAILED, pos};
         } else if (nf == k + 2) {
             if (!parse_number(fb[k + 1], fe[k + 1], &s.values[1][row])) return {FAILED, pos};
-        } else {
+        } else if (!s.zeroed) {
             s.values[1][row] = 0.0;
         }
         int32_t* out = keyed ? words.data() : s.ids + row * k;
