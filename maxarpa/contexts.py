@@ -34,7 +34,7 @@ from maxarpa.errors import FormatError
 from maxarpa.keywalk import last_words, prefix_rows
 from maxarpa.model import Model
 from maxarpa.rows import row_hashes, unique_rows
-from maxarpa.table import HashIndex
+from maxarpa.table import HashIndex, Trie
 
 EMPTY_KEY = np.uint64(2**64 - 1)  # the empty context's key: never a real parent * V + word
 
@@ -187,6 +187,9 @@ def _keys_from_nodes(model: Model) -> tuple[np.ndarray, np.ndarray] | None:
     lens = np.zeros(total, dtype=np.int32)  # filled in place: no list to concatenate
     keys = np.empty(total, dtype=np.uint64)
     keys[0] = EMPTY_KEY
+    if total < 2**31 and all(m.dtype == np.int32 for m in level.values()):
+        _fill_keys_compiled(trie, level, level_prefix, lens, keys, model.source)
+        return lens, keys
     gid_of = np.empty(0, dtype=np.int64)
     next_gid = 1
     for j in range(1, width + 1):
@@ -201,6 +204,32 @@ def _keys_from_nodes(model: Model) -> tuple[np.ndarray, np.ndarray] | None:
         gid_of[members] = np.arange(lo, hi)
         next_gid = hi
     return lens, keys
+
+
+def _fill_keys_compiled(trie: Trie, level: dict[int, np.ndarray],
+                        level_prefix: dict[int, np.ndarray], lens: np.ndarray,
+                        keys: np.ndarray, source: str) -> None:
+    """`_keys_from_nodes`' numbering and keys, compiled (`maxarpa.native.level_keys`): each
+    level's keys written in place, with int32 gids (issue 34: no chain of int64 temporaries
+    for the last words)."""
+    from maxarpa.native import level_keys
+
+    all_keys = [node.keys for node in trie.nodes]
+    gid_of = np.empty(0, dtype=np.int32)
+    no_prefix = np.empty(0, dtype=np.int32)
+    next_gid = 1
+    for j in range(1, len(level) + 1):
+        members = level.pop(j)
+        lo, hi = next_gid, next_gid + len(members)
+        prefix = np.ascontiguousarray(level_prefix.pop(j), dtype=np.int32) if j > 1 else no_prefix
+        try:
+            level_keys(members, all_keys[:j], trie.vocab_size, prefix, gid_of, keys[lo:hi])
+        except ValueError as err:
+            raise FormatError(source, None, f"corrupt n-gram table ({err})") from None
+        lens[lo:hi] = j
+        gid_of = np.full(len(trie.nodes[j - 1].keys), -1, dtype=np.int32)
+        gid_of[members] = np.arange(lo, hi, dtype=np.int32)
+        next_gid = hi
 
 
 def _first_occurrences(values: np.ndarray, size: int) -> np.ndarray:

@@ -21,6 +21,7 @@ try:
         children_max_sorted,
         first_occurrences,
         format_lines,
+        level_keys,
         parents_in_order,
         prefix_rows_sorted,
         repr_log10,
@@ -33,8 +34,8 @@ except ImportError as err:  # pragma: no cover - only without a build
     ) from err
 
 __all__ = ["DECLINED", "LineParser", "Stop", "children_max_sorted", "feed_sections",
-           "first_occurrences", "format_lines", "parents_in_order", "prefix_rows_sorted",
-           "repr_log10", "round_up_f32_array"]
+           "first_occurrences", "format_lines", "level_keys", "parents_in_order",
+           "prefix_rows_sorted", "repr_log10", "round_up_f32_array"]
 
 CHUNK_BYTES = 8 << 20  # bytes read (and decompressed) at a time
 

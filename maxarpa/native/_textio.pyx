@@ -222,6 +222,11 @@ cdef extern from "tablewalk.hpp" namespace "mxa" nogil:
                                                   int64_t m_below, const A* a, double* out_a,
                                                   const B* b, double* out_b)
     void c_round_up_f32 "mxa::round_up_f32"(const double* x, int64_t m, float* out)
+    bint c_level_keys "mxa::level_keys"(const int32_t* members, int64_t n, int j,
+                                        const uint64_t* const* keys, const int64_t* sizes,
+                                        uint64_t v, const int32_t* prefix,
+                                        const int32_t* gid_of, int64_t gid_size,
+                                        uint64_t* out)
 
 ctypedef fused bound_t:
     float
@@ -308,3 +313,34 @@ def round_up_f32_array(const double[::1] x):
         with nogil:
             c_round_up_f32(&x[0], x.shape[0], &view[0])
     return out
+
+
+def level_keys(const int32_t[::1] members, list keys, uint64_t vocab_size,
+               const int32_t[::1] prefix, const int32_t[::1] gid_of, uint64_t[::1] out):
+    """The useful-context keys of the order-j nodes `members` (j = len(keys), keys[o] the
+    keys of order o+1) into `out`: gid_of[prefix[i]] * V + the node's last word (prefix and
+    gid_of unused when j == 1). ValueError on an index out of range or a prefix without a
+    gid."""
+    cdef int j = len(keys)
+    cdef int64_t n = members.shape[0]
+    if out.shape[0] != n or (j > 1 and prefix.shape[0] != n) or vocab_size == 0 or j < 1:
+        raise ValueError("level_keys: arrays do not match")
+    cdef vector[const uint64_t*] pointers
+    cdef vector[int64_t] sizes
+    cdef const uint64_t[::1] column
+    cdef list kept = []
+    for o in range(j):
+        column = keys[o]
+        kept.append(column)
+        pointers.push_back(&column[0] if column.shape[0] else NULL)
+        sizes.push_back(column.shape[0])
+    cdef int32_t dummy = 0
+    cdef bint ok = True
+    if n:
+        with nogil:
+            ok = c_level_keys(&members[0], n, j, pointers.data(), sizes.data(), vocab_size,
+                              &prefix[0] if j > 1 else &dummy,
+                              &gid_of[0] if gid_of.shape[0] else &dummy, gid_of.shape[0],
+                              &out[0])
+    if not ok:
+        raise ValueError("level_keys: an index out of range or a prefix without a gid")

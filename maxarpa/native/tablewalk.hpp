@@ -64,6 +64,32 @@ inline int64_t first_occurrences(const int32_t* values, int64_t n, int64_t size,
     return count;
 }
 
+// The useful-context keys of one length j (maxarpa.contexts): for each member (an order-j
+// node), gid(its prefix) * V + its last word, the last word found by j - 1 parent steps
+// (keys[o] are order o+1's keys; gid_of[prefix[i]] the prefix's gid, none when j == 1).
+// False on an index out of range or a prefix without a gid (a table that is not
+// prefix-closed): nothing is read out of bounds.
+inline bool level_keys(const int32_t* members, int64_t n, int j, const uint64_t* const* keys,
+                       const int64_t* sizes, uint64_t v, const int32_t* prefix,
+                       const int32_t* gid_of, int64_t gid_size, uint64_t* out) {
+    for (int64_t i = 0; i < n; ++i) {
+        int64_t idx = members[i];
+        if (idx < 0 || idx >= sizes[j - 1]) return false;
+        for (int o = j; o >= 2; --o) {
+            idx = static_cast<int64_t>(keys[o - 1][idx] / v);
+            if (idx >= sizes[o - 2]) return false;
+        }
+        uint64_t gid = 0;
+        if (j > 1) {
+            const int32_t p = prefix[i];
+            if (p < 0 || p >= gid_size || gid_of[p] < 0) return false;
+            gid = static_cast<uint64_t>(gid_of[p]);
+        }
+        out[i] = gid * v + static_cast<uint64_t>(idx);
+    }
+    return true;
+}
+
 // key / v for the table's keys, by a floating-point reciprocal corrected to the exact
 // quotient (a 64-bit division per node cost more than the rest of a group maximum).
 struct Divider {
