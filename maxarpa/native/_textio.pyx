@@ -24,6 +24,7 @@ cdef extern from "textio.hpp" namespace "mxa" nogil:
         double* values[4]
         int64_t capacity
         int64_t filled
+        int64_t lines
         bint keyed
         bint zeroed
         uint64_t* keys
@@ -128,6 +129,11 @@ cdef class LineParser:
         with nogil:
             r = parse_lines(<const char*>&buf[0], length, pos, self.section, self.vocab)
         return r.status, r.pos
+
+    @property
+    def lines(self) -> int:
+        """Lines consumed by `parse` so far, in every section (blank lines too, marks not)."""
+        return self.section.lines
 
     @property
     def filled(self) -> int:

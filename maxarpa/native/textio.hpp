@@ -162,6 +162,7 @@ struct Section {
     double* values[4] = {nullptr, nullptr, nullptr, nullptr};
     int64_t capacity = 0;        // rows the header announced
     int64_t filled = 0;
+    int64_t lines = 0;  // every line parse_lines consumed, blank ones too, in every section
     // Keyed (ARPA only, maxarpa.keyed): instead of word rows, each line's table key (row of
     // its suffix one order down * V + first word) goes to keys[row], the suffix found by one
     // forward cursor per lower order over that order's sorted keys (lower_keys[j], j >= 2;
@@ -241,6 +242,7 @@ inline Result parse_lines(const char* buf, int64_t len, int64_t pos, Section& s,
         int64_t next = nl - buf + 1;
         if (nf == 0) {  // a blank line
             pos = next;
+            ++s.lines;
             continue;
         }
         const int k = s.k;
@@ -292,6 +294,7 @@ inline Result parse_lines(const char* buf, int64_t len, int64_t pos, Section& s,
             s.keys[row] = static_cast<uint64_t>(row);  // order 1: the key is the word id
         }
         s.filled = row + 1;
+        ++s.lines;
         pos = next;
     }
     return {NEED_MORE, pos};
