@@ -55,7 +55,7 @@ from pathlib import Path
 import numpy as np
 
 from maxarpa.checks import check_binary_shapes
-from maxarpa.compact import Stored, rounded_orders, widened
+from maxarpa.compact import Stored, stored_orders, widened
 from maxarpa.contexts import attach, context_keys
 from maxarpa.digest import ALGORITHM_V2, DigestV2, arrays_digest, bounds_trusted
 from maxarpa.errors import FormatError
@@ -128,7 +128,7 @@ def write_binary(model: Model, path: str | Path, *, bounds_verified: bool = Fals
             _write_member(zf, fh, f"{name}.npy", arr)
         # Order by order from the highest down, as the bounds are rounded: one order's
         # rounded bounds in memory at a time (issue 34's conversion peak).
-        for k, stored in _stored_bounds(trie, trusted):
+        for k, stored in stored_orders(trie, trusted):
             node = trie.nodes[k - 1]
             for name, arr in _order_members(node, stored):
                 _write_member(zf, fh, f"{name}_{k}.npy", arr)
@@ -148,40 +148,6 @@ def write_binary(model: Model, path: str | Path, *, bounds_verified: bool = Fals
             if hexdigest is not None:
                 ctx_digest = f"{ALGORITHM_V2}:{arrays_digest(hexdigest, stored_ctx)}"
                 _write_member(zf, fh, "ctx_digest.npy", np.array(ctx_digest))
-
-
-def _stored_bounds(trie: Trie, trusted: bool) -> Iterator[tuple[int, Stored]]:
-    """(k, order k's bounds as stored), from the highest order down. Only bounds known exact
-    are rounded (and so made to satisfy the recurrences again, `maxarpa.compact`); others
-    are written as they are, in float64, for the reader to check and recompute."""
-    if trusted and _already_stored(trie):
-        for k in range(trie.order, 0, -1):
-            node = trie.nodes[k - 1]
-            yield k, Stored(None if node.mf is node.log10p else node.mf,
-                            None if node.mbow is node.log10bow else node.mbow)
-        return
-    if trusted:
-        yield from rounded_orders(trie)
-        return
-    for k in range(trie.order, 0, -1):
-        node = trie.nodes[k - 1]
-        yield k, Stored(np.asarray(node.mf, dtype=np.float64),
-                        np.asarray(node.mbow, dtype=np.float64))
-
-
-def _already_stored(trie: Trie) -> bool:
-    """Whether the trie holds its bounds as `maxarpa.rounded` leaves them: each order's
-    float32 arrays, or the highest order's log10p and backoff themselves. Rounding them again
-    (`rounded_orders`) would give the same arrays (see there), so they are written as they
-    are. (A format-3 file read back holds them widened to float64: those are rounded again.)
-    """
-    if not trie.bounds_rounded:
-        return False
-    for k, node in enumerate(trie.nodes, start=1):
-        top = k == trie.order and node.mf is node.log10p and node.mbow is node.log10bow
-        if not top and (node.mf.dtype != np.float32 or node.mbow.dtype != np.float32):
-            return False
-    return True
 
 
 def _order_members(node: OrderNodes, stored: Stored) -> Iterator[tuple[str, np.ndarray]]:

@@ -91,6 +91,40 @@ def rounded_orders(trie: Trie) -> Iterator[tuple[int, Stored]]:
         yield k, stored
 
 
+def stored_orders(trie: Trie, trusted: bool) -> Iterator[tuple[int, Stored]]:
+    """(k, order k's bounds as stored), from the highest order down. Only bounds known exact
+    are rounded (and so made to satisfy the recurrences again, `maxarpa.compact`); others
+    are written as they are, in float64, for the reader to check and recompute."""
+    if trusted and already_stored(trie):
+        for k in range(trie.order, 0, -1):
+            node = trie.nodes[k - 1]
+            yield k, Stored(None if node.mf is node.log10p else node.mf,
+                            None if node.mbow is node.log10bow else node.mbow)
+        return
+    if trusted:
+        yield from rounded_orders(trie)
+        return
+    for k in range(trie.order, 0, -1):
+        node = trie.nodes[k - 1]
+        yield k, Stored(np.asarray(node.mf, dtype=np.float64),
+                        np.asarray(node.mbow, dtype=np.float64))
+
+
+def already_stored(trie: Trie) -> bool:
+    """Whether the trie holds its bounds as `maxarpa.rounded` leaves them: each order's
+    float32 arrays, or the highest order's log10p and backoff themselves. Rounding them again
+    (`rounded_orders`) would give the same arrays (see there), so they are written as they
+    are. (A format-3 file read back holds them widened to float64: those are rounded again.)
+    """
+    if not trie.bounds_rounded:
+        return False
+    for k, node in enumerate(trie.nodes, start=1):
+        top = k == trie.order and node.mf is node.log10p and node.mbow is node.log10bow
+        if not top and (node.mf.dtype != np.float32 or node.mbow.dtype != np.float32):
+            return False
+    return True
+
+
 def round_order(trie: Trie, k: int, mf: np.ndarray, mbow: np.ndarray, above: Stored | None
                  ) -> tuple[Stored, Stored]:
     """Order k's stored bounds from its exact ones (float64) and order k+1's stored arrays
