@@ -7,19 +7,22 @@ called one by one (issue 34's profile; a file in key order, as lmplz writes them
 parsed straight into the table, `maxarpa.keyed`, and has no `table` phase); each line
 printed is `name<TAB>seconds<TAB>peak MiB`. The bounds are computed rounded to float32, as
 `load(rounded_bounds=True)` does for `convert --binary` (`maxarpa.rounded`), so `write`
-holds the digest and the file's bytes; `contexts` is the context tables'
-build, which `write_binary` otherwise runs first. `bench.bench_maxarpa --convert
---baseline-tree DIR` runs DIR's own copy of this script for the same table of the other code.
+holds the digest and the file's bytes; `contexts` is the context tables' build
+(`context_counts`, as `write_binary` runs it last), which `write` is then handed with their
+lengths (15 MiB on the bench model that the command itself never holds). `bench.bench_maxarpa
+--convert --baseline-tree DIR` runs DIR's own copy of this script for the same table of the
+other code.
 """
 
 PHASES_SCRIPT = r"""
 import sys, time
+import numpy as np
 from maxarpa.arpa import read_arpa
 from maxarpa.binary_format import write_binary
 from maxarpa.bound import compute_bounds
 from maxarpa.cli import return_freed_memory
 from maxarpa.config import DEFAULT_CONFIG
-from maxarpa.contexts import attach, context_keys
+from maxarpa.contexts import attach, context_counts
 from maxarpa.keyed import read_sorted_arpa
 from maxarpa.model import Model
 from maxarpa.rounded import compute_rounded_bounds
@@ -63,8 +66,9 @@ else:
 phase("bounds")
 model = apply_config(model, DEFAULT_CONFIG)
 phase("config")
-attach(model, *context_keys(model))
+counts, keys = context_counts(model)
 phase("contexts")
+attach(model, np.repeat(np.arange(len(counts), dtype=np.int32), counts), keys)
 write_binary(model, out, bounds_verified=True)
 phase("write")
 """

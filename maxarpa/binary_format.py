@@ -56,7 +56,7 @@ import numpy as np
 
 from maxarpa.checks import check_binary_shapes
 from maxarpa.compact import Stored, stored_orders, widened
-from maxarpa.contexts import attach, context_keys
+from maxarpa.contexts import attach, context_counts
 from maxarpa.digest import ALGORITHM_V2, DigestV2, arrays_digest, bounds_trusted
 from maxarpa.errors import FormatError
 from maxarpa.keywalk import rows_from_parent, unigram_rows
@@ -139,10 +139,9 @@ def write_binary(model: Model, path: str | Path, *, bounds_verified: bool = Fals
         if hexdigest is not None:
             _write_member(zf, fh, "digest.npy", np.array(f"{ALGORITHM_V2}:{hexdigest}"))
         if contexts:  # built last: the tables are never in memory beside rounded bounds
-            lens, keys = context_keys(model)
-            stored_ctx = [np.bincount(lens, minlength=max(model.order, 1)).astype(np.int64),
-                          np.ascontiguousarray(keys, dtype=np.uint64)]
-            del lens, keys
+            counts, keys = context_counts(model)
+            stored_ctx = [counts, np.ascontiguousarray(keys, dtype=np.uint64)]
+            del counts, keys
             for name, arr in zip(CONTEXT_MEMBERS_V3, stored_ctx, strict=True):
                 _write_member(zf, fh, f"{name}.npy", arr)
             if hexdigest is not None:
