@@ -3,23 +3,30 @@
 Why a script run in a child: the peak of each phase is the process's high-water mark reset
 between phases (Linux `/proc/self/clear_refs` 5), which must not include the bench's own
 arrays. The phases are those of `maxarpa.load` on an ARPA file followed by `write_binary`,
-called one by one (issue 34's profile); each line printed is `name<TAB>seconds<TAB>peak MiB`.
-Since format 3 the digest is computed while writing (over the rounded bounds), so `write`
-holds the rounding, the digest and the file's bytes; `contexts` is the context tables'
-build, which `write_binary` otherwise runs first. `bench.bench_maxarpa --convert
---baseline-tree DIR` runs DIR's own copy of this script for the same table of the other code.
+called one by one (issue 34's profile; a file in key order, as lmplz writes them, is
+parsed straight into the table, `maxarpa.keyed`, and has no `table` phase); each line
+printed is `name<TAB>seconds<TAB>peak MiB`. The bounds are computed rounded to float32, as
+`load(rounded_bounds=True)` does for `convert --binary` (`maxarpa.rounded`), so `write`
+holds the digest and the file's bytes; `contexts` is the context tables' build
+(`context_counts`, as `write_binary` runs it last), which `write` is then handed with their
+lengths (15 MiB on the bench model that the command itself never holds). `bench.bench_maxarpa
+--convert --baseline-tree DIR` runs DIR's own copy of this script for the same table of the
+other code.
 """
 
 PHASES_SCRIPT = r"""
 import sys, time
+import numpy as np
 from maxarpa.arpa import read_arpa
 from maxarpa.binary_format import write_binary
 from maxarpa.bound import compute_bounds
 from maxarpa.cli import return_freed_memory
 from maxarpa.config import DEFAULT_CONFIG
-from maxarpa.contexts import attach, context_keys
+from maxarpa.contexts import attach, context_counts
+from maxarpa.keyed import read_sorted_arpa
 from maxarpa.model import Model
-from maxarpa.specials import apply_config
+from maxarpa.rounded import compute_rounded_bounds
+from maxarpa.specials import adds_words, apply_config
 from maxarpa.table import build_trie
 
 def peak_mib():
@@ -41,17 +48,27 @@ def phase(name):
 path, out = sys.argv[1], sys.argv[2]
 reset()
 last[0] = time.perf_counter()
-data = read_arpa(path)
-phase("parse")
-trie = build_trie(data, path)
-phase("table")
-model = Model(data.vocab, trie, path)
-compute_bounds(trie, model.eos_id)
+keyed = read_sorted_arpa(path)  # as maxarpa.load: keys straight from the parser
+if keyed is None:
+    data = read_arpa(path)
+    phase("parse")
+    vocab, trie = data.vocab, build_trie(data, path)
+    del data
+    phase("table")
+else:
+    vocab, trie = keyed
+    phase("parse")
+model = Model(vocab, trie, path)
+if adds_words(model, DEFAULT_CONFIG):  # as maxarpa.load(rounded_bounds=True)
+    compute_bounds(trie, model.eos_id)
+else:
+    compute_rounded_bounds(trie, model.eos_id)
 phase("bounds")
 model = apply_config(model, DEFAULT_CONFIG)
 phase("config")
-attach(model, *context_keys(model))
+counts, keys = context_counts(model)
 phase("contexts")
+attach(model, np.repeat(np.arange(len(counts), dtype=np.int32), counts), keys)
 write_binary(model, out, bounds_verified=True)
 phase("write")
 """

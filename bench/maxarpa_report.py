@@ -58,9 +58,10 @@ def main_digest(paths: list[Path]) -> None:
             print(f"{name:40}{r['load_s']:>10.4f}{r['digest_s']:>12.4f}{r['share']:>8.1%}")
 
 
-def convert_markdown(r: dict[str, float], argv: list[str], repeat: int) -> str:
+def convert_markdown(r: dict[str, float], argv: list[str], repeat: int,
+                     tree: Path | None = None) -> str:
     """docs/performance.md's `conversion` section: each figure beside build_binary's, from
-    the same run (issue 34)."""
+    the same run (issue 34), and with a baseline tree its figures and phases beside ours."""
     import datetime
 
     cmd = " ".join(["python -m bench.bench_maxarpa --convert", *argv])
@@ -70,13 +71,42 @@ def convert_markdown(r: dict[str, float], argv: list[str], repeat: int) -> str:
              f"tools interleaved, fastest of {repeat} kept (largest peak).", "",
              "| measure | maxarpa `convert --binary` | `build_binary` | ratio |",
              "|---|---|---|---|"]
-    for label, key, unit in (("time", "s", "s"), ("peak RSS", "mib", "MiB")):
+    for label, key, unit in (("time", "s", "s"), ("CPU time (user + system)", "cpu_s", "s"),
+                             ("peak RSS", "mib", "MiB")):
+        if f"convert_binary_{key}" not in r:
+            continue
         ours, theirs = r[f"convert_binary_{key}"], r[f"build_binary_{key}"]
         lines.append(f"| {label} | {ours:.2f} {unit} | {theirs:.2f} {unit} | "
                      f"{ours / theirs:.2f} |")
     lines.append(f"| file size | {r['file_mib']:.1f} MiB | {r['kenlm_file_mib']:.1f} MiB | "
                  f"{r['file_ratio']:.2f} |")
     phases = [k[6:-2] for k in r if k.startswith("phase_") and k.endswith("_s")]
+    if "baseline_s" in r and tree is not None:
+        lines += ["", f"The same conversion by the code in `{tree}` (A/B, same run; files "
+                  f"byte-identical: {'yes' if r.get('identical_to_baseline') else 'NO'}):", "",
+                  "| measure | baseline | this tree | baseline / this |", "|---|---|---|---|"]
+        for label, key, unit in (("time", "s", "s"), ("CPU time", "cpu_s", "s"),
+                                 ("peak RSS", "mib", "MiB")):
+            if f"baseline_{key}" in r:
+                base, ours = r[f"baseline_{key}"], r[f"convert_binary_{key}"]
+                lines.append(f"| {label} | {base:.2f} {unit} | {ours:.2f} {unit} | "
+                             f"{base / ours:.2f} |")
+        base_phases = [k[15:-2] for k in r if k.startswith("baseline_phase_") and k.endswith("_s")]
+        if base_phases:
+            lines += ["", "Phases, baseline then this tree (one process each, each phase with "
+                      "its own peak; a phase absent from one side is `-`):", "",
+                      "| phase | baseline s | baseline peak MiB | s | peak MiB |",
+                      "|---|---|---|---|---|"]
+            for name in dict.fromkeys(base_phases + phases):
+                cells = []
+                for prefix in ("baseline_phase_", "phase_"):
+                    if f"{prefix}{name}_s" in r:
+                        cells += [f"{r[f'{prefix}{name}_s']:.2f}",
+                                  f"{r[f'{prefix}{name}_peak_mib']:.0f}"]
+                    else:
+                        cells += ["-", "-"]
+                lines.append(f"| {name} | " + " | ".join(cells) + " |")
+            return "\n".join(lines)
     if phases:
         lines += ["", "Phases of the same conversion in one process (each with its own peak):",
                   "", "| phase | s | peak RSS MiB |", "|---|---|---|"]

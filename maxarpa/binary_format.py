@@ -55,8 +55,8 @@ from pathlib import Path
 import numpy as np
 
 from maxarpa.checks import check_binary_shapes
-from maxarpa.compact import Stored, rounded_orders, widened
-from maxarpa.contexts import attach, context_keys
+from maxarpa.compact import Stored, stored_orders, widened
+from maxarpa.contexts import attach, context_counts
 from maxarpa.digest import ALGORITHM_V2, DigestV2, arrays_digest, bounds_trusted
 from maxarpa.errors import FormatError
 from maxarpa.keywalk import rows_from_parent, unigram_rows
@@ -128,7 +128,7 @@ def write_binary(model: Model, path: str | Path, *, bounds_verified: bool = Fals
             _write_member(zf, fh, f"{name}.npy", arr)
         # Order by order from the highest down, as the bounds are rounded: one order's
         # rounded bounds in memory at a time (issue 34's conversion peak).
-        for k, stored in _stored_bounds(trie, trusted):
+        for k, stored in stored_orders(trie, trusted):
             node = trie.nodes[k - 1]
             for name, arr in _order_members(node, stored):
                 _write_member(zf, fh, f"{name}_{k}.npy", arr)
@@ -139,28 +139,14 @@ def write_binary(model: Model, path: str | Path, *, bounds_verified: bool = Fals
         if hexdigest is not None:
             _write_member(zf, fh, "digest.npy", np.array(f"{ALGORITHM_V2}:{hexdigest}"))
         if contexts:  # built last: the tables are never in memory beside rounded bounds
-            lens, keys = context_keys(model)
-            stored_ctx = [np.bincount(lens, minlength=max(model.order, 1)).astype(np.int64),
-                          np.ascontiguousarray(keys, dtype=np.uint64)]
-            del lens, keys
+            counts, keys = context_counts(model)
+            stored_ctx = [counts, np.ascontiguousarray(keys, dtype=np.uint64)]
+            del counts, keys
             for name, arr in zip(CONTEXT_MEMBERS_V3, stored_ctx, strict=True):
                 _write_member(zf, fh, f"{name}.npy", arr)
             if hexdigest is not None:
                 ctx_digest = f"{ALGORITHM_V2}:{arrays_digest(hexdigest, stored_ctx)}"
                 _write_member(zf, fh, "ctx_digest.npy", np.array(ctx_digest))
-
-
-def _stored_bounds(trie: Trie, trusted: bool) -> Iterator[tuple[int, Stored]]:
-    """(k, order k's bounds as stored), from the highest order down. Only bounds known exact
-    are rounded (and so made to satisfy the recurrences again, `maxarpa.compact`); others
-    are written as they are, in float64, for the reader to check and recompute."""
-    if trusted:
-        yield from rounded_orders(trie)
-        return
-    for k in range(trie.order, 0, -1):
-        node = trie.nodes[k - 1]
-        yield k, Stored(np.asarray(node.mf, dtype=np.float64),
-                        np.asarray(node.mbow, dtype=np.float64))
 
 
 def _order_members(node: OrderNodes, stored: Stored) -> Iterator[tuple[str, np.ndarray]]:
@@ -178,13 +164,15 @@ def _order_members(node: OrderNodes, stored: Stored) -> Iterator[tuple[str, np.n
 
 def _as_read(node: OrderNodes, stored: Stored) -> Iterator[np.ndarray]:
     """One order's arrays as `read_binary` builds them from a format-3 file, in the digest's
-    order (maxarpa.digest.DigestV2), one at a time: the widened bounds are transient."""
+    order (maxarpa.digest.DigestV2), one at a time; float32 bounds are widened by the digest,
+    a chunk at a time."""
     bow = np.asarray(node.log10bow, dtype=np.float64)
     yield node.keys
     yield node.log10p
     yield bow
-    yield widened(stored.mf, node.log10p)
-    yield widened(stored.mbow, bow)
+    # float32 as stored: the digest widens them to float64 a chunk at a time
+    yield stored.mf if stored.mf is not None else node.log10p
+    yield stored.mbow if stored.mbow is not None else bow
     yield np.asarray(node.listed, dtype=np.bool_)
 
 

@@ -102,7 +102,7 @@ def convert_file(args: argparse.Namespace, input: str | Path, name: str) -> int:
     show = sys.stderr.isatty() and not args.quiet
     start = time.perf_counter()
     with progress_bar(show, header_total(input), "reading") as bar:
-        model = load(input, config=config)
+        model = load(input, config=config, rounded_bounds=args.binary)
         bar.total = total = sum(model.counts)
         bar.update(total - bar.n)
     rows = sum(len(node.keys) for node in model.trie.nodes)

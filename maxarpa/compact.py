@@ -33,25 +33,17 @@ from maxarpa.table import Trie
 F32_MAX = float(np.finfo(np.float32).max)
 
 
-ROUND_CHUNK = 1 << 20  # values rounded at a time: bounds the transient float64 copies
-
-
 def round_up_f32(values: np.ndarray) -> np.ndarray | None:
     """The smallest float32 >= each float64 value (-0.0 made 0.0, -inf kept), or None when
     a value does not fit (above float32's largest finite value; such an order keeps float64).
     """
+    from maxarpa.native import round_up_f32_array
+
     if len(values) and float(np.max(values)) > F32_MAX:
         return None
-    out = np.empty(len(values), dtype=np.float32)
-    for lo in range(0, len(values), ROUND_CHUNK):
-        x = values[lo : lo + ROUND_CHUNK]
-        with np.errstate(over="ignore"):
-            y = x.astype(np.float32)  # to nearest: below the value about half the time
-        low = y.astype(np.float64) < x  # (a value below -F32_MAX became -inf: low too)
-        y[low] = np.nextafter(y[low], np.float32(np.inf))
-        y += np.float32(0.0)  # -0.0 + 0.0 = +0.0: no negative zero reaches a file
-        out[lo : lo + len(y)] = y
-    return out
+    # Compiled (issue 34): to nearest, then one float32 step up where that fell below the
+    # value; -0.0 + 0.0 = +0.0, so no negative zero reaches a file.
+    return round_up_f32_array(np.ascontiguousarray(values, dtype=np.float64))
 
 
 @dataclass
@@ -91,45 +83,80 @@ def rounded_orders(trie: Trie) -> Iterator[tuple[int, Stored]]:
     The highest order stores none when its mf is its log10p and its mbow its backoff, as
     bound.py makes them (compared bit for bit; otherwise they are rounded like the others).
     """
-    n = trie.order
-    above_mf = above_mbow = None  # what order k + 1 stores (float32 or float64)
-    for k in range(n, 0, -1):
+    above: Stored | None = None  # what order k + 1 stores, as arrays (float32 or float64)
+    for k in range(trie.order, 0, -1):
         node = trie.nodes[k - 1]
-        mf = np.asarray(node.mf, dtype=np.float64)
-        mbow = np.asarray(node.mbow, dtype=np.float64)
-        if k == n and _same_bits(mf, node.log10p) and _same_bits(mbow, node.log10bow):
-            above_mf, above_mbow = mf, mbow
-            yield k, Stored(None, None)
-            continue
-        if above_mf is not None and above_mbow is not None:
-            # The maxima of float32 values are float32, widened exactly into float64.
-            child_mbow, child_mf = _children_max2(trie, k + 1, above_mbow, above_mf)
-            del above_mf, above_mbow
-            np.maximum(child_mbow, 0.0, out=child_mbow)
-            child_mbow += node.log10bow
-            np.maximum(child_mbow, mbow, out=child_mbow)
-            np.maximum(child_mf, mf, out=child_mf)
-            mbow, mf = child_mbow, child_mf
-            del child_mbow, child_mf
-        rounded_mf, rounded_mbow = round_up_f32(mf), round_up_f32(mbow)
-        stored = Stored(rounded_mf if rounded_mf is not None else mf,
-                        rounded_mbow if rounded_mbow is not None else mbow)
-        del mf, mbow, rounded_mf, rounded_mbow
-        above_mf, above_mbow = stored.mf, stored.mbow
+        stored, above = round_order(trie, k, np.asarray(node.mf, dtype=np.float64),
+                                     np.asarray(node.mbow, dtype=np.float64), above)
         yield k, stored
+
+
+def stored_orders(trie: Trie, trusted: bool) -> Iterator[tuple[int, Stored]]:
+    """(k, order k's bounds as stored), from the highest order down. Only bounds known exact
+    are rounded (and so made to satisfy the recurrences again, `maxarpa.compact`); others
+    are written as they are, in float64, for the reader to check and recompute."""
+    if trusted and already_stored(trie):
+        for k in range(trie.order, 0, -1):
+            node = trie.nodes[k - 1]
+            yield k, Stored(None if node.mf is node.log10p else node.mf,
+                            None if node.mbow is node.log10bow else node.mbow)
+        return
+    if trusted:
+        yield from rounded_orders(trie)
+        return
+    for k in range(trie.order, 0, -1):
+        node = trie.nodes[k - 1]
+        yield k, Stored(np.asarray(node.mf, dtype=np.float64),
+                        np.asarray(node.mbow, dtype=np.float64))
+
+
+def already_stored(trie: Trie) -> bool:
+    """Whether the trie holds its bounds as `maxarpa.rounded` leaves them: each order's
+    float32 arrays, or the highest order's log10p and backoff themselves. Rounding them again
+    (`rounded_orders`) would give the same arrays (see there), so they are written as they
+    are. (A format-3 file read back holds them widened to float64: those are rounded again.)
+    """
+    if not trie.bounds_rounded:
+        return False
+    for k, node in enumerate(trie.nodes, start=1):
+        top = k == trie.order and node.mf is node.log10p and node.mbow is node.log10bow
+        if not top and (node.mf.dtype != np.float32 or node.mbow.dtype != np.float32):
+            return False
+    return True
+
+
+def round_order(trie: Trie, k: int, mf: np.ndarray, mbow: np.ndarray, above: Stored | None
+                 ) -> tuple[Stored, Stored]:
+    """Order k's stored bounds from its exact ones (float64) and order k+1's stored arrays
+    (`above`, None at the highest order): (what the file stores, the arrays order k-1's
+    rounding reads)."""
+    node = trie.nodes[k - 1]
+    if k == trie.order and _same_bits(mf, node.log10p) and _same_bits(mbow, node.log10bow):
+        return Stored(None, None), Stored(mf, mbow)
+    if above is not None and above.mf is not None and above.mbow is not None:
+        # The maxima of float32 values are float32, widened exactly into float64.
+        child_mbow, child_mf = _children_max2(trie, k + 1, above.mbow, above.mf)
+        np.maximum(child_mbow, 0.0, out=child_mbow)
+        child_mbow += node.log10bow
+        np.maximum(child_mbow, mbow, out=child_mbow)
+        np.maximum(child_mf, mf, out=child_mf)
+        mbow, mf = child_mbow, child_mf
+        del child_mbow, child_mf
+    rounded_mf, rounded_mbow = round_up_f32(mf), round_up_f32(mbow)
+    stored = Stored(rounded_mf if rounded_mf is not None else mf,
+                    rounded_mbow if rounded_mbow is not None else mbow)
+    return stored, stored
 
 
 def _children_max2(trie: Trie, k: int, a: np.ndarray, b: np.ndarray
                    ) -> tuple[np.ndarray, np.ndarray]:
-    """`bound.children_max` of two arrays of order k at once: the groups (each order-(k-1)
-    node's children) are found once."""
-    size = len(trie.nodes[k - 2].keys)
-    out_a, out_b = np.full(size, -np.inf), np.full(size, -np.inf)
-    if len(a):
-        groups = trie.parents(k)
-        starts = np.flatnonzero(np.r_[True, groups[1:] != groups[:-1]])
-        heads = groups[starts]
-        del groups
-        out_a[heads] = np.maximum.reduceat(a, starts)
-        out_b[heads] = np.maximum.reduceat(b, starts)
-    return out_a, out_b
+    """`bound.children_max` of two arrays of order k at once (float32 or float64), in one
+    compiled pass when they have the same type."""
+    from maxarpa.native import children_max_sorted
+
+    keys, size = trie.nodes[k - 1].keys, len(trie.nodes[k - 2].keys)
+    if a.dtype == b.dtype and a.dtype in (np.float32, np.float64):
+        return children_max_sorted(keys, trie.vocab_size, size, np.ascontiguousarray(a),
+                                   np.ascontiguousarray(b))
+    return (children_max_sorted(keys, trie.vocab_size, size, np.asarray(a, np.float64)),
+            children_max_sorted(keys, trie.vocab_size, size, np.asarray(b, np.float64)))

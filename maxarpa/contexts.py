@@ -34,7 +34,7 @@ from maxarpa.errors import FormatError
 from maxarpa.keywalk import last_words, prefix_rows
 from maxarpa.model import Model
 from maxarpa.rows import row_hashes, unique_rows
-from maxarpa.table import HashIndex
+from maxarpa.table import HashIndex, Trie
 
 EMPTY_KEY = np.uint64(2**64 - 1)  # the empty context's key: never a real parent * V + word
 
@@ -140,6 +140,19 @@ def context_keys(model: Model) -> tuple[np.ndarray, np.ndarray]:
     return build_keys(model)
 
 
+def context_counts(model: Model) -> tuple[np.ndarray, np.ndarray]:
+    """(counts, keys): what a binary file stores of the tables, the number of contexts of
+    each length 0..n-1 (int64) and their keys, without the per-context lengths when the
+    tables are built here (issue 34: 15 MiB of the 6M-n-gram conversion's peak)."""
+    n = max(model.order, 1)
+    stored = _STORED.get(model)
+    fast = None if stored is not None else _keys_from_nodes(model, with_lens=False)
+    if fast is not None:
+        return fast
+    lens, keys = context_keys(model)
+    return np.bincount(lens, minlength=n).astype(np.int64), keys
+
+
 def build_keys(model: Model) -> tuple[np.ndarray, np.ndarray]:
     """(lens, keys) of the useful contexts, numbered as `build_tables_by_rows` numbers them.
 
@@ -159,8 +172,10 @@ def build_keys(model: Model) -> tuple[np.ndarray, np.ndarray]:
     return lens, keys
 
 
-def _keys_from_nodes(model: Model) -> tuple[np.ndarray, np.ndarray] | None:
-    """`build_keys` over node indices; None when a useful context is no node of the table."""
+def _keys_from_nodes(model: Model, with_lens: bool = True
+                     ) -> tuple[np.ndarray, np.ndarray] | None:
+    """`build_keys` over node indices; None when a useful context is no node of the table.
+    Without `with_lens`, the first array is the count of each length (`context_counts`)."""
     trie = model.trie
     n, v = trie.order, trie._v
     width = max(n - 1, 0)
@@ -184,9 +199,15 @@ def _keys_from_nodes(model: Model) -> tuple[np.ndarray, np.ndarray] | None:
         above = level[j] = _first_occurrences(members, len(node.keys))
         del members
     total = 1 + sum(len(members) for members in level.values())
-    lens = np.zeros(total, dtype=np.int32)  # filled in place: no list to concatenate
+    counts = np.array([1] + [len(level[j]) for j in range(1, width + 1)], dtype=np.int64)
     keys = np.empty(total, dtype=np.uint64)
     keys[0] = EMPTY_KEY
+    if total < 2**31 and all(m.dtype == np.int32 for m in level.values()):
+        _fill_keys_compiled(trie, level, level_prefix, keys, model.source)
+        if not with_lens:
+            return counts, keys
+        return np.repeat(np.arange(width + 1, dtype=np.int32), counts), keys
+    lens = np.zeros(total, dtype=np.int32)  # filled in place: no list to concatenate
     gid_of = np.empty(0, dtype=np.int64)
     next_gid = 1
     for j in range(1, width + 1):
@@ -200,12 +221,41 @@ def _keys_from_nodes(model: Model) -> tuple[np.ndarray, np.ndarray] | None:
         gid_of = np.full(len(trie.nodes[j - 1].keys), -1, dtype=np.int64)
         gid_of[members] = np.arange(lo, hi)
         next_gid = hi
-    return lens, keys
+    return (lens, keys) if with_lens else (counts, keys)
+
+
+def _fill_keys_compiled(trie: Trie, level: dict[int, np.ndarray],
+                        level_prefix: dict[int, np.ndarray], keys: np.ndarray,
+                        source: str) -> None:
+    """`_keys_from_nodes`' numbering and keys, compiled (`maxarpa.native.level_keys`): each
+    level's keys written in place, with int32 gids (issue 34: no chain of int64 temporaries
+    for the last words)."""
+    from maxarpa.native import level_keys
+
+    all_keys = [node.keys for node in trie.nodes]
+    gid_of = np.empty(0, dtype=np.int32)
+    no_prefix = np.empty(0, dtype=np.int32)
+    next_gid = 1
+    for j in range(1, len(level) + 1):
+        members = level.pop(j)
+        lo, hi = next_gid, next_gid + len(members)
+        prefix = np.ascontiguousarray(level_prefix.pop(j), dtype=np.int32) if j > 1 else no_prefix
+        try:
+            level_keys(members, all_keys[:j], trie.vocab_size, prefix, gid_of, keys[lo:hi])
+        except ValueError as err:
+            raise FormatError(source, None, f"corrupt n-gram table ({err})") from None
+        gid_of = np.full(len(trie.nodes[j - 1].keys), -1, dtype=np.int32)
+        gid_of[members] = np.arange(lo, hi, dtype=np.int32)
+        next_gid = hi
 
 
 def _first_occurrences(values: np.ndarray, size: int) -> np.ndarray:
     """The distinct values of `values` (ints in [0, size)), in order of first occurrence:
     the order `unique_rows` gives rows, without sorting (a dense scatter of positions)."""
+    if values.dtype == np.int32:  # compiled: one pass with a byte per value (issue 34)
+        from maxarpa.native import first_occurrences
+
+        return first_occurrences(np.ascontiguousarray(values), size)
     dtype = np.int32 if len(values) < 2**31 - 1 else np.int64
     position = np.arange(len(values), dtype=dtype)
     first = np.full(size, len(values), dtype=dtype)

@@ -68,6 +68,7 @@ def table_digest(vocab: list[str], trie: Trie) -> str:
     return h.hexdigest()
 
 
+HASH_CHUNK = 1 << 20  # values converted at a time by DigestV2 (the hash is streamed)
 _LAYOUT_V2 = tuple(pair for pair in _LAYOUT if pair[0] != "rows")
 
 
@@ -98,7 +99,12 @@ class DigestV2:
             if arr.dtype.kind != dtype.kind:  # a corrupt file: hash as is, no cast
                 self._h.update(f"unexpected {arr.dtype.str}".encode())
                 dtype = arr.dtype
-            self._h.update(np.ascontiguousarray(arr, dtype=dtype).view(np.uint8).data)
+            if arr.dtype == dtype and arr.flags.c_contiguous:
+                self._h.update(arr.view(np.uint8).data)
+            else:  # converted a chunk at a time (float32 bounds widened): no full copy
+                for lo in range(0, len(arr), HASH_CHUNK):
+                    chunk = np.ascontiguousarray(arr[lo : lo + HASH_CHUNK], dtype=dtype)
+                    self._h.update(chunk.view(np.uint8).data)
             hashed += 1
         assert hashed == len(_LAYOUT_V2)
 
@@ -138,8 +144,18 @@ def without_negative_zeros(trie: Trie) -> None:
     for node in trie.nodes:
         for field in ("log10p", "log10bow", "mf", "mbow"):
             arr = getattr(node, field)
-            if len(arr) and np.signbit(arr[arr == 0]).any():
+            if len(arr) and _has_negative_zero(arr):
                 setattr(node, field, arr + 0.0)
+
+
+def _has_negative_zero(arr: np.ndarray) -> bool:
+    """Whether a float array holds -0.0: by its bits, in one pass with no copy of the zeros
+    (an all-zero backoff column made a full copy; issue 34)."""
+    if arr.dtype == np.float64 and arr.flags.c_contiguous:
+        return bool((arr.view(np.uint64) == np.uint64(1 << 63)).any())
+    if arr.dtype == np.float32 and arr.flags.c_contiguous:
+        return bool((arr.view(np.uint32) == np.uint32(1 << 31)).any())
+    return bool(np.signbit(arr[arr == 0]).any())
 
 
 def digest_to_write(vocab: list[str], trie: Trie, eos_id: int | None,

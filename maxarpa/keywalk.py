@@ -5,7 +5,7 @@ node's words, its prefix and its last word all follow from the keys of the order
 Conversion (issue 34) never keeps the word rows (4k bytes per k-gram, 87 MiB on the
 5.4M-n-gram bench model): the bounds and the context tables find what they need here, and a
 format-3 binary file stores none (`OrderNodes.rows` builds them on demand). This module
-imports no other of maxarpa's (the table imports it).
+imports no other of maxarpa's but the compiled walks (the table imports it).
 """
 
 from __future__ import annotations
@@ -84,6 +84,13 @@ def prefix_rows(keys: np.ndarray, keys_below: np.ndarray, vocab_size: int,
     if below is None:
         return (keys % v).astype(np.int32)  # an order-1 row is the word id
     small = len(keys_below) < 2**31  # int32 rows: half the transient memory
+    if small and below.dtype == np.int32 and keys.dtype == keys_below.dtype == np.uint64:
+        from maxarpa.native import prefix_rows_sorted
+
+        # Compiled: each prefix searched among its parent's children only (issue 34).
+        parents_below = int(keys_below[-1] // v) + 1 if len(keys_below) else 0
+        return prefix_rows_sorted(np.ascontiguousarray(keys), np.ascontiguousarray(keys_below),
+                                  np.ascontiguousarray(below), parents_below, vocab_size)
     rows = np.full(len(keys), -1, dtype=np.int32 if small else np.int64)
     for lo in range(0, len(keys), PREFIX_CHUNK):  # chunks bound the transient arrays
         chunk = keys[lo : lo + PREFIX_CHUNK]

@@ -26,15 +26,18 @@ from maxarpa.checks import (
 from maxarpa.config import DEFAULT_CONFIG, Config
 from maxarpa.digest import digest_matches
 from maxarpa.errors import FormatError
+from maxarpa.keyed import read_sorted_arpa
 from maxarpa.maxarpa_format import is_max_arpa, read_max_arpa_with_digest, write_max_arpa
 from maxarpa.model import Model
 from maxarpa.output import check_output
-from maxarpa.specials import apply_config
+from maxarpa.rounded import compute_rounded_bounds
+from maxarpa.specials import adds_words, apply_config
 from maxarpa.spool import display_name, needs_spooling, spooled, under_name
 from maxarpa.table import build_trie
 
 
-def load(path: str | Path, *, mmap: bool = False, config: Config | None = None) -> Model:
+def load(path: str | Path, *, mmap: bool = False, config: Config | None = None,
+         rounded_bounds: bool = False) -> Model:
     """Open an ARPA, MAX-ARPA or maxarpa binary model; the kind is read from the content.
 
     ARPA and MAX-ARPA may be plain or gzip/bzip2/xz compressed. An ARPA file gets its
@@ -51,6 +54,11 @@ def load(path: str | Path, *, mmap: bool = False, config: Config | None = None) 
             copying them into memory (processes mapping one file share its pages). Ignored
             for text formats, which are always parsed into memory.
         config: strictness settings (`maxarpa.Config`); None means the defaults.
+        rounded_bounds: for a model about to be written by `write_binary` (conversion):
+            an ARPA file's bounds are computed as a format-3 binary file stores them, float32
+            rounded up (`maxarpa.rounded`, `trie.bounds_rounded`), holding two orders' exact
+            bounds at a time instead of all (issue 34's conversion peak); the file written
+            is the same. Other formats' bounds are read, and this is ignored.
 
     Returns:
         The model. Every value it reports is a log10 probability or backoff.
@@ -63,7 +71,8 @@ def load(path: str | Path, *, mmap: bool = False, config: Config | None = None) 
     """
     if needs_spooling(path):
         with spooled(path) as copy:
-            return under_name(lambda: load(copy, config=config), copy, display_name(path))
+            return under_name(lambda: load(copy, config=config, rounded_bounds=rounded_bounds),
+                              copy, display_name(path))
     config = config if config is not None else DEFAULT_CONFIG
     binary = is_binary(path)
     if binary:
@@ -71,7 +80,7 @@ def load(path: str | Path, *, mmap: bool = False, config: Config | None = None) 
     elif is_max_arpa(path):
         model, digest = read_max_arpa_with_digest(path)
     else:
-        return apply_config(_from_arpa(path), config)
+        return apply_config(_from_arpa(path, config if rounded_bounds else None), config)
     if digest is None:
         distrust: str | None = "the file carries no digest"
     elif not digest_matches(digest, model.vocab, model.trie):
@@ -88,18 +97,30 @@ def load(path: str | Path, *, mmap: bool = False, config: Config | None = None) 
     return apply_config(model, config)
 
 
-def _from_arpa(path: str | Path) -> Model:
+def _from_arpa(path: str | Path, rounded: Config | None = None) -> Model:
     """An ARPA file's model with its max-backoff bounds computed and no `Config` applied yet
     (a missing <s> is still missing): `load` applies it. Private: a model that skipped the
     strictness checks must not be one call away.
 
+    With `rounded` (the config `load` will apply), the bounds are computed rounded, as
+    `load(rounded_bounds=True)` says, unless applying the config adds words: a word added
+    takes its bound from the exact ones (`specials.add_unigrams`).
+
     Raises:
         FormatError: the file is malformed (the message names the file and line).
     """
-    data = read_arpa(path)
-    trie = build_trie(data, str(path))
-    model = Model(data.vocab, trie, str(path))
-    compute_bounds(trie, model.eos_id)
+    keyed = read_sorted_arpa(path)  # lmplz's files: keys straight from the parser
+    if keyed is not None:
+        vocab, trie = keyed
+    else:
+        data = read_arpa(path)
+        vocab, trie = data.vocab, build_trie(data, str(path))
+        del data
+    model = Model(vocab, trie, str(path))
+    if rounded is not None and not adds_words(model, rounded):
+        compute_rounded_bounds(trie, model.eos_id)
+    else:
+        compute_bounds(trie, model.eos_id)
     return model
 
 
@@ -150,7 +171,7 @@ def convert(
         OSError: `output` cannot be written; the message names `output`.
     """
     check_output(input, output, binary=binary)
-    model = load(input, config=config)
+    model = load(input, config=config, rounded_bounds=binary)
     if binary:  # `load` leaves no unchecked bound: the writers need not check them again
         write_binary(model, output, bounds_verified=True)
     else:

@@ -58,6 +58,13 @@ def apply_config(model: Model, config: Config) -> Model:
     return add_unigrams(model, [w for w, _ in added], [p for _, p in added])
 
 
+def adds_words(model: Model, config: Config) -> bool:
+    """Whether `apply_config(model, config)` may add a word (or refuse the model for lacking
+    one): a sentence marker or `<unk>` is missing and the config does not refuse that."""
+    return (model.bos_id is None or model.eos_id is None
+            or (model.unk_id is None and config.unknown_missing != "raise"))
+
+
 def add_unigrams(model: Model, words: list[str], log10ps: list[float]) -> Model:
     """A copy of `model` with new unigrams (backoff 0, no longer n-gram) at the end of the
     vocabulary, with exact bounds.

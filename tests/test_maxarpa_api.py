@@ -14,7 +14,9 @@ from maxarpa.maxarpa_format import MAX_ARPA_MAGIC, is_max_arpa
 
 
 def test_public_entry_points_have_documented_signatures():
-    assert list(inspect.signature(maxarpa.load).parameters) == ["path", "mmap", "config"]
+    # rounded_bounds (issue 34): the bounds as a binary file stores them, for conversion
+    assert list(inspect.signature(maxarpa.load).parameters) == ["path", "mmap", "config",
+                                                                 "rounded_bounds"]
     params = inspect.signature(maxarpa.convert).parameters
     assert list(params)[:4] == ["input", "output", "binary", "config"]
     for fn in (maxarpa.load, maxarpa.convert, maxarpa.Model.log10p, maxarpa.Model.word_id,

@@ -15,11 +15,17 @@ from dataclasses import dataclass
 try:
     from maxarpa.native._textio import (
         AT_MARK,
+        DECLINED,
         FAILED,
         LineParser,
+        children_max_sorted,
+        first_occurrences,
         format_lines,
+        level_keys,
         parents_in_order,
+        prefix_rows_sorted,
         repr_log10,
+        round_up_f32_array,
     )
 except ImportError as err:  # pragma: no cover - only without a build
     raise ImportError(
@@ -27,8 +33,9 @@ except ImportError as err:  # pragma: no cover - only without a build
         f"install`) in the source tree ({err})"
     ) from err
 
-__all__ = ["LineParser", "Stop", "feed_sections", "format_lines", "parents_in_order",
-           "repr_log10"]
+__all__ = ["DECLINED", "LineParser", "Stop", "children_max_sorted", "feed_sections",
+           "first_occurrences", "format_lines", "level_keys", "parents_in_order",
+           "prefix_rows_sorted", "repr_log10", "round_up_f32_array"]
 
 CHUNK_BYTES = 8 << 20  # bytes read (and decompressed) at a time
 
@@ -59,32 +66,50 @@ def feed_sections(
             MAX-ARPA digest line follows `\\end\\`); the rest is still in `fh`.
 
     Returns:
-        None when `on_mark` returned False; otherwise the line the parser rejected, or
+        None when `on_mark` returned False; otherwise the line the parser rejected (or, in
+        a keyed section, declined), or
         Stop(line, None) when the file ended first.
     """
-    buf = b""
+    # One buffer, reused: the unfinished line moves to its front and the next chunk is read
+    # in after it. (A new bytes object per chunk, and another for the join, put ~2x the
+    # file through freshly mapped pages: issue 34's conversion spent a fifth of its CPU
+    # having the kernel zero pages.)
+    store = bytearray(2 * CHUNK_BYTES)
+    filled = 0  # bytes of `store` in use
+    buf = memoryview(store)[:0]
     pos = 0
-    base = lines_before  # lines before buf[0]
+    # The line number of the parser's next line: the lines before the stream, the marks read
+    # here, and the lines the parser consumed (it counts them: counting newlines in the
+    # buffer here was 3% of a conversion, issue 34).
+    marks_read = lines_before - parser.lines
     eof = False
     while True:
         status, at = parser.parse(buf, pos)
-        if status == AT_MARK or status == FAILED:
-            nl = buf.find(b"\n", at)  # the parser only stops on complete lines
-            lineno = base + buf.count(b"\n", 0, at) + 1
-            if status == FAILED:
-                return Stop(lineno, buf[at:nl])
-            if not on_mark(buf[at:nl].strip(), lineno):
+        if status == AT_MARK or status == FAILED or status == DECLINED:
+            nl = store.find(b"\n", at, filled)  # the parser only stops on complete lines
+            lineno = marks_read + parser.lines + 1
+            if status != AT_MARK:
+                return Stop(lineno, bytes(store[at:nl]))
+            if not on_mark(bytes(store[at:nl]).strip(), lineno):
                 if tail is not None:
-                    tail += buf[nl + 1 :]
+                    tail += store[nl + 1 : filled]
                 return None
+            marks_read += 1
             pos = nl + 1
             continue
         if eof:
-            return Stop(base + buf.count(b"\n", 0, at) + 1, None)
-        base += buf.count(b"\n", 0, at)
-        rest = buf[at:]
-        chunk = fh.read(CHUNK_BYTES)
-        if not chunk:
+            return Stop(marks_read + parser.lines + 1, None)
+        buf.release()
+        rest = filled - at
+        store[:rest] = store[at:filled]
+        if len(store) - rest < CHUNK_BYTES:  # a line longer than a chunk: room for more
+            store.extend(bytes(CHUNK_BYTES))
+        with memoryview(store) as room:
+            got = fh.readinto(room[rest : rest + CHUNK_BYTES])
+        filled = rest + (got or 0)
+        if not got:
             eof = True
-            chunk = b"\n" if rest else b""  # the last line may lack its newline
-        buf, pos = rest + chunk, 0
+            if rest:  # the last line may lack its newline
+                store[filled : filled + 1] = b"\n"
+                filled += 1
+        buf, pos = memoryview(store)[:filled], 0

@@ -24,6 +24,13 @@ cdef extern from "textio.hpp" namespace "mxa" nogil:
         double* values[4]
         int64_t capacity
         int64_t filled
+        int64_t lines
+        bint keyed
+        bint zeroed
+        uint64_t* keys
+        vector[const uint64_t*] lower_keys
+        vector[int64_t] lower_len
+        vector[int64_t] cursor
 
     cdef struct Result:
         int status
@@ -47,6 +54,7 @@ cdef extern from "textio.hpp" namespace "mxa" nogil:
 NEED_MORE = 0
 AT_MARK = 1
 FAILED = 2
+DECLINED = 3
 
 
 cdef class LineParser:
@@ -60,24 +68,52 @@ cdef class LineParser:
     cdef Section section
     cdef object arrays  # the current section's arrays, kept alive while parsed into
 
-    def start(self, int k, bint max_arpa, int32_t[:, ::1] ids, list values):
+    def start(self, int k, bint max_arpa, int32_t[:, ::1] ids, list values, keys=None,
+              list lower=None):
         """Parse the next lines into `ids` (m, k) and `values` (2 float64 arrays for ARPA:
-        log10 p, backoff; 4 for MAX-ARPA: log10 p, backoff, mf, mbow), from row 0."""
+        log10 p, backoff; 4 for MAX-ARPA: log10 p, backoff, mf, mbow), from row 0.
+
+        Keyed (ARPA, `keys` a uint64 array of m rows, `lower` the keys of orders 1..k-1,
+        the backoff array all zeros, as np.zeros makes it, so a missing backoff is not written):
+        each line's table key goes to `keys` instead of its words to `ids` (which order 1
+        still fills; above it, `ids` may have no rows), and a line out of key order or whose
+        suffix is not listed stops the parse with DECLINED (textio.hpp, line_key)."""
         cdef double[::1] column
-        if ids.shape[1] != k or len(values) != (4 if max_arpa else 2):
+        cdef uint64_t[::1] key_column
+        cdef const uint64_t[::1] below
+        if len(values) != (4 if max_arpa else 2) or (keys is None and (
+                ids.shape[1] != k or ids.shape[0] != len(values[0]))):
             raise ValueError("LineParser.start: arrays do not match the section")
-        self.arrays = (ids, values)
+        self.arrays = (ids, values, keys, lower)
+        self.section.keyed = keys is not None
+        self.section.zeroed = keys is not None  # keyed: the caller passes np.zeros backoffs
+        self.section.keys = NULL
+        self.section.lower_keys.clear()
+        self.section.lower_len.clear()
+        self.section.cursor.assign(k + 1, 0)
+        if keys is not None:
+            key_column = keys
+            if max_arpa or key_column.shape[0] != len(values[0]) or lower is None or len(
+                    lower) != k - 1 or (k == 1 and ids.shape[0] != key_column.shape[0]):
+                raise ValueError("LineParser.start: keyed arrays do not match the section")
+            self.section.keys = &key_column[0] if key_column.shape[0] else NULL
+            self.section.lower_keys.assign(k + 1, NULL)
+            self.section.lower_len.assign(k + 1, 0)
+            for j in range(2, k):
+                below = lower[j - 1]
+                self.section.lower_keys[j] = &below[0] if below.shape[0] else NULL
+                self.section.lower_len[j] = below.shape[0]
         self.section.k = k
         self.section.max_arpa = max_arpa
         self.section.defines_vocab = k == 1
-        self.section.capacity = ids.shape[0]
+        self.section.capacity = len(values[0])
         self.section.filled = 0
-        self.section.ids = &ids[0, 0] if ids.shape[0] else NULL
+        self.section.ids = &ids[0, 0] if ids.shape[0] and ids.shape[1] else NULL
         for c in range(4):
             self.section.values[c] = NULL
         for c, array in enumerate(values):
             column = array
-            if column.shape[0] != ids.shape[0]:
+            if column.shape[0] != self.section.capacity:
                 raise ValueError("LineParser.start: value arrays do not match the rows")
             self.section.values[c] = &column[0] if column.shape[0] else NULL
 
@@ -93,6 +129,11 @@ cdef class LineParser:
         with nogil:
             r = parse_lines(<const char*>&buf[0], length, pos, self.section, self.vocab)
         return r.status, r.pos
+
+    @property
+    def lines(self) -> int:
+        """Lines consumed by `parse` so far, in every section (blank lines too, marks not)."""
+        return self.section.lines
 
     @property
     def filled(self) -> int:
@@ -174,3 +215,138 @@ def parents_in_order(const int32_t[:, ::1] rows, const int32_t[:, ::1] below):
     with nogil:
         failed = scan_parents(&rows[0, 0], m, k, &below[0, 0], below.shape[0], &out[0])
     return parent if failed < 0 else None
+
+
+cdef extern from "tablewalk.hpp" namespace "mxa" nogil:
+    bint c_prefix_rows "mxa::prefix_rows"(const uint64_t* keys, int64_t m,
+                                          const uint64_t* keys_below, int64_t m_below,
+                                          const int32_t* below, int64_t m_below2, uint64_t v,
+                                          int32_t* out)
+    int64_t c_first_occurrences "mxa::first_occurrences"(const int32_t* values, int64_t n,
+                                                         int64_t size, int32_t* out)
+    bint c_children_max "mxa::children_max"[A, B](const uint64_t* keys, int64_t m, uint64_t v,
+                                                  int64_t m_below, const A* a, double* out_a,
+                                                  const B* b, double* out_b)
+    void c_round_up_f32 "mxa::round_up_f32"(const double* x, int64_t m, float* out)
+    bint c_level_keys "mxa::level_keys"(const int32_t* members, int64_t n, int j,
+                                        const uint64_t* const* keys, const int64_t* sizes,
+                                        uint64_t v, const int32_t* prefix,
+                                        const int32_t* gid_of, int64_t gid_size,
+                                        uint64_t* out)
+
+ctypedef fused bound_t:
+    float
+    double
+
+
+def prefix_rows_sorted(const uint64_t[::1] keys, const uint64_t[::1] keys_below,
+                       const int32_t[::1] below, int64_t m_below2, uint64_t vocab_size):
+    """For each order-k node (k >= 3; `keys`), the int32 order-(k-1) row of its prefix, or -1
+    (maxarpa.keywalk.prefix_rows; `below` is that array for order k-1, `m_below2` the node
+    count of order k-2). ValueError on keys that name rows that do not exist."""
+    cdef int64_t m = keys.shape[0]
+    if below.shape[0] != keys_below.shape[0] or vocab_size == 0:
+        raise ValueError("prefix_rows_sorted: arrays do not match")
+    rows = np.empty(m, dtype=np.int32)
+    cdef int32_t[::1] out = rows
+    cdef bint ok
+    cdef uint64_t dummy_key = 0
+    cdef int32_t dummy_row = 0
+    with nogil:
+        ok = c_prefix_rows(&keys[0] if m else &dummy_key, m,
+                           &keys_below[0] if keys_below.shape[0] else &dummy_key,
+                           keys_below.shape[0],
+                           &below[0] if below.shape[0] else &dummy_row, m_below2, vocab_size,
+                           &out[0] if m else &dummy_row)
+    if not ok:
+        raise ValueError("prefix_rows_sorted: a key names a row that does not exist")
+    return rows
+
+
+def first_occurrences(const int32_t[::1] values, int64_t size):
+    """The distinct values of `values` (ints in [0, size)) in order of first occurrence, as
+    int32. ValueError on a value out of range."""
+    out = np.empty(values.shape[0], dtype=np.int32)
+    cdef int32_t[::1] view = out
+    cdef int64_t count
+    cdef int32_t dummy = 0
+    with nogil:
+        count = c_first_occurrences(&values[0] if values.shape[0] else &dummy,
+                                    values.shape[0], size,
+                                    &view[0] if values.shape[0] else &dummy)
+    if count < 0:
+        raise ValueError("first_occurrences: a value out of range")
+    return out[:count].copy()
+
+
+def children_max_sorted(const uint64_t[::1] keys, uint64_t vocab_size, int64_t m_below,
+                        const bound_t[::1] a, const bound_t[::1] b=None):
+    """The max of `a` (and of `b`) over each order-(k-1) node's children (the order-k nodes
+    whose key // V is it), -inf where it has none, as float64 arrays of `m_below` values:
+    maxarpa.bound.children_max without its temporaries (issue 34). ValueError on a key whose
+    parent is past `m_below`."""
+    cdef int64_t m = keys.shape[0]
+    if a.shape[0] != m or (b is not None and b.shape[0] != m) or vocab_size == 0:
+        raise ValueError("children_max_sorted: arrays do not match")
+    out_a = np.full(m_below, -np.inf)
+    out_b = np.full(m_below, -np.inf) if b is not None else None
+    cdef double[::1] va = out_a
+    cdef double[::1] vb
+    cdef double* pb = NULL
+    cdef const bound_t* bb = NULL
+    if b is not None:
+        vb = out_b
+        if m_below:
+            pb = &vb[0]
+        if m:
+            bb = &b[0]
+    cdef bint ok = True
+    if m:
+        with nogil:
+            ok = c_children_max(&keys[0], m, vocab_size, m_below, &a[0],
+                                &va[0] if m_below else NULL, bb, pb)
+    if not ok:
+        raise ValueError("children_max_sorted: a key names a parent that does not exist")
+    return (out_a, out_b) if b is not None else out_a
+
+
+def round_up_f32_array(const double[::1] x):
+    """The smallest float32 >= each value (see maxarpa.compact.round_up_f32, which checks the
+    range first)."""
+    out = np.empty(x.shape[0], dtype=np.float32)
+    cdef float[::1] view = out
+    if x.shape[0]:
+        with nogil:
+            c_round_up_f32(&x[0], x.shape[0], &view[0])
+    return out
+
+
+def level_keys(const int32_t[::1] members, list keys, uint64_t vocab_size,
+               const int32_t[::1] prefix, const int32_t[::1] gid_of, uint64_t[::1] out):
+    """The useful-context keys of the order-j nodes `members` (j = len(keys), keys[o] the
+    keys of order o+1) into `out`: gid_of[prefix[i]] * V + the node's last word (prefix and
+    gid_of unused when j == 1). ValueError on an index out of range or a prefix without a
+    gid."""
+    cdef int j = len(keys)
+    cdef int64_t n = members.shape[0]
+    if out.shape[0] != n or (j > 1 and prefix.shape[0] != n) or vocab_size == 0 or j < 1:
+        raise ValueError("level_keys: arrays do not match")
+    cdef vector[const uint64_t*] pointers
+    cdef vector[int64_t] sizes
+    cdef const uint64_t[::1] column
+    cdef list kept = []
+    for o in range(j):
+        column = keys[o]
+        kept.append(column)
+        pointers.push_back(&column[0] if column.shape[0] else NULL)
+        sizes.push_back(column.shape[0])
+    cdef int32_t dummy = 0
+    cdef bint ok = True
+    if n:
+        with nogil:
+            ok = c_level_keys(&members[0], n, j, pointers.data(), sizes.data(), vocab_size,
+                              &prefix[0] if j > 1 else &dummy,
+                              &gid_of[0] if gid_of.shape[0] else &dummy, gid_of.shape[0],
+                              &out[0])
+    if not ok:
+        raise ValueError("level_keys: an index out of range or a prefix without a gid")

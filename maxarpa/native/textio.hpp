@@ -162,20 +162,68 @@ struct Section {
     double* values[4] = {nullptr, nullptr, nullptr, nullptr};
     int64_t capacity = 0;        // rows the header announced
     int64_t filled = 0;
+    int64_t lines = 0;  // every line parse_lines consumed, blank ones too, in every section
+    // Keyed (ARPA only, maxarpa.keyed): instead of word rows, each line's table key (row of
+    // its suffix one order down * V + first word) goes to keys[row], the suffix found by one
+    // forward cursor per lower order over that order's sorted keys (lower_keys[j], j >= 2;
+    // order 1's key is the word id). Valid only while the lines come in key order, each
+    // suffix listed: the first line that breaks this stops the parse (DECLINED).
+    bool keyed = false;
+    bool zeroed = false;  // values[1] starts all zero: a missing backoff is not written
+                          // (pages never written stay unallocated: the highest order's)
+    uint64_t* keys = nullptr;
+    std::vector<const uint64_t*> lower_keys;  // [j]: order j's keys, j = 2..k-1
+    std::vector<int64_t> lower_len;
+    std::vector<int64_t> cursor;
 };
 
-enum Status { NEED_MORE = 0, AT_MARK = 1, FAILED = 2 };
+enum Status { NEED_MORE = 0, AT_MARK = 1, FAILED = 2, DECLINED = 3 };
 
 struct Result {
     int status;
     int64_t pos;  // NEED_MORE: first unparsed byte; AT_MARK: the mark line; FAILED: the bad line
 };
 
+// The row one order down of a keyed section's line's suffix (words w[1..k-1], oldest first;
+// its key is that row * V + w[0]), or false when the suffix is not where the forward
+// cursors can find it (the lines are out of key order, or a suffix is not listed): a lower
+// order's index of w[k-j..k-1] never decreases from one line to the next when the lines are
+// sorted by key, which is their reversed-word order.
+inline bool suffix_row(Section& s, const int32_t* w, uint64_t vocab_size, uint64_t* row) {
+    const int k = s.k;
+    uint64_t c = static_cast<uint64_t>(w[k - 1]);  // order 1: the word id is the row
+    for (int j = 2; j < k; ++j) {
+        const uint64_t target = c * vocab_size + static_cast<uint64_t>(w[k - j]);
+        const uint64_t* keys = s.lower_keys[j];
+        const int64_t n = s.lower_len[j];
+        int64_t p = s.cursor[j];
+        while (p < n && keys[p] < target) ++p;
+        s.cursor[j] = p;
+        if (p == n || keys[p] != target) return false;
+        c = static_cast<uint64_t>(p);
+    }
+    *row = c;
+    return true;
+}
+
 // Parse the complete lines of buf[pos, len) into the section, up to a line whose first non-blank
 // byte is a backslash (a section mark, left to the caller) or the last newline.
 inline Result parse_lines(const char* buf, int64_t len, int64_t pos, Section& s, Vocab& v) {
     const int max_fields = s.k + 4;
     std::vector<const char*> fb(max_fields), fe(max_fields);
+    std::vector<int32_t> words(s.k);  // a keyed line's ids (no rows are stored)
+    // The previous line's words and ids, by position: a sorted file repeats most of them
+    // (lmplz's the last words, SRILM's the first), and comparing bytes is cheaper than hashing.
+    std::vector<std::string_view> prev_word(s.k);
+    std::vector<int32_t> prev_id(s.k, -1);
+    const bool keyed = s.keyed && !s.defines_vocab;
+    const uint64_t vocab_size = v.size();
+    // Keyed: the previous line's suffix bytes (words 2..k with their separators) and its row.
+    // In key order most lines share their suffix with the line before (a context's children
+    // are adjacent), and then only the first word is looked up.
+    const char* prev_suffix = nullptr;
+    size_t prev_suffix_len = static_cast<size_t>(-1);
+    uint64_t prev_row = 0;
     while (pos < len) {
         const char* line = buf + pos;
         const char* nl = static_cast<const char*>(std::memchr(line, '\n', len - pos));
@@ -194,6 +242,7 @@ inline Result parse_lines(const char* buf, int64_t len, int64_t pos, Section& s,
         int64_t next = nl - buf + 1;
         if (nf == 0) {  // a blank line
             pos = next;
+            ++s.lines;
             continue;
         }
         const int k = s.k;
@@ -206,17 +255,46 @@ inline Result parse_lines(const char* buf, int64_t len, int64_t pos, Section& s,
                 if (!parse_number(fb[k + c], fe[k + c], &s.values[c][row])) return {FAILED, pos};
         } else if (nf == k + 2) {
             if (!parse_number(fb[k + 1], fe[k + 1], &s.values[1][row])) return {FAILED, pos};
-        } else {
+        } else if (!s.zeroed) {
             s.values[1][row] = 0.0;
         }
-        int32_t* out = s.ids + row * k;
-        for (int j = 0; j < k; ++j) {
+        int32_t* out = keyed ? words.data() : s.ids + row * k;
+        int looked_up = k;  // the words to look up: all, or the first when the suffix repeats
+        size_t suffix_len = 0;
+        if (keyed) {
+            suffix_len = static_cast<size_t>(fe[k] - fb[2]);
+            if (suffix_len == prev_suffix_len && std::memcmp(fb[2], prev_suffix, suffix_len) == 0)
+                looked_up = 1;
+        }
+        for (int j = 0; j < looked_up; ++j) {
             std::string_view w(fb[1 + j], fe[1 + j] - fb[1 + j]);
-            int32_t id = s.defines_vocab ? v.add(w) : v.find(w);
+            int32_t id;
+            if (s.defines_vocab) {
+                id = v.add(w);
+            } else if (prev_id[j] >= 0 && prev_word[j] == w) {
+                id = prev_id[j];
+            } else {
+                id = v.find(w);
+                prev_word[j] = w;
+                prev_id[j] = id;
+            }
             if (id < 0 || (s.defines_vocab && id != row)) return {FAILED, pos};
             out[j] = id;
         }
+        if (keyed) {
+            if (looked_up == k) {  // a new suffix: its row from the cursors
+                if (!suffix_row(s, out, vocab_size, &prev_row)) return {DECLINED, pos};
+                prev_suffix = fb[2];
+                prev_suffix_len = suffix_len;
+            }
+            const uint64_t key = prev_row * vocab_size + static_cast<uint64_t>(out[0]);
+            if (row > 0 && key <= s.keys[row - 1]) return {DECLINED, pos};
+            s.keys[row] = key;
+        } else if (s.keyed) {
+            s.keys[row] = static_cast<uint64_t>(row);  // order 1: the key is the word id
+        }
         s.filled = row + 1;
+        ++s.lines;
         pos = next;
     }
     return {NEED_MORE, pos};
