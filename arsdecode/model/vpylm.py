@@ -173,6 +173,16 @@ class VpylmLM:
         self._continued_set: set[tuple[int, ...]] | None = None
 
     # -- TargetModel: vocabulary -------------------------------------------------------------
+    @property
+    def word_to_id(self) -> dict[str, int]:
+        """Word -> id, as a maxarpa Model names it (the compiled DP's word-lattice runner
+        reads it, `fast_full.run_dag`)."""
+        return self._index
+
+    @property
+    def unk_id(self) -> int:
+        return self.unk
+
     def ids(self, tokens: Sequence[str]) -> np.ndarray:
         get = self._index.get
         return np.array([get(t, self.unk) for t in tokens], dtype=np.int64)

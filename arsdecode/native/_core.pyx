@@ -16,6 +16,7 @@ is textual: a part sees the C declarations of the parts before it):
 - _ngramcore.pxi: `NgramCore`, a model's checked tables and the batched walk.
 - _mixture.pxi: several tables interpolated: the walk, the bounds, the sparse bound pass.
 - _mixcore.pxi: `MixCore`, a mixture's checked tables, what FullDP reads for it.
+- _vpylm.pxi: a VPYLM's context tree, its walk and bound, and `VpCore`, what FullDP reads.
 - _fullmodel.pxi: `FullDP`, the full DP's shared tables, checked entry points, worker pool.
 - _dpcache.pxi: `_DPCaches`, one worker's transition memo and pruning bounds.
 - _dpsweep.pxi: `_DPWorker`, the DP sweeps over confusion networks and word lattices.
@@ -38,6 +39,7 @@ include "_kbest.pxi"
 include "_ngramcore.pxi"
 include "_mixture.pxi"
 include "_mixcore.pxi"
+include "_vpylm.pxi"
 include "_fullmodel.pxi"
 include "_dpcache.pxi"
 include "_dpsweep.pxi"
