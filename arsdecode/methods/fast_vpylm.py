@@ -129,7 +129,45 @@ def vp_core(lm: VpylmLM) -> _core.VpCore:
         np.ascontiguousarray(lm.q, dtype=np.float64),
         np.ascontiguousarray(lm.c, dtype=np.float64),
         np.ascontiguousarray(lm.t, dtype=np.float64),
-        np.ascontiguousarray(disc[depth]), np.ascontiguousarray(strength[depth]))
+        np.ascontiguousarray(disc[depth]), np.ascontiguousarray(strength[depth]),
+        *_sparse_bound_tables(lm, tail))
+
+
+LNK_SLACK = 1e-13
+"""Added to ln K (`_sparse_bound_tables`): more than the few ulps by which K * P_root(y) and
+the bound's own q_0 P_root(y) + (1 - q_0) beta_c P_root(y) may differ, so K's bound stays one."""
+
+
+def _sparse_bound_tables(lm: VpylmLM, tail: list[dict[int, float] | None]
+                         ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Per word x (`vp_backward` in _vpylm.pxi): its child c of the root (-1: none); ln K,
+    K = q_0 + (1 - q_0) beta_c with beta_c = (th + d t_c) / (th + c_c) the share P_c gives
+    a word absent from its restaurant (1 when c has no customers); and, as CSR, its
+    exceptions: the words of c's restaurant and those below c (M_c's), whose bound is not
+    K * P_root."""
+    vocab = len(lm.vocab)
+    child0 = np.full(vocab, -1, dtype=np.int64)
+    lnk = np.zeros(vocab)
+    sizes = np.zeros(vocab, dtype=np.int64)
+    lists: list[np.ndarray] = []
+    q0 = lm.q[0]
+    for x in sorted(lm.children[0]):
+        c = lm.children[0][x]
+        child0[x] = c
+        if lm.c[c]:
+            m = int(lm.depth[c])
+            d, th = lm.counts.discounts[m], lm.counts.strengths[m]
+            beta = (th + d * lm.t[c]) / (th + lm.c[c])
+        else:
+            beta = 1.0
+        lnk[x] = np.log(q0 + (1.0 - q0) * beta) + LNK_SLACK
+        words = set(lm.rest[c]) | set(tail[c] or ())
+        lists.append(np.array(sorted(words), dtype=np.int64))
+        sizes[x] = len(words)
+    ex_off = np.zeros(vocab + 1, dtype=np.int64)
+    np.cumsum(sizes, out=ex_off[1:])
+    ex_word = np.concatenate(lists) if lists else np.empty(0, dtype=np.int64)
+    return child0, lnk, ex_off, np.ascontiguousarray(ex_word, dtype=np.int64)
 
 
 def vpylm_dp(lm: VpylmLM) -> _core.FullDP:

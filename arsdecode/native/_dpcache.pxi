@@ -164,8 +164,6 @@ cdef class _DPCaches:
         cdef long long V = t.vocab, c, c2, x, y, k, r, nsucc
         cdef double best, v
         cdef vector[Ranked] ranked  # (-(ln p1(y) + e + H), candidate)
-        if self.vp != NULL:  # no bigram table to sparsify by: every pair (_backward_plain)
-            return False
         self.epoch += 1
         if self.stamp.size() == 0:
             self.stamp.assign(V, -1)
@@ -173,6 +171,9 @@ cdef class _DPCaches:
         if self.mix != NULL:
             return mix_backward(self.mix, self.lmw, a0, a1, a2, cand_ids, cand_emis, H, base,
                                 self.stamp.data(), self.stamp_idx.data(), &self.epoch)
+        if self.vp != NULL:
+            return vp_backward(self.vp, self.lmw, a0, a1, a2, cand_ids, cand_emis, H, base,
+                               self.stamp.data(), self.stamp_idx.data(), &self.epoch)
         for c2 in range(a1, a2):
             y = cand_ids[c2]
             if self.stamp[y] == self.epoch:

@@ -51,6 +51,14 @@ cdef struct VpTables:
     const double *t
     const double *d          # node -> the discount and strength of its depth
     const double *th
+    # the sparse bound pass (vp_backward), per word x: its child of the root (-1: none),
+    # ln K (below), and the words whose bound after x is not K * P_root (ex_off/ex_word, CSR);
+    # per word y: ln P_root(y)
+    const long long *child0
+    const double *lnk
+    const long long *ex_off
+    const long long *ex_word
+    const double *lp0
 
 
 cdef inline double vp_node_p(const VpTables *m, long long v, long long w,
@@ -141,6 +149,87 @@ cdef inline double vp_bound(const VpTables *m, long long x, long long y) noexcep
     return log(p) if p > 0 else -INFINITY
 
 
+cdef inline bint vp_exception(const VpTables *m, long long node, long long y) noexcept nogil:
+    """Whether y stands in node's restaurant or below it (its tail maximum is stored)."""
+    cdef unsigned long long key = <unsigned long long>node * <unsigned long long>m.vocab \
+        + <unsigned long long>y
+    return vp_find(&m.rest, key) >= 0 or vp_find(&m.tail, key) >= 0
+
+
+cdef bint vp_backward(const VpTables *m, double lmw, long long a0, long long a1, long long a2,
+                      const long long *cand_ids, const double *cand_emis, double *H,
+                      long long base, long long *stamp, long long *stamp_idx,
+                      long long *epoch) noexcept nogil:
+    """_DPCaches._backward_sparse for a VPYLM: H of candidates a0..a1-1 from the next
+    position a1..a2-1, without the product of the two widths.
+
+    Why it holds: the bound of y after x (`vp_bound`) is ln P_root(y) when x has no child of
+    the root (the walk stops there, exactly), else q_0 P_root(y) + (1 - q_0) M_c(y) with c =
+    child(x); for a word y in neither c's restaurant nor below c, M_c(y) = P_c(y) = beta_c
+    P_root(y), so the bound is K(x) P_root(y), K = q_0 + (1 - q_0) beta_c (`lnk`, ln K
+    rounded up by 1e-13, more than the few ulps by which the two products may differ). The
+    best such y is the first word of one sort of the next position by ln P_root(y) + emission
+    + H that is not one of x's exceptions (`ex_word`); the exceptions take `vp_bound`.
+    Always True."""
+    cdef long long c, c2, x, y, k, node, W2 = a2 - a1
+    cdef double best, v
+    cdef vector[Ranked] ranked
+    cdef vector[long long] same
+    epoch[0] += 1
+    same.assign(W2, -1)
+    for c2 in range(a1, a2):
+        y = cand_ids[c2]
+        if stamp[y] == epoch[0]:
+            same[c2 - a1] = stamp_idx[y]
+        stamp[y] = epoch[0]
+        stamp_idx[y] = c2
+        if isfinite(cand_emis[c2]) and isfinite(H[c2 - base]):
+            v = lmw * m.lp0[y] + cand_emis[c2] + H[c2 - base]
+            if isfinite(v):
+                ranked.push_back(Ranked(-v, c2))
+    sort(ranked.begin(), ranked.end())
+    for c in range(a0, a1):
+        x = cand_ids[c]
+        best = -INFINITY
+        node = m.child0[x]
+        if node < 0:  # exactly ln P_root(y): the first ranked
+            if ranked.size():
+                best = -ranked[0].first
+            H[c - base] = best
+            continue
+        if m.ex_off[x + 1] - m.ex_off[x] <= W2:  # x's exceptions at the next position
+            for k in range(m.ex_off[x], m.ex_off[x + 1]):
+                y = m.ex_word[k]
+                if stamp[y] != epoch[0]:
+                    continue
+                c2 = stamp_idx[y]
+                while c2 >= 0:
+                    if isfinite(cand_emis[c2]):
+                        v = lmw * vp_bound(m, x, y) + cand_emis[c2] + H[c2 - base]
+                        if v > best:
+                            best = v
+                    c2 = same[c2 - a1]
+        else:  # the next position's words that are x's exceptions
+            for c2 in range(a1, a2):
+                y = cand_ids[c2]
+                if not isfinite(cand_emis[c2]) or not vp_exception(m, node, y):
+                    continue
+                v = lmw * vp_bound(m, x, y) + cand_emis[c2] + H[c2 - base]
+                if v > best:
+                    best = v
+        for k in range(<long long>ranked.size()):  # the best word that is no exception
+            c2 = ranked[k].second
+            y = cand_ids[c2]
+            if vp_exception(m, node, y):
+                continue
+            v = lmw * (m.lnk[x] + m.lp0[y]) + cand_emis[c2] + H[c2 - base]
+            if v > best:
+                best = v
+            break
+        H[c - base] = best
+    return True
+
+
 cdef _vp_check_hash(const unsigned long long[::1] keys, const int[::1] slots, int bits,
                     long long vocab, long long n):
     """ModelError unless `slots` is a `build_hash` table over `keys` naming nodes < n."""
@@ -171,9 +260,12 @@ cdef class VpCore:
                  double[::1] cw, double[::1] tw,
                  unsigned long long[::1] tail_keys, int[::1] tail_slots, int tail_bits,
                  double[::1] tail_val, unsigned char[::1] has_child,
-                 double[::1] q, double[::1] c, double[::1] t, double[::1] d, double[::1] th):
+                 double[::1] q, double[::1] c, double[::1] t, double[::1] d, double[::1] th,
+                 long long[::1] child0, double[::1] lnk, long long[::1] ex_off,
+                 long long[::1] ex_word):
         """Hashes as `build_hash` lays them out (keys node * V + word) with their entries;
-        per node q, c, t and its depth's discount d and strength th. Every index the DP reads
+        per node q, c, t and its depth's discount d and strength th; per word its child of
+        the root, ln K and its exceptions (VpTables, `vp_backward`). Every index the DP reads
         unchecked is checked here (ModelError)."""
         cdef long long n = q.shape[0]
         cdef Py_ssize_t i
@@ -194,8 +286,18 @@ cdef class VpCore:
         for i in range(n):
             if not (c[i] >= 0 and t[i] >= 0 and th[i] + c[i] > 0 and isfinite(q[i])):
                 raise ModelError("VpCore: a node's counts or strength are out of range")
+        if child0.shape[0] != vocab or lnk.shape[0] != vocab or ex_off.shape[0] != vocab + 1 \
+                or ex_off[0] != 0 or ex_off[vocab] != ex_word.shape[0]:
+            raise ModelError("VpCore: one child, ln K and exception list per word")
+        for i in range(vocab):
+            if not -1 <= child0[i] < n or ex_off[i + 1] < ex_off[i]:
+                raise ModelError("VpCore: a word's child or exception offsets are out of range")
+        for i in range(ex_word.shape[0]):
+            if not 0 <= ex_word[i] < vocab:
+                raise ModelError("VpCore: an exception names no word")
+        lp0 = np.empty(vocab, dtype=np.float64)
         self.arrays = (child_keys, child_slots, child_node, rest_keys, rest_slots, cw, tw,
-                       tail_keys, tail_slots, tail_val, has_child, q, c, t, d, th)
+                       tail_keys, tail_slots, tail_val, has_child, q, c, t, d, th, child0, lnk, ex_off, ex_word, lp0)
         self.order = max_depth + 1
         self.m.vocab = vocab
         self.m.n_nodes = n
@@ -224,6 +326,16 @@ cdef class VpCore:
         self.m.t = &t[0]
         self.m.d = &d[0]
         self.m.th = &th[0]
+        self.m.child0 = &child0[0]
+        self.m.lnk = &lnk[0]
+        self.m.ex_off = &ex_off[0]
+        self.m.ex_word = &ex_word[0] if ex_word.shape[0] else NULL
+        cdef double[::1] l0 = lp0
+        cdef double p
+        for i in range(vocab):  # ln P_root(y), as vp_bound computes it with no child
+            p = vp_node_p(&self.m, 0, i, self.m.base) if i != bos else 0.0
+            l0[i] = log(p) if p > 0 else -INFINITY
+        self.m.lp0 = &l0[0]
 
     @property
     def vocab(self) -> int:
