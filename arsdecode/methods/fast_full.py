@@ -98,6 +98,20 @@ def setup_ngrams(lm: Compiled) -> int:
             + sum(sum(m.counts) for m in models) // 3)
 
 
+def cost_factors(lm: Compiled) -> tuple[float, float]:
+    """auto's (ARS time, full DP time per pair) on `lm`, relative to one n-gram table's
+    (`cost_model`'s estimates): measured for a VPYLM (`fast_vpylm`), 1 for the others."""
+    if isinstance(lm, VpylmLM):
+        return fast_vpylm.ARS_TIME_FACTOR, fast_vpylm.PAIR_TIME_FACTOR
+    return 1.0, 1.0
+
+
+def ars_charged(lm: Compiled, seconds: float) -> float:
+    """`seconds` of estimated ARS time about to run on `lm`, plus, for a VPYLM, what auto's
+    earlier calls charged it (`fast_vpylm.charge`)."""
+    return fast_vpylm.charge(lm, seconds) if isinstance(lm, VpylmLM) else seconds
+
+
 def compiled_tables(model: object) -> Compiled | None:
     """`compiled_target(model)` where the compiled DP runs it (`has_dp`: builds a mixture's),
     else None: what the runners ask once the method is chosen."""

@@ -37,10 +37,32 @@ Tables = tuple[np.ndarray, np.ndarray, np.ndarray]  # rows, lens, keys (FullDP's
 _DP: weakref.WeakKeyDictionary[VpylmLM, _core.FullDP] = weakref.WeakKeyDictionary()
 _LOCK = threading.Lock()
 
-SETUP_NGRAMS_PER_NODE = 4
+SETUP_NGRAMS_PER_NODE = 6
 """auto's setup estimate of a VPYLM, in cost_model.setup_seconds's n-grams per tree node
-(the state tables, the hashes and the tail maxima of the root's children; measured on the
-SMS bench's depth-8 model, see `setup_ngrams`)."""
+(the tail maxima, the state tables and the hashes: 1.1-1.3 CPU-s for the SMS bench's
+depth-8 model of 199k nodes)."""
+
+
+ARS_TIME_FACTOR = 10.0
+"""ARS's time on a VPYLM over its time on the n-gram table of the same data (bench_targets,
+SMS lattices: 4-16x by lattice, 11x mean): auto's ARS estimate is cost_model's times this."""
+PAIR_TIME_FACTOR = 1.5
+"""The compiled DP's time per pair on a VPYLM over a table's (bench_targets: 1.4-1.5x)."""
+
+_CHARGED: weakref.WeakKeyDictionary[VpylmLM, float] = weakref.WeakKeyDictionary()
+
+
+def charge(lm: VpylmLM, seconds: float) -> float:
+    """Add `seconds` of estimated ARS time to what auto charged `lm` so far; return the sum.
+
+    Why: auto decides per call, and a user decoding one lattice per call would otherwise
+    never set the DP up when one lattice's ARS costs less than the setup. Charging every call
+    sets it up once ARS has cost about the setup (a ski-rental rule: at most about twice the
+    better of never and at once)."""
+    with _LOCK:
+        total = _CHARGED.get(lm, 0.0) + seconds
+        _CHARGED[lm] = total
+    return total
 
 
 def setup_ngrams(lm: VpylmLM) -> int:
