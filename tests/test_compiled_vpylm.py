@@ -179,3 +179,36 @@ def test_auto_weighs_the_setup_against_ars(monkeypatch):
     monkeypatch.setattr(fast_vpylm, "SETUP_NGRAMS_PER_NODE", 1)
     r2 = api.decode(lm, lattice, method="auto")
     assert r2.method == "full" and fast_vpylm.is_built(lm) and close(r2.log_p, r.log_p)
+
+
+def test_wide_lattices_prune_to_the_unpruned_answer_and_ars():
+    """The sparse bound pass (`vp_backward`) on wide positions over a larger vocabulary, some
+    word ids repeated at a position (two unknown tokens, both `<unk>`), widths from 1 (few next words: x's exceptions tested one by
+    one) to 40 (many: x's exception list read): pruning keeps the unpruned DP's best score
+    (which uses no bound), and ARS agrees."""
+    rng = random.Random(5)
+    vocab = [f"w{i}" for i in range(60)]
+    corpus = []
+    for _ in range(300):  # a skewed source, so some words have long exception lists
+        s = [rng.choice(vocab[:5])]
+        while len(s) < 10 and rng.random() < 0.85:
+            s.append(vocab[(vocab.index(s[-1]) * 7 + 3) % 60] if rng.random() < 0.5
+                     else vocab[min(int(rng.expovariate(0.1)), 59)])
+        corpus.append(s)
+    lm = VpylmLM(train_vpylm(corpus, max_depth=3, sweeps=2, seed=5))
+    lattices = []
+    for _ in range(25):
+        positions = []
+        for _ in range(rng.randint(2, 6)):
+            width = rng.choice([1, 2, 5, 40])
+            toks = rng.sample([*vocab, "zz", "yy"], width)  # zz, yy: both <unk>
+            positions.append([(t, round(rng.uniform(-4.0, 0.0), 4)) for t in toks])
+        lattices.append(Lattice.from_lists(positions))
+    assert fast_full.has_dp(lm)
+    flat = FlatLattices.from_lattices(lm, lattices)
+    pruned = fast_full.run_flat(lm, flat)
+    whole = fast_full.run_flat(lm, flat, prune=False)
+    assert all(close(a, b) for a, b in zip(pruned.score, whole.score, strict=True))
+    assert int(pruned.pairs.sum()) < int(whole.pairs.sum())  # the bounds prune
+    for s, lat in enumerate(lattices[:8]):
+        assert close(pruned.score[s], api.decode(lm, lat, method="ars").log_p)
