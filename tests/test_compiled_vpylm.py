@@ -182,10 +182,10 @@ def test_auto_weighs_the_setup_against_ars(monkeypatch):
 
 
 def test_wide_lattices_prune_to_the_unpruned_answer_and_ars():
-    """The sparse bound pass (`vp_backward`) on wide positions over a larger vocabulary, some
-    word ids repeated at a position (two unknown tokens, both `<unk>`), widths from 1 (few next words: x's exceptions tested one by
-    one) to 40 (many: x's exception list read): pruning keeps the unpruned DP's best score
-    (which uses no bound), and ARS agrees."""
+    """The sparse bound pass (`vp_backward`) on wide positions over a larger vocabulary, a
+    word id repeated at some positions (two unknown tokens, both `<unk>`), widths from 1
+    (few next words: x's exceptions tested one by one) to 40 (many: x's exception list
+    read): pruning keeps the unpruned DP's best score (which uses no bound), and ARS agrees."""
     rng = random.Random(5)
     vocab = [f"w{i}" for i in range(60)]
     corpus = []
