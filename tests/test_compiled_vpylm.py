@@ -173,10 +173,14 @@ def test_auto_weighs_the_setup_against_ars(monkeypatch):
     lattice = Lattice.from_lists([[("a", 0.0), ("b", -1.0)], [("c", 0.0), ("a", -0.5)]])
     lm = VpylmLM(train_vpylm(tiny_corpus(3, 60), max_depth=4, sweeps=1, seed=3))
     assert fast_full.setup_ngrams(lm) > 0 and not fast_full.setup_is_free(lm)
-    monkeypatch.setattr(fast_vpylm, "SETUP_NGRAMS_PER_NODE", 10**9)
+    for name in ("SETUP_NGRAMS_PER_NODE", "SETUP_NGRAMS_PER_NODE_TAIL_BUILT"):
+        monkeypatch.setattr(fast_vpylm, name, 10**9)
     r = api.decode(lm, lattice, method="auto")
     assert r.method == "ars" and not fast_vpylm.is_built(lm)
-    monkeypatch.setattr(fast_vpylm, "SETUP_NGRAMS_PER_NODE", 1)
+    assert lm.tail_max_built  # ARS's bounds built them: the setup left is cheaper
+    assert fast_full.setup_ngrams(lm) == 10**9 * len(lm.counts.parent)
+    for name in ("SETUP_NGRAMS_PER_NODE", "SETUP_NGRAMS_PER_NODE_TAIL_BUILT"):
+        monkeypatch.setattr(fast_vpylm, name, 1)
     r2 = api.decode(lm, lattice, method="auto")
     assert r2.method == "full" and fast_vpylm.is_built(lm) and close(r2.log_p, r.log_p)
 

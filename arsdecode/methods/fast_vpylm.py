@@ -41,6 +41,9 @@ SETUP_NGRAMS_PER_NODE = 6
 """auto's setup estimate of a VPYLM, in cost_model.setup_seconds's n-grams per tree node
 (the tail maxima, the state tables and the hashes: 1.1-1.3 CPU-s for the SMS bench's
 depth-8 model of 199k nodes)."""
+SETUP_NGRAMS_PER_NODE_TAIL_BUILT = 1.5
+"""The same once the model's tail maxima are built (its ARS bounds build them too): the state
+tables, the hashes and FullDP's failure links, 0.25-0.3 CPU-s on that model."""
 
 
 ARS_TIME_FACTOR = 10.0
@@ -67,7 +70,10 @@ def charge(lm: VpylmLM, seconds: float) -> float:
 
 def setup_ngrams(lm: VpylmLM) -> int:
     """What building `vpylm_dp(lm)` costs, in units of cost_model.setup_seconds (n-grams)."""
-    return 0 if lm in _DP else SETUP_NGRAMS_PER_NODE * len(lm.counts.parent)
+    if lm in _DP:
+        return 0
+    per_node = SETUP_NGRAMS_PER_NODE_TAIL_BUILT if lm.tail_max_built else SETUP_NGRAMS_PER_NODE
+    return int(per_node * len(lm.counts.parent))
 
 
 def is_built(lm: VpylmLM) -> bool:

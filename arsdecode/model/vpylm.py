@@ -254,6 +254,12 @@ class VpylmLM:
         tail = m.get(w) if m is not None else None
         return s + reach * (tail if tail is not None else self.node_p(v, w))
 
+    @property
+    def tail_max_built(self) -> bool:
+        """Whether `tail_max` has run (what is left of the compiled DP's setup is then
+        cheaper, `fast_vpylm.setup_ngrams`)."""
+        return self._m is not None
+
     def tail_max(self) -> list[dict[int, float] | None]:
         """M_v(w) for every node v and every word w seen strictly below v (children last, so
         reversed order sees children first); built on the first call."""
