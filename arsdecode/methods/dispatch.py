@@ -16,10 +16,8 @@ worst case is the budget plus ARS; the estimates are fit and validated in bench/
 which times both methods on every lattice. One exception, decided before any work: when setting
 up the full DP for a model (once per process; nearly free when the binary model file stores its
 tables) would cost more than the estimated ARS time on every lattice of the call, ARS runs them
-all. A target without compiled tables gets ARS from auto. A VPYLM's ARS costs several times a
-table's, and its pairs somewhat more (`fast_full.cost_factors`), and its estimated ARS time is
-summed over the calls (`fast_full.ars_charged`): one-lattice calls set its DP up once their ARS
-has cost what the setup would (a ski-rental rule: at most twice the better choice's cost).
+all. A target without compiled tables gets ARS from auto. A VPYLM's costs are scaled
+(`fast_full.cost_factors`) and its ARS estimates summed over calls (`fast_full.ars_charged`).
 
 Parts (issue 30: one module, one job): the choice and its knobs live here, and the knobs are
 read here at each call and passed down (tests set them on this module); running a choice is
