@@ -59,13 +59,9 @@ component reads a word through a translation table (a word it lacks is its `<unk
 `<unk>` maxarpa's one-line error names the word). The target has no `.ngram` (the compiled full
 DP would ignore the features), so `full` runs the numpy DP.
 
-No compiled DP yet (issue 34). Without skips, the factor depends on the history only through
-the components' cuts and the longest feature prefix it ends with, a fixed prefix-closed set
-(the union of the components' useful contexts and the patterns' prefixes), so a fixed state
-table would serve it as `methods.fast_vpylm` serves a VPYLM: not built. A skip `a * c` makes
-the word two back matter whatever the word between, so such a table would list (a, v) for every
-word v and every skip's first word a (millions of states for the SMS bench's 2,000 skip-bigrams
-over 11k words), and FullDP's cut (the longest listed suffix) has no wildcard: those stay on ARS.
+No compiled DP (issue 34): without skips a fixed state table (the components' useful contexts
+and the patterns' prefixes) would serve it as `methods.fast_vpylm` serves a VPYLM, not built;
+a skip `a * c` needs a state (a, v) for every word v (FullDP's cut has no wildcard): ARS.
 """
 
 from __future__ import annotations
