@@ -95,7 +95,7 @@ cdef inline double vp_prob(const VpTables *m, const long long *nodes, int D,
     return p
 
 
-cdef inline double vp_walk(const VpTables *m, const long long *row, int width,
+cdef double vp_walk(const VpTables *m, const long long *row, int width,
                            long long word) noexcept nogil:
     """ln p(word | row) (VpylmLM.log_prob); `row` holds `width` ids, left-padded with -1."""
     cdef long long nodes[NG_MAX_ORDER + 1]
@@ -120,7 +120,7 @@ cdef inline double vp_walk(const VpTables *m, const long long *row, int width,
     return log(p) if p > 0 else -INFINITY
 
 
-cdef inline double vp_bound(const VpTables *m, long long x, long long y) noexcept nogil:
+cdef double vp_bound(const VpTables *m, long long x, long long y) noexcept nogil:
     """ln of VpylmLM.bound([x], y) (x = -1: bound((), y)): the max of p(y | z x) over every
     left extension z, the same operations."""
     cdef long long nodes[2]
