@@ -141,7 +141,7 @@ def vpylm(random_lms, tmp: Path) -> list[Subject]:
     for seed in range(2):
         lm = VpylmLM(train_vpylm(tiny_corpus(seed + 10, 60), max_depth=4, sweeps=2, seed=seed))
         out.append(Subject(f"vpylm{seed}", lm, lambda w, lm=lm: _vpylm_log(lm, w),
-                           [*WORDS, "zz"]))
+                           [*WORDS, "zz"], compiled=True))
     return out
 
 
@@ -279,8 +279,8 @@ def _round_robin(n: int) -> Iterator[int]:
 
 
 def has_tables(subject: Subject) -> bool:
-    """Whether the dispatcher runs the compiled DP (then "full" is it): n-gram tables, or a
-    mixture of them (`fast_full.compiled_tables`)."""
+    """Whether the dispatcher runs the compiled DP (then "full" is it): n-gram tables, a
+    mixture of them, or a VPYLM (`fast_full.compiled_tables`)."""
     from arsdecode.methods import fast_full
     from arsdecode.model import as_target_model
 

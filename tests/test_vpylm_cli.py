@@ -147,8 +147,10 @@ def test_decode_equals_the_api_and_brute_force(trained, tmp_path, capsys):
             assert r["log_p"] == pytest.approx(ref.best_log_p, abs=TIGHT), (case, method)
             assert tuple(r["tokens"]) in ref.near_best(TIGHT), (case, method)
             assert r["log_p"] == pytest.approx(api.log_p, abs=TIGHT)
-            if method == "auto":  # no compiled tables for a VPYLM: auto runs ARS
-                assert r["method"] == "ars" and r["tokens"] == api.tokens
+            if method == "auto":  # auto: ARS, or the compiled DP once its setup pays
+                assert r["method"] in ("ars", "full")
+            else:
+                assert r["method"] == method
             oovs = sum(t == OOV for toks in lattice.tokens for t in toks)
             assert r["oov"] == {"count": oovs, "tokens": [OOV] if oovs else []}
             if oovs:

@@ -16,7 +16,8 @@ worst case is the budget plus ARS; the estimates are fit and validated in bench/
 which times both methods on every lattice. One exception, decided before any work: when setting
 up the full DP for a model (once per process; nearly free when the binary model file stores its
 tables) would cost more than the estimated ARS time on every lattice of the call, ARS runs them
-all. A target without compiled tables gets ARS from auto.
+all. A target without compiled tables gets ARS from auto. A VPYLM's costs are scaled
+(`fast_full.cost_factors`) and its ARS estimates summed over calls (`fast_full.ars_charged`).
 
 Parts (issue 30: one module, one job): the choice and its knobs live here, and the knobs are
 read here at each call and passed down (tests set them on this module); running a choice is
@@ -96,13 +97,14 @@ def check_method(method: str) -> None:
 
 # ----- auto's policy -------------------------------------------------------------------------
 
-def full_pairs_budgets(vocab_size: int, sizes: LatticeSizes) -> np.ndarray:
+def full_pairs_budgets(vocab_size: int, sizes: LatticeSizes, scale: float = 1.0) -> np.ndarray:
     """Per lattice, the (state, candidate) pairs past which auto abandons its full DP for ARS:
     the ARS estimate in pairs rounded down to a power of 2**(1/4) (the estimate is coarse;
     finer steps would only pretend otherwise), at least the floor of the vocabulary kind, at
-    most what the memory budget allows (`memory_pairs_budget`)."""
+    most what the memory budget allows (`memory_pairs_budget`). `scale`: the target's ARS
+    time per pair's time, relative to one n-gram table's (`fast_full.cost_factors`)."""
     floor = AUTO_FULL_PAIRS_SMALL_VOCAB if cost_model.small_vocab(vocab_size) else AUTO_FULL_PAIRS
-    pairs = (cost_model.ars_seconds(vocab_size, sizes)
+    pairs = (scale * cost_model.ars_seconds(vocab_size, sizes)
              / cost_model.full_seconds_per_pair(vocab_size))
     rounded = np.exp2(np.floor(4 * np.log2(np.maximum(pairs, 1.0))) / 4)
     return np.minimum(np.maximum(float(floor), np.floor(rounded)), float(memory_pairs_budget()))
@@ -124,11 +126,13 @@ def auto_budgets(model: TargetModel, sizes: LatticeSizes) -> np.ndarray | None:
     if ngram is None:
         return None
     vocab_size = len(ngram.vocab)
+    ars_factor, pair_factor = fast_full.cost_factors(ngram)
     if not fast_full.setup_is_free(ngram):
-        ars_total = float(cost_model.ars_seconds(vocab_size, sizes).sum())
-        if ars_total < cost_model.setup_seconds(fast_full.setup_ngrams(ngram)):
+        ars_total = ars_factor * float(cost_model.ars_seconds(vocab_size, sizes).sum())
+        if fast_full.ars_charged(ngram, ars_total) < cost_model.setup_seconds(
+                fast_full.setup_ngrams(ngram)):
             return None
-    return full_pairs_budgets(vocab_size, sizes)
+    return full_pairs_budgets(vocab_size, sizes, ars_factor / pair_factor)
 
 
 # ----- running the choice --------------------------------------------------------------------

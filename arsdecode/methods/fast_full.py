@@ -19,6 +19,8 @@ A mixture of several n-gram tables (`InterpolatedLM`, `-mix-lm`; also under an L
 `WeightedLM`) runs on the same DP over the union of its components' useful contexts, every
 factor from the components' walks (`arsdecode.methods.fast_mixture`): `compiled_target`
 says which model the compiled DP runs on, if any, and every function here takes either.
+A trained VPYLM (`VpylmLM`, bare or under a `WeightedLM`) runs on it likewise, over its
+context tree's states (`arsdecode.methods.fast_vpylm`).
 
 It only executes: whether the full DP runs, and within which budget of pairs, is decided in
 `arsdecode.methods.dispatch`.
@@ -36,16 +38,17 @@ import numpy as np
 from arsdecode.errors import ModelError, NoPathError
 from arsdecode.lattice import Lattice, WordLattice
 from arsdecode.lattice.flat import FlatLattices
-from arsdecode.methods import fast_mixture
+from arsdecode.methods import fast_mixture, fast_vpylm
 from arsdecode.model.interface import PLAIN_SCORING, NgramScoring, ngram_tables
 from arsdecode.model.interpolated import InterpolatedLM
+from arsdecode.model.vpylm import VpylmLM
 from arsdecode.model.weighted import WeightedLM
 from arsdecode.native import _core, native_ngram
 from maxarpa.contexts import has_stored_tables, useful_context_tables
 from maxarpa.model import Model
 
-Compiled = Model | InterpolatedLM
-"""What the compiled DP runs on: one n-gram table, or a mixture of several."""
+Compiled = Model | InterpolatedLM | VpylmLM
+"""What the compiled DP runs on: one n-gram table, a mixture of several, or a VPYLM."""
 
 
 @dataclass(frozen=True)
@@ -76,6 +79,8 @@ def compiled_target(model: object) -> Compiled | None:
     inner = model.inner if isinstance(model, WeightedLM) else model
     if isinstance(inner, InterpolatedLM) and not (inner in _DP and _DP[inner] is None):
         return inner
+    if isinstance(inner, VpylmLM):
+        return inner
     return None
 
 
@@ -86,9 +91,25 @@ def setup_ngrams(lm: Compiled) -> int:
     n-grams, their own tables stored)."""
     if isinstance(lm, Model):
         return sum(lm.counts)
+    if isinstance(lm, VpylmLM):
+        return 0 if lm in _DP else fast_vpylm.setup_ngrams(lm)
     models = [c.ngram for c in lm.components]
     return (sum(sum(m.counts) for m in models if not has_stored_tables(m))
             + sum(sum(m.counts) for m in models) // 3)
+
+
+def cost_factors(lm: Compiled) -> tuple[float, float]:
+    """auto's (ARS time, full DP time per pair) on `lm`, relative to one n-gram table's
+    (`cost_model`'s estimates): measured for a VPYLM (`fast_vpylm`), 1 for the others."""
+    if isinstance(lm, VpylmLM):
+        return fast_vpylm.ARS_TIME_FACTOR, fast_vpylm.PAIR_TIME_FACTOR
+    return 1.0, 1.0
+
+
+def ars_charged(lm: Compiled, seconds: float) -> float:
+    """`seconds` of estimated ARS time about to run on `lm`, plus, for a VPYLM, what auto's
+    earlier calls charged it (`fast_vpylm.charge`)."""
+    return fast_vpylm.charge(lm, seconds) if isinstance(lm, VpylmLM) else seconds
 
 
 def compiled_tables(model: object) -> Compiled | None:
@@ -109,13 +130,15 @@ def setup_is_free(lm: Compiled) -> bool:
     for a mixture, its union tables built already (`fast_mixture.tables_built`)."""
     if isinstance(lm, InterpolatedLM):
         return lm in _DP or fast_mixture.tables_built(lm)
+    if isinstance(lm, VpylmLM):
+        return lm in _DP or fast_vpylm.is_built(lm)
     return lm in _DP or has_stored_tables(lm)
 
 
 def _boundaries(lm: Compiled, scoring: NgramScoring) -> tuple[int, int]:
     """The ids of <s> and </s> the DP starts and ends with (-1: none, by `scoring`); a
     ModelError when the model has no <s> or </s>."""
-    bos, eos = (lm.bos, lm.eos) if isinstance(lm, InterpolatedLM) else (lm.bos_id, lm.eos_id)
+    bos, eos = (lm.bos_id, lm.eos_id) if isinstance(lm, Model) else (lm.bos, lm.eos)
     if bos is None or eos is None:
         raise ModelError(f"{getattr(lm, 'source', None) or 'model'}: no <s> or </s> in the "
                          "vocabulary; the full DP needs the sentence boundaries")
@@ -151,6 +174,8 @@ def _full_dp(lm: Compiled) -> _core.FullDP | None:
         if lm not in _DP:
             if isinstance(lm, InterpolatedLM):
                 _DP[lm] = fast_mixture.mixture_dp(lm)
+            elif isinstance(lm, VpylmLM):
+                _DP[lm] = fast_vpylm.vpylm_dp(lm)
             else:
                 rows, lens, keys = (a if a.flags.writeable else a.copy()
                                     for a in useful_context_tables(lm))

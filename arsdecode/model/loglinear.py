@@ -58,6 +58,10 @@ The components may have different vocabularies: ids are the first component's, a
 component reads a word through a translation table (a word it lacks is its `<unk>`; without an
 `<unk>` maxarpa's one-line error names the word). The target has no `.ngram` (the compiled full
 DP would ignore the features), so `full` runs the numpy DP.
+
+No compiled DP (issue 34): without skips a fixed state table (the components' useful contexts
+and the patterns' prefixes) would serve it as `methods.fast_vpylm` serves a VPYLM, not built;
+a skip `a * c` needs a state (a, v) for every word v (FullDP's cut has no wildcard): ARS.
 """
 
 from __future__ import annotations

@@ -173,6 +173,16 @@ class VpylmLM:
         self._continued_set: set[tuple[int, ...]] | None = None
 
     # -- TargetModel: vocabulary -------------------------------------------------------------
+    @property
+    def word_to_id(self) -> dict[str, int]:
+        """Word -> id, as a maxarpa Model names it (the compiled DP's word-lattice runner
+        reads it, `fast_full.run_dag`)."""
+        return self._index
+
+    @property
+    def unk_id(self) -> int:
+        return self.unk
+
     def ids(self, tokens: Sequence[str]) -> np.ndarray:
         get = self._index.get
         return np.array([get(t, self.unk) for t in tokens], dtype=np.int64)
@@ -243,6 +253,12 @@ class VpylmLM:
         m = self.tail_max()[v]
         tail = m.get(w) if m is not None else None
         return s + reach * (tail if tail is not None else self.node_p(v, w))
+
+    @property
+    def tail_max_built(self) -> bool:
+        """Whether `tail_max` has run (what is left of the compiled DP's setup is then
+        cheaper, `fast_vpylm.setup_ngrams`)."""
+        return self._m is not None
 
     def tail_max(self) -> list[dict[int, float] | None]:
         """M_v(w) for every node v and every word w seen strictly below v (children last, so

@@ -17,6 +17,7 @@ is textual: a part sees the C declarations of the parts before it):
 - _log10.pxi: `Log10Core`, a model's tables read in place in log10 (a mixture's components).
 - _mixture.pxi: several tables interpolated: the walk, the bounds, the sparse bound pass.
 - _mixcore.pxi: `MixCore`, a mixture's checked tables, what FullDP reads for it.
+- _vpylm.pxi: a VPYLM's context tree, its walk and bound, and `VpCore`, what FullDP reads.
 - _fullmodel.pxi: `FullDP`, the full DP's shared tables, checked entry points, worker pool.
 - _dpcache.pxi: `_DPCaches`, one worker's transition memo and pruning bounds.
 - _dpsweep.pxi: `_DPWorker`, the DP sweeps over confusion networks and word lattices.
@@ -40,6 +41,7 @@ include "_ngramcore.pxi"
 include "_log10.pxi"
 include "_mixture.pxi"
 include "_mixcore.pxi"
+include "_vpylm.pxi"
 include "_fullmodel.pxi"
 include "_dpcache.pxi"
 include "_dpsweep.pxi"

@@ -54,6 +54,7 @@ cdef class _DPCaches:
     cdef long long epoch
     cdef double lmw              # this run's LM weight (NgramScoring.lm_weight)
     cdef const MixTables *mix    # a mixture's components (_mixture.pxi), or NULL
+    cdef const VpTables *vp      # a VPYLM's tables (_vpylm.pxi), or NULL
 
     def __init__(self, FullDP dp):
         self.dp = dp
@@ -69,6 +70,7 @@ cdef class _DPCaches:
         self.epoch = 0
         self.lmw = 1.0
         self.mix = &dp.mix.m if dp.mix is not None else NULL
+        self.vp = &dp.vp.m if dp.vp is not None else NULL
         if self.dense:
             self.block_of = vector[int](self.u.n_ctx, -1)
             self.ub_row_of = vector[int](self.core.t.vocab + 1, -1)
@@ -96,6 +98,8 @@ cdef class _DPCaches:
         cdef double bows[NG_MAX_ORDER]
         if self.mix != NULL:
             return mix_bound(self.mix, x, y)
+        if self.vp != NULL:
+            return vp_bound(self.vp, x, y)
         if not self.dense:
             return ng_walk(&self.core.t, &ctx, 1, y, True)
         r = self.ub_row_of[x + 1]
@@ -167,6 +171,9 @@ cdef class _DPCaches:
         if self.mix != NULL:
             return mix_backward(self.mix, self.lmw, a0, a1, a2, cand_ids, cand_emis, H, base,
                                 self.stamp.data(), self.stamp_idx.data(), &self.epoch)
+        if self.vp != NULL:
+            return vp_backward(self.vp, self.lmw, a0, a1, a2, cand_ids, cand_emis, H, base,
+                               self.stamp.data(), self.stamp_idx.data(), &self.epoch)
         for c2 in range(a1, a2):
             y = cand_ids[c2]
             if self.stamp[y] == self.epoch:
@@ -342,6 +349,8 @@ cdef class _DPCaches:
             else &dummy
         if self.mix != NULL:  # a mixture's factor, as _trans computes it on a miss
             lp[0] = mix_walk(self.mix, row, self.u.width, word)
+        elif self.vp != NULL:  # a VPYLM's factor (_vpylm.pxi)
+            lp[0] = vp_walk(self.vp, row, self.u.width, word)
         else:
             if not sc.ready:
                 sc.ctx_depth = ng_context(&self.core.t, row, self.u.width, &sc.ctx_len,

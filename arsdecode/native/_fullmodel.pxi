@@ -72,10 +72,12 @@ cdef class FullDP:
     cdef list _idle              # workers not in a run
     cdef list _workers           # every worker made
     cdef readonly MixCore mix    # a mixture's components (None: `core` is the model)
+    cdef readonly VpCore vp      # a VPYLM's context tree (None: `core` is the model)
 
     def __init__(self, NgramCore core, long long[:, ::1] rows, int[::1] lens,
                  unsigned long long[::1] keys, int[::1] slots, int bits, dense=None,
-                 long long max_bytes=DEFAULT_MAX_BYTES, MixCore mix=None):
+                 long long max_bytes=DEFAULT_MAX_BYTES, MixCore mix=None,
+                 VpCore vp=None):
         """`dense` (default: vocabulary <= DENSE_MAX_VOCAB) picks the transition store and
         the bound pass; the tests force each on small models. `max_bytes` bounds each
         worker's caches (see the class docstring); it must hold one dense row and one hash-map
@@ -113,6 +115,11 @@ cdef class FullDP:
                 raise ModelError("FullDP: the mixture's vocabulary or order is not the core's")
             self.dense = False
         self.mix = mix
+        if vp is not None:  # as a mixture: `core` carries the vocabulary and the order only
+            if mix is not None or vp.vocab != core.t.vocab or vp.order != core.t.order:
+                raise ModelError("FullDP: the VPYLM's vocabulary or order is not the core's")
+            self.dense = False
+        self.vp = vp
         self.max_bytes = max_bytes
         self.row_bytes = row_bytes
         self._idle = []
