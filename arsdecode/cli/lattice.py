@@ -101,7 +101,7 @@ def add_decode_parser(sub: argparse._SubParsersAction) -> None:
 def print_nbest(args: argparse.Namespace, lm, lattice: Lattice, oov: dict) -> int:
     """`decode --nbest K`: the single best stays in tokens/log_p; the K best go in "nbest"."""
     from arsdecode.api import decode_kbest
-    from arsdecode.methods.kbest import KBestInterrupted, nbest_json
+    from arsdecode.methods.kbest import KBestInterrupted
 
     # No more paths than the lattice has; the K-lists of k-best Viterbi hold, per state of
     # the widest layer, K scores of every candidate (and the K paths come back as lists).
@@ -112,11 +112,8 @@ def print_nbest(args: argparse.Namespace, lm, lattice: Lattice, oov: dict) -> in
                           max_iterations=args.max_iterations, on_iteration=iteration_trace(args))
     except KBestInterrupted as stop:
         return print_kbest_interrupted(args, stop, oov)
-    best = kb.paths[0]
-    if args.json:
-        print_json({"tokens": best.tokens, "log_p": best.log_p, "certified": kb.certified,
-                    "method": kb.method, "iterations": kb.iterations, "states": kb.states,
-                    "nbest": nbest_json(kb), "oov": oov, "timing": {"seconds": kb.seconds}})
+    if args.json:  # the fields of a word lattice's k-best too (`KBestResult.to_json`)
+        print_json({**kb.to_json(), "oov": oov})
     else:
         for rank, p in enumerate(kb.paths, start=1):
             print(f"{rank}\t{fixed(p.log_p, 6)}\t{' '.join(p.tokens)}")

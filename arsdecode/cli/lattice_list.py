@@ -277,8 +277,7 @@ def decode_one(args: argparse.Namespace, target_for: Any, source: LatticeInput,
         from arsdecode.methods.dispatch import sample
 
         draws = sample(target.model, wl, args.n, np.random.default_rng(args.seed))
-        return {**head, "samples": [p.to_json() for p in draws], "method": draws.method,
-                **tail}, None
+        return {**head, **draws.to_json(), **tail}, None  # "samples": the kept path objects
     if task == "marginals":
         from arsdecode.api import lattice_posteriors
 
@@ -288,6 +287,7 @@ def decode_one(args: argparse.Namespace, target_for: Any, source: LatticeInput,
     if args.nbest is None:
         r = decode(target.model, wl, method=args.method, max_iterations=args.max_iterations)
         record = {**head, **r.to_json(), **tail}
+        assert r.arcs is not None  # a lattice's decode always holds its path
         if args.ctm:
             require_times(wl)
         confidence = (arc_posteriors(target.model, wl, args.posterior_scale)  # once, mesh and CTM

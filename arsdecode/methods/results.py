@@ -130,8 +130,10 @@ class DecodeResult:
         }
 
 
-DagDecodeResult = DagArsResult = DecodeResult
-"""Kept names (before issue 30, a word lattice's full and ARS decode results)."""
+DagDecodeResult = DecodeResult
+"""Kept name (before issue 30, a word lattice's full decode result)."""
+DagArsResult = DecodeResult
+"""Kept name (before issue 30, a word lattice's ARS decode result)."""
 
 
 def exact_decode_result(tokens: list[str], log_p: float, states: int, seconds: float, *,
