@@ -227,6 +227,12 @@ class SampleResult(_PathSequence):
         return [ScoredPath(t, a, lp) for t, a, lp in zip(self.samples, arcs, self.log_p,
                                                          strict=True)]
 
+    @property
+    def certified(self) -> bool:
+        """Always true: every sample is exact, whatever the method (kept: a word lattice's
+        samples, a `Paths` list, said so before issue 30)."""
+        return True
+
     def ranked(self) -> list[tuple[list[str], int, float]]:
         """Distinct samples as (tokens, count, ln p), most frequent first (the paper's Table 4).
 
