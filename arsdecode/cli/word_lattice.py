@@ -18,9 +18,9 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from arsdecode.cli.lattice_outputs import (
+    arc_marginals,
     arc_posteriors,
     nbest_fields,
-    posterior_records,
     require_times,
     write_rescored,
 )
@@ -337,22 +337,21 @@ def cmd_sample(args: argparse.Namespace) -> int:
 
 
 def cmd_marginals(args: argparse.Namespace) -> int:
-    """`marginals --lattice WORD_LATTICE`: every arc's exact posterior and ln Z."""
-    from arsdecode.api import lattice_posteriors
+    """`marginals --lattice WORD_LATTICE`: every arc's exact posterior and ln Z (the one
+    MarginalsResult, its JSON a confusion network's fields with "arcs" and "scales" added)."""
     from arsdecode.lattice.lattice_files import write_word_lattice
 
     if args.method == "sample":
         raise OptionError("word lattices get exact posteriors only (--method auto or full)")
     args.method = "full"
     wl, lm, _ = load(args)
-    post, log_z = lattice_posteriors(lm, wl)
-    arcs = posterior_records(wl, post.tolist())
+    result, arcs = arc_marginals(lm, wl)
+    log_z = result.log_Z
     if args.write_lattice:
-        write_word_lattice(wl, args.write_lattice, format="slf", posteriors=post.tolist(),
-                           htk_quotes=args.htk_quotes)
+        write_word_lattice(wl, args.write_lattice, format="slf",
+                           posteriors=[a["posterior"] for a in arcs], htk_quotes=args.htk_quotes)
     if args.json:
-        print_json({"log_Z": log_z, "exact": True, "arcs": arcs,
-                    "scales": args.lattice_scales})
+        print_json({**result.to_json(), "arcs": arcs, "scales": args.lattice_scales})
         return EXIT_OK
     for a in arcs:
         print(f"{a['src']}\t{a['dst']}\t{a['word'] or '<eps>'}\t{a['posterior']:.6f}")

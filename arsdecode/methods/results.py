@@ -7,7 +7,7 @@ and none of them needs the ARS module to do so.
 One type per operation (issue 30), whatever the lattice and the method:
 
 - decode: `DecodeResult`; sample: `SampleResult`; k-best: `KBestResult`; marginals:
-  `methods.marginals.MarginalsResult`.
+  `MarginalsResult` (re-exported by `methods.marginals`, its home before).
 - a path is a `ScoredPath`: `tokens` (its words), `arcs` and `log_p`. On a word lattice the
   arcs are its arc numbers; on a confusion network, the chosen candidate's index at each
   position (what `WordLattice.from_confusion` numbers as its arcs, column by column, when
@@ -333,3 +333,49 @@ class Paths(list[Any]):
         super().__init__(paths)
         self.method = method
         self.certified = certified
+
+
+@dataclass(frozen=True)
+class Marginal:
+    """One token's posterior marginal at a position: estimate and 95% interval."""
+
+    token: str
+    p: float
+    lo: float
+    hi: float
+
+    def as_list(self) -> list:
+        return [self.token, self.p, self.lo, self.hi]
+
+
+def marginals_json(marginals: list[list[Marginal]]) -> list[list[list]]:
+    return [[m.as_list() for m in pos] for pos in marginals]
+
+
+@dataclass(frozen=True)
+class MarginalsResult:
+    """Per position, each token's posterior marginal with its 95% interval, and the evidence
+    ln Z with its 95% interval, from one run of exact samples (kept in `draws`); or, with
+    `exact`, the exact marginals and ln Z (zero-width intervals, `draws` None). The one
+    marginals result of both lattice kinds (`methods.marginals.posterior_marginals`): a word
+    lattice's positions are its arcs, one row each (the arc's word and posterior)."""
+
+    marginals: list[list[Marginal]]
+    log_Z: float
+    log_Z_ci: tuple[float, float]
+    draws: SampleResult | None
+    exact: bool = False
+    seconds: float = 0.0  # wall time of the exact computation (sampled: `draws.seconds`)
+
+    def to_json(self) -> dict:
+        """JSON-ready dict (natural logs), as `arsdecode marginals --json` prints it. Only
+        "timing" varies between runs with one seed."""
+        return {
+            "marginals": marginals_json(self.marginals),
+            "log_Z": self.log_Z,
+            "log_Z_ci": list(self.log_Z_ci),
+            "exact": self.exact,
+            "samples": self.draws.samples if self.draws else [],
+            "trials": self.draws.trials if self.draws else 0,
+            "timing": {"seconds": self.draws.seconds if self.draws else self.seconds},
+        }
