@@ -15,9 +15,9 @@ import math
 import random
 
 import pytest
-from ars_fixtures import make_lattice
 from cli_in_process import in_process_cli as _cli
 
+from ars_fixtures import make_lattice
 from arsdecode import api
 from arsdecode.batch.client import run_batch
 from arsdecode.batch.worker import TaskSpec
