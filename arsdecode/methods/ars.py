@@ -40,7 +40,7 @@ from arsdecode.errors import NoPathError, OptionError
 from arsdecode.lattice import Lattice, WordLattice
 from arsdecode.methods import ars_paths
 from arsdecode.methods.ars_loop import ArsDecodeRun, DecodeInterrupted, decode_loop, sampling_loop
-from arsdecode.methods.results import (
+from arsdecode.methods.results import (  # the Dag* names: kept aliases, importable here
     DagArsResult,
     DagArsSampleResult,
     DecodeResult,
@@ -282,11 +282,9 @@ def decode(lm: ModelLike, lattice: Lattice | WordLattice, *,
     return run.result(time.perf_counter() - start, keep_automaton=keep_automaton)
 
 
-def dag_ars_decode(lm: ModelLike, wl: WordLattice, **options: Any) -> DagArsResult:
-    """`decode` on a word lattice (its name before issue 30): a `DagArsResult`."""
-    result = decode(lm, wl, **options)
-    assert isinstance(result, DagArsResult)
-    return result
+def dag_ars_decode(lm: ModelLike, wl: WordLattice, **options: Any) -> DecodeResult:
+    """`decode` on a word lattice (its name before issue 30)."""
+    return decode(lm, wl, **options)
 
 
 def sample(lm: ModelLike, lattice: Lattice | WordLattice, n: int,
@@ -330,13 +328,11 @@ def sample(lm: ModelLike, lattice: Lattice | WordLattice, n: int,
 
 def dag_ars_sample(lm: ModelLike, wl: WordLattice, n: int,
                    seed: int | np.random.Generator | None = None, **options: Any
-                   ) -> DagArsSampleResult:
-    """`sample` on a word lattice (its name before issue 30), n >= 1: a `SampleResult`."""
+                   ) -> SampleResult:
+    """`sample` on a word lattice (its name before issue 30), n >= 1."""
     if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
         raise OptionError(f"n (the number of samples) must be an integer >= 1, not {n!r}")
-    result = sample(lm, wl, n, seed, **options)
-    assert isinstance(result, DagArsSampleResult)
-    return result
+    return sample(lm, wl, n, seed, **options)
 
 
 def adapt(lm: ModelLike, lattice: Lattice | WordLattice, *, batch: int = 100,
