@@ -87,7 +87,8 @@ def add_decode_parser(sub: argparse._SubParsersAction) -> None:
                    help="also find the K best distinct paths, each certified exact (--method: "
                         "full is the merged DP's k-best, ars k-best Viterbi on q, auto the DP "
                         "within its budgets, else ARS); the JSON gains \"nbest\": [{tokens, "
-                        "log_p}], best first, ties by ln p then candidate order")
+                        "arcs, log_p, words (= tokens)}], best first, ties by ln p then "
+                        "candidate order")
     add_trace_option(d)
     add_engine_options(d)
     add_method_option(d, needs_ars="--fst, --graphml and --trace")
