@@ -29,16 +29,17 @@ from arsdecode.api_targets import fixed_length_lattice, interpolate, loglinear, 
 from arsdecode.lattice import Lattice, WordLattice
 from arsdecode.methods import dispatch
 from arsdecode.methods import marginals as _marginals
-from arsdecode.methods.ars import DagArsResult, DagArsSampleResult
 from arsdecode.methods.dispatch import MARGINALS_METHODS, METHODS, MarginalsMethod, Method
-from arsdecode.methods.expansion_dp import DagDecodeResult, DagPath
 from arsdecode.methods.marginals import Marginal, MarginalsResult
-from arsdecode.methods.results import (
+from arsdecode.methods.results import (  # one type per operation; the Dag* names kept aliases
+    DagDecodeResult,
+    DagPath,
     DecodeResult,
     KBestResult,
     Paths,
     SampleResult,
     SampleTrace,
+    ScoredPath,
 )
 from arsdecode.model import ModelLike, as_target_model
 from maxarpa.config import Config
@@ -46,11 +47,12 @@ from maxarpa.model import Model
 
 if TYPE_CHECKING:
     from arsdecode.trees.automaton import TreeAutomaton
-    from arsdecode.trees.results import TreeMarginalsResult
+    from arsdecode.trees.results import TreeMarginalsResult, TreeSampleResult
 
 __all__ = [
     "DATA_DIR", "DEFAULT_LM", "DagDecodeResult", "DagPath", "DecodeResult", "KBestResult",
-    "Marginal", "MarginalsResult", "SampleResult", "SampleTrace", "TagResult", "WordLattice",
+    "Marginal", "MarginalsResult", "SampleResult", "SampleTrace", "ScoredPath", "TagResult",
+    "WordLattice",
     "adapt", "decode", "decode_kbest", "decode_many", "interpolate", "lattice_posteriors",
     "load_lm",
     "marginals", "sample", "sms_decode", "tag", "weighted",
@@ -84,17 +86,11 @@ def load_lm(path: str | Path, *, config: Config | None = None, mmap: bool = Fals
 
 
 @overload
-def decode(lm: ModelLike, lattice: Lattice, *, method: Method = "auto",
+def decode(lm: ModelLike, lattice: Lattice | WordLattice, *, method: Method = "auto",
            k: None = None, **options: Any) -> DecodeResult: ...
 @overload
-def decode(lm: ModelLike, lattice: Lattice, *, method: Method = "auto",
+def decode(lm: ModelLike, lattice: Lattice | WordLattice, *, method: Method = "auto",
            k: int, **options: Any) -> KBestResult: ...
-@overload
-def decode(lm: ModelLike, lattice: WordLattice, *, method: Method = "auto",
-           k: None = None, **options: Any) -> DagDecodeResult | DagArsResult: ...
-@overload
-def decode(lm: ModelLike, lattice: WordLattice, *, method: Method = "auto",
-           k: int, **options: Any) -> Paths: ...
 @v.checked(lm=LM, lattice=v.structure, method=METHOD, k=v.optional(v.positive))
 def decode(
     lm: ModelLike,
@@ -103,7 +99,7 @@ def decode(
     method: Method = "auto",
     k: int | None = None,
     **options: Any,
-) -> DecodeResult | KBestResult | DagDecodeResult | DagArsResult | Paths:
+) -> DecodeResult | KBestResult | Paths:
     """The exact most probable path of p over `lattice` (natural log).
 
     `method`: "ars" (adaptive rejection, Algorithm 1 of Carter et al.), "full" (the merged
@@ -111,9 +107,10 @@ def decode(
     `method` says which ran). `options` go to the ARS decoder: variant, max_iterations, tol,
     on_iteration, keep_automaton, prune (`methods.ars.decode`). With `k`, returns the K best
     paths instead (a KBestResult, as `decode_kbest`). A `WordLattice` (a DAG with epsilon
-    arcs) gives a DagDecodeResult, or with `k` a list of DagPath (option `unique=True`:
+    arcs) gives the same types (`arcs` its arc numbers; with `k`, option `unique=True`:
     distinct word sequences); on it "full" and "auto" run the exact merged expansion
-    (compiled) and "ars" the q-automaton over (node, context) states (a DagArsResult). Raises
+    (compiled; `transitions` its size) and "ars" the q-automaton over (node, context)
+    states. Raises
     NoPathError if every path has probability zero. A `TreeAutomaton` gives its best
     derivation (a TreeDecodeResult: `tree` bracketed, `tokens` its yield), or with `k` the k
     best (`arsdecode.trees`; options max_iterations, max_queries).
@@ -126,12 +123,6 @@ def decode(
 
 
 
-@overload
-def decode_many(lm: ModelLike, lattices: Sequence[Lattice], *, method: Method = "auto",
-                **options: Any) -> list[DecodeResult]: ...
-@overload
-def decode_many(lm: ModelLike, lattices: Sequence[WordLattice], *, method: Method = "auto",
-                **options: Any) -> list[DagDecodeResult] | list[DagArsResult]: ...
 @v.checked(lm=LM, lattices=v.sequence_of(v.lattice, "a list of Lattice or WordLattice"),
            method=METHOD)
 def decode_many(
@@ -140,19 +131,19 @@ def decode_many(
     *,
     method: Method = "auto",
     **options: Any,
-) -> list[DecodeResult] | list[DagDecodeResult] | list[DagArsResult]:
+) -> list[DecodeResult]:
     """`decode` on every lattice, in input order, with the model queries batched across
     lattices (`methods.dispatch.decode_many`; options: variant, max_iterations, tol). Each
     result equals `decode`'s on that lattice, apart from `seconds`. Word lattices (one kind
-    per call) give `decode`'s word-lattice results."""
+    per call) give DecodeResults too."""
     return dispatch.decode_many(as_target_model(lm), lattices, method=method, **options)
 
 
 @overload
-def decode_kbest(lm: ModelLike, lattice: Lattice, k: int, *, method: Method = "auto",
-                 **options: Any) -> KBestResult: ...
+def decode_kbest(lm: ModelLike, lattice: Lattice | WordLattice, k: int, *,
+                 method: Method = "auto", **options: Any) -> KBestResult: ...
 @overload
-def decode_kbest(lm: ModelLike, lattice: WordLattice, k: int, *, method: Method = "auto",
+def decode_kbest(lm: ModelLike, lattice: TreeAutomaton, k: int, *, method: Method = "auto",
                  **options: Any) -> Paths: ...
 @v.checked(lm=LM, lattice=v.structure, k=v.positive, method=METHOD)
 def decode_kbest(
@@ -161,8 +152,10 @@ def decode_kbest(
 ) -> KBestResult | Paths:
     """The k most probable distinct paths of p, each exact and certified, best first.
 
-    A `WordLattice` gives a list of `DagPath` (`methods.dispatch.decode_word_lattice`; option
-    `unique=True`: distinct word sequences, each scored by its best path).
+    A KBestResult: its `paths` (`ScoredPath`: tokens, arcs, ln p), which it also indexes and
+    iterates, as a word lattice's list of `DagPath` did before issue 30. A `WordLattice`'s
+    come from its expansion (`methods.dispatch.decode_word_lattice`; option `unique=True`:
+    distinct word sequences, each scored by its best path).
 
     `method` (`methods.dispatch`): "full" is the merged full DP's k-best (compiled given n-gram
     tables), "ars" ARS's k-best on q (`methods.kbest.decode_kbest`; options: variant,
@@ -177,25 +170,26 @@ def decode_kbest(
 
 
 @overload
-def sample(lm: ModelLike, lattice: Lattice, n: int, seed: int | None = None,
+def sample(lm: ModelLike, lattice: Lattice | WordLattice, n: int, seed: int | None = None,
            **options: Any) -> SampleResult: ...
 @overload
-def sample(lm: ModelLike, lattice: WordLattice, n: int, seed: int | None = None,
-           **options: Any) -> Paths: ...
+def sample(lm: ModelLike, lattice: TreeAutomaton, n: int, seed: int | None = None,
+           **options: Any) -> TreeSampleResult: ...
 @v.checked(lm=LM, lattice=v.structure, n=v.count, seed=v.seed)
 def sample(
     lm: ModelLike, lattice: Lattice | WordLattice | TreeAutomaton, n: int,
     seed: int | None = None, **options: Any
-) -> SampleResult | Paths | DagArsSampleResult:
+) -> SampleResult:
     """`n` exact i.i.d. samples of p over `lattice` by adaptive rejection, with the
     evidence ln Z and its 95% interval (`methods.ars.sample`; options: batch, target_ar,
     ar_window, variant, max_trials, stop_when_adapted, rng, on_sample, keep: False streams the
     samples to on_sample only, in constant memory).
 
-    A `WordLattice` is sampled exactly from its merged expansion (`methods.expansion_dp.dag_sample`:
-    a list of `DagPath`), or with the option `method="ars"` by adaptive rejection on its
-    q-automaton (`methods.ars.dag_ars_sample`: a DagArsSampleResult with the acceptance
-    rate and the ln Z estimate; options batch, target_ar, ...). `method="full"` on a
+    One SampleResult on every lattice kind: `samples` the token lists, `paths` each sample's
+    tokens, arcs and ln p (the result iterates over them). A `WordLattice` is sampled exactly
+    from its merged expansion (`methods.full_samples.dag_sample_result`: method "full", ln Z
+    exact), or with the option `method="ars"` by adaptive rejection on its q-automaton
+    (`methods.ars.dag_ars_sample`; options batch, target_ar, ...). `method="full"` on a
     confusion network draws by the merged full DP, with the exact ln Z. Which method runs
     is `methods.dispatch.sample`'s choice; an option the chosen sampler does not take is an
     OptionError naming it. A `TreeAutomaton` gives exact i.i.d. derivations with ln Z (a
@@ -317,8 +311,11 @@ class TagResult(DecodeResult):
         return self.tokens
 
     def to_json(self) -> dict:
-        """JSON-ready dict (natural logs), with "words" and "tags"."""
-        return {"words": self.words, "tags": self.tags, **super().to_json()}
+        """JSON-ready dict (natural logs), with "words" (the tagged words, not the decode's
+        alias of its tokens) and "tags"."""
+        fields = super().to_json()
+        del fields["words"]
+        return {"words": self.words, "tags": self.tags, **fields}
 
 
 @v.checked(words=v.words, order=v.optional(v.positive), models=v.optional(v.path))

@@ -76,7 +76,8 @@ def test_word_lattice_samples_are_scored_as_brute_force_scores_them(random_lms):
         pytest.skip("no path")
     r = sample(model.lm, wl, 40, np.random.default_rng(2))
     assert isinstance(r, DagArsSampleResult) and len(r.samples) == 40
-    for s in r.samples:
+    assert r.samples == [s.tokens for s in r.paths]  # token lists, as a network's (issue 30)
+    for s in r.paths:
         assert abs(ref.score(s.arcs) - s.log_p) <= TIGHT and s.tokens == wl.path_words(s.arcs)
 
 

@@ -98,9 +98,10 @@ def test_the_sample_results_share_their_field_names(both):
     dag = dag_ars_sample(model.lm, wl, 20, 5)
     names = {f.name for f in dataclasses.fields(SampleResult)}
     assert all(hasattr(dag, name) for name in names), names - set(dir(dag))
-    assert set(cn.to_json()) <= set(dag.to_json())
-    assert dag.log_p == [p.log_p for p in dag.samples]
-    assert all(p.tokens == p.words == wl.path_words(p.arcs) for p in dag.samples)
+    assert type(cn) is type(dag) and set(cn.to_json()) == set(dag.to_json())  # one type
+    assert dag.log_p == [p.log_p for p in dag.paths]
+    assert dag.samples == [p.tokens for p in dag.paths]
+    assert all(p.tokens == p.words == wl.path_words(p.arcs) for p in dag.paths)
     assert len(dag.trace.accepted) == dag.trials and sum(dag.trace.accepted) == 20
 
 

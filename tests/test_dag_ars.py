@@ -315,7 +315,7 @@ def test_zero_probability_paths(tmp_path):
                                               (0, 1, "zz", -1.0), (1, 2, None, 0.0)])
     ref = brute_dag_model(lm, some)
     check_decode(lm, some, ref, "some")
-    assert all(p.words[:1] != ["a"] for p in dag_ars_sample(lm, some, 100, 1).samples)
+    assert all(p.words[:1] != ["a"] for p in dag_ars_sample(lm, some, 100, 1).paths)
     none = WordLattice.build(2, 0, {1: 0.0}, [(0, 1, "a", 0.0), (0, 1, "a", -1.0)])
     with pytest.raises(NoPathError):
         dag_ars_decode(lm, none)
@@ -372,10 +372,10 @@ def test_sample_chi_square(random_lms, which):
     res = dag_ars_sample(model.lm, wl, 6000, seed=which, batch=200)
     assert len(res.samples) == 6000
     assert res.trials >= 6000 and 0 < res.acceptance_rate <= 1
-    for p in res.samples:
+    for p in res.paths:
         assert abs(ref.score(p.arcs) - p.log_p) <= TIGHT
         assert p.words == wl.path_words(p.arcs)
-    pvalue = chi_square_pvalue([p.arcs for p in res.samples], ref.distribution())
+    pvalue = chi_square_pvalue([p.arcs for p in res.paths], ref.distribution())
     assert pvalue > 0.001, (pvalue, model.name)
     assert res.log_Z_ci[0] <= ref.log_Z <= res.log_Z_ci[1], (res.log_Z_ci, ref.log_Z)
     assert abs(res.log_Z - dag_log_partition(model.lm, wl)) < 0.1
@@ -421,7 +421,7 @@ def test_sample_options(random_lms):
         dag_ars_sample(model.lm, wl, 3, 0, batch=0)
     a = dag_ars_sample(model.lm, wl, 50, 4)
     b = dag_ars_sample(model.lm, wl, 50, 4)
-    assert [p.arcs for p in a.samples] == [p.arcs for p in b.samples]
+    assert [p.arcs for p in a.paths] == [p.arcs for p in b.paths]
     c = dag_ars_sample(model.lm, wl, 10**6, 4, max_trials=30)
     assert c.trials == 30 and len(c.samples) <= 30
 

@@ -211,31 +211,30 @@ def solve_one(spec: TaskSpec, lm, item: Item, lattice) -> dict:
     engine = _engine(spec)
     if hasattr(lattice, "rules"):  # a tree automaton (issue 31)
         return _solve_trees(spec, lm, item, lattice, start)
-    if not hasattr(lattice, "tokens"):  # a word lattice: the exact expansion's methods
-        return _solve_word_lattice(spec, lm, item, lattice, start)
+    word_lattice = not hasattr(lattice, "tokens")  # the expansion's methods (dispatch)
     if spec.task == "sample":
         seed = item_seed(spec.seed, item.id)
-        s = sample(lm, lattice, spec.n, seed, batch=spec.batch, target_ar=spec.target_ar,
-                   ar_window=spec.ar_window, **engine)
-        return {"samples": s.samples, "log_p": s.log_p, "seed": seed, "trials": s.trials,
-                "acceptance_rate": s.acceptance_rate, "log_Z": s.log_Z,
-                "seconds": time.perf_counter() - start}
-    r = decode(lm, lattice, method=spec.method,  # type: ignore[arg-type]
-               max_iterations=spec.max_iterations, **engine)
+        options = {} if word_lattice else dict(batch=spec.batch, target_ar=spec.target_ar,
+                                               ar_window=spec.ar_window, **engine)
+        s = sample(lm, lattice, spec.n, seed, **options)  # dispatch's choice, which it reports
+        return _sample_fields(s, seed, time.perf_counter() - start)
+    if word_lattice:
+        from arsdecode.methods.dispatch import decode_word_lattices
+
+        [r] = decode_word_lattices(lm, [lattice], method=spec.method)  # type: ignore[arg-type]
+    else:
+        r = decode(lm, lattice, method=spec.method,  # type: ignore[arg-type]
+                   max_iterations=spec.max_iterations, **engine)
     return _decode_fields(r, {"seconds": time.perf_counter() - start})
 
 
-def _solve_word_lattice(spec: TaskSpec, lm, item: Item, wl, start: float) -> dict:
-    """`solve_one` for a word lattice: the fields of `decode` / `sample --lattice X --json`."""
-    from arsdecode.methods.dispatch import decode_word_lattices, sample
-
-    if spec.task == "sample":
-        seed = item_seed(spec.seed, item.id)
-        draws = sample(lm, wl, spec.n, seed)  # dispatch's choice, which it reports
-        return {"samples": [d.tokens for d in draws], "log_p": [d.log_p for d in draws],
-                "seed": seed, "method": draws.method, "seconds": time.perf_counter() - start}
-    [r] = decode_word_lattices(lm, [wl], method=spec.method)  # type: ignore[arg-type]
-    return _dag_fields(r, {"seconds": time.perf_counter() - start})
+def _sample_fields(s: Any, seed: int, seconds: float) -> dict:
+    """The fields of a sample line, the same on every lattice kind (one SampleResult):
+    "samples" the token lists (as both kinds wrote them before issue 30), "paths" (tokens,
+    arcs, ln p: `SampleResult.to_json`'s), the evidence and the method that ran."""
+    return {"samples": s.samples, "paths": [p.to_json() for p in s.paths], "log_p": s.log_p,
+            "seed": seed, "trials": s.trials, "acceptance_rate": s.acceptance_rate,
+            "log_Z": s.log_Z, "method": s.method, "seconds": seconds}
 
 
 def _solve_trees(spec: TaskSpec, lm, item: Item, automaton, start: float) -> dict:
@@ -249,14 +248,7 @@ def _solve_trees(spec: TaskSpec, lm, item: Item, automaton, start: float) -> dic
                 "log_Z": s.log_Z, "method": s.method, "seconds": time.perf_counter() - start}
     options = {} if spec.max_iterations is None else {"max_iterations": spec.max_iterations}
     r = trees.decode(lm, automaton, spec.method, None, options)
-    return _dag_fields(r, {"seconds": time.perf_counter() - start})
-
-
-def _dag_fields(r, timing: dict[str, float]) -> dict:
-    """The fields of `arsdecode decode --lattice WORD_LATTICE --json` a batch line carries:
-    the result's own JSON (the expansion's, or ARS's with log_q and iterations), its
-    "timing" replaced by this item's or chunk's."""
-    return {**{k: v for k, v in r.to_json().items() if k != "timing"}, **timing}
+    return _decode_fields(r, {"seconds": time.perf_counter() - start})
 
 
 def _engine(spec: TaskSpec) -> dict[str, Any]:
@@ -264,11 +256,11 @@ def _engine(spec: TaskSpec) -> dict[str, Any]:
 
 
 def _decode_fields(r, timing: dict[str, float]) -> dict:
-    """The fields of `arsdecode decode --json` that a batch line carries, and its time:
-    {"seconds": s} measured for the item, or {"chunk_mean_seconds": s} when only its chunk
-    could be timed (the name says which, so nobody reads a chunk's average as one item's)."""
-    return {"tokens": r.tokens, "log_p": r.log_p, "log_q": r.log_q, "certified": r.certified,
-            "iterations": r.iterations, "states": r.states, "method": r.method, **timing}
+    """The fields of `arsdecode decode --json` that a batch line carries, the same on every
+    lattice kind (one DecodeResult): the result's own JSON, its "timing" replaced by this
+    item's {"seconds": s}, or {"chunk_mean_seconds": s} when only its chunk could be timed
+    (the name says which, so nobody reads a chunk's average as one item's)."""
+    return {**{k: v for k, v in r.to_json().items() if k != "timing"}, **timing}
 
 
 def solve_chunk(spec: TaskSpec, lm, items: list[Item], lattices: list) -> list[dict | str]:
@@ -301,8 +293,7 @@ def solve_chunk(spec: TaskSpec, lm, items: list[Item], lattices: list) -> list[d
         else:
             # One compiled call for the whole chunk: no item can be timed on its own.
             each = {"chunk_mean_seconds": (time.perf_counter() - start) / len(items)}
-            fields = _dag_fields if all(dags) else _decode_fields
-            return [fields(r, each) for r in results]
+            return [_decode_fields(r, each) for r in results]
     out: list[dict | str] = []
     for item, lattice in zip(items, lattices):
         try:
@@ -349,6 +340,7 @@ def run_chunk(spec: TaskSpec, items: list[Item]) -> list[str]:
             line = {"id": item.id, "line": item.lineno, "error": answer}
         elif spec.task == "tag":  # as `arsdecode tag --json`: the words, then their tags
             tags = emissions.penn_tags(answer.pop("tokens"))  # decoded states -> tags
+            answer.pop("words")  # the decode's alias of its tokens: here the states
             line = {"id": item.id, "tokens": words[k], "tags": tags, **answer}
         else:
             line = {"id": item.id, **answer}

@@ -88,15 +88,9 @@ def print_kbest_interrupted(args: argparse.Namespace, stop: KBestInterrupted,
     """`--nbest K` stopped: the K best distinct paths scored so far, best first, UNCERTIFIED;
     each is at most `gap` (ln) below the true path of its rank. Exit status as
     `exit_status`."""
-    from arsdecode.methods.kbest import nbest_json
-
     kb = stop.result
-    best = kb.paths[0]
-    if args.json:
-        print_json({"tokens": best.tokens, "log_p": best.log_p, "certified": False,
-                    "interrupted": True, "gap": stop.gap, "method": kb.method,
-                    "iterations": kb.iterations, "states": kb.states,
-                    "nbest": nbest_json(kb), "oov": oov, "timing": {"seconds": kb.seconds}})
+    if args.json:  # the KBestResult's fields (certified false), as a finished run's
+        print_json({**kb.to_json(), "interrupted": True, "gap": stop.gap, "oov": oov})
     else:
         for rank, p in enumerate(kb.paths, start=1):
             print(f"{rank}\t{fixed(p.log_p, 6)}\t{' '.join(p.tokens)}")

@@ -87,7 +87,8 @@ def add_decode_parser(sub: argparse._SubParsersAction) -> None:
                    help="also find the K best distinct paths, each certified exact (--method: "
                         "full is the merged DP's k-best, ars k-best Viterbi on q, auto the DP "
                         "within its budgets, else ARS); the JSON gains \"nbest\": [{tokens, "
-                        "log_p}], best first, ties by ln p then candidate order")
+                        "arcs, log_p, words (= tokens)}], best first, ties by ln p then "
+                        "candidate order")
     add_trace_option(d)
     add_engine_options(d)
     add_method_option(d, needs_ars="--fst, --graphml and --trace")
@@ -101,7 +102,7 @@ def add_decode_parser(sub: argparse._SubParsersAction) -> None:
 def print_nbest(args: argparse.Namespace, lm, lattice: Lattice, oov: dict) -> int:
     """`decode --nbest K`: the single best stays in tokens/log_p; the K best go in "nbest"."""
     from arsdecode.api import decode_kbest
-    from arsdecode.methods.kbest import KBestInterrupted, nbest_json
+    from arsdecode.methods.kbest import KBestInterrupted
 
     # No more paths than the lattice has; the K-lists of k-best Viterbi hold, per state of
     # the widest layer, K scores of every candidate (and the K paths come back as lists).
@@ -112,11 +113,8 @@ def print_nbest(args: argparse.Namespace, lm, lattice: Lattice, oov: dict) -> in
                           max_iterations=args.max_iterations, on_iteration=iteration_trace(args))
     except KBestInterrupted as stop:
         return print_kbest_interrupted(args, stop, oov)
-    best = kb.paths[0]
-    if args.json:
-        print_json({"tokens": best.tokens, "log_p": best.log_p, "certified": kb.certified,
-                    "method": kb.method, "iterations": kb.iterations, "states": kb.states,
-                    "nbest": nbest_json(kb), "oov": oov, "timing": {"seconds": kb.seconds}})
+    if args.json:  # the fields of a word lattice's k-best too (`KBestResult.to_json`)
+        print_json({**kb.to_json(), "oov": oov})
     else:
         for rank, p in enumerate(kb.paths, start=1):
             print(f"{rank}\t{fixed(p.log_p, 6)}\t{' '.join(p.tokens)}")

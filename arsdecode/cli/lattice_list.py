@@ -244,9 +244,9 @@ def decode_one(args: argparse.Namespace, target_for: Any, source: LatticeInput,
     rescored lattice goes (--out-lattice-dir), `mesh_file` its word mesh (--out-mesh-dir)."""
     from arsdecode.api import decode
     from arsdecode.cli.lattice_outputs import (
+        arc_marginals,
         arc_posteriors,
         nbest_fields,
-        posterior_records,
         require_times,
         write_rescored,
     )
@@ -277,17 +277,14 @@ def decode_one(args: argparse.Namespace, target_for: Any, source: LatticeInput,
         from arsdecode.methods.dispatch import sample
 
         draws = sample(target.model, wl, args.n, np.random.default_rng(args.seed))
-        return {**head, "samples": [p.to_json() for p in draws], "method": draws.method,
-                **tail}, None
+        return {**head, **draws.to_json(), **tail}, None  # "samples": the kept path objects
     if task == "marginals":
-        from arsdecode.api import lattice_posteriors
-
-        post, log_z = lattice_posteriors(target.model, wl)
-        return {**head, "log_Z": log_z, "exact": True,
-                "arcs": posterior_records(wl, post.tolist()), **tail}, None
+        result, arcs = arc_marginals(target.model, wl)
+        return {**head, **result.to_json(), "arcs": arcs, **tail}, None
     if args.nbest is None:
         r = decode(target.model, wl, method=args.method, max_iterations=args.max_iterations)
         record = {**head, **r.to_json(), **tail}
+        assert r.arcs is not None  # a lattice's decode always holds its path
         if args.ctm:
             require_times(wl)
         confidence = (arc_posteriors(target.model, wl, args.posterior_scale)  # once, mesh and CTM
@@ -327,11 +324,11 @@ def emit(args: argparse.Namespace, name: str, record: dict[str, Any], nbest: lis
         return
     if args.json:
         print_json(record)
-    elif "samples" in record:
-        for p in record["samples"]:
+    elif "paths" in record:  # samples (a SampleResult's uniform field)
+        for p in record["paths"]:
             print(f"{name}\t{p['log_p']:.6f}\t{' '.join(p['tokens'])}")
         sys.stdout.flush()
-    elif "log_Z" in record:
+    elif "marginals" in record:  # a MarginalsResult's, with the arcs' records
         for a in record["arcs"]:
             print(f"{name}\t{a['src']}\t{a['dst']}\t{a['word'] or '<eps>'}\t"
                   f"{a['posterior']:.6f}")

@@ -46,12 +46,20 @@ def posterior_records(wl: WordLattice, posteriors: Sequence[float]) -> list[dict
                                   list(posteriors), strict=True)]
 
 
+def arc_marginals(lm: Any, wl: WordLattice) -> tuple[Any, list[dict[str, Any]]]:
+    """`marginals`' answer on a word lattice: the MarginalsResult (exact; one row per arc),
+    the one result type a confusion network's marginals have too, and its `posterior_records`
+    (each arc's nodes, word and posterior) for "arcs", text and --write-lattice."""
+    from arsdecode.api import marginals
+
+    result = marginals(lm, wl, method="full")
+    return result, posterior_records(wl, [row[0].p for row in result.marginals])
+
+
 def nbest_fields(kb: Any) -> dict[str, Any]:
-    """`decode --nbest --json`'s fields of a word lattice's k-best (the best path's words and
-    score at the top, as a single decode has them)."""
-    return {"words": kb[0].tokens, "tokens": kb[0].tokens, "log_p": kb[0].log_p,
-            "certified": kb.certified, "method": kb.method,
-            "nbest": [p.to_json() for p in kb]}
+    """`decode --nbest --json`'s fields of a word lattice's k-best: the KBestResult's, the
+    same fields a confusion network's k-best prints (`KBestResult.to_json`)."""
+    return kb.to_json()
 
 
 def write_rescored(lm: Any, wl: WordLattice, out: str, lm_scale: float, name: str,

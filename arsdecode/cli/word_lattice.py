@@ -18,9 +18,9 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from arsdecode.cli.lattice_outputs import (
+    arc_marginals,
     arc_posteriors,
     nbest_fields,
-    posterior_records,
     require_times,
     write_rescored,
 )
@@ -245,6 +245,7 @@ def cmd_decode(args: argparse.Namespace) -> int:
                        on_iteration=trace)
         except DecodeInterrupted as stop:
             return print_interrupted(args, stop, oov)
+        assert r.arcs is not None  # a lattice's decode always holds its path
         paths = [r.arcs]
         if args.ctm:
             require_times(wl)
@@ -273,9 +274,8 @@ def cmd_decode(args: argparse.Namespace) -> int:
             print_json({**r.to_json(), "oov": oov, "scales": args.lattice_scales})
         else:
             print(" ".join(r.tokens))
-            size = (f"iterations={getattr(r, 'iterations', 1)} states={r.states}"
-                    if r.method == "ars"
-                    else f"states={r.states} transitions={getattr(r, 'transitions', 0)}")
+            size = (f"iterations={r.iterations} states={r.states}" if r.method == "ars"
+                    else f"states={r.states} transitions={r.transitions}")
             status = "certified" if r.certified else "UNCERTIFIED"
             print(f"log_p={fixed(r.log_p, 6)} ({status}, ln) method={r.method} {size} "
                   f"seconds={r.seconds:.3f}", flush=True)
@@ -283,8 +283,7 @@ def cmd_decode(args: argparse.Namespace) -> int:
             from arsdecode.cli.options import EXIT_UNCERTIFIED
             from arsdecode.cli.output import report_uncertified
 
-            report_uncertified(getattr(r, "iterations", 1),
-                               getattr(args, "max_iterations", None))
+            report_uncertified(r.iterations, getattr(args, "max_iterations", None))
             return EXIT_UNCERTIFIED
     else:
         kb = decode(lm, wl, method=args.method, k=args.nbest, unique=args.unique)
@@ -323,13 +322,12 @@ def cmd_sample(args: argparse.Namespace) -> int:
     rng = np.random.default_rng(args.seed)
     if args.json:
         draws = sample(lm, wl, args.n, rng)  # dispatch's choice, which it reports
-        print_json({"samples": [p.to_json() for p in draws], "method": draws.method,
-                    "scales": args.lattice_scales})
+        print_json({**draws.to_json(), "scales": args.lattice_scales})
         return EXIT_OK
     left = args.n
     while left:
         chunk = min(left, SAMPLE_CHUNK)
-        for p in sample(lm, wl, chunk, rng):
+        for p in sample(lm, wl, chunk, rng).paths:
             if args.jsonl:
                 print(json.dumps(p.to_json()), flush=True)
             else:
@@ -339,22 +337,21 @@ def cmd_sample(args: argparse.Namespace) -> int:
 
 
 def cmd_marginals(args: argparse.Namespace) -> int:
-    """`marginals --lattice WORD_LATTICE`: every arc's exact posterior and ln Z."""
-    from arsdecode.api import lattice_posteriors
+    """`marginals --lattice WORD_LATTICE`: every arc's exact posterior and ln Z (the one
+    MarginalsResult, its JSON a confusion network's fields with "arcs" and "scales" added)."""
     from arsdecode.lattice.lattice_files import write_word_lattice
 
     if args.method == "sample":
         raise OptionError("word lattices get exact posteriors only (--method auto or full)")
     args.method = "full"
     wl, lm, _ = load(args)
-    post, log_z = lattice_posteriors(lm, wl)
-    arcs = posterior_records(wl, post.tolist())
+    result, arcs = arc_marginals(lm, wl)
+    log_z = result.log_Z
     if args.write_lattice:
-        write_word_lattice(wl, args.write_lattice, format="slf", posteriors=post.tolist(),
-                           htk_quotes=args.htk_quotes)
+        write_word_lattice(wl, args.write_lattice, format="slf",
+                           posteriors=[a["posterior"] for a in arcs], htk_quotes=args.htk_quotes)
     if args.json:
-        print_json({"log_Z": log_z, "exact": True, "arcs": arcs,
-                    "scales": args.lattice_scales})
+        print_json({**result.to_json(), "arcs": arcs, "scales": args.lattice_scales})
         return EXIT_OK
     for a in arcs:
         print(f"{a['src']}\t{a['dst']}\t{a['word'] or '<eps>'}\t{a['posterior']:.6f}")

@@ -19,8 +19,8 @@ network (a path: candidate indices, the layered fast paths: incremental Viterbi,
 pruning, memoised p) and a word lattice (a path: arc numbers, the `core.dag_dp` sweep) alike;
 what differs is the layout, a branch per primitive (`ars_paths`). One decoding iteration is
 `ArsDecoder`; `decode` repeats it on one lattice, `lockstep` on many confusion networks at
-once, `kbest` with q's K best paths. A word lattice's results add the path's `arcs`
-(`DagArsResult`, `DagArsSampleResult`). Results are natural log.
+once, `kbest` with q's K best paths. Results are the one type per operation
+(`methods.results`: `DecodeResult`, `SampleResult`, each path with its `arcs`); natural log.
 """
 
 from __future__ import annotations
@@ -40,10 +40,9 @@ from arsdecode.errors import NoPathError, OptionError
 from arsdecode.lattice import Lattice, WordLattice
 from arsdecode.methods import ars_paths
 from arsdecode.methods.ars_loop import ArsDecodeRun, DecodeInterrupted, decode_loop, sampling_loop
-from arsdecode.methods.results import (
+from arsdecode.methods.results import (  # the Dag* names: kept aliases, importable here
     DagArsResult,
     DagArsSampleResult,
-    DagPath,
     DecodeResult,
     SampleResult,
 )
@@ -213,15 +212,13 @@ class ArsDecoder(ArsDecodeRun[list[int]]):
     def _result(self, path: list[int], log_p: float, log_q: float, states: int,
                 certified: bool, seconds: float, automaton: QAutomaton | None = None
                 ) -> DecodeResult:
-        """The one decode result: a word lattice's (`DagArsResult`) adds the path's arcs."""
-        common: dict[str, Any] = dict(
+        """The one decode result of every lattice kind, with the path's `arcs` (a word
+        lattice's arc numbers, a confusion network's candidate indices)."""
+        return DecodeResult(
             tokens=self.tokens(path), log_p=log_p, log_q=log_q, iterations=self.iterations,
             states=states, trace=self.trace, seconds=seconds, certified=certified,
-            automaton=automaton)
-        if self.q.layered:
-            return DecodeResult(**common, ngrams_by_order=(
-                self.qa.ngrams_by_order() if states >= 0 else {}))
-        return DagArsResult(**common, ngrams_by_order={}, arcs=tuple(path))
+            automaton=automaton, arcs=tuple(path), ngrams_by_order=(
+                self.qa.ngrams_by_order() if self.q.layered and states >= 0 else {}))
 
     def result(self, seconds: float, *, keep_automaton: bool = False) -> DecodeResult:
         """The run's answer: x* of the last iteration, certified or not (`certified`)."""
@@ -248,7 +245,8 @@ def decode(lm: ModelLike, lattice: Lattice | WordLattice, *,
 
     Args:
         lm: a maxarpa.Model (wrapped by `arsdecode.model.MaxArpaLM`) or any `TargetModel`.
-        lattice: a confusion network or a word lattice (then a `DagArsResult`, with `arcs`).
+        lattice: a confusion network or a word lattice (`arcs`: its candidate indices or
+            arc numbers).
         variant: Algorithm 2's refinement, "all-edges" or "paper" (see `automaton.py`).
         max_iterations: stop early (result marked `certified=False`) after this many; an
             integer >= 1 (else OptionError, before any work).
@@ -284,11 +282,9 @@ def decode(lm: ModelLike, lattice: Lattice | WordLattice, *,
     return run.result(time.perf_counter() - start, keep_automaton=keep_automaton)
 
 
-def dag_ars_decode(lm: ModelLike, wl: WordLattice, **options: Any) -> DagArsResult:
-    """`decode` on a word lattice (its name before issue 30): a `DagArsResult`."""
-    result = decode(lm, wl, **options)
-    assert isinstance(result, DagArsResult)
-    return result
+def dag_ars_decode(lm: ModelLike, wl: WordLattice, **options: Any) -> DecodeResult:
+    """`decode` on a word lattice (its name before issue 30)."""
+    return decode(lm, wl, **options)
 
 
 def sample(lm: ModelLike, lattice: Lattice | WordLattice, n: int,
@@ -298,7 +294,7 @@ def sample(lm: ModelLike, lattice: Lattice | WordLattice, n: int,
            rng: np.random.Generator | None = None,
            on_sample: Callable[[list[str], float], None] | None = None, keep: bool = True,
            depth: int | None = 1, first_words: bool | None = None
-           ) -> SampleResult | DagArsSampleResult:
+           ) -> SampleResult:
     """n exact i.i.d. samples of p by adaptive rejection (Algorithm 1, sampling).
 
     Trials are drawn B = `batch` at a time from the current q. While the acceptance rate over
@@ -316,8 +312,8 @@ def sample(lm: ModelLike, lattice: Lattice | WordLattice, n: int,
     streaming output and progress); an exception in it ends the run. keep=False: a streamed
     run in constant memory (`methods.trials`): the samples go to `on_sample` only and the
     trace's lists are empty; the estimates are the same up to float64 summation order.
-    `depth` and `first_words` as in `decode`. A word lattice's result is a
-    `DagArsSampleResult` (each sample a `DagPath`: tokens, arcs, ln p).
+    `depth` and `first_words` as in `decode`. On either lattice kind a `SampleResult`
+    (`samples` token lists, `paths` each with its arcs and ln p).
     """
     if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 0:
         raise OptionError(f"n (the number of samples) must be an integer >= 0, not {n!r}")
@@ -332,19 +328,17 @@ def sample(lm: ModelLike, lattice: Lattice | WordLattice, n: int,
 
 def dag_ars_sample(lm: ModelLike, wl: WordLattice, n: int,
                    seed: int | np.random.Generator | None = None, **options: Any
-                   ) -> DagArsSampleResult:
-    """`sample` on a word lattice (its name before issue 30), n >= 1: a `DagArsSampleResult`."""
+                   ) -> SampleResult:
+    """`sample` on a word lattice (its name before issue 30), n >= 1."""
     if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
         raise OptionError(f"n (the number of samples) must be an integer >= 1, not {n!r}")
-    result = sample(lm, wl, n, seed, **options)
-    assert isinstance(result, DagArsSampleResult)
-    return result
+    return sample(lm, wl, n, seed, **options)
 
 
 def adapt(lm: ModelLike, lattice: Lattice | WordLattice, *, batch: int = 100,
           target_ar: float = 0.2, ar_window: int = 100, variant: Variant = DEFAULT_VARIANT,
           max_trials: int | None = None, seed: int | None = None,
-          rng: np.random.Generator | None = None) -> SampleResult | DagArsSampleResult:
+          rng: np.random.Generator | None = None) -> SampleResult:
     """Refine q until it is good enough to sample from, then stop (the paper's Table 3 and
     Fig. 3c/3d protocol: trials, states and time to reach the acceptance-rate target).
 
@@ -366,7 +360,7 @@ def _adaptive_rejection(model: TargetModel, lattice: Lattice | WordLattice, n: i
                         on_sample: Callable[[list[str], float], None] | None = None,
                         keep: bool = True, depth: int | None = 1,
                         first_words: bool | None = None
-                        ) -> SampleResult | DagArsSampleResult:
+                        ) -> SampleResult:
     """`sample` (until n accepted) and `adapt` (n = None: until adapted): `ars_loop.
     sampling_loop` over the lattice's q-automaton, the samples as tokens (and arcs)."""
     ars_paths.check_depth(depth, lattice)
@@ -391,8 +385,6 @@ def _adaptive_rejection(model: TargetModel, lattice: Lattice | WordLattice, n: i
         refinements=run.refinements, seconds=time.perf_counter() - start,
         trace=log.trace(run.frozen_from), adapted_at_trial=run.adapted_at,
         log_Z_rejection=rej.log_Z, log_Z_rejection_ci=rej.ci)
-    if q.layered:
-        return SampleResult(samples=[q.tokens(p) for p in run.samples], log_p=run.log_p,
-                            **common)
-    return DagArsSampleResult(samples=[DagPath(q.tokens(a), tuple(a), lp) for a, lp in zip(
-        run.samples, run.log_p, strict=True)], **common)
+    return SampleResult(samples=[q.tokens(p) for p in run.samples], log_p=run.log_p,
+                        arcs=[tuple(p) for p in run.samples],
+                        kind="cn" if q.layered else "dag", **common)

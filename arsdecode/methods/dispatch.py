@@ -37,7 +37,7 @@ from arsdecode.core.tolerances import CERTIFICATE_TOL
 from arsdecode.errors import OptionError
 from arsdecode.lattice import Lattice, WordLattice
 from arsdecode.lattice.flat import FlatLattices
-from arsdecode.methods import ars, cost_model, expansion_dp, expansion_kbest, fast_full
+from arsdecode.methods import ars, cost_model, fast_full
 from arsdecode.methods.ars import decode as ars_decode
 from arsdecode.methods.budget import (  # noqa: F401  (re-exported: dispatch's names)
     BYTES_PER_PAIR,
@@ -48,7 +48,7 @@ from arsdecode.methods.budget import (  # noqa: F401  (re-exported: dispatch's n
     set_memory_budget,
 )
 from arsdecode.methods.cost_model import LatticeSizes
-from arsdecode.methods.dispatch_kbest import cn_kbest
+from arsdecode.methods.dispatch_kbest import cn_kbest, dag_kbest_result
 from arsdecode.methods.dispatch_posteriors import exact_posteriors
 from arsdecode.methods.dispatch_posteriors import lattice_posteriors as lattice_posteriors
 from arsdecode.methods.dispatch_run import (
@@ -62,7 +62,7 @@ from arsdecode.methods.dispatch_run import (
 )
 from arsdecode.methods.lockstep import DecodeManyInterrupted
 from arsdecode.methods.options import check_options, kind_of
-from arsdecode.methods.results import DecodeResult, Paths
+from arsdecode.methods.results import DecodeResult, SampleResult
 from arsdecode.model import ModelLike, TargetModel, as_target_model
 
 Method = Literal["auto", "ars", "full"]
@@ -296,31 +296,30 @@ def decode_word_lattice(lm: ModelLike, wl: WordLattice, *, method: Method = "aut
     (distinct paths, or with `unique` distinct word sequences, each scored by its best path).
 
     "ars" is Algorithm 1 on the q-automaton over (node, context) states
-    (`methods.ars.dag_ars_decode`, a DagArsResult; `max_iterations` may stop it
-    uncertified, `on_iteration` sees each iteration, Ctrl-C raises `ars.DecodeInterrupted`
-    with the best path so far); "full" the merged expansion (`decode_word_lattices`:
-    compiled given n-gram tables, else `methods.expansion_dp`); "auto" the expansion: on every
-    ASR-like lattice measured (docs/results-lattice.md) the compiled expansion is several
-    times faster than ARS, whose states are not merged. k-best comes from the expansion
-    (`expansion_kbest.dag_kbest`), for every method. k-best and ARS stay within `memory_budget()`.
-    Raises NoPathError if every path has probability zero, MemoryBudgetExceeded (before
-    allocating) past the budget."""
+    (`methods.ars.dag_ars_decode`; `max_iterations` may stop it uncertified, `on_iteration`
+    sees each iteration, Ctrl-C raises `ars.DecodeInterrupted` with the best path so far);
+    "full" the merged expansion (`decode_word_lattices`: compiled given n-gram tables, else
+    `methods.expansion_dp`); "auto" the expansion: on every ASR-like lattice measured
+    (docs/results-lattice.md) the compiled expansion is several times faster than ARS, whose
+    states are not merged. k-best comes from the expansion (`dispatch_kbest.dag_kbest_result`),
+    for every method. k-best and ARS stay within `memory_budget()`. Results: a confusion
+    network's types (`methods.results`). Raises NoPathError if every path has probability
+    zero, MemoryBudgetExceeded (before allocating) past the budget."""
     check_method(method)
     check_options("decode" if k is None else "kbest", "dag", method,
                   {"unique": unique, "max_iterations": max_iterations, "tol": tol,
                    "on_iteration": on_iteration})
     if k is not None:
-        return Paths(expansion_kbest.dag_kbest(lm, wl, k, unique=unique, max_bytes=memory_budget()),
-                     method="full")
+        return dag_kbest_result(lm, wl, k, unique)
     if method == "ars":
         return ars.dag_ars_decode(lm, wl, max_iterations=max_iterations, tol=tol,
-                                      on_iteration=on_iteration, max_bytes=memory_budget())
+                                  on_iteration=on_iteration, max_bytes=memory_budget())
     return decode_word_lattices(lm, [wl], method=method)[0]
 
 
 def decode_word_lattices(lm: ModelLike, lattices: Sequence[WordLattice], *,
                          method: Method = "auto"
-                         ) -> list[expansion_dp.DagDecodeResult] | list[ars.DagArsResult]:
+                         ) -> list[DecodeResult]:
     """The exact best path of every word lattice, in order: "full" and "auto" run one compiled
     call over all of them given n-gram tables (`fast_full.run_dag`, each result's `seconds` the
     call's mean), else the numpy reference lattice by lattice; "ars" runs
@@ -354,20 +353,21 @@ def exact_marginals(lm: ModelLike, lattice: Lattice | WordLattice, method: str
 
 def sample(lm: ModelLike, lattice: Lattice | WordLattice, n: int,
            seed: int | np.random.Generator | None = None, *, method: Method = "auto",
-           **options: Any):
+           **options: Any) -> SampleResult:
     """`n` exact i.i.d. samples of p over `lattice` by the method `method` picks (natural log).
 
     "auto": ARS on a confusion network (`ars.sample`, a SampleResult with the evidence ln Z
     and its 95% interval; the paper's sampler, whose memory stays small where the merged
     states would not), the exact expansion on a word lattice (`expansion_dp.dag_sample`: forward
-    filtering, backward sampling; a `Paths` list of DagPath, method "full"), as
+    filtering, backward sampling, with the exact ln Z: `full_samples.dag_sample_result`), as
     `decode_word_lattice` chooses the expansion there. "ars" and "full" force one: ARS on a word
     lattice is `ars.dag_ars_sample`, "full" on a confusion network the merged DP's samples
-    with the exact ln Z (`full_samples.full_sample_result`). Options are checked first
+    with the exact ln Z (`full_samples.full_sample_result`). Each a SampleResult whose
+    `method` says which ran. Options are checked first
     (`options.check_options`). Raises NoPathError if every path has probability zero.
     """
     from arsdecode.methods.ars import sample as ars_sample
-    from arsdecode.methods.full_samples import full_sample_result
+    from arsdecode.methods.full_samples import dag_sample_result, full_sample_result
 
     check_method(method)
     kind = kind_of(lattice)
@@ -375,7 +375,7 @@ def sample(lm: ModelLike, lattice: Lattice | WordLattice, n: int,
     if isinstance(lattice, WordLattice):
         if method == "ars":
             return ars.dag_ars_sample(lm, lattice, n, seed, **options)
-        return Paths(expansion_dp.dag_sample(lm, lattice, n, seed), method="full")
+        return dag_sample_result(lm, lattice, n, seed)
     if method == "full":
         return full_sample_result(lm, lattice, n, seed, **options)
     return ars_sample(as_target_model(lm), lattice, n, seed, **options)

@@ -1,6 +1,7 @@
 """The K best paths of a confusion network, by the method `dispatch` chose: the compiled
 merged DP's k-best (within a pair budget under "auto"), the numpy reference (`full_kbest`) for
-a target without compiled tables, or ARS's k-best (`methods.kbest`).
+a target without compiled tables, or ARS's k-best (`methods.kbest`); and of a word lattice,
+its expansion's k-best (`dag_kbest_result`). Both kinds answer with a KBestResult.
 
 Why its own module: k-best has its own memory refusals (K-lists held per state) and its own
 budget, and `dispatch` holds the choice of every operation; the budget's knobs stay on
@@ -15,7 +16,7 @@ from collections.abc import Callable
 import numpy as np
 
 from arsdecode.errors import NoPathError, OptionError
-from arsdecode.lattice import Lattice
+from arsdecode.lattice import Lattice, WordLattice
 from arsdecode.lattice.flat import FlatLattices
 from arsdecode.methods import fast_full
 from arsdecode.methods.budget import memory_budget
@@ -24,7 +25,7 @@ from arsdecode.methods.full import full_kbest
 from arsdecode.methods.results import KBestResult, ScoredPath
 from arsdecode.model import ModelLike, as_target_model, ngram_scoring
 
-__all__ = ["AutoPairs", "cn_kbest"]
+__all__ = ["AutoPairs", "cn_kbest", "dag_kbest_result"]
 
 AutoPairs = Callable[[int, LatticeSizes], np.ndarray]
 """auto's pair budget of the compiled k-best: (vocabulary size, lattice sizes) -> per lattice."""
@@ -103,3 +104,16 @@ def _compiled_kbest(res: fast_full.KBestBatch, lattice: Lattice, seconds: float
                                 idx, float(res.scores[0, r]), float(res.scores[0, r])))
     return KBestResult(paths, iterations=res.passes, states=0, seconds=seconds, certified=True,
                        method="full")
+
+
+def dag_kbest_result(lm: ModelLike, wl: WordLattice, k: int, unique: bool) -> KBestResult:
+    """A word lattice's K best paths (or, with `unique`, word sequences) from its merged
+    expansion (`expansion_kbest.dag_kbest`, within `memory_budget()`), as the KBestResult a
+    confusion network's k-best is: certified, method "full", one pass (`states` 0: the
+    expansion's size is not counted here)."""
+    from arsdecode.methods.expansion_kbest import dag_kbest
+
+    start = time.perf_counter()
+    paths = dag_kbest(lm, wl, k, unique=unique, max_bytes=memory_budget())
+    return KBestResult(paths, iterations=1, states=0, seconds=time.perf_counter() - start,
+                       certified=True, method="full")

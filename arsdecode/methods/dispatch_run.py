@@ -20,15 +20,15 @@ from arsdecode.errors import NoPathError
 from arsdecode.lattice import Lattice, WordLattice
 from arsdecode.lattice.flat import FlatLattices
 from arsdecode.methods import fast_full
-from arsdecode.methods.expansion_dp import DagDecodeResult, dag_decode
+from arsdecode.methods.expansion_dp import dag_decode
 from arsdecode.methods.fast_full import BatchResult
 from arsdecode.methods.full import full_decode
 from arsdecode.methods.lockstep import DecodeManyInterrupted, ars_lockstep, lockstep_groups
-from arsdecode.methods.results import DecodeResult
+from arsdecode.methods.results import DecodeResult, exact_decode_result
 from arsdecode.model import TargetModel, ngram_scoring
 
 __all__ = ["FlatDecodeResult", "Plan", "ars_many", "compiled_full", "compiled_result",
-           "full_result", "full_word_lattices", "reference_full"]
+           "full_word_lattices", "reference_full"]
 
 Plan = tuple[bool, "np.ndarray | None"]
 """Whether the compiled full DP runs, and its pair budget per lattice (None: no budget)."""
@@ -96,7 +96,8 @@ def reference_full(model: TargetModel, lattices: Sequence[Lattice], labels: list
             f = full_decode(model, lat)
         except NoPathError as err:
             raise NoPathError(f"lattice {k}: {err}") from None
-        out.append(full_result(f.tokens, f.log_p, f.dp_states, f.seconds))
+        out.append(exact_decode_result(f.tokens, f.log_p, f.dp_states, f.seconds,
+                                       arcs=f.indices))
     return out
 
 
@@ -104,22 +105,14 @@ def compiled_result(res: BatchResult, flat: FlatLattices, s: int, lattice: Latti
                      seconds: float) -> DecodeResult:
     """Lattice `s` of a compiled call as a DecodeResult (`seconds`: the call's, shared out)."""
     p0, p1 = int(flat.sent_off[s]), int(flat.sent_off[s + 1])
-    tokens = [toks[j] for toks, j in zip(lattice.tokens, res.choice[p0:p1].tolist(), strict=True)]
-    return full_result(tokens, float(res.score[s]), int(res.dp_states[s]),
-                        seconds / max(flat.n_lattices, 1))
-
-
-def full_result(tokens: list[str], log_p: float, states: int, seconds: float) -> DecodeResult:
-    """A full-DP optimum as a DecodeResult: exact by construction, so log_q = log_p."""
-    return DecodeResult(
-        tokens=tokens, log_p=log_p, log_q=log_p, iterations=1, states=states,
-        ngrams_by_order={}, trace=[(log_p, log_p)], seconds=seconds, certified=True,
-        method="full",
-    )
+    choice = res.choice[p0:p1].tolist()
+    tokens = [toks[j] for toks, j in zip(lattice.tokens, choice, strict=True)]
+    return exact_decode_result(tokens, float(res.score[s]), int(res.dp_states[s]),
+                               seconds / max(flat.n_lattices, 1), arcs=tuple(choice))
 
 
 def full_word_lattices(model: TargetModel, lattices: Sequence[WordLattice]
-                       ) -> list[DagDecodeResult]:
+                       ) -> list[DecodeResult]:
     """The merged expansion's best path of every word lattice: one compiled call over all of
     them given n-gram tables (`fast_full.run_dag`, each result's `seconds` the call's mean),
     else the numpy reference (`dag_full.dag_decode`) lattice by lattice. Raises NoPathError
@@ -146,6 +139,7 @@ def full_word_lattices(model: TargetModel, lattices: Sequence[WordLattice]
     for wl, best in zip(lattices, found, strict=True):
         if best.log_p == -np.inf:
             raise NoPathError(f"{wl.source}: every path has probability zero")
-        out.append(DagDecodeResult(wl.path_words(best.arcs), best.arcs, best.log_p,
-                                   best.states, best.transitions, each))
+        out.append(exact_decode_result(wl.path_words(best.arcs), best.log_p, best.states,
+                                       each, arcs=tuple(best.arcs),
+                                       transitions=best.transitions))
     return out

@@ -46,7 +46,7 @@ from arsdecode.methods.expansion import (  # re-exported: the names callers impo
     group_rows,
     start_context,
 )
-from arsdecode.methods.results import DagDecodeResult, DagPath
+from arsdecode.methods.results import DagDecodeResult, DagPath, exact_decode_result
 from arsdecode.model import ModelLike, TargetModel, as_target_model
 
 __all__ = ["TRANSITION_BYTES", "DagDecodeResult", "DagExpansion", "DagPath", "ExpansionGraph",
@@ -122,7 +122,8 @@ def dag_decode(lm: ModelLike, wl: WordLattice, *, minimize: bool = True,
     Ties: the lexicographically smallest arc-index sequence (module docstring).
 
     Returns:
-        DagDecodeResult: words, arc indices, ln score `log_p`, expansion size, certified=True.
+        DecodeResult (`DagDecodeResult`, its kept name): words, arc indices, ln score
+        `log_p`, the expansion's size (`states`, `transitions`), certified=True.
 
     Raises:
         NoPathError: every path has probability zero.
@@ -138,9 +139,9 @@ def dag_decode(lm: ModelLike, wl: WordLattice, *, minimize: bool = True,
     steps = graph.transition(np.array(path.states, dtype=np.int64),
                              np.array(path.columns, dtype=np.int64))
     arcs = tuple(ex.arc[steps].tolist())
-    return DagDecodeResult(tokens=wl.path_words(arcs), arcs=arcs, log_p=float(best[0]),
-                           states=ex.n_states, transitions=ex.n_transitions,
-                           seconds=time.perf_counter() - t0)
+    return exact_decode_result(wl.path_words(arcs), float(best[0]), ex.n_states,
+                               time.perf_counter() - t0, arcs=arcs,
+                               transitions=ex.n_transitions)
 
 
 def dag_log_partition(lm: ModelLike, wl: WordLattice, *, minimize: bool = True,
@@ -165,7 +166,7 @@ def dag_sample(lm: ModelLike, wl: WordLattice, n: int,
     """
     if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
         raise OptionError(f"n (the number of samples) must be an integer >= 1, not {n!r}")
-    paths, scores = sample_arcs(as_target_model(lm), wl, int(n), seed, minimize=minimize,
+    paths, scores, _ = sample_arcs(as_target_model(lm), wl, int(n), seed, minimize=minimize,
                                 max_states=max_states)
     return [DagPath(wl.path_words(p), tuple(p), s)
             for p, s in zip(paths, scores.tolist(), strict=True)]
@@ -173,10 +174,13 @@ def dag_sample(lm: ModelLike, wl: WordLattice, n: int,
 
 def sample_arcs(model: TargetModel, wl: WordLattice, n: int,
                 seed: int | np.random.Generator | None = None, *, minimize: bool = True,
-                max_states: int | None = None) -> tuple[list[list[int]], np.ndarray]:
-    """`dag_sample`'s draws as plain arrays: each path's arc indices, and the scores (ln).
-    Why apart: a confusion network's samples (`full.full_sample`) need only the words, and
-    building n `DagPath`s cost a sixth of its time."""
+                max_states: int | None = None
+                ) -> tuple[list[list[int]], np.ndarray, float]:
+    """`dag_sample`'s draws as plain arrays: each path's arc indices, the scores (ln), and
+    ln Z (the backward sums' start, which the draws needed anyway: a `SampleResult`'s exact
+    ln Z costs no second expansion). Why apart: a confusion network's samples
+    (`full.full_sample`) need only the words, and building n `DagPath`s cost a sixth of its
+    time."""
     rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
     ex = dag_expand(model, wl, minimize=minimize, max_states=max_states)
     graph = ExpansionGraph(ex)
@@ -184,4 +188,5 @@ def sample_arcs(model: TargetModel, wl: WordLattice, n: int,
     if beta[0] == -np.inf:
         raise NoPathError(f"{wl.source}: every path has probability zero")
     drawn = dag_dp.sample(graph, beta, n, rng)
-    return drawn.paths(n, lambda src, col: ex.arc[graph.transition(src, col)]), drawn.score
+    return (drawn.paths(n, lambda src, col: ex.arc[graph.transition(src, col)]), drawn.score,
+            float(beta[0]))

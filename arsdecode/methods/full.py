@@ -59,7 +59,7 @@ from arsdecode.model import ModelLike, TargetModel, as_target_model
 
 __all__ = ["ConfusionLayout", "FullDecodeResult", "NoPathError", "StatesBudgetExceeded",
            "full_decode", "full_kbest", "full_log_partition", "full_marginals",
-           "full_ngrams_by_order", "full_sample", "full_state_count"]
+           "full_ngrams_by_order", "full_sample", "full_sample_paths", "full_state_count"]
 
 
 @dataclass(frozen=True)
@@ -76,6 +76,7 @@ class FullDecodeResult:
     states: int
     seconds: float
     dp_states: int = 0
+    indices: tuple[int, ...] = ()  # the chosen candidate's index per position
 
 
 # ----- the confusion network as a word lattice -----------------------------------------------
@@ -139,6 +140,7 @@ def full_decode(lm: ModelLike, lattice: Lattice, *, minimize: bool = True
         states=full_state_count(model, lattice),
         seconds=time.perf_counter() - t0,
         dp_states=best.states,
+        indices=layout.indices(best.arcs or ()),
     )
 
 
@@ -193,15 +195,34 @@ def full_sample(
     draws all `n` samples together, one vectorised step per position.
     Raises NoPathError if every path has probability zero.
     """
+    layout, paths = _draw(lm, lattice, n, rng, minimize)
+    words = layout.wl.words  # the layout's arc words are the candidates' tokens
+    return [[words[a] for a in p] for p in paths]  # type: ignore[misc]  # no epsilon arc
+
+
+def full_sample_paths(
+    lm: ModelLike, lattice: Lattice, n: int, rng: np.random.Generator, *,
+    minimize: bool = True,
+) -> tuple[list[list[str]], list[tuple[int, ...]]]:
+    """`full_sample`'s draws (the same ones, for the same `rng`) with each path's candidate
+    index per position, the `arcs` of a confusion network's `SampleResult`."""
+    layout, paths = _draw(lm, lattice, n, rng, minimize)
+    words, cand = layout.wl.words, layout.cand.tolist()
+    return ([[words[a] for a in p] for p in paths],  # type: ignore[misc]  # no epsilon arc
+            [tuple(cand[a] for a in p) for p in paths])
+
+
+def _draw(lm: ModelLike, lattice: Lattice, n: int, rng: np.random.Generator, minimize: bool
+          ) -> tuple[ConfusionLayout, list[list[int]]]:
+    """The layout and `n` exact paths of it, as arc numbers."""
     model = as_target_model(lm)
     layout = ConfusionLayout.of(lattice)
     if n == 0:  # nothing to draw, but a lattice without a path is still an error
         if dag_log_partition(model, layout.wl, minimize=minimize) == -math.inf:
             raise NoPathError("every path has probability zero")
-        return []
-    paths, _ = sample_arcs(model, layout.wl, n, rng, minimize=minimize)
-    words = layout.wl.words  # the layout's arc words are the candidates' tokens
-    return [[words[a] for a in p] for p in paths]  # type: ignore[misc]  # no epsilon arc
+        return layout, []
+    paths, _, _ = sample_arcs(model, layout.wl, n, rng, minimize=minimize)
+    return layout, paths
 
 
 def full_marginals(

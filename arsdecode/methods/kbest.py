@@ -168,5 +168,7 @@ class KBestInterrupted(KeyboardInterrupt):
 
 
 def nbest_json(result: KBestResult) -> list[dict]:
-    """The `"nbest"` list of `arsdecode decode --nbest K --json`, best first."""
-    return [{"tokens": p.tokens, "log_p": p.log_p} for p in result.paths]
+    """The `"nbest"` list of `arsdecode decode --nbest K --json`, best first: each path's
+    JSON (`ScoredPath.to_json`: "tokens", "log_p", and "arcs" and "words" as on a word
+    lattice), the same on every lattice kind."""
+    return result.to_json()["nbest"]

@@ -22,8 +22,7 @@ import math
 import time
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
@@ -33,25 +32,16 @@ from arsdecode.methods.ars import sample
 from arsdecode.methods.dispatch import MarginalsMethod, exact_marginals
 from arsdecode.methods.evidence import Z95
 from arsdecode.methods.options import check_options, kind_of
-from arsdecode.methods.results import SampleResult
+from arsdecode.methods.results import (  # re-exported: their home before issue 30
+    Marginal,
+    MarginalsResult,
+    SampleResult,
+    marginals_json,
+)
 from arsdecode.model import ModelLike
 
-if TYPE_CHECKING:
-    pass
-
-
-@dataclass(frozen=True)
-class Marginal:
-    """One token's posterior marginal at a position: estimate and 95% interval."""
-
-    token: str
-    p: float
-    lo: float
-    hi: float
-
-    def as_list(self) -> list:
-        return [self.token, self.p, self.lo, self.hi]
-
+__all__ = ["Marginal", "MarginalsResult", "marginal_dicts", "marginals_from_probabilities",
+           "marginals_from_samples", "marginals_json", "posterior_marginals", "wilson"]
 
 def wilson(count: int, n: int, z: float = Z95) -> tuple[float, float]:
     """Wilson score interval for a binomial proportion count / n."""
@@ -94,37 +84,6 @@ def marginals_from_samples(
 def marginal_dicts(samples: Sequence[Sequence[str]]) -> list[dict[str, float]]:
     """Per position, token -> sample frequency, most frequent first (the `tag --sample` view)."""
     return [{m.token: m.p for m in pos} for pos in marginals_from_samples(samples)]
-
-
-def marginals_json(marginals: list[list[Marginal]]) -> list[list[list]]:
-    return [[m.as_list() for m in pos] for pos in marginals]
-
-
-@dataclass(frozen=True)
-class MarginalsResult:
-    """Per position, each token's posterior marginal with its 95% interval, and the evidence
-    ln Z with its 95% interval, from one run of exact samples (kept in `draws`); or, with
-    `exact`, the exact marginals and ln Z (zero-width intervals, `draws` None)."""
-
-    marginals: list[list[Marginal]]
-    log_Z: float
-    log_Z_ci: tuple[float, float]
-    draws: SampleResult | None
-    exact: bool = False
-    seconds: float = 0.0  # wall time of the exact computation (sampled: `draws.seconds`)
-
-    def to_json(self) -> dict:
-        """JSON-ready dict (natural logs), as `arsdecode marginals --json` prints it. Only
-        "timing" varies between runs with one seed."""
-        return {
-            "marginals": marginals_json(self.marginals),
-            "log_Z": self.log_Z,
-            "log_Z_ci": list(self.log_Z_ci),
-            "exact": self.exact,
-            "samples": self.draws.samples if self.draws else [],
-            "trials": self.draws.trials if self.draws else 0,
-            "timing": {"seconds": self.draws.seconds if self.draws else self.seconds},
-        }
 
 
 def marginals_from_probabilities(probs: Sequence[np.ndarray], lattice: Lattice, *,

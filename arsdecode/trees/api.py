@@ -138,13 +138,13 @@ def decode(target: ModelLike, automaton: TreeAutomaton, method: str = "auto",
         log_p, rules = forest.viterbi()
         p = _path(automaton, rules, log_p)
         return TreeDecodeResult(p.tokens, log_p, log_p, 1, forest.num_nodes, {}, [
-            (log_p, log_p)], time.perf_counter() - t0, True, None, "full", None, p.tree,
-            p.rules)
+            (log_p, log_p)], time.perf_counter() - t0, True, None, "full", None, tree=p.tree,
+            rules=p.rules)
     s, rules, ars, trace, ok = ars_decode(automaton, tm, max_iterations)
     p = _path(automaton, rules, s.log_p)
     return TreeDecodeResult(p.tokens, s.log_p, s.log_q, len(trace), ars.forest.num_nodes, {},
-                            trace, time.perf_counter() - t0, ok, None, "ars", None, p.tree,
-                            p.rules)
+                            trace, time.perf_counter() - t0, ok, None, "ars", None,
+                            tree=p.tree, rules=p.rules)
 
 
 def kbest(target: ModelLike, automaton: TreeAutomaton, k: int, method: str = "auto",
@@ -183,7 +183,8 @@ def sample(target: ModelLike, automaton: TreeAutomaton, n: int, seed: int | None
         return TreeSampleResult([p.tokens for p in paths], [p.log_p for p in paths], n, 1.0,
                                 lz, (lz, lz), lz, forest.num_nodes, 0,
                                 time.perf_counter() - t0, trace, 0, lz, (lz, lz),
-                                [p.tree for p in paths], [p.rules for p in paths], "full")
+                                trees=[p.tree for p in paths], rules=[p.rules for p in paths],
+                                method="full")
     run = ars_sample(automaton, tm, n, rng, target_ar=target_ar, max_trials=max_trials)
     imp, rej, plain = run.log.evidence()
     paths = [_path(automaton, rules, s.log_p) for s, rules in run.accepted]
@@ -191,8 +192,8 @@ def sample(target: ModelLike, automaton: TreeAutomaton, n: int, seed: int | None
                             run.log.trials, run.log.acceptance_rate(), imp.log_Z, imp.ci, plain,
                             run.ars.forest.num_nodes, run.ars.refinements,
                             time.perf_counter() - t0, run.log.trace(run.frozen_from),
-                            run.adapted_at, rej.log_Z, rej.ci, [p.tree for p in paths],
-                            [p.rules for p in paths], "ars")
+                            run.adapted_at, rej.log_Z, rej.ci, trees=[p.tree for p in paths],
+                            rules=[p.rules for p in paths], method="ars")
 
 
 def marginals(target: ModelLike, automaton: TreeAutomaton, n: int = 1000,
