@@ -15,6 +15,7 @@ a load. The target constructors (`weighted`, `interpolate`, `loglinear`,
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field, fields
 from functools import lru_cache
@@ -25,14 +26,10 @@ import numpy as np
 
 import arsdecode.validate as v
 import maxarpa
-from arsdecode.api_targets import fixed_length_lattice, interpolate, loglinear, weighted
 from arsdecode.lattice import Lattice, WordLattice
 from arsdecode.methods import dispatch
-from arsdecode.methods import marginals as _marginals
-from arsdecode.methods.ars import DagArsResult, DagArsSampleResult
 from arsdecode.methods.dispatch import MARGINALS_METHODS, METHODS, MarginalsMethod, Method
 from arsdecode.methods.expansion_dp import DagDecodeResult, DagPath
-from arsdecode.methods.marginals import Marginal, MarginalsResult
 from arsdecode.methods.results import (
     DecodeResult,
     KBestResult,
@@ -45,6 +42,9 @@ from maxarpa.config import Config
 from maxarpa.model import Model
 
 if TYPE_CHECKING:
+    from arsdecode.api_targets import fixed_length_lattice, interpolate, loglinear, weighted
+    from arsdecode.methods.ars import DagArsResult, DagArsSampleResult
+    from arsdecode.methods.marginals import Marginal, MarginalsResult
     from arsdecode.trees.automaton import TreeAutomaton
     from arsdecode.trees.results import TreeMarginalsResult
 
@@ -56,6 +56,29 @@ __all__ = [
     "marginals", "sample", "sms_decode", "tag", "weighted",
 ]
 __all__ += ["fixed_length_lattice", "loglinear"]  # issue 22, target 2
+
+# Names imported on first use (PEP 562), so that a one-lattice decode loads neither the target
+# constructors' models nor ARS nor the marginals (issue 34, start-up).
+_LAZY = {
+    **{name: "arsdecode.api_targets"
+       for name in ("fixed_length_lattice", "interpolate", "loglinear", "weighted")},
+    **{name: "arsdecode.methods.ars" for name in ("DagArsResult", "DagArsSampleResult")},
+    **{name: "arsdecode.methods.marginals" for name in ("Marginal", "MarginalsResult")},
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'arsdecode.api' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value  # next time, a plain attribute
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))
+
 
 DATA_DIR = Path(__file__).resolve().parent / "data"
 DEFAULT_LM = DATA_DIR / "state_union.5gram.maxarpa.gz"
@@ -258,6 +281,8 @@ def marginals(
         from arsdecode.trees import dispatch as _trees
 
         return _trees.marginals(lm, lattice, n, seed, method, options)
+    from arsdecode.methods import marginals as _marginals
+
     return _marginals.posterior_marginals(as_target_model(lm), lattice, n, seed,
                                           all_candidates=all_candidates, method=method,
                                           **options)

@@ -216,14 +216,13 @@ def load(args: argparse.Namespace) -> tuple[WordLattice, Any, dict]:
 def cmd_decode(args: argparse.Namespace) -> int:
     """`decode --lattice WORD_LATTICE`: the exact best path, or --nbest K of them."""
     from arsdecode.api import decode
-    from arsdecode.cli.interrupted import iteration_trace, print_interrupted
+    from arsdecode.cli.interrupted import ars_interrupt, iteration_trace, print_interrupted
     from arsdecode.lattice.lattice_files import (
         lattice_name,
         write_text_output,
         write_word_lattice,
     )
     from arsdecode.lattice.slf import paths_lattice
-    from arsdecode.methods.ars import DecodeInterrupted
 
     for opt in ("fst", "graphml"):
         if getattr(args, opt, None):
@@ -243,7 +242,9 @@ def cmd_decode(args: argparse.Namespace) -> int:
         try:  # Ctrl-C of ARS: the best path so far (the expansion has none to give)
             r = decode(lm, wl, method=args.method, max_iterations=args.max_iterations,
                        on_iteration=trace)
-        except DecodeInterrupted as stop:
+        except KeyboardInterrupt as err:
+            if (stop := ars_interrupt(err)) is None:
+                raise
             return print_interrupted(args, stop, oov)
         paths = [r.arcs]
         if args.ctm:

@@ -27,7 +27,7 @@ read here at each call and passed down (tests set them on this module); running 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any, Literal, cast
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 import numpy as np
 
@@ -36,8 +36,7 @@ from arsdecode.core.tolerances import CERTIFICATE_TOL
 from arsdecode.errors import OptionError
 from arsdecode.lattice import Lattice, WordLattice
 from arsdecode.lattice.flat import FlatLattices
-from arsdecode.methods import ars, cost_model, expansion_dp, expansion_kbest, fast_full
-from arsdecode.methods.ars import decode as ars_decode
+from arsdecode.methods import cost_model, expansion_dp, fast_full
 from arsdecode.methods.budget import (  # noqa: F401  (re-exported: dispatch's names)
     BYTES_PER_PAIR,
     DEFAULT_MEMORY_BUDGET,
@@ -47,9 +46,6 @@ from arsdecode.methods.budget import (  # noqa: F401  (re-exported: dispatch's n
     set_memory_budget,
 )
 from arsdecode.methods.cost_model import LatticeSizes
-from arsdecode.methods.dispatch_kbest import cn_kbest
-from arsdecode.methods.dispatch_posteriors import exact_posteriors
-from arsdecode.methods.dispatch_posteriors import lattice_posteriors as lattice_posteriors
 from arsdecode.methods.dispatch_run import (
     FlatDecodeResult,
     Plan,
@@ -63,6 +59,11 @@ from arsdecode.methods.lockstep import DecodeManyInterrupted
 from arsdecode.methods.options import check_options, kind_of
 from arsdecode.methods.results import DecodeResult, Paths
 from arsdecode.model import ModelLike, TargetModel, as_target_model
+
+# ARS, k-best and the posteriors are imported where they run (issue 34, start-up): a one-lattice
+# process that the full DP decodes loads none of them.
+if TYPE_CHECKING:
+    from arsdecode.methods import ars
 
 Method = Literal["auto", "ars", "full"]
 METHODS: tuple[str, ...] = ("auto", "ars", "full")
@@ -269,6 +270,8 @@ def decode(lm: ModelLike, lattice: Lattice | WordLattice, *, method: Method = "a
     if isinstance(lattice, WordLattice):
         return decode_word_lattice(lm, lattice, method=method, k=k, **options)
     if k is not None:
+        from arsdecode.methods.dispatch_kbest import cn_kbest
+
         return cn_kbest(lm, lattice, k, method, options, _kbest_pairs)
     needs_ars = [o for o in ("on_iteration", "keep_automaton") if options.get(o)]
     model = as_target_model(lm)
@@ -281,6 +284,8 @@ def decode(lm: ModelLike, lattice: Lattice | WordLattice, *, method: Method = "a
                 return compiled_result(compiled, flat, 0, lattice, seconds)
         elif method == "full":  # no compiled tables: the numpy reference DP
             return reference_full(model, [lattice], [0])[0]
+    from arsdecode.methods.ars import decode as ars_decode
+
     return ars_decode(model, lattice, **options)  # ARS takes every option
 
 
@@ -306,9 +311,13 @@ def decode_word_lattice(lm: ModelLike, wl: WordLattice, *, method: Method = "aut
                   {"unique": unique, "max_iterations": max_iterations, "tol": tol,
                    "on_iteration": on_iteration})
     if k is not None:
+        from arsdecode.methods import expansion_kbest
+
         return Paths(expansion_kbest.dag_kbest(lm, wl, k, unique=unique, max_bytes=memory_budget()),
                      method="full")
     if method == "ars":
+        from arsdecode.methods import ars
+
         return ars.dag_ars_decode(lm, wl, max_iterations=max_iterations, tol=tol,
                                       on_iteration=on_iteration, max_bytes=memory_budget())
     return decode_word_lattices(lm, [wl], method=method)[0]
@@ -324,9 +333,20 @@ def decode_word_lattices(lm: ModelLike, lattices: Sequence[WordLattice], *,
     of nonzero probability."""
     check_method(method)
     if method == "ars":
+        from arsdecode.methods import ars
+
         return [ars.dag_ars_decode(lm, wl, max_bytes=memory_budget())
                 for wl in lattices]
     return full_word_lattices(as_target_model(lm), lattices)
+
+
+def lattice_posteriors(lm: ModelLike, lattice: Lattice | WordLattice
+                       ) -> tuple[np.ndarray, float]:
+    """`dispatch_posteriors.lattice_posteriors`, under the name this module always gave it
+    (imported on use: a decode does not load the posteriors)."""
+    from arsdecode.methods.dispatch_posteriors import lattice_posteriors as run
+
+    return run(lm, lattice)
 
 
 def exact_marginals(lm: ModelLike, lattice: Lattice | WordLattice, method: str
@@ -342,6 +362,8 @@ def exact_marginals(lm: ModelLike, lattice: Lattice | WordLattice, method: str
     """
     if method not in MARGINALS_METHODS:
         raise OptionError(f"unknown method {method!r}; choose from {MARGINALS_METHODS}")
+    from arsdecode.methods.dispatch_posteriors import exact_posteriors
+
     return exact_posteriors(lm, lattice, method, full_states=MARGINALS_FULL_STATES,
                             pairs_budget=memory_pairs_budget)  # read here: tests set both
 
@@ -362,6 +384,7 @@ def sample(lm: ModelLike, lattice: Lattice | WordLattice, n: int,
     with the exact ln Z (`full_samples.full_sample_result`). Options are checked first
     (`options.check_options`). Raises NoPathError if every path has probability zero.
     """
+    from arsdecode.methods import ars
     from arsdecode.methods.ars import sample as ars_sample
     from arsdecode.methods.full_samples import full_sample_result
 
