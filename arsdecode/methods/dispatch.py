@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any, Literal, cast
 
 import numpy as np
 
-from arsdecode.core.automaton import DEFAULT_VARIANT, Variant
+from arsdecode.core.q_states import DEFAULT_VARIANT, Variant
 from arsdecode.core.tolerances import CERTIFICATE_TOL
 from arsdecode.errors import OptionError
 from arsdecode.lattice import Lattice, WordLattice

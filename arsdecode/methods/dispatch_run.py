@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from arsdecode.core.automaton import Variant
+from arsdecode.core.q_states import Variant
 from arsdecode.errors import NoPathError
 from arsdecode.lattice import Lattice, WordLattice
 from arsdecode.lattice.flat import FlatLattices

@@ -17,13 +17,13 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from arsdecode.core.automaton import FillRequest, QAutomaton, Variant
 from arsdecode.errors import BoundViolationError, NoPathError
 from arsdecode.lattice import Lattice
 from arsdecode.methods.results import DecodeResult
 from arsdecode.model import TargetModel
 
 if TYPE_CHECKING:
+    from arsdecode.core.automaton import FillRequest, QAutomaton, Variant
     from arsdecode.methods.ars import ArsDecoder
     from arsdecode.methods.fast_full import BatchResult
 
