@@ -12,7 +12,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from arsdecode.methods.results import DecodeResult, Paths, SampleResult
+from arsdecode.methods.results import DecodeResult, Paths
+from arsdecode.methods.sample_results import SampleResult
 
 
 @dataclass(frozen=True)
