@@ -25,7 +25,7 @@ from arsdecode.cli.lattice_outputs import (
     write_rescored,
 )
 from arsdecode.cli.lattice_scales import read_lattice_and_scales
-from arsdecode.cli.options import EXIT_OK
+from arsdecode.cli.options import EXIT_OK, NBEST_FORMATS
 from arsdecode.cli.output import check_writable, fixed, print_json
 from arsdecode.errors import OptionError
 
@@ -92,8 +92,6 @@ def add_word_lattice_options(p: argparse.ArgumentParser, *, decode: bool = False
                    help="score out-of-vocabulary words as WORD, a word of the model, instead "
                         "of <unk>")
     if decode:
-        from arsdecode.lattice.nbest_formats import NBEST_FORMATS
-
         g.add_argument("--nbest-format", choices=NBEST_FORMATS, default="text",
                        help="--nbest's layout: text (rank, ln score, words), srilm (acoustic "
                             "and LM log10 scores, word count, words: lattice-tool's n-best "
