@@ -15,7 +15,6 @@ a load. The target constructors (`weighted`, `interpolate`, `loglinear`,
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field, fields
 from functools import lru_cache
@@ -27,6 +26,7 @@ import numpy as np
 import arsdecode.validate as v
 import maxarpa
 from arsdecode.lattice import Lattice, WordLattice
+from arsdecode.lazy_names import lazy_names
 from arsdecode.methods import dispatch
 from arsdecode.methods.dispatch import MARGINALS_METHODS, METHODS, MarginalsMethod, Method
 from arsdecode.methods.expansion_dp import DagDecodeResult, DagPath
@@ -67,18 +67,7 @@ _LAZY = {
        for name in ("DagArsSampleResult", "KBestResult", "SampleResult", "SampleTrace")},
 }
 
-
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'arsdecode.api' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value  # next time, a plain attribute
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_LAZY))
+__getattr__, __dir__ = lazy_names(__name__, _LAZY)
 
 
 DATA_DIR = Path(__file__).resolve().parent / "data"
