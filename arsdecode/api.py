@@ -226,8 +226,10 @@ def lattice_posteriors(lm: ModelLike, lattice: WordLattice | Lattice
     """Every arc's exact posterior probability and ln Z of a word lattice, by forward-backward
     over its merged expansion (`methods.expansion_posteriors.dag_posteriors`). A confusion
     network is read as `WordLattice.from_confusion(lattice)`; its answer has one entry per
-    candidate, position by position (`methods.dispatch.lattice_posteriors`)."""
-    return dispatch.lattice_posteriors(lm, lattice)
+    candidate, position by position (`methods.dispatch_posteriors.lattice_posteriors`)."""
+    from arsdecode.methods.dispatch_posteriors import lattice_posteriors as posteriors
+
+    return posteriors(lm, lattice)
 
 
 @v.checked(lm=LM, lattice=v.confusion)

@@ -21,13 +21,13 @@ all. A target without compiled tables gets ARS from auto.
 Parts (issue 30: one module, one job): the choice and its knobs live here, and the knobs are
 read here at each call and passed down (tests set them on this module); running a choice is
 `dispatch_run`, a confusion network's k-best `dispatch_kbest`, the exact posteriors
-`dispatch_posteriors`.
+`dispatch_posteriors`. They, ARS and k-best are imported where they run (issue 34, start-up).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, Literal, cast
+from typing import Any, Literal, cast
 
 import numpy as np
 
@@ -57,13 +57,8 @@ from arsdecode.methods.dispatch_run import (
 )
 from arsdecode.methods.lockstep import DecodeManyInterrupted
 from arsdecode.methods.options import check_options, kind_of
-from arsdecode.methods.results import DecodeResult, Paths
+from arsdecode.methods.results import DagArsResult, DecodeResult, Paths
 from arsdecode.model import ModelLike, TargetModel, as_target_model
-
-# ARS, k-best and the posteriors are imported where they run (issue 34, start-up): a one-lattice
-# process that the full DP decodes loads none of them.
-if TYPE_CHECKING:
-    from arsdecode.methods import ars
 
 Method = Literal["auto", "ars", "full"]
 METHODS: tuple[str, ...] = ("auto", "ars", "full")
@@ -271,7 +266,6 @@ def decode(lm: ModelLike, lattice: Lattice | WordLattice, *, method: Method = "a
         return decode_word_lattice(lm, lattice, method=method, k=k, **options)
     if k is not None:
         from arsdecode.methods.dispatch_kbest import cn_kbest
-
         return cn_kbest(lm, lattice, k, method, options, _kbest_pairs)
     needs_ars = [o for o in ("on_iteration", "keep_automaton") if options.get(o)]
     model = as_target_model(lm)
@@ -285,7 +279,6 @@ def decode(lm: ModelLike, lattice: Lattice | WordLattice, *, method: Method = "a
         elif method == "full":  # no compiled tables: the numpy reference DP
             return reference_full(model, [lattice], [0])[0]
     from arsdecode.methods.ars import decode as ars_decode
-
     return ars_decode(model, lattice, **options)  # ARS takes every option
 
 
@@ -312,12 +305,10 @@ def decode_word_lattice(lm: ModelLike, wl: WordLattice, *, method: Method = "aut
                    "on_iteration": on_iteration})
     if k is not None:
         from arsdecode.methods import expansion_kbest
-
         return Paths(expansion_kbest.dag_kbest(lm, wl, k, unique=unique, max_bytes=memory_budget()),
                      method="full")
     if method == "ars":
         from arsdecode.methods import ars
-
         return ars.dag_ars_decode(lm, wl, max_iterations=max_iterations, tol=tol,
                                       on_iteration=on_iteration, max_bytes=memory_budget())
     return decode_word_lattices(lm, [wl], method=method)[0]
@@ -325,7 +316,7 @@ def decode_word_lattice(lm: ModelLike, wl: WordLattice, *, method: Method = "aut
 
 def decode_word_lattices(lm: ModelLike, lattices: Sequence[WordLattice], *,
                          method: Method = "auto"
-                         ) -> list[expansion_dp.DagDecodeResult] | list[ars.DagArsResult]:
+                         ) -> list[expansion_dp.DagDecodeResult] | list[DagArsResult]:
     """The exact best path of every word lattice, in order: "full" and "auto" run one compiled
     call over all of them given n-gram tables (`fast_full.run_dag`, each result's `seconds` the
     call's mean), else the numpy reference lattice by lattice; "ars" runs
@@ -334,19 +325,9 @@ def decode_word_lattices(lm: ModelLike, lattices: Sequence[WordLattice], *,
     check_method(method)
     if method == "ars":
         from arsdecode.methods import ars
-
         return [ars.dag_ars_decode(lm, wl, max_bytes=memory_budget())
                 for wl in lattices]
     return full_word_lattices(as_target_model(lm), lattices)
-
-
-def lattice_posteriors(lm: ModelLike, lattice: Lattice | WordLattice
-                       ) -> tuple[np.ndarray, float]:
-    """`dispatch_posteriors.lattice_posteriors`, under the name this module always gave it
-    (imported on use: a decode does not load the posteriors)."""
-    from arsdecode.methods.dispatch_posteriors import lattice_posteriors as run
-
-    return run(lm, lattice)
 
 
 def exact_marginals(lm: ModelLike, lattice: Lattice | WordLattice, method: str
@@ -363,7 +344,6 @@ def exact_marginals(lm: ModelLike, lattice: Lattice | WordLattice, method: str
     if method not in MARGINALS_METHODS:
         raise OptionError(f"unknown method {method!r}; choose from {MARGINALS_METHODS}")
     from arsdecode.methods.dispatch_posteriors import exact_posteriors
-
     return exact_posteriors(lm, lattice, method, full_states=MARGINALS_FULL_STATES,
                             pairs_budget=memory_pairs_budget)  # read here: tests set both
 
@@ -385,26 +365,23 @@ def sample(lm: ModelLike, lattice: Lattice | WordLattice, n: int,
     (`options.check_options`). Raises NoPathError if every path has probability zero.
     """
     from arsdecode.methods import ars
-    from arsdecode.methods.ars import sample as ars_sample
     from arsdecode.methods.full_samples import full_sample_result
 
     check_method(method)
-    kind = kind_of(lattice)
-    options = check_options("sample", kind, method, options)
+    options = check_options("sample", kind_of(lattice), method, options)
     if isinstance(lattice, WordLattice):
         if method == "ars":
             return ars.dag_ars_sample(lm, lattice, n, seed, **options)
         return Paths(expansion_dp.dag_sample(lm, lattice, n, seed), method="full")
     if method == "full":
         return full_sample_result(lm, lattice, n, seed, **options)
-    return ars_sample(as_target_model(lm), lattice, n, seed, **options)
+    return ars.sample(as_target_model(lm), lattice, n, seed, **options)
 
 
 def adapt(lm: ModelLike, lattice: Lattice | WordLattice, **options: Any):
     """Refine q until its acceptance rate reaches the target, then stop (`ars.adapt`); a
     confusion network only (`options.REFUSED_METHODS` says why)."""
     from arsdecode.methods.ars import adapt as ars_adapt
-
     options = check_options("adapt", kind_of(lattice), "auto", options)
     return ars_adapt(as_target_model(lm), lattice, **options)
 
