@@ -30,20 +30,21 @@ from arsdecode.lazy_names import lazy_names
 from arsdecode.methods import dispatch
 from arsdecode.methods.dispatch import MARGINALS_METHODS, METHODS, MarginalsMethod, Method
 from arsdecode.methods.expansion_dp import DagDecodeResult, DagPath
-from arsdecode.methods.results import DagArsResult, DecodeResult, Paths
+from arsdecode.methods.results import (
+    DecodeResult,
+    KBestResult,
+    Paths,
+    SampleResult,
+    SampleTrace,
+)
 from arsdecode.model import ModelLike, as_target_model
 from maxarpa.config import Config
 from maxarpa.model import Model
 
 if TYPE_CHECKING:
     from arsdecode.api_targets import fixed_length_lattice, interpolate, loglinear, weighted
+    from arsdecode.methods.ars import DagArsResult, DagArsSampleResult
     from arsdecode.methods.marginals import Marginal, MarginalsResult
-    from arsdecode.methods.sample_results import (
-        DagArsSampleResult,
-        KBestResult,
-        SampleResult,
-        SampleTrace,
-    )
     from arsdecode.trees.automaton import TreeAutomaton
     from arsdecode.trees.results import TreeMarginalsResult
 
@@ -57,14 +58,12 @@ __all__ = [
 __all__ += ["fixed_length_lattice", "loglinear"]  # issue 22, target 2
 
 # Names imported on first use (PEP 562), so that a one-lattice decode loads neither the target
-# constructors' models nor the marginals nor the sampling and k-best results (issue 34,
-# start-up).
+# constructors' models nor ARS nor the marginals (issue 34, start-up).
 _LAZY = {
     **{name: "arsdecode.api_targets"
        for name in ("fixed_length_lattice", "interpolate", "loglinear", "weighted")},
+    **{name: "arsdecode.methods.ars" for name in ("DagArsResult", "DagArsSampleResult")},
     **{name: "arsdecode.methods.marginals" for name in ("Marginal", "MarginalsResult")},
-    **{name: "arsdecode.methods.sample_results"
-       for name in ("DagArsSampleResult", "KBestResult", "SampleResult", "SampleTrace")},
 }
 
 __getattr__, __dir__ = lazy_names(__name__, _LAZY)

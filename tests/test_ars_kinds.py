@@ -18,8 +18,7 @@ from ars_fixtures import make_lattice
 from arsdecode.errors import NoPathError, OptionError
 from arsdecode.lattice import WordLattice
 from arsdecode.methods.ars import LatticePaths, decode, sample
-from arsdecode.methods.results import DagArsResult, DecodeResult
-from arsdecode.methods.sample_results import DagArsSampleResult
+from arsdecode.methods.results import DagArsResult, DagArsSampleResult, DecodeResult
 from arsdecode.testing.brute import brute_model
 from arsdecode.testing.brute_dag import brute_dag_model, random_word_lattice
 

@@ -24,8 +24,7 @@ from arsdecode.methods.ars import decode as ars_decode
 from arsdecode.methods.ars import sample as ars_sample
 from arsdecode.methods.expansion_dp import dag_decode
 from arsdecode.methods.kbest import decode_kbest
-from arsdecode.methods.results import DecodeResult
-from arsdecode.methods.sample_results import SampleResult
+from arsdecode.methods.results import DecodeResult, SampleResult
 from arsdecode.testing.brute_dag import random_word_lattice
 
 TIGHT = 1e-9

@@ -24,7 +24,7 @@ from arsdecode.errors import NoPathError, OptionError
 from arsdecode.lattice import Lattice
 from arsdecode.methods.full import full_kbest
 from arsdecode.methods.kbest import decode_kbest
-from arsdecode.methods.sample_results import KBestResult
+from arsdecode.methods.results import KBestResult
 from arsdecode.testing.brute import BruteResult, brute_model, brute_target
 
 TIGHT = 1e-9

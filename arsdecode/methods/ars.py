@@ -40,8 +40,13 @@ from arsdecode.errors import NoPathError, OptionError
 from arsdecode.lattice import Lattice, WordLattice
 from arsdecode.methods import ars_paths
 from arsdecode.methods.ars_loop import ArsDecodeRun, DecodeInterrupted, decode_loop, sampling_loop
-from arsdecode.methods.results import DagArsResult, DagPath, DecodeResult
-from arsdecode.methods.sample_results import DagArsSampleResult, SampleResult
+from arsdecode.methods.results import (
+    DagArsResult,
+    DagArsSampleResult,
+    DagPath,
+    DecodeResult,
+    SampleResult,
+)
 from arsdecode.model import ModelLike, TargetModel, as_target_model
 
 __all__ = ["ArsDecoder", "DagArsResult", "DagArsSampleResult", "DecodeInterrupted",

@@ -21,7 +21,7 @@ from arsdecode.methods import fast_full
 from arsdecode.methods.budget import memory_budget
 from arsdecode.methods.cost_model import LatticeSizes
 from arsdecode.methods.full import full_kbest
-from arsdecode.methods.sample_results import KBestResult, ScoredPath
+from arsdecode.methods.results import KBestResult, ScoredPath
 from arsdecode.model import ModelLike, as_target_model, ngram_scoring
 
 __all__ = ["AutoPairs", "cn_kbest"]

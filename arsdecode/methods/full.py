@@ -54,7 +54,7 @@ from arsdecode.methods.expansion_dp import (
 )
 from arsdecode.methods.expansion_kbest import kbest_paths
 from arsdecode.methods.expansion_posteriors import stored_posteriors
-from arsdecode.methods.sample_results import KBestResult, ScoredPath
+from arsdecode.methods.results import KBestResult, ScoredPath
 from arsdecode.model import ModelLike, TargetModel, as_target_model
 
 __all__ = ["ConfusionLayout", "FullDecodeResult", "NoPathError", "StatesBudgetExceeded",

@@ -20,7 +20,7 @@ from arsdecode.core.target import Target
 from arsdecode.errors import OptionError
 from arsdecode.lattice import Lattice
 from arsdecode.methods.full import full_log_partition, full_sample
-from arsdecode.methods.sample_results import SampleResult, SampleTrace
+from arsdecode.methods.results import SampleResult, SampleTrace
 from arsdecode.model import ModelLike, as_target_model
 
 

@@ -37,7 +37,7 @@ from arsdecode.core.tolerances import CERTIFICATE_TOL
 from arsdecode.errors import OptionError
 from arsdecode.lattice import Lattice
 from arsdecode.methods.ars import ArsDecoder
-from arsdecode.methods.sample_results import KBestResult, ScoredPath
+from arsdecode.methods.results import KBestResult, ScoredPath
 from arsdecode.model import ModelLike, TargetModel, as_target_model
 
 

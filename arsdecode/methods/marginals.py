@@ -33,7 +33,7 @@ from arsdecode.methods.ars import sample
 from arsdecode.methods.dispatch import MarginalsMethod, exact_marginals
 from arsdecode.methods.evidence import Z95
 from arsdecode.methods.options import check_options, kind_of
-from arsdecode.methods.sample_results import SampleResult
+from arsdecode.methods.results import SampleResult
 from arsdecode.model import ModelLike
 
 if TYPE_CHECKING:

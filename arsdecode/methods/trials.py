@@ -16,7 +16,7 @@ from collections import deque
 import numpy as np
 
 import arsdecode.methods.evidence as evidence
-from arsdecode.methods.sample_results import SampleTrace
+from arsdecode.methods.results import SampleTrace
 
 
 class TrialLog:

@@ -23,8 +23,7 @@ import numpy as np
 
 from arsdecode.errors import ArgumentError, ArsDecodeError, OptionError
 from arsdecode.methods.marginals import wilson
-from arsdecode.methods.results import Paths
-from arsdecode.methods.sample_results import SampleTrace
+from arsdecode.methods.results import Paths, SampleTrace
 from arsdecode.model import ModelLike, TargetModel, as_target_model
 from maxarpa.model import Model
 

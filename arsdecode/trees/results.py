@@ -12,8 +12,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from arsdecode.methods.results import DecodeResult, Paths
-from arsdecode.methods.sample_results import SampleResult
+from arsdecode.methods.results import DecodeResult, Paths, SampleResult
 
 
 @dataclass(frozen=True)
