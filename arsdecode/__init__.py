@@ -19,8 +19,9 @@ that implements `arsdecode.model.TargetModel`.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from arsdecode.lazy_names import lazy_names
 
 __version__ = "0.1.0"
 
@@ -78,17 +79,7 @@ if TYPE_CHECKING:
     from arsdecode.tasks.segment.segmenter import SegmentResult, segment, segment_many
 
 
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'arsdecode' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value  # next time, a plain attribute
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_EXPORTS))
+__getattr__, __dir__ = lazy_names(__name__, _EXPORTS)
 
 
 __all__ = [

@@ -25,17 +25,19 @@ import numpy as np
 
 import arsdecode.validate as v
 import maxarpa
-from arsdecode.api_targets import fixed_length_lattice, interpolate, loglinear, weighted
 from arsdecode.lattice import Lattice, WordLattice
+from arsdecode.lazy_names import lazy_names
 from arsdecode.methods import dispatch
-from arsdecode.methods import marginals as _marginals
 from arsdecode.methods.dispatch import MARGINALS_METHODS, METHODS, MarginalsMethod, Method
-from arsdecode.methods.marginals import Marginal, MarginalsResult
 from arsdecode.methods.results import (  # one type per operation; the Dag* names kept aliases
+    DagArsResult,  # noqa: F401  (kept public names: aliases of the one result types)
+    DagArsSampleResult,  # noqa: F401
     DagDecodeResult,
     DagPath,
     DecodeResult,
     KBestResult,
+    Marginal,
+    MarginalsResult,
     Paths,
     SampleResult,
     SampleTrace,
@@ -46,6 +48,7 @@ from maxarpa.config import Config
 from maxarpa.model import Model
 
 if TYPE_CHECKING:
+    from arsdecode.api_targets import fixed_length_lattice, interpolate, loglinear, weighted
     from arsdecode.trees.automaton import TreeAutomaton
     from arsdecode.trees.results import TreeMarginalsResult, TreeSampleResult
 
@@ -58,6 +61,16 @@ __all__ = [
     "marginals", "sample", "sms_decode", "tag", "weighted",
 ]
 __all__ += ["fixed_length_lattice", "loglinear"]  # issue 22, target 2
+
+# Names imported on first use (PEP 562), so that a one-lattice decode loads neither the target
+# constructors' models (issue 34, start-up); the results are results.py's, loaded anyway.
+_LAZY = {
+    **{name: "arsdecode.api_targets"
+       for name in ("fixed_length_lattice", "interpolate", "loglinear", "weighted")},
+}
+
+__getattr__, __dir__ = lazy_names(__name__, _LAZY)
+
 
 DATA_DIR = Path(__file__).resolve().parent / "data"
 DEFAULT_LM = DATA_DIR / "state_union.5gram.maxarpa.gz"
@@ -207,8 +220,10 @@ def lattice_posteriors(lm: ModelLike, lattice: WordLattice | Lattice
     """Every arc's exact posterior probability and ln Z of a word lattice, by forward-backward
     over its merged expansion (`methods.expansion_posteriors.dag_posteriors`). A confusion
     network is read as `WordLattice.from_confusion(lattice)`; its answer has one entry per
-    candidate, position by position (`methods.dispatch.lattice_posteriors`)."""
-    return dispatch.lattice_posteriors(lm, lattice)
+    candidate, position by position (`methods.dispatch_posteriors.lattice_posteriors`)."""
+    from arsdecode.methods.dispatch_posteriors import lattice_posteriors as posteriors
+
+    return posteriors(lm, lattice)
 
 
 @v.checked(lm=LM, lattice=v.confusion)
@@ -252,6 +267,8 @@ def marginals(
         from arsdecode.trees import dispatch as _trees
 
         return _trees.marginals(lm, lattice, n, seed, method, options)
+    from arsdecode.methods import marginals as _marginals
+
     return _marginals.posterior_marginals(as_target_model(lm), lattice, n, seed,
                                           all_candidates=all_candidates, method=method,
                                           **options)

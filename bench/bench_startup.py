@@ -8,25 +8,41 @@ with the others, moves with it; numpy is the floor every run pays.
 
 Each round runs every case once, in turn (alternating, so that a load spike hits all of them);
 the table gives per case the median over the rounds of the wall seconds, the CPU seconds
-(user + system) and the peak RSS (MB), all by GNU time, and the CPU ratio to the numpy process.
+(user + system, the rusage of GNU time's process) and the peak RSS (MB, time's %M), and the
+CPU ratio to the numpy process.
 Cases: `python -m arsdecode decode` on a 4-node SLF word lattice and on a 3-position JSON
 confusion network, and the console script (`arsdecode` beside the interpreter) on the SLF,
 with the embedded 5-gram converted once to a binary (.npz) model. `--tree DIR` adds the same
 module cases run from another checkout (PYTHONPATH=DIR), for an A/B against it in one run.
 
+Two kinds of process, named in the case: "dev" runs in this interpreter's environment, where
+a developer install in strict editable mode (`pip install -e .`'s default) puts setuptools'
+editable path finder in every process's start-up (site imports it and its pathlib,
+importlib.util and fnmatch; scripts/install.sh installs in compat mode, which has none, and
+the table says which this venv has); "installed" is what a user's `pip install` of a wheel
+runs: a fresh venv with the two packages copied into its site-packages (the wheel's layout,
+.pyc compiled as pip does), numpy and the other dependencies reached through a plain path
+entry, no editable finder, and its working directory outside the checkout. Its numpy floor
+is measured in that venv too.
+
 Usage: python -m bench.bench_startup [--rounds 7] [--tree /path/to/other/checkout] [--json OUT]
-           [--doc]   (--doc: write the table into docs/performance.md, `bench:startup` markers)
+           [--no-installed] [--doc]
+           (--doc: write the table into docs/performance.md, `bench:startup` markers)
 """
 
 from __future__ import annotations
 
 import argparse
+import compileall
 import json
 import os
+import shutil
+import site
 import statistics
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
@@ -49,38 +65,86 @@ CONFUSION = {"positions": [[["the", -0.1], ["a", -2.3]], [["united", 0.0], ["uni
                            [["states", 0.0], ["state", -0.5]]]}
 
 
-def timed(argv: list[str], root: Path) -> tuple[float, float, float]:
+PACKAGES = ("arsdecode", "maxarpa")
+
+
+def timed(argv: list[str], root: Path | None, cwd: Path | None = None
+          ) -> tuple[float, float, float]:
     """Wall seconds, CPU seconds (user + system) and peak RSS (MB) of one process run from
     `root` (its directory and PYTHONPATH: `-m` puts the working directory first on the path),
-    as users run it: with .pyc files written (the first round writes them)."""
-    env = {**os.environ, "PYTHONPATH": str(root)}
+    as users run it: with .pyc files written (the first round writes them). `root` None: an
+    installed venv's process, no PYTHONPATH, run in `cwd`. CPU is the rusage of GNU time's
+    process, which counts the command it waited for, to the microsecond (time prints CPU to
+    10 ms, a tenth of what is measured here); peak RSS is time's %M, the command's own (a
+    child forked from this process would count this process's pages from before its exec)."""
+    env = dict(os.environ)
+    env.pop("PYTHONPATH", None)
+    if root is not None:
+        env["PYTHONPATH"] = str(root)
     env.pop("PYTHONDONTWRITEBYTECODE", None)
-    proc = subprocess.run(["/usr/bin/time", "-f", "%e %U %S %M", *argv], check=True,
-                          capture_output=True, text=True, env=env, cwd=root)
-    wall, user, system, kb = proc.stderr.strip().splitlines()[-1].split()
-    return float(wall), float(user) + float(system), float(kb) / 1024.0
+    start = time.perf_counter()
+    proc = subprocess.Popen(["/usr/bin/time", "-f", "%M", *argv], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, env=env,
+                            cwd=root if root is not None else cwd)
+    _, status, usage = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - start
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    err = proc.stderr.read().decode(errors="replace") if proc.stderr else ""
+    if proc.returncode != 0:
+        raise RuntimeError(f"{' '.join(argv)} failed ({proc.returncode}): {err}")
+    return wall, usage.ru_utime + usage.ru_stime, float(err.strip().splitlines()[-1]) / 1024.0
 
 
-def cases(model: Path, slf: Path, cn: Path, tree: Path | None) -> list[tuple[str, list[str], Path]]:
-    """(name, argv, PYTHONPATH) of every case; the first is the numpy floor."""
+def installed_venv(tree: Path, where: Path) -> Path:
+    """A venv at `where` holding `tree`'s two packages as a wheel installs them (copied into
+    site-packages, bytecode compiled), the dependencies through a plain path entry to this
+    interpreter's site-packages (a .pth line naming a directory runs none of that directory's
+    own .pth files, so the developer install's editable finder stays out). Returns its python."""
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(where)], check=True)
+    py = where / "bin" / "python"
+    target = Path(subprocess.run([str(py), "-c", "import sysconfig; "
+                                  "print(sysconfig.get_paths()['purelib'])"], check=True,
+                                 capture_output=True, text=True).stdout.strip())
+    (target / "deps.pth").write_text("\n".join(site.getsitepackages()) + "\n")
+    for package in PACKAGES:
+        shutil.copytree(tree / package, target / package,
+                        ignore=shutil.ignore_patterns("__pycache__", "*.cpp", "*.c"))
+        compileall.compile_dir(target / package, quiet=1)
+    return py
+
+
+Case = tuple[str, list[str], "Path | None", "Path | None"]
+"""(name, argv, PYTHONPATH root or None for an installed venv, working directory)."""
+
+
+def cases(model: Path, slf: Path, cn: Path, tree: Path | None,
+          venvs: list[tuple[str, Path]], neutral: Path) -> list[Case]:
+    """Every case; the first of each kind ("dev", "installed") is its numpy floor."""
     py = sys.executable
     script = Path(py).parent / "arsdecode"
-    out = [("python -c 'import numpy'", [py, "-c", "import numpy"], REPO)]
+    decode = ["decode", "--lm", str(model), "--lattice"]
+    out: list[Case] = [("dev: python -c 'import numpy'", [py, "-c", "import numpy"], REPO, None)]
     trees = [("", REPO)] + ([(" [--tree]", tree.resolve())] if tree is not None else [])
     for tag, root in trees:
-        out.append((f"-m arsdecode, SLF{tag}",
-                    [py, "-m", "arsdecode", "decode", "--lm", str(model), "--lattice", str(slf)],
-                    root))
-        out.append((f"-m arsdecode, JSON CN{tag}",
-                    [py, "-m", "arsdecode", "decode", "--lm", str(model), "--lattice", str(cn)],
-                    root))
+        out.append((f"dev: -m arsdecode, SLF{tag}", [py, "-m", "arsdecode", *decode, str(slf)],
+                    root, None))
+        out.append((f"dev: -m arsdecode, JSON CN{tag}",
+                    [py, "-m", "arsdecode", *decode, str(cn)], root, None))
     if script.exists():
-        out.append(("console script, SLF", [str(script), "decode", "--lm", str(model),
-                                             "--lattice", str(slf)], REPO))
+        out.append(("dev: console script, SLF", [str(script), *decode, str(slf)], REPO, None))
+    for i, (tag, vpy) in enumerate(venvs):
+        if i == 0:
+            out.append(("installed: python -c 'import numpy'", [str(vpy), "-c", "import numpy"],
+                        None, neutral))
+        out.append((f"installed: -m arsdecode, SLF{tag}",
+                    [str(vpy), "-m", "arsdecode", *decode, str(slf)], None, neutral))
+        out.append((f"installed: -m arsdecode, JSON CN{tag}",
+                    [str(vpy), "-m", "arsdecode", *decode, str(cn)], None, neutral))
     return out
 
 
-def measure(rounds: int, tree: Path | None, log=print) -> dict[str, Any]:
+def measure(rounds: int, tree: Path | None, installed: bool = True, log=print
+            ) -> dict[str, Any]:
     from arsdecode.api import DEFAULT_LM
     from maxarpa.load import convert
 
@@ -89,25 +153,42 @@ def measure(rounds: int, tree: Path | None, log=print) -> dict[str, Any]:
         convert(DEFAULT_LM, model, binary=True)
         slf.write_text(SLF)
         cn.write_text(json.dumps(CONFUSION))
-        todo = cases(model, slf, cn, tree)
-        runs: dict[str, list[tuple[float, float, float]]] = {name: [] for name, _, _ in todo}
+        venvs: list[tuple[str, Path]] = []
+        if installed:
+            trees = [("", REPO)] + ([(" [--tree]", tree.resolve())] if tree is not None else [])
+            venvs = [(tag, installed_venv(root, Path(tmp) / f"venv{i}"))
+                     for i, (tag, root) in enumerate(trees)]
+        neutral = Path(tmp) / "cwd"
+        neutral.mkdir()
+        todo = cases(model, slf, cn, tree, venvs, neutral)
+        runs: dict[str, list[tuple[float, float, float]]] = {name: [] for name, *_ in todo}
         for r in range(rounds + 1):  # round 0 warms the caches (and writes .pyc): not counted
-            for name, argv, root in todo:
-                got = timed(argv, root)
+            for name, argv, root, cwd in todo:
+                got = timed(argv, root, cwd)
                 if r:
                     runs[name].append(got)
     rows = []
-    floor = statistics.median(cpu for _, cpu, _ in runs[todo[0][0]])
-    for name, _, _ in todo:
+    floors = {kind: statistics.median(cpu for _, cpu, _ in runs[name])
+              for name, *_ in todo if name.endswith("'import numpy'")
+              for kind in [name.split(":")[0]]}
+    for name, *_ in todo:
         wall, cpu, rss = (statistics.median(x[i] for x in runs[name]) for i in range(3))
+        floor = floors.get(name.split(":")[0], 0.0)
         rows.append({"case": name, "wall_s": wall, "cpu_s": cpu, "peak_rss_mb": rss,
                      "cpu_vs_numpy": cpu / floor if floor > 0 else float("nan")})
-    log(f"{'case':32s} {'wall s':>7s} {'CPU s':>7s} {'RSS MB':>7s} {'CPU/numpy':>9s}"
+    log(f"{'case':40s} {'wall s':>7s} {'CPU s':>7s} {'RSS MB':>7s} {'CPU/numpy':>9s}"
         f"   (median of {rounds} rounds)")
     for row in rows:
-        log(f"{row['case']:32s} {row['wall_s']:7.3f} {row['cpu_s']:7.3f} "
+        log(f"{row['case']:40s} {row['wall_s']:7.3f} {row['cpu_s']:7.3f} "
             f"{row['peak_rss_mb']:7.1f} {row['cpu_vs_numpy']:9.2f}")
-    return {"rounds": rounds, "tree": str(tree) if tree else None, "rows": rows}
+    finder = subprocess.run([sys.executable, "-c", "import sys; print(any('__editable__' in m "
+                             "for m in sys.modules))"], check=True, capture_output=True,
+                            text=True).stdout.strip() == "True"
+    load = os.getloadavg()[0]
+    log(f"load average (1 min) at the end: {load:.1f} on {os.cpu_count()} cores: wall "
+        "seconds include waiting for a core, CPU seconds do not")
+    return {"rounds": rounds, "tree": str(tree) if tree else None, "rows": rows, "load": load,
+            "dev_editable_finder": finder}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -115,9 +196,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rounds", type=int, default=7)
     ap.add_argument("--tree", type=Path, help="another checkout to A/B against, same run")
     ap.add_argument("--json", type=Path, help="write the figures here")
+    ap.add_argument("--no-installed", action="store_true",
+                    help="leave out the installed-venv cases (no venv is built)")
     ap.add_argument("--doc", action="store_true", help="write docs/performance.md's section")
     args = ap.parse_args(argv)
-    result = measure(args.rounds, args.tree)
+    result = measure(args.rounds, args.tree, installed=not args.no_installed)
     if args.json:
         args.json.write_text(json.dumps(result, indent=1) + "\n")
     if args.doc:
@@ -135,13 +218,22 @@ def markdown(result: dict[str, Any]) -> str:
     """The table docs/performance.md shows."""
     import datetime
 
+    finder = ("whose editable install (strict mode) adds setuptools' path finder to every "
+              "process" if result.get("dev_editable_finder") else "with no editable finder")
     lines = [f"Generated by `python -m bench.bench_startup --doc` on "
              f"{datetime.date.today().isoformat()}: median of {result['rounds']} rounds, "
              f"cases alternated; the embedded 5-gram as a binary (.npz) model. Goal: at most "
              f"{GOAL_S} s for the whole process. Anchor (not installed here, quoted): "
-             f"{LATTICE_TOOL}.", "",
+             f"{LATTICE_TOOL}. \"dev\": the bench's own venv, {finder}; "
+             f"\"installed\": a fresh venv holding the packages "
+             f"as a wheel installs them (the module docstring says how); CPU / numpy's is "
+             f"against `python -c 'import numpy'` in the same kind of venv. Load average at "
+             f"the end: {result.get('load', float('nan')):.1f} on {os.cpu_count()} cores (wall "
+             f"includes waiting for a core).", "",
              "| case | wall s | CPU s | peak RSS MB | CPU / numpy's |", "|---|---|---|---|---|"]
     for row in result["rows"]:
+        if "[--tree]" in row["case"]:  # another checkout's A/B rows: not this tree's figures
+            continue
         lines.append(f"| {row['case']} | {row['wall_s']:.3f} | {row['cpu_s']:.3f} | "
                      f"{row['peak_rss_mb']:.1f} | {row['cpu_vs_numpy']:.2f} |")
     return "\n".join(lines)

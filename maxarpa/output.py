@@ -23,7 +23,6 @@ import lzma
 import os
 import shutil
 import stat
-import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -195,6 +194,8 @@ def atomic_output(path: str | Path) -> Iterator[Path]:
     """
     target = output_target(path)
     if target.through:
+        import tempfile  # here: a process that only reads (a decode) never loads it
+
         fd, name = tempfile.mkstemp(prefix="maxarpa-output-", suffix=".tmp")
         os.close(fd)
         tmp = Path(name)

@@ -15,7 +15,6 @@ import os
 import shutil
 import stat
 import sys
-import tempfile
 import warnings
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -50,6 +49,8 @@ def display_name(path: str | Path) -> str:
 def spooled(path: str | Path) -> Iterator[Path]:
     """Copy `path` (or standard input for `-`) once into a private temporary file, yield that
     file's path, and delete it afterwards (also on any error)."""
+    import tempfile  # here: a model read from a file never loads it (start-up, issue 34)
+
     name = display_name(path)
     with tempfile.TemporaryDirectory(prefix="maxarpa-input-") as folder:
         copy = Path(folder) / "input"

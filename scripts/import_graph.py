@@ -30,7 +30,7 @@ PACKAGES = ("arsdecode", "maxarpa")
 
 LAYERS: tuple[tuple[str, ...], ...] = (
     # the compiled core is used by model and core too, so it sits with the error tree
-    ("arsdecode.errors", "arsdecode.termination", "arsdecode.native"),
+    ("arsdecode.errors", "arsdecode.termination", "arsdecode.native", "arsdecode.lazy_names"),
     ("arsdecode.model",),
     ("arsdecode.lattice",),
     ("arsdecode.core",),

@@ -36,10 +36,16 @@ sources_newer_than() {
 }
 
 # The project (editable) with its runtime dependencies only; `test` adds the dev extras below.
+# Editable mode "compat": a .pth line naming the checkout. The default (strict) mode installs
+# setuptools' editable path finder, which every Python process of the venv then imports at
+# start-up (with pathlib, fnmatch, importlib.util): about 10 ms of CPU on each CLI call, 10% of
+# a one-lattice `arsdecode decode` (issue 34; bench/bench_startup.py, "dev" against
+# "installed"). A user's wheel install has neither. A venv installed before keeps its finder
+# until the next project install (when a source is newer than its stamp).
 stamp="$VENV/.installed-demo"
 if [[ ! -f "$stamp" || -n "$(sources_newer_than "$stamp")" ]]; then
   echo "[install] arsdecode + maxarpa (numpy, pynini, networkx, tqdm)"
-  "$VPY" -m pip install -q -e .
+  "$VPY" -m pip install -q -e . --config-settings editable_mode=compat
   touch "$stamp"
 fi
 # Bytecode for the project's own modules: an editable install leaves them as sources, and a
@@ -78,7 +84,7 @@ PYTHON="$VPY" bash data_prep/build_kenlm_tools.sh .tools
 stamp="$VENV/.installed-test"
 if [[ ! -f "$stamp" || -n "$(sources_newer_than "$stamp")" ]]; then
   echo "[install] dev extras (pytest, hypothesis, scipy, ruff, matplotlib, nltk)"
-  "$VPY" -m pip install -q -e ".[dev]"
+  "$VPY" -m pip install -q -e ".[dev]" --config-settings editable_mode=compat
   touch "$stamp"
 fi
 echo "[install] done"

@@ -365,14 +365,17 @@ def test_a_command_imports_only_its_own_module():
 
 
 def test_cli_method_and_variant_names_are_the_engines():
-    """The parsers take --method and --variant from plain constants (so that building them
-    loads no engine); they must be the engine's names and default."""
+    """The parsers take --method, --variant and --nbest-format from plain constants (so that
+    building them loads no engine nor n-best writer); they must be the engine's names and
+    default."""
     import inspect
 
     from arsdecode.cli import options
     from arsdecode.core import automaton
+    from arsdecode.lattice import nbest_formats
     from arsdecode.methods import ars, dispatch
 
+    assert options.NBEST_FORMATS == nbest_formats.NBEST_FORMATS
     assert options.METHODS == dispatch.METHODS
     assert options.VARIANTS == automaton.VARIANTS
     assert options.DEFAULT_VARIANT == automaton.DEFAULT_VARIANT

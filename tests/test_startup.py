@@ -5,8 +5,9 @@ cuts changed no answer.
   stores more transitions than it has (it used to fill 32 MiB on the first query); the
   answers before and after it grows are the Python reference's (`methods.full.full_decode`).
 - A decode of a confusion network or a word lattice imports neither the tree package nor the
-  VPYLM trainer (`arsdecode.model` and the TreeAutomaton checks are lazy), while their public
-  names still resolve.
+  VPYLM trainer (`arsdecode.model` and the TreeAutomaton checks are lazy), nor ARS, k-best,
+  posteriors, marginals, the other targets and lattice formats, while their public names
+  still resolve.
 """
 
 from __future__ import annotations
@@ -96,6 +97,18 @@ def test_a_lattice_decode_imports_neither_trees_nor_the_trainer(tmp_path, kind):
     assert "arsdecode.methods.dispatch" in loaded  # it did decode
     assert not any(m == "arsdecode.trees" or m.startswith("arsdecode.trees.") for m in loaded)
     assert "arsdecode.model.vpylm_train" not in loaded
+    # What the full DP's decode does not run is imported where it runs (issue 34): ARS and its
+    # q-automaton, k-best, posteriors, marginals, the other targets, the
+    # other lattice formats, and tempfile (a decode writes no file).
+    not_needed = {"arsdecode.methods.ars", "arsdecode.methods.ars_loop",
+                  "arsdecode.methods.kbest", "arsdecode.methods.expansion_kbest",
+                  "arsdecode.methods.dispatch_kbest", "arsdecode.methods.dispatch_posteriors",
+                  "arsdecode.methods.marginals",
+                  "arsdecode.methods.full", "arsdecode.core.automaton",
+                  "arsdecode.api_targets", "arsdecode.model.loglinear", "arsdecode.model.vpylm",
+                  "arsdecode.lattice.fst_text", "arsdecode.lattice.pfsg",
+                  "arsdecode.lattice.nbest_formats", "tempfile"}
+    assert not loaded & not_needed, sorted(loaded & not_needed)
 
 
 def test_the_lazy_model_package_still_exports_every_name():

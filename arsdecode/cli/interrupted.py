@@ -66,6 +66,15 @@ def exit_status(stop: BaseException) -> int:
     return cause.exit_status if isinstance(cause, Terminated) else EXIT_INTERRUPTED
 
 
+def ars_interrupt(err: KeyboardInterrupt) -> DecodeInterrupted | None:
+    """`err` if it is ARS's DecodeInterrupted (Ctrl-C with the best path so far), else None
+    (re-raise it). Why not `except DecodeInterrupted`: naming the class imports ARS, which a
+    decode that the full DP runs never loads (issue 34, start-up)."""
+    from arsdecode.methods.ars_loop import DecodeInterrupted
+
+    return err if isinstance(err, DecodeInterrupted) else None
+
+
 def print_interrupted(args: argparse.Namespace, stop: DecodeInterrupted, oov: dict) -> int:
     """The best path found so far (its tokens, whatever the lattice: one DecodeResult),
     marked UNCERTIFIED, with its bound gap (ln q(x*) - ln p(path): the optimum is at most that

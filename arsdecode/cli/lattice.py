@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 from arsdecode.cli import lattice_list, trees, word_lattice
 from arsdecode.cli.interrupted import (
     add_trace_option,
+    ars_interrupt,
     iteration_trace,
     print_interrupted,
     print_kbest_interrupted,
@@ -200,7 +201,6 @@ def load_lattice_and_lm(args: argparse.Namespace):
 
 def cmd_decode(args: argparse.Namespace) -> int:
     from arsdecode.api import decode
-    from arsdecode.methods.ars import DecodeInterrupted
 
     target_spec(args)  # refuses flags that do not combine, before any file is read
     if args.trees is not None:
@@ -223,7 +223,9 @@ def cmd_decode(args: argparse.Namespace) -> int:
         r = decode(lm, lattice, method=args.method, variant=args.variant,
                    max_iterations=args.max_iterations, keep_automaton=bool(outputs),
                    on_iteration=trace)
-    except DecodeInterrupted as stop:
+    except KeyboardInterrupt as err:
+        if (stop := ars_interrupt(err)) is None:
+            raise
         return print_interrupted(args, stop, oov)
     # The result is printed before the files are written, so a failed write never loses it.
     if args.json:

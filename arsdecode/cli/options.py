@@ -53,6 +53,8 @@ VARIANTS: tuple[str, ...] = ("all-edges", "paper")
 """`--variant` choices: `arsdecode.core.automaton.VARIANTS`."""
 DEFAULT_VARIANT = "all-edges"
 """The engine's default refinement variant: `arsdecode.core.automaton.DEFAULT_VARIANT`."""
+NBEST_FORMATS: tuple[str, ...] = ("text", "srilm", "NBestList1.0", "kaldi")
+"""`decode --nbest-format` choices: `arsdecode.lattice.nbest_formats.NBEST_FORMATS`."""
 
 EXIT_STATUS_HELP = (
     "exit status: 0 success; 2 bad input or options (one line on stderr); "

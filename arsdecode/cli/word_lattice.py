@@ -25,7 +25,7 @@ from arsdecode.cli.lattice_outputs import (
     write_rescored,
 )
 from arsdecode.cli.lattice_scales import read_lattice_and_scales
-from arsdecode.cli.options import EXIT_OK
+from arsdecode.cli.options import EXIT_OK, NBEST_FORMATS
 from arsdecode.cli.output import check_writable, fixed, print_json
 from arsdecode.errors import OptionError
 
@@ -92,8 +92,6 @@ def add_word_lattice_options(p: argparse.ArgumentParser, *, decode: bool = False
                    help="score out-of-vocabulary words as WORD, a word of the model, instead "
                         "of <unk>")
     if decode:
-        from arsdecode.lattice.nbest_formats import NBEST_FORMATS
-
         g.add_argument("--nbest-format", choices=NBEST_FORMATS, default="text",
                        help="--nbest's layout: text (rank, ln score, words), srilm (acoustic "
                             "and LM log10 scores, word count, words: lattice-tool's n-best "
@@ -216,14 +214,13 @@ def load(args: argparse.Namespace) -> tuple[WordLattice, Any, dict]:
 def cmd_decode(args: argparse.Namespace) -> int:
     """`decode --lattice WORD_LATTICE`: the exact best path, or --nbest K of them."""
     from arsdecode.api import decode
-    from arsdecode.cli.interrupted import iteration_trace, print_interrupted
+    from arsdecode.cli.interrupted import ars_interrupt, iteration_trace, print_interrupted
     from arsdecode.lattice.lattice_files import (
         lattice_name,
         write_text_output,
         write_word_lattice,
     )
     from arsdecode.lattice.slf import paths_lattice
-    from arsdecode.methods.ars import DecodeInterrupted
 
     for opt in ("fst", "graphml"):
         if getattr(args, opt, None):
@@ -243,7 +240,9 @@ def cmd_decode(args: argparse.Namespace) -> int:
         try:  # Ctrl-C of ARS: the best path so far (the expansion has none to give)
             r = decode(lm, wl, method=args.method, max_iterations=args.max_iterations,
                        on_iteration=trace)
-        except DecodeInterrupted as stop:
+        except KeyboardInterrupt as err:
+            if (stop := ars_interrupt(err)) is None:
+                raise
             return print_interrupted(args, stop, oov)
         assert r.arcs is not None  # a lattice's decode always holds its path
         paths = [r.arcs]

@@ -31,7 +31,7 @@ import math
 import sys
 from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from arsdecode.errors import LatticeError, OptionError
 from arsdecode.lattice.confusion import (
@@ -40,14 +40,16 @@ from arsdecode.lattice.confusion import (
     parse_json_text,
     read_json_input,
 )
-from arsdecode.lattice.fst_text import LabelMode, read_fst_text, write_fst_text
 from arsdecode.lattice.input_files import without_compression_suffix
-from arsdecode.lattice.pfsg import HEADER as PFSG_HEADER
-from arsdecode.lattice.pfsg import read_pfsg, write_pfsg
 from arsdecode.lattice.slf import SlfLattice, SlfScales, read_slf, write_slf
 from arsdecode.lattice.vocabulary import apply_conventions, lm_transparent_words
 from arsdecode.lattice.word_lattice import WordLattice
 from maxarpa.output import atomic_output, byte_stream, compression_of
+
+# The OpenFst text and PFSG readers and writers are imported where their format is read or
+# written (issue 34, start-up: an SLF or JSON lattice loads neither).
+if TYPE_CHECKING:
+    from arsdecode.lattice.fst_text import LabelMode
 
 FORMATS = ("slf", "fst", "json", "pfsg")
 SUFFIXES: dict[str, str] = {
@@ -102,6 +104,8 @@ def sniff_format(text: str) -> str | None:
         return "json"
     if "=" in first[0]:
         return "slf"
+    from arsdecode.lattice.pfsg import HEADER as PFSG_HEADER
+
     if first[0] in PFSG_HEADER and len(first) >= 2:
         return "pfsg"
     if first[0].isdigit():
@@ -186,10 +190,14 @@ def _read(path: str | Path, fmt: str, scales: SlfScales | None, keep_lm_score: b
                        htk_quotes=htk_quotes)
         return slf.lattice, slf
     if fmt == "pfsg":
+        from arsdecode.lattice.pfsg import read_pfsg
+
         return read_pfsg(path, keep_lm_score=keep_lm_score, text=text), None
     if fmt == "fst":
         if text is None and str(path) != "-" and not str(path).endswith(".gz"):
             _refuse_binary_fst(path)
+        from arsdecode.lattice.fst_text import read_fst_text
+
         return read_fst_text(path, symbols=symbols, acoustic_scale=acoustic_scale,
                              acceptor=acceptor, labels=labels, text=text), None
     name = input_name(path)
@@ -228,8 +236,12 @@ def write_word_lattice(wl: WordLattice, path: str | Path, *, format: str | None 
         if fmt == "slf":
             write_slf(wl, out, posteriors=posteriors, base=base, htk_quotes=htk_quotes)
         elif fmt == "fst":
+            from arsdecode.lattice.fst_text import write_fst_text
+
             write_fst_text(wl, out, symbols=symbols, acceptor=acceptor)
         elif fmt == "pfsg":
+            from arsdecode.lattice.pfsg import write_pfsg
+
             write_pfsg(wl, out)
         else:
             json.dump(wl.to_json_obj(), out)

@@ -22,7 +22,7 @@ all. A target without compiled tables gets ARS from auto. A VPYLM's costs are sc
 Parts (issue 30: one module, one job): the choice and its knobs live here, and the knobs are
 read here at each call and passed down (tests set them on this module); running a choice is
 `dispatch_run`, a confusion network's k-best `dispatch_kbest`, the exact posteriors
-`dispatch_posteriors`.
+`dispatch_posteriors`. They, ARS and k-best are imported where they run (issue 34, start-up).
 """
 
 from __future__ import annotations
@@ -32,13 +32,12 @@ from typing import Any, Literal, cast
 
 import numpy as np
 
-from arsdecode.core.automaton import DEFAULT_VARIANT, Variant
+from arsdecode.core.q_states import DEFAULT_VARIANT, Variant
 from arsdecode.core.tolerances import CERTIFICATE_TOL
 from arsdecode.errors import OptionError
 from arsdecode.lattice import Lattice, WordLattice
 from arsdecode.lattice.flat import FlatLattices
-from arsdecode.methods import ars, cost_model, fast_full
-from arsdecode.methods.ars import decode as ars_decode
+from arsdecode.methods import cost_model, fast_full
 from arsdecode.methods.budget import (  # noqa: F401  (re-exported: dispatch's names)
     BYTES_PER_PAIR,
     DEFAULT_MEMORY_BUDGET,
@@ -48,9 +47,6 @@ from arsdecode.methods.budget import (  # noqa: F401  (re-exported: dispatch's n
     set_memory_budget,
 )
 from arsdecode.methods.cost_model import LatticeSizes
-from arsdecode.methods.dispatch_kbest import cn_kbest, dag_kbest_result
-from arsdecode.methods.dispatch_posteriors import exact_posteriors
-from arsdecode.methods.dispatch_posteriors import lattice_posteriors as lattice_posteriors
 from arsdecode.methods.dispatch_run import (
     FlatDecodeResult,
     Plan,
@@ -273,6 +269,7 @@ def decode(lm: ModelLike, lattice: Lattice | WordLattice, *, method: Method = "a
     if isinstance(lattice, WordLattice):
         return decode_word_lattice(lm, lattice, method=method, k=k, **options)
     if k is not None:
+        from arsdecode.methods.dispatch_kbest import cn_kbest
         return cn_kbest(lm, lattice, k, method, options, _kbest_pairs)
     needs_ars = [o for o in ("on_iteration", "keep_automaton") if options.get(o)]
     model = as_target_model(lm)
@@ -285,6 +282,7 @@ def decode(lm: ModelLike, lattice: Lattice | WordLattice, *, method: Method = "a
                 return compiled_result(compiled, flat, 0, lattice, seconds)
         elif method == "full":  # no compiled tables: the numpy reference DP
             return reference_full(model, [lattice], [0])[0]
+    from arsdecode.methods.ars import decode as ars_decode
     return ars_decode(model, lattice, **options)  # ARS takes every option
 
 
@@ -310,8 +308,10 @@ def decode_word_lattice(lm: ModelLike, wl: WordLattice, *, method: Method = "aut
                   {"unique": unique, "max_iterations": max_iterations, "tol": tol,
                    "on_iteration": on_iteration})
     if k is not None:
+        from arsdecode.methods.dispatch_kbest import dag_kbest_result
         return dag_kbest_result(lm, wl, k, unique)
     if method == "ars":
+        from arsdecode.methods import ars
         return ars.dag_ars_decode(lm, wl, max_iterations=max_iterations, tol=tol,
                                   on_iteration=on_iteration, max_bytes=memory_budget())
     return decode_word_lattices(lm, [wl], method=method)[0]
@@ -327,6 +327,7 @@ def decode_word_lattices(lm: ModelLike, lattices: Sequence[WordLattice], *,
     of nonzero probability."""
     check_method(method)
     if method == "ars":
+        from arsdecode.methods import ars
         return [ars.dag_ars_decode(lm, wl, max_bytes=memory_budget())
                 for wl in lattices]
     return full_word_lattices(as_target_model(lm), lattices)
@@ -345,6 +346,7 @@ def exact_marginals(lm: ModelLike, lattice: Lattice | WordLattice, method: str
     """
     if method not in MARGINALS_METHODS:
         raise OptionError(f"unknown method {method!r}; choose from {MARGINALS_METHODS}")
+    from arsdecode.methods.dispatch_posteriors import exact_posteriors
     return exact_posteriors(lm, lattice, method, full_states=MARGINALS_FULL_STATES,
                             pairs_budget=memory_pairs_budget)  # read here: tests set both
 
@@ -366,26 +368,24 @@ def sample(lm: ModelLike, lattice: Lattice | WordLattice, n: int,
     `method` says which ran. Options are checked first
     (`options.check_options`). Raises NoPathError if every path has probability zero.
     """
-    from arsdecode.methods.ars import sample as ars_sample
+    from arsdecode.methods import ars
     from arsdecode.methods.full_samples import dag_sample_result, full_sample_result
 
     check_method(method)
-    kind = kind_of(lattice)
-    options = check_options("sample", kind, method, options)
+    options = check_options("sample", kind_of(lattice), method, options)
     if isinstance(lattice, WordLattice):
         if method == "ars":
             return ars.dag_ars_sample(lm, lattice, n, seed, **options)
         return dag_sample_result(lm, lattice, n, seed)
     if method == "full":
         return full_sample_result(lm, lattice, n, seed, **options)
-    return ars_sample(as_target_model(lm), lattice, n, seed, **options)
+    return ars.sample(as_target_model(lm), lattice, n, seed, **options)
 
 
 def adapt(lm: ModelLike, lattice: Lattice | WordLattice, **options: Any):
     """Refine q until its acceptance rate reaches the target, then stop (`ars.adapt`); a
     confusion network only (`options.REFUSED_METHODS` says why)."""
     from arsdecode.methods.ars import adapt as ars_adapt
-
     options = check_options("adapt", kind_of(lattice), "auto", options)
     return ars_adapt(as_target_model(lm), lattice, **options)
 

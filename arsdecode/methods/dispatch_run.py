@@ -15,14 +15,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from arsdecode.core.automaton import Variant
+from arsdecode.core.q_states import Variant
 from arsdecode.errors import NoPathError
 from arsdecode.lattice import Lattice, WordLattice
 from arsdecode.lattice.flat import FlatLattices
 from arsdecode.methods import fast_full
 from arsdecode.methods.expansion_dp import dag_decode
 from arsdecode.methods.fast_full import BatchResult
-from arsdecode.methods.full import full_decode
 from arsdecode.methods.lockstep import DecodeManyInterrupted, ars_lockstep, lockstep_groups
 from arsdecode.methods.results import DecodeResult, exact_decode_result
 from arsdecode.model import TargetModel, ngram_scoring
@@ -90,6 +89,8 @@ def reference_full(model: TargetModel, lattices: Sequence[Lattice], labels: list
                     ) -> list[DecodeResult]:
     """The numpy reference full DP (`methods.full`) per lattice: a target without compiled
     tables still gets method "full"."""
+    from arsdecode.methods.full import full_decode  # here: the compiled DP does not need it
+
     out = []
     for k, lat in zip(labels, lattices, strict=True):
         try:

@@ -28,27 +28,46 @@ It only executes: whether the full DP runs, and within which budget of pairs, is
 
 from __future__ import annotations
 
+import sys
 import threading
 import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass
+from types import ModuleType
+from typing import TYPE_CHECKING, TypeAlias
 
 import numpy as np
 
 from arsdecode.errors import ModelError, NoPathError
 from arsdecode.lattice import Lattice, WordLattice
 from arsdecode.lattice.flat import FlatLattices
-from arsdecode.methods import fast_mixture, fast_vpylm
+from arsdecode.methods import fast_mixture
 from arsdecode.model.interface import PLAIN_SCORING, NgramScoring, ngram_tables
 from arsdecode.model.interpolated import InterpolatedLM
-from arsdecode.model.vpylm import VpylmLM
 from arsdecode.model.weighted import WeightedLM
 from arsdecode.native import _core, native_ngram
 from maxarpa.contexts import has_stored_tables, useful_context_tables
 from maxarpa.model import Model
 
-Compiled = Model | InterpolatedLM | VpylmLM
+if TYPE_CHECKING:
+    from typing_extensions import TypeIs
+
+    from arsdecode.model.vpylm import VpylmLM
+
+Compiled: TypeAlias = "Model | InterpolatedLM | VpylmLM"
 """What the compiled DP runs on: one n-gram table, a mixture of several, or a VPYLM."""
+
+
+def _is_vpylm(lm: object) -> TypeIs[VpylmLM]:
+    """Whether `lm` is a VpylmLM, without importing `model.vpylm` (start-up, issue 34): no
+    such object exists unless its module was loaded, so a plain decode pays one look-up."""
+    module = sys.modules.get("arsdecode.model.vpylm")
+    return module is not None and isinstance(lm, module.VpylmLM)
+
+
+def _fast_vpylm() -> ModuleType:
+    from arsdecode.methods import fast_vpylm  # imported where a VPYLM runs
+    return fast_vpylm
 
 
 @dataclass(frozen=True)
@@ -79,7 +98,7 @@ def compiled_target(model: object) -> Compiled | None:
     inner = model.inner if isinstance(model, WeightedLM) else model
     if isinstance(inner, InterpolatedLM) and not (inner in _DP and _DP[inner] is None):
         return inner
-    if isinstance(inner, VpylmLM):
+    if _is_vpylm(inner):
         return inner
     return None
 
@@ -91,8 +110,8 @@ def setup_ngrams(lm: Compiled) -> int:
     n-grams, their own tables stored)."""
     if isinstance(lm, Model):
         return sum(lm.counts)
-    if isinstance(lm, VpylmLM):
-        return 0 if lm in _DP else fast_vpylm.setup_ngrams(lm)
+    if _is_vpylm(lm):
+        return 0 if lm in _DP else _fast_vpylm().setup_ngrams(lm)
     models = [c.ngram for c in lm.components]
     return (sum(sum(m.counts) for m in models if not has_stored_tables(m))
             + sum(sum(m.counts) for m in models) // 3)
@@ -101,15 +120,15 @@ def setup_ngrams(lm: Compiled) -> int:
 def cost_factors(lm: Compiled) -> tuple[float, float]:
     """auto's (ARS time, full DP time per pair) on `lm`, relative to one n-gram table's
     (`cost_model`'s estimates): measured for a VPYLM (`fast_vpylm`), 1 for the others."""
-    if isinstance(lm, VpylmLM):
-        return fast_vpylm.ARS_TIME_FACTOR, fast_vpylm.PAIR_TIME_FACTOR
+    if _is_vpylm(lm):
+        return _fast_vpylm().ARS_TIME_FACTOR, _fast_vpylm().PAIR_TIME_FACTOR
     return 1.0, 1.0
 
 
 def ars_charged(lm: Compiled, seconds: float) -> float:
     """`seconds` of estimated ARS time about to run on `lm`, plus, for a VPYLM, what auto's
     earlier calls charged it (`fast_vpylm.charge`)."""
-    return fast_vpylm.charge(lm, seconds) if isinstance(lm, VpylmLM) else seconds
+    return _fast_vpylm().charge(lm, seconds) if _is_vpylm(lm) else seconds
 
 
 def compiled_tables(model: object) -> Compiled | None:
@@ -130,8 +149,8 @@ def setup_is_free(lm: Compiled) -> bool:
     for a mixture, its union tables built already (`fast_mixture.tables_built`)."""
     if isinstance(lm, InterpolatedLM):
         return lm in _DP or fast_mixture.tables_built(lm)
-    if isinstance(lm, VpylmLM):
-        return lm in _DP or fast_vpylm.is_built(lm)
+    if _is_vpylm(lm):
+        return lm in _DP or _fast_vpylm().is_built(lm)
     return lm in _DP or has_stored_tables(lm)
 
 
@@ -174,8 +193,8 @@ def _full_dp(lm: Compiled) -> _core.FullDP | None:
         if lm not in _DP:
             if isinstance(lm, InterpolatedLM):
                 _DP[lm] = fast_mixture.mixture_dp(lm)
-            elif isinstance(lm, VpylmLM):
-                _DP[lm] = fast_vpylm.vpylm_dp(lm)
+            elif _is_vpylm(lm):
+                _DP[lm] = _fast_vpylm().vpylm_dp(lm)
             else:
                 rows, lens, keys = (a if a.flags.writeable else a.copy()
                                     for a in useful_context_tables(lm))

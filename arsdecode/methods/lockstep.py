@@ -17,14 +17,14 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from arsdecode.core.automaton import FillRequest, QAutomaton, Variant
 from arsdecode.errors import BoundViolationError, NoPathError
 from arsdecode.lattice import Lattice
-from arsdecode.methods.ars import ArsDecoder
 from arsdecode.methods.results import DecodeResult
 from arsdecode.model import TargetModel
 
 if TYPE_CHECKING:
+    from arsdecode.core.automaton import FillRequest, QAutomaton, Variant
+    from arsdecode.methods.ars import ArsDecoder
     from arsdecode.methods.fast_full import BatchResult
 
 LOCKSTEP_CANDIDATES = 20_000  # candidates (summed over positions) decoded in lockstep at most
@@ -64,6 +64,8 @@ def ars_lockstep(
     `model` is already a TargetModel (`dispatch` converts it once). Errors name the lattice
     by its label; `seconds` of each result counts from `start`.
     """
+    from arsdecode.methods.ars import ArsDecoder  # here: a full-DP decode never loads ARS
+
     active = {k: ArsDecoder(model, lat, variant=variant, tol=tol, max_iterations=max_iterations,
                             fill=False)
               for k, lat in enumerate(lattices)}

@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from arsdecode.core.automaton import DEFAULT_VARIANT
+from arsdecode.core.q_states import DEFAULT_VARIANT
 from arsdecode.core.tolerances import CERTIFICATE_TOL
 from arsdecode.errors import OptionError
 

@@ -20,8 +20,9 @@ here was a measurable share of a one-lattice process's start-up (issue 34).
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from arsdecode.lazy_names import lazy_names
 
 _EXPORTS = {
     **{name: "arsdecode.model.interface" for name in (
@@ -58,17 +59,7 @@ if TYPE_CHECKING:
     from arsdecode.model.weighted import WeightedLM
 
 
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'arsdecode.model' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value  # next time, a plain attribute
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_EXPORTS))
+__getattr__, __dir__ = lazy_names(__name__, _EXPORTS)
 
 __all__ = [
     "HasNgramTables",

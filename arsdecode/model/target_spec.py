@@ -27,19 +27,22 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Container
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from arsdecode.errors import OptionError
 from arsdecode.model.interpolated import MISSING, InterpolatedLM
-from arsdecode.model.loglinear import LogLinearLM
-from arsdecode.model.vpylm import VpylmLM, load_vpylm
 from arsdecode.model.weighted import WeightedLM
 from maxarpa.config import DEFAULT_CONFIG, Config
 from maxarpa.model import Model
 
+# The log-linear and VPYLM targets are imported when a spec asks for them (issue 34,
+# start-up: a plain n-gram decode loads neither).
+if TYPE_CHECKING:
+    from arsdecode.model.vpylm import VpylmLM
+
 NgramLoader = Callable[[str, Config], Model]
 """Loads an n-gram model file with a strictness (default: `maxarpa.load`)."""
-VpylmLoader = Callable[[str], VpylmLM]
+VpylmLoader = Callable[[str], "VpylmLM"]
 """Loads a VPYLM .npz (default: `load_vpylm`)."""
 
 
@@ -137,6 +140,8 @@ def build_target(spec: TargetSpec, *, load_ngram: NgramLoader | None = None,
     (default: `maxarpa.load` and `load_vpylm`). Raises what the loaders raise for a bad file
     (MaxArpaError, ModelError) and ModelError naming a feature file's bad line."""
     if spec.vpylm is not None:
+        from arsdecode.model.vpylm import load_vpylm
+
         vpylm = (load_vpylm_file or load_vpylm)(spec.vpylm)
         return Target(_weighted(vpylm, spec), vpylm, spec.vpylm)
     load = load_ngram or _load_ngram
@@ -146,6 +151,8 @@ def build_target(spec: TargetSpec, *, load_ngram: NgramLoader | None = None,
 
         lm = maxarpa.truncate(lm, spec.order)
     if spec.features is not None:  # the log-linear target, alpha = the LM weight
+        from arsdecode.model.loglinear import LogLinearLM
+
         return Target(LogLinearLM([lm], [spec.lm_weight], features=spec.features), lm,
                       spec.model_path)
     if not spec.mix:
