@@ -1,0 +1,118 @@
+# Dense transition rows (small vocabularies: tags): every word's (ln p, next state) after one
+# state, filled at once from the row of the state's failure link.
+#
+# Why (issue 34, "Tagging at high order"): the DP used to compute each (state, tag) transition
+# on its first use by two walks from scratch: walk A over the model's hash tables order by
+# order (the longest table node v.w ending context.w), then the useful-context hash along the
+# failure chain (the next state, cut(context.w)), about 10 memory misses per transition, 54% of
+# a 9-gram tagging run. Both answers of a state g are those of its failure link f = fail[g]
+# (its longest proper useful suffix), except where g itself adds something:
+#
+# - walk A: the longest node suffix of g.w is the one of f.w, unless f.w is itself a node
+#   (its entry's order is |f| + 1): the walk then resumes from that node with g's older words,
+#   exactly as walk A would continue (the table is suffix-closed: a node's key holds its
+#   suffix's node, so walk A's consecutive search and this resumption meet the same nodes).
+#   Only f's successors are probed, once per state, not every (state, word) from order 2.
+# - the next state: cut(g.w) is g.w when that is a useful context (one of g's children in the
+#   useful-context trie, listed in `child_*`), else cut(f.w), the same word's entry in f's row
+#   (uc_cut_append's failure-chain loop, unrolled across rows); a state of n - 1 words has no
+#   children (its g.w would be n words) and takes every next state from f's row.
+#
+# ln p is then the node's ln p plus the backoffs of the context suffixes longer than it,
+# summed in walk B's order (ng_walk_in's sum, term for term): the same numbers as the walks.
+
+
+cdef struct RowEntry:
+    # One dense transition (state, word): what the sweep reads (ln p, next state) and what a
+    # longer state's row extends (the longest table node ending context.word, within its order).
+    double lp
+    int nxt
+    int node
+
+
+cdef inline void row_bow_sums(const NgramTables *t, const long long *ctx, int width,
+                              double *sums) noexcept nogil:
+    """sums[l] = the ln backoffs of the context's suffixes longer than l words that are table
+    nodes (walk B), added shortest first from 0.0: what ng_walk_in adds to a node of order l + 1.
+    """
+    cdef double bows[NG_MAX_ORDER]
+    cdef long long ctx_node
+    cdef int ctx_depth = ng_context_bows(t, ctx, width, bows, &ctx_node)
+    cdef int l, j
+    cdef double s
+    for l in range(width + 1):
+        s = 0.0
+        for j in range(l + 1, ctx_depth + 1):
+            s += bows[j - 1]
+        sums[l] = s
+
+
+cdef void row_direct(const NgramTables *t, const UsefulTables *u, const int *fail,
+                     long long gid, RowEntry *row, signed char *lev) noexcept nogil:
+    """gid's row by the two walks per word (the row of the empty context, or of a state whose
+    failure link's row did not fit in the byte bound): the reference `row_from_fail` follows."""
+    cdef long long V = t.vocab, w, node, dummy = -1
+    cdef const long long *ctx = (u.rows + gid * u.width) if u.width else &dummy
+    cdef int depth
+    cdef double sums[NG_MAX_ORDER]
+    row_bow_sums(t, ctx, u.width, sums)
+    for w in range(V):
+        node = ng_walk_a(t, ctx, u.width, w, &depth)
+        row[w].node = <int>node
+        lev[w] = <signed char>(depth - 1)
+        row[w].lp = t.lp[t.node_off[depth - 1] + node] + sums[depth - 1]
+        row[w].nxt = <int>uc_cut_append(u, fail, V, gid, w)
+
+
+cdef void row_from_fail(const NgramTables *t, const UsefulTables *u, const long long *child_off,
+                        const int *child_word, const int *child_gid, long long gid, int flen,
+                        const RowEntry *frow, const signed char *flev, RowEntry *row,
+                        signed char *lev) noexcept nogil:
+    """gid's row from frow/flev, the row of its failure link (a context of `flen` words): see
+    this file's header for why each entry is the walks' answer."""
+    cdef long long V = t.vocab, w, node, found, wj, k
+    cdef const long long *ctx = u.rows + gid * u.width
+    cdef int glen = u.lens[gid], j, l
+    cdef double sums[NG_MAX_ORDER]
+    row_bow_sums(t, ctx, u.width, sums)
+    for w in range(V):
+        node = frow[w].node
+        l = flev[w]
+        row[w].nxt = frow[w].nxt
+        if l == flen:  # f.w is a node: resume walk A with g's older words
+            for j in range(flen + 1, glen + 1):
+                wj = ctx[u.width - j]
+                found = ng_find(t, j + 1, <unsigned long long>node * <unsigned long long>V
+                                + <unsigned long long>wj)
+                if found < 0:
+                    break
+                node = found
+                l = j
+        row[w].node = <int>node
+        lev[w] = <signed char>l
+        row[w].lp = t.lp[t.node_off[l] + node] + sums[l]
+    if glen < u.width:
+        for k in range(child_off[gid], child_off[gid + 1]):
+            row[child_word[k]].nxt = child_gid[k]
+
+
+cdef void useful_children(const UsefulTables *u, long long vocab, vector[long long] &off,
+                          vector[int] &word, vector[int] &child) noexcept nogil:
+    """The useful-context trie's child lists (a counting sort of the keys by parent gid):
+    gid g's children g.w are child[off[g]:off[g + 1]], with their last words in `word`."""
+    cdef long long x, p, n = u.n_ctx
+    cdef vector[long long] fill
+    off.assign(n + 1, 0)
+    word.assign(n - 1 if n > 1 else 0, 0)
+    child.assign(n - 1 if n > 1 else 0, 0)
+    for x in range(1, n):
+        off[<long long>(u.keys[x] // <unsigned long long>vocab) + 1] += 1
+    fill.assign(n, 0)
+    for x in range(n):
+        off[x + 1] += off[x]
+        fill[x] = off[x]
+    for x in range(1, n):
+        p = <long long>(u.keys[x] // <unsigned long long>vocab)
+        word[fill[p]] = <int>(u.keys[x] % <unsigned long long>vocab)
+        child[fill[p]] = <int>x
+        fill[p] += 1
