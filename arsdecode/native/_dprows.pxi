@@ -19,22 +19,39 @@
 #   children (its g.w would be n words) and takes every next state from f's row.
 #
 # ln p is then the node's ln p plus the backoffs of the context suffixes longer than it,
-# summed in walk B's order (ng_walk_in's sum, term for term): the same numbers as the walks.
+# summed in walk B's order (ng_walk_in's sum, term for term), the same numbers as the walks:
+# the row keeps the node's ln p per word (RowNode) to extend, and the sum (RowEntry) to read.
 
 
-cdef struct RowEntry:
-    # One dense transition (state, word): what the sweep reads (ln p, next state) and what a
-    # longer state's row extends (the longest table node ending context.word, within its order).
+cdef extern from *:
+    """
+    #define ARS_PREFETCH(p) __builtin_prefetch((const void *)(p))
+    """
+    void ARS_PREFETCH(const void *p) noexcept nogil
+
+
+cdef packed struct RowEntry:
+    # One dense transition (state, word), what the sweep reads: ln p and the next state.
+    # Packed (12 bytes): a state's row of V is as few cache lines as it can be.
     double lp
     int nxt
+
+
+cdef packed struct RowNode:
+    # What a longer state's row is filled from (cold: only `row_from_fail` reads it): the
+    # longest table node ending context.word, within its order, its order minus one, and its
+    # ln p (copied along, instead of read from the model's lp array at a random place, a
+    # cache miss per word).
+    double base
     int node
+    signed char lev
 
 
 cdef inline void row_bow_sums(const NgramTables *t, const long long *ctx, int width,
                               double *sums) noexcept nogil:
-    """sums[l] = the ln backoffs of the context's suffixes longer than l words that are table
-    nodes (walk B), added shortest first from 0.0: what ng_walk_in adds to a node of order l + 1.
-    """
+    """sums[l] (l = 0 .. width) = the ln backoffs of the context's suffixes longer than l
+    words that are table nodes (walk B), added shortest first from 0.0: what ng_walk_in adds
+    to a node of order l + 1."""
     cdef double bows[NG_MAX_ORDER]
     cdef long long ctx_node
     cdef int ctx_depth = ng_context_bows(t, ctx, width, bows, &ctx_node)
@@ -48,7 +65,7 @@ cdef inline void row_bow_sums(const NgramTables *t, const long long *ctx, int wi
 
 
 cdef void row_direct(const NgramTables *t, const UsefulTables *u, const int *fail,
-                     long long gid, RowEntry *row, signed char *lev) noexcept nogil:
+                     long long gid, RowEntry *row, RowNode *nodes) noexcept nogil:
     """gid's row by the two walks per word (the row of the empty context, or of a state whose
     failure link's row did not fit in the byte bound): the reference `row_from_fail` follows."""
     cdef long long V = t.vocab, w, node, dummy = -1
@@ -58,26 +75,29 @@ cdef void row_direct(const NgramTables *t, const UsefulTables *u, const int *fai
     row_bow_sums(t, ctx, u.width, sums)
     for w in range(V):
         node = ng_walk_a(t, ctx, u.width, w, &depth)
-        row[w].node = <int>node
-        lev[w] = <signed char>(depth - 1)
-        row[w].lp = t.lp[t.node_off[depth - 1] + node] + sums[depth - 1]
+        nodes[w].node = <int>node
+        nodes[w].lev = <signed char>(depth - 1)
+        nodes[w].base = t.lp[t.node_off[depth - 1] + node]
+        row[w].lp = nodes[w].base + sums[depth - 1]
         row[w].nxt = <int>uc_cut_append(u, fail, V, gid, w)
 
 
 cdef void row_from_fail(const NgramTables *t, const UsefulTables *u, const long long *child_off,
                         const int *child_word, const int *child_gid, long long gid, int flen,
-                        const RowEntry *frow, const signed char *flev, RowEntry *row,
-                        signed char *lev) noexcept nogil:
-    """gid's row from frow/flev, the row of its failure link (a context of `flen` words): see
+                        const RowEntry *frow, const RowNode *fnodes, RowEntry *row,
+                        RowNode *nodes) noexcept nogil:
+    """gid's row from frow/fnodes, the row of its failure link (a context of `flen` words): see
     this file's header for why each entry is the walks' answer."""
     cdef long long V = t.vocab, w, node, found, wj, k
     cdef const long long *ctx = u.rows + gid * u.width
     cdef int glen = u.lens[gid], j, l
+    cdef double base
     cdef double sums[NG_MAX_ORDER]
     row_bow_sums(t, ctx, u.width, sums)
     for w in range(V):
-        node = frow[w].node
-        l = flev[w]
+        node = fnodes[w].node
+        l = fnodes[w].lev
+        base = fnodes[w].base
         row[w].nxt = frow[w].nxt
         if l == flen:  # f.w is a node: resume walk A with g's older words
             for j in range(flen + 1, glen + 1):
@@ -88,9 +108,12 @@ cdef void row_from_fail(const NgramTables *t, const UsefulTables *u, const long 
                     break
                 node = found
                 l = j
-        row[w].node = <int>node
-        lev[w] = <signed char>l
-        row[w].lp = t.lp[t.node_off[l] + node] + sums[l]
+            if l > flen:
+                base = t.lp[t.node_off[l] + node]
+        nodes[w].node = <int>node
+        nodes[w].lev = <signed char>l
+        nodes[w].base = base
+        row[w].lp = base + sums[l]
     if glen < u.width:
         for k in range(child_off[gid], child_off[gid + 1]):
             row[child_word[k]].nxt = child_gid[k]

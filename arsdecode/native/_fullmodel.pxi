@@ -19,10 +19,11 @@ cdef long long SPARSE_ENTRY_BYTES = 24  # one slot of that cache: key, next stat
 cdef long long CACHE_FIRST_SLOTS = 1 << 12  # its first size (96 KiB); it grows 4x when full
 
 
-def dense_row_bytes(long long vocab) -> int:
-    """Bytes one visited state's dense row holds (_dprows: V entries of ln p, next state and
-    node, V node orders, its block index): what the byte bound counts per row."""
-    return <long long>sizeof(RowEntry) * vocab + vocab + 4
+def dense_row_bytes(long long vocab, int width) -> int:
+    """Bytes one visited state's dense row holds (_dprows: V entries of ln p and next state,
+    V of node, its order and ln p) and its block index: what the byte bound counts per row.
+    `width` (n - 1) is not counted today; the tests pass it so the formula may use it."""
+    return (<long long>sizeof(RowEntry) + <long long>sizeof(RowNode)) * vocab + 4
 
 
 def _check_scoring(str name, long long V, long long bos, long long eos, double lm_weight):
@@ -59,7 +60,7 @@ cdef class FullDP:
     Why not a growing hash map: on word lattices few transitions repeat (2.6 M computed for
     3.3 M pairs on 100 SMS sentences), so a map grew to 146 MB for a 20% hit rate, while the
     fixed table keeps most of the hits in a fifth of the memory. A small (dense) vocabulary
-    keeps `dense_row_bytes(V)` (17 V + 4) per state it visits or whose row a visited state's
+    keeps `dense_row_bytes(V, n - 1)` (25 V + 4) per state it visits or whose row a visited state's
     row is filled from (its failure chain, _dprows.pxi) and 8 V per word whose row of bigram bounds the pruning computed; when the next
     row would pass the bound, the worker empties these caches and starts again: they are
     memos, so no answer changes, and a long-lived process stays within its bound. The default
@@ -102,7 +103,7 @@ cdef class FullDP:
             raise ModelError("FullDP: context width must be order - 1")
         if bits < 1 or bits > 62 or slots.shape[0] != (1 << bits):
             raise ModelError("FullDP: hash slots must number 2**bits")
-        row_bytes = dense_row_bytes(core.t.vocab)
+        row_bytes = dense_row_bytes(core.t.vocab, <int>rows.shape[1])
         if max_bytes < row_bytes + SPARSE_ENTRY_BYTES:
             raise OptionError(f"FullDP: max_bytes ({max_bytes}) must be at least "
                               f"{row_bytes + SPARSE_ENTRY_BYTES} for this model")
