@@ -42,9 +42,13 @@ cdef class _DPCaches:
     cdef int cache_shift         # 64 - log2(its slots): Fibonacci hashing's top bits
     cdef long long cache_cap     # the most slots it may grow to (SPARSE_CACHE_BYTES, max_bytes)
     cdef long long cache_misses  # transitions stored since it was last sized
-    cdef vector[int] block_of    # gid -> its row in drow/dnode, or -1
+    cdef vector[int] block_of    # gid -> its row in drow, or -1
     cdef vector[RowEntry] drow   # per block, V entries: every word's transition (_row)
-    cdef vector[RowNode] dnode   # per block, V entries: what longer states' rows extend
+    cdef vector[int] dext        # per block: its extension block, or -1 (a context of n - 1
+    # words is no failure link, so no longer row is filled from it: it keeps none)
+    cdef vector[RowNode] dnode   # per extension block, V entries: what longer rows extend
+    cdef vector[double] dbows    # per extension block, n - 1: its context's walk B backoffs
+    cdef vector[RowCtx] dctx     # per extension block: that walk's end
     cdef const long long *child_off  # dp.child_off: gid's useful children are child_*[a:b]
     cdef const int *child_word
     cdef const int *child_gid
@@ -85,7 +89,10 @@ cdef class _DPCaches:
         if self.dense:
             self.block_of.assign(self.u.n_ctx, -1)
             self.drow.clear()
+            self.dext.clear()
             self.dnode.clear()
+            self.dbows.clear()
+            self.dctx.clear()
             self.ub_row_of.assign(self.core.t.vocab + 1, -1)
             self.ub_rows.clear()
         self.used_bytes = <long long>self.cache.size() * SPARSE_ENTRY_BYTES
@@ -359,22 +366,36 @@ cdef class _DPCaches:
 
     cdef long long _new_row(self, long long gid, long long fb) noexcept nogil:
         """A new block for gid's row, from block fb (its failure link's) or, if fb < 0, by the
-        walks; counted in the byte bound and as V transitions computed."""
-        cdef long long V = self.core.t.vocab
-        cdef long long b = <long long>(self.drow.size() // V)
+        walks; counted in the byte bound and as V transitions computed. A context shorter
+        than n - 1 words also keeps what longer rows extend (an extension block)."""
+        cdef long long V = self.core.t.vocab, W = self.u.width if self.u.width else 1
+        cdef long long b = <long long>self.dext.size(), x = -1, fx
+        cdef RowNode *nodes = NULL
+        cdef double *bows = NULL
+        cdef RowCtx *rc = NULL
         self.drow.resize((b + 1) * V)
-        self.dnode.resize((b + 1) * V)
+        if self.u.lens[gid] < self.u.width:
+            x = <long long>self.dctx.size()
+            self.dnode.resize((x + 1) * V)
+            self.dbows.resize((x + 1) * W)
+            self.dctx.resize(x + 1)
+            nodes = &self.dnode[x * V]
+            bows = &self.dbows[x * W]
+            rc = &self.dctx[x]
+        self.dext.push_back(x)
         self.block_of[gid] = <int>b
         self.used_bytes += self.row_bytes
         self.n_rows += 1
         self.n_trans += V
         if fb < 0:
-            row_direct(&self.core.t, &self.u, self.fail, gid, &self.drow[b * V],
-                       &self.dnode[b * V])
+            row_direct(&self.core.t, &self.u, self.fail, gid, &self.drow[b * V], nodes, bows,
+                       rc)
         else:
+            fx = self.dext[fb]  # a failure link is shorter than n - 1 words: it has one
             row_from_fail(&self.core.t, &self.u, self.child_off, self.child_word,
                           self.child_gid, gid, self.u.lens[self.fail[gid]], &self.drow[fb * V],
-                          &self.dnode[fb * V], &self.drow[b * V], &self.dnode[b * V])
+                          &self.dnode[fx * V], &self.dbows[fx * W], &self.dctx[fx],
+                          &self.drow[b * V], nodes, bows, rc)
         return b
 
     cdef inline void _walk(self, long long gid, long long word, long long *nxt, double *lp,

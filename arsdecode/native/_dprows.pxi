@@ -47,53 +47,93 @@ cdef packed struct RowNode:
     signed char lev
 
 
-cdef inline void row_bow_sums(const NgramTables *t, const long long *ctx, int width,
-                              double *sums) noexcept nogil:
-    """sums[l] (l = 0 .. width) = the ln backoffs of the context's suffixes longer than l
-    words that are table nodes (walk B), added shortest first from 0.0: what ng_walk_in adds
-    to a node of order l + 1."""
-    cdef double bows[NG_MAX_ORDER]
-    cdef long long ctx_node
-    cdef int ctx_depth = ng_context_bows(t, ctx, width, bows, &ctx_node)
+cdef struct RowCtx:
+    # Walk B of a row's context (its suffixes while they are table nodes), kept with the nodes
+    # of a row that longer rows are filled from: the longer context's walk B resumes from it.
+    long long node   # the longest such suffix's node (-1: none)
+    int depth        # its length; the backoffs of lengths 1..depth are in the row's bows
+
+
+cdef inline void row_sums(const double *bows, int depth, int width, double *sums) noexcept nogil:
+    """sums[l] (l = 0 .. width) = the ln backoffs bows[j - 1] of the context suffixes longer
+    than l words (j = l + 1 .. depth), added shortest first from 0.0: what ng_walk_in adds to
+    a node of order l + 1, term for term."""
     cdef int l, j
     cdef double s
     for l in range(width + 1):
         s = 0.0
-        for j in range(l + 1, ctx_depth + 1):
+        for j in range(l + 1, depth + 1):
             s += bows[j - 1]
         sums[l] = s
 
 
 cdef void row_direct(const NgramTables *t, const UsefulTables *u, const int *fail,
-                     long long gid, RowEntry *row, RowNode *nodes) noexcept nogil:
+                     long long gid, RowEntry *row, RowNode *nodes, double *bows,
+                     RowCtx *rc) noexcept nogil:
     """gid's row by the two walks per word (the row of the empty context, or of a state whose
-    failure link's row did not fit in the byte bound): the reference `row_from_fail` follows."""
+    failure link's row did not fit in the byte bound): the reference `row_from_fail` follows.
+    `nodes`, `bows` and `rc` (what longer rows extend) may be NULL: not kept."""
     cdef long long V = t.vocab, w, node, dummy = -1
     cdef const long long *ctx = (u.rows + gid * u.width) if u.width else &dummy
     cdef int depth
+    cdef RowCtx local
     cdef double sums[NG_MAX_ORDER]
-    row_bow_sums(t, ctx, u.width, sums)
+    cdef double own[NG_MAX_ORDER]
+    if bows == NULL:
+        bows = own
+    if rc == NULL:
+        rc = &local
+    rc.depth = ng_context_bows(t, ctx, u.width, bows, &rc.node)
+    row_sums(bows, rc.depth, u.width, sums)
     for w in range(V):
         node = ng_walk_a(t, ctx, u.width, w, &depth)
-        nodes[w].node = <int>node
-        nodes[w].lev = <signed char>(depth - 1)
-        nodes[w].base = t.lp[t.node_off[depth - 1] + node]
-        row[w].lp = nodes[w].base + sums[depth - 1]
+        row[w].lp = t.lp[t.node_off[depth - 1] + node] + sums[depth - 1]
         row[w].nxt = <int>uc_cut_append(u, fail, V, gid, w)
+        if nodes != NULL:
+            nodes[w].node = <int>node
+            nodes[w].lev = <signed char>(depth - 1)
+            nodes[w].base = t.lp[t.node_off[depth - 1] + node]
 
 
 cdef void row_from_fail(const NgramTables *t, const UsefulTables *u, const long long *child_off,
                         const int *child_word, const int *child_gid, long long gid, int flen,
-                        const RowEntry *frow, const RowNode *fnodes, RowEntry *row,
-                        RowNode *nodes) noexcept nogil:
-    """gid's row from frow/fnodes, the row of its failure link (a context of `flen` words): see
-    this file's header for why each entry is the walks' answer."""
+                        const RowEntry *frow, const RowNode *fnodes, const double *fbows,
+                        const RowCtx *frc, RowEntry *row, RowNode *nodes, double *bows,
+                        RowCtx *rc) noexcept nogil:
+    """gid's row from the row of its failure link (a context of `flen` words: frow, fnodes,
+    fbows, frc): see this file's header for why each entry is the walks' answer. `nodes`,
+    `bows` and `rc` as in `row_direct`."""
     cdef long long V = t.vocab, w, node, found, wj, k
     cdef const long long *ctx = u.rows + gid * u.width
     cdef int glen = u.lens[gid], j, l
     cdef double base
+    cdef RowCtx local
     cdef double sums[NG_MAX_ORDER]
-    row_bow_sums(t, ctx, u.width, sums)
+    cdef double own[NG_MAX_ORDER]
+    if bows == NULL:
+        bows = own
+    if rc == NULL:
+        rc = &local
+    # Walk B: the failure link's suffixes are gid's shortest ones; go on from its deepest
+    # when it reached its own length (else gid's walk stops where the link's did).
+    rc.node = frc.node
+    rc.depth = frc.depth
+    for j in range(frc.depth):
+        bows[j] = fbows[j]
+    if frc.depth == flen:
+        for j in range(flen + 1, glen + 1):
+            wj = ctx[u.width - j]
+            if j == 1:
+                found = wj
+            else:
+                found = ng_find(t, j, <unsigned long long>rc.node * <unsigned long long>V
+                                + <unsigned long long>wj)
+                if found < 0:
+                    break
+            rc.node = found
+            rc.depth = j
+            bows[j - 1] = t.lbow[t.node_off[j - 1] + found]
+    row_sums(bows, rc.depth, u.width, sums)
     for w in range(V):
         node = fnodes[w].node
         l = fnodes[w].lev
@@ -110,10 +150,11 @@ cdef void row_from_fail(const NgramTables *t, const UsefulTables *u, const long 
                 l = j
             if l > flen:
                 base = t.lp[t.node_off[l] + node]
-        nodes[w].node = <int>node
-        nodes[w].lev = <signed char>l
-        nodes[w].base = base
         row[w].lp = base + sums[l]
+        if nodes != NULL:
+            nodes[w].node = <int>node
+            nodes[w].lev = <signed char>l
+            nodes[w].base = base
     if glen < u.width:
         for k in range(child_off[gid], child_off[gid + 1]):
             row[child_word[k]].nxt = child_gid[k]

@@ -20,10 +20,11 @@ cdef long long CACHE_FIRST_SLOTS = 1 << 12  # its first size (96 KiB); it grows 
 
 
 def dense_row_bytes(long long vocab, int width) -> int:
-    """Bytes one visited state's dense row holds (_dprows: V entries of ln p and next state,
-    V of node, its order and ln p) and its block index: what the byte bound counts per row.
-    `width` (n - 1) is not counted today; the tests pass it so the formula may use it."""
-    return (<long long>sizeof(RowEntry) + <long long>sizeof(RowNode)) * vocab + 4
+    """Bytes one visited state's dense row may hold (_dprows: V entries of ln p and next
+    state; for a context shorter than `width` = n - 1 words also V of node, its order and ln
+    p, and its walk B): what the byte bound counts per row, the most a row takes."""
+    return ((<long long>sizeof(RowEntry) + <long long>sizeof(RowNode)) * vocab
+            + 8 * width + <long long>sizeof(RowCtx) + 8)
 
 
 def _check_scoring(str name, long long V, long long bos, long long eos, double lm_weight):
@@ -60,7 +61,7 @@ cdef class FullDP:
     Why not a growing hash map: on word lattices few transitions repeat (2.6 M computed for
     3.3 M pairs on 100 SMS sentences), so a map grew to 146 MB for a 20% hit rate, while the
     fixed table keeps most of the hits in a fifth of the memory. A small (dense) vocabulary
-    keeps `dense_row_bytes(V, n - 1)` (25 V + 4) per state it visits or whose row a visited state's
+    keeps `dense_row_bytes(V, n - 1)` (25 V + 8 n + 16) per state it visits or whose row a visited state's
     row is filled from (its failure chain, _dprows.pxi) and 8 V per word whose row of bigram bounds the pruning computed; when the next
     row would pass the bound, the worker empties these caches and starts again: they are
     memos, so no answer changes, and a long-lived process stays within its bound. The default
