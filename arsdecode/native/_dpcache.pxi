@@ -43,10 +43,14 @@ cdef class _DPCaches:
     cdef long long cache_cap     # the most slots it may grow to (SPARSE_CACHE_BYTES, max_bytes)
     cdef long long cache_misses  # transitions stored since it was last sized
     cdef vector[int] block_of    # gid -> its row in drow, or -1
-    cdef vector[RowEntry] drow   # per block, V entries: every word's transition (_row)
+    cdef long long chunk_rows    # dense rows a chunk of drow and dnode (see __init__)
+    cdef vector[vector[RowEntry]] drow  # chunk_rows blocks a chunk, V entries a block:
+    # every word's transition (_row). Why chunks: a vector of all rows doubled as it grew
+    # (a copy of hundreds of MiB, and both copies held at once: the run's peak memory)
     cdef vector[int] dext        # per block: its extension block, or -1 (a context of n - 1
     # words is no failure link, so no longer row is filled from it: it keeps none)
-    cdef vector[RowNode] dnode   # per extension block, V entries: what longer rows extend
+    cdef vector[vector[RowNode]] dnode  # per extension block (chunk_rows a chunk), V
+    # entries: what longer rows extend
     cdef vector[double] dbows    # per extension block, n - 1: its context's walk B backoffs
     cdef vector[RowCtx] dctx     # per extension block: that walk's end
     cdef const long long *child_off  # dp.child_off: gid's useful children are child_*[a:b]
@@ -77,6 +81,10 @@ cdef class _DPCaches:
         self.lmw = 1.0
         self.mix = &dp.mix.m if dp.mix is not None else NULL
         if self.dense:
+            # A chunk is allocated whole: at most 1/16 of the byte bound, so that the rows
+            # stored stay within it but for that much (1/8 for drow and dnode together).
+            self.chunk_rows = min(ROW_CHUNK,
+                                  max(1, self.max_bytes // (16 * self.row_bytes)))
             self.block_of = vector[int](self.u.n_ctx, -1)
             self.child_off = dp.child_off.data()
             self.child_word = dp.child_word.data()
@@ -292,7 +300,7 @@ cdef class _DPCaches:
             b = self.block_of[gid]
             if b < 0:
                 b = self._row(gid)
-            e = &self.drow[b * V + word]
+            e = self._row_ptr(b) + word
             nxt[0] = e.nxt
             lp[0] = e.lp
             return
@@ -315,43 +323,26 @@ cdef class _DPCaches:
                 <long long>self.cache.size() < self.cache_cap:
             self._size_cache(4 * <long long>self.cache.size())
 
-    cdef inline void _prefetch_state(self, long long gid, const long long *words,
-                                     Py_ssize_t n) noexcept nogil:
-        """Dense: ask the memory for the row entries of `words` after state `gid` (when its
-        row exists), so that the sweep's next state finds them in the CPU's cache. Why: the
-        rows of the states a 9-gram tagger visits are hundreds of MiB, so each entry the sweep
-        reads was a cache miss that stalled it (45% of its time, perf); prefetched while
-        the state before is swept, the misses overlap. A hint only: no answer depends on it."""
-        cdef long long b = self.block_of[gid], V = self.core.t.vocab
-        cdef Py_ssize_t i
-        cdef const RowEntry *row
-        if b < 0:
-            return
-        row = self.drow.data() + b * V
-        for i in range(n):
-            ARS_PREFETCH(row + words[i])
+    cdef inline RowEntry *_row_ptr(self, long long b) noexcept nogil:
+        """Block b's row (V entries)."""
+        return self.drow[b // self.chunk_rows].data() \
+            + (b % self.chunk_rows) * self.core.t.vocab
+
+    cdef inline RowNode *_node_ptr(self, long long x) noexcept nogil:
+        """Extension block x's nodes (V entries)."""
+        return self.dnode[x // self.chunk_rows].data() \
+            + (x % self.chunk_rows) * self.core.t.vocab
 
     cdef long long _row(self, long long gid) noexcept nogil:
         """The block of gid's dense row, filled now with those of its failure chain that are
         missing (`row_from_fail`, shortest first). When they would pass the byte bound the
         caches are emptied first; when the whole chain cannot fit in it, gid's row alone is
         filled by the walks (`row_direct`): the same entries either way."""
-        cdef long long g = gid, missing = 0
-        while True:  # the rows this fill adds
-            missing += 1
-            if g == 0:
-                break
-            g = self.fail[g]
-            if self.block_of[g] >= 0:
-                break
-        if self.used_bytes + missing * self.row_bytes > self.max_bytes:
-            self._clear()
-            missing = 1
-            g = gid
-            while g != 0:
-                g = self.fail[g]
-                missing += 1
-            if self.used_bytes + missing * self.row_bytes > self.max_bytes:
+        if self.used_bytes + rows_missing(self.fail, self.block_of.data(), gid) \
+                * self.row_bytes > self.max_bytes:
+            self._clear()  # then every row of the chain is missing
+            if self.used_bytes + rows_missing(self.fail, self.block_of.data(), gid) \
+                    * self.row_bytes > self.max_bytes:
                 return self._new_row(gid, -1)
         return self._chain_row(gid)
 
@@ -373,13 +364,15 @@ cdef class _DPCaches:
         cdef RowNode *nodes = NULL
         cdef double *bows = NULL
         cdef RowCtx *rc = NULL
-        self.drow.resize((b + 1) * V)
+        if b % self.chunk_rows == 0:
+            self.drow.push_back(vector[RowEntry](self.chunk_rows * V))
         if self.u.lens[gid] < self.u.width:
             x = <long long>self.dctx.size()
-            self.dnode.resize((x + 1) * V)
+            if x % self.chunk_rows == 0:
+                self.dnode.push_back(vector[RowNode](self.chunk_rows * V))
             self.dbows.resize((x + 1) * W)
             self.dctx.resize(x + 1)
-            nodes = &self.dnode[x * V]
+            nodes = self._node_ptr(x)
             bows = &self.dbows[x * W]
             rc = &self.dctx[x]
         self.dext.push_back(x)
@@ -388,14 +381,14 @@ cdef class _DPCaches:
         self.n_rows += 1
         self.n_trans += V
         if fb < 0:
-            row_direct(&self.core.t, &self.u, self.fail, gid, &self.drow[b * V], nodes, bows,
+            row_direct(&self.core.t, &self.u, self.fail, gid, self._row_ptr(b), nodes, bows,
                        rc)
         else:
             fx = self.dext[fb]  # a failure link is shorter than n - 1 words: it has one
             row_from_fail(&self.core.t, &self.u, self.child_off, self.child_word,
-                          self.child_gid, gid, self.u.lens[self.fail[gid]], &self.drow[fb * V],
-                          &self.dnode[fx * V], &self.dbows[fx * W], &self.dctx[fx],
-                          &self.drow[b * V], nodes, bows, rc)
+                          self.child_gid, gid, self.u.lens[self.fail[gid]], self._row_ptr(fb),
+                          self._node_ptr(fx), &self.dbows[fx * W], &self.dctx[fx],
+                          self._row_ptr(b), nodes, bows, rc)
         return b
 
     cdef inline void _walk(self, long long gid, long long word, long long *nxt, double *lp,

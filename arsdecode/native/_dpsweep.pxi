@@ -137,9 +137,10 @@ cdef class _DPWorker(_DPCaches):
                         if self.dense and try_words.size():  # the next states' memory, early
                             if si + 2 < <Py_ssize_t>cur_g.size():
                                 ARS_PREFETCH(self.block_of.data() + cur_g[si + 2])
-                            if si + 1 < <Py_ssize_t>cur_g.size():
-                                self._prefetch_state(cur_g[si + 1], try_words.data(),
-                                                     <Py_ssize_t>try_words.size())
+                            if si + 1 < <Py_ssize_t>cur_g.size() \
+                                    and self.block_of[cur_g[si + 1]] >= 0:
+                                row_prefetch(self._row_ptr(self.block_of[cur_g[si + 1]]),
+                                             try_words.data(), <Py_ssize_t>try_words.size())
                         sctx.ready = False
                         last = cur_w[si]
                         for r in range(n_try):

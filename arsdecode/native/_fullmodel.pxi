@@ -61,12 +61,15 @@ cdef class FullDP:
     Why not a growing hash map: on word lattices few transitions repeat (2.6 M computed for
     3.3 M pairs on 100 SMS sentences), so a map grew to 146 MB for a 20% hit rate, while the
     fixed table keeps most of the hits in a fifth of the memory. A small (dense) vocabulary
-    keeps `dense_row_bytes(V, n - 1)` (25 V + 8 n + 16) per state it visits or whose row a visited state's
-    row is filled from (its failure chain, _dprows.pxi) and 8 V per word whose row of bigram bounds the pruning computed; when the next
-    row would pass the bound, the worker empties these caches and starts again: they are
-    memos, so no answer changes, and a long-lived process stays within its bound. The default
-    is about 4 times what tagging WSJ section 20 at n = 9 fills (1.9 M transitions, 139 MiB in
-    one worker; the largest workload measured, see docs/performance.md), so the bound costs
+    keeps `dense_row_bytes(V, n - 1)` (25 V + 8 n + 16) per state it visits or whose row a
+    visited state's row is filled from (its failure chain, _dprows.pxi) and 8 V per word
+    whose row of bigram bounds the pruning computed; when the next row would pass the bound,
+    the worker empties these caches and starts again: they are memos, so no answer changes,
+    and a long-lived process stays within its bound (rows are stored in chunks of up to 512,
+    each at most 1/16 of the bound, so their memory may pass it by one chunk of rows and one
+    of their nodes). The default is about 4 times what tagging WSJ section 20 at n = 9 fills
+    (1.9 M transitions, 139 MiB in one worker, before the rows of issue 34; the largest
+    workload measured, see docs/performance.md), so the bound costs
     nothing there.
     """
 
