@@ -8,9 +8,10 @@ What it is: a modified Kneser-Ney model (KenLM's lmplz) of running text -- the t
 of State of the Union (public domain; the split of `data_prep.prepare_sms` with seed 0, so its
 held-out sentences stay unseen) and the training part of the UD English Web Treebank (CC BY-SA
 4.0) -- whose unigrams are mixed with wordfreq's English word list (CC BY-SA 4.0; Wikipedia,
-subtitles, news, books, web text, Twitter and Reddit) and whose backoff weights are recomputed
-(`data_prep.segment_arpa`). Every token is its surface form (`arsdecode.tasks.segment
-.surface_form`: lower-case letters and digits, "don't" -> "dont"), the form segmentation sees.
+subtitles, news, books, web text, Twitter and Reddit), `</s>` keeping its running-text
+probability, and whose backoff weights are recomputed (`data_prep.segment_arpa`). Every token
+is its surface form (`arsdecode.tasks.segment.surface_form`: lower-case letters and digits,
+"don't" -> "dont"), the form segmentation sees.
 The order, the list size and the mixing weight were chosen on the development sets
 (`experiments/segment_compare.py --tune`, docs/results-segment.md; lam 0.2 over 0.1, 0.3
 and 0.4, and 250,000 words over the whole list of 320,000, by mean accuracy on dev sets of

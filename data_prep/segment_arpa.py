@@ -3,10 +3,17 @@
 Why: the running text we may redistribute (State of the Union, the EWT) has about 30,000 word
 types, far too few for hashtags and URLs ("vegas", "firefox", "eurovision"); wordfreq's English
 list has 300,000, but no context. The model here keeps every higher-order n-gram of the KN
-model as it is, replaces its unigram distribution by lam * p_kn(w) + (1 - lam) * p_list(w) over
-the union of both vocabularies, and recomputes every backoff weight so that each context's
-distribution sums to one again (a proper backoff model, what SRILM does after it changes a
-lower order):
+model as it is, replaces its unigram distribution over the union of both vocabularies by
+
+    p(</s>) = p_kn(</s>),    p(w) = lam * p_kn(w) + (1 - lam) * (1 - p_kn(</s>)) * p_list(w),
+
+and recomputes every backoff weight so that each context's distribution sums to one again (a
+proper backoff model, what SRILM does after it changes a lower order). Why `</s>` apart: a word
+list counts words, never the end of a sentence, so the list says which word, given that a word
+comes; mixed like a word, `</s>` kept only lam of its probability, and every word the running
+text never saw (its end backs off to the unigram: "barkeep", "schoolboy", "lunation")
+paid ln(1 / lam) more to end an input than a running-text word ("bar keep", "school boy",
+"alu nation": the URL dev set's errors that this fixed). The backoff weights are
 
     bow(h) = (1 - sum_{w in S(h)} p(w | h)) / (1 - sum_{w in S(h)} p_bo(w | h[1:]))
 
@@ -58,18 +65,23 @@ def read_arpa(path: Path) -> Arpa:
 
 
 def mix_unigrams(model: Arpa, word_list: Mapping[str, float], lam: float) -> Arpa:
-    """The model with unigrams lam * p_kn + (1 - lam) * p_list (word_list: word -> probability,
-    summing to at most 1) and every backoff weight recomputed (module docstring). `<s>` keeps
-    its -99; `<unk>` and `</s>` keep lam times their KN probability plus nothing from the list."""
+    """The model with unigrams lam * p_kn + (1 - lam) * p_list over the words and the KN
+    probability of `</s>` (word_list: word -> frequency, normalised here; module docstring),
+    and every backoff weight recomputed. `<s>` keeps its -99; `<unk>` keeps lam times its KN
+    probability plus nothing from the list."""
     uni = model.orders[0]
     total = sum(word_list.values())
+    p_end = 10 ** uni[("</s>",)][0]
     new_uni: dict[Ngram, tuple[float, float | None]] = {}
     for words in set(uni) | {(w,) for w in word_list}:
         if words == ("<s>",):
             new_uni[words] = uni[words]
             continue
+        if words == ("</s>",):
+            new_uni[words] = (math.log10(p_end), uni[words][1])
+            continue
         p = lam * 10 ** uni[words][0] if words in uni else 0.0
-        p += (1 - lam) * word_list.get(words[0], 0.0) / total
+        p += (1 - lam) * (1 - p_end) * word_list.get(words[0], 0.0) / total
         bow = uni[words][1] if words in uni else None
         new_uni[words] = (math.log10(p), bow)
     out = Arpa([new_uni, *(dict(o) for o in model.orders[1:])])

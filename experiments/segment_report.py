@@ -201,7 +201,9 @@ def _model_section(e: dict) -> list[str]:
         f"{1 - lam:g} of the unigrams is `wordfreq`'s {m['settings']['words']:,} most "
         "frequent English words (CC BY-SA 4.0; Wikipedia, subtitles, news, books, web text, "
         "Twitter, Reddit) and its estimates of the numbers 0..2100, without its one-letter "
-        "words other than \"a\" and \"i\" (tokenizer pieces). The model files are "
+        "words other than \"a\" and \"i\" (tokenizer pieces). The two shares split the "
+        "probability of a word; the end of a sentence, `</s>`, keeps its running-text "
+        "probability (a word list counts no sentence ends). The model files are "
         "distributed under CC BY-SA 4.0.",
         "",
     ]

@@ -67,3 +67,27 @@ def test_read_input_text_names_the_file_on_bad_bytes(tmp_path):
     with pytest.raises(LatticeError, match=r"bad\.slf:1: not UTF-8 text: byte 0x8b at offset 1 "
                                            r"\(gzip data: name the file \*\.gz\)"):
         read_input_text(path, "lattice")
+
+
+def test_the_line_reader_and_the_whole_file_reader_agree_on_every_input(tmp_path):
+    """`read_input_lines` (the segmenter's --file, read as it comes) and `read_input_text`
+    open inputs through the one opener: the same lines from plain and gzip files, and the
+    same one-line errors for a corrupt or truncated gzip file."""
+    from arsdecode.lattice.input_files import read_input_lines, read_input_text
+
+    text = "one\ntwo\r\nthree\n\nfour"
+    plain, packed = tmp_path / "a.txt", tmp_path / "a.txt.gz"
+    plain.write_text(text, encoding="utf-8", newline="")
+    packed.write_bytes(gzip.compress(text.encode()))
+    for path in (plain, packed):
+        assert list(read_input_lines(str(path))) == read_input_text(path, "text").splitlines()
+    corrupt, truncated = tmp_path / "c.txt.gz", tmp_path / "t.txt.gz"
+    corrupt.write_bytes(b"not gzip at all\n")
+    truncated.write_bytes(gzip.compress(text.encode() * 50)[:-12])
+    for path in (corrupt, truncated):
+        with pytest.raises(LatticeError) as whole:
+            read_input_text(path, "text")
+        with pytest.raises(LatticeError) as lines:
+            list(read_input_lines(str(path)))
+        assert str(lines.value) == str(whole.value)
+        assert str(lines.value).startswith(f"{path}: cannot read text: ")

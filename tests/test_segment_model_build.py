@@ -29,9 +29,14 @@ def test_mixed_unigrams_keep_every_context_normalised(tmp_path):
     mixed = mix_unigrams(kn, words, 0.3)
     vocab = [w for (w,) in mixed.orders[0] if w != "<s>"]
     assert "zebra" in vocab and "runs" in vocab
-    total_kn = sum(words.values())
+    total_list = sum(words.values())
+    p_end = 10 ** kn.orders[0][("</s>",)][0]
     p_zebra = 10 ** mixed.orders[0][("zebra",)][0]
-    assert p_zebra == pytest.approx(0.7 * 0.002 / total_kn, rel=1e-9)
+    assert p_zebra == pytest.approx(0.7 * (1 - p_end) * 0.002 / total_list, rel=1e-9)
+    # a list counts no sentence ends: </s> keeps its running-text probability, so a word the
+    # running text never saw ends an input at that price (not at 0.3 of it)
+    assert 10 ** mixed.orders[0][("</s>",)][0] == pytest.approx(p_end, rel=1e-9)
+    assert 10 ** _p_backoff(mixed, ("zebra", "</s>")) == pytest.approx(p_end, rel=1e-9)
     contexts = [()] + [h for order in mixed.orders[:-1] for h in order if h != ("</s>",)]
     for h in contexts:
         mass = sum(10 ** _p_backoff(mixed, (*h, w)) for w in vocab)

@@ -18,7 +18,7 @@ import stat
 import sys
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import Any, BinaryIO, NamedTuple
+from typing import Any, BinaryIO, NamedTuple, TypeVar
 
 from arsdecode.errors import BatchError
 from arsdecode.lattice import json_constant
@@ -184,8 +184,13 @@ def scan_input(source: Path | BinaryIO, done: set[str]) -> Iterator[Item]:
                 yield Item(key, item_id, lineno, text, error and f"line {lineno}: {error}")
 
 
-def chunked(items: Iterable[Item], size: int) -> Iterator[list[Item]]:
-    chunk: list[Item] = []
+Chunked = TypeVar("Chunked")
+
+
+def chunked(items: Iterable[Chunked], size: int) -> Iterator[list[Chunked]]:
+    """`items` in lists of `size` (the last one shorter): batch's work items, and the
+    segmenter's input lines (`arsdecode segment --file`)."""
+    chunk: list[Chunked] = []
     for item in items:
         chunk.append(item)
         if len(chunk) == size:

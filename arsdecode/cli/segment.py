@@ -11,9 +11,7 @@ arsdecode/data/segment/) is the segmentation, printed in the input's own charact
 from __future__ import annotations
 
 import argparse
-import gzip
 import sys
-from collections.abc import Iterable, Iterator
 
 from arsdecode.cli.options import (
     EXIT_OK,
@@ -26,7 +24,7 @@ from arsdecode.cli.options import (
     seed_int,
 )
 from arsdecode.cli.output import fixed, print_json, progress_bar
-from arsdecode.errors import LatticeError, OptionError
+from arsdecode.errors import OptionError
 
 FLAT_UNKNOWN_PENALTY = 2.5
 """The flat per-character penalty of issue 21's segmenter, named in --unknown-penalty's help:
@@ -82,6 +80,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from arsdecode.api import load_lm, sample
+    from arsdecode.batch.io import chunked
+    from arsdecode.lattice.input_files import read_input_lines
     from arsdecode.tasks import segment as seg
     from arsdecode.tasks.segment.model_cache import load_shipped
     from arsdecode.tasks.segment.segmenter import (
@@ -118,7 +118,7 @@ def run(args: argparse.Namespace) -> int:
             print_json(res.to_json()) if args.json else print(" ".join(res.words))
             return EXIT_OK
         with progress_bar(count_lines(args.file), "line") as bar:
-            for batch in batches(read_lines(args.file), BATCH):
+            for batch in chunked(read_input_lines(args.file), BATCH):
                 results = segmenter.segment_many(batch, posteriors=args.posteriors,
                                                  lower=args.lower)
                 if args.json:
@@ -128,7 +128,7 @@ def run(args: argparse.Namespace) -> int:
                     sys.stdout.write("".join(" ".join(r.words) + "\n" for r in results))
                 bar.update(len(batch))
         return EXIT_OK
-    for raw in [args.text] if args.file is None else read_lines(args.file):
+    for raw in [args.text] if args.file is None else read_input_lines(args.file):
         s = seg.SegmentInput.read(raw)
         if not s.text:
             print_json({"input": raw, "segmentations": []}) if args.json else print()
@@ -149,27 +149,6 @@ def run(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def read_lines(path: str) -> Iterator[str]:
-    """The lines of a text file ('-': stdin; *.gz read compressed), read as they come, as
-    str.splitlines would cut the whole text. A line that is not UTF-8 stops the run with one
-    line naming the file and the line (LatticeError)."""
-    name = "<stdin>" if path == "-" else path
-    try:
-        fh = (sys.stdin.buffer if path == "-" else gzip.open(path, "rb")
-              if path.endswith(".gz") else open(path, "rb"))
-        with fh:
-            for number, raw in enumerate(fh, 1):
-                try:
-                    text = raw.rstrip(b"\n").decode("utf-8")
-                except UnicodeDecodeError as err:
-                    raise LatticeError(f"{name}:{number}: not UTF-8 text: byte "
-                                       f"0x{raw[err.start]:02x}") from None
-                yield from text.splitlines() or [""]
-    except (OSError, EOFError) as err:
-        reason = getattr(err, "strerror", None) or str(err).splitlines()[0]
-        raise LatticeError(f"{name}: cannot read text: {reason}") from None
-
-
 def count_lines(path: str) -> int | None:
     """The number of lines of a plain file, for the progress bar (None for stdin or gzip,
     which are read once)."""
@@ -179,16 +158,4 @@ def count_lines(path: str) -> int | None:
         with open(path, "rb") as fh:
             return sum(block.count(b"\n") for block in iter(lambda: fh.read(1 << 20), b""))
     except OSError:
-        return None  # read_lines reports it
-
-
-def batches(items: Iterable[str], size: int) -> Iterator[list[str]]:
-    """`items` in lists of `size` (the last one shorter)."""
-    batch: list[str] = []
-    for item in items:
-        batch.append(item)
-        if len(batch) == size:
-            yield batch
-            batch = []
-    if batch:
-        yield batch
+        return None  # read_input_lines reports it

@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import gzip
 import sys
+from collections.abc import Iterator
 from pathlib import Path
+from typing import BinaryIO
 
 from arsdecode.errors import LatticeError
 from maxarpa.output import COMPRESSED_SUFFIXES
@@ -32,6 +34,39 @@ def without_compression_suffix(name: str) -> str:
     return name
 
 
+def open_input(path: str | Path) -> BinaryIO:
+    """The bytes of an input as a binary stream: stdin's for '-', decompressed for a name
+    ending in .gz, else the file's. Why one opener: every reader, whole-file or line by line,
+    must agree on what '-' and .gz mean."""
+    if str(path) == "-":
+        return sys.stdin.buffer
+    if str(path).endswith(".gz"):
+        return gzip.open(path, "rb")  # type: ignore[return-value]
+    return open(path, "rb")
+
+
+def read_input_lines(path: str | Path, what: str = "text") -> Iterator[str]:
+    """The lines of an input file as they are read (for inputs too large to hold), cut as
+    str.splitlines would cut the whole text. A line that is not UTF-8 stops the run with a
+    one-line LatticeError naming the file and the line; an unreadable or corrupt file names
+    the file and `what` it should hold, as read_input_text does."""
+    name = input_name(path)
+    try:
+        with open_input(path) as fh:
+            for number, raw in enumerate(fh, 1):
+                try:
+                    text = raw.rstrip(b"\n").decode("utf-8")
+                except UnicodeDecodeError as err:
+                    raise LatticeError(f"{name}:{number}: not UTF-8 {what}: byte "
+                                       f"0x{raw[err.start]:02x}") from None
+                yield from text.splitlines() or [""]
+    except OSError as err:  # gzip.BadGzipFile is an OSError too
+        reason = err.strerror or str(err).splitlines()[0]
+        raise LatticeError(f"{name}: cannot read {what}: {reason}") from None
+    except EOFError:
+        raise LatticeError(f"{name}: cannot read {what}: truncated gzip file") from None
+
+
 def read_input_text(path: str | Path, what: str, *, bytes_ok: bool = False) -> str:
     """The UTF-8 text of an input file ('-' for stdin; gzip-compressed if its name ends in
     .gz). Any problem is a one-line LatticeError naming the file and `what` it should hold
@@ -41,13 +76,8 @@ def read_input_text(path: str | Path, what: str, *, bytes_ok: bool = False) -> s
     are the same word in the map, the text and the model; gzip bytes are still refused."""
     name = input_name(path)
     try:
-        if str(path) == "-":
-            data = sys.stdin.buffer.read()
-        elif str(path).endswith(".gz"):
-            with gzip.open(path, "rb") as fh:
-                data = fh.read()
-        else:
-            data = Path(path).read_bytes()
+        with open_input(path) as fh:
+            data = fh.read()
     except OSError as err:  # gzip.BadGzipFile is an OSError too
         reason = err.strerror or str(err).splitlines()[0]
         raise LatticeError(f"{name}: cannot read {what}: {reason}") from None

@@ -35,8 +35,10 @@ import weakref
 import numpy as np
 
 from arsdecode.model.interpolated import InterpolatedLM
-from arsdecode.native import _core, native_ngram
-from maxarpa.contexts import EMPTY_KEY, has_stored_tables, rows_from_keys, useful_context_tables
+from arsdecode.model.maxarpa_lm import log10_core
+from arsdecode.native import _core
+from maxarpa.constants import LN10
+from maxarpa.contexts import EMPTY_KEY, context_keys, has_stored_tables
 from maxarpa.model import Model
 
 Tables = tuple[np.ndarray, np.ndarray, np.ndarray]  # rows, lens, keys (FullDP's layout)
@@ -107,65 +109,120 @@ UNION_SLACK = 100_000
 def _build_union(lm: InterpolatedLM, models: list[Model]) -> Tables | None:
     """Level by level (context length), every component context written with every union id
     of each of its words (`_preimages`: one, except for a `<unk>` standing for the words the
-    component lacks), keyed by its union parent's gid; the union's gids in key order."""
+    component lacks), keyed by its union parent's gid; the union's gids in key order.
+
+    Memory (issue 34): the union's rows, lengths and keys are written level by level into
+    arrays allocated at the components' total count (grown only when a `<unk>` expands),
+    not gathered into lists and concatenated, and the rows are filled from each level's
+    keys in chunks rather than rebuilt at the end (`rows_from_keys`' temporaries); the
+    components' own rows are not asked for."""
     vocab = len(lm.vocab)
     width = dp_order(lm) - 1
     v = np.uint64(vocab)
     parts = []
     for i, model in zip(lm._active, models, strict=True):
-        _, lens, keys = useful_context_tables(model)
+        lens, keys = context_keys(model)  # not their rows: 8 bytes a word, unused here
         parts.append((np.asarray(lens), np.asarray(keys), len(model.vocab),
                       *_preimages(lm._maps[i], len(model.vocab))))
-    cap = UNION_GROWTH * sum(len(p[0]) for p in parts) + UNION_SLACK
+    total = sum(len(p[0]) for p in parts)
+    cap = UNION_GROWTH * total + UNION_SLACK
+    # Room for one union context per component context (the count when every word has one
+    # union id), grown by half when a `<unk>`'s union words need more.
+    rows_u = np.empty((total, width), dtype=np.int64)
+    lens_u = np.empty(total, dtype=np.int32)
+    keys_u = np.empty(total, dtype=np.uint64)
+    rows_u[0] = -1
+    lens_u[0] = 0
+    keys_u[0] = EMPTY_KEY  # never a real parent * V + word
     # per component: (component gid, union gid) pairs of the previous level, by component gid
     pairs = [(np.zeros(1, dtype=np.int64), np.zeros(1, dtype=np.int64)) for _ in parts]
-    all_lens = [np.zeros(1, dtype=np.int32)]
-    all_keys = [np.array([EMPTY_KEY], dtype=np.uint64)]  # never a real parent * V + word
     n = 1
     for length in range(1, width + 1):
         found = []
         for (lens, keys, cv, pre_off, pre_ids), (pc, pu) in zip(parts, pairs, strict=True):
             lo, hi = (int(x) for x in np.searchsorted(lens, [length, length + 1]))
-            k = keys[lo:hi]
-            parent = (k // np.uint64(cv)).astype(np.int64)
-            word = (k % np.uint64(cv)).astype(np.int64)
-            n_pre = pre_off[word + 1] - pre_off[word]
             if hi == lo:
                 found.append((np.empty(0, np.int64), np.empty(0, np.uint64)))
                 continue
+            k = keys[lo:hi]
+            parent = np.floor_divide(k, np.uint64(cv)).view(np.int64)  # ids < 2**63
+            word = np.remainder(k, np.uint64(cv)).view(np.int64)
+            n_pre = pre_off[word + 1] - pre_off[word]
             if len(pc) == pc[-1] - pc[0] + 1 and (n_pre == 1).all():  # one union id each
-                par, uw, x = pu[parent - pc[0]], pre_ids[pre_off[word]], np.arange(hi - lo)
+                parent -= pc[0]
+                ukeys = pu[parent].astype(np.uint64)
+                del parent
+                ukeys *= v
+                ukeys += pre_ids[pre_off[word]].astype(np.uint64)
+                cg = np.arange(lo, hi, dtype=np.int64)
                 n += hi - lo
             else:  # every union parent times every union id of the word
                 p_lo, p_hi = np.searchsorted(pc, parent), np.searchsorted(pc, parent, "right")
                 count = (p_hi - p_lo) * n_pre
-                total = int(count.sum())
-                n += total  # an upper bound until the level is merged
+                n_all = int(count.sum())
+                n += n_all  # an upper bound until the level is merged
                 x = np.repeat(np.arange(hi - lo), count)
-                r = np.arange(total) - np.repeat(np.cumsum(count) - count, count)
+                r = np.arange(n_all) - np.repeat(np.cumsum(count) - count, count)
                 par = pu[p_lo[x] + r // n_pre[x]]
                 uw = pre_ids[pre_off[word[x]] + r % n_pre[x]]
+                ukeys = par.astype(np.uint64) * v + uw.astype(np.uint64)
+                cg = lo + x
+                del p_lo, p_hi, count, r, par, uw, x
+            del word, n_pre
             if n > cap:
                 return None
-            found.append((lo + x, par.astype(np.uint64) * v + uw.astype(np.uint64)))
+            found.append((cg, ukeys))
         n -= sum(len(f[1]) for f in found)
         every = np.concatenate([f[1] for f in found])
         if not len(every):
             break
         order = np.argsort(every, kind="stable")  # one sort gives the level and each gid
         ranked = every[order]
-        first = np.concatenate(([True], ranked[1:] != ranked[:-1]))
+        del every
+        first = np.empty(len(ranked), dtype=bool)
+        first[0] = True
+        np.not_equal(ranked[1:], ranked[:-1], out=first[1:])
         level = ranked[first]
-        gids = np.empty(len(every), dtype=np.int64)
+        del ranked
+        gids = np.empty(len(order), dtype=np.int64)
         gids[order] = n + np.cumsum(first) - 1
+        del order, first
         ends = np.cumsum([len(f[1]) for f in found])
         pairs = [(cg, gids[end - len(uk):end]) for (cg, uk), end in zip(found, ends, strict=True)]
-        all_lens.append(np.full(len(level), length, dtype=np.int32))
-        all_keys.append(level)
+        del found, gids
+        if n + len(level) > len(keys_u):
+            room = max(n + len(level), len(keys_u) * 3 // 2)
+            rows_u, lens_u, keys_u = (_grown(a, n, room) for a in (rows_u, lens_u, keys_u))
+        _write_level(rows_u, lens_u, keys_u, n, level, length, v)
         n += len(level)
-    lens_u = np.concatenate(all_lens)
-    keys_u = np.concatenate(all_keys)
-    return np.ascontiguousarray(rows_from_keys(lens_u, keys_u, vocab, width)), lens_u, keys_u
+        del level
+    return rows_u[:n], lens_u[:n], keys_u[:n]
+
+
+def _grown(a: np.ndarray, n: int, room: int) -> np.ndarray:
+    """`a`'s first n entries in a new array of `room` entries (along the first axis)."""
+    out = np.empty((room, *a.shape[1:]), dtype=a.dtype)
+    out[:n] = a[:n]
+    return out
+
+
+ROWS_CHUNK = 1 << 18
+"""Contexts whose rows are written at a time (bounds `_write_level`'s temporaries)."""
+
+
+def _write_level(rows: np.ndarray, lens: np.ndarray, keys: np.ndarray, at: int,
+                 level: np.ndarray, length: int, v: np.uint64) -> None:
+    """One level's contexts at gids at.., keys sorted: each row is its prefix's row (gid
+    key // V, a shorter context, written already) shifted left by one word, then its last
+    word (key % V); `rows_from_keys`' rule, a chunk at a time."""
+    keys[at:at + len(level)] = level
+    lens[at:at + len(level)] = length
+    for lo in range(0, len(level), ROWS_CHUNK):
+        chunk = level[lo:lo + ROWS_CHUNK]
+        out = rows[at + lo:at + lo + len(chunk)]
+        if rows.shape[1] > 1:
+            out[:, :-1] = rows[np.floor_divide(chunk, v).view(np.int64), 1:]
+        out[:, -1] = np.remainder(chunk, v).view(np.int64)
 
 
 def vocabulary_core(vocab: int, order: int) -> _core.NgramCore:
@@ -182,38 +239,38 @@ def vocabulary_core(vocab: int, order: int) -> _core.NgramCore:
                            zeros, zeros.copy(), zeros.copy(), zeros.copy())
 
 
-def bigram_index(core: _core.NgramCore, vocab: int) -> tuple[np.ndarray, ...]:
+def bigram_index(core: _core.Log10Core, vocab: int) -> tuple[np.ndarray, ...]:
     """A component's bigram rows (key = y * V + x, sorted) grouped by their first word x:
     offsets (vocab + 1,) and rows, ascending y within x (a stable counting sort); the offsets
     of each last word y's rows (one range each, the keys being sorted); each row's first word
     and, in the grouped order, each row's last word (int32: read without a division)."""
-    node_off, keys = np.asarray(core.arrays[0]), np.asarray(core.arrays[1])
     off = np.zeros(vocab + 1, dtype=np.int64)
     if core.order < 2:
         none = np.empty(0, dtype=np.int32)
         return off, np.empty(0, dtype=np.int64), off.copy(), none, none
-    bigrams = keys[node_off[1]:node_off[2]]
-    first = (bigrams % np.uint64(vocab)).astype(np.int64)
+    bigrams = core.arrays[0][1]  # order 2's keys, where the model holds them
+    first = (bigrams % np.uint64(vocab)).astype(np.int32)
     np.cumsum(np.bincount(first, minlength=vocab), out=off[1:])
-    pred = np.zeros(vocab + 1, dtype=np.int64)
-    np.cumsum(np.bincount((bigrams // np.uint64(vocab)).astype(np.int64), minlength=vocab),
-              out=pred[1:])
-    rows = np.argsort(first, kind="stable").astype(np.int64)
     last = (bigrams // np.uint64(vocab)).astype(np.int32)
-    return off, rows, pred, first.astype(np.int32), np.ascontiguousarray(last[rows])
+    pred = np.zeros(vocab + 1, dtype=np.int64)
+    np.cumsum(np.bincount(last, minlength=vocab), out=pred[1:])
+    rows = np.argsort(first, kind="stable").astype(np.int64)
+    return off, rows, pred, first, np.ascontiguousarray(last[rows])
 
 
 def mix_core(lm: InterpolatedLM) -> _core.MixCore:
-    """The active components' tables, maps and ln weights, with the per-word tables of the
-    sparse bound pass: uni(y) = ln sum_i lambda_i p_i(y) (unigrams), maxb(x) = the largest
-    of x's max backoffs over the components (0 for one that cannot see x, or of order 1)."""
+    """The active components' tables (`log10_core`: read in place), maps and ln weights, with
+    the per-word tables of the sparse bound pass: uni(y) = ln sum_i lambda_i p_i(y)
+    (unigrams), maxb(x) = the largest of x's max backoffs over the components (0 for one that
+    cannot see x, or of order 1). ln p of a unigram is LN10 * its log10 p, the product the
+    walks form."""
     vocab = len(lm.vocab)
     cores, maps, offs, rows, preds, firsts, lasts = [], [], [], [], [], [], []
     uni = np.full(vocab, -np.inf)
     maxb = np.full(vocab, -np.inf)
     for lw, i in zip(lm._log_weights, lm._active, strict=True):
         model = lm.components[i].ngram
-        core = native_ngram(model).core
+        core = log10_core(model)
         table = np.ascontiguousarray(lm._maps[i], dtype=np.int64)
         cores.append(core)
         maps.append(table)
@@ -223,14 +280,14 @@ def mix_core(lm: InterpolatedLM) -> _core.MixCore:
         offs.append(off)
         rows.append(row)
         preds.append(pred)
-        lp, lmbow = np.asarray(core.arrays[5]), np.asarray(core.arrays[8])
+        lp10, lmbow10 = core.arrays[1][0], core.arrays[4][0]  # order 1's log10 p, mbow
         seen = table >= 0
         term = np.full(vocab, -np.inf)
-        term[seen] = lw + lp[table[seen]]
+        term[seen] = lw + LN10 * lp10[table[seen]]
         uni = np.logaddexp(uni, term)
         back = np.zeros(vocab)
         if model.order >= 2:
-            back[seen] = lmbow[table[seen]]
+            back[seen] = LN10 * lmbow10[table[seen]]
         maxb = np.maximum(maxb, back)
     return _core.MixCore(cores, maps, offs, rows, preds, firsts, lasts,
                          np.ascontiguousarray(lm._log_weights, np.float64), uni, maxb)

@@ -89,7 +89,7 @@ from typing import Literal
 import numpy as np
 
 from arsdecode.errors import ModelError, OptionError
-from arsdecode.model.maxarpa_lm import MaxArpaLM, as_target_model
+from arsdecode.model.maxarpa_lm import MaxArpaLM, as_target_model, log10_core
 from maxarpa.constants import BOS, EOS
 from maxarpa.model import Model
 
@@ -220,9 +220,16 @@ class InterpolatedLM:
             comp = self.components[i]
             ids, unseen = self._words(i, words)
             view, ended = self._view(i, contexts)
-            values = comp.log_prob(view, ids)
-            if bound:  # an ended view is exact: its value is its own (tightest) bound
-                values = np.where(ended, values, comp.log_bound(view, ids))
+            if comp.walk is None:  # the compiled walk on the tables in place (no ln copy)
+                core = log10_core(comp.ngram)
+                view, ids = np.ascontiguousarray(view), np.ascontiguousarray(ids)
+                values = core.walk(view, ids, False)
+                if bound:  # an ended view is exact: its value is its own (tightest) bound
+                    values = np.where(ended, values, core.walk(view, ids, True))
+            else:
+                values = comp.log_prob(view, ids)
+                if bound:
+                    values = np.where(ended, values, comp.log_bound(view, ids))
             terms.append(lw + np.where(unseen, -np.inf, values))
         return np.logaddexp.reduce(np.stack(terms), axis=0)
 

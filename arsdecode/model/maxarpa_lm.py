@@ -9,9 +9,10 @@ and the cost model use) and cuts contexts with maxarpa's useful-context tables
 
 from __future__ import annotations
 
+import threading
 import weakref
 from collections.abc import Callable, Sequence
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -49,14 +50,9 @@ class MaxArpaLM:
             )
         self.ngram = model
         self.walk: NgramWalk | None = walk
-        self._log_prob: Callable[[np.ndarray, np.ndarray], np.ndarray]
-        self._log_bound: Callable[[np.ndarray, np.ndarray], np.ndarray]
-        if walk is None:
-            from arsdecode.native import native_ngram
-
-            fast = native_ngram(model)
-            self._log_prob, self._log_bound = fast.log_prob, fast.log_bound
-        else:
+        self._log_prob: Callable[[np.ndarray, np.ndarray], np.ndarray] | None = None
+        self._log_bound: Callable[[np.ndarray, np.ndarray], np.ndarray] | None = None
+        if walk is not None:
             self._log_prob = lambda c, w: self._ln(walk.log10p_batch(c, w))
             self._log_bound = lambda c, w: self._ln(walk.max_log10p_batch(c, w))
         self.order = model.order
@@ -78,10 +74,25 @@ class MaxArpaLM:
     def _ln(log10: np.ndarray) -> np.ndarray:
         return LN10 * log10
 
+    def _compiled(self) -> None:
+        """Build the compiled walk's tables on the first query, not with the adapter: a model
+        that is only a component of a mixture is queried through its tables in place
+        (`log10_core`), and its natural-log copy (40 bytes an n-gram) would go unused."""
+        from arsdecode.native import native_ngram
+
+        fast = native_ngram(self.ngram)
+        self._log_prob, self._log_bound = fast.log_prob, fast.log_bound
+
     def log_prob(self, contexts: np.ndarray, words: np.ndarray) -> np.ndarray:
+        if self._log_prob is None:
+            self._compiled()
+        assert self._log_prob is not None
         return self._log_prob(contexts, words)
 
     def log_bound(self, contexts: np.ndarray, words: np.ndarray) -> np.ndarray:
+        if self._log_bound is None:
+            self._compiled()
+        assert self._log_bound is not None
         return self._log_bound(contexts, words)
 
     def is_exact(self, position: int, context: Sequence[int]) -> bool:
@@ -97,6 +108,47 @@ class MaxArpaLM:
 
 
 _ADAPTERS: weakref.WeakKeyDictionary[Model, MaxArpaLM] = weakref.WeakKeyDictionary()
+_LOG10: weakref.WeakKeyDictionary[Model, Any] = weakref.WeakKeyDictionary()
+_LOG10_LOCK = threading.Lock()  # threads asking for a new model's tables build them once
+
+
+def log10_core(model: Model) -> Any:
+    """`model`'s tables for the compiled walk, read where the model holds them (a mapped
+    binary file's pages, or the arrays read from text), in log10, with each order's children
+    offsets (`_core.Log10Core`); once per model object. Its walks return `NativeNgram`'s numbers
+    bit for bit, without NativeNgram's natural-log copy of every value (issue 34: about
+    260 MB for `-mix-lm`'s 5.4M-n-gram model); what the mixture's walks read.
+
+    Raises ModelError (naming the file) if the model has no max-backoff bounds or its order
+    is above the compiled core's maximum."""
+    hit = _LOG10.get(model)
+    if hit is not None:
+        return hit
+    with _LOG10_LOCK:
+        hit = _LOG10.get(model)
+        if hit is None:
+            hit = _LOG10[model] = _build_log10_core(model)
+    return hit
+
+
+def _build_log10_core(model: Model) -> Any:
+    from arsdecode.native import MAX_ORDER, _core
+
+    trie = model.trie
+    if trie.order > MAX_ORDER:
+        raise ModelError(f"{model.source or 'model'}: order {trie.order} is above the compiled "
+                         f"core's maximum of {MAX_ORDER}")
+    if any(node.mf is None or node.mbow is None for node in trie.nodes):
+        raise ModelError(f"{model.source or 'model'}: the model has no max-backoff bounds")
+    arrays: dict[str, list[np.ndarray]] = {name: [] for name in
+                                           ("keys", "lp", "lbow", "lmf", "lmbow")}
+    for node in trie.nodes:
+        arrays["keys"].append(np.ascontiguousarray(node.keys, dtype=np.uint64))  # a view
+        for name, value in (("lp", node.log10p), ("lbow", node.log10bow), ("lmf", node.mf),
+                            ("lmbow", node.mbow)):
+            arrays[name].append(np.ascontiguousarray(value, dtype=np.float64))
+    return _core.Log10Core(trie.vocab_size, LN10, arrays["keys"], arrays["lp"], arrays["lbow"],
+                           arrays["lmf"], arrays["lmbow"])
 
 
 def as_target_model(lm: ModelLike) -> TargetModel:

@@ -14,6 +14,7 @@ is textual: a part sees the C declarations of the parts before it):
 - _graph.pxi: the recorded layered graph's format, forward-backward, the checked wrappers.
 - _kbest.pxi: lazy k-best over that graph.
 - _ngramcore.pxi: `NgramCore`, a model's checked tables and the batched walk.
+- _log10.pxi: `Log10Core`, a model's tables read in place in log10 (a mixture's components).
 - _mixture.pxi: several tables interpolated: the walk, the bounds, the sparse bound pass.
 - _mixcore.pxi: `MixCore`, a mixture's checked tables, what FullDP reads for it.
 - _fullmodel.pxi: `FullDP`, the full DP's shared tables, checked entry points, worker pool.
@@ -37,6 +38,7 @@ include "_maxplus.pxi"
 include "_graph.pxi"
 include "_kbest.pxi"
 include "_ngramcore.pxi"
+include "_log10.pxi"
 include "_mixture.pxi"
 include "_mixcore.pxi"
 include "_fullmodel.pxi"

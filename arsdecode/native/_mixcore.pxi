@@ -6,7 +6,7 @@
 
 
 cdef class MixCore:
-    """The components of a mixture for the full DP: their NgramCores, the union -> component
+    """The components of a mixture for the full DP: their Log10Cores, the union -> component
     id maps, ln lambda_i (active components only). `walk` answers (context, word) rows as
     InterpolatedLM.log_prob / log_bound do (for tests and callers that check)."""
 
@@ -18,12 +18,12 @@ cdef class MixCore:
     def __init__(self, list cores, list maps, list succ_offs, list succ_rows, list pred_offs,
                  list firsts, list succ_words,
                  double[::1] log_weights, double[::1] uni, double[::1] maxb):
-        """Per component: its NgramCore, union -> component ids (`maps`), its bigram rows grouped by first word (`succ_offs`
+        """Per component: its Log10Core, union -> component ids (`maps`), its bigram rows grouped by first word (`succ_offs`
         (V_i + 1), `succ_rows`, their last words `succ_words`) and by their last word
         (`pred_offs`, V_i + 1; `firsts`: each row's first word); then ln lambda_i, and per union word `uni` and `maxb` (see
         MixTables). Every index the DP reads unchecked is checked here (ModelError)."""
         cdef Py_ssize_t i, j
-        cdef NgramCore core
+        cdef Log10Core core
         cdef long long V = uni.shape[0]
         cdef const long long[::1] mp
         cdef const long long[::1] so
@@ -54,7 +54,7 @@ cdef class MixCore:
             po = pred_offs[i]
             fw = firsts[i]
             sw = succ_words[i]
-            nb = core.t.node_off[2] - core.t.node_off[1] if core.t.order >= 2 else 0
+            nb = core.t.rows[1] if core.t.order >= 2 else 0
             if so.shape[0] != core.t.vocab + 1 or sr.shape[0] != nb or so[0] != 0 \
                     or so[core.t.vocab] != nb:
                 raise ModelError(f"MixCore: component {i}'s successor index does not match")

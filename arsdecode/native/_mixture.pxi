@@ -9,6 +9,7 @@
 # transition, the bigram bound, the sparse bound pass) ask this part instead when a FullDP
 # has a MixCore. Every value equals InterpolatedLM's (the same views, the same bounds, the
 # same logaddexp in the same order), which the tests check against it and against brute force.
+# The components' tables are read in place, in log10 (`L10Tables`, _log10.pxi).
 
 from libc.math cimport log1p
 from libcpp.algorithm cimport lower_bound
@@ -21,7 +22,7 @@ cdef enum:
 cdef struct MixTables:
     int k                                 # active components (lambda > 0)
     long long vocab                       # the union vocabulary
-    const NgramTables *t[MIX_MAX]
+    const L10Tables *t[MIX_MAX]
     const long long *map[MIX_MAX]         # union id -> component id, -1: unseen
     const long long *succ_off[MIX_MAX]    # component word x -> its bigram rows x.y are
     const long long *succ_row[MIX_MAX]    #   succ_row[succ_off[x]:succ_off[x + 1]]
@@ -76,7 +77,7 @@ cdef inline double mix_walk(const MixTables *m, const long long *row, int width,
                 if ci < 0:
                     break
                 ctx[w - j] = ci
-            term = m.lw[i] + ng_walk(m.t[i], ctx, w, yi, False)
+            term = m.lw[i] + l10_walk(m.t[i], ctx, w, yi, False)
         acc = term if first else mix_add(acc, term)
         first = False
     return acc
@@ -96,13 +97,13 @@ cdef inline double mix_bound(const MixTables *m, long long x, long long y) noexc
             term = -INFINITY
         elif x < 0:
             ctx = -1
-            term = m.lw[i] + ng_walk(m.t[i], &ctx, 1, yi, True)
+            term = m.lw[i] + l10_walk(m.t[i], &ctx, 1, yi, True)
         else:
             ctx = m.map[i][x]
             if ctx < 0:
-                term = m.lw[i] + ng_walk(m.t[i], &ctx, 1, yi, False)
+                term = m.lw[i] + l10_walk(m.t[i], &ctx, 1, yi, False)
             else:
-                term = m.lw[i] + ng_walk(m.t[i], &ctx, 1, yi, True)
+                term = m.lw[i] + l10_walk(m.t[i], &ctx, 1, yi, True)
         acc = term if first else mix_add(acc, term)
         first = False
     return acc
@@ -130,15 +131,14 @@ cdef void mix_followers(const MixTables *m, int i, long long a0, long long a1, l
     `same` where several candidates share one); the rest, for each x, read x's successors
     when they are few, else probe. `stamp` and `stamp_idx` are the worker's (at least the
     component's vocabulary long); `epoch` is new for this call."""
-    cdef const NgramTables *t = m.t[i]
-    cdef const unsigned long long *keys = t.keys + t.node_off[1]
+    cdef const L10Tables *t = m.t[i]
     cdef long long V = t.vocab, W1 = a1 - a0
     cdef long long c, c2, k, j, r, xi, yi, nlong
     cdef vector[IdCand] cur, longy
     cdef vector[IdCand].iterator it
     cdef vector[long long] same
     cdef Follow f
-    if t.node_off[2] == t.node_off[1]:
+    if t.order < 2 or t.rows[1] == 0:
         return
     same.assign(W1, -1)
     for c in range(a0, a1):
@@ -195,8 +195,7 @@ cdef void mix_followers(const MixTables *m, int i, long long a0, long long a1, l
                     it += 1
         else:
             for c2 in range(nlong):
-                r = ng_find(t, 2, <unsigned long long>longy[c2].first * <unsigned long long>V
-                            + <unsigned long long>xi)
+                r = l10_find(t, 2, longy[c2].first, xi)
                 if r >= 0:
                     f.c2 = longy[c2].second
                     f.row = r
@@ -212,16 +211,17 @@ cdef inline double mix_term(const MixTables *m, int i, long long x, long long y,
     left extensions when it is listed (`row` >= 0), else its unigram plus x's max backoff;
     its exact unigram when it cannot see x, -inf when it cannot see y (as `mix_bound`)."""
     cdef long long xi = m.map[i][x], yi = m.map[i][y]
-    cdef const NgramTables *t = m.t[i]
+    cdef const L10Tables *t = m.t[i]
+    cdef double c = t.ln10
     if yi < 0:
         return -INFINITY
     if xi < 0:
-        return t.lp[yi]
+        return c * t.lp[0][yi]
     if t.order < 2:
-        return t.lmf[yi]
+        return c * t.lmf[0][yi]
     if row >= 0:
-        return t.lmf[t.node_off[1] + row]
-    return (t.lp[yi] + t.lbow[xi]) + (t.lmbow[xi] - t.lbow[xi])
+        return c * t.lmf[1][row]
+    return (c * t.lp[0][yi] + c * t.lbow[0][xi]) + (c * t.lmbow[0][xi] - c * t.lbow[0][xi])
 
 
 cdef bint mix_backward(const MixTables *m, double lmw, long long a0, long long a1, long long a2,

@@ -1,0 +1,144 @@
+"""A mixture's tables without copies (issue 34, memory of `-mix-lm`).
+
+Why: the mixture's compiled walks now read each component's log10 arrays where the model
+holds them (`log10_core`, scaled by ln 10 where read) instead of NativeNgram's natural-log
+copy, and the union of the components' useful contexts is written level by level into
+arrays allocated once. Both must give the same numbers as before, bit for bit:
+
+- `Log10Core.walk` = `NgramCore.walk` (the compiled walk on the ln copy, the reference the
+  rest of the engine uses and the exactness tests check against brute force), compared with
+  ==, on the embedded 5-gram read from text and mapped from a binary file, and on random
+  models with positive backoffs, for p and for the max-backoff bound;
+- the union tables = the union computed independently here: every component context, each of
+  its words replaced by every union word mapping to it, as a set of word tuples; each row
+  is the one `maxarpa.contexts.rows_from_keys` derives from the keys;
+- a union whose `<unk>` expansion outgrows the components' count (the arrays grow) is still
+  that set.
+"""
+
+from __future__ import annotations
+
+import itertools
+import random
+import re
+
+import numpy as np
+import pytest
+
+import maxarpa
+from arsdecode.api import DEFAULT_LM
+from arsdecode.methods import fast_mixture
+from arsdecode.model.interpolated import InterpolatedLM
+from arsdecode.model.maxarpa_lm import as_target_model, log10_core
+from arsdecode.native import native_ngram
+from arsdecode.testing.random_arpa import random_arpa_text
+from maxarpa.contexts import rows_from_keys, useful_context_tables
+
+
+def random_rows(rng: np.random.Generator, vocab: int, b: int, width: int) -> np.ndarray:
+    """(b, width) contexts: random ids, some left-padded with -1, in runs of one context."""
+    rows = rng.integers(0, vocab, size=(b, width))
+    pad = rng.integers(0, width + 1, size=b)
+    rows[np.arange(width)[None, :] < pad[:, None]] = -1
+    return np.repeat(rows, rng.integers(1, 4, size=b), axis=0)[:b]
+
+
+def assert_walks_equal(lm: maxarpa.Model, seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    mine, ref = log10_core(lm), native_ngram(lm).core
+    for width in sorted({0, 1, lm.order - 1, lm.order + 1}):
+        rows = np.ascontiguousarray(random_rows(rng, len(lm.vocab), 400, width))
+        words = rng.integers(0, len(lm.vocab), size=len(rows))
+        for want_max in (False, True):
+            a, b = mine.walk(rows, words, want_max), ref.walk(rows, words, want_max)
+            assert np.array_equal(a, b), (width, want_max, np.flatnonzero(a != b)[:5])
+
+
+def test_log10_walk_equals_the_native_walk_on_the_embedded_model(tmp_path):
+    text = maxarpa.load(DEFAULT_LM)
+    assert_walks_equal(text, 1)
+    binary = tmp_path / "lm.npz"
+    maxarpa.convert(DEFAULT_LM, binary, binary=True)
+    mapped = maxarpa.load(binary, mmap=True)
+    assert not mapped.trie.nodes[1].keys.flags.writeable  # read in place, not copied
+    assert_walks_equal(mapped, 2)
+    core = log10_core(mapped)
+    assert np.shares_memory(core.arrays[0][2], mapped.trie.nodes[2].keys)
+    assert np.shares_memory(core.arrays[1][2], mapped.trie.nodes[2].log10p)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_log10_walk_equals_the_native_walk_on_random_models(tmp_path, seed):
+    rng = random.Random(seed)
+    path = tmp_path / "m.arpa"
+    path.write_text(random_arpa_text(rng, rng.randint(1, 5), rng.randint(3, 9), 0.5,
+                                     density=0.8, neg_inf_fraction=0.1))
+    assert_walks_equal(maxarpa.load(path), seed)
+
+
+def union_reference(mix: InterpolatedLM) -> set[tuple[int, ...]]:
+    """Every active component's useful contexts in union ids: each word replaced by every
+    union word that maps to it (one, or the words a component's <unk> stands for)."""
+    out: set[tuple[int, ...]] = {()}
+    for i in mix._active:
+        model = mix.components[i].ngram
+        pre: dict[int, list[int]] = {}
+        for u, c in enumerate(mix._maps[i].tolist()):
+            if c >= 0:
+                pre.setdefault(c, []).append(u)
+        rows, lens, _ = useful_context_tables(model)
+        for row, n in zip(rows.tolist(), lens.tolist(), strict=True):
+            words = row[len(row) - n:] if n else []
+            out.update(itertools.product(*(pre.get(w, []) for w in words)))
+    return out
+
+
+def assert_union_is_the_reference(mix: InterpolatedLM) -> None:
+    tables = fast_mixture.union_tables(mix)
+    assert tables is not None
+    rows, lens, keys = tables
+    width = rows.shape[1]
+    assert np.array_equal(rows, rows_from_keys(lens, keys, len(mix.vocab), width))
+    got = [tuple(r[width - n:]) if n else () for r, n in zip(rows.tolist(), lens.tolist(),
+                                                                 strict=True)]
+    assert len(got) == len(set(got))
+    assert set(got) == union_reference(mix)
+
+
+@pytest.mark.parametrize("missing", ["unk", "zero"])
+def test_union_tables_are_the_union_of_the_components_contexts(tmp_path, missing):
+    models = []
+    for n in range(2):
+        path = tmp_path / f"m{n}.arpa"
+        text = random_arpa_text(random.Random(40 + n), 3 + n, 6, 0.5, density=0.9)
+        path.write_text(re.sub(r"\bw([0-3])\b", r"v\1", text) if n else text)  # some other words
+        models.append(maxarpa.load(path))
+    assert_union_is_the_reference(InterpolatedLM(models, [0.5, 0.5], missing=missing))
+
+
+def test_a_union_that_outgrows_the_components_count(tmp_path):
+    """A component's <unk> in many of its contexts, standing for many union words: the
+    union has more contexts than the components together, so its arrays grow."""
+    a = tmp_path / "a.arpa"
+    a.write_text(random_arpa_text(random.Random(5), 3, 3, 0.5, density=1.0))
+    b = tmp_path / "b.arpa"
+    b.write_text(re.sub(r"\bw(\d+)\b", r"u\1",
+                        random_arpa_text(random.Random(6), 2, 12, 0.5, density=0.3)))
+    mix = InterpolatedLM([maxarpa.load(a), maxarpa.load(b)], [0.5, 0.5], missing="unk")
+    total = sum(len(useful_context_tables(c.ngram)[1]) for c in mix.components)
+    tables = fast_mixture.union_tables(mix)
+    assert tables is not None and len(tables[0]) > total
+    assert_union_is_the_reference(mix)
+
+
+def test_a_component_builds_no_natural_log_copy():
+    """A model only mixed is queried through its tables in place: the adapter builds the
+    compiled walk's natural-log tables on its own first query, not when made."""
+    lm = maxarpa.load(DEFAULT_LM)
+    mix = InterpolatedLM([lm, maxarpa.truncate(lm, 2)], [0.6, 0.4])
+    rows = np.array([[-1, -1, 3, 4]], dtype=np.int64)
+    mix.log_prob(rows, np.array([5]))
+    assert as_target_model(lm)._log_prob is None
+    from arsdecode.native import _CACHE
+
+    assert lm not in _CACHE
