@@ -6,7 +6,8 @@ the whole process `arsdecode tag --file` against NLTK TnT in this process on the
 sentences (CPU seconds, so the ratio holds on a loaded machine), and the stages of the same
 work in process (model load, flattening the lattices, the compiled DP's first call, which
 fills the transition cache, and a warm second call) with the DP's counts per token: merged
-states, (state, candidate) pairs, candidates, transitions computed. Each whole-process run
+states, (state, candidate) pairs, candidates, transitions computed (a tag model's are dense
+rows, each V transitions filled at once: their count is given too). Each whole-process run
 must print the same tags as the in-process call.
 
 The sentences: the first --sentences of the UD English Web Treebank test set (out of domain
@@ -90,7 +91,8 @@ def stages(pos_dir: Path, n: int, words: list[list[str]]) -> dict[str, float]:
     out["states"] = float(res.dp_states.sum())
     out["pairs"] = float(res.pairs.sum())
     out["cands"] = float(len(flat.cand_ids))
-    out["transitions"] = float(dp.cache_size())
+    out["transitions"] = float(dp.cache_size())  # dense (tags): V per row filled
+    out["rows"] = out["transitions"] / lm.trie.vocab_size
     out["cache_mib"] = dp.cache_bytes() / 2**20
     return out
 
@@ -142,7 +144,7 @@ def main() -> int:
           f" bench when it forked the children: {floor / 1024:.0f} MiB")
     print("n | whole process CPU-s, tok/CPU-s, x TnT, peak RSS | load, flatten, DP setup,"
           " DP first, DP warm (CPU-s) | per token: states, pairs, candidates, transitions"
-          " computed | cache MiB")
+          " computed, dense rows filled | cache MiB")
     for n, (best, rss) in whole_a.items():
         print(f"A {n} | {best:.2f}, {tokens / best:,.0f}, x{tnt / best:.2f}, {rss / 1024:.0f} MiB"
               f" | (A: {args.a_tree})")
@@ -155,7 +157,8 @@ def main() -> int:
               f" | {st['load']:.2f}, {st['flatten']:.2f}, {st['dp_setup']:.2f},"
               f" {st['dp_first']:.2f}, {st['dp_warm']:.2f} | {st['states'] / tokens:.1f},"
               f" {st['pairs'] / tokens:.1f}, {st['cands'] / tokens:.2f},"
-              f" {st['transitions'] / tokens:.1f} | {st['cache_mib']:.0f}", flush=True)
+              f" {st['transitions'] / tokens:.1f}, {st['rows'] / tokens:.2f}"
+              f" | {st['cache_mib']:.0f}", flush=True)
     if args.doc:
         from bench.perf_doc import write_section
 
@@ -176,13 +179,16 @@ def markdown(rows: list[tuple[int, float, int, dict[str, float]]], tnt: float, t
              f"{tokens:,} tokens, best CPU-s of {repeat}. Anchor: NLTK TnT (N=1000, trained on "
              f"the same train.tsv) in the same run, {tnt:.2f} CPU-s, {tokens / tnt:,.0f} "
              "tokens/CPU-s. x TnT above 1 is faster than TnT. The whole process includes "
-             "start-up and model load; counts are per token of the compiled full DP.", "",
+             "start-up and model load; counts are per token of the compiled full DP, whose "
+             "transitions a tag model fills a dense row at a time (V transitions each, "
+             "_dprows.pxi).", "",
              "| order | CPU-s | tokens/CPU-s | x TnT | peak RSS MiB | DP warm CPU-s | "
-             "states/token | pairs/token | transitions/token |", "|---" * 9 + "|"]
+             "states/token | pairs/token | transitions/token | rows/token |", "|---" * 10 + "|"]
     for n, best, rss, st in rows:
         lines.append(f"| {n} | {best:.2f} | {tokens / best:,.0f} | {tnt / best:.2f} | "
                      f"{rss / 1024:.0f} | {st['dp_warm']:.2f} | {st['states'] / tokens:.1f} | "
-                     f"{st['pairs'] / tokens:.1f} | {st['transitions'] / tokens:.1f} |")
+                     f"{st['pairs'] / tokens:.1f} | {st['transitions'] / tokens:.1f} | "
+                     f"{st['rows'] / tokens:.2f} |")
     return "\n".join(lines)
 
 

@@ -322,7 +322,7 @@ def test_the_transition_cache_stays_within_its_bound(tmp_path, dense):
 
 def test_a_bound_below_one_dense_row_is_refused(tmp_path):
     lm = random_model(tmp_path, 2, order=3, vocab=20).lm
-    row = 12 * lm.trie.vocab_size + 8 * 2 + 12
+    row = _core.dense_row_bytes(lm.trie.vocab_size, 2)
     with pytest.raises(OptionError, match="max_bytes"):
         new_dp(lm, True, row)
     assert new_dp(lm, True, row + 56).max_bytes == row + 56

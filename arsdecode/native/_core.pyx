@@ -19,6 +19,7 @@ is textual: a part sees the C declarations of the parts before it):
 - _mixcore.pxi: `MixCore`, a mixture's checked tables, what FullDP reads for it.
 - _vpylm.pxi: a VPYLM's context tree, its walk and bound, and `VpCore`, what FullDP reads.
 - _fullmodel.pxi: `FullDP`, the full DP's shared tables, checked entry points, worker pool.
+- _dprows.pxi: dense transition rows (tags), each filled from its failure link's row.
 - _dpcache.pxi: `_DPCaches`, one worker's transition memo and pruning bounds.
 - _dpsweep.pxi: `_DPWorker`, the DP sweeps over confusion networks and word lattices.
 - _segment.pxi: the segmentation lattice's trie and builder (issue 33).
@@ -43,6 +44,7 @@ include "_mixture.pxi"
 include "_mixcore.pxi"
 include "_vpylm.pxi"
 include "_fullmodel.pxi"
+include "_dprows.pxi"
 include "_dpcache.pxi"
 include "_dpsweep.pxi"
 include "_segment.pxi"

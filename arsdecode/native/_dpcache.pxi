@@ -42,11 +42,21 @@ cdef class _DPCaches:
     cdef int cache_shift         # 64 - log2(its slots): Fibonacci hashing's top bits
     cdef long long cache_cap     # the most slots it may grow to (SPARSE_CACHE_BYTES, max_bytes)
     cdef long long cache_misses  # transitions stored since it was last sized
-    cdef vector[int] block_of    # gid -> its row in dnext/dlp, or -1
-    cdef vector[int] dnext       # next gid, or -2 while not computed
-    cdef vector[double] dlp
-    cdef vector[double] dbows    # per block: the state's context backoffs (walk B, once)
-    cdef vector[int] dctx_depth  # per block: how many context suffixes were found
+    cdef vector[int] block_of    # gid -> its row in drow, or -1
+    cdef long long chunk_rows    # dense rows a chunk of drow and dnode (see __init__)
+    cdef vector[vector[RowEntry]] drow  # chunk_rows blocks a chunk, V entries a block:
+    # every word's transition (_row). Why chunks: a vector of all rows doubled as it grew
+    # (a copy of hundreds of MiB, and both copies held at once: the run's peak memory)
+    cdef vector[int] dext        # per block: its extension block, or -1 (a context of n - 1
+    # words is no failure link, so no longer row is filled from it: it keeps none)
+    cdef vector[vector[RowNode]] dnode  # per extension block (chunk_rows a chunk), V
+    # entries: what longer rows extend
+    cdef vector[double] dbows    # per extension block, n - 1: its context's walk B backoffs
+    cdef vector[RowCtx] dctx     # per extension block: that walk's end
+    cdef const long long *child_off  # dp.child_off: gid's useful children are child_*[a:b]
+    cdef const int *child_word
+    cdef const int *child_gid
+    cdef readonly long long n_rows   # dense rows filled since the worker was made
     cdef vector[int] ub_row_of   # dense: x + 1 -> its row of bigram bounds in ub_rows, or -1
     cdef vector[double] ub_rows  # dense: ln w(y | x), the max-backoff bound, for every y
     cdef vector[long long] stamp      # sparse bound pass: word -> epoch of the position it is at
@@ -68,11 +78,19 @@ cdef class _DPCaches:
         self.n_trans = 0
         self.clears = 0
         self.epoch = 0
+        self.n_rows = 0
         self.lmw = 1.0
         self.mix = &dp.mix.m if dp.mix is not None else NULL
         self.vp = &dp.vp.m if dp.vp is not None else NULL
         if self.dense:
+            # A chunk is allocated whole: at most 1/16 of the byte bound, so that the rows
+            # stored stay within it but for that much (1/8 for drow and dnode together).
+            self.chunk_rows = min(ROW_CHUNK,
+                                  max(1, self.max_bytes // (16 * self.row_bytes)))
             self.block_of = vector[int](self.u.n_ctx, -1)
+            self.child_off = dp.child_off.data()
+            self.child_word = dp.child_word.data()
+            self.child_gid = dp.child_gid.data()
             self.ub_row_of = vector[int](self.core.t.vocab + 1, -1)
 
     cdef void _clear(self) noexcept nogil:
@@ -80,10 +98,11 @@ cdef class _DPCaches:
         changes. The vectors keep their capacity, which is within the bound."""
         if self.dense:
             self.block_of.assign(self.u.n_ctx, -1)
-            self.dnext.clear()
-            self.dlp.clear()
+            self.drow.clear()
+            self.dext.clear()
+            self.dnode.clear()
             self.dbows.clear()
-            self.dctx_depth.clear()
+            self.dctx.clear()
             self.ub_row_of.assign(self.core.t.vocab + 1, -1)
             self.ub_rows.clear()
         self.used_bytes = <long long>self.cache.size() * SPARSE_ENTRY_BYTES
@@ -277,46 +296,20 @@ cdef class _DPCaches:
                             double *lp, StateCtx *sc=NULL) noexcept nogil:
         """(next state, ln p) of `word` after state `gid`, cached. `sc` (large vocabularies):
         the state's shared context walk, filled on its first miss and reused by the next."""
-        cdef long long dummy = -1
         cdef CacheSlot *slot
         cdef StateCtx local
-        cdef const long long *row
+        cdef const RowEntry *e
         cdef long long V = self.core.t.vocab
-        cdef long long b, idx, node, ctx_node
-        cdef int depth, j
-        cdef double bow_sum
+        cdef long long b
         cdef unsigned long long key = <unsigned long long>gid * <unsigned long long>V \
             + <unsigned long long>word
         if self.dense:
             b = self.block_of[gid]
-            row = (self.u.rows + gid * self.u.width) if self.u.width else &dummy
             if b < 0:
-                if self.used_bytes + self.row_bytes > self.max_bytes:
-                    self._clear()
-                self.used_bytes += self.row_bytes
-                b = <long long>(self.dnext.size() // V)
-                self.block_of[gid] = <int>b
-                self.dnext.resize((b + 1) * V, -2)
-                self.dlp.resize((b + 1) * V, 0.0)
-                self.dbows.resize((b + 1) * (self.u.width + 1), 0.0)
-                self.dctx_depth.push_back(ng_context_bows(
-                    &self.core.t, row, self.u.width,
-                    self.dbows.data() + b * (self.u.width + 1), &ctx_node))
-            idx = b * V + word
-            if self.dnext[idx] != -2:
-                nxt[0] = self.dnext[idx]
-                lp[0] = self.dlp[idx]
-                return
-            # ng_walk(.., want_max=False) with the state's walk B done once per state.
-            node = ng_walk_a(&self.core.t, row, self.u.width, word, &depth)
-            bow_sum = 0.0
-            for j in range(depth, self.dctx_depth[b] + 1):
-                bow_sum += self.dbows[b * (self.u.width + 1) + j - 1]
-            lp[0] = self.core.t.lp[self.core.t.node_off[depth - 1] + node] + bow_sum
-            nxt[0] = uc_cut_append(&self.u, self.fail, V, gid, word)
-            self.n_trans += 1
-            self.dnext[idx] = <int>nxt[0]
-            self.dlp[idx] = lp[0]
+                b = self._row(gid)
+            e = self._row_ptr(b) + word
+            nxt[0] = e.nxt
+            lp[0] = e.lp
             return
         if self.cache.size() == 0:
             self._allocate_cache()
@@ -336,6 +329,74 @@ cdef class _DPCaches:
         if self.cache_misses > <long long>self.cache.size() and \
                 <long long>self.cache.size() < self.cache_cap:
             self._size_cache(4 * <long long>self.cache.size())
+
+    cdef inline RowEntry *_row_ptr(self, long long b) noexcept nogil:
+        """Block b's row (V entries)."""
+        return self.drow[b // self.chunk_rows].data() \
+            + (b % self.chunk_rows) * self.core.t.vocab
+
+    cdef inline RowNode *_node_ptr(self, long long x) noexcept nogil:
+        """Extension block x's nodes (V entries)."""
+        return self.dnode[x // self.chunk_rows].data() \
+            + (x % self.chunk_rows) * self.core.t.vocab
+
+    cdef long long _row(self, long long gid) noexcept nogil:
+        """The block of gid's dense row, filled now with those of its failure chain that are
+        missing (`row_from_fail`, shortest first). When they would pass the byte bound the
+        caches are emptied first; when the whole chain cannot fit in it, gid's row alone is
+        filled by the walks (`row_direct`): the same entries either way."""
+        if self.used_bytes + rows_missing(self.fail, self.block_of.data(), gid) \
+                * self.row_bytes > self.max_bytes:
+            self._clear()  # then every row of the chain is missing
+            if self.used_bytes + rows_missing(self.fail, self.block_of.data(), gid) \
+                    * self.row_bytes > self.max_bytes:
+                return self._new_row(gid, -1)
+        return self._chain_row(gid)
+
+    cdef long long _chain_row(self, long long gid) noexcept nogil:
+        """`_row` once the chain fits: the failure link's row first (recursively), then gid's."""
+        cdef long long b = self.block_of[gid]
+        if b >= 0:
+            return b
+        if gid == 0:
+            return self._new_row(0, -1)
+        return self._new_row(gid, self._chain_row(self.fail[gid]))
+
+    cdef long long _new_row(self, long long gid, long long fb) noexcept nogil:
+        """A new block for gid's row, from block fb (its failure link's) or, if fb < 0, by the
+        walks; counted in the byte bound and as V transitions computed. A context shorter
+        than n - 1 words also keeps what longer rows extend (an extension block)."""
+        cdef long long V = self.core.t.vocab, W = self.u.width if self.u.width else 1
+        cdef long long b = <long long>self.dext.size(), x = -1, fx
+        cdef RowNode *nodes = NULL
+        cdef double *bows = NULL
+        cdef RowCtx *rc = NULL
+        if b % self.chunk_rows == 0:
+            self.drow.push_back(vector[RowEntry](self.chunk_rows * V))
+        if self.u.lens[gid] < self.u.width:
+            x = <long long>self.dctx.size()
+            if x % self.chunk_rows == 0:
+                self.dnode.push_back(vector[RowNode](self.chunk_rows * V))
+            self.dbows.resize((x + 1) * W)
+            self.dctx.resize(x + 1)
+            nodes = self._node_ptr(x)
+            bows = &self.dbows[x * W]
+            rc = &self.dctx[x]
+        self.dext.push_back(x)
+        self.block_of[gid] = <int>b
+        self.used_bytes += self.row_bytes
+        self.n_rows += 1
+        self.n_trans += V
+        if fb < 0:
+            row_direct(&self.core.t, &self.u, self.fail, gid, self._row_ptr(b), nodes, bows,
+                       rc)
+        else:
+            fx = self.dext[fb]  # a failure link is shorter than n - 1 words: it has one
+            row_from_fail(&self.core.t, &self.u, self.child_off, self.child_word,
+                          self.child_gid, gid, self.u.lens[self.fail[gid]], self._row_ptr(fb),
+                          self._node_ptr(fx), &self.dbows[fx * W], &self.dctx[fx],
+                          self._row_ptr(b), nodes, bows, rc)
+        return b
 
     cdef inline void _walk(self, long long gid, long long word, long long *nxt, double *lp,
                            StateCtx *sc) noexcept nogil:

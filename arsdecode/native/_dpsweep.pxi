@@ -5,6 +5,9 @@
 # states of many DAGs), reading the model only through _DPCaches (_dpcache.pxi).
 
 
+cdef Py_ssize_t PREFETCH_WORDS = 8  # a state's first candidates whose entries are prefetched
+
+
 cdef class _DPWorker(_DPCaches):
     """The caches of _DPCaches plus the sweeps: what one `FullDP.run` or `run_dag` runs on
     (see FullDP for why each concurrent run has a worker of its own)."""
@@ -47,6 +50,8 @@ cdef class _DPWorker(_DPCaches):
         cdef long long[::1] st = states, wd = widest, pr = pairs
         cdef vector[int] local_of = vector[int](self.u.n_ctx, -1)
         cdef vector[long long] cur_g, nxt_g, bp_prev
+        cdef vector[long long] cur_w, nxt_w  # each state's last word (-1: the empty context)
+        cdef vector[long long] try_words
         cdef vector[double] cur_a, nxt_a, nxt_s
         cdef vector[int] bp_cand
         cdef vector[long long] layer_off
@@ -83,6 +88,8 @@ cdef class _DPWorker(_DPCaches):
                 bp_cand.clear()
                 layer_off.clear()
                 cur_g.push_back(g)
+                cur_w.clear()  # cut(c.w) ends with w unless empty: no read of the context
+                cur_w.push_back(bos if g != 0 else -1)
                 cur_a.push_back(0.0)
                 if record:
                     g_layer.clear()
@@ -99,6 +106,7 @@ cdef class _DPWorker(_DPCaches):
                 dead = False
                 for p in range(p0, p1):
                     nxt_g.clear()
+                    nxt_w.clear()
                     nxt_a.clear()
                     nxt_s.clear()
                     if record:
@@ -119,12 +127,22 @@ cdef class _DPWorker(_DPCaches):
                         n_try = <Py_ssize_t>ranked.size()
                     else:
                         n_try = pos_off[p + 1] - pos_off[p]
+                    try_words.clear()  # the words a state tries first, for the prefetch
+                    for r in range(n_try if n_try < PREFETCH_WORDS else PREFETCH_WORDS):
+                        try_words.push_back(cand_ids[ranked[r].second if thr > -INFINITY
+                                                     else pos_off[p] + r])
                     for si in range(<Py_ssize_t>cur_g.size()):
                         g = cur_g[si]
                         a = cur_a[si]
+                        if self.dense and try_words.size():  # the next states' memory, early
+                            if si + 2 < <Py_ssize_t>cur_g.size():
+                                ARS_PREFETCH(self.block_of.data() + cur_g[si + 2])
+                            if si + 1 < <Py_ssize_t>cur_g.size() \
+                                    and self.block_of[cur_g[si + 1]] >= 0:
+                                row_prefetch(self._row_ptr(self.block_of[cur_g[si + 1]]),
+                                             try_words.data(), <Py_ssize_t>try_words.size())
                         sctx.ready = False
-                        last = self.u.rows[g * self.u.width + self.u.width - 1] \
-                            if self.u.width else -1
+                        last = cur_w[si]
                         for r in range(n_try):
                             if thr > -INFINITY:
                                 if a - ranked[r].first < thr:
@@ -160,6 +178,7 @@ cdef class _DPWorker(_DPCaches):
                             if l < 0:
                                 local_of[ng] = <int>nxt_g.size()
                                 nxt_g.push_back(ng)
+                                nxt_w.push_back(cand_ids[c] if ng != 0 else -1)
                                 nxt_a.push_back(tot)
                                 nxt_s.push_back(1.0)
                                 bp_prev.push_back(si)
@@ -196,6 +215,7 @@ cdef class _DPWorker(_DPCaches):
                     if <long long>nxt_g.size() > wd[s]:
                         wd[s] = nxt_g.size()
                     cur_g.swap(nxt_g)
+                    cur_w.swap(nxt_w)
                     cur_a.swap(nxt_a)
                 if dead:
                     continue

@@ -19,6 +19,14 @@ cdef long long SPARSE_ENTRY_BYTES = 24  # one slot of that cache: key, next stat
 cdef long long CACHE_FIRST_SLOTS = 1 << 12  # its first size (96 KiB); it grows 4x when full
 
 
+def dense_row_bytes(long long vocab, int width) -> int:
+    """Bytes one visited state's dense row may hold (_dprows: V entries of ln p and next
+    state; for a context shorter than `width` = n - 1 words also V of node, its order and ln
+    p, and its walk B): what the byte bound counts per row, the most a row takes."""
+    return ((<long long>sizeof(RowEntry) + <long long>sizeof(RowNode)) * vocab
+            + 8 * width + <long long>sizeof(RowCtx) + 8)
+
+
 def _check_scoring(str name, long long V, long long bos, long long eos, double lm_weight):
     """OptionError unless `bos`/`eos` are word ids or -1 (none) and `lm_weight` is finite and
     > 0: the scoring arguments `run` and `run_dag` share (`NgramScoring`)."""
@@ -53,12 +61,15 @@ cdef class FullDP:
     Why not a growing hash map: on word lattices few transitions repeat (2.6 M computed for
     3.3 M pairs on 100 SMS sentences), so a map grew to 146 MB for a 20% hit rate, while the
     fixed table keeps most of the hits in a fifth of the memory. A small (dense) vocabulary
-    keeps 12 V + 8 n bytes per visited state (its row of V transitions and its context
-    backoffs) and 8 V per word whose row of bigram bounds the pruning computed; when the next
-    row would pass the bound, the worker empties these caches and starts again: they are
-    memos, so no answer changes, and a long-lived process stays within its bound. The default
-    is about 4 times what tagging WSJ section 20 at n = 9 fills (1.9 M transitions, 139 MiB in
-    one worker; the largest workload measured, see docs/performance.md), so the bound costs
+    keeps `dense_row_bytes(V, n - 1)` (25 V + 8 n + 16) per state it visits or whose row a
+    visited state's row is filled from (its failure chain, _dprows.pxi) and 8 V per word
+    whose row of bigram bounds the pruning computed; when the next row would pass the bound,
+    the worker empties these caches and starts again: they are memos, so no answer changes,
+    and a long-lived process stays within its bound (rows are stored in chunks of up to 512,
+    each at most 1/16 of the bound, so their memory may pass it by one chunk of rows and one
+    of their nodes). The default is about 4 times what tagging WSJ section 20 at n = 9 fills
+    (1.9 M transitions, 139 MiB in one worker, before the rows of issue 34; the largest
+    workload measured, see docs/performance.md), so the bound costs
     nothing there.
     """
 
@@ -73,6 +84,9 @@ cdef class FullDP:
     cdef list _workers           # every worker made
     cdef readonly MixCore mix    # a mixture's components (None: `core` is the model)
     cdef readonly VpCore vp      # a VPYLM's context tree (None: `core` is the model)
+    cdef vector[long long] child_off  # dense: the useful-context trie's children (_dprows)
+    cdef vector[int] child_word
+    cdef vector[int] child_gid
 
     def __init__(self, NgramCore core, long long[:, ::1] rows, int[::1] lens,
                  unsigned long long[::1] keys, int[::1] slots, int bits, dense=None,
@@ -95,7 +109,7 @@ cdef class FullDP:
             raise ModelError("FullDP: context width must be order - 1")
         if bits < 1 or bits > 62 or slots.shape[0] != (1 << bits):
             raise ModelError("FullDP: hash slots must number 2**bits")
-        row_bytes = 12 * core.t.vocab + 8 * rows.shape[1] + 12
+        row_bytes = dense_row_bytes(core.t.vocab, <int>rows.shape[1])
         if max_bytes < row_bytes + SPARSE_ENTRY_BYTES:
             raise OptionError(f"FullDP: max_bytes ({max_bytes}) must be at least "
                               f"{row_bytes + SPARSE_ENTRY_BYTES} for this model")
@@ -141,6 +155,9 @@ cdef class FullDP:
         self.fail = vector[int](n_ctx, 0)
         with nogil:
             uc_fail_links(&self.u, core.t.vocab, self.fail.data())
+            if self.dense:
+                useful_children(&self.u, core.t.vocab, self.child_off, self.child_word,
+                                self.child_gid)
 
     cdef _DPWorker _take_worker(self, double lm_weight):
         """An idle worker for one run (or a new one), set to this run's LM weight; the caller
@@ -169,6 +186,33 @@ cdef class FullDP:
     def workers(self) -> int:
         """Workers made so far: the most runs that were in progress at once."""
         return len(self._workers)
+
+    def transitions(self, const long long[::1] gids, const long long[::1] words):
+        """(next gids, ln p) of each (gid, word) pair, as the DP's sweeps get them (dense rows
+        or the sparse store, by this FullDP's `dense`); LM weight 1. Why public: the tests hold
+        the dense rows (filled from their failure links' rows) to the walks from scratch of a
+        sparse FullDP on the same tables, pair by pair, bit for bit. Ids are checked
+        (OptionError)."""
+        cdef Py_ssize_t m = gids.shape[0], i
+        cdef _DPWorker worker
+        if words.shape[0] != m:
+            raise OptionError("FullDP.transitions: gids and words differ in length")
+        for i in range(m):
+            if not (0 <= gids[i] < self.u.n_ctx and 0 <= words[i] < self.core.t.vocab):
+                raise OptionError(f"FullDP.transitions: pair {i} ({gids[i]}, {words[i]}) "
+                                  "out of range")
+        nxt = np.empty(m, dtype=np.int64)
+        lp = np.empty(m)
+        cdef long long[::1] nx = nxt
+        cdef double[::1] lv = lp
+        worker = self._take_worker(1.0)
+        try:
+            with nogil:
+                for i in range(m):
+                    worker._trans(gids[i], words[i], &nx[i], &lv[i])
+        finally:
+            self._idle.append(worker)
+        return nxt, lp
 
     def run(self, const long long[::1] sent_off, const long long[::1] pos_off,
             const long long[::1] cand_ids, const double[::1] cand_emis, long long bos,
