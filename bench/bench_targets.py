@@ -12,8 +12,8 @@ The targets (natural log throughout; the issue's targets 1, 2 and 4):
 
   plain         lm.5, the KenLM modified Kneser-Ney 5-gram of train.txt (the baseline);
   interpolated  `arsdecode.interpolate([lm.5, GENERAL], [0.6, 0.4])`: the in-domain model mixed
-                with a general one (`--general`, default the embedded state_union 5-gram
-                `arsdecode.api.DEFAULT_LM`; the general 5-gram of state_union + brown + abc +
+                with a general one (`--general`, default `arsdecode.api.DEFAULT_LM`, the
+                embedded state_union 5-gram; the general 5-gram of state_union + brown + abc +
                 webtext is `python -m data_prep.prepare_sms --out work/sms_all --corpora
                 state_union brown abc webtext --orders 5`, its lm.5.maxarpa);
   loglinear     `arsdecode.loglinear([lm.5], [1.0], features=F)`: F holds the `--features`
@@ -21,10 +21,9 @@ The targets (natural log throughout; the issue's targets 1, 2 and 4):
                 `<s> train.txt </s>`, weights drawn N(0, `--sigma`) by numpy's default_rng
                 (`--seed`), written to DATA/bench_targets.features.tsv (a synthetic stand-in
                 for a trained random-field LM's feature weights);
-  vpylm         `train_vpylm(train.txt, max_depth, sweeps, seed)`
-                (arsdecode.model.vpylm_train), cached as
-                DATA/vpylm.d<depth>.sweeps<sweeps>.seed<seed>.npz with its training time in
-                a .json beside it (trained once; reruns reuse it).
+  vpylm         `train_vpylm(train.txt, max_depth, sweeps, seed)` (model.vpylm_train),
+                cached as DATA/vpylm.d<depth>.sweeps<sweeps>.seed<seed>.npz with its
+                training time in a .json beside it (trained once; reruns reuse it).
 
 Per target and method ("auto", "ars"; "full" for the plain target, whose full DP is compiled),
 per lattice: CPU seconds (`time.process_time`, in process, after a warm-up decode of a lattice
@@ -41,16 +40,14 @@ up, are in the target's results). A VPYLM's compiled DP (issue 34, `fast_vpylm`)
 so its "auto" row runs ARS on the first lattices and the DP on the rest. The log-linear
 target has no compiled full DP (its skip-bigram features `a * c` would need a state per
 (a, v) for every word v; "auto" runs ARS, "full" the numpy reference DP, which holds every
-(state, candidate) pair: GBs on a whole SMS lattice), so "full" runs on small lattices, for
-every target:
-the first lattice of each of the `--full-lattices` shortest lengths of the subset, cut to
-the `--full-top-k` best candidates per position (rows `ars_small`, `full_small`).
+(state, candidate) pair: GBs on a whole SMS lattice), so "full" runs on small lattices for
+every target: the first lattice of each of the `--full-lattices` shortest lengths of the
+subset, cut to the `--full-top-k` best per position (rows `ars_small`, `full_small`).
 Sampling: `arsdecode.sample(lm, lattice, --samples, seed)`, CPU seconds and acceptance rate.
-Every figure is also a ratio to the plain target of the same run.
-
-Checks (the exit status is 1 if one fails): the plain target's decodes are equal across
-methods (ln p within 1e-9); each target's "auto" and "ars" decodes are equal, and its
-"ars_small" and "full_small"; every decode is certified.
+Every figure is also a ratio to the plain target of the same run. Checks (the exit status
+is 1 if one fails): the plain target's decodes are equal across methods (ln p within 1e-9);
+each target's "auto" and "ars" decodes are equal, and its "ars_small" and "full_small"; every
+decode is certified.
 The figures, the checks and the table are bench/targets_report.py's; this module measures.
 
 Usage: python -m bench.bench_targets [--data work/sms] [--general M] [--per-length 8]

@@ -12,12 +12,11 @@ to 1000x on SMS). So auto measures instead of predicting: it runs the pruned ful
 lattice with a budget of pairs per lattice (`full_pairs_budgets`: the ARS time that
 `cost_model.ars_seconds` estimates on that lattice, which grows with its positions x width,
 converted to pairs), and a lattice that exceeds it is abandoned there and decoded by ARS. The
-worst case is the budget plus ARS; the estimates are fit and validated in bench/bench_auto.py,
-which times both methods on every lattice. One exception, decided before any work: when setting
-up the full DP for a model (once per process; nearly free when the binary model file stores its
-tables) would cost more than the estimated ARS time on every lattice of the call, ARS runs them
-all. A target without compiled tables gets ARS from auto. A VPYLM's costs are scaled
-(`fast_full.cost_factors`) and its ARS estimates summed over calls (`fast_full.ars_charged`).
+worst case is the budget plus ARS (estimates fit and validated in bench/bench_auto.py). One
+exception, decided before any work: when setting up the full DP for a model (once per process;
+nearly free when the binary model file stores its tables) would cost more than the estimated ARS
+time on every lattice of the call, ARS runs them all. A target without compiled tables gets ARS.
+A VPYLM's costs are scaled and its ARS estimates summed over calls (`fast_full.cost_factors`).
 
 Parts (issue 30: one module, one job): the choice and its knobs live here, and the knobs are
 read here at each call and passed down (tests set them on this module); running a choice is
@@ -90,7 +89,6 @@ def check_method(method: str) -> None:
     if method not in METHODS:
         raise OptionError(f"unknown method {method!r}; choose from {METHODS}")
 
-
 # ----- auto's policy -------------------------------------------------------------------------
 
 def full_pairs_budgets(vocab_size: int, sizes: LatticeSizes, scale: float = 1.0) -> np.ndarray:
@@ -129,7 +127,6 @@ def auto_budgets(model: TargetModel, sizes: LatticeSizes) -> np.ndarray | None:
                 fast_full.setup_ngrams(ngram)):
             return None
     return full_pairs_budgets(vocab_size, sizes, ars_factor / pair_factor)
-
 
 # ----- running the choice --------------------------------------------------------------------
 
@@ -349,7 +346,6 @@ def exact_marginals(lm: ModelLike, lattice: Lattice | WordLattice, method: str
     from arsdecode.methods.dispatch_posteriors import exact_posteriors
     return exact_posteriors(lm, lattice, method, full_states=MARGINALS_FULL_STATES,
                             pairs_budget=memory_pairs_budget)  # read here: tests set both
-
 
 # ----- sampling and posteriors: the method choice ---------------------------------------------
 
