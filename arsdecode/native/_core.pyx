@@ -20,7 +20,8 @@ is textual: a part sees the C declarations of the parts before it):
 - _vpylm.pxi: a VPYLM's context tree, its walk and bound, and `VpCore`, what FullDP reads.
 - _fullmodel.pxi: `FullDP`, the full DP's shared tables, checked entry points, worker pool.
 - _dprows.pxi: dense transition rows (tags), each filled from its failure link's row.
-- _dpcache.pxi: `_DPCaches`, one worker's transition memo and pruning bounds.
+- _dpcache.pxi: `_DPCaches`, one worker's transition memo.
+- _dpbounds.pxi: `_DPBounds`, its pruning bounds and the backward bound pass.
 - _dpsweep.pxi: `_DPWorker`, the DP sweeps over confusion networks and word lattices.
 - _segment.pxi: the segmentation lattice's trie and builder (issue 33).
 
@@ -46,6 +47,7 @@ include "_vpylm.pxi"
 include "_fullmodel.pxi"
 include "_dprows.pxi"
 include "_dpcache.pxi"
+include "_dpbounds.pxi"
 include "_dpsweep.pxi"
 include "_segment.pxi"
 

@@ -8,7 +8,7 @@
 cdef Py_ssize_t PREFETCH_WORDS = 8  # a state's first candidates whose entries are prefetched
 
 
-cdef class _DPWorker(_DPCaches):
+cdef class _DPWorker(_DPBounds):
     """The caches of _DPCaches plus the sweeps: what one `FullDP.run` or `run_dag` runs on
     (see FullDP for why each concurrent run has a worker of its own)."""
 
