@@ -23,6 +23,7 @@ from arsdecode.model import TargetModel
 
 Step = tuple[int, int, int, int]  # (source node, column, destination node, word id)
 OutArcs = tuple[dict[tuple[int, int], list[int]], list[tuple[int, int]], list[int]]
+SCANS = 32  # `columns_of`: scans of a node's ids before its table is built
 
 
 class QLayout:
@@ -89,27 +90,38 @@ class QLayout:
         self.nodes = [NodeStates(hi - lo, not self.layered) for lo, hi in spans]
         self._into: list[dict[int, list[tuple[int, list[int]]]] | None] = [None] * n_nodes
         self._out: list[OutArcs | None] = [None] * n_nodes
+        self._columns: list[dict[int, list[int]] | None] = [None] * n_nodes  # `columns_of`
+        self._scans = [0] * n_nodes
 
     def _into_node(self, v: int) -> dict[int, list[tuple[int, list[int]]]]:
-        """The arcs into node v by word id (-1: epsilon), as (source node, its columns)."""
+        """The arcs into node v by word id (-1: epsilon), as (source node, its columns).
+        (A confusion network's are node v - 1's columns: `columns_of`.)"""
         table = self._into[v]
         if table is None:
             table = {}
-            if self.layered:  # node v - 1's columns, all into v
-                for j, w in enumerate(self.cand_ids[v - 1].tolist()):
-                    entry = table.get(w)
-                    if entry is None:
-                        table[w] = [(v - 1, [j])]
-                    else:
-                        entry[0][1].append(j)
-            else:
-                groups: dict[tuple[int, int], list[int]] = {}
-                for u, col, _, w in self.steps(np.flatnonzero(self.dst == v).tolist()):
-                    groups.setdefault((w, u), []).append(col)
-                for (w, u), cols in groups.items():
-                    table.setdefault(w, []).append((u, cols))
+            groups: dict[tuple[int, int], list[int]] = {}
+            for u, col, _, w in self.steps(np.flatnonzero(self.dst == v).tolist()):
+                groups.setdefault((w, u), []).append(col)
+            for (w, u), cols in groups.items():
+                table.setdefault(w, []).append((u, cols))
             self._into[v] = table
         return table
+
+    def columns_of(self, u: int, w: int) -> list[int]:
+        """Node u's columns of word id w, ascending (several if <unk>-mapped). Why a scan
+        first: a short decode asks a node a handful of times, while a table of its (often
+        hundreds of) candidates costs about as much as 50 scans; the table is built once a
+        node has been asked `SCANS` times."""
+        table = self._columns[u]
+        if table is not None:
+            return table.get(w, [])
+        self._scans[u] += 1
+        if self._scans[u] <= SCANS:
+            return np.flatnonzero(self.cand_ids[u] == w).tolist()
+        table = self._columns[u] = {}
+        for j, x in enumerate(self.cand_ids[u].tolist()):
+            table.setdefault(x, []).append(j)
+        return table.get(w, [])
 
     def _out_node(self, u: int) -> OutArcs:
         """Node u's word columns by (destination, word id), its (epsilon column, destination)
