@@ -49,8 +49,8 @@ class QLayout:
             dst = src + 1
             weights = (np.concatenate(lattice.log_emissions).astype(np.float64, copy=False)
                        if widths else np.zeros(0))
-            per_node = [model.ids(list(t)) for t in lattice.tokens]
-            ids = (np.concatenate(per_node).astype(np.int64, copy=False) if per_node
+            flat = [t for toks in lattice.tokens for t in toks]  # one query for them all
+            ids = (model.ids(flat).astype(np.int64, copy=False) if flat
                    else np.zeros(0, np.int64))
             self.finals: dict[int, float] = {len(lattice): 0.0}
         else:
