@@ -117,7 +117,7 @@ class QLayout:
             return table.get(w, [])
         self._scans[u] += 1
         if self._scans[u] <= SCANS:
-            return np.flatnonzero(self.cand_ids[u] == w).tolist()
+            return (self.cand_ids[u] == w).nonzero()[0].tolist()
         table = self._columns[u] = {}
         for j, x in enumerate(self.cand_ids[u].tolist()):
             table.setdefault(x, []).append(j)
