@@ -63,6 +63,15 @@ def random_layers(rng: np.random.Generator, widths: list[int], states: list[int]
     return weights, targets, final
 
 
+def random_case(rng: np.random.Generator):
+    """1-4 layers of 1-3 candidates and 1-3 states (one at layer 0): widths, states and
+    `random_layers`' arrays."""
+    L = int(rng.integers(1, 5))
+    widths = [int(rng.integers(1, 4)) for _ in range(L)]
+    states = [1] + [int(rng.integers(1, 4)) for _ in range(L)]
+    return widths, states, *random_layers(rng, widths, states)
+
+
 def enumerate_paths(weights, targets, final):
     out = {}
     for path in itertools.product(*(range(W.shape[1]) for W in weights)):
@@ -77,10 +86,7 @@ def enumerate_paths(weights, targets, final):
 def test_backward_sweep_equals_enumeration():
     rng = np.random.default_rng(1)
     for _ in range(20):
-        L = int(rng.integers(1, 5))
-        widths = [int(rng.integers(1, 4)) for _ in range(L)]
-        states = [1] + [int(rng.integers(1, 4)) for _ in range(L)]
-        weights, targets, final = random_layers(rng, widths, states)
+        _, _, weights, targets, final = random_case(rng)
         paths = enumerate_paths(weights, targets, final)
         vals = np.array(list(paths.values()))
         best = dp.backward(weights, targets, final, MaxPlus)
@@ -99,10 +105,8 @@ def test_forward_sweep_equals_enumeration():
     where none does; and alpha + W + beta of each edge is the best path through it."""
     rng = np.random.default_rng(4)
     for _ in range(20):
-        L = int(rng.integers(1, 5))
-        widths = [int(rng.integers(1, 4)) for _ in range(L)]
-        states = [1] + [int(rng.integers(1, 4)) for _ in range(L)]
-        weights, targets, final = random_layers(rng, widths, states)
+        widths, states, weights, targets, final = random_case(rng)
+        L = len(widths)
         best = dp.forward(weights, targets, states, MaxPlus)
         total = dp.forward(weights, targets, states, LogSumExp)
         for i in range(L + 1):
