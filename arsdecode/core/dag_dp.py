@@ -40,6 +40,7 @@ prefix sums. Every sweep, best path and sampler of the package is here.
 from __future__ import annotations
 
 from collections.abc import Callable
+from itertools import accumulate
 from typing import TYPE_CHECKING, NamedTuple, Protocol
 
 import numpy as np
@@ -345,10 +346,10 @@ class Layered:
     def __init__(self, weights: list[np.ndarray], targets: list[np.ndarray],
                  final: np.ndarray) -> None:
         self.weights, self.targets, self.final = weights, targets, final
-        self.offsets = np.zeros(len(weights) + 2, dtype=np.int64)
-        np.cumsum([len(w) for w in weights] + [len(final)], out=self.offsets[1:])
-        self.bases = self.offsets[1:].tolist()
-        self.spans = np.diff(self.offsets[1:]).tolist()  # layer u's edges reach layer u + 1
+        sizes = [len(w) for w in weights] + [len(final)]
+        self.spans = sizes[1:]  # layer u's edges reach layer u + 1
+        self.bases = list(accumulate(sizes))  # layer u + 1's first state
+        self.offsets = np.array([0, *self.bases], dtype=np.int64)
 
     def block(self, u: int, rows: np.ndarray | int | None = None) -> Block:
         if u == len(self.weights):

@@ -23,7 +23,7 @@ from arsdecode.model import TargetModel
 
 Step = tuple[int, int, int, int]  # (source node, column, destination node, word id)
 OutArcs = tuple[dict[tuple[int, int], list[int]], list[tuple[int, int]], list[int]]
-SCANS = 32  # `columns_of`: scans of a node's ids before its table is built
+SCANS = 32  # `columns_of`: scans of a wide node's ids before its table is built
 
 
 class QLayout:
@@ -109,14 +109,15 @@ class QLayout:
 
     def columns_of(self, u: int, w: int) -> list[int]:
         """Node u's columns of word id w, ascending (several if <unk>-mapped). Why a scan
-        first: a short decode asks a node a handful of times, while a table of its (often
-        hundreds of) candidates costs about as much as 50 scans; the table is built once a
-        node has been asked `SCANS` times."""
+        first on a wide node: a short decode asks a node a handful of times, while a table of
+        its (often hundreds of) candidates costs about as much as 50 scans; the table is built
+        once a node has been asked `SCANS` times, or at once on a node of at most `SCANS`
+        arcs (a table of a few entries costs no more than one scan)."""
         table = self._columns[u]
         if table is not None:
             return table.get(w, [])
         self._scans[u] += 1
-        if self._scans[u] <= SCANS:
+        if self._scans[u] <= SCANS and len(self.cand_ids[u]) > SCANS:
             return (self.cand_ids[u] == w).nonzero()[0].tolist()
         table = self._columns[u] = {}
         for j, x in enumerate(self.cand_ids[u].tolist()):
@@ -207,8 +208,15 @@ class QLayout:
             raise AutomatonError(str(err)) from None
 
     def log_q_indices(self, idx: Sequence[int]) -> float:
-        """ln q of a confusion network's path (candidate indices)."""
-        return self.log_q_along(self.index_steps(idx), len(idx))
+        """ln q of a confusion network's path (candidate indices): `log_q_along`'s sum, the
+        same terms in the same order, in one walk (node i is position i: no steps built)."""
+        nodes = self.nodes
+        s, total = 0, 0.0
+        for i, j in enumerate(idx):
+            node = nodes[i]
+            total += float(node.weights[s, j])
+            s = int(node.targets[s, j])
+        return total + float(nodes[len(idx)].final[s])
 
     def log_q_batch(self, idx: np.ndarray) -> np.ndarray:
         """ln q of many confusion-network paths at once; the arithmetic and order of
