@@ -19,8 +19,8 @@ What it does, and why:
   - Per figure: the median over the rounds on each side, B/A, and a flag when |B/A - 1| is
     above --threshold. bench_ars's cells (5-60 ms calls) are CPU seconds, each the median of
     5 repeats inside the process (`bench_ars.cpu_seconds`): a single wall-time call swung
-    +-30% between runs here, above the gate. Ratios (both timings in one process) are what to read: absolute times
-    move with the load of a shared machine.
+    +-30% between runs here, above the gate. Ratios (both timings in one process) are what
+    to read: absolute times move with the load of a shared machine.
 The table goes to stdout and work/ab/table.md (--out), every run's figures beside it
 (table.json).
 """
