@@ -17,8 +17,10 @@ What it does, and why:
     every bench A then B; odd rounds B then A, so a drift of the machine's load falls on both
     sides). The process's wall time and peak RSS (os.wait4) join the bench's own figures.
   - Per figure: the median over the rounds on each side, B/A, and a flag when |B/A - 1| is
-    above --threshold. Ratios (both timings in one process) are what to read: absolute times
-    move with the load of a shared machine.
+    above --threshold. bench_ars's cells (5-60 ms calls) are CPU seconds, each the median of
+    5 repeats inside the process (`bench_ars.cpu_seconds`): a single wall-time call swung
+    +-30% between runs here, above the gate. Ratios (both timings in one process) are what
+    to read: absolute times move with the load of a shared machine.
 The table goes to stdout and work/ab/table.md (--out), every run's figures beside it
 (table.json).
 """

@@ -8,7 +8,13 @@ candidates per position), it runs, in the same process and run:
 and prints seconds, the speed-up ratio, ARS iterations and states, and the fraction of the
 literal full state space (all (n-1)-token contexts) that ARS built.
 
-Usage: python -m bench.bench_ars [--models DIR] [--sentences K]
+Every time is CPU seconds (`time.process_time`), the median of --repeats calls of the same
+work, after one warm-up of each of the four on the first lattice. Why: one call is 5-60 ms,
+and its wall time, taken once, swung +-30% between runs on a shared machine, above the 5%
+that an A/B of two revisions (`bench.ab`) must resolve; CPU time leaves out the time other
+processes hold the core, and the median of repeats the rest of the jitter.
+
+Usage: python -m bench.bench_ars [--models DIR] [--sentences K] [--repeats R]
   DIR holds lm.{3,4,5}.maxarpa and test.jsonl from `python -m data_prep.prepare_sms`
   (default work/sms; built on first use from state_union).
 """
@@ -21,7 +27,10 @@ import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Callable
+from functools import partial
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -31,6 +40,23 @@ REPO = Path(__file__).resolve().parent.parent
 
 
 LITERAL_CAP = 300_000  # literal full-model states above which "F" is not run (reported nan)
+
+
+def cpu_seconds(work: Callable[[], Any], repeats: int) -> tuple[float, Any]:
+    """The median CPU seconds of `repeats` calls of `work`, and the first call's result."""
+    times, first = [], None
+    for k in range(repeats):
+        t0 = time.process_time()
+        out = work()
+        times.append(time.process_time() - t0)
+        if k == 0:
+            first = out
+    return statistics.median(times), first
+
+
+def seeded(full_sample: Callable[..., Any], lm: Any, lat: Any) -> Any:
+    """100 full-model samples from a fresh generator (every repeat draws the same ones)."""
+    return full_sample(lm, lat, 100, np.random.default_rng(0))
 
 
 def ensure_models(d: Path) -> None:
@@ -51,7 +77,10 @@ def main() -> None:
     ap.add_argument("--sentences", type=int, default=3, help="sentences per (length) cell")
     ap.add_argument("--quick", action="store_true",
                     help="n 3 and 5, lengths 6 and 10, no literal F (bench.ab)")
+    ap.add_argument("--repeats", type=int, default=5,
+                    help="calls per timed figure, the median of their CPU seconds")
     args = ap.parse_args()
+    reps = max(1, args.repeats)
     orders, lengths = ((3, 5), (6, 10)) if args.quick else ((3, 4, 5), (4, 6, 8, 10))
     figs = Record("bench_ars", quick=args.quick)
     ensure_models(args.models)
@@ -60,6 +89,7 @@ def main() -> None:
     for r in records:
         by_len.setdefault(len(r["words"]), []).append(r)
     rows = []
+    warm = False
     print(f"{'n':>2} {'len':>4} {'width':>6} | {'ARS dec s':>9} {'full dec s':>10} {'ratio':>7} "
           f"{'iters':>6} {'states':>7} {'frac of full':>12} | {'ARS smp s':>9} "
           f"{'full smp s':>10} {'ratio':>7} | {'lit F s':>9} {'ratio':>7} {'lit states':>10}")
@@ -71,27 +101,23 @@ def main() -> None:
                 cell = []
                 for rec in by_len.get(length, [])[: args.sentences]:
                     lat = channel.build_lattice(rec["observation"], top_k=width)
-                    t0 = time.perf_counter()
-                    r = decode(lm, lat)
-                    t_ars = time.perf_counter() - t0
-                    t0 = time.perf_counter()
-                    f = full_decode(lm, lat)
-                    t_full = time.perf_counter() - t0
+                    work = (partial(decode, lm, lat), partial(full_decode, lm, lat),
+                            partial(sample, lm, lat, 100, seed=0, batch=100, target_ar=0.2),
+                            partial(seeded, full_sample, lm, lat))
+                    if not warm:  # imports and first-use set-up out of the first cell
+                        for w in work:
+                            w()
+                        warm = True
+                    t_ars, r = cpu_seconds(work[0], reps)
+                    t_full, f = cpu_seconds(work[1], reps)
                     assert abs(f.log_p - r.log_p) < 1e-6, (f.log_p, r.log_p)
-                    rng = np.random.default_rng(0)
-                    t0 = time.perf_counter()
-                    sample(lm, lat, 100, seed=0, batch=100, target_ar=0.2)
-                    s_ars = time.perf_counter() - t0
-                    t0 = time.perf_counter()
-                    full_sample(lm, lat, 100, rng)
-                    s_full = time.perf_counter() - t0
+                    s_ars, _ = cpu_seconds(work[2], reps)
+                    s_full, _ = cpu_seconds(work[3], reps)
                     literal = full_state_count(lm, lat)
                     frac = r.states / literal
                     t_lit = float("nan")
                     if literal <= (0 if args.quick else LITERAL_CAP):  # quick: not run
-                        t0 = time.perf_counter()
-                        full_decode(lm, lat, minimize=False)
-                        t_lit = time.perf_counter() - t0
+                        t_lit, _ = cpu_seconds(partial(full_decode, lm, lat, minimize=False), 1)
                     cell.append((t_ars, t_full, r.iterations, r.states, frac, s_ars, s_full,
                                  t_lit, literal))
                 if not cell:

@@ -63,6 +63,15 @@ def random_layers(rng: np.random.Generator, widths: list[int], states: list[int]
     return weights, targets, final
 
 
+def random_case(rng: np.random.Generator):
+    """1-4 layers of 1-3 candidates and 1-3 states (one at layer 0): widths, states and
+    `random_layers`' arrays."""
+    L = int(rng.integers(1, 5))
+    widths = [int(rng.integers(1, 4)) for _ in range(L)]
+    states = [1] + [int(rng.integers(1, 4)) for _ in range(L)]
+    return widths, states, *random_layers(rng, widths, states)
+
+
 def enumerate_paths(weights, targets, final):
     out = {}
     for path in itertools.product(*(range(W.shape[1]) for W in weights)):
@@ -77,10 +86,7 @@ def enumerate_paths(weights, targets, final):
 def test_backward_sweep_equals_enumeration():
     rng = np.random.default_rng(1)
     for _ in range(20):
-        L = int(rng.integers(1, 5))
-        widths = [int(rng.integers(1, 4)) for _ in range(L)]
-        states = [1] + [int(rng.integers(1, 4)) for _ in range(L)]
-        weights, targets, final = random_layers(rng, widths, states)
+        _, _, weights, targets, final = random_case(rng)
         paths = enumerate_paths(weights, targets, final)
         vals = np.array(list(paths.values()))
         best = dp.backward(weights, targets, final, MaxPlus)
@@ -91,6 +97,42 @@ def test_backward_sweep_equals_enumeration():
         if top > -np.inf:
             idx = dp.best_path(weights, targets, best)
             assert abs(paths[tuple(idx)] - top) <= 1e-12
+
+
+def test_forward_sweep_equals_enumeration():
+    """alpha (`dp.forward`, the `dag_dp.forward` sweep on the layers) against every prefix:
+    per state of layer i, the best and the total ln weight of the prefixes reaching it, -inf
+    where none does; and alpha + W + beta of each edge is the best path through it."""
+    rng = np.random.default_rng(4)
+    for _ in range(20):
+        widths, states, weights, targets, final = random_case(rng)
+        L = len(widths)
+        best = dp.forward(weights, targets, states, MaxPlus)
+        total = dp.forward(weights, targets, states, LogSumExp)
+        for i in range(L + 1):
+            reach: dict[int, list[float]] = {}
+            for prefix in itertools.product(*(range(W.shape[1]) for W in weights[:i])):
+                s, score = 0, 0.0
+                for k, j in enumerate(prefix):
+                    score += weights[k][s, j]
+                    s = targets[k][s, j]
+                reach.setdefault(int(s), []).append(score)
+            assert len(best[i]) == len(total[i]) == states[i]
+            for s in range(states[i]):
+                got = reach.get(s, [])
+                want_max = max(got) if got else -np.inf
+                want_sum = logsumexp(np.array(got)) if got else -np.inf
+                assert best[i][s] == want_max or abs(best[i][s] - want_max) <= 1e-12
+                assert total[i][s] == want_sum or abs(total[i][s] - want_sum) <= 1e-12
+        beta = dp.backward(weights, targets, final, MaxPlus)
+        paths = enumerate_paths(weights, targets, final)
+        for i in range(L):
+            through = best[i][:, None] + weights[i] + beta[i + 1][targets[i]]
+            for j in range(widths[i]):
+                on = [v for p, v in paths.items() if p[i] == j]
+                want = max(on) if on else -np.inf
+                got = MaxPlus.sum(through[:, j], axis=0)
+                assert got == want or abs(got - want) <= 1e-12
 
 
 def test_forward_sampling_follows_the_distribution():

