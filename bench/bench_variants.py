@@ -6,7 +6,11 @@ For exact decoding (full candidate lists) and sampling (top-100, B=100, to AR-10
 on length-10 SMS sentences with the 5-gram, it prints mean iterations, states and seconds per
 variant and the ratio paper/all-edges.
 
-Usage: python -m bench.bench_variants [--models work/sms] [--sentences 10]
+Every time is CPU seconds (`time.process_time`), the median of --repeats calls of the same
+work (`bench_ars.cpu_seconds`; the calls are deterministic, seeded): a single wall-clock call
+of 80-200 ms swung by tens of percent on a loaded machine, far above the 5% an A/B must see.
+
+Usage: python -m bench.bench_variants [--models work/sms] [--sentences 10] [--repeats 3]
 """
 
 from __future__ import annotations
@@ -14,9 +18,10 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
-import time
+from functools import partial
 from pathlib import Path
 
+from bench.bench_ars import cpu_seconds
 from bench.record import Record
 
 REPO = Path(__file__).resolve().parent.parent
@@ -32,7 +37,9 @@ def main() -> None:
     ap.add_argument("--sentences", type=int, default=10)
     ap.add_argument("--order", type=int, default=5)
     ap.add_argument("--quick", action="store_true", help="one sentence (bench.ab)")
+    ap.add_argument("--repeats", type=int, default=3, help="calls per timing (the median)")
     args = ap.parse_args()
+    reps = max(1, args.repeats)
     if args.quick:
         args.sentences = 1
     lm = maxarpa.load(args.models / f"lm.{args.order}.maxarpa")
@@ -44,14 +51,13 @@ def main() -> None:
         dec, smp = [], []
         for r in recs:
             lat = channel.build_lattice(r["observation"])
-            t0 = time.perf_counter()
-            d = decode(lm, lat, variant=variant)
-            dec.append((d.iterations, d.states, time.perf_counter() - t0))
+            seconds, d = cpu_seconds(partial(decode, lm, lat, variant=variant), reps)
+            dec.append((d.iterations, d.states, seconds))
             lat100 = channel.build_lattice(r["observation"], top_k=100)
-            t0 = time.perf_counter()
-            s = sample(lm, lat100, 1, seed=0, batch=100, target_ar=0.2, variant=variant,
-                       stop_when_adapted=True)
-            smp.append((s.trials, s.states, time.perf_counter() - t0))
+            seconds, s = cpu_seconds(partial(
+                sample, lm, lat100, 1, seed=0, batch=100, target_ar=0.2, variant=variant,
+                stop_when_adapted=True), reps)
+            smp.append((s.trials, s.states, seconds))
         table[variant] = {
             "decode_iterations": statistics.mean(x[0] for x in dec),
             "decode_states": statistics.mean(x[1] for x in dec),
