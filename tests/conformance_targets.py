@@ -140,12 +140,13 @@ def vpylm(random_lms, tmp: Path) -> list[Subject]:
     out = []
     for seed in range(2):
         lm = VpylmLM(train_vpylm(tiny_corpus(seed + 10, 60), max_depth=4, sweeps=2, seed=seed))
-        out.append(Subject(f"vpylm{seed}", lm, lambda w, lm=lm: _vpylm_log(lm, w),
+        out.append(Subject(f"vpylm{seed}", lm, lambda w, lm=lm: vpylm_reference_log(lm, w),
                            [*WORDS, "zz"], compiled=True))
     return out
 
 
-def _vpylm_log(lm: VpylmLM, words: Words) -> float:
+def vpylm_reference_log(lm: VpylmLM, words: Words) -> float:
+    """ln p(<s> words </s>) from `test_vpylm.reference_prob` (the saved arrays alone)."""
     from test_vpylm import reference_prob
 
     history = [lm.bos]

@@ -22,6 +22,7 @@ import re
 
 import numpy as np
 import pytest
+from compiled_brute import check_compiled_against_brute
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_targets_real_arpa import CORPUS, REAL_FILES, readable_models
@@ -29,10 +30,8 @@ from test_targets_real_arpa import CORPUS, REAL_FILES, readable_models
 import maxarpa
 from arsdecode import api
 from arsdecode.lattice import Lattice
-from arsdecode.lattice.flat import FlatLattices
 from arsdecode.methods import fast_full, fast_mixture
 from arsdecode.model.interpolated import InterpolatedLM
-from arsdecode.testing.brute import _enumerate
 from arsdecode.testing.random_arpa import random_arpa_text
 from maxarpa.constants import BOS, EOS
 
@@ -75,42 +74,8 @@ def random_lattice(rng: random.Random, words: list[str], max_len: int = 4,
 def check_against_brute(mix: InterpolatedLM, models, weights, lattices: list[Lattice],
                         k: int = 3) -> int:
     """Every compiled answer on `lattices` against brute force; returns the cases checked."""
-    target = fast_full.compiled_target(mix)
-    assert target is mix and fast_full.has_dp(mix)
-    flat = FlatLattices.from_lattices(mix, lattices)
-    pruned = fast_full.run_flat(mix, flat)
-    whole = fast_full.run_flat(mix, flat, prune=False)
-    z = fast_full.run_flat(mix, flat, viterbi=False)
-    log_z, post = fast_full.posteriors_flat(mix, flat)
-    kb = fast_full.kbest_flat(mix, flat, k)
-    checked = 0
-    for s, lat in enumerate(lattices):
-        ref = _enumerate(lat, lambda p: reference_log(models, weights, mix.missing, p))
-        best, lz = ref.best_log_p, ref.log_Z
-        tol = 1e-9 * (1 + abs(best)) if math.isfinite(best) else 0.0
-        if best == -math.inf:
-            assert pruned.score[s] == -math.inf and z.score[s] == -math.inf
-            continue
-        for got in (pruned.score[s], whole.score[s]):
-            assert abs(got - best) <= tol, (mix, s, got, best)
-        p0 = int(flat.sent_off[s])
-        choice = pruned.choice[p0:p0 + len(lat)].tolist()
-        path = tuple(lat.tokens[i][j] for i, j in enumerate(choice))
-        assert abs(ref.score(path) - best) <= tol  # the returned path scores the best
-        assert abs(z.score[s] - lz) <= 1e-9 * (1 + abs(lz))
-        assert abs(log_z[s] - lz) <= 1e-9 * (1 + abs(lz))
-        dist = ref.distribution()
-        for i in range(len(lat)):
-            for j, tok in enumerate(lat.tokens[i]):
-                want = sum(q for pth, q in dist.items() if pth[i] == tok)
-                assert abs(post[int(flat.pos_off[p0 + i]) + j] - want) <= 1e-9
-        top = sorted((x for x in ref.log_p if x > -math.inf), reverse=True)[:k]
-        got_k = [x for x in kb.scores[s] if x > -math.inf]
-        assert len(got_k) == len(top)
-        for a, b in zip(got_k, top, strict=True):
-            assert abs(a - b) <= 1e-9 * (1 + abs(b))
-        checked += 1
-    return checked
+    return check_compiled_against_brute(
+        mix, lattices, lambda p: reference_log(models, weights, mix.missing, p), k=k)
 
 
 @st.composite

@@ -22,31 +22,19 @@ import random
 
 import numpy as np
 import pytest
+from compiled_brute import check_compiled_against_brute, close
+from conformance_targets import vpylm_reference_log as reference_log
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_vpylm import WORDS, reference_prob, tiny_corpus
 
 from arsdecode import api
-from arsdecode.lattice import Lattice, WordLattice
+from arsdecode.lattice import Lattice
 from arsdecode.lattice.flat import FlatLattices
 from arsdecode.methods import fast_full, fast_vpylm
 from arsdecode.model import context_rows
 from arsdecode.model.vpylm import VpylmLM
 from arsdecode.model.vpylm_train import train_vpylm
-from arsdecode.testing.brute import _enumerate
-
-
-def reference_log(lm: VpylmLM, path: tuple[str, ...]) -> float:
-    """ln p(<s> path </s>) from `reference_prob` (the saved arrays alone)."""
-    history = [lm.bos]
-    total = 0.0
-    for w in [*(int(i) for i in lm.ids(list(path))), lm.eos]:
-        p = reference_prob(lm.counts, history, w)
-        if p <= 0.0:
-            return -math.inf
-        total += math.log(p)
-        history.append(w)
-    return total
 
 
 def random_lattice(rng: random.Random, max_len: int = 5, max_width: int = 3) -> Lattice:
@@ -58,10 +46,6 @@ def random_lattice(rng: random.Random, max_len: int = 5, max_width: int = 3) -> 
             ws[rng.randrange(len(toks))] = -math.inf
         positions.append(list(zip(toks, ws, strict=True)))
     return Lattice.from_lists(positions)
-
-
-def close(a: float, b: float) -> bool:
-    return abs(a - b) <= 1e-9 * (1 + abs(b))
 
 
 def check_tables(lm: VpylmLM) -> None:
@@ -94,40 +78,9 @@ def check_tables(lm: VpylmLM) -> None:
 
 
 def check_against_brute(lm: VpylmLM, lattices: list[Lattice], k: int = 3) -> int:
-    """Every compiled answer on `lattices` against brute force; returns the cases checked."""
-    assert fast_full.compiled_target(lm) is lm and fast_full.has_dp(lm)
-    flat = FlatLattices.from_lattices(lm, lattices)
-    pruned = fast_full.run_flat(lm, flat)
-    whole = fast_full.run_flat(lm, flat, prune=False)
-    z = fast_full.run_flat(lm, flat, viterbi=False)
-    log_z, post = fast_full.posteriors_flat(lm, flat)
-    kb = fast_full.kbest_flat(lm, flat, k)
-    checked = 0
-    for s, lat in enumerate(lattices):
-        ref = _enumerate(lat, lambda p: reference_log(lm, p))
-        best, lz = ref.best_log_p, ref.log_Z
-        if best == -math.inf:
-            assert pruned.score[s] == -math.inf and z.score[s] == -math.inf
-            continue
-        assert close(pruned.score[s], best) and close(whole.score[s], best), (s, best)
-        p0 = int(flat.sent_off[s])
-        choice = pruned.choice[p0:p0 + len(lat)].tolist()
-        assert close(ref.score(tuple(lat.tokens[i][j] for i, j in enumerate(choice))), best)
-        assert close(z.score[s], lz) and close(log_z[s], lz)
-        dist = ref.distribution()
-        for i in range(len(lat)):
-            for j, tok in enumerate(lat.tokens[i]):
-                want = sum(q for pth, q in dist.items() if pth[i] == tok)
-                assert abs(post[int(flat.pos_off[p0 + i]) + j] - want) <= 1e-9
-        top = sorted((x for x in ref.log_p if x > -math.inf), reverse=True)[:k]
-        got_k = [x for x in kb.scores[s] if x > -math.inf]
-        assert len(got_k) == len(top) and all(close(a, b) for a, b in zip(got_k, top,
-                                                                          strict=True))
-        wl = WordLattice.from_confusion(lat)
-        (dag,) = fast_full.run_dag(lm, [wl])
-        assert close(dag.log_p, best)
-        checked += 1
-    return checked
+    """Every compiled answer on `lattices` (and the word-lattice DP) against brute force."""
+    return check_compiled_against_brute(lm, lattices, lambda p: reference_log(lm, p), k=k,
+                                        word_lattice=True)
 
 
 @st.composite
