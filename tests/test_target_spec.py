@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 from cli_in_process import in_process_cli
-from conformance_targets import _vpylm_log
+from conformance_targets import vpylm_reference_log
 from test_interpolated_lm import reference_path
 from test_loglinear_lm import random_features, reference_score
 from test_vpylm import tiny_corpus
@@ -93,7 +93,7 @@ def models(random_lms, tmp_path_factory):
         "features": (["--lm", str(a.path), "--features", str(d / "f.tsv")],
                      lambda w: reference_score([a.lm], [LMW], feats, tuple(w)), list(a.words)),
         "vpylm": (["--vpylm", str(d / "m.vpylm.npz")],
-                  lambda w: LMW * _vpylm_log(vpylm, tuple(w)), ["a", "b", "c", "d"]),
+                  lambda w: LMW * vpylm_reference_log(vpylm, tuple(w)), ["a", "b", "c", "d"]),
     }
 
 
