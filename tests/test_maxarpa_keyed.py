@@ -111,6 +111,7 @@ def test_lmplz_files_take_the_keyed_path(real_models):
         assert_same_trie(got[1], ref)
 
 
+@pytest.mark.skipif(not REAL_FILES, reason=f"no ARPA corpus at {CORPUS}")
 def test_real_files_equal_the_reference_when_keyed(tmp_path):
     """Every real ARPA file, as found and in key order: the keyed table equals the
     reference one whenever the keyed parser takes the file."""
