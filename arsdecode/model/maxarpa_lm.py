@@ -123,14 +123,9 @@ def log10_core(model: Model) -> Any:
 
     Raises ModelError (naming the file) if the model has no max-backoff bounds or its order
     is above the compiled core's maximum."""
-    hit = _LOG10.get(model)
-    if hit is not None:
-        return hit
-    with _LOG10_LOCK:
-        hit = _LOG10.get(model)
-        if hit is None:
-            hit = _LOG10[model] = _build_log10_core(model)
-    return hit
+    from arsdecode.native import built_once
+
+    return built_once(_LOG10, _LOG10_LOCK, model, _build_log10_core)
 
 
 def _build_log10_core(model: Model) -> Any:

@@ -22,6 +22,8 @@ from __future__ import annotations
 
 import threading
 import weakref
+from collections.abc import Callable
+from typing import TypeVar
 
 import numpy as np
 
@@ -123,16 +125,28 @@ def _words(words: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(words, dtype=np.int64).reshape(-1)
 
 
+Built = TypeVar("Built")
+
+
+def built_once(cache: weakref.WeakKeyDictionary[Model, Built], lock: threading.Lock,
+               model: Model, build: Callable[[Model], Built]) -> Built:
+    """`cache[model]`, made by `build(model)` on the first ask: one build per model object,
+    however many threads ask for a new model's tables at once (the check is repeated under
+    `lock`), and no lock taken once it is built. The compiled core's per-model tables
+    (`native_ngram`, `model.maxarpa_lm.log10_core`) are each kept this way."""
+    hit = cache.get(model)
+    if hit is None:
+        with lock:
+            hit = cache.get(model)
+            if hit is None:
+                hit = cache[model] = build(model)
+    return hit
+
+
 _CACHE: weakref.WeakKeyDictionary[Model, NativeNgram] = weakref.WeakKeyDictionary()
-_CACHE_LOCK = threading.Lock()  # threads asking for a new model's tables build them once
+_CACHE_LOCK = threading.Lock()
 
 
 def native_ngram(lm: Model) -> NativeNgram:
-    """`NativeNgram.from_model(lm)`, built once per model object."""
-    hit = _CACHE.get(lm)
-    if hit is None:
-        with _CACHE_LOCK:
-            hit = _CACHE.get(lm)
-            if hit is None:
-                hit = _CACHE[lm] = NativeNgram.from_model(lm)
-    return hit
+    """`NativeNgram.from_model(lm)`, built once per model object (`built_once`)."""
+    return built_once(_CACHE, _CACHE_LOCK, lm, NativeNgram.from_model)
