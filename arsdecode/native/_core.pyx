@@ -18,6 +18,7 @@ is textual: a part sees the C declarations of the parts before it):
 - _mixture.pxi: several tables interpolated: the walk, the bounds, the sparse bound pass.
 - _mixcore.pxi: `MixCore`, a mixture's checked tables, what FullDP reads for it.
 - _vpylm.pxi: a VPYLM's context tree, its walk and bound, and `VpCore`, what FullDP reads.
+- _loglinear.pxi: a log-linear target (n-gram features with skips): on-demand states, `LlCore`.
 - _fullmodel.pxi: `FullDP`, the full DP's shared tables, checked entry points, worker pool.
 - _dprows.pxi: dense transition rows (tags), each filled from its failure link's row.
 - _dpcache.pxi: `_DPCaches`, one worker's transition memo.
@@ -44,6 +45,7 @@ include "_log10.pxi"
 include "_mixture.pxi"
 include "_mixcore.pxi"
 include "_vpylm.pxi"
+include "_loglinear.pxi"
 include "_fullmodel.pxi"
 include "_dprows.pxi"
 include "_dpcache.pxi"

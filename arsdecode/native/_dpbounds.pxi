@@ -22,6 +22,8 @@ cdef class _DPBounds(_DPCaches):
             return mix_bound(self.mix, x, y)
         if self.vp != NULL:
             return vp_bound(self.vp, x, y)
+        if self.ll != NULL:
+            return ll_bound(self.ll, x, y)
         if not self.dense:
             return ng_walk(&self.core.t, &ctx, 1, y, True)
         r = self.ub_row_of[x + 1]
@@ -93,6 +95,9 @@ cdef class _DPBounds(_DPCaches):
         if self.mix != NULL:
             return mix_backward(self.mix, self.lmw, a0, a1, a2, cand_ids, cand_emis, H, base,
                                 self.stamp.data(), self.stamp_idx.data(), &self.epoch)
+        if self.ll != NULL:
+            return ll_backward(self.ll, self.lmw, a0, a1, a2, cand_ids, cand_emis, H, base,
+                               self.stamp.data(), self.stamp_idx.data(), &self.epoch)
         if self.vp != NULL:
             return vp_backward(self.vp, self.lmw, a0, a1, a2, cand_ids, cand_emis, H, base,
                                self.stamp.data(), self.stamp_idx.data(), &self.epoch)
