@@ -32,7 +32,7 @@ from arsdecode import api
 from arsdecode.lattice import Lattice
 from arsdecode.methods import fast_full, fast_loglinear
 from arsdecode.model import context_rows
-from arsdecode.model.loglinear import LogLinearLM
+from arsdecode.model.loglinear import OTHER, LogLinearLM
 from arsdecode.model.maxarpa_lm import MaxArpaLM
 from arsdecode.testing.random_arpa import random_arpa_text
 from maxarpa.constants import BOS, EOS
@@ -93,6 +93,10 @@ def check_core(lm: LogLinearLM, rng: random.Random) -> None:
         last[:, -1] = [h[-1] for h in hists]
     assert np.allclose(core.walk(last, words, True), lm.log_bound(last, words), rtol=0,
                        atol=1e-12)
+    two_off, two_v, two_val, rest = fast_loglinear.skip_tables(lm)
+    for y in range(len(lm.vocab)):  # the split recurrence's first step is the recurrence
+        vals = [*two_val[two_off[y]:two_off[y + 1]], rest[y], 0.0]
+        assert max(vals) == lm.table.extension_max((OTHER,), y)
     every = np.arange(len(lm.vocab), dtype=np.int64)
     for h in hists:
         states = core.states(np.array(h, dtype=np.int64))

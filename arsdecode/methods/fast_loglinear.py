@@ -49,7 +49,7 @@ import weakref
 import numpy as np
 
 from arsdecode.methods.fast_mixture import vocabulary_core
-from arsdecode.model.loglinear import OTHER, LogLinearLM
+from arsdecode.model.loglinear import _ANY, OTHER, LogLinearLM
 from arsdecode.model.maxarpa_lm import MaxArpaLM
 from arsdecode.native import _core, native_ngram
 from maxarpa.contexts import EMPTY_KEY, has_stored_tables, useful_context_tables
@@ -128,13 +128,15 @@ def feature_bounds(lm: LogLinearLM) -> tuple[np.ndarray, ...]:
     """The features' bound after one word (FeatureTable.bound of the context [x], and of the
     empty context), as LlTables holds it: per word y the bound after no word (`fb_empty`) and
     after a word no feature ending in y names just before it (`fb_other`: the recurrence with
-    `OTHER` there); the named pairs (x, y) as CSR by x with their bounds."""
+    `OTHER` there); the named pairs (x, y) as CSR by x with their bounds; then `fb_other`'s
+    parts (`skip_tables`)."""
     table = lm.table
     vocab = table.vocab_size
     width = max(table.span - 1, 1)
     ys = np.arange(vocab, dtype=np.int64)
     fb_empty = table.bound(np.full((vocab, width), -1, dtype=np.int64), ys)
-    fb_other = table.value(np.full((vocab, width), -1, dtype=np.int64), ys)
+    uni = table.value(np.full((vocab, width), -1, dtype=np.int64), ys)
+    fb_other = uni.copy()
     for y in table.by_last:
         fb_other[y] += table.extension_max((OTHER,), y)
     codes = table._named.get(1, np.empty(0, dtype=np.int64))  # x * V + y, ascending
@@ -145,7 +147,46 @@ def feature_bounds(lm: LogLinearLM) -> tuple[np.ndarray, ...]:
     named_off = np.zeros(vocab + 1, dtype=np.int64)
     np.cumsum(np.bincount(xs, minlength=vocab), out=named_off[1:])
     return (np.ascontiguousarray(fb_empty), np.ascontiguousarray(fb_other), named_off,
-            np.ascontiguousarray(ys_named, dtype=np.int64), np.ascontiguousarray(named_fb))
+            np.ascontiguousarray(ys_named, dtype=np.int64), np.ascontiguousarray(named_fb),
+            np.ascontiguousarray(uni), *skip_tables(lm))
+
+
+def skip_tables(lm: LogLinearLM) -> tuple[np.ndarray, ...]:
+    """fb_other[y]'s recurrence split by the word v two before y (its first step: the module
+    docstring of model.loglinear), for the sparse bound pass to restrict v to the words a
+    lattice holds there (`_loglinear.pxi`, `ll_other_at`): per y, CSR of (v, B_v) for the
+    words the features named there, B_v = the weight of the features v * y plus the
+    recurrence below v; and rest[y], the same for a word no feature names there. Then
+    B(OTHER, y) = max(0, max_v B_v, rest[y])."""
+    table = lm.table
+    vocab = table.vocab_size
+    rest = np.zeros(vocab)
+    per_y: dict[int, list[tuple[int, float]]] = {}
+    for y, listed in table.by_last.items():
+        longer = [(ids, w) for ids, w in listed if len(ids) > 2 and ids[-2] == _ANY]
+        if not longer:
+            continue
+        here: dict[int, float] = {}
+        for ids, w in longer:
+            if len(ids) == 3:
+                here[ids[0]] = here.get(ids[0], 0.0) + w
+        named = sorted({ids[-3] for ids, _ in longer if ids[-3] != _ANY})
+        per_y[y] = [(v, here.get(v, 0.0) + table.extension_max((v, OTHER), y))
+                    for v in named]
+        rest[y] = table.extension_max((OTHER, OTHER), y)
+    sizes = np.zeros(vocab, dtype=np.int64)
+    for y, listed in per_y.items():
+        sizes[y] = len(listed)
+    two_off = np.zeros(vocab + 1, dtype=np.int64)
+    np.cumsum(sizes, out=two_off[1:])
+    two_v = np.zeros(int(two_off[-1]), dtype=np.int64)
+    two_val = np.zeros(int(two_off[-1]))
+    for y, listed in per_y.items():
+        at = int(two_off[y])
+        for j, (v, val) in enumerate(listed):
+            two_v[at + j] = v
+            two_val[at + j] = val
+    return two_off, two_v, two_val, rest
 
 
 def ll_core(lm: LogLinearLM) -> _core.LlCore:

@@ -85,7 +85,7 @@ cdef class _DPCaches:
         self.vp = &dp.vp.m if dp.vp is not None else NULL
         self.ll = &dp.ll.m if dp.ll is not None else NULL
         if dp.ll is not None:
-            self.lls = LlStates(self.u.width, dp.ll.m.k)
+            self.lls = LlStates(self.u.width, dp.ll.m.k, self.core.t.vocab)
         if self.dense:
             # A chunk is allocated whole: at most 1/16 of the byte bound, so that the rows
             # stored stay within it but for that much (1/8 for drow and dnode together).

@@ -51,6 +51,14 @@ cdef struct LlTables:
     const long long *named_off
     const long long *named_y
     const double *named_fb
+    # The skips' part of fb_other[y], per y (`ll_other_at`): fb_other[y] = uni[y] +
+    # max(0, max_v B_v): B_v for the words v named two before y (CSR by y) and rest[y] for
+    # every other word there.
+    const double *uni
+    const long long *two_off
+    const long long *two_v
+    const double *two_val
+    const double *rest
     bint sparse                    # one component of order >= 2: the sparse bound pass
     const long long *next_off      # that component's bigram successors (NgramCore's)
     const int *next_word
@@ -153,36 +161,82 @@ cdef inline bint ll_exception(const LlTables *m, long long x, long long y) noexc
     return ll_bsearch(m.named_y + m.named_off[x], m.named_off[x + 1] - m.named_off[x], y) >= 0
 
 
-cdef bint ll_backward(const LlTables *m, double lmw, long long a0, long long a1, long long a2,
-                      const long long *cand_ids, const double *cand_emis, double *H,
-                      long long base, long long *stamp, long long *stamp_idx,
+cdef inline double ll_fb(const LlTables *m, long long x, long long y,
+                         double other) noexcept nogil:
+    """The features' bound of y after x, given `other`, the bound after a word not named
+    just before y (fb_other[y], or the lattice's tighter `ll_other_at`)."""
+    cdef long long at = ll_bsearch(m.named_y + m.named_off[x],
+                                   m.named_off[x + 1] - m.named_off[x], y)
+    return m.named_fb[m.named_off[x] + at] if at >= 0 else other
+
+
+cdef inline double ll_bound_fb(const LlTables *m, long long x, long long y,
+                               double fb) noexcept nogil:
+    """`ll_bound` with the features' part given (one component in the target's ids)."""
+    cdef long long cx = x
+    return fb + m.alpha[0] * ng_walk(m.t[0], &cx, 1, y, True)
+
+
+cdef double ll_other_at(const LlTables *m, LlStates st, long long y) noexcept nogil:
+    """fb_other[y] with the word two before y among the words the lattice holds there (`st`'s
+    marks; `st.first`, the word before the sentence's first position, when that is the
+    position; none: the history starts there).
+
+    Why it is a bound: fb_other[y] is unigram(y) + B(OTHER, y), B the max over the word v two
+    before y of the features it completes plus the rest of the recurrence (B_v, or rest[y]
+    for a word no feature names there), and 0 for a history that ends. In a confusion
+    network v is one of the lattice's words at that position, so the max over them bounds
+    every path; only its first step is restricted, deeper ones keep the max over every
+    extension."""
+    cdef long long k, named = 0
+    cdef double best = -INFINITY
+    if st.marked == 0:  # no word there: the history starts, B = 0
+        return m.uni[y]
+    for k in range(m.two_off[y], m.two_off[y + 1]):
+        if st.mark[m.two_v[k]] == st.mark_epoch:
+            named += 1
+            if m.two_val[k] > best:
+                best = m.two_val[k]
+    if named < st.marked and m.rest[y] > best:
+        best = m.rest[y]
+    return m.uni[y] + best
+
+
+cdef bint ll_backward(const LlTables *m, LlStates st, double lmw, long long a0, long long a1,
+                      long long a2, const long long *cand_ids, const double *cand_emis,
+                      double *H, long long base, long long *stamp, long long *stamp_idx,
                       long long *epoch) noexcept nogil:
     """_DPCaches._backward_sparse for a log-linear target of one component: H of candidates
     a0..a1-1 from the next position a1..a2-1, without the product of the two widths.
 
     Why it holds: for a y that neither follows x in the component's bigrams nor is named
-    with x by a feature, the bound is fb_other[y] + alpha (lp(y) + lbow(x) + (lmbow(x) -
-    lbow(x))) (ng_walk with nothing matched, and the features' bound of a word no feature
-    names there): a function of y plus one of x. So the best such y is the first of one
-    sort of the next position (by lmw (fb_other[y] + alpha lp(y)) + emission + H) that is
-    not one of x's exceptions; the exceptions take `ll_bound`. The grouping may move the
-    maximum by rounding, which the pruning margin covers (as the plain pass). False (nothing
-    done) when a word repeats at the next position or the pass does not apply."""
+    with x by a feature, the bound is O(y) + alpha (lp(y) + lbow(x) + (lmbow(x) - lbow(x)))
+    (ng_walk with nothing matched; O(y) the features' bound after a word not named just
+    before y, restricted to the words at the position before x, `ll_other_at`): a function of
+    y plus one of x. So the best such y is the first of one sort of the next position (by
+    lmw (O(y) + alpha lp(y)) + emission + H) that is not one of x's exceptions; the
+    exceptions take the bound pair by pair. The grouping may move the maximum by rounding,
+    which the pruning margin covers (as the plain pass). False (nothing done) when a word
+    repeats at the next position or the pass does not apply."""
     cdef const NgramTables *t = m.t[0]
     cdef long long c, c2, x, y, k, r, nx, W2 = a2 - a1
     cdef double best, v
     cdef vector[Ranked] ranked
+    cdef vector[double] other
     if not m.sparse:
         return False
+    st.mark_words(cand_ids, st.prev0, st.prev1, st.first)
     epoch[0] += 1
+    other.resize(W2)
     for c2 in range(a1, a2):
         y = cand_ids[c2]
         if stamp[y] == epoch[0]:
             return False
         stamp[y] = epoch[0]
         stamp_idx[y] = c2
+        other[c2 - a1] = ll_other_at(m, st, y)
         if isfinite(cand_emis[c2]) and isfinite(H[c2 - base]):
-            v = lmw * (m.fb_other[y] + m.alpha[0] * t.lp[y]) + cand_emis[c2] + H[c2 - base]
+            v = lmw * (other[c2 - a1] + m.alpha[0] * t.lp[y]) + cand_emis[c2] + H[c2 - base]
             if isfinite(v):
                 ranked.push_back(Ranked(-v, c2))
     sort(ranked.begin(), ranked.end())
@@ -195,14 +249,16 @@ cdef bint ll_backward(const LlTables *m, double lmw, long long a0, long long a1,
                 y = m.next_word[k]
                 if stamp[y] == epoch[0] and isfinite(cand_emis[stamp_idx[y]]):
                     c2 = stamp_idx[y]
-                    v = lmw * ll_bound(m, x, y) + cand_emis[c2] + H[c2 - base]
+                    v = lmw * ll_bound_fb(m, x, y, ll_fb(m, x, y, other[c2 - a1])) \
+                        + cand_emis[c2] + H[c2 - base]
                     if v > best:
                         best = v
             for k in range(m.named_off[x], m.named_off[x + 1]):
                 y = m.named_y[k]
                 if stamp[y] == epoch[0] and isfinite(cand_emis[stamp_idx[y]]):
                     c2 = stamp_idx[y]
-                    v = lmw * ll_bound(m, x, y) + cand_emis[c2] + H[c2 - base]
+                    v = lmw * ll_bound_fb(m, x, y, m.named_fb[k]) + cand_emis[c2] \
+                        + H[c2 - base]
                     if v > best:
                         best = v
         else:  # the next position's words that are x's exceptions
@@ -210,7 +266,8 @@ cdef bint ll_backward(const LlTables *m, double lmw, long long a0, long long a1,
                 y = cand_ids[c2]
                 if not isfinite(cand_emis[c2]) or not ll_exception(m, x, y):
                     continue
-                v = lmw * ll_bound(m, x, y) + cand_emis[c2] + H[c2 - base]
+                v = lmw * ll_bound_fb(m, x, y, ll_fb(m, x, y, other[c2 - a1])) \
+                    + cand_emis[c2] + H[c2 - base]
                 if v > best:
                     best = v
         for r in range(<long long>ranked.size()):  # the best word that is no exception
@@ -218,7 +275,7 @@ cdef bint ll_backward(const LlTables *m, double lmw, long long a0, long long a1,
             y = cand_ids[c2]
             if ll_exception(m, x, y):
                 continue
-            v = lmw * ll_bound(m, x, y) + cand_emis[c2] + H[c2 - base]
+            v = lmw * ll_bound_fb(m, x, y, other[c2 - a1]) + cand_emis[c2] + H[c2 - base]
             if v > best:
                 best = v
             break
@@ -240,10 +297,21 @@ cdef class LlStates:
     cdef int bits
     cdef int width
     cdef int k
+    # the sparse bound pass's view of the position before (_DPBounds sets them): its
+    # candidates prev0..prev1-1 (prev0 < 0: the sentence's first position, whose word before
+    # is `first`, or none when -1); `mark` stamps those words with `mark_epoch`
+    cdef long long prev0
+    cdef long long prev1
+    cdef long long first
+    cdef vector[long long] mark
+    cdef long long mark_epoch
+    cdef long long marked
 
-    def __init__(self, int width, int k):
+    def __init__(self, int width, int k, long long vocab):
         self.width = width
         self.k = k
+        self.mark.assign(vocab, 0)
+        self.mark_epoch = 0
         self.reset()
 
     cdef void reset(self) noexcept nogil:
@@ -263,6 +331,32 @@ cdef class LlStates:
     @property
     def size(self) -> int:
         return <long long>self.lens.size()
+
+    cdef inline long long last_word(self, long long gid) noexcept nogil:
+        """The last word of state gid (-1: the empty context)."""
+        return self.rows[gid * self.width + self.width - 1] if self.width else -1
+
+    cdef void mark_words(self, const long long *cand_ids, long long a, long long b,
+                         long long first) noexcept nogil:
+        """Mark the distinct words of candidates a..b-1 (a < 0: the word `first` alone, or
+        none when it is -1); `marked` counts them."""
+        cdef long long c, y
+        self.mark_epoch += 1
+        self.marked = 0
+        if a < 0:
+            if first >= 0:
+                if <long long>self.mark.size() <= first:
+                    self.mark.resize(first + 1, 0)
+                self.mark[first] = self.mark_epoch
+                self.marked = 1
+            return
+        for c in range(a, b):
+            y = cand_ids[c]
+            if <long long>self.mark.size() <= y:
+                self.mark.resize(y + 1, 0)
+            if self.mark[y] != self.mark_epoch:
+                self.mark[y] = self.mark_epoch
+                self.marked += 1
 
     cdef inline unsigned long long _hash(self, const long long *row) noexcept nogil:
         cdef unsigned long long h = 0
@@ -378,7 +472,9 @@ cdef class LlCore:
                  const double[::1] alphas, list useful, list shapes, list prefixes,
                  const double[::1] fb_empty, const double[::1] fb_other,
                  const long long[::1] named_off, const long long[::1] named_y,
-                 const double[::1] named_fb):
+                 const double[::1] named_fb, const double[::1] uni,
+                 const long long[::1] two_off, const long long[::1] two_v,
+                 const double[::1] two_val, const double[::1] rest):
         """`cores`: each component's NgramCore; `maps`: target -> component ids (None: the
         same); `useful`: each component's (rows, lens, keys, slots, bits), FullDP's layout;
         `shapes`: (span, keep, codes, weights) in FeatureTable.shapes' order; `prefixes`:
@@ -410,7 +506,18 @@ cdef class LlCore:
                 if not 0 <= named_y[j] < vocab or (j > named_off[i]
                                                    and named_y[j] <= named_y[j - 1]):
                     raise ModelError("LlCore: a named pair's word is out of range or order")
-        keep_alive = [alphas, fb_empty, fb_other, named_off, named_y, named_fb]
+        if uni.shape[0] != vocab or rest.shape[0] != vocab or two_off.shape[0] != vocab + 1 \
+                or two_off[0] != 0 or two_off[vocab] != two_v.shape[0] \
+                or two_val.shape[0] != two_v.shape[0]:
+            raise ModelError("LlCore: one skip bound per word and named word")
+        for i in range(vocab):
+            if two_off[i + 1] < two_off[i]:
+                raise ModelError("LlCore: skip offsets decrease")
+        for j in range(two_v.shape[0]):
+            if not 0 <= two_v[j] < vocab:
+                raise ModelError("LlCore: a skip's word is out of range")
+        keep_alive = [alphas, fb_empty, fb_other, named_off, named_y, named_fb, uni, two_off,
+                      two_v, two_val, rest]
         self.order = order
         self.m.k = <int>n
         self.m.vocab = vocab
@@ -500,6 +607,11 @@ cdef class LlCore:
         self.m.named_off = &named_off[0]
         self.m.named_y = &named_y[0] if named_y.shape[0] else NULL
         self.m.named_fb = &named_fb[0] if named_fb.shape[0] else NULL
+        self.m.uni = &uni[0]
+        self.m.rest = &rest[0]
+        self.m.two_off = &two_off[0]
+        self.m.two_v = &two_v[0] if two_v.shape[0] else NULL
+        self.m.two_val = &two_val[0] if two_val.shape[0] else NULL
         core = cores[0]
         self.m.sparse = n == 1 and maps[0] is None and core.t.order >= 2
         self.m.next_off = core.next_off.data()
@@ -537,7 +649,7 @@ cdef class LlCore:
     def states(self, const long long[::1] words):
         """The state ids and words of each prefix of `words` from the empty context, as the
         DP's transitions make them (a fresh table): for the tests of the cut."""
-        cdef LlStates st = LlStates(self.m.width, self.m.k)
+        cdef LlStates st = LlStates(self.m.width, self.m.k, self.m.vocab)
         cdef long long g = 0, ng
         cdef double lp
         cdef Py_ssize_t i, j
