@@ -147,8 +147,10 @@ def cost_factors(lm: Compiled) -> tuple[float, float]:
 
 
 def ars_charged(lm: Compiled, seconds: float) -> float:
-    """`seconds` of estimated ARS time about to run on `lm`, plus, for a VPYLM, what auto's
-    earlier calls charged it (`fast_vpylm.charge`)."""
+    """`seconds` of estimated ARS time about to run on `lm`, plus, for a VPYLM or a
+    log-linear target, what auto's earlier calls charged it (`fast_vpylm.charge`)."""
+    if _is_loglinear(lm):
+        return _fast_loglinear().charge(lm, seconds)
     return _fast_vpylm().charge(lm, seconds) if _is_vpylm(lm) else seconds
 
 

@@ -71,6 +71,19 @@ ARS_TIME_FACTOR = 5.0
 targets: the features' bounds, numpy per row)."""
 
 
+_CHARGED: weakref.WeakKeyDictionary[LogLinearLM, float] = weakref.WeakKeyDictionary()
+
+
+def charge(lm: LogLinearLM, seconds: float) -> float:
+    """Add `seconds` of estimated ARS time to what auto charged `lm` so far; return the sum:
+    the ski-rental rule of `fast_vpylm.charge`, so that one lattice per call still sets the
+    DP up once ARS has cost about its setup."""
+    with _LOCK:
+        total = _CHARGED.get(lm, 0.0) + seconds
+        _CHARGED[lm] = total
+    return total
+
+
 def compilable(lm: LogLinearLM) -> bool:
     """Whether `LlCore` takes `lm` (the module docstring's list)."""
     if not 1 <= len(lm.components) <= MAX_COMPONENTS or lm.order > _core.MAX_ORDER:
