@@ -63,12 +63,13 @@ MAX_PATTERN_WORDS = 16  # = LL_MAX_KEEP
 SETUP_NGRAMS_PER_FEATURE = 20
 """auto's setup estimate per feature, in cost_model.setup_seconds's n-grams (the bound
 tables: about 10-20 us a feature; 0.1 CPU-s for the bench's 6,000)."""
-PAIR_TIME_FACTOR = 2.0
-"""The compiled DP's time per pair on a log-linear target over one table's: each miss makes
-or finds a state too (bench_targets)."""
-ARS_TIME_FACTOR = 5.0
-"""ARS's time on a log-linear target over its time on its first component alone (bench
-targets: the features' bounds, numpy per row)."""
+PAIR_TIME_FACTOR = 1.5
+"""The compiled DP's time per pair on a log-linear target over one table's: each miss also
+makes or finds its state and sums the features (1.2-1.5x on the SMS bench lattices with no
+feature, same pairs)."""
+ARS_TIME_FACTOR = 6.0
+"""ARS's time on a log-linear target over its time on its first component alone (bench_targets,
+SMS lattices, the bench's feature file: 5.9-6.9x mean)."""
 
 
 _CHARGED: weakref.WeakKeyDictionary[LogLinearLM, float] = weakref.WeakKeyDictionary()
@@ -188,15 +189,15 @@ def skip_tables(lm: LogLinearLM) -> tuple[np.ndarray, ...]:
                     for v in named]
         rest[y] = table.extension_max((OTHER, OTHER), y)
     sizes = np.zeros(vocab, dtype=np.int64)
-    for y, listed in per_y.items():
-        sizes[y] = len(listed)
+    for y, pairs in per_y.items():
+        sizes[y] = len(pairs)
     two_off = np.zeros(vocab + 1, dtype=np.int64)
     np.cumsum(sizes, out=two_off[1:])
     two_v = np.zeros(int(two_off[-1]), dtype=np.int64)
     two_val = np.zeros(int(two_off[-1]))
-    for y, listed in per_y.items():
+    for y, pairs in per_y.items():
         at = int(two_off[y])
-        for j, (v, val) in enumerate(listed):
+        for j, (v, val) in enumerate(pairs):
             two_v[at + j] = v
             two_val[at + j] = val
     return two_off, two_v, two_val, rest
@@ -206,6 +207,7 @@ def ll_core(lm: LogLinearLM) -> _core.LlCore:
     """The tables of `lm` for the compiled walk, bound and states (`_loglinear.pxi`)."""
     cores, maps, useful = [], [], []
     for comp, table in zip(lm.components, lm._maps, strict=True):
+        assert isinstance(comp, MaxArpaLM)  # `compilable`
         model = comp.ngram
         cores.append(native_ngram(model).core)
         maps.append(None if table is None else np.ascontiguousarray(table, dtype=np.int64))
