@@ -59,11 +59,10 @@ component reads a word through a translation table (a word it lacks is its `<unk
 `<unk>` maxarpa's one-line error names the word). The target has no `.ngram` (a DP over one
 table's states would ignore the features).
 
-The compiled full DP (issue 34, `methods.fast_loglinear`): a skip `a * c` would need a fixed
-table to hold a state (a, v) for every word v, so its states are made on demand, the longest
-suffix of the history that is a component's useful context or a pattern's proper prefix (a
-`*` matching any word); that module's docstring argues why they are exact. `word_to_id` and
-`unk_id` are what its word-lattice DP reads (the first component's, as `ids`).
+The compiled full DP (issue 34, `methods.fast_loglinear`, which argues it): a skip `a * c`
+would need a fixed state (a, v) for every word v, so the states are made on demand, the
+longest suffix of the history that is a component's useful context or a pattern's proper
+prefix. Its word-lattice DP reads `word_to_id` and `unk_id` (the first component's).
 """
 
 from __future__ import annotations
