@@ -148,10 +148,10 @@ def feature_bounds(lm: LogLinearLM) -> tuple[np.ndarray, ...]:
     vocab = table.vocab_size
     width = max(table.span - 1, 1)
     ys = np.arange(vocab, dtype=np.int64)
-    fb_empty = table.bound(np.full((vocab, width), -1, dtype=np.int64), ys)
-    uni = table.value(np.full((vocab, width), -1, dtype=np.int64), ys)
-    fb_other = uni.copy()
-    for y in table.by_last:
+    uni = table.value(np.full((vocab, width), -1, dtype=np.int64), ys)  # unigram patterns
+    fb_empty, fb_other = uni.copy(), uni.copy()
+    for y in table.by_last:  # the recurrence is 0 for a word that ends no pattern
+        fb_empty[y] += table.extension_max((), y)
         fb_other[y] += table.extension_max((OTHER,), y)
     codes = table._named.get(1, np.empty(0, dtype=np.int64))  # x * V + y, ascending
     xs, ys_named = codes // vocab, codes % vocab
