@@ -214,3 +214,25 @@ def _paths(lat: Lattice):
     for choice in itertools.product(*(range(w) for w in lat.widths)):
         yield (tuple(lat.tokens[i][j] for i, j in enumerate(choice)),
                sum(float(lat.log_emissions[i][j]) for i, j in enumerate(choice)))
+
+
+def test_states_emptied_between_runs_keep_every_answer(tmp_path):
+    """Past the states' bound a worker empties them and its transition table before a run
+    (the table holds their ids): with a bound of one state every run starts afresh, and every
+    answer still equals brute force (a stale transition would name another state's words)."""
+    from arsdecode.native import _core
+
+    models, lm, features, words, rng = build(tmp_path, [(31, 3, 5, False)], [1.2], 8, 7)
+    lattices = [random_lattice(rng, words, 5, 3) for _ in range(6)]
+    reference = [check_compiled_against_brute(
+        lm, [lat], lambda p: reference_score(models, [1.2], features, p), k=2)
+        for lat in lattices]  # warm: the states of every lattice kept
+    old = _core.ll_reset_states(1)
+    try:
+        for _ in range(2):
+            for lat in reversed(lattices):
+                check_compiled_against_brute(
+                    lm, [lat], lambda p: reference_score(models, [1.2], features, p), k=2)
+    finally:
+        _core.ll_reset_states(old)
+    assert sum(reference) >= 4

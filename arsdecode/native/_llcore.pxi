@@ -209,3 +209,15 @@ cdef class LlCore:
             out.append((g, tuple(st.rows[g * self.m.width + j] for j in range(self.m.width)
                                  if st.rows[g * self.m.width + j] >= 0)))
         return out
+
+
+def ll_reset_states(long long n) -> int:
+    """Set how many states a worker keeps between runs of a log-linear target before it
+    empties them with its transition table (`_DPCaches.ll_start`); returns the previous
+    bound. Why public: the tests make it small, so that emptying runs on small lattices."""
+    global LL_RESET_STATES
+    cdef long long old = <long long>LL_RESET_STATES
+    if n < 1:
+        raise OptionError("ll_reset_states: the bound must be >= 1")
+    LL_RESET_STATES = <size_t>n
+    return old
