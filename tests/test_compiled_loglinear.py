@@ -17,14 +17,14 @@ both signs with skips (hypothesis), and against ARS:
 
 from __future__ import annotations
 
-import math
 import random
 import re
 
 import numpy as np
-from compiled_brute import check_compiled_against_brute, close
+from compiled_brute import check_auto_equals_ars, check_compiled_against_brute, close
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from test_compiled_mixture import random_lattice
 from test_loglinear_lm import random_features, reference_score
 
 import maxarpa
@@ -36,18 +36,6 @@ from arsdecode.model.loglinear import OTHER, LogLinearLM
 from arsdecode.model.maxarpa_lm import MaxArpaLM
 from arsdecode.testing.random_arpa import random_arpa_text
 from maxarpa.constants import BOS, EOS
-
-
-def random_lattice(rng: random.Random, words: list[str], max_len: int = 4,
-                   max_width: int = 3) -> Lattice:
-    positions = []
-    for _ in range(rng.randint(1, max_len)):
-        toks = rng.sample(words, min(len(words), rng.randint(1, max_width)))
-        ws = [round(rng.uniform(-3.0, 0.0), 4) for _ in toks]
-        if len(toks) >= 2 and rng.random() < 0.15:
-            ws[rng.randrange(len(toks))] = -math.inf
-        positions.append(list(zip(toks, ws, strict=True)))
-    return Lattice.from_lists(positions)
 
 
 @st.composite
@@ -178,19 +166,7 @@ def test_a_large_vocabulary_target_equals_brute_force():
 def test_auto_runs_the_compiled_target_and_agrees_with_ars(tmp_path):
     models, lm, features, words, rng = build(tmp_path, [(70, 3, 6, False), (71, 2, 5, True)],
                                              [1.0, 0.5], 8, 3)
-    lattices = [random_lattice(rng, words, 5, 4) for _ in range(20)]
-    fast_full.has_dp(lm)  # built: auto's setup is then free
-    auto = api.decode_many(lm, lattices, method="auto")
-    assert {r.method for r in auto} == {"full"}
-    for r, lat in zip(auto, lattices, strict=True):
-        ars = api.decode(lm, lat, method="ars")
-        assert ars.certified and close(r.log_p, ars.log_p)
-    weighted = api.weighted(lm, lm_weight=0.5)  # an LM weight on the target: compiled too
-    assert fast_full.compiled_target(weighted) is lm
-    for lat in lattices[:6]:
-        a = api.decode(weighted, lat, method="full")
-        b = api.decode(weighted, lat, method="ars")
-        assert a.method == "full" and close(a.log_p, b.log_p)
+    check_auto_equals_ars(lm, [random_lattice(rng, words, 5, 4) for _ in range(20)])
 
 
 def test_a_target_the_core_does_not_take_keeps_ars(tmp_path):
