@@ -31,7 +31,15 @@ The bounds are LogLinearLM.log_bound's after one word: sum_i alpha_i bound_i(x, 
 features' A + B (FeatureTable.bound) over every left extension; computed here once per model
 for the empty context and for a word no feature ending in y names before y (`fb_other`),
 and per named pair (x, y) (a bigram pattern x y, or a longer one with x just before y).
-The sparse backward bound pass (`ll_backward`) needs one component in the target's ids.
+The sparse backward bound pass (`ll_backward`, one component in the target's ids) tightens
+the unnamed pairs: the word two before y is one of the words the confusion network holds
+there, so the recurrence's first step maxes over those only (`skip_tables`, `ll_other_at`).
+Why: with the bench's 2,000 skip-bigrams, some word at a position of an SMS lattice heads a
+positive skip to almost every y, and the bound over every word kept 3-5x more states.
+
+Memory: a worker keeps its states between runs (they are the ids its transition cache
+holds), at most 2^18 (`_core.ll_reset_states`), then empties both before its next run;
+within a run they grow with the states the DP visits (auto's pair budget bounds those).
 
 What runs where: factors and bounds in C (`LlCore`), with LogLinearLM's own values: the
 features summed per shape in FeatureTable's order, then each component's compiled walk
