@@ -12,28 +12,35 @@ both signs with skips (hypothesis), and against ARS:
 - Viterbi (pruned and not) = the brute-force best, its path scoring it; ln Z; every
   candidate's posterior; the K best; the word-lattice DP;
 - auto runs the compiled DP once set up, with ARS's answers; an LM weight on the target is
-  compiled too; a target the core does not take keeps ARS.
+  compiled too; a target the core does not take keeps ARS;
+- on lmplz models of State of the Union with frequent n-gram and skip features, the best
+  path and ln Z against brute force scored by KenLM (float32: 1e-4);
+- emptying a worker's states between runs (with its transition table) keeps every answer.
 """
 
 from __future__ import annotations
 
+import math
 import random
 import re
+from collections import Counter
 
 import numpy as np
 from compiled_brute import check_auto_equals_ars, check_compiled_against_brute, close
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_compiled_mixture import random_lattice
-from test_loglinear_lm import random_features, reference_score
+from test_loglinear_lm import feature_total, random_features, reference_score
 
 import maxarpa
 from arsdecode import api
 from arsdecode.lattice import Lattice
+from arsdecode.lattice.flat import FlatLattices
 from arsdecode.methods import fast_full, fast_loglinear
 from arsdecode.model import context_rows
 from arsdecode.model.loglinear import OTHER, LogLinearLM
 from arsdecode.model.maxarpa_lm import MaxArpaLM
+from arsdecode.testing.brute import _enumerate
 from arsdecode.testing.random_arpa import random_arpa_text
 from maxarpa.constants import BOS, EOS
 
@@ -212,3 +219,49 @@ def test_states_emptied_between_runs_keep_every_answer(tmp_path):
     finally:
         _core.ll_reset_states(old)
     assert sum(reference) >= 4
+
+
+KENLM_TOL = 1e-4  # KenLM stores its values in float32
+KENLM_ALPHA = 0.8
+
+
+def test_real_models_with_features_against_kenlm(real_lms):
+    """lmplz 3-, 4- and 5-gram models of State of the Union with frequent bigram, trigram and
+    skip-bigram features of both signs: the compiled best path, its score and ln Z against
+    brute force scored by KenLM's `full_scores` (times alpha) plus every feature matched by
+    hand, and against ARS."""
+    checked = 0
+    for order, model in sorted(real_lms.items()):
+        rng = random.Random(order)
+        counts: Counter[str] = Counter()
+        for s in model.sentences:
+            toks = [BOS, *s, EOS]
+            for i in range(len(toks) - 1):
+                counts[f"{toks[i]} {toks[i + 1]}"] += 1
+                if i + 2 < len(toks):
+                    counts[f"{toks[i]} {toks[i + 1]} {toks[i + 2]}"] += 1
+                    counts[f"{toks[i]} * {toks[i + 2]}"] += 1
+        features = {p: round(rng.uniform(-1.5, 1.5), 3) for p, _ in counts.most_common(300)}
+        lm = LogLinearLM([model.lm], [KENLM_ALPHA], features=features)
+
+        def kenlm_log(path, km=model.km, feats=features):
+            lp = sum(s[0] for s in km.full_scores(" ".join(path)))
+            return KENLM_ALPHA * lp * math.log(10.0) + feature_total(feats, [BOS, *path, EOS])
+
+        lattices = [random_lattice(rng, model.words[:40], 4, 3) for _ in range(4)]
+        flat = FlatLattices.from_lattices(lm, lattices)
+        best = fast_full.run_flat(lm, flat)
+        z = fast_full.run_flat(lm, flat, viterbi=False)
+        for s, lat in enumerate(lattices):
+            ref = _enumerate(lat, kenlm_log)
+            tol = KENLM_TOL * (1 + abs(ref.best_log_p))
+            assert abs(best.score[s] - ref.best_log_p) <= tol
+            p0 = int(flat.sent_off[s])
+            path = tuple(lat.tokens[i][j]
+                         for i, j in enumerate(best.choice[p0:p0 + len(lat)].tolist()))
+            assert abs(ref.score(path) - ref.best_log_p) <= tol
+            assert abs(z.score[s] - ref.log_Z) <= KENLM_TOL * (1 + abs(ref.log_Z))
+            ars = api.decode(lm, lat, method="ars")
+            assert close(ars.log_p, best.score[s])
+            checked += 1
+    assert checked == 12
