@@ -20,7 +20,8 @@ A mixture of several n-gram tables (`InterpolatedLM`, `-mix-lm`; also under an L
 factor from the components' walks (`arsdecode.methods.fast_mixture`): `compiled_target`
 says which model the compiled DP runs on, if any, and every function here takes either.
 A trained VPYLM (`VpylmLM`, bare or under a `WeightedLM`) runs on it likewise, over its
-context tree's states (`arsdecode.methods.fast_vpylm`).
+context tree's states (`arsdecode.methods.fast_vpylm`), and a log-linear target (`LogLinearLM`)
+over states made on demand (`arsdecode.methods.fast_loglinear`).
 
 It only executes: whether the full DP runs, and within which budget of pairs, is decided in
 `arsdecode.methods.dispatch`.
@@ -52,10 +53,12 @@ from maxarpa.model import Model
 if TYPE_CHECKING:
     from typing_extensions import TypeIs
 
+    from arsdecode.model.loglinear import LogLinearLM
     from arsdecode.model.vpylm import VpylmLM
 
-Compiled: TypeAlias = "Model | InterpolatedLM | VpylmLM"
-"""What the compiled DP runs on: one n-gram table, a mixture of several, or a VPYLM."""
+Compiled: TypeAlias = "Model | InterpolatedLM | VpylmLM | LogLinearLM"
+"""What the compiled DP runs on: one n-gram table, a mixture of several, a VPYLM, or a
+log-linear target."""
 
 
 def _is_vpylm(lm: object) -> TypeIs[VpylmLM]:
@@ -63,6 +66,17 @@ def _is_vpylm(lm: object) -> TypeIs[VpylmLM]:
     such object exists unless its module was loaded, so a plain decode pays one look-up."""
     module = sys.modules.get("arsdecode.model.vpylm")
     return module is not None and isinstance(lm, module.VpylmLM)
+
+
+def _is_loglinear(lm: object) -> TypeIs[LogLinearLM]:
+    """Whether `lm` is a LogLinearLM, without importing its module (as `_is_vpylm`)."""
+    module = sys.modules.get("arsdecode.model.loglinear")
+    return module is not None and isinstance(lm, module.LogLinearLM)
+
+
+def _fast_loglinear() -> ModuleType:
+    from arsdecode.methods import fast_loglinear  # imported where a log-linear target runs
+    return fast_loglinear
 
 
 def _fast_vpylm() -> ModuleType:
@@ -100,6 +114,9 @@ def compiled_target(model: object) -> Compiled | None:
         return inner
     if _is_vpylm(inner):
         return inner
+    if _is_loglinear(inner) and not (inner in _DP and _DP[inner] is None) \
+            and _fast_loglinear().compilable(inner):
+        return inner
     return None
 
 
@@ -112,6 +129,8 @@ def setup_ngrams(lm: Compiled) -> int:
         return sum(lm.counts)
     if _is_vpylm(lm):
         return 0 if lm in _DP else _fast_vpylm().setup_ngrams(lm)
+    if _is_loglinear(lm):
+        return 0 if lm in _DP else _fast_loglinear().setup_ngrams(lm)
     models = [c.ngram for c in lm.components]
     return (sum(sum(m.counts) for m in models if not has_stored_tables(m))
             + sum(sum(m.counts) for m in models) // 3)
@@ -122,12 +141,16 @@ def cost_factors(lm: Compiled) -> tuple[float, float]:
     (`cost_model`'s estimates): measured for a VPYLM (`fast_vpylm`), 1 for the others."""
     if _is_vpylm(lm):
         return _fast_vpylm().ARS_TIME_FACTOR, _fast_vpylm().PAIR_TIME_FACTOR
+    if _is_loglinear(lm):
+        return _fast_loglinear().ARS_TIME_FACTOR, _fast_loglinear().PAIR_TIME_FACTOR
     return 1.0, 1.0
 
 
 def ars_charged(lm: Compiled, seconds: float) -> float:
-    """`seconds` of estimated ARS time about to run on `lm`, plus, for a VPYLM, what auto's
-    earlier calls charged it (`fast_vpylm.charge`)."""
+    """`seconds` of estimated ARS time about to run on `lm`, plus, for a VPYLM or a
+    log-linear target, what auto's earlier calls charged it (`fast_vpylm.charge`)."""
+    if _is_loglinear(lm):
+        return _fast_loglinear().charge(lm, seconds)
     return _fast_vpylm().charge(lm, seconds) if _is_vpylm(lm) else seconds
 
 
@@ -151,6 +174,8 @@ def setup_is_free(lm: Compiled) -> bool:
         return lm in _DP or fast_mixture.tables_built(lm)
     if _is_vpylm(lm):
         return lm in _DP or _fast_vpylm().is_built(lm)
+    if _is_loglinear(lm):
+        return lm in _DP or _fast_loglinear().is_built(lm)
     return lm in _DP or has_stored_tables(lm)
 
 
@@ -195,6 +220,8 @@ def _full_dp(lm: Compiled) -> _core.FullDP | None:
                 _DP[lm] = fast_mixture.mixture_dp(lm)
             elif _is_vpylm(lm):
                 _DP[lm] = _fast_vpylm().vpylm_dp(lm)
+            elif _is_loglinear(lm):
+                _DP[lm] = _fast_loglinear().loglinear_dp(lm)
             else:
                 rows, lens, keys = (a if a.flags.writeable else a.copy()
                                     for a in useful_context_tables(lm))
