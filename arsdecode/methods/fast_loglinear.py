@@ -248,3 +248,8 @@ def loglinear_dp(lm: LogLinearLM) -> _core.FullDP | None:
                                   ll=ll_core(lm))
             _DP[lm] = dp
         return _DP[lm]
+
+
+def build_dp(lm: LogLinearLM) -> _core.FullDP | None:
+    """`compiled_kinds.CompiledKind`'s name for `loglinear_dp`."""
+    return loglinear_dp(lm)
