@@ -14,6 +14,10 @@ model's, shared with the page cache and every process mapping the file) and priv
 
 Usage: python -m bench.disambig_memory --text OBS --map MAP [--lm M] [--mix-lm G --lambda L]
            [--settings best nbest posteriors mix-lm] [--no-tracemalloc] [--doc]
+           [--baseline-tree DIR]
+With --baseline-tree, every setting is run again from the checkout DIR (A, its own copy of
+this module) and from this one (B), without tracemalloc, and a table of A -> B per phase
+follows (issue 34: A/B in the same run).
 Prints one table per setting (MB); `--json` writes them.
 """
 
@@ -26,6 +30,8 @@ import sys
 import tracemalloc
 from pathlib import Path
 from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
 
 SETTINGS = {"best": [], "nbest": ["--nbest", "10"], "posteriors": ["--posteriors", "--totals"],
             "mix-lm": []}
@@ -102,7 +108,10 @@ def child(args: argparse.Namespace) -> list[dict[str, Any]]:
     decode(target, lattices[0], method="auto")
     ph.mark("DP set-up (1st lattice)")
     if args.setting in ("best", "mix-lm"):
-        decode_many(target, lattices, method="auto")
+        from arsdecode.cli.disambig import _chunks
+
+        for chunk in _chunks(list(lattices)):  # as the CLI batches them
+            decode_many(target, [lat for lat in chunk if lat is not None], method="auto")
     elif args.setting == "nbest":
         for lat in lattices[:20]:
             decode_kbest(target, lat, min(10, lat.num_paths()))
@@ -122,17 +131,46 @@ def _cache_mb(target: Any) -> float:
                if dp is not None) / 2**20
 
 
-def run_child(args: argparse.Namespace, setting: str, trace: bool) -> list[dict[str, Any]]:
-    """One setting's phases, measured in a child process of its own."""
+def run_child(args: argparse.Namespace, setting: str, trace: bool,
+              tree: Path = REPO) -> list[dict[str, Any]]:
+    """One setting's phases, measured in a child process of its own, run from the checkout
+    `tree` (its own copy of this module, so each checkout measures its own CLI's steps)."""
+    from bench.bench_disambig import tree_env
+
     cmd = [sys.executable, "-m", "bench.disambig_memory", "--setting", setting,
-           "--text", args.text, "--map", args.map, "--lambda", str(args.lam)]
+           "--text", _absolute(args.text), "--map", _absolute(args.map),
+           "--lambda", str(args.lam)]
     for flag, value in (("--lm", args.lm), ("--mix-lm", args.mix_lm)):
         if value:
-            cmd += [flag, value]
+            cmd += [flag, _absolute(value)]
     if not trace:
         cmd.append("--no-tracemalloc")
-    proc = subprocess.run(cmd, check=True, capture_output=True, text=True)
+    proc = subprocess.run(cmd, check=True, capture_output=True, text=True, cwd=tree,
+                          env=tree_env(tree))
     return json.loads(proc.stdout.splitlines()[-1])
+
+
+def _absolute(path: str) -> str:
+    return str(Path(path).resolve())
+
+
+def ab_markdown(a: dict[str, list[dict[str, Any]]], b: dict[str, list[dict[str, Any]]],
+                baseline: Path) -> str:
+    """Phases as rows, settings as columns, each cell "A -> B": RSS after the phase (peak
+    so far), of which file pages, MB; A is `baseline`, B this checkout, in the same run."""
+    settings = list(b)
+    lines = [f"A/B in the same run: A is the checkout `{baseline}`, B this one; MB, RSS "
+             "after the phase (peak so far), file pages in brackets.", "",
+             "| phase | " + " | ".join(settings) + " |", "|---|" + "---|" * len(settings)]
+    for i, row in enumerate(b[settings[0]]):
+        cells = []
+        for st in settings:
+            ra, rb = a[st][i], b[st][i]
+            cells.append(f"{ra['rss_mb']:.1f} ({ra['peak_rss_mb']:.1f}) [{ra['file_mb']:.0f}]"
+                         f" -> {rb['rss_mb']:.1f} ({rb['peak_rss_mb']:.1f}) "
+                         f"[{rb['file_mb']:.0f}]")
+        lines.append(f"| {row['phase']} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
 
 
 def markdown(out: dict[str, list[dict[str, Any]]], traced: dict[str, list[dict[str, Any]]],
@@ -172,6 +210,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--setting", choices=list(SETTINGS), help=argparse.SUPPRESS)
     ap.add_argument("--no-tracemalloc", action="store_true")
     ap.add_argument("--json", type=Path)
+    ap.add_argument("--baseline-tree", type=Path, default=None, metavar="DIR",
+                    help="also run every setting from the checkout DIR (A) and print the "
+                         "phases A -> B")
     ap.add_argument("--doc", action="store_true",
                     help="write docs/performance.md's section (each setting run twice)")
     args = ap.parse_args(argv)
@@ -182,6 +223,9 @@ def main(argv: list[str] | None = None) -> int:
         args.settings = [st for st in SETTINGS if st != "mix-lm" or args.mix_lm]
     if "mix-lm" in args.settings and not args.mix_lm:
         ap.error("the mix-lm setting needs --mix-lm")
+    from bench.bench_disambig import compile_tree
+
+    compile_tree(REPO)  # the children import compiled modules, as an installed package does
     out: dict[str, list[dict[str, Any]]] = {}
     traced: dict[str, list[dict[str, Any]]] = {}
     for setting in args.settings:
@@ -195,10 +239,18 @@ def main(argv: list[str] | None = None) -> int:
                   f"{r['private_mb']} | "
                   f"{r.get('traced_mb', '-')} | {r.get('traced_peak_in_phase_mb', '-')} |"
                   + (f" cache {r['dp_cache_mb']} MB" if "dp_cache_mb" in r else ""), flush=True)
+    doc = markdown(out, traced, args) if args.doc else ""
+    if args.baseline_tree is not None:
+        compile_tree(args.baseline_tree)
+        base = {st: run_child(args, st, False, args.baseline_tree) for st in args.settings}
+        mine = {st: run_child(args, st, False) for st in args.settings}
+        table = ab_markdown(base, mine, args.baseline_tree)
+        print(table)
+        doc += "\n\n" + table
     if args.doc:
         from bench.perf_doc import write_section
 
-        write_section("disambig-memory", markdown(out, traced, args))
+        write_section("disambig-memory", doc.strip())
     if args.json:
         args.json.write_text(json.dumps(out, indent=1) + "\n")
     return 0
