@@ -57,14 +57,9 @@ import numpy as np
 from maxarpa.checks import check_binary_shapes
 from maxarpa.compact import Stored, stored_orders, widened
 from maxarpa.contexts import attach, context_counts
-from maxarpa.digest import (
-    ALGORITHM_V2,
-    DigestV2,
-    arrays_digest,
-    bounds_trusted,
-    digest_matches,
-)
+from maxarpa.digest import ALGORITHM_V2, DigestV2, arrays_digest, bounds_trusted, digest_matches
 from maxarpa.errors import FormatError
+from maxarpa.file_digest import file_digest
 from maxarpa.keywalk import rows_from_parent, unigram_rows
 from maxarpa.model import Model
 from maxarpa.output import atomic_output, check_output
@@ -285,7 +280,7 @@ def _read(path: str | Path, mmap: bool) -> tuple[Model, tuple[str, str] | None, 
         matches: bool | None = None
         if mmap:
             # Not pre-faulted (no MAP_POPULATE): the digest is read from the file apart
-            # (`_file_digest`), so only the pages a decode touches become resident. `raw`
+            # (`maxarpa.file_digest`), so only the pages a decode touches become resident. `raw`
             # stays open until then: the digest reads the very file that is mapped.
             raw = open(path, "rb", buffering=0)  # closed below, in finally
             buffer = mmap_module.mmap(raw.fileno(), 0, flags=mmap_module.MAP_SHARED,
@@ -332,7 +327,7 @@ def _read(path: str | Path, mmap: bool) -> tuple[Model, tuple[str, str] | None, 
         check_binary_shapes(trie, path)
         model = Model(vocab, trie, path)
         if mmap and magic == MAGIC and digest is not None and digest[0] == ALGORITHM_V2:
-            matches = digest[1] == _file_digest(raw, path, layout, model)
+            matches = digest[1] == file_digest(raw, path, layout, model)
         if tables is not None and digest is not None and ctx_digest is not None and (
                 ctx_digest == (digest[0], arrays_digest(digest[1], tables[1]))):
             attach(model, tables[0], tables[2])
@@ -344,71 +339,6 @@ def _read(path: str | Path, mmap: bool) -> tuple[Model, tuple[str, str] | None, 
         if mmap and "raw" in locals():
             raw.close()  # the mapping keeps the file's pages; the descriptor is not needed
     return model, digest, matches
-
-
-READ_CHUNK = 1 << 20
-"""Bytes per read when a mapped file's digest is computed from the file (`_file_digest`)."""
-
-
-def _file_digest(raw, path: str, layout: dict, model: Model) -> str:
-    """ALGORITHM_V2's digest of a format-3 file's table as `_read_orders_v3` builds it,
-    computed from plain reads of `raw` (the open file that is mapped), READ_CHUNK bytes at a
-    time into one reused buffer, instead of through the mapping: the same bytes, hashed the
-    same way (`DigestV2.add_order_pieces`), while the file's pages stay in the page cache.
-    Absent members are derived as the reader derives them (zeros, ones, mf = log10p, mbow =
-    log10bow). A file cut short after it was mapped is refused as truncated."""
-    digest = DigestV2(model.vocab, model.order)
-    member = partial(_member_values, raw, path, layout)
-    for k in range(model.order, 0, -1):
-        m = int(np.prod(layout[f"keys_{k}"][2], dtype=np.int64))
-        digest.add_order_pieces(m, (
-            member(m, f"keys_{k}"), member(m, f"log10p_{k}"), member(m, f"log10bow_{k}"),
-            member(m, f"mf_{k}", f"log10p_{k}"), member(m, f"mbow_{k}", f"log10bow_{k}"),
-            member(m, f"listed_{k}", fill=1, dtype="?")))
-    return digest.hexdigest()
-
-
-def _member_values(raw, path: str, layout: dict, m: int, name: str, default: str | None = None,
-                   fill: int = 0, dtype: str = "<f8") -> tuple[np.dtype, Iterator[np.ndarray]]:
-    """(dtype, pieces) of member `name` as the reader builds it: read from the file; else
-    member `default` (mf is log10p, mbow log10bow, when absent); else `m` values `fill`."""
-    if name in layout:
-        offset, stored, shape, _ = layout[name]
-        count = int(np.prod(shape, dtype=np.int64))
-        return stored, _pieces(raw, path, name, offset, stored, count)
-    if default is not None:
-        return _member_values(raw, path, layout, m, default, None, fill, dtype)
-    return np.dtype(dtype), _filled(np.dtype(dtype), fill, m)
-
-
-def _pieces(raw, path: str, name: str, offset: int, dtype: np.dtype, count: int
-            ) -> Iterator[np.ndarray]:
-    """A member's `count` values, read a chunk at a time into one reused buffer (each piece
-    is hashed before the next is read)."""
-    step = max(1, READ_CHUNK // dtype.itemsize)
-    buf = np.empty(min(step, count), dtype=dtype)
-    if count == 0:
-        yield buf
-    for lo in range(0, count, step):
-        piece = buf[: min(step, count - lo)]
-        view = memoryview(piece.view(np.uint8)).cast("B")
-        got = 0
-        while got < len(view):
-            n = os.preadv(raw.fileno(), [view[got:]], offset + lo * dtype.itemsize + got)
-            if n == 0:
-                raise FormatError(path, None, f"truncated maxarpa binary file ({name})")
-            got += n
-        yield piece
-
-
-def _filled(dtype: np.dtype, fill: int, count: int) -> Iterator[np.ndarray]:
-    """An absent member's values (all `fill`), a chunk at a time."""
-    step = max(1, READ_CHUNK // dtype.itemsize)
-    buf = np.full(min(step, count), fill, dtype=dtype)
-    if count == 0:
-        yield buf
-    for lo in range(0, count, step):
-        yield buf[: min(step, count - lo)]
 
 
 def _read_orders_v3(trie: Trie, n: int, layout: dict, get, frozen: bool) -> None:

@@ -23,6 +23,7 @@ from hypothesis import strategies as st
 
 import maxarpa
 import maxarpa.binary_format as bf
+import maxarpa.file_digest as fd
 from arpa_fixtures import arpa_texts
 from maxarpa.binary_format import read_binary, read_binary_checked, write_binary
 from maxarpa.config import PERMISSIVE
@@ -54,11 +55,11 @@ def test_the_file_digest_is_the_arrays_digest(tmp_path_factory, drawn, chunk):
     """Mapped, the digest read from the file is the stored one and the one over the arrays
     as read (mapped and copied), whatever the chunk size (8 bytes: one value per read)."""
     out = _binary(drawn[0], tmp_path_factory.mktemp("fd"))
-    old, bf.READ_CHUNK = bf.READ_CHUNK, chunk
+    old, fd.READ_CHUNK = fd.READ_CHUNK, chunk
     try:
         mapped, digest, matches = read_binary_checked(out, mmap=True)
     finally:
-        bf.READ_CHUNK = old
+        fd.READ_CHUNK = old
     copied = read_binary(out)
     assert digest is not None and matches
     assert digest[1] == table_digest_v2(mapped.vocab, mapped.trie)
@@ -103,7 +104,7 @@ def test_a_file_cut_after_it_was_mapped_is_refused_as_truncated(tmp_path):
     with open(out, "rb", buffering=0) as raw:
         os.truncate(out, size // 2)
         with pytest.raises(FormatError, match=r"truncated maxarpa binary file \(\w+\)") as err:
-            bf._file_digest(raw, str(out), layout, model)
+            fd.file_digest(raw, str(out), layout, model)
     assert str(out) in str(err.value) and "\n" not in str(err.value)
     with pytest.raises(FormatError) as cut_before:  # cut before loading: refused too
         maxarpa.load(out, mmap=True)
