@@ -23,8 +23,10 @@ from maxarpa.digest import DigestV2
 from maxarpa.errors import FormatError
 from maxarpa.model import Model
 
-READ_CHUNK = 1 << 20
-"""Bytes per read (`file_digest`)."""
+READ_CHUNK = 1 << 18
+"""Bytes per read (`file_digest`): 256 KiB, which stays in the CPU's cache between the copy
+and the hash (0.021-0.023 CPU-s for the 176 MB bench model, against 0.020-0.035 at 1 MiB and
+0.029 at 64 KiB, best of 7 on this shared machine)."""
 
 
 def file_digest(raw: BinaryIO, path: str, layout: dict, model: Model) -> str:
