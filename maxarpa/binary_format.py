@@ -356,8 +356,12 @@ def _read_orders_v3(trie: Trie, n: int, layout: dict, get, frozen: bool) -> None
         m = len(keys)
         log10p = get(f"log10p_{k}")
         log10bow = get(f"log10bow_{k}") if f"log10bow_{k}" in layout else done(np.zeros(m))
-        listed = (get(f"listed_{k}") if f"listed_{k}" in layout
-                  else done(np.ones(m, dtype=np.bool_)))
+        if f"listed_{k}" in layout:
+            listed = get(f"listed_{k}")
+        elif frozen:  # read-only anyway: one True seen m times, no m bytes (5 MB, issue 34)
+            listed = np.broadcast_to(np.True_, (m,))
+        else:
+            listed = np.ones(m, dtype=np.bool_)
         mf = done(widened(_bound(layout, get, f"mf_{k}"), log10p))
         mbow = done(widened(_bound(layout, get, f"mbow_{k}"), log10bow))
         if k == 1:
