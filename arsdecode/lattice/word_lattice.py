@@ -87,7 +87,7 @@ class WordLattice:
                     vocab: Sequence[str], weights: np.ndarray, *, source: str = "lattice",
                     node_names: Sequence[str] | None = None,
                     arc_lines: Sequence[int] | np.ndarray | None = None,
-                    node_times: Sequence[float] | None = None) -> WordLattice:
+                    node_times: Sequence[float] | np.ndarray | None = None) -> WordLattice:
         """`build` on arcs held as arrays: `src`, `dst` (int64), `word_ids` (an index into
         `vocab`, -1 for epsilon) and `weights` (float64 ln), one entry per arc. Why arrays:
         a reader of a large lattice (SLF) then holds no Python object per arc, and the checks
