@@ -249,8 +249,6 @@ class SlfLines:
             file_scales["wdpenalty"] = log_score(header["wdpenalty"], base or math.e,
                                                   "wdpenalty", at("wdpenalty"))
         sc = scales.resolved(file_scales)
-        assert sc.acscale is not None and sc.lmscale is not None and sc.prscale is not None
-        assert sc.wdpenalty is not None
         for k, node in self.slow_nodes.items():  # in file order: the first bad a= raises
             log_score(node["a"], base, "a", f"{source}:{self.node_lines[k]}")
             raise AssertionError(f"{source}:{self.node_lines[k]}: a= read on the second try")
@@ -315,13 +313,13 @@ class SlfLines:
         weight = np.where(word >= 0, weight + sc.wdpenalty, weight)
 
         # Sized by the nodes the file names, never by N= (module docstring), in file id order.
-        has_in, has_out = np.unique(dst), np.unique(src)
-        used = np.union1d(has_in, has_out) if n_nodes > 1 else np.arange(n_nodes)
+        has_in, has_out = _unique(dst), _unique(src)
+        used = _unique(np.concatenate((has_in, has_out))) if n_nodes > 1 else np.arange(n_nodes)
         header, at_line, source = self.header, self._at, self.source
         if "start" in header:
             start = node_ref(header["start"], "start", at_line("start"), n_nodes)
         else:
-            starts = np.setdiff1d(used, has_in).tolist()
+            starts = _without(used, has_in).tolist()
             if not starts:
                 raise LatticeError(f"{source}: no start node (a link enters every node; name "
                                    "one with start=)")
@@ -335,8 +333,8 @@ class SlfLines:
         if "end" in header:
             ends = [node_ref(header["end"], "end", at_line("end"), n_nodes)]
         else:
-            ends = np.setdiff1d(used, has_out).tolist()
-        ids = np.union1d(used, np.array([start, *ends], dtype=np.int64))
+            ends = _without(used, has_out).tolist()
+        ids = _unique(np.concatenate((used, np.array([start, *ends], dtype=np.int64))))
         lattice = WordLattice.from_arrays(
             len(ids), int(np.searchsorted(ids, start)),
             {int(np.searchsorted(ids, v)): 0.0 for v in ends},
@@ -357,6 +355,20 @@ class SlfLines:
             return None
         times = np.frombuffer(self.node_t, np.float64)[by_id[at]]
         return None if np.isnan(times).any() else times
+
+
+def _unique(x: np.ndarray) -> np.ndarray:
+    """The sorted distinct entries of `x`: np.unique's answer without its import of numpy.ma
+    (1.2 MB resident in a one-lattice process, issue 34)."""
+    x = np.sort(x)
+    return x[np.concatenate(([True], x[1:] != x[:-1]))] if len(x) else x
+
+
+def _without(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """The entries of `a` not in the sorted array `b` (np.setdiff1d's, `a` sorted, distinct)."""
+    if not len(b):
+        return a
+    return a[b[np.minimum(np.searchsorted(b, a), len(b) - 1)] != a]
 
 
 def _link_ends(f: Mapping[str, str], where: str, n_nodes: int | None = None
