@@ -69,8 +69,7 @@ class SlfLattice:
 
 def _text_lines(text: str) -> Iterator[str]:
     """The lines of `text` as `text.splitlines()` cuts them, one at a time (no list of them
-    all): each piece up to and with a newline is cut by splitlines, for the rarer line
-    breaks (no break but \r\n spans a newline, and "x\v\n" is two lines, as in the whole)."""
+    all): each piece up to and with a newline is cut by splitlines (only CR LF spans one)."""
     at, n = 0, len(text)
     while at < n:
         end = text.find("\n", at)
@@ -99,6 +98,13 @@ class _Seen:
             self.sparse.discard(self.dense)
             self.dense += 1
         return True
+
+    def once(self, i: int, what: str, ids: array, lines: array, where: str) -> None:
+        """Add `i`, the id of a `what` ("node", "link") on `where`; one given twice is an
+        error naming the line of the first (`ids` and `lines`: those read so far)."""
+        if not self.add(i):
+            raise LatticeError(f"{where}: {what} {i} is defined twice (first on line "
+                               f"{lines[ids.index(i)]})")
 
 
 class SlfLines:
@@ -147,18 +153,12 @@ class SlfLines:
             if first == "I":
                 node = node_fields(fields, where)
                 i = parse_int(node["I"], "I", where)
-                if not seen_nodes.add(i):
-                    k = self.node_ids.index(i)
-                    raise LatticeError(f"{where}: node {i} is defined twice (first on line "
-                                       f"{self.node_lines[k]})")
+                seen_nodes.once(i, "node", self.node_ids, self.node_lines, where)
                 self._node(i, node, lineno, where)
             elif first == "J":
                 link = link_fields(fields, where)
                 j = parse_int(link["J"], "J", where)
-                if not seen_links.add(j):
-                    k = self.link_ids.index(j)
-                    raise LatticeError(f"{where}: link {j} is defined twice (first on line "
-                                       f"{self.link_lines[k]})")
+                seen_links.once(j, "link", self.link_ids, self.link_lines, where)
                 self.link_ids.append(j)
                 self.link_lines.append(lineno)
                 self._link(link, where)
