@@ -153,6 +153,9 @@ def measure_real(folder: Path, baseline: Path | None, rounds: int, commands: lis
     """`--real`: the table of the module docstring, one row per lattice and command; then the
     nine SLF lattices as one `--in-lattice-list` run, and the synthetic DAG (`make_dag`, 100k
     arcs) written as SLF, where the reader's own memory is the largest share."""
+    from bench.record import Record
+
+    rec = Record("bench_dag_memory_real", quick=rounds < 3)
     names = commands or list(REAL_COMMANDS)
     sides = [("A", baseline), ("B", REPO)] if baseline is not None else [("B", REPO)]
     lo, hi = LATTICE_TOOL_MB
@@ -198,6 +201,12 @@ def measure_real(folder: Path, baseline: Path | None, rounds: int, commands: lis
             print(f"{name}\t{command}\t{a:.1f}\t{b:.1f}\t{b / a:.3f}\t"
                   f"{b / hi:.2f}..{b / lo:.2f}\t{_median(got, 'A', 'cpu_s'):.2f}\t"
                   f"{_median(got, 'B', 'cpu_s'):.2f}", flush=True)
+            key = f"{name.replace(' ', '_')}.{command}"
+            rec.add(f"{key}.peak_mb", b, "rss_mb")
+            rec.ratio(f"{key}.over_lattice_tool_30mb", b / hi)
+            if baseline is not None:
+                rec.ratio(f"{key}.peak_b_over_a", b / a)
+    print(f"wrote {rec.save()}")
 
 
 def _median(runs: dict[str, list[dict]], side: str, key: str) -> float:
