@@ -270,17 +270,17 @@ class SlfLines:
                  sc: SlfScales, keep_lm_score: bool) -> SlfLattice:
         """The checked links as a WordLattice (module docstring, "Weights"), computed over the
         arrays with the same float64 operations, in the same order, as one link at a time."""
-        node_ids = np.frombuffer(self.node_ids, dtype=np.int64)
-        by_id = np.argsort(node_ids, kind="stable")
-        # The node each link ends at, as an index into the node arrays (-1: no I= line).
-        if len(node_ids):
-            sorted_ids = node_ids[by_id]
-            at = np.minimum(np.searchsorted(sorted_ids, dst), len(node_ids) - 1)
-            end_node = np.where(sorted_ids[at] == dst, by_id[at], -1)
-        else:
-            end_node = np.full(len(dst), -1, dtype=np.int64)
         with np.errstate(all="ignore"):  # -inf + inf is NaN, which from_arrays refuses
-            return self._weighted(src, dst, end_node, n_nodes, base, sc, keep_lm_score)
+            return self._weighted(src, dst, self._end_nodes(dst), n_nodes, base, sc, keep_lm_score)
+
+    def _end_nodes(self, dst: np.ndarray) -> np.ndarray:
+        """The node each link ends at, as an index into the node arrays (-1: no I= line)."""
+        node_ids = np.frombuffer(self.node_ids, dtype=np.int64)
+        if not len(node_ids):
+            return np.full(len(dst), -1, dtype=np.int64)
+        by_id = np.argsort(node_ids, kind="stable")
+        at = np.minimum(np.searchsorted(node_ids[by_id], dst), len(node_ids) - 1)
+        return np.where(node_ids[by_id][at] == dst, by_id[at], -1)
 
     def _weighted(self, src: np.ndarray, dst: np.ndarray, end_node: np.ndarray, n_nodes: int,
                   base: float, sc: SlfScales, keep_lm_score: bool) -> SlfLattice:
@@ -311,6 +311,7 @@ class SlfLines:
         epsilon = np.array([w in EPSILON_WORDS for w in vocab] + [True], dtype=bool)
         word = np.where(epsilon[word], -1, word)  # word -1 indexes the last entry: epsilon
         weight = np.where(word >= 0, weight + sc.wdpenalty, weight)
+        del from_node, ac, extra, pr, lm, end_node  # a large lattice's peak is these arrays
 
         # Sized by the nodes the file names, never by N= (module docstring), in file id order.
         has_in, has_out = _unique(dst), _unique(src)
@@ -334,6 +335,7 @@ class SlfLines:
             ends = [node_ref(header["end"], "end", at_line("end"), n_nodes)]
         else:
             ends = _without(used, has_out).tolist()
+        del has_in, has_out
         ids = _unique(np.concatenate((used, np.array([start, *ends], dtype=np.int64))))
         lattice = WordLattice.from_arrays(
             len(ids), int(np.searchsorted(ids, start)),
@@ -358,17 +360,14 @@ class SlfLines:
 
 
 def _unique(x: np.ndarray) -> np.ndarray:
-    """The sorted distinct entries of `x`: np.unique's answer without its import of numpy.ma
-    (1.2 MB resident in a one-lattice process, issue 34)."""
+    """np.unique(x), without its import of numpy.ma (1.2 MB resident, issue 34)."""
     x = np.sort(x)
     return x[np.concatenate(([True], x[1:] != x[:-1]))] if len(x) else x
 
 
 def _without(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """The entries of `a` not in the sorted array `b` (np.setdiff1d's, `a` sorted, distinct)."""
-    if not len(b):
-        return a
-    return a[b[np.minimum(np.searchsorted(b, a), len(b) - 1)] != a]
+    return a[b[np.minimum(np.searchsorted(b, a), len(b) - 1)] != a] if len(b) else a
 
 
 def _link_ends(f: Mapping[str, str], where: str, n_nodes: int | None = None
