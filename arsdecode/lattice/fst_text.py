@@ -51,14 +51,17 @@ weight` (omitted when 0), words as symbols (`<eps>` for epsilon), or as ids of a
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from array import array
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Literal, TextIO
+
+import numpy as np
 
 from arsdecode.errors import LatticeError, OptionError
 from arsdecode.lattice.confusion import SENTENCE_MARKERS
 from arsdecode.lattice.input_files import input_name, read_input_text
-from arsdecode.lattice.word_lattice import RawArc, WordLattice
+from arsdecode.lattice.word_lattice import WordLattice
 
 EPSILON_SYMBOL = "<eps>"
 LabelMode = Literal["auto", "ids", "names"]
@@ -137,21 +140,18 @@ def parse_fst_text(text: str, *, source: str = "lattice",
         raise OptionError(f"labels must be 'auto', 'ids' or 'names', not {labels!r}")
     if not math.isfinite(acoustic_scale):
         raise OptionError(f"the acoustic scale must be a finite number, not {acoustic_scale}")
-    rows = _rows(text, source)
-    if not rows:
+    shape = _Shape(text, source)
+    if not shape.rows:
         raise LatticeError(f"{source}: no states (an empty FST)")
-    is_acceptor = _acceptor(rows, source) if acceptor is None else acceptor
+    is_acceptor = shape.acceptor(source) if acceptor is None else acceptor
     arc_sizes = (3, 4) if is_acceptor else (4, 5)
     kind = "an acceptor" if is_acceptor else "a transducer"
-    for lineno, fields in rows:
-        if len(fields) > 2 and len(fields) not in arc_sizes:
-            raise LatticeError(f"{source}:{lineno}: {len(fields)} fields: an arc of {kind} "
-                               f"has {arc_sizes[0]} or {arc_sizes[1]}, a final state 1 or 2")
+    if (bad := shape.first_not_sized[arc_sizes]) is not None:
+        lineno, n_fields = bad
+        raise LatticeError(f"{source}:{lineno}: {n_fields} fields: an arc of {kind} "
+                           f"has {arc_sizes[0]} or {arc_sizes[1]}, a final state 1 or 2")
     label_col = 2 if is_acceptor else 3
-    if labels == "auto":
-        ids = all(f[label_col].isdigit() for _, f in rows if len(f) > 2)
-    else:
-        ids = labels == "ids"
+    ids = shape.digit_labels[label_col] if labels == "auto" else labels == "ids"
     id_to_symbol = {sid: sym for sym, sid in symbols.items()} if symbols is not None else None
 
     def word_of(label: str, where: str) -> str | None:
@@ -184,11 +184,13 @@ def parse_fst_text(text: str, *, source: str = "lattice",
             raise LatticeError(f"{where}: the state {x!r} is not a non-negative integer")
         return states.setdefault(str(int(x)), len(states))
 
-    arcs: list[RawArc] = []
-    arc_lines: list[int] = []
+    # One entry per arc in arrays, words interned: no tuple nor list of fields per line kept.
+    src, dst, word_ids, weights, arc_lines = (array("q"), array("q"), array("q"), array("d"),
+                                              array("q"))
+    vocab: dict[str, int] = {}
     finals: dict[int, float] = {}
     final_lines: dict[int, int] = {}
-    for lineno, fields in rows:
+    for lineno, fields in _rows(text, source):
         where = f"{source}:{lineno}"
         if len(fields) <= 2:
             s = state(fields[0], where)
@@ -204,12 +206,18 @@ def parse_fst_text(text: str, *, source: str = "lattice",
         weight_col = label_col + 1
         w = -_cost(fields[weight_col], where, acoustic_scale) if len(fields) > weight_col \
             else 0.0
-        arcs.append((s, d, word_of(fields[label_col], where), w))
+        word = word_of(fields[label_col], where)
+        src.append(s)
+        dst.append(d)
+        word_ids.append(-1 if word is None else vocab.setdefault(word, len(vocab)))
+        weights.append(w)
         arc_lines.append(lineno)
     if not finals:
         raise LatticeError(f"{source}: no final state")
-    return WordLattice.build(len(states), 0, finals, arcs, source=source,
-                             node_names=list(states), arc_lines=arc_lines)
+    return WordLattice.from_arrays(
+        len(states), 0, finals, np.frombuffer(src, np.int64), np.frombuffer(dst, np.int64),
+        np.frombuffer(word_ids, np.int64), list(vocab), np.frombuffer(weights, np.float64),
+        source=source, node_names=list(states), arc_lines=np.frombuffer(arc_lines, np.int64))
 
 
 def split_kaldi_archive(text: str, source: str) -> list[tuple[str, str]]:
@@ -243,16 +251,16 @@ def split_kaldi_archive(text: str, source: str) -> list[tuple[str, str]]:
     return out
 
 
-def _rows(text: str, source: str) -> list[tuple[int, list[str]]]:
-    """The non-blank lines as fields, with their line numbers; a Kaldi utterance key on the
-    first line is skipped, and a blank line after the lattice ends it."""
-    rows: list[tuple[int, list[str]]] = []
+def _rows(text: str, source: str) -> Iterator[tuple[int, list[str]]]:
+    """The non-blank lines as fields, with their line numbers, one at a time; a Kaldi
+    utterance key on the first line is skipped, and a blank line after the lattice ends it."""
     started = False
     ended = 0
+    any_row = False
     for lineno, line in enumerate(text.splitlines(), start=1):
         fields = line.split()
         if not fields:
-            if rows:
+            if any_row:
                 ended = ended or lineno
             continue
         if ended:
@@ -261,23 +269,55 @@ def _rows(text: str, source: str) -> list[tuple[int, list[str]]]:
         first, started = not started, True
         if first and len(fields) == 1 and not fields[0].isdigit():
             continue  # a Kaldi archive's utterance key
-        rows.append((lineno, fields))
-    return rows
+        any_row = True
+        yield lineno, fields
 
 
-def _acceptor(rows: list[tuple[int, list[str]]], source: str) -> bool:
-    """Whether the arc lines are an acceptor's (module docstring: inferring the arc form)."""
-    sizes = {len(f) for _, f in rows if len(f) > 2}
-    if 3 in sizes and 5 in sizes:
-        line = next(n for n, f in rows if len(f) == 5)
-        raise LatticeError(f"{source}:{line}: arcs of 3 fields (an acceptor) and of 5 (a "
-                           "transducer) in one file")
-    if 3 in sizes:
-        return True
-    if 5 in sizes:
-        return False
-    fourth = [f[3] for _, f in rows if len(f) == 4]
-    return bool(fourth) and all("," in x for x in fourth)
+class _Shape:
+    """What the arc form is inferred from, in one pass over the rows (`_rows`) before the
+    arcs are read, so nothing per row is kept: the number of rows, the arcs' field counts,
+    the first line of 5 fields, whether every 4th field of a 4-field row holds a comma, the
+    first arc row whose size fits neither form (per form), and whether every label is an
+    integer id (per label column)."""
+
+    def __init__(self, text: str, source: str) -> None:
+        self.rows = 0
+        self.sizes: set[int] = set()
+        self.first_five: int | None = None
+        self.fourths = 0
+        self.fourths_with_comma = 0
+        self.first_not_sized: dict[tuple[int, int], tuple[int, int] | None] = {
+            (3, 4): None, (4, 5): None}
+        self.digit_labels = {2: True, 3: True}
+        for lineno, fields in _rows(text, source):
+            self.rows += 1
+            n = len(fields)
+            if n <= 2:
+                continue
+            self.sizes.add(n)
+            if n == 5 and self.first_five is None:
+                self.first_five = lineno
+            if n == 4:
+                self.fourths += 1
+                self.fourths_with_comma += "," in fields[3]
+            for form, bad in self.first_not_sized.items():
+                if bad is None and n not in form:
+                    self.first_not_sized[form] = (lineno, n)
+            for col in (2, 3):
+                if self.digit_labels[col] and not (n > col and fields[col].isdigit()):
+                    self.digit_labels[col] = False
+
+    def acceptor(self, source: str) -> bool:
+        """Whether the arc lines are an acceptor's (module docstring: inferring the arc
+        form)."""
+        if 3 in self.sizes and 5 in self.sizes:
+            raise LatticeError(f"{source}:{self.first_five}: arcs of 3 fields (an acceptor) "
+                               "and of 5 (a transducer) in one file")
+        if 3 in self.sizes:
+            return True
+        if 5 in self.sizes:
+            return False
+        return self.fourths > 0 and self.fourths == self.fourths_with_comma
 
 
 def _cost(text: str, where: str, acoustic_scale: float) -> float:

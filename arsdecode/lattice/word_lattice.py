@@ -35,7 +35,7 @@ import numpy as np
 
 from arsdecode.errors import LatticeError
 from arsdecode.lattice.confusion import SENTENCE_MARKERS, Lattice, token_problem
-from arsdecode.model.limits import too_large
+from arsdecode.model.limits import LARGEST_LN, too_large
 
 RawArc = tuple[int, int, "str | None", float]
 """An arc as a reader gives it: (source node, destination node, word or None, ln weight)."""
@@ -70,7 +70,29 @@ class WordLattice:
         """Check a lattice as read (node ids 0..n_nodes-1) and bring it to canonical form.
 
         `arc_lines` (one per arc) and `node_names` only make messages point at the file:
-        "source:line: ..." for an arc, the node's name for a node."""
+        "source:line: ..." for an arc, the node's name for a node. The arcs become arrays
+        (words interned) and `from_arrays` does the work."""
+        vocab: dict[str, int] = {}
+        word_ids = np.array([-1 if w is None else vocab.setdefault(w, len(vocab))
+                             for _, _, w, _ in arcs], dtype=np.int64)
+        return cls.from_arrays(
+            n_nodes, start, finals, np.array([a[0] for a in arcs], dtype=np.int64),
+            np.array([a[1] for a in arcs], dtype=np.int64), word_ids, list(vocab),
+            np.array([float(a[3]) for a in arcs], dtype=np.float64), source=source,
+            node_names=node_names, arc_lines=arc_lines, node_times=node_times)
+
+    @classmethod
+    def from_arrays(cls, n_nodes: int, start: int, finals: Mapping[int, float],
+                    src: np.ndarray, dst: np.ndarray, word_ids: np.ndarray,
+                    vocab: Sequence[str], weights: np.ndarray, *, source: str = "lattice",
+                    node_names: Sequence[str] | None = None,
+                    arc_lines: Sequence[int] | np.ndarray | None = None,
+                    node_times: Sequence[float] | np.ndarray | None = None) -> WordLattice:
+        """`build` on arcs held as arrays: `src`, `dst` (int64), `word_ids` (an index into
+        `vocab`, -1 for epsilon) and `weights` (float64 ln), one entry per arc. Why arrays:
+        a reader of a large lattice (SLF) then holds no Python object per arc, and the checks
+        and the canonical form run over the arrays; the errors are `build`'s, for the first
+        bad arc in input order."""
         names = [str(i) for i in range(n_nodes)] if node_names is None else list(node_names)
 
         def where(i: int) -> str:
@@ -86,51 +108,46 @@ class WordLattice:
             if (big := too_large(weight)) is not None:
                 raise LatticeError(f"{source}: final node {names[node]} has the weight "
                                    f"{weight!r}, {big}")
-        out: list[int] = []
-        for i, (s, d, word, w) in enumerate(arcs):
-            for node in (s, d):
-                if not 0 <= node < n_nodes:
-                    raise LatticeError(f"{where(i)}: the arc {s} -> {d} names the node {node}, "
-                                       "which does not exist")
-            if math.isnan(w) or w == math.inf:
-                raise LatticeError(f"{where(i)}: the arc {names[s]} -> {names[d]} has the "
-                                   f"weight {w}")
-            if (big := too_large(w)) is not None:
-                raise LatticeError(f"{where(i)}: the arc {names[s]} -> {names[d]} has the "
-                                   f"weight {w!r}, {big}")
-            if word in SENTENCE_MARKERS:
-                raise LatticeError(f"{where(i)}: {word!r} is a sentence marker, not a "
-                                   "word (a path's score adds <s> and </s> itself)")
-            if word is not None and (bad := token_problem(word)) is not None:
-                raise LatticeError(f"{where(i)}: the word {word!r} {bad}")
-            if w > -math.inf:
-                out.append(i)
+        bad = ((src < 0) | (src >= n_nodes) | (dst < 0) | (dst >= n_nodes) | np.isnan(weights)
+               | (weights > LARGEST_LN))
+        if len(vocab):
+            bad_word = np.array([w in SENTENCE_MARKERS or token_problem(w) is not None
+                                 for w in vocab], dtype=bool)
+            bad |= (word_ids >= 0) & bad_word[np.maximum(word_ids, 0)]
+        if bad.any():
+            i = int(np.argmax(bad))
+            w_id = int(word_ids[i])
+            _refuse_arc(int(src[i]), int(dst[i]), None if w_id < 0 else vocab[w_id],
+                        float(weights[i]), n_nodes, names, where(i))
+        out = np.flatnonzero(weights > -math.inf)
         # A cycle before "no final node": a cyclic SLF without end= has no node that no link
         # leaves, and the cycle is what the user has to fix.
-        order = _topological_order(n_nodes, arcs, out, names, where)
+        order = _topological_order(n_nodes, src, dst, out, names, where)
         if not finals:
             raise LatticeError(f"{source}: no final node")
-        live = _useful_nodes(n_nodes, start, finals, arcs, out)
+        live = _useful_nodes(n_nodes, start, finals, src[out], dst[out], order)
         if not live[start] or not any(live[f] for f in finals if finals[f] > -math.inf):
             raise LatticeError(f"{source}: no path from the start node {names[start]} to a "
                                "final node")
-        kept_nodes = [v for v in order if live[v]]
-        new_id = {v: k for k, v in enumerate(kept_nodes)}
-        kept = sorted((i for i in out if live[arcs[i][0]] and live[arcs[i][1]]),
-                      key=lambda i: (new_id[arcs[i][0]], i))
+        kept_nodes = order[live[order]]
+        new_id = np.full(n_nodes, -1, dtype=np.int64)
+        new_id[kept_nodes] = np.arange(len(kept_nodes), dtype=np.int64)
+        kept = out[live[src[out]] & live[dst[out]]]
+        kept = kept[np.argsort(new_id[src[kept]], kind="stable")]  # by source, then input
+        kept_list = kept_nodes.tolist()
         return cls(
-            n_nodes=len(kept_nodes),
-            finals={new_id[f]: float(finals[f]) for f in sorted(
+            n_nodes=len(kept_list),
+            finals={int(new_id[f]): float(finals[f]) for f in sorted(
                 (f for f, w in finals.items() if live[f] and w > -math.inf),
-                key=lambda f: new_id[f])},
-            src=np.array([new_id[arcs[i][0]] for i in kept], dtype=np.int64),
-            dst=np.array([new_id[arcs[i][1]] for i in kept], dtype=np.int64),
-            words=tuple(arcs[i][2] for i in kept),
-            log_weights=np.array([float(arcs[i][3]) for i in kept], dtype=np.float64),
-            node_names=tuple(names[v] for v in kept_nodes),
+                key=lambda f: int(new_id[f]))},
+            src=new_id[src[kept]],
+            dst=new_id[dst[kept]],
+            words=tuple(np.array([*vocab, None], dtype=object)[word_ids[kept]]),  # -1: None
+            log_weights=np.array(weights[kept], dtype=np.float64),
+            node_names=tuple(names[v] for v in kept_list),
             source=source,
             node_times=(None if node_times is None
-                        else tuple(float(node_times[v]) for v in kept_nodes)),
+                        else tuple(float(node_times[v]) for v in kept_list)),
         )
 
     @classmethod
@@ -250,38 +267,63 @@ def _number(x: object, where: str) -> float:
     return float(x)
 
 
-def _topological_order(n: int, arcs: Sequence[RawArc], live_arcs: list[int],
-                       names: list[str], where) -> list[int]:
+def _refuse_arc(s: int, d: int, word: str | None, w: float, n: int, names: list[str],
+                where: str) -> None:
+    """Raise the LatticeError of a bad arc: a node that does not exist, a weight that is NaN,
+    +inf or too large, a sentence marker or an unusable word (checked in that order)."""
+    for node in (s, d):
+        if not 0 <= node < n:
+            raise LatticeError(f"{where}: the arc {s} -> {d} names the node {node}, which does "
+                               "not exist")
+    if math.isnan(w) or w == math.inf:
+        raise LatticeError(f"{where}: the arc {names[s]} -> {names[d]} has the weight {w}")
+    if (big := too_large(w)) is not None:
+        raise LatticeError(f"{where}: the arc {names[s]} -> {names[d]} has the weight {w!r}, "
+                           f"{big}")
+    if word in SENTENCE_MARKERS:
+        raise LatticeError(f"{where}: {word!r} is a sentence marker, not a word (a path's score "
+                           "adds <s> and </s> itself)")
+    if word is not None and (bad := token_problem(word)) is not None:
+        raise LatticeError(f"{where}: the word {word!r} {bad}")
+    raise AssertionError(f"{where}: the arc was flagged but passes every check")
+
+
+def _topological_order(n: int, src: np.ndarray, dst: np.ndarray, live_arcs: np.ndarray,
+                       names: list[str], where) -> np.ndarray:
     """Kahn's algorithm over the arcs of finite weight, smallest node id first among the
-    ready ones (so a lattice already numbered in order keeps it). A cycle raises LatticeError
-    naming an arc that closes it (a back edge of a depth-first search of what is left)."""
+    ready ones (so a lattice already numbered in order keeps it: then every arc goes up and
+    the order is 0..n-1 without the heap). A cycle raises LatticeError naming an arc that
+    closes it (a back edge of a depth-first search of what is left)."""
     import heapq
 
-    indeg = [0] * n
-    out: list[list[int]] = [[] for _ in range(n)]
-    for i in live_arcs:
-        out[arcs[i][0]].append(i)
-        indeg[arcs[i][1]] += 1
+    s_live, d_live = src[live_arcs], dst[live_arcs]
+    if bool(np.all(s_live < d_live)):
+        return np.arange(n, dtype=np.int64)
+    by_src = np.argsort(s_live, kind="stable")
+    first = np.searchsorted(s_live[by_src], np.arange(n + 1)).tolist()
+    targets = d_live[by_src].tolist()
+    indeg = np.bincount(d_live, minlength=n).tolist()
     ready = [v for v in range(n) if indeg[v] == 0]
     heapq.heapify(ready)
     order: list[int] = []
     while ready:
         v = heapq.heappop(ready)
         order.append(v)
-        for i in out[v]:
-            d = arcs[i][1]
+        for d in targets[first[v]:first[v + 1]]:
             indeg[d] -= 1
             if indeg[d] == 0:
                 heapq.heappush(ready, d)
     if len(order) < n:
-        i = _closing_arc(n, arcs, out, {v for v in range(n) if indeg[v] > 0})
-        s, d = arcs[i][0], arcs[i][1]
+        arc_ids = live_arcs[by_src].tolist()
+        out = [arc_ids[first[v]:first[v + 1]] for v in range(n)]
+        i = _closing_arc(n, dst.tolist(), out, {v for v in range(n) if indeg[v] > 0})
+        s, d = int(src[i]), int(dst[i])
         raise LatticeError(f"{where(i)}: the arc {names[s]} -> {names[d]} closes a cycle "
                            "(a lattice must be acyclic)")
-    return order
+    return np.array(order, dtype=np.int64)
 
 
-def _closing_arc(n: int, arcs: Sequence[RawArc], out: list[list[int]], left: set[int]) -> int:
+def _closing_arc(n: int, dst: list[int], out: list[list[int]], left: set[int]) -> int:
     """An arc that closes a cycle among the nodes `left` (iterative DFS, first back edge)."""
     state = [0] * n  # 0 new, 1 on the stack, 2 done
     for root in sorted(left):
@@ -292,7 +334,7 @@ def _closing_arc(n: int, arcs: Sequence[RawArc], out: list[list[int]], left: set
         while stack:
             v, it = stack[-1]
             for i in it:
-                d = arcs[i][1]
+                d = dst[i]
                 if d not in left:
                     continue
                 if state[d] == 1:
@@ -307,29 +349,27 @@ def _closing_arc(n: int, arcs: Sequence[RawArc], out: list[list[int]], left: set
     raise AssertionError("no cycle among the nodes left by Kahn's algorithm")
 
 
-def _useful_nodes(n: int, start: int, finals: Mapping[int, float], arcs: Sequence[RawArc],
-                  live_arcs: list[int]) -> list[bool]:
-    """Nodes on some start-to-final path: reachable from the start and reaching a final node
-    of finite weight."""
-    fwd: list[list[int]] = [[] for _ in range(n)]
-    bwd: list[list[int]] = [[] for _ in range(n)]
-    for i in live_arcs:
-        fwd[arcs[i][0]].append(arcs[i][1])
-        bwd[arcs[i][1]].append(arcs[i][0])
-
-    def closure(seeds: list[int], nxt: list[list[int]]) -> list[bool]:
-        seen = [False] * n
-        todo = list(seeds)
-        for v in todo:
-            seen[v] = True
-        while todo:
-            v = todo.pop()
-            for u in nxt[v]:
-                if not seen[u]:
-                    seen[u] = True
-                    todo.append(u)
-        return seen
-
-    reach = closure([start], fwd)
-    back = closure([f for f, w in finals.items() if w > -math.inf], bwd)
-    return [a and b for a, b in zip(reach, back, strict=True)]
+def _useful_nodes(n: int, start: int, finals: Mapping[int, float], src: np.ndarray,
+                  dst: np.ndarray, order: np.ndarray) -> np.ndarray:
+    """Nodes on some start-to-final path (a bool array): reachable from the start and
+    reaching a final node of finite weight. One pass each way over the arcs sorted by their
+    source's place in the topological `order` (every arc into a node comes before every arc
+    out of it)."""
+    place = np.empty(n, dtype=np.int64)
+    place[order] = np.arange(n, dtype=np.int64)
+    by_place = np.argsort(place[src], kind="stable")
+    # memoryviews, not lists: each int is made as it is read, not 2 x 36 bytes per arc at once
+    s_view, d_view = src[by_place].data, dst[by_place].data
+    reach = [False] * n
+    reach[start] = True
+    for s, d in zip(s_view, d_view, strict=True):
+        if reach[s]:
+            reach[d] = True
+    back = [False] * n
+    for f, w in finals.items():
+        if w > -math.inf:
+            back[f] = True
+    for s, d in zip(reversed(s_view), reversed(d_view), strict=True):
+        if back[d]:
+            back[s] = True
+    return np.array(reach, dtype=bool) & np.array(back, dtype=bool)
