@@ -75,7 +75,7 @@ def test_the_line_reader_and_the_whole_file_reader_agree_on_every_input(tmp_path
     same one-line errors for a corrupt or truncated gzip file."""
     from arsdecode.lattice.input_files import read_input_lines, read_input_text
 
-    text = "one\ntwo\r\nthree\n\nfour"
+    text = "one\ntwo\r\nthree\n\nfour\v\nfive\x85\n\n"  # \v and NEL end lines too
     plain, packed = tmp_path / "a.txt", tmp_path / "a.txt.gz"
     plain.write_text(text, encoding="utf-8", newline="")
     packed.write_bytes(gzip.compress(text.encode()))

@@ -55,11 +55,11 @@ def read_input_lines(path: str | Path, what: str = "text") -> Iterator[str]:
         with open_input(path) as fh:
             for number, raw in enumerate(fh, 1):
                 try:
-                    text = raw.rstrip(b"\n").decode("utf-8")
+                    text = raw.decode("utf-8")
                 except UnicodeDecodeError as err:
                     raise LatticeError(f"{name}:{number}: not UTF-8 {what}: byte "
                                        f"0x{raw[err.start]:02x}") from None
-                yield from text.splitlines() or [""]
+                yield from text.splitlines()  # "a\v\n" is two lines, as in the whole text
     except OSError as err:  # gzip.BadGzipFile is an OSError too
         reason = err.strerror or str(err).splitlines()[0]
         raise LatticeError(f"{name}: cannot read {what}: {reason}") from None
