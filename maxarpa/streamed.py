@@ -32,6 +32,7 @@ from __future__ import annotations
 import os
 import tempfile
 import zipfile
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -42,7 +43,7 @@ from maxarpa.bound import LARGEST_LOG10, best_absent_extension
 from maxarpa.compact import Stored, round_up_f32
 from maxarpa.config import Config
 from maxarpa.contexts import EMPTY_KEY, useful_levels
-from maxarpa.digest import DigestV2
+from maxarpa.digest import DigestV2, has_negative_zero
 from maxarpa.errors import FormatError
 from maxarpa.keyed import parse_orders
 from maxarpa.keywalk import prefix_rows
@@ -50,6 +51,9 @@ from maxarpa.model import Model
 from maxarpa.output import atomic_output, check_output, output_target
 from maxarpa.specials import adds_words
 from maxarpa.table import OrderNodes, Trie
+
+CHUNK = 1 << 18  # values checked or walked at a time
+_PARKED = np.empty(0, dtype=np.uint64)  # in place of an order's keys once in the scratch file
 
 
 class Declined(Exception):
@@ -89,31 +93,40 @@ class Scratch:
         self._fh.close()
 
 
-def convert_streamed(input: str | Path, output: str | Path, config: Config) -> bool:
+def convert_streamed(input: str | Path, output: str | Path, config: Config,
+                     phase: Callable[[str], None] | None = None) -> bool:
     """Write `input` (an ARPA file) as a format-3 binary model at `output`, as
     `write_binary(load(input, config=config, rounded_bounds=True))` would; False (nothing
     written) for a file this path declines, which the caller then converts that way.
+    `phase(name)` is called after each step (bench/convert_phases.py times them).
 
     Raises:
         FormatError: a bad header or section mark (as `load` raises them).
         OSError: `output` cannot be written (the message names it).
     """
     check_output(input, output, binary=True)
+    done = phase if phase is not None else (lambda name: None)
     target = output_target(output)
     scratch = Scratch(None if target.through else str(target.path.parent))
     try:
         parsed = _parse(str(input), scratch, config)
         if parsed is None:
             return False
-        vocab, counts = parsed
+        vocab, keys = parsed
+        done("parse")
+        counts = _park_walks(scratch, keys, len(vocab))
+        done("walks")
         ctx_counts = _context_keys(scratch, counts, len(vocab))
+        done("contexts")
         with atomic_output(output) as tmp, open(tmp, "wb") as fh, zipfile.ZipFile(
                 fh, "w", zipfile.ZIP_STORED, allowZip64=True) as zf:
             write_preamble(zf, fh, len(counts), vocab)
             digest = DigestV2(vocab, len(counts))
             eos = Model(vocab, Trie(len(vocab), []), str(input)).eos_id
             _write_orders(zf, fh, scratch, counts, len(vocab), eos, digest)
+            done("orders")
             write_trailer(zf, fh, digest.hexdigest(), (ctx_counts, scratch.take("ctx_keys")))
+        done("contexts written")
         return True
     except Declined:
         return False
@@ -121,9 +134,10 @@ def convert_streamed(input: str | Path, output: str | Path, config: Config) -> b
         scratch.close()
 
 
-def _parse(path: str, scratch: Scratch, config: Config) -> tuple[list[str], list[int]] | None:
-    """Parse into the scratch file: each order's values, prefix rows, last words and keys;
-    (vocabulary, counts), or None when the file is not in key order.
+def _parse(path: str, scratch: Scratch, config: Config
+           ) -> tuple[list[str], list[np.ndarray]] | None:
+    """Parse, each order's values into the scratch file; (vocabulary, keys of each order),
+    or None when the file is not in key order.
 
     Raises:
         Declined: a value `load` would refuse, warn about or not round to float32.
@@ -139,35 +153,62 @@ def _parse(path: str, scratch: Scratch, config: Config) -> tuple[list[str], list
     vocab, keys = parsed
     if adds_words(Model(vocab, Trie(len(vocab), []), path), config):
         raise Declined
-    v = len(vocab)
-    # Each order's prefix rows (the order-(k-1) row of its first k-1 words) and last words,
-    # bottom-up: what the context tables need instead of the keys (`_context_keys`).
+    return vocab, keys
+
+
+def _park_walks(scratch: Scratch, keys: list[np.ndarray], v: int) -> list[int]:
+    """Each order's prefix rows (the order-(k-1) row of its first k-1 words) and last words,
+    bottom-up, what the context tables need instead of the keys (`_context_keys`), into the
+    scratch file, and each order's keys as soon as the walk is past them; the counts. The
+    list `keys` is left empty."""
+    counts = [len(key) for key in keys]
     pref = last = np.empty(0, dtype=np.int32)
-    for k, key in enumerate(keys, start=1):
+    for k in range(1, len(keys) + 1):
         if k == 1:
-            last = key.astype(np.int32)
+            last = keys[0].astype(np.int32)
         else:
-            pref = prefix_rows(key, keys[k - 2], v, pref if k > 2 else None)
-            last = last[(key // np.uint64(v)).astype(np.int64)]
+            pref = prefix_rows(keys[k - 1], keys[k - 2], v, pref if k > 2 else None)
             scratch.put(f"pref_{k}", pref)
+            scratch.put(f"keys_{k - 1}", keys[k - 2])
+            keys[k - 2] = _PARKED
+            below, last = last, np.empty(counts[k - 1], dtype=np.int32)
+            for lo in range(0, counts[k - 1], CHUNK):  # small quotient arrays
+                quotient = keys[k - 1][lo : lo + CHUNK] // np.uint64(v)
+                last[lo : lo + CHUNK] = below[quotient.view(np.int64)]
+            del below
         scratch.put(f"last_{k}", last)
-    for k, key in enumerate(keys, start=1):
-        scratch.put(f"keys_{k}", key)
-    return vocab, [len(key) for key in keys]
+    if keys:
+        scratch.put(f"keys_{len(keys)}", keys[-1])
+    keys.clear()
+    return counts
 
 
 def _park_values(scratch: Scratch, k: int, log10p: np.ndarray, log10bow: np.ndarray) -> None:
     """One order's values into the scratch file, with +0.0 for -0.0 (as every writer makes
     them) and the checks `apply_config` would make (any fault: Declined)."""
     for arr in (log10p, log10bow):
-        arr += 0.0  # -0.0 + 0.0 is +0.0; every other value is unchanged
-        if np.isnan(arr).any() or ((np.abs(arr) > LARGEST_LOG10) & (arr != -np.inf)).any():
+        if has_negative_zero(arr):  # (reads only: an all-zero backoff column stays unmapped)
+            arr += 0.0  # -0.0 + 0.0 is +0.0; every other value is unchanged
+        # No NaN (max and min are NaN then), nothing beyond LARGEST_LOG10 but -inf; by
+        # reductions, not an |x| array (13 MiB an order on the bench model).
+        if len(arr) and not (float(arr.max()) <= LARGEST_LOG10 and float(arr.min()) >= (
+                -LARGEST_LOG10) or _only_minus_inf_below(arr)):
             raise Declined
-    if (log10p > 0).any():  # Config.positive_log_probability: its message, its choice
+    if len(log10p) and float(log10p.max()) > 0:  # Config.positive_log_probability decides
         raise Declined
     scratch.put(f"bow_nonzero_{k}", log10bow != 0)
     scratch.put(f"log10p_{k}", log10p)
     scratch.put(f"log10bow_{k}", log10bow)
+
+
+def _only_minus_inf_below(arr: np.ndarray) -> bool:
+    """No NaN, nothing above LARGEST_LOG10, and only -inf below -LARGEST_LOG10 (a chunk at
+    a time: the rare file with -inf values)."""
+    for lo in range(0, len(arr), CHUNK):
+        chunk = arr[lo : lo + CHUNK]
+        if np.isnan(chunk).any() or ((np.abs(chunk) > LARGEST_LOG10) & (chunk != -np.inf)).any():
+            return False
+    return True
 
 
 def _context_keys(scratch: Scratch, counts: list[int], vocab_size: int) -> np.ndarray:
@@ -240,6 +281,7 @@ def _write_orders(zf: zipfile.ZipFile, fh, scratch: Scratch, counts: list[int],
         write_order(zf, fh, k, node, stored, digest)
         del node, log10p, log10bow, stored
         above = _Above(keys, mf_above, mbow_above, exact)
+        del keys, mf_above, mbow_above, exact  # `above` alone holds them: freed as used
 
 
 class _Above:
@@ -286,16 +328,19 @@ def _rounded_order(scratch: Scratch, k: int, above: _Above, counts: list[int],
         child += log10bow
         mbow = round_up_f32(child)
         del child
+    candidates = positive[positive != eos_id] if k == 1 and eos_id is not None else positive
+    if not len(candidates):
+        above.keys = np.empty(0, dtype=np.uint64)  # used up
     # mf stored: round_up(max(log10p, max of the rounded mf above, log10p + absent term)).
     log10p = scratch.take(f"log10p_{k}")
     np.maximum(child_mf, log10p, out=child_mf)
-    candidates = positive[positive != eos_id] if k == 1 and eos_id is not None else positive
     if len(candidates):
         absent = _absent_term(scratch, k, above.keys, counts, vocab_size, positive,
                               exact_mbow, eos_id)
         absent += log10p
         np.maximum(child_mf, absent, out=child_mf)
         del absent
+    above.keys = np.empty(0, dtype=np.uint64)
     mf = round_up_f32(child_mf)
     if mf is None or mbow is None:
         raise Declined  # a bound above float32: `load` keeps that order's in float64
