@@ -68,7 +68,7 @@ def table_digest(vocab: list[str], trie: Trie) -> str:
     return h.hexdigest()
 
 
-HASH_CHUNK = 1 << 20  # values converted at a time by DigestV2 (the hash is streamed)
+HASH_CHUNK = 1 << 18  # values converted at a time by DigestV2 (the hash is streamed)
 _LAYOUT_V2 = tuple(pair for pair in _LAYOUT if pair[0] != "rows")
 
 

@@ -72,6 +72,9 @@ class Scratch:
 
     def put(self, name: str, arr: np.ndarray) -> None:
         data = memoryview(np.ascontiguousarray(arr).reshape(-1).view(np.uint8))
+        if not np.frombuffer(data, dtype=np.uint8).any():  # all zero bits (the highest
+            self._where[name] = (-1, arr.dtype, len(arr))  # order's backoffs): np.zeros
+            return
         offset, done = self._end, 0
         while done < len(data):
             done += os.pwrite(self._fh.fileno(), data[done:], offset + done)
@@ -80,6 +83,8 @@ class Scratch:
 
     def take(self, name: str) -> np.ndarray:
         offset, dtype, count = self._where.pop(name)
+        if offset < 0:
+            return np.zeros(count, dtype=dtype)  # pages mapped only when written
         arr = np.empty(count, dtype=dtype)
         view, done = memoryview(arr.view(np.uint8)), 0
         while done < len(view):
@@ -125,7 +130,8 @@ def convert_streamed(input: str | Path, output: str | Path, config: Config,
             eos = Model(vocab, Trie(len(vocab), []), str(input)).eos_id
             _write_orders(zf, fh, scratch, counts, len(vocab), eos, digest)
             done("orders")
-            write_trailer(zf, fh, digest.hexdigest(), (ctx_counts, scratch.take("ctx_keys")))
+            write_trailer(zf, fh, digest.hexdigest(),
+                          (ctx_counts, _take_context_keys(scratch, ctx_counts)))
         done("contexts written")
         return True
     except Declined:
@@ -171,12 +177,15 @@ def _park_walks(scratch: Scratch, keys: list[np.ndarray], v: int) -> list[int]:
             scratch.put(f"pref_{k}", pref)
             scratch.put(f"keys_{k - 1}", keys[k - 2])
             keys[k - 2] = _PARKED
+            if k == len(keys):
+                break
             below, last = last, np.empty(counts[k - 1], dtype=np.int32)
             for lo in range(0, counts[k - 1], CHUNK):  # small quotient arrays
                 quotient = keys[k - 1][lo : lo + CHUNK] // np.uint64(v)
                 last[lo : lo + CHUNK] = below[quotient.view(np.int64)]
             del below
-        scratch.put(f"last_{k}", last)
+        if k < len(keys):  # the tables stop one order below the highest
+            scratch.put(f"last_{k}", last)
     if keys:
         scratch.put(f"keys_{len(keys)}", keys[-1])
     keys.clear()
@@ -213,7 +222,8 @@ def _only_minus_inf_below(arr: np.ndarray) -> bool:
 
 def _context_keys(scratch: Scratch, counts: list[int], vocab_size: int) -> np.ndarray:
     """The useful-context tables (`contexts.context_counts` of the model) from the parked
-    prefix rows and last words; the keys are parked as `ctx_keys`, the counts returned.
+    prefix rows and last words: the counts of each length, and the keys parked level by
+    level (`_take_context_keys`).
 
     Raises:
         Declined: a useful context is no node (not so in a suffix-closed, key-ordered file).
@@ -227,33 +237,38 @@ def _context_keys(scratch: Scratch, counts: list[int], vocab_size: int) -> np.nd
         raise Declined
     level, level_prefix = levels
     sizes = np.array([1] + [len(level[j]) for j in range(1, width + 1)], dtype=np.int64)
-    keys = np.empty(int(sizes.sum()), dtype=np.uint64)
-    keys[0] = EMPTY_KEY
     v = np.uint64(vocab_size)
     gid_of = np.empty(0, dtype=np.int32)
-    lo = 1
-    for j in range(1, n + 1):
-        last = scratch.take(f"last_{j}")
-        if j > width:
-            continue
-        members = level.pop(j)
-        hi = lo + len(members)
-        key = keys[lo:hi]
-        key[...] = last[members]
-        del last
-        if j > 1:
-            gids = gid_of[level_prefix.pop(j)]
-            if (gids < 0).any():
-                raise Declined
-            key += gids.astype(np.uint64) * v
+    gid = 1
+    for j in range(1, width + 1):  # each level's keys parked as made: one level in memory
+        last, members = scratch.take(f"last_{j}"), level.pop(j)
+        prefix = level_prefix.pop(j) if j > 1 else members
+        key = np.empty(len(members), dtype=np.uint64)
+        for lo in range(0, len(members), CHUNK):  # small temporaries
+            key[lo : lo + CHUNK] = last[members[lo : lo + CHUNK]]
+            if j > 1:
+                gids = gid_of[prefix[lo : lo + CHUNK]]
+                if (gids < 0).any():
+                    raise Declined
+                key[lo : lo + CHUNK] += gids.astype(np.uint64) * v
+        del last, prefix
+        scratch.put(f"ctx_keys_{j}", key)
+        del key
         gid_of = np.full(counts[j - 1], -1, dtype=np.int32)
-        gid_of[members] = np.arange(lo, hi, dtype=np.int32)
-        lo = hi
-    for j in range(1, n + 1):
-        if j > width:
-            scratch.take(f"bow_nonzero_{j}")
-    scratch.put("ctx_keys", keys)
+        gid_of[members] = np.arange(gid, gid + len(members), dtype=np.int32)
+        gid += len(members)
     return sizes
+
+
+def _take_context_keys(scratch: Scratch, sizes: np.ndarray) -> np.ndarray:
+    """The context keys parked level by level by `_context_keys`, as one array."""
+    keys = np.empty(int(sizes.sum()), dtype=np.uint64)
+    keys[0] = EMPTY_KEY
+    lo = 1
+    for j in range(1, len(sizes)):
+        keys[lo : lo + sizes[j]] = scratch.take(f"ctx_keys_{j}")
+        lo += int(sizes[j])
+    return keys
 
 
 def _write_orders(zf: zipfile.ZipFile, fh, scratch: Scratch, counts: list[int],
