@@ -29,9 +29,11 @@ positive (the absent-extension term of mf and the max(0, .) of mbow): kept as a 
 
 from __future__ import annotations
 
+import lzma
 import os
 import tempfile
 import zipfile
+import zlib
 from collections.abc import Callable
 from pathlib import Path
 
@@ -71,7 +73,7 @@ class Scratch:
         self._where: dict[str, tuple[int, np.dtype, int]] = {}
 
     def put(self, name: str, arr: np.ndarray) -> None:
-        data = memoryview(np.ascontiguousarray(arr).reshape(-1).view(np.uint8))
+        data = np.ascontiguousarray(arr).reshape(-1).view(np.uint8).data
         if not np.frombuffer(data, dtype=np.uint8).any():  # all zero bits (the highest
             self._where[name] = (-1, arr.dtype, len(arr))  # order's backoffs): np.zeros
             return
@@ -86,7 +88,7 @@ class Scratch:
         if offset < 0:
             return np.zeros(count, dtype=dtype)  # pages mapped only when written
         arr = np.empty(count, dtype=dtype)
-        view, done = memoryview(arr.view(np.uint8)), 0
+        view, done = arr.view(np.uint8).data, 0
         while done < len(view):
             got = os.preadv(self._fh.fileno(), [view[done:]], offset + done)
             if got <= 0:
@@ -112,9 +114,15 @@ def convert_streamed(input: str | Path, output: str | Path, config: Config,
     check_output(input, output, binary=True)
     done = phase if phase is not None else (lambda name: None)
     target = output_target(output)
-    scratch = Scratch(None if target.through else str(target.path.parent))
     try:
-        parsed = _parse(str(input), scratch, config)
+        scratch = Scratch(None if target.through else str(target.path.parent))
+    except OSError:
+        return False  # (an unwritable directory: the in-memory path says so, naming it)
+    try:
+        try:
+            parsed = _parse(str(input), scratch, config)
+        except (OSError, EOFError, zlib.error, lzma.LZMAError, MemoryError):
+            return False  # as `read_sorted_arpa`: the in-memory path names the fault
         if parsed is None:
             return False
         vocab, keys = parsed
@@ -284,7 +292,8 @@ def _write_orders(zf: zipfile.ZipFile, fh, scratch: Scratch, counts: list[int],
             log10p, log10bow = scratch.take(f"log10p_{k}"), scratch.take(f"log10bow_{k}")
             positive = np.flatnonzero(log10bow > 0)
             exact = (positive, log10bow[positive])
-            mf_above, mbow_above = log10p, (log10bow if log10bow.view(np.uint64).any() else None)
+            mf_above: np.ndarray | None = log10p
+            mbow_above = log10bow if log10bow.view(np.uint64).any() else None
         else:
             stored, exact, log10p, log10bow = _rounded_order(scratch, k, above, counts,
                                                              vocab_size, eos_id)
