@@ -2,7 +2,8 @@
 
 Why a script run in a child: the peak of each phase is the process's high-water mark reset
 between phases (Linux `/proc/self/clear_refs` 5), which must not include the bench's own
-arrays. Each line printed is `name<TAB>seconds<TAB>peak MiB`.
+arrays. Each line printed is `name<TAB>seconds<TAB>peak MiB<TAB>CPU seconds` (the CPU
+time is the figure to read on a loaded machine; older trees print the first three).
 
 A file in key order, as lmplz writes them, takes the command's streamed path
 (`maxarpa.streamed`, issue 34), whose steps report themselves: `parse` (each order's values
@@ -40,21 +41,21 @@ def reset():
         fh.write("5")
 
 return_freed_memory()
-last = [time.perf_counter()]
+last = [time.perf_counter(), time.process_time()]
 def phase(name):
-    now = time.perf_counter()
-    print(f"{name}\t{now - last[0]:.3f}\t{peak_mib():.0f}", flush=True)
+    now, cpu = time.perf_counter(), time.process_time()
+    print(f"{name}\t{now - last[0]:.3f}\t{peak_mib():.0f}\t{cpu - last[1]:.3f}", flush=True)
     reset()
-    last[0] = time.perf_counter()
+    last[:] = [time.perf_counter(), time.process_time()]
 
 path, out = sys.argv[1], sys.argv[2]
 reset()
-last[0] = time.perf_counter()
+last[:] = [time.perf_counter(), time.process_time()]
 from maxarpa.streamed import convert_streamed
 if convert_streamed(path, out, DEFAULT_CONFIG, phase=phase):
     sys.exit(0)
 reset()
-last[0] = time.perf_counter()
+last[:] = [time.perf_counter(), time.process_time()]
 keyed = read_sorted_arpa(path)  # as maxarpa.load: keys straight from the parser
 if keyed is None:
     data = read_arpa(path)

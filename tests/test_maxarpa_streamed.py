@@ -9,6 +9,7 @@ mbow and the absent-extension term), -inf, pruned files and files out of key ord
 
 from __future__ import annotations
 
+import gzip
 import math
 import os
 import subprocess
@@ -17,6 +18,7 @@ from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
+from test_maxarpa_keyed import key_ordered, sorted_text
 
 import maxarpa
 from arpa_fixtures import arpa_texts
@@ -24,7 +26,6 @@ from maxarpa.binary_format import write_binary
 from maxarpa.config import DEFAULT_CONFIG, PERMISSIVE, Config
 from maxarpa.errors import FormatError
 from maxarpa.streamed import convert_streamed
-from test_maxarpa_keyed import key_ordered, sorted_text
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -103,6 +104,9 @@ def test_positive_backoffs_take_the_absent_term(tmp_path, order):
 def test_lmplz_files_take_the_streamed_path(real_models, tmp_path):
     for order in (3, 5):
         assert check_streamed(real_models.paths[order], tmp_path, DEFAULT_CONFIG)
+    packed = tmp_path / "lm.arpa.gz"  # compressed input: the same stream, decompressed
+    packed.write_bytes(gzip.compress(real_models.paths[3].read_bytes()))
+    assert check_streamed(packed, tmp_path, DEFAULT_CONFIG)
 
 
 @pytest.mark.parametrize("change", ["nan", "positive", "huge", "unsorted", "no_bos"])
