@@ -120,12 +120,15 @@ def convert_streamed(input: str | Path, output: str | Path, config: Config,
         return False  # (an unwritable directory: the in-memory path says so, naming it)
     try:
         try:
-            parsed = _parse(str(input), scratch, config)
+            parsed = _parse(str(input), scratch)
         except (OSError, EOFError, zlib.error, lzma.LZMAError, MemoryError):
             return False  # as `read_sorted_arpa`: the in-memory path names the fault
         if parsed is None:
             return False
         vocab, keys = parsed
+        ids = Model(vocab, Trie(len(vocab), []), str(input))  # the special words' ids
+        if adds_words(ids, config):
+            return False
         done("parse")
         counts = _park_walks(scratch, keys, len(vocab))
         done("walks")
@@ -135,8 +138,7 @@ def convert_streamed(input: str | Path, output: str | Path, config: Config,
                 fh, "w", zipfile.ZIP_STORED, allowZip64=True) as zf:
             write_preamble(zf, fh, len(counts), vocab)
             digest = DigestV2(vocab, len(counts))
-            eos = Model(vocab, Trie(len(vocab), []), str(input)).eos_id
-            _write_orders(zf, fh, scratch, counts, len(vocab), eos, digest)
+            _write_orders(zf, fh, scratch, counts, len(vocab), ids.eos_id, digest)
             done("orders")
             write_trailer(zf, fh, digest.hexdigest(),
                           (ctx_counts, _take_context_keys(scratch, ctx_counts)))
@@ -148,8 +150,7 @@ def convert_streamed(input: str | Path, output: str | Path, config: Config,
         scratch.close()
 
 
-def _parse(path: str, scratch: Scratch, config: Config
-           ) -> tuple[list[str], list[np.ndarray]] | None:
+def _parse(path: str, scratch: Scratch) -> tuple[list[str], list[np.ndarray]] | None:
     """Parse, each order's values into the scratch file; (vocabulary, keys of each order),
     or None when the file is not in key order.
 
@@ -161,13 +162,7 @@ def _parse(path: str, scratch: Scratch, config: Config
     except FormatError:
         return None
     with fh:
-        parsed = parse_orders(LineReader(path, fh), lambda k, p, b: _park_values(scratch, k, p, b))
-    if parsed is None:
-        return None
-    vocab, keys = parsed
-    if adds_words(Model(vocab, Trie(len(vocab), []), path), config):
-        raise Declined
-    return vocab, keys
+        return parse_orders(LineReader(path, fh), lambda k, p, b: _park_values(scratch, k, p, b))
 
 
 def _park_walks(scratch: Scratch, keys: list[np.ndarray], v: int) -> list[int]:
