@@ -28,6 +28,9 @@ rounded up is still a bound, so the decoder's answer is as exact as before and i
 a float32 step looser. Format 3 halves the file (issue 34: 367 -> 185 MiB on the 5.4M-n-gram
 bench model, KenLM's probing binary 127 MiB).
 
+The writer's parts (`write_preamble`, `write_order`, `write_trailer`) are also what
+`maxarpa.streamed` writes with, one order at a time, so both write the same bytes.
+
 Formats 1 and 2 (`keys_k rows_k log10p_k log10bow_k listed_k mf_k mbow_k`, all float64,
 `ctx_lens`, digest "xxh3_128:<hex>" as MAX-ARPA's) are still read, mapped or not.
 
