@@ -16,8 +16,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
+from hypothesis import strategies as st
 from test_maxarpa_keyed import key_ordered, sorted_text
 
 import maxarpa
@@ -25,6 +27,7 @@ from arpa_fixtures import arpa_texts
 from maxarpa.binary_format import write_binary
 from maxarpa.config import DEFAULT_CONFIG, PERMISSIVE, Config
 from maxarpa.errors import FormatError
+from maxarpa.keyed import read_sorted_arpa
 from maxarpa.streamed import convert_streamed
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -170,3 +173,33 @@ def test_the_command_writes_the_streamed_file_and_falls_back(tmp_path):
     assert proc.stderr.startswith(f"maxarpa: {bad}:{first + 1}:")
     assert proc.stderr.count("\n") == 1
     assert "Traceback" not in proc.stderr
+
+
+NUMBER = st.builds(
+    lambda sign, whole, point, frac: sign + whole + point + frac,
+    st.sampled_from(["", "-", "+"]), st.text("0123456789", max_size=17),
+    st.sampled_from([".", ""]), st.text("0123456789", max_size=17),
+).filter(lambda s: any(c.isdigit() for c in s) and ("." in s or s.lstrip("+-").isdigit()))
+FIXED = ["0.1", "-0", "-0.0", "+0", ".5", "5.", "-.5", "123456789012345", "9007199254740993",
+         "-0.000000000000001", "0.30000000000000004", "-1.2345678901234", "-99", "1e0",
+         # 17 digits, where m / 10^f is not the correctly rounded value: from_chars reads them
+         "-39150.008063608377", "-8280814141.2917366", "-218594.68585017754",
+         "-78048196151702.821", "-0.1234567890123456", "-1.000000000000001"]
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(NUMBER, min_size=1, max_size=60))
+def test_numbers_read_as_pythons_float(tmp_path_factory, numbers):
+    """The parser's exact fast path for short decimals (m / 10^f, both exact) and its
+    from_chars path both read every number as Python's float() does, bit for bit."""
+    numbers = FIXED + numbers
+    lines = ["\\data\\", f"ngram 1={len(numbers)}", "", "\\1-grams:"]
+    lines += [f"{x}\tw{i}\t{x}" for i, x in enumerate(numbers)]
+    path = tmp_path_factory.mktemp("numbers") / "n.arpa"
+    path.write_text("\n".join([*lines, "", "\\end\\", ""]))
+    parsed = read_sorted_arpa(path)
+    assert parsed is not None
+    node = parsed[1].nodes[0]
+    want = np.array([float(x) for x in numbers])
+    for got in (node.log10p, node.log10bow):
+        assert got.view(np.uint64).tolist() == want.view(np.uint64).tolist()
