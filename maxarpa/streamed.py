@@ -64,7 +64,9 @@ class Declined(Exception):
 
 class Scratch:
     """Arrays parked in an unlinked file (nothing is left behind, whatever ends the
-    process), each written once and read back once by `take`."""
+    process), each written once and read back once by `take`. A read or write that fails
+    raises Declined: the caller converts in memory instead, and names any fault of its own
+    output."""
 
     def __init__(self, directory: str | None) -> None:
         self._fh = tempfile.TemporaryFile(dir=directory, prefix=".maxarpa-scratch-",
@@ -78,8 +80,11 @@ class Scratch:
             self._where[name] = (-1, arr.dtype, len(arr))  # order's backoffs): np.zeros
             return
         offset, done = self._end, 0
-        while done < len(data):
-            done += os.pwrite(self._fh.fileno(), data[done:], offset + done)
+        try:
+            while done < len(data):
+                done += os.pwrite(self._fh.fileno(), data[done:], offset + done)
+        except OSError:  # a full disk, a file size limit: the in-memory path needs none
+            raise Declined from None
         self._end += len(data)
         self._where[name] = (offset, arr.dtype, len(arr))
 
@@ -90,9 +95,12 @@ class Scratch:
         arr = np.empty(count, dtype=dtype)
         view, done = arr.view(np.uint8).data, 0
         while done < len(view):
-            got = os.preadv(self._fh.fileno(), [view[done:]], offset + done)
+            try:
+                got = os.preadv(self._fh.fileno(), [view[done:]], offset + done)
+            except OSError:
+                raise Declined from None
             if got <= 0:
-                raise OSError("the scratch file ended early")
+                raise Declined  # the scratch file ended early
             done += got
         return arr
 

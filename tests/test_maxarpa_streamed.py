@@ -12,8 +12,12 @@ from __future__ import annotations
 import gzip
 import math
 import os
+import resource
+import signal
+import stat
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -203,3 +207,56 @@ def test_numbers_read_as_pythons_float(tmp_path_factory, numbers):
     want = np.array([float(x) for x in numbers])
     for got in (node.log10p, node.log10bow):
         assert got.view(np.uint64).tolist() == want.view(np.uint64).tolist()
+
+
+def _file_size_limit() -> None:
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (100, 100))
+
+
+def test_the_streamed_command_writes_through_a_fifo_follows_a_symlink_and_fails_whole(
+        tmp_path):
+    """As tests/test_output_paths.py checks for every command, on a key-ordered file (the
+    streamed path): a FIFO gets the bytes and stays a FIFO, a symbolic link's file is
+    replaced, and a write stopped by the file size limit (the scratch file's first) is one
+    line, exit 2, with nothing sent and no temporary or scratch file left."""
+    src = tmp_path / "in" / "m.arpa"
+    src.parent.mkdir()
+    src.write_text(sorted_text(seed=9, order=3))
+    temporaries = tmp_path / "tmpdir"
+    temporaries.mkdir()
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "TMPDIR": str(temporaries)}
+
+    def run(out: Path, **kwargs) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "maxarpa", "convert", "--binary",
+                               str(src), str(out)], env=env, cwd=tmp_path, timeout=300,
+                              capture_output=True, text=True, **kwargs)
+
+    plain = tmp_path / "plain.npz"
+    assert run(plain).returncode == 0
+    assert convert_streamed(src, tmp_path / "again.npz", DEFAULT_CONFIG)
+    assert (tmp_path / "again.npz").read_bytes() == plain.read_bytes()
+    fifo = tmp_path / "fifo.npz"
+    os.mkfifo(fifo)
+    got: list[bytes] = []
+    reader = threading.Thread(target=lambda: got.append(fifo.read_bytes()), daemon=True)
+    reader.start()
+    assert run(fifo).returncode == 0
+    reader.join(60)
+    assert got == [plain.read_bytes()] and stat.S_ISFIFO(os.lstat(fifo).st_mode)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "target.npz").write_bytes(b"old")
+    link = tmp_path / "link.npz"
+    link.symlink_to(elsewhere / "target.npz")
+    assert run(link).returncode == 0
+    assert link.is_symlink() and (elsewhere / "target.npz").read_bytes() == plain.read_bytes()
+    assert sorted(p.name for p in elsewhere.iterdir()) == ["target.npz"]
+    limited = tmp_path / "limited.npz"
+    proc = run(limited, preexec_fn=_file_size_limit)
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr
+    assert proc.stderr.endswith(f": {limited}: cannot write the output: File too large\n")
+    assert not limited.exists() and list(temporaries.iterdir()) == []
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "again.npz", "elsewhere", "fifo.npz", "in", "link.npz", "plain.npz", "tmpdir"]
