@@ -1,10 +1,12 @@
 """`convert --binary` of a key-ordered ARPA file with each array in memory only while used.
 
-Why: the conversion held the whole table, its bounds and its context tables at once (268 MiB
-peak on the 5.4M-n-gram bench model, KenLM's `build_binary` 132 MiB; issue 34). Here every
-array is parked in an unlinked scratch file beside the output (`Scratch`: written once, read
-back once, in the page cache of a disk, not in this process) from the moment it is final
-until the step that needs it, and each step loads only its own:
+Why: the conversion held the whole table, its bounds and its context tables at once (246 MiB
+peak on the 5.4M-n-gram bench model against KenLM `build_binary`'s 120 MiB in the same run;
+issue 34). Here every array is parked in an unlinked scratch file beside the output
+(`Scratch`: written once, read back once, about 180 MB there, in the page cache of a disk,
+not in this process) from the moment it is final until the step that needs it, and each step
+loads only its own (96 MiB peak, at `build_binary`'s CPU time; bench/convert_phases.py gives
+each step's):
 
 1. parse (`keyed.parse_orders`): each order's log10p and backoffs parked as its section ends;
 2. from the keys, each order's prefix rows and last words (int32), then the keys, parked;
