@@ -156,13 +156,14 @@ def run_in_tree(cmd: list[str], tree: Path) -> tuple[float, float, float]:
 
 
 def convert_phases(script: str, arpa: Path, out: Path, tree: Path) -> list[list[str]]:
-    """(name, seconds, peak MiB) of each phase of one conversion, `script` run in a child
-    with only `tree` on the import path (convert_phases.PHASES_SCRIPT of that tree)."""
+    """(name, seconds, peak MiB[, CPU seconds]) of each phase of one conversion, `script`
+    run in a child with only `tree` on the import path (convert_phases.PHASES_SCRIPT of that
+    tree; an older one prints no CPU seconds)."""
     env = {**os.environ, "PYTHONPATH": str(tree)}
     phases = subprocess.run([sys.executable, "-c", script, str(arpa), str(out)],
                             capture_output=True, text=True, check=True, cwd=tree,
                             env=env).stdout
-    return [line.split("\t") for line in phases.splitlines() if line.count("\t") == 2]
+    return [line.split("\t") for line in phases.splitlines() if line.count("\t") in (2, 3)]
 
 
 def main_convert(args: list[str]) -> None:
@@ -206,8 +207,10 @@ def main_convert(args: list[str]) -> None:
     r["file_mib"], r["kenlm_file_mib"] = (ours.stat().st_size / 2**20,
                                           kenlm_out.stat().st_size / 2**20)
     rows = convert_phases(PHASES_SCRIPT, arpa, ours, REPO)
-    for name, seconds, peak in rows:
+    for name, seconds, peak, *cpu in rows:
         r[f"phase_{name}_s"], r[f"phase_{name}_peak_mib"] = float(seconds), float(peak)
+        if cpu:
+            r[f"phase_{name}_cpu"] = float(cpu[0])
     base_rows: list[list[str]] = []
     if tree is not None and (tree / "bench" / "convert_phases.py").exists():
         # The other checkout's own phase script (its phases are its code's), same machine.
@@ -216,9 +219,11 @@ def main_convert(args: list[str]) -> None:
         script = runpy.run_path(str(tree / "bench" / "convert_phases.py"))["PHASES_SCRIPT"]
         base_rows = convert_phases(script, arpa, base, tree)
         base.unlink()
-        for name, seconds, peak in base_rows:
+        for name, seconds, peak, *cpu in base_rows:
             r[f"baseline_phase_{name}_s"] = float(seconds)
             r[f"baseline_phase_{name}_peak_mib"] = float(peak)
+            if cpu:
+                r[f"baseline_phase_{name}_cpu"] = float(cpu[0])
     r["time_ratio"] = r["convert_binary_s"] / r["build_binary_s"]
     r["cpu_ratio"] = r["convert_binary_cpu_s"] / r["build_binary_cpu_s"]
     r["load_average"], r["arpa_mib"] = os.getloadavg()[0], arpa.stat().st_size / 2**20
@@ -235,18 +240,20 @@ def main_convert(args: list[str]) -> None:
     print(f"{'file (MiB; KenLM probing)':30}{r['file_mib']:>10.1f}{r['kenlm_file_mib']:>14.1f}"
           f"{r['file_ratio']:>8.2f}{1.5:>7.1f}")
     if tree is not None:
-        print(f"A/B against {tree}: {r['baseline_s']:.2f} s, {r['baseline_mib']:.0f} MiB, "
-              f"{r['baseline_file_mib']:.1f} MiB file -> this tree {r['convert_binary_s']:.2f} s"
-              f" ({r['baseline_s'] / r['convert_binary_s']:.2f}x faster), "
+        print(f"A/B against {tree}: {r['baseline_s']:.2f} s, {r['baseline_cpu_s']:.2f} CPU-s, "
+              f"{r['baseline_mib']:.0f} MiB, {r['baseline_file_mib']:.1f} MiB file -> this tree "
+              f"{r['convert_binary_s']:.2f} s, {r['convert_binary_cpu_s']:.2f} CPU-s "
+              f"({r['baseline_cpu_s'] / r['convert_binary_cpu_s']:.2f}x less CPU), "
               f"{r['convert_binary_mib']:.0f} MiB; files byte-identical: "
               f"{bool(r['identical_to_baseline'])}")
-    print(f"{'phase (in one process)':30}{'s':>10}{'peak MiB':>14}")
-    for name, seconds, peak in rows:
-        print(f"{name:30}{float(seconds):>10.2f}{float(peak):>14.0f}")
-    if base_rows and tree is not None:
-        print(f"{'baseline phases (' + tree.name + ')':30}{'s':>10}{'peak MiB':>14}")
-        for name, seconds, peak in base_rows:
-            print(f"{name:30}{float(seconds):>10.2f}{float(peak):>14.0f}")
+    for title, table in (("phase (in one process)", rows), (
+            f"baseline phases ({tree.name})" if tree is not None else "", base_rows)):
+        if not table:
+            continue
+        print(f"{title:30}{'s':>10}{'peak MiB':>14}{'CPU s':>10}")
+        for name, seconds, peak, *cpu in table:
+            print(f"{name:30}{float(seconds):>10.2f}{float(peak):>14.0f}"
+                  f"{float(cpu[0]) if cpu else float('nan'):>10.2f}")
     out = WORK / "convert.json"
     regressions = []
     if out.exists():

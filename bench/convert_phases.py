@@ -2,14 +2,17 @@
 
 Why a script run in a child: the peak of each phase is the process's high-water mark reset
 between phases (Linux `/proc/self/clear_refs` 5), which must not include the bench's own
-arrays. The phases are those of `maxarpa.load` on an ARPA file followed by `write_binary`,
-called one by one (issue 34's profile; a file in key order, as lmplz writes them, is
-parsed straight into the table, `maxarpa.keyed`, and has no `table` phase); each line
-printed is `name<TAB>seconds<TAB>peak MiB`. The bounds are computed rounded to float32, as
-`load(rounded_bounds=True)` does for `convert --binary` (`maxarpa.rounded`), so `write`
-holds the digest and the file's bytes; `contexts` is the context tables' build
-(`context_counts`, as `write_binary` runs it last), which `write` is then handed with their
-lengths (15 MiB on the bench model that the command itself never holds). `bench.bench_maxarpa
+arrays. Each line printed is `name<TAB>seconds<TAB>peak MiB<TAB>CPU seconds` (the CPU
+time is the figure to read on a loaded machine; older trees print the first three).
+
+A file in key order, as lmplz writes them, takes the command's streamed path
+(`maxarpa.streamed`, issue 34), whose steps report themselves: `parse` (each order's values
+parked in the scratch file as its section ends), `walks` (prefix rows and last words, then
+the keys, parked), `contexts` (the useful-context tables), `orders` (from the highest order
+down, its rounded bounds, its members written and hashed) and `contexts written` (digest and
+tables). Any other file takes the in-memory path as `maxarpa.load` and `write_binary` run it,
+phase by phase: `parse`, `table` (not for a key-ordered file), `bounds` (rounded to float32,
+as `load(rounded_bounds=True)`), `config`, `contexts` and `write`. `bench.bench_maxarpa
 --convert --baseline-tree DIR` runs DIR's own copy of this script for the same table of the
 other code.
 """
@@ -38,16 +41,21 @@ def reset():
         fh.write("5")
 
 return_freed_memory()
-last = [time.perf_counter()]
+last = [time.perf_counter(), time.process_time()]
 def phase(name):
-    now = time.perf_counter()
-    print(f"{name}\t{now - last[0]:.3f}\t{peak_mib():.0f}", flush=True)
+    now, cpu = time.perf_counter(), time.process_time()
+    print(f"{name}\t{now - last[0]:.3f}\t{peak_mib():.0f}\t{cpu - last[1]:.3f}", flush=True)
     reset()
-    last[0] = time.perf_counter()
+    last[:] = [time.perf_counter(), time.process_time()]
 
 path, out = sys.argv[1], sys.argv[2]
 reset()
-last[0] = time.perf_counter()
+last[:] = [time.perf_counter(), time.process_time()]
+from maxarpa.streamed import convert_streamed
+if convert_streamed(path, out, DEFAULT_CONFIG, phase=phase):
+    sys.exit(0)
+reset()
+last[:] = [time.perf_counter(), time.process_time()]
 keyed = read_sorted_arpa(path)  # as maxarpa.load: keys straight from the parser
 if keyed is None:
     data = read_arpa(path)

@@ -28,6 +28,9 @@ rounded up is still a bound, so the decoder's answer is as exact as before and i
 a float32 step looser. Format 3 halves the file (issue 34: 367 -> 185 MiB on the 5.4M-n-gram
 bench model, KenLM's probing binary 127 MiB).
 
+The writer's parts (`write_preamble`, `write_order`, `write_trailer`) are also what
+`maxarpa.streamed` writes with, one order at a time, so both write the same bytes.
+
 Formats 1 and 2 (`keys_k rows_k log10p_k log10bow_k listed_k mf_k mbow_k`, all float64,
 `ctx_lens`, digest "xxh3_128:<hex>" as MAX-ARPA's) are still read, mapped or not.
 
@@ -124,30 +127,49 @@ def write_binary(model: Model, path: str | Path, *, bounds_verified: bool = Fals
     with atomic_output(path) as tmp, open(tmp, "wb") as fh, zipfile.ZipFile(
         fh, "w", zipfile.ZIP_STORED, allowZip64=True
     ) as zf:
-        for name, arr in (("magic", np.array(MAGIC)), ("order", np.array(model.order)),
-                          ("vocab_utf8", encode_vocab(model.vocab))):
-            _write_member(zf, fh, f"{name}.npy", arr)
+        write_preamble(zf, fh, model.order, model.vocab)
         # Order by order from the highest down, as the bounds are rounded: one order's
         # rounded bounds in memory at a time (issue 34's conversion peak).
         for k, stored in stored_orders(trie, trusted):
-            node = trie.nodes[k - 1]
-            for name, arr in _order_members(node, stored):
-                _write_member(zf, fh, f"{name}_{k}.npy", arr)
-            if digest is not None:  # over the arrays as `read_binary` will build them
-                digest.add_order(len(node.keys), _as_read(node, stored))
+            write_order(zf, fh, k, trie.nodes[k - 1], stored, digest)
             del stored
         hexdigest = digest.hexdigest() if digest is not None else None
-        if hexdigest is not None:
-            _write_member(zf, fh, "digest.npy", np.array(f"{ALGORITHM_V2}:{hexdigest}"))
-        if contexts:  # built last: the tables are never in memory beside rounded bounds
-            counts, keys = context_counts(model)
-            stored_ctx = [counts, np.ascontiguousarray(keys, dtype=np.uint64)]
-            del counts, keys
-            for name, arr in zip(CONTEXT_MEMBERS_V3, stored_ctx, strict=True):
-                _write_member(zf, fh, f"{name}.npy", arr)
-            if hexdigest is not None:
-                ctx_digest = f"{ALGORITHM_V2}:{arrays_digest(hexdigest, stored_ctx)}"
-                _write_member(zf, fh, "ctx_digest.npy", np.array(ctx_digest))
+        # The context tables are built last: never in memory beside rounded bounds.
+        write_trailer(zf, fh, hexdigest, context_counts(model) if contexts else None)
+
+
+def write_preamble(zf: zipfile.ZipFile, fh, order: int, vocab: list[str]) -> None:
+    """The members before the orders: `magic`, `order`, `vocab_utf8`."""
+    for name, arr in (("magic", np.array(MAGIC)), ("order", np.array(order)),
+                      ("vocab_utf8", encode_vocab(vocab))):
+        _write_member(zf, fh, f"{name}.npy", arr)
+
+
+def write_order(zf: zipfile.ZipFile, fh, k: int, node: OrderNodes, stored: Stored,
+                digest: DigestV2 | None) -> None:
+    """Order k's members (absent columns left out), hashed into `digest` if given, over the
+    arrays as `read_binary` will build them. Orders go from the highest down."""
+    for name, arr in _order_members(node, stored):
+        _write_member(zf, fh, f"{name}_{k}.npy", arr)
+    if digest is not None:
+        digest.add_order(len(node.keys), _as_read(node, stored))
+
+
+def write_trailer(zf: zipfile.ZipFile, fh, hexdigest: str | None,
+                  tables: tuple[np.ndarray, np.ndarray] | None) -> None:
+    """The members after the orders: `digest` (if any), then the context tables (counts
+    per length and keys, `contexts.context_counts`; if given) under `ctx_digest`."""
+    if hexdigest is not None:
+        _write_member(zf, fh, "digest.npy", np.array(f"{ALGORITHM_V2}:{hexdigest}"))
+    if tables is None:
+        return
+    stored_ctx = [tables[0], np.ascontiguousarray(tables[1], dtype=np.uint64)]
+    del tables
+    for name, arr in zip(CONTEXT_MEMBERS_V3, stored_ctx, strict=True):
+        _write_member(zf, fh, f"{name}.npy", arr)
+    if hexdigest is not None:
+        ctx_digest = f"{ALGORITHM_V2}:{arrays_digest(hexdigest, stored_ctx)}"
+        _write_member(zf, fh, "ctx_digest.npy", np.array(ctx_digest))
 
 
 def _order_members(node: OrderNodes, stored: Stored) -> Iterator[tuple[str, np.ndarray]]:

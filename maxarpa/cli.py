@@ -26,11 +26,12 @@ from maxarpa.binary_format import is_binary, write_binary
 from maxarpa.cli_config import add_config_options, config_from_args, with_flag_hints
 from maxarpa.errors import MaxArpaError
 from maxarpa.load import load
-from maxarpa.maxarpa_format import write_max_arpa
+from maxarpa.maxarpa_format import is_max_arpa, write_max_arpa
 from maxarpa.model import Model
 from maxarpa.output import OutputError, check_output
 from maxarpa.query import Totals, first_unknown, ngram_answers, sentence_answers
 from maxarpa.spool import STDIN, display_name, needs_spooling, spooled, under_name
+from maxarpa.streamed import convert_streamed
 
 EXIT_BAD_INPUT = 2
 EXIT_VERIFY_FAILED = 1
@@ -91,7 +92,8 @@ def cmd_convert(args: argparse.Namespace) -> int:
 def convert_file(args: argparse.Namespace, input: str | Path, name: str) -> int:
     """Read `input` (shown as `name`) and write args.output, with progress bars (on a
     terminal) whose totals are known: the \\data\\ counts while reading, the rows while
-    writing."""
+    writing. An ARPA file in key order (lmplz's) converted with --binary streams instead,
+    without bars (`maxarpa.streamed`: the same file at about 0.4x the memory, issue 34)."""
     config = config_from_args(args)
     to_stdout = args.output == STDOUT
     if to_stdout and args.binary:
@@ -101,6 +103,11 @@ def convert_file(args: argparse.Namespace, input: str | Path, name: str) -> int:
         check_output(input, args.output, binary=args.binary)
     show = sys.stderr.isatty() and not args.quiet
     start = time.perf_counter()
+    if args.binary and not is_binary(input) and not is_max_arpa(input) and convert_streamed(
+            input, args.output, config):  # an ARPA file in key order (lmplz's): issue 34
+        if show:
+            print(f"{name}: done in {time.perf_counter() - start:.1f} s", file=sys.stderr)
+        return 0
     with progress_bar(show, header_total(input), "reading") as bar:
         model = load(input, config=config, rounded_bounds=args.binary)
         bar.total = total = sum(model.counts)

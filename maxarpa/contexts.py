@@ -27,6 +27,7 @@ were built here or read from a binary file.
 from __future__ import annotations
 
 import weakref
+from collections.abc import Callable
 
 import numpy as np
 
@@ -184,20 +185,12 @@ def _keys_from_nodes(model: Model, with_lens: bool = True
     for k in range(2, n + 1):  # the prefix row of every node: one search per node
         below = prefixes[k] = prefix_rows(trie.nodes[k - 1].keys, trie.nodes[k - 2].keys,
                                           trie.vocab_size, below)
-    level: dict[int, np.ndarray] = {}  # U_j as order-j node indices, in gid order
-    level_prefix: dict[int, np.ndarray] = {}  # the order-(j-1) node of each one's prefix
-    above = np.empty(0, dtype=np.int64)
-    for j in range(width, 0, -1):  # as build_tables_by_rows: top-down, first occurrence
-        node_up, node = trie.nodes[j], trie.nodes[j - 1]
-        pref = prefixes.pop(j + 1)
-        level_prefix[j + 1] = pref[above]
-        with_bow = np.flatnonzero(node.listed & (node.log10bow != 0)).astype(pref.dtype)
-        members = np.concatenate([pref[node_up.listed], level_prefix[j + 1], with_bow])
-        del pref, with_bow
-        if (members < 0).any():
-            return None
-        above = level[j] = _first_occurrences(members, len(node.keys))
-        del members
+    levels = useful_levels(width, prefixes.pop, lambda k: trie.nodes[k - 1].listed,
+                           lambda j: trie.nodes[j - 1].listed & (trie.nodes[j - 1].log10bow != 0),
+                           lambda j: len(trie.nodes[j - 1].keys))
+    if levels is None:
+        return None
+    level, level_prefix = levels
     total = 1 + sum(len(members) for members in level.values())
     counts = np.array([1] + [len(level[j]) for j in range(1, width + 1)], dtype=np.int64)
     keys = np.empty(total, dtype=np.uint64)
@@ -222,6 +215,36 @@ def _keys_from_nodes(model: Model, with_lens: bool = True
         gid_of[members] = np.arange(lo, hi)
         next_gid = hi
     return (lens, keys) if with_lens else (counts, keys)
+
+
+Levels = tuple[dict[int, np.ndarray], dict[int, np.ndarray]]
+
+
+def useful_levels(width: int, prefix_of: Callable[[int], np.ndarray],
+                  listed_of: Callable[[int], np.ndarray], with_bow_of: Callable[[int], np.ndarray],
+                  size_of: Callable[[int], int]) -> Levels | None:
+    """(level, level_prefix) of `_keys_from_nodes`: U_j as order-j node indices in gid order,
+    and the order-(j-1) node of each one's prefix; None when a useful context is no node.
+
+    Each order's arrays are asked for when used, top-down (`prefix_of(k)`: the order-(k-1)
+    prefix row of each order-k node, `keywalk.prefix_rows`; `with_bow_of(j)`: listed with a
+    nonzero backoff), so a caller that keeps them on disk (`maxarpa.streamed`) holds one
+    order's at a time.
+    """
+    level: dict[int, np.ndarray] = {}
+    level_prefix: dict[int, np.ndarray] = {}
+    above = np.empty(0, dtype=np.int64)
+    for j in range(width, 0, -1):  # as build_tables_by_rows: top-down, first occurrence
+        pref = prefix_of(j + 1)
+        level_prefix[j + 1] = pref[above]
+        with_bow = np.flatnonzero(with_bow_of(j)).astype(pref.dtype)
+        members = np.concatenate([pref[listed_of(j + 1)], level_prefix[j + 1], with_bow])
+        del pref, with_bow
+        if (members < 0).any():
+            return None
+        above = level[j] = _first_occurrences(members, size_of(j))
+        del members
+    return level, level_prefix
 
 
 def _fill_keys_compiled(trie: Trie, level: dict[int, np.ndarray],

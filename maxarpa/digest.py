@@ -68,7 +68,7 @@ def table_digest(vocab: list[str], trie: Trie) -> str:
     return h.hexdigest()
 
 
-HASH_CHUNK = 1 << 20  # values converted at a time by DigestV2 (the hash is streamed)
+HASH_CHUNK = 1 << 18  # values converted at a time by DigestV2 (the hash is streamed)
 _LAYOUT_V2 = tuple(pair for pair in _LAYOUT if pair[0] != "rows")
 
 
@@ -153,11 +153,11 @@ def without_negative_zeros(trie: Trie) -> None:
     for node in trie.nodes:
         for field in ("log10p", "log10bow", "mf", "mbow"):
             arr = getattr(node, field)
-            if len(arr) and _has_negative_zero(arr):
+            if len(arr) and has_negative_zero(arr):
                 setattr(node, field, arr + 0.0)
 
 
-def _has_negative_zero(arr: np.ndarray) -> bool:
+def has_negative_zero(arr: np.ndarray) -> bool:
     """Whether a float array holds -0.0: by its bits, in one pass with no copy of the zeros
     (an all-zero backoff column made a full copy; issue 34)."""
     if arr.dtype == np.float64 and arr.flags.c_contiguous:

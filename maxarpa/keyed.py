@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import lzma
 import zlib
+from collections.abc import Callable
 from functools import partial
 from pathlib import Path
 
@@ -50,28 +51,11 @@ def read_sorted_arpa(path: str | Path) -> tuple[list[str], Trie] | None:
 
 
 def _parse_keyed(reader: LineReader) -> tuple[list[str], Trie] | None:
-    from maxarpa.native import LineParser, feed_sections
-
-    counts = read_header(reader)
-    keys = [np.empty(c, np.uint64) for c in counts]
-    # Backoffs start as np.zeros (pages the system maps only when written): the parser
-    # leaves a missing backoff unwritten, so the highest order's column costs no memory.
-    values = [[np.empty(c), np.zeros(c)] for c in counts]
-    parser = LineParser()
-    marks = SectionMarks(counts, reader.path)
-    parser.start(1, False, np.empty((counts[0], 1), np.int32), values[0], keys[0], [])
-
-    def on_mark(mark: bytes, lineno: int) -> bool:
-        if not marks.close(mark, parser.filled, lineno):
-            return False
-        k = marks.k
-        parser.start(k, False, np.empty((0, k), np.int32), values[k - 1], keys[k - 1],
-                     keys[: k - 1])
-        return True
-
-    if feed_sections(reader.stream, reader.lineno, parser, on_mark) is not None:
+    values: list[tuple[np.ndarray, np.ndarray]] = []
+    parsed = parse_orders(reader, lambda k, log10p, log10bow: values.append((log10p, log10bow)))
+    if parsed is None:
         return None
-    vocab = [w.decode(ENCODING, ERRORS) for w in parser.words()]
+    vocab, keys = parsed
     trie = Trie(len(vocab), [])
     for k, (key, (log10p, log10bow)) in enumerate(zip(keys, values, strict=True), start=1):
         rows = (partial(unigram_rows, key) if k == 1 else  # built only if asked for
@@ -79,3 +63,43 @@ def _parse_keyed(reader: LineReader) -> tuple[list[str], Trie] | None:
         trie.nodes.append(OrderNodes(key, rows, log10p, log10bow,
                                      np.ones(len(key), dtype=bool)))
     return vocab, trie
+
+
+OrderDone = Callable[[int, np.ndarray, np.ndarray], None]
+
+
+def parse_orders(reader: LineReader, done: OrderDone) -> tuple[list[str], list[np.ndarray]] | None:
+    """(vocabulary, keys of each order) of a key-ordered, suffix-closed ARPA file, None as
+    `read_sorted_arpa`; `done(k, log10p, log10bow)` is handed each order's values as soon as
+    its section is closed, and they are not kept here (`maxarpa.streamed` parks them on disk:
+    issue 34's conversion peak). It may raise, which ends the parse.
+    """
+    from maxarpa.native import LineParser, feed_sections
+
+    counts = read_header(reader)
+    keys = [np.empty(c, np.uint64) for c in counts]
+
+    def fresh(k: int) -> list[np.ndarray]:
+        # Backoffs start as np.zeros (pages the system maps only when written): the parser
+        # leaves a missing backoff unwritten, so the highest order's column costs no memory.
+        return [np.empty(counts[k - 1]), np.zeros(counts[k - 1])]
+
+    values = fresh(1)
+    parser = LineParser()
+    marks = SectionMarks(counts, reader.path)
+    parser.start(1, False, np.empty((counts[0], 1), np.int32), values, keys[0], [])
+
+    def on_mark(mark: bytes, lineno: int) -> bool:
+        nonlocal values
+        if not marks.close(mark, parser.filled, lineno):
+            return False
+        k = marks.k
+        done(k - 1, values[0], values[1])
+        values = fresh(k)
+        parser.start(k, False, np.empty((0, k), np.int32), values, keys[k - 1], keys[: k - 1])
+        return True
+
+    if feed_sections(reader.stream, reader.lineno, parser, on_mark) is not None:
+        return None
+    done(len(counts), values[0], values[1])
+    return [w.decode(ENCODING, ERRORS) for w in parser.words()], keys

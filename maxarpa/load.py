@@ -156,7 +156,9 @@ def convert(
         output: the file to write, through a temporary file beside it and a rename; the
             temporary file is removed on any error and on SIGINT, SIGTERM or SIGHUP.
         binary: write the uncompressed .npz companion (for `load(..., mmap=True)`) instead
-            of MAX-ARPA text.
+            of MAX-ARPA text. (`maxarpa convert --binary` writes the same file through
+            `maxarpa.streamed` when it can, without the model in memory; this function
+            returns the model, so it holds it.)
         config: strictness settings used to read `input`.
         progress: called with the number of n-grams written, now and then (text only).
 
