@@ -8,9 +8,6 @@
 # fields (ub_rows, stamp, epoch, ...) stay declared in _DPCaches, which clears them.
 
 
-cdef long long LOWER_BEAM = 8  # states the lower bound's beam keeps (dense rows)
-
-
 cdef class _DPBounds(_DPCaches):
     """_DPCaches plus the pruning bounds (the methods only: the state is _DPCaches')."""
 
@@ -159,17 +156,12 @@ cdef class _DPBounds(_DPCaches):
         H[c - pos_off[p0]] is an upper bound on the score of the rest of the sentence after
         candidate c: the best path through the lattice when each transition weighs its bigram
         max-backoff bound (a backward max-plus pass). Whatever longer context precedes c, the
-        true factors are at most these bounds. The lower bound is the best exact score of the
-        paths a beam search keeps: position by position, the LOWER_BEAM distinct states with
-        the best exact score so far plus H (one state, the greedy path, with a large
-        vocabulary). Any path's exact score is a lower bound; a beam's is closer to the optimum
-        than the greedy path's, and the closer, the more the DP prunes (issue 34).
+        true factors are at most these bounds. The lower bound is the exact score of one path,
+        the greedy one that picks, position by position, the candidate with the best exact
+        score so far plus H.
         """
-        cdef long long p, c, base = pos_off[p0], g, ng, i, j, width
-        cdef double best, v, lp
-        cdef vector[long long] beam_g, out_g
-        cdef vector[double] beam_a, out_a
-        cdef vector[Ranked] ranked
+        cdef long long p, c, base = pos_off[p0], g, ng, bc, bg
+        cdef double best, v, lp, tot, bt
         for c in range(pos_off[p1 - 1], pos_off[p1]):
             H[c - base] = self._wbound(cand_ids[c], eos) if eos >= 0 else 0.0
         for p in range(p1 - 2, p0 - 1, -1):
@@ -177,45 +169,28 @@ cdef class _DPBounds(_DPCaches):
                     pos_off[p], pos_off[p + 1], pos_off[p + 2], cand_ids, cand_emis, H, base):
                 self._backward_plain(pos_off[p], pos_off[p + 1], pos_off[p + 2], cand_ids,
                                      cand_emis, H, base)
-        # The lower bound: a beam of `width` distinct states (one, the greedy path, with a
-        # large vocabulary, whose positions are wide), ranked by exact score so far plus H.
-        width = LOWER_BEAM if self.dense else 1
-        beam_g.push_back(start)
-        beam_a.push_back(0.0)
+        g = start
+        tot = 0.0
         for p in range(p0, p1):
-            ranked.clear()
-            out_g.clear()
-            out_a.clear()
-            for i in range(<long long>beam_g.size()):
-                for c in range(pos_off[p], pos_off[p + 1]):
-                    if not isfinite(cand_emis[c]) or not isfinite(H[c - base]):
-                        continue
-                    self._step(beam_g[i], cand_ids[c], &ng, &lp)
-                    v = beam_a[i] + (lp + cand_emis[c])
-                    if isfinite(v):
-                        ranked.push_back(Ranked(-(v + H[c - base]), <long long>out_g.size()))
-                        out_g.push_back(ng)
-                        out_a.push_back(v)
-            if ranked.size() == 0:
+            best = -INFINITY
+            bc = -1
+            bg = 0
+            bt = 0.0
+            for c in range(pos_off[p], pos_off[p + 1]):
+                if not isfinite(cand_emis[c]) or not isfinite(H[c - base]):
+                    continue
+                self._step(g, cand_ids[c], &ng, &lp)
+                v = tot + (lp + cand_emis[c])
+                if isfinite(v) and v + H[c - base] > best:
+                    best = v + H[c - base]
+                    bc = c
+                    bg = ng
+                    bt = v
+            if bc < 0:
                 return -INFINITY
-            sort(ranked.begin(), ranked.end())  # ties: the first in (state, candidate) order
-            beam_g.clear()
-            beam_a.clear()
-            for i in range(<long long>ranked.size()):
-                g = out_g[ranked[i].second]
-                for j in range(<long long>beam_g.size()):  # distinct states (a few: a scan)
-                    if beam_g[j] == g:
-                        break
-                else:
-                    beam_g.push_back(g)
-                    beam_a.push_back(out_a[ranked[i].second])
-                    if <long long>beam_g.size() == width:
-                        break
-        best = -INFINITY
-        for i in range(<long long>beam_g.size()):
-            lp = 0.0
-            if eos >= 0:  # the </s> factor
-                self._step(beam_g[i], eos, &ng, &lp)
-            if beam_a[i] + lp > best:
-                best = beam_a[i] + lp
-        return best
+            g = bg
+            tot = bt
+        if eos < 0:  # no </s> factor
+            return tot
+        self._step(g, eos, &ng, &lp)
+        return tot + lp

@@ -21,8 +21,11 @@ cdef class _DPPairBounds(_DPBounds):
     bounds the score of positions p + 1 .. p1 - 1 and </s> from above, after any history
     that ends in their words:
 
-        H_p[b_1..b_k] = max over d at p + 1 of  lmw w(d | b_1..b_k) + e(d) + H_{p+1}[b_2..b_k d]
+        H_p[b_1..b_k] = max over d at p + 1 of  lmw w(d | b_1..b_k) + e(d) + H_{p+1}[...d]
         H_{p1-1}[b_1..b_k] = lmw w(</s> | b_1..b_k)   (0 without </s>)
+
+    where H_{p+1}[...d] takes the last k_{p+1} words of (b_1..b_k, d), k_{p+1} being the
+    next position's k (each position has its own, `_pair_bounds`),
 
     with w(d | ctx) the max-backoff bound: the max of p(d | z ctx) over every left extension
     z (maxarpa's lmf/lmbow tables), so each factor of the true path is at most its term, and
@@ -33,13 +36,14 @@ cdef class _DPPairBounds(_DPBounds):
     covers rounding). With k = n - 1 it is the exact backward Viterbi of the model.
 
     Used only with dense rows (a small vocabulary: tags) and order >= 3: k = 3 from order 4
-    with V <= TRIPLE_MAX_VOCAB, else 2. The pass costs the product of k + 1 positions'
-    widths; the bound rows, V per context of the vocabulary, are cached.
+    with V <= TRIPLE_MAX_VOCAB, else 2 (hk), and 2 at a position where the pass by 3 would
+    cost more than PAIR_MAX_WORK terms: the pass costs the product of k + 1 positions'
+    widths. The bound rows, V per context of the vocabulary, are cached.
     """
 
     cdef int hk                   # k of this worker (0: no bound)
     cdef long long pair_work      # PAIR_MAX_WORK when the worker was made
-    cdef vector[int] tb_row_of    # context (k words, each + 1, base V + 1) -> its row, or -1
+    cdef vector[int] tb_row_of    # context (hk words, each + 1, base V + 1) -> its row, or -1
     cdef vector[double] tb_rows   # ln w(y | ctx) for every y, V per row
     cdef bint tb_stale            # `_clear` was called: drop the rows at the next _bound_row
     cdef vector[double] h2        # this sentence's H blocks, position by position
@@ -279,8 +283,9 @@ cdef class _DPPairBounds(_DPBounds):
 def pair_completion_bounds(FullDP dp, const long long[::1] pos_off,
                            const long long[::1] cand_ids, const double[::1] cand_emis,
                            long long bos, long long eos, double lm_weight=1.0):
-    """H2 of one sentence (see _DPBounds), for the tests that check it against brute force:
-    one (K_{p-1}, K_p) array per position (K before the first: 1, the word `bos`), or None
+    """H of one sentence (see _DPPairBounds), for the tests that check it against brute force:
+    one array per position p, of shape (K_{p-k+1}, .., K_p) with k position p's (K before the
+    first: 1, the word `bos` then -1), or None
     when the pair bound does not apply to `dp` (large vocabulary, order < 3). The arrays are
     checked first, as `FullDP.run` checks them (LatticeError)."""
     cdef Py_ssize_t P = pos_off.shape[0] - 1, C = cand_ids.shape[0], i
