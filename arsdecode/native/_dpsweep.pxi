@@ -141,6 +141,10 @@ cdef class _DPWorker(_DPPairBounds):
                         if self.dense and try_words.size():  # the next states' memory, early
                             if si + 2 < <Py_ssize_t>cur_g.size():
                                 ARS_PREFETCH(self.block_of.data() + cur_g[si + 2])
+                                if thr > -INFINITY and self.h2_p0 >= 0:  # _pair_row's reads
+                                    ARS_PREFETCH(self.u.lens + cur_g[si + 2])
+                                    ARS_PREFETCH(self.u.rows + cur_g[si + 2] * self.u.width
+                                                 + self.u.width - 1)
                             if si + 1 < <Py_ssize_t>cur_g.size() \
                                     and self.block_of[cur_g[si + 1]] >= 0:
                                 row_prefetch(self._row_ptr(self.block_of[cur_g[si + 1]]),
