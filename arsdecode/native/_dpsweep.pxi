@@ -141,10 +141,8 @@ cdef class _DPWorker(_DPPairBounds):
                         if self.dense and try_words.size():  # the next states' memory, early
                             if si + 2 < <Py_ssize_t>cur_g.size():
                                 ARS_PREFETCH(self.block_of.data() + cur_g[si + 2])
-                                if thr > -INFINITY and self.h2_p0 >= 0:  # _pair_row's reads
-                                    ARS_PREFETCH(self.u.lens + cur_g[si + 2])
-                                    ARS_PREFETCH(self.u.rows + cur_g[si + 2] * self.u.width
-                                                 + self.u.width - 1)
+                                if thr > -INFINITY:
+                                    self._prefetch_pair_row(cur_g[si + 2])
                             if si + 1 < <Py_ssize_t>cur_g.size() \
                                     and self.block_of[cur_g[si + 1]] >= 0:
                                 row_prefetch(self._row_ptr(self.block_of[cur_g[si + 1]]),
@@ -165,14 +163,11 @@ cdef class _DPWorker(_DPPairBounds):
                             if not isfinite(e):
                                 continue
                             pr[s] += 1
-                            if thr > -INFINITY:
-                                if hrow != NULL:
-                                    if (a + self.lmw * self._bound_at(brow, cand_ids[c]) + e
-                                            + hrow[c - pos_off[p]]) < thr:
-                                        continue
-                                elif self.dense and (a + self._wbound(last, cand_ids[c]) + e
-                                                     + H[c - pos_off[p0]]) < thr:
-                                    continue
+                            if thr > -INFINITY and (  # the pair test, by the best bound
+                                    a + self.lmw * brow[cand_ids[c]] + e + hrow[c - pos_off[p]]
+                                    if hrow != NULL else a + self._wbound(last, cand_ids[c])
+                                    + e + H[c - pos_off[p0]] if self.dense else INFINITY) < thr:
+                                continue
                             if posteriors and not self.dense:  # no cache: see _walk
                                 self._walk(g, cand_ids[c], &ng, &lp, &sctx)
                             else:
