@@ -22,7 +22,6 @@ is textual: a part sees the C declarations of the parts before it):
 - _dprows.pxi: dense transition rows (tags), each filled from its failure link's row.
 - _dpcache.pxi: `_DPCaches`, one worker's transition memo.
 - _dpbounds.pxi: `_DPBounds`, its pruning bounds and the backward bound pass.
-- _dppair.pxi: `_DPPairBounds`, the completion bound by the last 2-3 words (tags).
 - _dpsweep.pxi: `_DPWorker`, the DP sweeps over confusion networks and word lattices.
 - _segment.pxi: the segmentation lattice's trie and builder (issue 33).
 
@@ -49,7 +48,6 @@ include "_fullmodel.pxi"
 include "_dprows.pxi"
 include "_dpcache.pxi"
 include "_dpbounds.pxi"
-include "_dppair.pxi"
 include "_dpsweep.pxi"
 include "_segment.pxi"
 

@@ -8,8 +8,8 @@
 cdef Py_ssize_t PREFETCH_WORDS = 8  # a state's first candidates whose entries are prefetched
 
 
-cdef class _DPWorker(_DPPairBounds):
-    """The caches of _DPCaches and the bounds of _DPBounds and _DPPairBounds plus the sweeps: what one `FullDP.run` or `run_dag` runs on
+cdef class _DPWorker(_DPBounds):
+    """The caches of _DPCaches plus the sweeps: what one `FullDP.run` or `run_dag` runs on
     (see FullDP for why each concurrent run has a worker of its own)."""
 
     cdef tuple run_checked(self, const long long[::1] sent_off, const long long[::1] pos_off,
@@ -58,8 +58,6 @@ cdef class _DPWorker(_DPPairBounds):
         cdef vector[double] H
         cdef Py_ssize_t s, p, c, si, l, k, p0, p1
         cdef long long g, ng, state, last
-        cdef const double *hrow  # the state's completion bounds by its last words, or NULL
-        cdef const double *brow  # the bounds of any word after the state (_DPPairBounds)
         cdef double a, e, lp, tot, best, m, thr
         cdef bint dead
         cdef StateCtx sctx
@@ -84,8 +82,6 @@ cdef class _DPWorker(_DPPairBounds):
                         thr = known[s]
                     if isfinite(thr):
                         thr = thr - 1e-9 * (1.0 + fabs(thr))
-                        self._pair_bounds(p0, p1, &pos_off[0], &cand_ids[0], &cand_emis[0],
-                                          bos, eos)
                 cur_g.clear()
                 cur_a.clear()
                 bp_prev.clear()
@@ -141,17 +137,12 @@ cdef class _DPWorker(_DPPairBounds):
                         if self.dense and try_words.size():  # the next states' memory, early
                             if si + 2 < <Py_ssize_t>cur_g.size():
                                 ARS_PREFETCH(self.block_of.data() + cur_g[si + 2])
-                                if thr > -INFINITY:
-                                    self._prefetch_pair_row(cur_g[si + 2])
                             if si + 1 < <Py_ssize_t>cur_g.size() \
                                     and self.block_of[cur_g[si + 1]] >= 0:
                                 row_prefetch(self._row_ptr(self.block_of[cur_g[si + 1]]),
                                              try_words.data(), <Py_ssize_t>try_words.size())
                         sctx.ready = False
                         last = cur_w[si]
-                        hrow = self._pair_row(p, g, &pos_off[0], &cand_ids[0]) \
-                            if thr > -INFINITY else NULL
-                        brow = self._state_bounds(g, p) if hrow != NULL else NULL
                         for r in range(n_try):
                             if thr > -INFINITY:
                                 if a - ranked[r].first < thr:
@@ -163,11 +154,10 @@ cdef class _DPWorker(_DPPairBounds):
                             if not isfinite(e):
                                 continue
                             pr[s] += 1
-                            if thr > -INFINITY and (  # the pair test, by the best bound
-                                    a + self.lmw * brow[cand_ids[c]] + e + hrow[c - pos_off[p]]
-                                    if hrow != NULL else a + self._wbound(last, cand_ids[c])
-                                    + e + H[c - pos_off[p0]] if self.dense else INFINITY) < thr:
-                                continue
+                            if thr > -INFINITY:
+                                if self.dense and (a + self._wbound(last, cand_ids[c]) + e
+                                                   + H[c - pos_off[p0]]) < thr:
+                                    continue
                             if posteriors and not self.dense:  # no cache: see _walk
                                 self._walk(g, cand_ids[c], &ng, &lp, &sctx)
                             else:
@@ -176,9 +166,7 @@ cdef class _DPWorker(_DPPairBounds):
                             if not isfinite(lp):
                                 continue
                             tot = a + lp
-                            if thr > -INFINITY and tot + (
-                                    hrow[c - pos_off[p]] if hrow != NULL
-                                    else H[c - pos_off[p0]]) < thr:
+                            if thr > -INFINITY and tot + H[c - pos_off[p0]] < thr:
                                 continue
                             l = local_of[ng]
                             if record:
