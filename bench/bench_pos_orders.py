@@ -17,7 +17,9 @@ for the WSJ-trained models), as bench_pos --test ewt writes them; the models: da
 `--a-tree DIR` (a checkout of another revision, its compiled core built, e.g. main) runs the
 same whole-process `tag` from DIR too, A and B alternating within each repeat (A first on odd
 repeats), so both sides see the same load: speed is read as each side's x TnT of this run.
-The per-token counts are deterministic, so they are this tree's only.
+Each side's in-process stages and per-token counts are printed too, A's run by A's own
+code in a fresh process: a change may speed the warm DP and slow the first call, which is
+what a whole `tag` process runs.
 
 Usage: python -m bench.bench_pos_orders [--pos-dir work/pos] [--orders 3 5 7 9]
                                         [--sentences 1500] [--repeat 3] [--a-tree DIR]
@@ -27,6 +29,7 @@ Usage: python -m bench.bench_pos_orders [--pos-dir work/pos] [--orders 3 5 7 9]
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import resource
 import subprocess
@@ -97,6 +100,33 @@ def stages(pos_dir: Path, n: int, words: list[list[str]]) -> dict[str, float]:
     return out
 
 
+def row_text(st: dict[str, float] | None, tokens: int) -> str:
+    """A `stages` result as the table's stage and per-token columns."""
+    if st is None:
+        return "(stages not run)"
+    return (f"{st['load']:.2f}, {st['flatten']:.2f}, {st['dp_setup']:.2f}, {st['dp_first']:.2f},"
+            f" {st['dp_warm']:.2f} | {st['states'] / tokens:.1f}, {st['pairs'] / tokens:.1f},"
+            f" {st['cands'] / tokens:.2f}, {st['transitions'] / tokens:.1f},"
+            f" {st['rows'] / tokens:.2f} | {st['cache_mib']:.0f}")
+
+
+def stages_in(tree: Path, pos_dir: Path, n: int, words_file: Path) -> dict[str, float] | None:
+    """`stages` run by another checkout's own code (its bench and compiled core) in a fresh
+    process, or None when that checkout's bench has no `stages` of this signature. Why: a
+    change can make the warm DP faster and the first call, which a whole `tag` process is,
+    slower; A's stages beside B's show which (issue 34: the last-words bound did just that)."""
+    code = ("import json, sys\nfrom pathlib import Path\n"
+            "from bench.bench_pos_orders import stages\n"
+            "words = [l.split() for l in Path(sys.argv[3]).read_text('utf-8').splitlines()]\n"
+            "print(json.dumps(stages(Path(sys.argv[1]), int(sys.argv[2]), words)))")
+    proc = subprocess.run([sys.executable, "-c", code, str(pos_dir.resolve()), str(n),
+                           str(words_file.resolve())], cwd=tree.resolve(), capture_output=True,
+                          text=True, env={**os.environ, "PYTHONPATH": str(tree.resolve())})
+    if proc.returncode != 0 or not proc.stdout.strip():
+        return None
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--pos-dir", type=Path, default=REPO / "work" / "pos")
@@ -146,19 +176,16 @@ def main() -> int:
           " DP first, DP warm (CPU-s) | per token: states, pairs, candidates, transitions"
           " computed, dense rows filled | cache MiB")
     for n, (best, rss) in whole_a.items():
+        st = stages_in(args.a_tree, args.pos_dir, n, words_file)
         print(f"A {n} | {best:.2f}, {tokens / best:,.0f}, x{tnt / best:.2f}, {rss / 1024:.0f} MiB"
-              f" | (A: {args.a_tree})")
+              f" | {row_text(st, tokens)} (A: {args.a_tree})", flush=True)
     rows = []
     for n in args.orders:
         best, rss = whole[n]
         st = stages(args.pos_dir, n, words)
         rows.append((n, best, rss, st))
         print(f"{n} | {best:.2f}, {tokens / best:,.0f}, x{tnt / best:.2f}, {rss / 1024:.0f} MiB"
-              f" | {st['load']:.2f}, {st['flatten']:.2f}, {st['dp_setup']:.2f},"
-              f" {st['dp_first']:.2f}, {st['dp_warm']:.2f} | {st['states'] / tokens:.1f},"
-              f" {st['pairs'] / tokens:.1f}, {st['cands'] / tokens:.2f},"
-              f" {st['transitions'] / tokens:.1f}, {st['rows'] / tokens:.2f}"
-              f" | {st['cache_mib']:.0f}", flush=True)
+              f" | {row_text(st, tokens)}", flush=True)
     if args.doc:
         from bench.perf_doc import write_section
 
