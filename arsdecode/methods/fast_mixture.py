@@ -34,6 +34,7 @@ import weakref
 
 import numpy as np
 
+from arsdecode.errors import ModelError
 from arsdecode.model.interpolated import InterpolatedLM
 from arsdecode.model.maxarpa_lm import log10_core
 from arsdecode.native import _core
@@ -41,7 +42,7 @@ from maxarpa.constants import LN10
 from maxarpa.contexts import EMPTY_KEY, context_keys, has_stored_tables
 from maxarpa.model import Model
 
-Tables = tuple[np.ndarray, np.ndarray, np.ndarray]  # rows, lens, keys (FullDP's layout)
+Tables = tuple[np.ndarray, np.ndarray]  # lens, keys (FullDP's layout, without rows)
 
 # Union tables by their components (the first active component's model holds the entries,
 # keyed by the whole set): weights change nothing in them, so a target rebuilt with other
@@ -111,11 +112,11 @@ def _build_union(lm: InterpolatedLM, models: list[Model]) -> Tables | None:
     of each of its words (`_preimages`: one, except for a `<unk>` standing for the words the
     component lacks), keyed by its union parent's gid; the union's gids in key order.
 
-    Memory (issue 34): the union's rows, lengths and keys are written level by level into
-    arrays allocated at the components' total count (grown only when a `<unk>` expands),
-    not gathered into lists and concatenated, and the rows are filled from each level's
-    keys in chunks rather than rebuilt at the end (`rows_from_keys`' temporaries); the
-    components' own rows are not asked for."""
+    Memory (issue 34): the union's lengths and keys are written level by level into arrays
+    allocated at the components' total count (grown only when a `<unk>` expands); no rows
+    (the DP reads a context's words from its keys, `mix_walk_gid`), and a level's
+    temporaries are int32 where they index gids (checked to fit); the components' own
+    rows are not asked for."""
     vocab = len(lm.vocab)
     width = dp_order(lm) - 1
     v = np.uint64(vocab)
@@ -126,38 +127,45 @@ def _build_union(lm: InterpolatedLM, models: list[Model]) -> Tables | None:
                       *_preimages(lm._maps[i], len(model.vocab))))
     total = sum(len(p[0]) for p in parts)
     cap = UNION_GROWTH * total + UNION_SLACK
+    if cap >= GID_LIMIT:
+        raise ModelError(f"the mixture's components have {total:,} useful contexts together; "
+                         f"the compiled DP numbers them in 32 bits (at most {GID_LIMIT:,} "
+                         f"over {UNION_GROWTH} per context)")
     # Room for one union context per component context (the count when every word has one
     # union id), grown by half when a `<unk>`'s union words need more.
-    rows_u = np.empty((total, width), dtype=np.int64)
     lens_u = np.empty(total, dtype=np.int32)
     keys_u = np.empty(total, dtype=np.uint64)
-    rows_u[0] = -1
     lens_u[0] = 0
     keys_u[0] = EMPTY_KEY  # never a real parent * V + word
-    # per component: (component gid, union gid) pairs of the previous level, by component gid
-    pairs = [(np.zeros(1, dtype=np.int64), np.zeros(1, dtype=np.int64)) for _ in parts]
+    # per component, the previous level: (its first component gid, the component gids when
+    # not every one of that range, the union gid of each)
+    pairs: list[tuple[int, np.ndarray | None, np.ndarray]] = [
+        (0, None, np.zeros(1, dtype=np.int32)) for _ in parts]
     n = 1
     for length in range(1, width + 1):
-        found = []
-        for (lens, keys, cv, pre_off, pre_ids), (pc, pu) in zip(parts, pairs, strict=True):
+        found: list[tuple[int, np.ndarray | None, np.ndarray]] = []
+        for (lens, keys, cv, pre_off, pre_ids), (c0, pc, pu) in zip(parts, pairs, strict=True):
             lo, hi = (int(x) for x in np.searchsorted(lens, [length, length + 1]))
             if hi == lo:
-                found.append((np.empty(0, np.int64), np.empty(0, np.uint64)))
+                found.append((lo, None, np.empty(0, np.uint64)))
                 continue
             k = keys[lo:hi]
             parent = np.floor_divide(k, np.uint64(cv)).view(np.int64)  # ids < 2**63
             word = np.remainder(k, np.uint64(cv)).view(np.int64)
             n_pre = pre_off[word + 1] - pre_off[word]
-            if len(pc) == pc[-1] - pc[0] + 1 and (n_pre == 1).all():  # one union id each
-                parent -= pc[0]
+            if pc is None and (n_pre == 1).all():  # one union id each
+                parent -= c0
                 ukeys = pu[parent].astype(np.uint64)
                 del parent
                 ukeys *= v
                 ukeys += pre_ids[pre_off[word]].astype(np.uint64)
-                cg = np.arange(lo, hi, dtype=np.int64)
+                cg = None  # the component gids lo..hi - 1, in order
                 n += hi - lo
             else:  # every union parent times every union id of the word
-                p_lo, p_hi = np.searchsorted(pc, parent), np.searchsorted(pc, parent, "right")
+                every_pc = np.arange(c0, c0 + len(pu)) if pc is None else pc
+                p_lo = np.searchsorted(every_pc, parent)
+                p_hi = np.searchsorted(every_pc, parent, "right")
+                del every_pc
                 count = (p_hi - p_lo) * n_pre
                 n_all = int(count.sum())
                 n += n_all  # an upper bound until the level is merged
@@ -166,14 +174,14 @@ def _build_union(lm: InterpolatedLM, models: list[Model]) -> Tables | None:
                 par = pu[p_lo[x] + r // n_pre[x]]
                 uw = pre_ids[pre_off[word[x]] + r % n_pre[x]]
                 ukeys = par.astype(np.uint64) * v + uw.astype(np.uint64)
-                cg = lo + x
+                cg = (lo + x).astype(np.int64)
                 del p_lo, p_hi, count, r, par, uw, x
             del word, n_pre
             if n > cap:
                 return None
-            found.append((cg, ukeys))
-        n -= sum(len(f[1]) for f in found)
-        every = np.concatenate([f[1] for f in found])
+            found.append((lo, cg, ukeys))
+        n -= sum(len(f[2]) for f in found)
+        every = np.concatenate([f[2] for f in found])
         if not len(every):
             break
         order = np.argsort(every, kind="stable")  # one sort gives the level and each gid
@@ -184,19 +192,28 @@ def _build_union(lm: InterpolatedLM, models: list[Model]) -> Tables | None:
         np.not_equal(ranked[1:], ranked[:-1], out=first[1:])
         level = ranked[first]
         del ranked
-        gids = np.empty(len(order), dtype=np.int64)
-        gids[order] = n + np.cumsum(first) - 1
-        del order, first
-        ends = np.cumsum([len(f[1]) for f in found])
-        pairs = [(cg, gids[end - len(uk):end]) for (cg, uk), end in zip(found, ends, strict=True)]
-        del found, gids
+        rank = np.cumsum(first, dtype=np.int32)  # each sorted key's gid, less n - 1
+        del first
+        rank += n - 1
+        gids = np.empty(len(order), dtype=np.int32)
+        gids[order] = rank
+        del order, rank
+        ends = np.cumsum([len(f[2]) for f in found])
+        pairs = [(lo, cg, gids[end - len(uk):end])
+                 for (lo, cg, uk), end in zip(found, ends, strict=True)]
+        del found
         if n + len(level) > len(keys_u):
             room = max(n + len(level), len(keys_u) * 3 // 2)
-            rows_u, lens_u, keys_u = (_grown(a, n, room) for a in (rows_u, lens_u, keys_u))
-        _write_level(rows_u, lens_u, keys_u, n, level, length, v)
+            lens_u, keys_u = (_grown(a, n, room) for a in (lens_u, keys_u))
+        keys_u[n:n + len(level)] = level
+        lens_u[n:n + len(level)] = length
         n += len(level)
-        del level
-    return rows_u[:n], lens_u[:n], keys_u[:n]
+        del level, gids
+    return lens_u[:n], keys_u[:n]
+
+
+GID_LIMIT = 2**31 - 1
+"""The most union contexts the compiled DP numbers (int32 gids, its failure links' type)."""
 
 
 def _grown(a: np.ndarray, n: int, room: int) -> np.ndarray:
@@ -204,25 +221,6 @@ def _grown(a: np.ndarray, n: int, room: int) -> np.ndarray:
     out = np.empty((room, *a.shape[1:]), dtype=a.dtype)
     out[:n] = a[:n]
     return out
-
-
-ROWS_CHUNK = 1 << 18
-"""Contexts whose rows are written at a time (bounds `_write_level`'s temporaries)."""
-
-
-def _write_level(rows: np.ndarray, lens: np.ndarray, keys: np.ndarray, at: int,
-                 level: np.ndarray, length: int, v: np.uint64) -> None:
-    """One level's contexts at gids at.., keys sorted: each row is its prefix's row (gid
-    key // V, a shorter context, written already) shifted left by one word, then its last
-    word (key % V); `rows_from_keys`' rule, a chunk at a time."""
-    keys[at:at + len(level)] = level
-    lens[at:at + len(level)] = length
-    for lo in range(0, len(level), ROWS_CHUNK):
-        chunk = level[lo:lo + ROWS_CHUNK]
-        out = rows[at + lo:at + lo + len(chunk)]
-        if rows.shape[1] > 1:
-            out[:, :-1] = rows[np.floor_divide(chunk, v).view(np.int64), 1:]
-        out[:, -1] = np.remainder(chunk, v).view(np.int64)
 
 
 def vocabulary_core(vocab: int, order: int) -> _core.NgramCore:
@@ -299,7 +297,6 @@ def mixture_dp(lm: InterpolatedLM) -> _core.FullDP | None:
     tables = union_tables(lm)
     if tables is None:
         return None
-    rows, lens, keys = tables
-    slots, bits = _core.build_hash(keys)
-    return _core.FullDP(vocabulary_core(len(lm.vocab), dp_order(lm)), rows, lens, keys, slots,
-                        bits, mix=mix_core(lm))
+    lens, keys = tables  # no rows, no hash: FullDP reads the keys (see _build_union)
+    return _core.FullDP(vocabulary_core(len(lm.vocab), dp_order(lm)), None, lens, keys, None,
+                        0, mix=mix_core(lm))

@@ -221,10 +221,11 @@ cdef class _DPCaches:
         cache's slot, a miss in the CPU's caches, cost more than the walks it saved: perf put
         58% of the transition function on that load."""
         cdef long long dummy = -1
-        cdef const long long *row = (self.u.rows + gid * self.u.width) if self.u.width \
-            else &dummy
-        if self.mix != NULL:  # a mixture's factor, as _trans computes it on a miss
-            lp[0] = mix_walk(self.mix, row, self.u.width, word)
+        cdef const long long *row = &dummy
+        if self.u.width and self.mix == NULL:  # a mixture keeps no rows (_mixture.pxi)
+            row = self.u.rows + gid * self.u.width
+        if self.mix != NULL:  # a mixture's factor, its context read from the keys
+            lp[0] = mix_walk_gid(self.mix, &self.u, gid, word)
         elif self.vp != NULL:  # a VPYLM's factor (_vpylm.pxi)
             lp[0] = vp_walk(self.vp, row, self.u.width, word)
         else:
