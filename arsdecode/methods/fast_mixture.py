@@ -278,14 +278,16 @@ def mix_core(lm: InterpolatedLM) -> _core.MixCore:
         offs.append(off)
         rows.append(row)
         preds.append(pred)
-        lp10, lmbow10 = core.arrays[1][0], core.arrays[4][0]  # order 1's log10 p, mbow
+        # order 1's log10 p and mbow (float32 if the file stores it so: widened exactly
+        # before the product, as the walk widens it; a float32 * float would stay float32)
+        lp10, lmbow10 = core.arrays[1][0], core.arrays[4][0]
         seen = table >= 0
         term = np.full(vocab, -np.inf)
         term[seen] = lw + LN10 * lp10[table[seen]]
         uni = np.logaddexp(uni, term)
         back = np.zeros(vocab)
         if model.order >= 2:
-            back[seen] = LN10 * lmbow10[table[seen]]
+            back[seen] = LN10 * lmbow10[table[seen]].astype(np.float64)
         maxb = np.maximum(maxb, back)
     return _core.MixCore(cores, maps, offs, rows, preds, firsts, lasts,
                          np.ascontiguousarray(lm._log_weights, np.float64), uni, maxb)

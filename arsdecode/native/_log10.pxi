@@ -26,6 +26,25 @@ cdef struct L10Tables:
     const double *lbow[NG_MAX_ORDER]          # log10 backoff
     const double *lmf[NG_MAX_ORDER]           # log10 max over left extensions of p
     const double *lmbow[NG_MAX_ORDER]         # log10 max accumulated backoff
+    # The same bounds where the model holds them as float32 (a format-3 file's, rounded up:
+    # still bounds), else NULL: read through l10_mf / l10_mbow, each value widened exactly
+    # where it is read, so no float64 copy of them exists (issue 34: 60 MB for -mix-lm).
+    const float *fmf[NG_MAX_ORDER]
+    const float *fmbow[NG_MAX_ORDER]
+
+
+cdef inline double l10_mf(const L10Tables *t, int k, long long i) noexcept nogil:
+    """Order k + 1's mf of row i, log10, in float64 (widened exactly from a float32)."""
+    if t.fmf[k] != NULL:
+        return <double>t.fmf[k][i]
+    return t.lmf[k][i]
+
+
+cdef inline double l10_mbow(const L10Tables *t, int k, long long i) noexcept nogil:
+    """Order k + 1's mbow of row i, log10, in float64 (widened exactly from a float32)."""
+    if t.fmbow[k] != NULL:
+        return <double>t.fmbow[k][i]
+    return t.lmbow[k][i]
 
 
 cdef inline long long l10_find(const L10Tables *t, int k, long long parent,
@@ -93,7 +112,7 @@ cdef inline double l10_walk_in(const L10Tables *t, const long long *ctx, int wid
         depth = j + 1
     matched = depth - 1
     base = t.ln10 * t.lp[depth - 1][node]
-    mf = t.ln10 * t.lmf[depth - 1][node] if want_max else 0.0
+    mf = t.ln10 * l10_mf(t, depth - 1, node) if want_max else 0.0
     bow_sum = 0.0
     for j in range(matched + 1, ctx_depth + 1):
         bow_sum += bows[j - 1]
@@ -103,7 +122,7 @@ cdef inline double l10_walk_in(const L10Tables *t, const long long *ctx, int wid
         return mf
     if ctx_depth == ctx_len and 1 <= ctx_len <= t.order - 1:
         k = ctx_len
-        return (base + bow_sum) + (t.ln10 * t.lmbow[k - 1][ctx_node]
+        return (base + bow_sum) + (t.ln10 * l10_mbow(t, k - 1, ctx_node)
                                    - t.ln10 * t.lbow[k - 1][ctx_node])
     return (base + bow_sum) + 0.0
 
@@ -126,8 +145,9 @@ cdef class Log10Core:
     (context, word) rows in ln, the same numbers as NgramCore.walk on NativeNgram's copy.
 
     Per order k (lists of k arrays): keys (ascending, uint64: parent row * V + word for
-    k >= 2), log10 p, backoff, mf and mbow (float64, e.g. read-only views of a mapped binary
-    file). `ln10` is the factor every value is scaled by where read (NativeNgram.from_model's
+    k >= 2), log10 p, backoff (float64), mf and mbow (float64, or float32 as a format-3 file
+    stores them: read as stored and widened per value), e.g. read-only views of a mapped
+    binary file. `ln10` is the factor every value is scaled by where read (NativeNgram.from_model's
     LN10). The children offsets of each order >= 2 are derived here, in one pass over its
     keys that also checks them (ModelError): every index the walk reads unchecked is valid."""
 
@@ -143,6 +163,7 @@ cdef class Log10Core:
         cdef bint bad = False
         cdef const unsigned long long[::1] kv
         cdef const double[::1] a
+        cdef const float[::1] f
         cdef int[::1] ch
         if not 1 <= order <= NG_MAX_ORDER:
             raise ModelError(f"Log10Core: order {order} is outside 1..{NG_MAX_ORDER}")
@@ -165,7 +186,21 @@ cdef class Log10Core:
                 raise ModelError(f"Log10Core: order {k} has too many n-grams")
             self.t.rows[k - 1] = m
             self.t.keys[k - 1] = &kv[0] if m else NULL
+            self.t.fmf[k - 1] = NULL
+            self.t.fmbow[k - 1] = NULL
             for dest, arrays in enumerate((lp, lbow, lmf, lmbow)):
+                if dest >= 2 and getattr(arrays[k - 1], "dtype", None) == np.float32:
+                    f = arrays[k - 1]  # a float32 bound, read in place
+                    if f.shape[0] != m:
+                        raise ModelError(f"Log10Core: order {k}'s values do not match its "
+                                         "keys")
+                    if dest == 2:
+                        self.t.fmf[k - 1] = &f[0] if m else NULL
+                        self.t.lmf[k - 1] = NULL
+                    else:
+                        self.t.fmbow[k - 1] = &f[0] if m else NULL
+                        self.t.lmbow[k - 1] = NULL
+                    continue
                 a = arrays[k - 1]
                 if a.shape[0] != m:
                     raise ModelError(f"Log10Core: order {k}'s values do not match its keys")

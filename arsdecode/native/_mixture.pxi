@@ -239,10 +239,11 @@ cdef inline double mix_term(const MixTables *m, int i, long long x, long long y,
     if xi < 0:
         return c * t.lp[0][yi]
     if t.order < 2:
-        return c * t.lmf[0][yi]
+        return c * l10_mf(t, 0, yi)
     if row >= 0:
-        return c * t.lmf[1][row]
-    return (c * t.lp[0][yi] + c * t.lbow[0][xi]) + (c * t.lmbow[0][xi] - c * t.lbow[0][xi])
+        return c * l10_mf(t, 1, row)
+    return (c * t.lp[0][yi] + c * t.lbow[0][xi]) + (c * l10_mbow(t, 0, xi)
+                                                     - c * t.lbow[0][xi])
 
 
 cdef bint mix_backward(const MixTables *m, double lmw, long long a0, long long a1, long long a2,
