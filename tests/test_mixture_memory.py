@@ -143,3 +143,49 @@ def test_a_component_builds_no_natural_log_copy():
     from arsdecode.native import _CACHE
 
     assert lm not in _CACHE
+
+
+def test_full_dp_without_rows_refuses_what_its_bisection_cannot_read(tmp_path):
+    """A mixture's FullDP keeps no rows and no hash (issue 34): it finds a context's child
+    by bisecting the keys, so it refuses keys that do not ascend, and rows or a hash missing
+    anywhere but a mixture."""
+    from arsdecode.errors import ModelError
+    from arsdecode.native import _core
+
+    lm = maxarpa.load(DEFAULT_LM)
+    mix = InterpolatedLM([lm, maxarpa.truncate(lm, 2)], [0.6, 0.4])
+    lens, keys = fast_mixture.union_tables(mix)
+    core = fast_mixture.vocabulary_core(len(mix.vocab), fast_mixture.dp_order(mix))
+    mc = fast_mixture.mix_core(mix)
+    _core.FullDP(core, None, lens, keys, None, 0, mix=mc)  # the layout as built
+    swapped = keys.copy()
+    swapped[[5, 6]] = swapped[[6, 5]]  # two contexts of length 1, out of key order
+    assert lens[5] == lens[6] == 1
+    with pytest.raises(ModelError, match="keys must ascend"):
+        _core.FullDP(core, None, lens, swapped, None, 0, mix=mc)
+    with pytest.raises(ModelError, match="only a mixture"):
+        _core.FullDP(core, None, lens, keys, None, 0)
+    slots, bits = _core.build_hash(keys)
+    with pytest.raises(ModelError, match="only a mixture"):
+        _core.FullDP(core, None, lens, keys, slots, bits, mix=mc)
+
+
+def test_a_mapped_binary_model_keeps_its_float32_bounds_until_they_are_read(tmp_path):
+    """Format 3 stores mf and mbow as float32 rounded up. Mapped, they stay as stored (no
+    float64 copy at load: 60 MB of `-mix-lm`'s general model, issue 34) until `mf`/`mbow`
+    is read, which widens them exactly and read-only; each is still at least the exact bound
+    the text model holds (the certificate's condition)."""
+    text = maxarpa.load(DEFAULT_LM)
+    binary = tmp_path / "lm.npz"
+    maxarpa.convert(DEFAULT_LM, binary, binary=True)
+    mapped = maxarpa.load(binary, mmap=True)
+    for exact, node in zip(text.trie.nodes[:-1], mapped.trie.nodes[:-1], strict=True):
+        mf32, mbow32 = node.stored_bounds()
+        assert mf32.dtype == mbow32.dtype == np.float32 and not mf32.flags.writeable
+        assert node._mf is None and node._mbow is None  # not widened by the load
+        mf, mbow = node.mf, node.mbow
+        assert mf.dtype == mbow.dtype == np.float64 and not mf.flags.writeable
+        assert np.array_equal(mf, mf32.astype(np.float64))
+        assert np.array_equal(mbow, mbow32.astype(np.float64))
+        assert (mf >= exact.mf).all() and (mbow >= exact.mbow).all()
+        assert node.stored_bounds()[0] is mf32  # still the stored array
