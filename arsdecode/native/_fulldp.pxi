@@ -18,6 +18,10 @@ ctypedef long long i64
 ctypedef pair[double, i64] Ranked
 
 
+cdef enum:
+    UC_SHIFT = 4  # without a hash: a children index entry per 2**UC_SHIFT gids (uc_child)
+
+
 cdef struct UsefulTables:
     int width                       # n - 1
     long long n_ctx
@@ -27,8 +31,8 @@ cdef struct UsefulTables:
     const int *slots                # the hash over keys, or NULL: bisect `child` instead
     long long nslots
     int bits
-    const int *child                # with no hash (n_ctx + 1,): gid g's useful children are
-                                    #   gids child[g]..child[g + 1], keys ascending
+    const int *child                # with no hash ((n_ctx >> UC_SHIFT) + 2,): the children
+                                    #   of gids b * 2**UC_SHIFT.. are gids child[b]..child[b + 1]
 
 
 cdef inline long long uc_find(const UsefulTables *u, unsigned long long key) noexcept nogil:
@@ -47,15 +51,16 @@ cdef inline long long uc_find(const UsefulTables *u, unsigned long long key) noe
 cdef inline long long uc_child(const UsefulTables *u, long long g, long long word,
                               long long vocab) noexcept nogil:
     """gid of the useful context g.word, or -1: by the hash, or, without one, by bisecting
-    g's children (a mixture's union, issue 34: 4 bytes a context instead of the hash's 8 to
-    16; FullDP checks the layout it relies on, keys[1:] strictly ascending)."""
+    the children of g's block of 2**UC_SHIFT gids (a mixture's union, issue 34: a quarter of
+    a byte a context instead of the hash's 8 to 16; FullDP checks the layout it relies on,
+    keys[1:] strictly ascending, so a block's children are one range)."""
     cdef unsigned long long key = <unsigned long long>g * <unsigned long long>vocab \
         + <unsigned long long>word
     cdef long long lo, hi, end, mid
     if u.slots != NULL:
         return uc_find(u, key)
-    lo = u.child[g]
-    end = u.child[g + 1]
+    lo = u.child[g >> UC_SHIFT]
+    end = u.child[(g >> UC_SHIFT) + 1]
     hi = end
     while lo < hi:
         mid = (lo + hi) >> 1

@@ -87,7 +87,7 @@ cdef class FullDP:
     cdef vector[long long] child_off  # dense: the useful-context trie's children (_dprows)
     cdef vector[int] child_word
     cdef vector[int] child_gid
-    cdef vector[int] child         # a mixture's union without a hash: gid -> its first child
+    cdef vector[int] child         # a mixture's union without a hash: gid block -> 1st child
 
     def __init__(self, NgramCore core, long long[:, ::1] rows, int[::1] lens,
                  unsigned long long[::1] keys, int[::1] slots, int bits, dense=None,
@@ -109,7 +109,7 @@ cdef class FullDP:
         within each length, so keys[1:] strictly ascending (checked)."""
         cdef long long n_ctx = lens.shape[0], width = core.t.order - 1
         cdef Py_ssize_t i, j
-        cdef long long p, parent
+        cdef long long p, parent, blocks
         cdef bint bad = False
         if rows is None or slots is None:
             if mix is None or rows is not None or slots is not None:
@@ -168,8 +168,9 @@ cdef class FullDP:
             for i in range(slots.shape[0]):
                 if slots[i] < -1 or slots[i] >= n_ctx:
                     raise ModelError("FullDP: a hash slot names no useful context")
-        else:  # each gid's children, one counting pass (parents ascend with the keys)
-            self.child = vector[int](n_ctx + 1, 0)
+        else:  # each gid block's children, one counting pass (parents ascend with keys)
+            blocks = (n_ctx >> UC_SHIFT) + 1
+            self.child = vector[int](blocks + 1, 0)
             with nogil:
                 p = 0
                 for i in range(1, n_ctx):
@@ -177,10 +178,10 @@ cdef class FullDP:
                         bad = True
                         break
                     parent = <long long>(keys[i] // <unsigned long long>core.t.vocab)
-                    while p <= parent:
+                    while p <= (parent >> UC_SHIFT):
                         self.child[p] = <int>i
                         p += 1
-                while p <= n_ctx:
+                while p <= blocks:
                     self.child[p] = <int>n_ctx
                     p += 1
             if bad:

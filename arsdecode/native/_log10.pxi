@@ -21,7 +21,8 @@ cdef struct L10Tables:
     double ln10                               # maxarpa.constants.LN10, the factor from_model uses
     long long rows[NG_MAX_ORDER]              # nodes of each order
     const unsigned long long *keys[NG_MAX_ORDER]
-    const int *children[NG_MAX_ORDER]         # order k >= 2: rows[k - 2] + 1 offsets
+    const int *children[NG_MAX_ORDER]         # order k >= 2: (rows[k - 2] >> CHILD_SHIFT) + 2
+                                              #   offsets, the first child of each parent block
     const double *lp[NG_MAX_ORDER]            # log10 p
     const double *lbow[NG_MAX_ORDER]          # log10 backoff
     const double *lmf[NG_MAX_ORDER]           # log10 max over left extensions of p
@@ -47,12 +48,21 @@ cdef inline double l10_mbow(const L10Tables *t, int k, long long i) noexcept nog
     return t.lmbow[k][i]
 
 
+cdef enum:
+    CHILD_SHIFT = 4  # a children index entry per 2**CHILD_SHIFT parents (see l10_find)
+
+
 cdef inline long long l10_find(const L10Tables *t, int k, long long parent,
                                long long word) noexcept nogil:
     """Row (within order k >= 2) of the node parent * V + word, or -1: a bisection of the
-    parent's children (`parent` a row of order k - 1, checked by the caller's walk)."""
+    children of parent's block of 2**CHILD_SHIFT parents (keys ascending, so they are one
+    range, children[k - 1][b]..children[k - 1][b + 1], b = parent >> CHILD_SHIFT). Why
+    blocks: an offset per parent was 15 MB of -mix-lm's general model, one per 16 parents is
+    1 MB, for about four more bisection steps (issue 34). `parent` is a row of order k - 1,
+    checked by the caller's walk."""
     cdef const int *child = t.children[k - 1]
-    cdef long long lo = child[parent], hi = child[parent + 1], mid
+    cdef long long b = parent >> CHILD_SHIFT
+    cdef long long lo = child[b], end = child[b + 1], hi = end, mid
     cdef const unsigned long long *keys = t.keys[k - 1]
     cdef unsigned long long key = <unsigned long long>parent * <unsigned long long>t.vocab \
         + <unsigned long long>word
@@ -62,7 +72,7 @@ cdef inline long long l10_find(const L10Tables *t, int k, long long parent,
             lo = mid + 1
         else:
             hi = mid
-    if lo < child[parent + 1] and keys[lo] == key:
+    if lo < end and keys[lo] == key:
         return lo
     return -1
 
@@ -147,9 +157,10 @@ cdef class Log10Core:
     Per order k (lists of k arrays): keys (ascending, uint64: parent row * V + word for
     k >= 2), log10 p, backoff (float64), mf and mbow (float64, or float32 as a format-3 file
     stores them: read as stored and widened per value), e.g. read-only views of a mapped
-    binary file. `ln10` is the factor every value is scaled by where read (NativeNgram.from_model's
-    LN10). The children offsets of each order >= 2 are derived here, in one pass over its
-    keys that also checks them (ModelError): every index the walk reads unchecked is valid."""
+    binary file. `ln10` is the factor every value is scaled by where read
+    (NativeNgram.from_model's LN10). The children offsets of each order >= 2 (one per block
+    of 2**CHILD_SHIFT parents) are derived here, in one pass over its keys that also checks
+    them (ModelError): every index the walk reads unchecked is valid."""
 
     cdef L10Tables t
     cdef readonly object arrays
@@ -158,7 +169,7 @@ cdef class Log10Core:
     def __init__(self, long long vocab, double ln10, list keys, list lp, list lbow, list lmf,
                  list lmbow):
         cdef int order = <int>len(keys), k
-        cdef long long m, i, parent, prev_rows, p
+        cdef long long m, i, parent, prev_rows, p, blocks
         cdef unsigned long long last
         cdef bint bad = False
         cdef const unsigned long long[::1] kv
@@ -215,7 +226,8 @@ cdef class Log10Core:
             self.t.children[k - 1] = NULL
             if k >= 2:
                 prev_rows = self.t.rows[k - 2]
-                arr = np.empty(prev_rows + 1, dtype=np.int32)
+                blocks = (prev_rows >> CHILD_SHIFT) + 1
+                arr = np.empty(blocks + 1, dtype=np.int32)
                 ch = arr
                 with nogil:  # a counting pass: keys ascending, parent rows below prev_rows
                     p = 0
@@ -227,10 +239,10 @@ cdef class Log10Core:
                         if parent >= prev_rows:
                             bad = True
                             break
-                        while p <= parent:
+                        while p <= (parent >> CHILD_SHIFT):
                             ch[p] = <int>i
                             p += 1
-                    while p <= prev_rows:
+                    while p <= blocks:
                         ch[p] = <int>m
                         p += 1
                 if bad:
