@@ -96,8 +96,9 @@ def union_reference(mix: InterpolatedLM) -> set[tuple[int, ...]]:
 def assert_union_is_the_reference(mix: InterpolatedLM) -> None:
     tables = fast_mixture.union_tables(mix)
     assert tables is not None
-    lens, keys = tables  # no rows: the DP reads each context's words from its keys
-    assert (np.diff(lens) >= 0).all() and (keys[2:] > keys[1:-1]).all()  # FullDP bisects
+    counts, keys = tables  # no rows or lengths: the DP reads each context from its keys
+    assert counts.sum() == len(keys) and (keys[2:] > keys[1:-1]).all()  # FullDP bisects
+    lens = np.repeat(np.arange(len(counts)), counts).astype(np.int32)
     width = fast_mixture.dp_order(mix) - 1
     rows = rows_from_keys(lens, keys, len(mix.vocab), width)
     got = [tuple(r[width - n:]) if n else () for r, n in zip(rows.tolist(), lens.tolist(),
@@ -154,15 +155,19 @@ def test_full_dp_without_rows_refuses_what_its_bisection_cannot_read(tmp_path):
 
     lm = maxarpa.load(DEFAULT_LM)
     mix = InterpolatedLM([lm, maxarpa.truncate(lm, 2)], [0.6, 0.4])
-    lens, keys = fast_mixture.union_tables(mix)
+    counts, keys = fast_mixture.union_tables(mix)
+    lens = np.repeat(np.arange(len(counts)), counts).astype(np.int32)
     core = fast_mixture.vocabulary_core(len(mix.vocab), fast_mixture.dp_order(mix))
     mc = fast_mixture.mix_core(mix)
-    _core.FullDP(core, None, lens, keys, None, 0, mix=mc)  # the layout as built
+    _core.FullDP(core, None, None, keys, None, 0, mix=mc)  # the layout as built
+    _core.FullDP(core, None, lens, keys, None, 0, mix=mc)  # with lengths, as given
     swapped = keys.copy()
     swapped[[5, 6]] = swapped[[6, 5]]  # two contexts of length 1, out of key order
     assert lens[5] == lens[6] == 1
     with pytest.raises(ModelError, match="keys must ascend"):
-        _core.FullDP(core, None, lens, swapped, None, 0, mix=mc)
+        _core.FullDP(core, None, None, swapped, None, 0, mix=mc)
+    with pytest.raises(ModelError, match="disagree"):
+        _core.FullDP(core, None, lens[:-1], keys, None, 0, mix=mc)
     with pytest.raises(ModelError, match="only a mixture"):
         _core.FullDP(core, None, lens, keys, None, 0)
     slots, bits = _core.build_hash(keys)

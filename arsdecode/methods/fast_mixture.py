@@ -42,7 +42,7 @@ from maxarpa.constants import LN10
 from maxarpa.contexts import EMPTY_KEY, context_keys, has_stored_tables
 from maxarpa.model import Model
 
-Tables = tuple[np.ndarray, np.ndarray]  # lens, keys (FullDP's layout, without rows)
+Tables = tuple[np.ndarray, np.ndarray]  # counts by length, keys (FullDP's, without rows)
 
 # Union tables by their components (the first active component's model holds the entries,
 # keyed by the whole set): weights change nothing in them, so a target rebuilt with other
@@ -112,11 +112,12 @@ def _build_union(lm: InterpolatedLM, models: list[Model]) -> Tables | None:
     of each of its words (`_preimages`: one, except for a `<unk>` standing for the words the
     component lacks), keyed by its union parent's gid; the union's gids in key order.
 
-    Memory (issue 34): the union's lengths and keys are written level by level into arrays
-    allocated at the components' total count (grown only when a `<unk>` expands); no rows
-    (the DP reads a context's words from its keys, `mix_walk_gid`), and a level's
-    temporaries are int32 where they index gids (checked to fit); the components' own
-    rows are not asked for."""
+    Returns (the number of contexts of each length 0..n-1, keys). Memory (issue 34): the
+    union's keys are written level by level into one array allocated at the components'
+    total count (grown only when a `<unk>` expands); no rows (the DP reads a context's
+    words from its keys, `mix_walk_gid`) and no per-context lengths (FullDP derives them);
+    a level's temporaries are int32 where they index gids (checked to fit); the
+    components' own rows are not asked for."""
     vocab = len(lm.vocab)
     width = dp_order(lm) - 1
     v = np.uint64(vocab)
@@ -133,9 +134,9 @@ def _build_union(lm: InterpolatedLM, models: list[Model]) -> Tables | None:
                          f"over {UNION_GROWTH} per context)")
     # Room for one union context per component context (the count when every word has one
     # union id), grown by half when a `<unk>`'s union words need more.
-    lens_u = np.empty(total, dtype=np.int32)
     keys_u = np.empty(total, dtype=np.uint64)
-    lens_u[0] = 0
+    counts = np.zeros(width + 1, dtype=np.int64)
+    counts[0] = 1
     keys_u[0] = EMPTY_KEY  # never a real parent * V + word
     # per component, the previous level: (its first component gid, the component gids when
     # not every one of that range, the union gid of each)
@@ -203,13 +204,12 @@ def _build_union(lm: InterpolatedLM, models: list[Model]) -> Tables | None:
                  for (lo, cg, uk), end in zip(found, ends, strict=True)]
         del found
         if n + len(level) > len(keys_u):
-            room = max(n + len(level), len(keys_u) * 3 // 2)
-            lens_u, keys_u = (_grown(a, n, room) for a in (lens_u, keys_u))
+            keys_u = _grown(keys_u, n, max(n + len(level), len(keys_u) * 3 // 2))
         keys_u[n:n + len(level)] = level
-        lens_u[n:n + len(level)] = length
+        counts[length] = len(level)
         n += len(level)
         del level, gids
-    return lens_u[:n], keys_u[:n]
+    return counts, keys_u[:n]
 
 
 GID_LIMIT = 2**31 - 1
@@ -299,6 +299,6 @@ def mixture_dp(lm: InterpolatedLM) -> _core.FullDP | None:
     tables = union_tables(lm)
     if tables is None:
         return None
-    lens, keys = tables  # no rows, no hash: FullDP reads the keys (see _build_union)
-    return _core.FullDP(vocabulary_core(len(lm.vocab), dp_order(lm)), None, lens, keys, None,
+    _, keys = tables  # no rows, lengths or hash: FullDP reads the keys (see _build_union)
+    return _core.FullDP(vocabulary_core(len(lm.vocab), dp_order(lm)), None, None, keys, None,
                         0, mix=mix_core(lm))

@@ -26,7 +26,8 @@ cdef struct UsefulTables:
     int width                       # n - 1
     long long n_ctx
     const long long *rows           # (n_ctx, width) word ids, left-padded with -1
-    const int *lens                 # (n_ctx,)
+    const int *lens                 # (n_ctx,), or NULL: lengths n - 1 from gid full_from
+    long long full_from             #   (a mixture's union: FullDP derives it from the keys)
     const unsigned long long *keys  # (n_ctx,) parent gid * V + last word (gid 0: unused)
     const int *slots                # the hash over keys, or NULL: bisect `child` instead
     long long nslots
@@ -84,7 +85,10 @@ cdef inline long long uc_cut_append(const UsefulTables *u, const int *fail, long
     cdef long long g, c
     if u.width == 0:
         return 0
-    g = gid if u.lens[gid] < u.width else fail[gid]
+    if u.lens != NULL:
+        g = gid if u.lens[gid] < u.width else fail[gid]
+    else:
+        g = gid if gid < u.full_from else fail[gid]
     while True:
         c = uc_child(u, g, word, vocab)
         if c >= 0:

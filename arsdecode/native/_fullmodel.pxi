@@ -106,19 +106,23 @@ cdef class FullDP:
         A mixture's union (issue 34) may come without `rows` and without the hash (`slots`
         None, `bits` 0): its contexts are then read from the keys (`mix_walk_gid`) and found
         by bisecting each context's children (`uc_child`), which needs gids in key order
-        within each length, so keys[1:] strictly ascending (checked)."""
-        cdef long long n_ctx = lens.shape[0], width = core.t.order - 1
+        within each length, so keys[1:] strictly ascending (checked). Then `lens` may be None
+        too: each context's length follows from its parent's (`uc_cut_append` asks only
+        whether a context has n - 1 words: whether its gid is past the last shorter one)."""
+        cdef long long n_ctx = keys.shape[0], width = core.t.order - 1
         cdef Py_ssize_t i, j
-        cdef long long p, parent, blocks
+        cdef long long p, parent, blocks, level, level_start
         cdef bint bad = False
-        if rows is None or slots is None:
+        if rows is None or slots is None or lens is None:
             if mix is None or rows is not None or slots is not None:
                 raise ModelError("FullDP: only a mixture goes without rows, and then also "
                                  "without a hash")
-        elif rows.shape[0] != n_ctx or rows.shape[1] != width:
-            raise ModelError("FullDP: useful-context rows must be (contexts, order - 1)")
-        if n_ctx < 1 or keys.shape[0] != n_ctx:
+        if lens is not None and lens.shape[0] != n_ctx:
             raise ModelError("FullDP: useful-context arrays disagree")
+        if rows is not None and (rows.shape[0] != n_ctx or rows.shape[1] != width):
+            raise ModelError("FullDP: useful-context rows must be (contexts, order - 1)")
+        if n_ctx < 1:
+            raise ModelError("FullDP: no useful contexts (gid 0, the empty one, at least)")
         if slots is not None and (bits < 1 or bits > 62 or slots.shape[0] != (1 << bits)):
             raise ModelError("FullDP: hash slots must number 2**bits")
         row_bytes = dense_row_bytes(core.t.vocab, <int>width)
@@ -130,7 +134,8 @@ cdef class FullDP:
         self.u.width = <int>width
         self.u.n_ctx = n_ctx
         self.u.rows = &rows[0, 0] if rows is not None and width else NULL
-        self.u.lens = &lens[0]
+        self.u.lens = &lens[0] if lens is not None else NULL
+        self.u.full_from = n_ctx  # set below when there are no lengths
         self.u.keys = &keys[0]
         self.u.slots = &slots[0] if slots is not None else NULL
         self.u.nslots = slots.shape[0] if slots is not None else 0
@@ -152,11 +157,11 @@ cdef class FullDP:
         self._idle = []
         self._workers = []
         for i in range(1, n_ctx):  # gids must ascend with length for the failure links
-            if lens[i] < lens[i - 1] or lens[i] < 1 or lens[i] > width:
+            if lens is not None and (lens[i] < lens[i - 1] or lens[i] < 1 or lens[i] > width):
                 raise ModelError("FullDP: useful contexts must be ordered by length")
             if keys[i] // <unsigned long long>core.t.vocab >= <unsigned long long>i:
                 raise ModelError("FullDP: a useful context's parent must come before it")
-        if lens[0] != 0:
+        if lens is not None and lens[0] != 0:
             raise ModelError("FullDP: gid 0 must be the empty context")
         if rows is not None:
             for i in range(n_ctx):  # the DP walks the model with these ids, unchecked
@@ -188,6 +193,18 @@ cdef class FullDP:
                 raise ModelError("FullDP: without a hash, the useful contexts' keys must "
                                  "ascend")
             self.u.child = self.child.data()
+        if lens is None and width:  # the lengths from the parents (keys ascend: checked)
+            level, level_start = 1, 1  # gid x's length, and the first gid of that length
+            for i in range(1, n_ctx):
+                parent = <long long>(keys[i] // <unsigned long long>core.t.vocab)
+                if parent >= level_start:  # its parent has `level` words: it has one more
+                    level += 1
+                    level_start = i
+                    if level > width:
+                        raise ModelError("FullDP: a useful context is longer than n - 1 "
+                                         "words")
+                    if level == width:
+                        self.u.full_from = i
         self.fail = vector[int](n_ctx, 0)
         with nogil:
             uc_fail_links(&self.u, core.t.vocab, self.fail.data())
