@@ -145,71 +145,94 @@ def _build_union(lm: InterpolatedLM, models: list[Model]) -> Tables | None:
     n = 1
     for length in range(1, width + 1):
         found: list[tuple[int, np.ndarray | None, np.ndarray]] = []
-        for (lens, keys, cv, pre_off, pre_ids), (c0, pc, pu) in zip(parts, pairs, strict=True):
+        for part, prev in zip(parts, pairs, strict=True):
+            lens, keys = part[0], part[1]
             lo, hi = (int(x) for x in np.searchsorted(lens, [length, length + 1]))
-            if hi == lo:
-                found.append((lo, None, np.empty(0, np.uint64)))
-                continue
-            k = keys[lo:hi]
-            parent = np.floor_divide(k, np.uint64(cv)).view(np.int64)  # ids < 2**63
-            word = np.remainder(k, np.uint64(cv)).view(np.int64)
-            n_pre = pre_off[word + 1] - pre_off[word]
-            if pc is None and (n_pre == 1).all():  # one union id each
-                parent -= c0
-                ukeys = pu[parent].astype(np.uint64)
-                del parent
-                ukeys *= v
-                ukeys += pre_ids[pre_off[word]].astype(np.uint64)
-                cg = None  # the component gids lo..hi - 1, in order
-                n += hi - lo
-            else:  # every union parent times every union id of the word
-                every_pc = np.arange(c0, c0 + len(pu)) if pc is None else pc
-                p_lo = np.searchsorted(every_pc, parent)
-                p_hi = np.searchsorted(every_pc, parent, "right")
-                del every_pc
-                count = (p_hi - p_lo) * n_pre
-                n_all = int(count.sum())
-                n += n_all  # an upper bound until the level is merged
-                x = np.repeat(np.arange(hi - lo), count)
-                r = np.arange(n_all) - np.repeat(np.cumsum(count) - count, count)
-                par = pu[p_lo[x] + r // n_pre[x]]
-                uw = pre_ids[pre_off[word[x]] + r % n_pre[x]]
-                ukeys = par.astype(np.uint64) * v + uw.astype(np.uint64)
-                cg = (lo + x).astype(np.int64)
-                del p_lo, p_hi, count, r, par, uw, x
-            del word, n_pre
+            cg, ukeys = _level_keys(keys[lo:hi], lo, part[2:], prev, v)
+            n += len(ukeys)  # an upper bound until the level is merged
             if n > cap:
                 return None
             found.append((lo, cg, ukeys))
         n -= sum(len(f[2]) for f in found)
-        every = np.concatenate([f[2] for f in found])
-        if not len(every):
+        if not sum(len(f[2]) for f in found):
             break
-        order = np.argsort(every, kind="stable")  # one sort gives the level and each gid
-        ranked = every[order]
-        del every
-        first = np.empty(len(ranked), dtype=bool)
-        first[0] = True
-        np.not_equal(ranked[1:], ranked[:-1], out=first[1:])
-        level = ranked[first]
-        del ranked
-        rank = np.cumsum(first, dtype=np.int32)  # each sorted key's gid, less n - 1
-        del first
-        rank += n - 1
-        gids = np.empty(len(order), dtype=np.int32)
-        gids[order] = rank
-        del order, rank
-        ends = np.cumsum([len(f[2]) for f in found])
-        pairs = [(lo, cg, gids[end - len(uk):end])
-                 for (lo, cg, uk), end in zip(found, ends, strict=True)]
-        del found
-        if n + len(level) > len(keys_u):
-            keys_u = _grown(keys_u, n, max(n + len(level), len(keys_u) * 3 // 2))
-        keys_u[n:n + len(level)] = level
-        counts[length] = len(level)
-        n += len(level)
-        del level, gids
+        if n + sum(len(f[2]) for f in found) > len(keys_u):
+            room = n + sum(len(f[2]) for f in found)
+            keys_u = _grown(keys_u, n, max(room, len(keys_u) * 3 // 2))
+        count = _merge_level(found, keys_u, n)
+        pairs = [(lo, cg, gids) for lo, cg, gids in found]  # ukeys replaced by their gids
+        counts[length] = count
+        n += count
     return counts, keys_u[:n]
+
+
+KEYS_CHUNK = 1 << 18
+"""Component contexts translated at a time (bounds `_level_keys`' temporaries)."""
+
+
+def _level_keys(k: np.ndarray, lo: int, part: tuple, prev: tuple[int, np.ndarray | None,
+                np.ndarray], v: np.uint64) -> tuple[np.ndarray | None, np.ndarray]:
+    """One component's contexts of one length (keys `k`, gids lo..) in union keys: (their
+    component gids, None when one each in order, and the union keys). `part`: the
+    component's vocabulary size and the preimage CSR; `prev`: the previous level's pairs.
+
+    A chunk at a time while every word has one union id (the common case, whose temporaries
+    were tens of MB on the 5.4M-n-gram model); else every union parent times every union id
+    of the word (a `<unk>`'s union words), whole."""
+    cv, pre_off, pre_ids = part
+    c0, pc, pu = prev
+    ukeys = np.empty(len(k), dtype=np.uint64)
+    if pc is None:
+        for a in range(0, len(k), KEYS_CHUNK):
+            chunk = k[a:a + KEYS_CHUNK]
+            parent = np.floor_divide(chunk, np.uint64(cv)).view(np.int64)  # ids < 2**63
+            word = np.remainder(chunk, np.uint64(cv)).view(np.int64)
+            if (pre_off[word + 1] - pre_off[word] != 1).any():
+                break
+            parent -= c0
+            out = ukeys[a:a + len(chunk)]
+            np.multiply(pu[parent], v, out=out, dtype=np.uint64, casting="unsafe")
+            out += pre_ids[pre_off[word]].astype(np.uint64)
+        else:
+            return None, ukeys
+    parent = np.floor_divide(k, np.uint64(cv)).view(np.int64)
+    word = np.remainder(k, np.uint64(cv)).view(np.int64)
+    n_pre = pre_off[word + 1] - pre_off[word]
+    every_pc = np.arange(c0, c0 + len(pu)) if pc is None else pc
+    p_lo = np.searchsorted(every_pc, parent)
+    p_hi = np.searchsorted(every_pc, parent, "right")
+    count = (p_hi - p_lo) * n_pre
+    n_all = int(count.sum())
+    x = np.repeat(np.arange(len(k)), count)
+    r = np.arange(n_all) - np.repeat(np.cumsum(count) - count, count)
+    par = pu[p_lo[x] + r // n_pre[x]]
+    uw = pre_ids[pre_off[word[x]] + r % n_pre[x]]
+    return (lo + x).astype(np.int64), par.astype(np.uint64) * v + uw.astype(np.uint64)
+
+
+def _merge_level(found: list, keys_u: np.ndarray, n: int) -> int:
+    """The union of one level's keys from every component, sorted and deduplicated, written
+    at keys_u[n:]; each entry of `found` (lo, cg, ukeys) then holds its keys' gids (int32)
+    instead of the keys. Returns the level's count. Why a sort in place and a search per
+    component instead of one argsort: no int64 permutation and no sorted copy beside the
+    keys (issue 34: the union's build was the mixture's peak)."""
+    every = np.concatenate([f[2] for f in found])
+    every.sort()
+    first = np.empty(len(every), dtype=bool)
+    first[0] = True
+    np.not_equal(every[1:], every[:-1], out=first[1:])
+    count = int(np.count_nonzero(first))
+    level = keys_u[n:n + count]
+    np.compress(first, every, out=level)
+    del every, first
+    for i, (lo, cg, ukeys) in enumerate(found):
+        gids = np.empty(len(ukeys), dtype=np.int32)
+        for a in range(0, len(ukeys), KEYS_CHUNK):
+            at = np.searchsorted(level, ukeys[a:a + KEYS_CHUNK])
+            at += n
+            gids[a:a + len(at)] = at
+        found[i] = (lo, cg, gids)
+    return count
 
 
 GID_LIMIT = 2**31 - 1
