@@ -194,3 +194,23 @@ def test_a_mapped_binary_model_keeps_its_float32_bounds_until_they_are_read(tmp_
         assert np.array_equal(mbow, mbow32.astype(np.float64))
         assert (mf >= exact.mf).all() and (mbow >= exact.mbow).all()
         assert node.stored_bounds()[0] is mf32  # still the stored array
+
+
+@pytest.mark.parametrize("high", [2**20, 2**62])  # packed with its index, or an argsort
+def test_merging_a_level_numbers_the_sorted_distinct_keys(high, monkeypatch):
+    """`_merge_level` writes a level's distinct keys sorted after gid n and gives every
+    component entry its key's gid, whether the keys are packed with their indices into one
+    sorted array (narrow keys) or argsorted (keys too wide to pack)."""
+    rng = np.random.default_rng(high % 97)
+    parts = [rng.integers(0, high, size=s, dtype=np.uint64) for s in (700, 0, 1500)]
+    parts[2][:300] = parts[0][:300]  # keys shared between components
+    parts[0][50:60] = parts[0][0]  # and repeated within one
+    found = [(i, None, p.copy()) for i, p in enumerate(parts)]
+    keys_u = np.zeros(5000, dtype=np.uint64)
+    monkeypatch.setattr(fast_mixture, "KEYS_CHUNK", 128)  # duplicates across chunk edges
+    count = fast_mixture._merge_level(found, keys_u, 7)
+    level = np.unique(np.concatenate(parts))
+    assert count == len(level) and np.array_equal(keys_u[7:7 + count], level)
+    for (_, _, gids), keys in zip(found, parts, strict=True):
+        assert gids.dtype == np.int32
+        assert np.array_equal(keys_u[gids], keys)

@@ -213,23 +213,41 @@ def _level_keys(k: np.ndarray, lo: int, part: tuple, prev: tuple[int, np.ndarray
 def _merge_level(found: list, keys_u: np.ndarray, n: int) -> int:
     """The union of one level's keys from every component, sorted and deduplicated, written
     at keys_u[n:]; each entry of `found` (lo, cg, ukeys) then holds its keys' gids (int32)
-    instead of the keys. Returns the level's count. One argsort gives the level and every
-    gid (a search per key was 2.5 times slower); the sorted keys and their ranks are made a
-    chunk at a time, so beside the keys only the permutation is whole (issue 34: the
-    union's build was the mixture's peak)."""
+    instead of the keys. Returns the level's count.
+
+    One sort gives the level and every gid. Keys are below n_ctx * V (38 bits for -mix-lm's
+    general model), so each is packed with its index into one uint64 and the array sorted in
+    place: no permutation beside it (issue 34: the union's build was the mixture's peak);
+    keys too wide for that take an argsort. Ranks and sorted keys are made a chunk at a time."""
     sizes = [len(f[2]) for f in found]
     every = np.concatenate([f[2] for f in found])
     for i, (lo, cg, _) in enumerate(found):
         found[i] = (lo, cg, None)  # `every` holds the keys now
-    order = np.argsort(every, kind="stable")
-    gids = np.empty(len(every), dtype=np.int32)
+    m = len(every)
+    shift = max(1, (m - 1).bit_length())
+    packed = int(every.max()).bit_length() + shift <= 64
+    if packed:
+        every <<= np.uint64(shift)
+        every |= np.arange(m, dtype=np.uint64)
+        every.sort()
+        order = None
+    else:
+        order = np.argsort(every, kind="stable")
+    gids = np.empty(m, dtype=np.int32)
     count = 0
-    for a in range(0, len(order), KEYS_CHUNK):
-        at = order[a:a + KEYS_CHUNK]
-        vals = every[at]
+    prev = None
+    for a in range(0, m, KEYS_CHUNK):
+        if order is None:
+            chunk = every[a:a + KEYS_CHUNK]
+            vals = chunk >> np.uint64(shift)
+            at = (chunk & np.uint64((1 << shift) - 1)).view(np.int64)
+        else:
+            at = order[a:a + KEYS_CHUNK]
+            vals = every[at]
         new = np.empty(len(vals), dtype=bool)
-        new[0] = a == 0 or vals[0] != every[order[a - 1]]
+        new[0] = prev is None or vals[0] != prev
         np.not_equal(vals[1:], vals[:-1], out=new[1:])
+        prev = vals[-1]
         rank = np.cumsum(new, dtype=np.int64)
         rank += n + count - 1
         gids[at] = rank
