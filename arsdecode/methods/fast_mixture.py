@@ -39,7 +39,7 @@ from arsdecode.model.interpolated import InterpolatedLM
 from arsdecode.model.maxarpa_lm import log10_core
 from arsdecode.native import _core
 from maxarpa.constants import LN10
-from maxarpa.contexts import EMPTY_KEY, context_keys, has_stored_tables
+from maxarpa.contexts import EMPTY_KEY, context_counts, has_stored_tables
 from maxarpa.model import Model
 
 Tables = tuple[np.ndarray, np.ndarray]  # counts by length, keys (FullDP's, without rows)
@@ -123,10 +123,13 @@ def _build_union(lm: InterpolatedLM, models: list[Model]) -> Tables | None:
     v = np.uint64(vocab)
     parts = []
     for i, model in zip(lm._active, models, strict=True):
-        lens, keys = context_keys(model)  # not their rows: 8 bytes a word, unused here
-        parts.append((np.asarray(lens), np.asarray(keys), len(model.vocab),
+        # the count of each length, not a length per context nor rows (unused here)
+        counts_i, keys = context_counts(model)
+        starts = np.zeros(len(counts_i) + 1, dtype=np.int64)
+        np.cumsum(counts_i, out=starts[1:])
+        parts.append((starts, np.asarray(keys), len(model.vocab),
                       *_preimages(lm._maps[i], len(model.vocab))))
-    total = sum(len(p[0]) for p in parts)
+    total = sum(len(p[1]) for p in parts)
     cap = UNION_GROWTH * total + UNION_SLACK
     if cap >= GID_LIMIT:
         raise ModelError(f"the mixture's components have {total:,} useful contexts together; "
@@ -146,8 +149,8 @@ def _build_union(lm: InterpolatedLM, models: list[Model]) -> Tables | None:
     for length in range(1, width + 1):
         found: list[tuple[int, np.ndarray | None, np.ndarray]] = []
         for part, prev in zip(parts, pairs, strict=True):
-            lens, keys = part[0], part[1]
-            lo, hi = (int(x) for x in np.searchsorted(lens, [length, length + 1]))
+            starts, keys = part[0], part[1]
+            lo, hi = (int(starts[min(x, len(starts) - 1)]) for x in (length, length + 1))
             cg, ukeys = _level_keys(keys[lo:hi], lo, part[2:], prev, v)
             n += len(ukeys)  # an upper bound until the level is merged
             if n > cap:
