@@ -214,3 +214,38 @@ def test_merging_a_level_numbers_the_sorted_distinct_keys(high, monkeypatch):
     for (_, _, gids), keys in zip(found, parts, strict=True):
         assert gids.dtype == np.int32
         assert np.array_equal(keys_u[gids], keys)
+
+
+@pytest.mark.parametrize("order", [2, 5])
+def test_a_rowless_mixture_dp_transitions_equal_a_reference(order):
+    """Without rows, lengths or a hash (issue 34), each transition of the mixture's FullDP
+    (the next state by bisection and the failure chain, ln p from the context read off the
+    keys) equals a reference: the longest suffix of context + word among the union's
+    contexts (a Python set), and MixCore.walk on the context's row, bit for bit. Order 2
+    makes every context but the empty one full-width (n - 1 = 1 word)."""
+    from arsdecode.native import _core
+
+    lm = maxarpa.load(DEFAULT_LM)
+    models = [lm if order == 5 else maxarpa.truncate(lm, 2), maxarpa.truncate(lm, 2)]
+    mix = InterpolatedLM(models, [0.6, 0.4])
+    counts, keys = fast_mixture.union_tables(mix)
+    width = fast_mixture.dp_order(mix) - 1
+    lens = np.repeat(np.arange(len(counts)), counts).astype(np.int32)
+    rows = rows_from_keys(lens, keys, len(mix.vocab), width)
+    gid_of = {tuple(r[width - n:]) if n else (): g
+              for g, (r, n) in enumerate(zip(rows.tolist(), lens.tolist(), strict=True))}
+    mc = fast_mixture.mix_core(mix)
+    core = fast_mixture.vocabulary_core(len(mix.vocab), width + 1)
+    dp = _core.FullDP(core, None, None, keys, None, 0, mix=mc)
+    rng = np.random.default_rng(order)
+    gids = np.concatenate([rng.integers(0, len(keys), 3000),
+                           rng.integers(len(keys) - int(counts[-1]), len(keys), 1000)])
+    words = rng.integers(0, len(mix.vocab), len(gids))
+    last = rows[gids[::7], -1]
+    words[::7] = np.where(last >= 0, last, words[::7])  # words that often continue a context
+    nxt, lp = dp.transitions(gids, words)
+    for g, w, got in zip(gids.tolist(), words.tolist(), nxt.tolist(), strict=True):
+        s = (*(rows[g][width - lens[g]:].tolist() if lens[g] else ()), w)[-width:]
+        want = next(gid_of[s[i:]] for i in range(len(s) + 1) if s[i:] in gid_of)
+        assert got == want, (g, w)
+    assert np.array_equal(lp, mc.walk(np.ascontiguousarray(rows[gids]), words, False))

@@ -98,6 +98,40 @@ cdef inline long long uc_cut_append(const UsefulTables *u, const int *fail, long
         g = fail[g]
 
 
+cdef long long uc_blocks(UsefulTables *u, long long vocab, int *child,
+                         bint set_full) noexcept nogil:
+    """Without a hash: child[b] = the first gid whose parent is in gid block b (blocks of
+    2**UC_SHIFT, (n_ctx >> UC_SHIFT) + 2 entries), in one pass over the keys; with
+    `set_full` (no lengths given) also u.full_from, the first gid of n - 1 words: a gid whose
+    parent is at or past the first gid of the current length has one word more (parents
+    ascend with the keys). Returns the longest length, or -1 if the keys do not ascend or
+    a context would pass n - 1 words (the layout uc_child and uc_cut_append rely on)."""
+    cdef long long i, p = 0, parent, level = 1, level_start = 1
+    cdef long long blocks = (u.n_ctx >> UC_SHIFT) + 1
+    if u.n_ctx == 1:
+        level = 0
+    elif u.width == 1 and set_full:
+        u.full_from = 1  # every context but the empty one has one word, n - 1
+    for i in range(1, u.n_ctx):
+        if i > 1 and u.keys[i] <= u.keys[i - 1]:
+            return -1
+        parent = <long long>(u.keys[i] // <unsigned long long>vocab)
+        while p <= (parent >> UC_SHIFT):
+            child[p] = <int>i
+            p += 1
+        if parent >= level_start:  # its parent has `level` words: it has one more
+            level += 1
+            level_start = i
+            if level > u.width:
+                return -1
+            if level == u.width and set_full:
+                u.full_from = i
+    while p <= blocks:
+        child[p] = <int>u.n_ctx
+        p += 1
+    return level
+
+
 cdef void uc_fail_links(const UsefulTables *u, long long vocab, int *fail) noexcept nogil:
     """fail[x] for every gid, in gid order (gids ascend with length): x = p.w gets the first
     child by w along p's failure chain, else the empty context."""

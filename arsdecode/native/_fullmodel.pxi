@@ -111,8 +111,7 @@ cdef class FullDP:
         whether a context has n - 1 words: whether its gid is past the last shorter one)."""
         cdef long long n_ctx = keys.shape[0], width = core.t.order - 1
         cdef Py_ssize_t i, j
-        cdef long long p, parent, blocks, level, level_start
-        cdef bint bad = False
+        cdef long long level
         if rows is None or slots is None or lens is None:
             if mix is None or rows is not None or slots is not None:
                 raise ModelError("FullDP: only a mixture goes without rows, and then also "
@@ -173,38 +172,14 @@ cdef class FullDP:
             for i in range(slots.shape[0]):
                 if slots[i] < -1 or slots[i] >= n_ctx:
                     raise ModelError("FullDP: a hash slot names no useful context")
-        else:  # each gid block's children, one counting pass (parents ascend with keys)
-            blocks = (n_ctx >> UC_SHIFT) + 1
-            self.child = vector[int](blocks + 1, 0)
+        else:  # bisection instead of a hash: each gid block's children (uc_child)
+            self.child = vector[int]((n_ctx >> UC_SHIFT) + 2, 0)
             with nogil:
-                p = 0
-                for i in range(1, n_ctx):
-                    if i > 1 and keys[i] <= keys[i - 1]:
-                        bad = True
-                        break
-                    parent = <long long>(keys[i] // <unsigned long long>core.t.vocab)
-                    while p <= (parent >> UC_SHIFT):
-                        self.child[p] = <int>i
-                        p += 1
-                while p <= blocks:
-                    self.child[p] = <int>n_ctx
-                    p += 1
-            if bad:
+                level = uc_blocks(&self.u, core.t.vocab, self.child.data(), lens is None)
+            if level < 0:
                 raise ModelError("FullDP: without a hash, the useful contexts' keys must "
-                                 "ascend")
+                                 "ascend, and name at most n - 1 words")
             self.u.child = self.child.data()
-        if lens is None and width:  # the lengths from the parents (keys ascend: checked)
-            level, level_start = 1, 1  # gid x's length, and the first gid of that length
-            for i in range(1, n_ctx):
-                parent = <long long>(keys[i] // <unsigned long long>core.t.vocab)
-                if parent >= level_start:  # its parent has `level` words: it has one more
-                    level += 1
-                    level_start = i
-                    if level > width:
-                        raise ModelError("FullDP: a useful context is longer than n - 1 "
-                                         "words")
-                    if level == width:
-                        self.u.full_from = i
         self.fail = vector[int](n_ctx, 0)
         with nogil:
             uc_fail_links(&self.u, core.t.vocab, self.fail.data())
