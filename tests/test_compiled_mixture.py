@@ -245,5 +245,5 @@ def test_a_mixture_of_mapped_binary_models_reads_float32_bounds_and_equals_brute
     assert stored_mf.dtype == np.float32 and stored_mbow.dtype == np.float32
     core = log10_core(models[0])
     assert np.shares_memory(core.arrays[3][1], stored_mf)  # read where the file holds it
-    assert node._mf is None and node._mbow is None  # never widened by the mixture
+    assert node.__dict__["mf"] is None and node.__dict__["mbow"] is None  # never widened
     assert np.array_equal(node.mf, stored_mf.astype(np.float64))  # widened on demand

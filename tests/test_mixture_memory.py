@@ -187,7 +187,7 @@ def test_a_mapped_binary_model_keeps_its_float32_bounds_until_they_are_read(tmp_
     for exact, node in zip(text.trie.nodes[:-1], mapped.trie.nodes[:-1], strict=True):
         mf32, mbow32 = node.stored_bounds()
         assert mf32.dtype == mbow32.dtype == np.float32 and not mf32.flags.writeable
-        assert node._mf is None and node._mbow is None  # not widened by the load
+        assert node.__dict__["mf"] is None is node.__dict__["mbow"]  # not widened by the load
         mf, mbow = node.mf, node.mbow
         assert mf.dtype == mbow.dtype == np.float64 and not mf.flags.writeable
         assert np.array_equal(mf, mf32.astype(np.float64))
