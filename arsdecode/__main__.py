@@ -1,7 +1,7 @@
-"""`python -m arsdecode` runs the arsdecode CLI."""
+"""`python -m arsdecode` runs the arsdecode CLI (through `cli.entry`, as the console script)."""
 
 import sys
 
-from arsdecode.cli.main import main
+from arsdecode.cli.entry import main
 
 sys.exit(main())

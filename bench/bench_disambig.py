@@ -19,7 +19,12 @@ session on this kind of machine, quoted as such, so the ratios compare runs made
 ars, full and auto (every best path checked equal in ln p, 1e-9, across methods), 10-best of
 auto against ARS's k-best (K scores equal, 1e-9), and the exact posteriors (`marginals`).
 
+With `--baseline-tree DIR` every setting is also run from the checkout DIR (A), its runs
+alternated with this checkout's (B), each process with its own tree first on the path; the
+A/B table follows the main one (issue 34: "measure ours A against B in the same run").
+
 Usage: python -m bench.bench_disambig [--runs 3] [--general M] [--doc] [--in-process]
+           [--baseline-tree DIR]
   --general: the 54k-word general 5-gram of state_union + brown + abc + webtext, made by
   `python -m data_prep.prepare_sms --out work/sms_all --corpora state_union brown abc webtext
   --orders 5` (its lm.5.maxarpa, or that converted with `maxarpa convert --binary`);
@@ -30,6 +35,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 import resource
 import subprocess
 import sys
@@ -77,19 +83,56 @@ def write_inputs(out: Path, channel, sentences: list[list[str]], top_k: int | No
 
 
 def whole_process(text: Path, mp: Path, lm: Path, *extra: str,
-                  runs: int = 3) -> tuple[float, float]:
-    """CPU seconds (user + system) and peak RSS (MB) of an `arsdecode disambig` child, the
-    fastest of `runs` (others share the machine), measured by GNU time (`ru_maxrss` of
-    RUSAGE_CHILDREN is the largest over every child so far, not this one's)."""
+                  runs: int = 3, tree: Path = REPO) -> tuple[float, float]:
+    """CPU seconds (user + system) and peak RSS (MB) of an `arsdecode disambig` child run from
+    the checkout `tree` (its own code first on the path), the fastest of `runs` (others share
+    the machine), measured by GNU time (`ru_maxrss` of RUSAGE_CHILDREN is the largest over
+    every child so far, not this one's)."""
     best = (math.inf, math.inf)
     for _ in range(runs):
-        proc = subprocess.run(["/usr/bin/time", "-f", "%U %S %M", sys.executable, "-m",
-                               "arsdecode", "disambig", "--text", str(text), "--map", str(mp),
-                               "--lm", str(lm), "--logmap", *extra], check=True,
-                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-        user, system, kb = proc.stderr.strip().splitlines()[-1].split()
-        best = min(best, (float(user) + float(system), float(kb) / 1024.0))
+        best = min(best, _one_process(text, mp, lm, extra, tree))
     return best
+
+
+PYCACHE = Path(tempfile.gettempdir()) / "bench_disambig_pycache"
+"""Where the children's bytecode goes (PYTHONPYCACHEPREFIX): compiled once per checkout by
+`compile_tree`, outside both checkouts. Why: with PYTHONDONTWRITEBYTECODE set, a checkout
+without its own __pycache__ recompiled ~120 modules in every process (0.1-0.25 CPU-s), which
+an A/B of whole processes would charge to whichever side lacked one."""
+
+
+def tree_env(tree: Path) -> dict[str, str]:
+    """The environment of a child run from `tree`: its code first, bytecode under PYCACHE."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    return {**env, "PYTHONPATH": str(tree), "PYTHONPYCACHEPREFIX": str(PYCACHE)}
+
+
+def compile_tree(tree: Path) -> None:
+    """Compile `tree`'s packages into PYCACHE (not into the checkout)."""
+    subprocess.run([sys.executable, "-m", "compileall", "-q", "arsdecode", "maxarpa"],
+                   check=True, cwd=tree, env=tree_env(tree), stdout=subprocess.DEVNULL)
+
+
+def _one_process(text: Path, mp: Path, lm: Path, extra: tuple[str, ...],
+                 tree: Path) -> tuple[float, float]:
+    env = tree_env(tree)
+    proc = subprocess.run(["/usr/bin/time", "-f", "%U %S %M", sys.executable, "-m",
+                           "arsdecode", "disambig", "--text", str(text), "--map", str(mp),
+                           "--lm", str(lm), "--logmap", *extra], check=True, cwd=tree, env=env,
+                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    user, system, kb = proc.stderr.strip().splitlines()[-1].split()
+    return float(user) + float(system), float(kb) / 1024.0
+
+
+def ab_processes(text: Path, mp: Path, lm: Path, *extra: str, runs: int,
+                 baseline: Path) -> tuple[tuple[float, float], tuple[float, float]]:
+    """`whole_process` of the checkout `baseline` (A) and of this one (B), their runs
+    alternated so that both see the same load; each the fastest of `runs`."""
+    best_a = best_b = (math.inf, math.inf)
+    for _ in range(runs):
+        best_a = min(best_a, _one_process(text, mp, lm, extra, baseline))
+        best_b = min(best_b, _one_process(text, mp, lm, extra, REPO))
+    return best_a, best_b
 
 
 def in_process(sentences: list[list[str]], runs: int) -> bool:
@@ -186,7 +229,7 @@ def numpy_floor(runs: int) -> tuple[float, float]:
 def general_model(given: Path | None) -> Path | None:
     """The -mix-lm general model: `given`, else work/sms_all's binary or MAX-ARPA, else None."""
     if given is not None:
-        return given
+        return given.resolve()  # the children run from their own checkout
     for name in ("lm.5.npz", "lm.5.maxarpa"):
         if (REPO / "work" / "sms_all" / name).exists():
             return REPO / "work" / "sms_all" / name
@@ -194,8 +237,10 @@ def general_model(given: Path | None) -> Path | None:
 
 
 def settings_table(sentences: list[list[str]], runs: int, general: Path | None,
-                   lam: float) -> tuple[list[dict], tuple[float, float]]:
-    """Issue 34's rows (module docstring): per setting, ours (CPU s, MB) and SRILM's."""
+                   lam: float, baseline: Path | None = None
+                   ) -> tuple[list[dict], tuple[float, float]]:
+    """Issue 34's rows (module docstring): per setting, ours (CPU s, MB) and SRILM's; with
+    `baseline`, that checkout's too (A), run alternately with ours (B)."""
     import maxarpa
     from arsdecode.api import DEFAULT_LM
     from arsdecode.tasks.sms.keypad import KeypadChannel
@@ -213,18 +258,29 @@ def settings_table(sentences: list[list[str]], runs: int, general: Path | None,
         if general is not None:
             todo.append(("-mix-lm", text, ("--mix-lm", str(general), "--lambda", str(lam))))
         floor = numpy_floor(runs)
+        for tree in (REPO,) if baseline is None else (baseline, REPO):
+            compile_tree(tree)
         for name, txt, extra in todo:
-            secs, mb = whole_process(txt, mp, lm_path, *extra, runs=runs)
-            rows.append({"setting": name, "cpu_s": secs, "rss_mb": mb,
-                         "srilm": SRILM_34[name], "issue": ISSUE_34[name]})
-            print(f"{name:24s} {secs:6.2f} s CPU {mb:6.0f} MB | SRILM (issue 34): "
-                  f"{SRILM_34[name][0]} s, {SRILM_34[name][1]:.0f} MB", flush=True)
+            row: dict = {"setting": name, "srilm": SRILM_34[name], "issue": ISSUE_34[name]}
+            if baseline is not None:
+                (row["a_cpu_s"], row["a_rss_mb"]), (secs, mb) = ab_processes(
+                    txt, mp, lm_path, *extra, runs=runs, baseline=baseline)
+            else:
+                secs, mb = whole_process(txt, mp, lm_path, *extra, runs=runs)
+            row.update(cpu_s=secs, rss_mb=mb)
+            rows.append(row)
+            print(f"{name:24s} {secs:6.2f} s CPU {mb:6.0f} MB"
+                  + (f" | A: {row['a_cpu_s']:.2f} s, {row['a_rss_mb']:.1f} MB, B: {mb:.1f} MB"
+                     if baseline is not None else "")
+                  + f" | SRILM (issue 34): {SRILM_34[name][0]} s, {SRILM_34[name][1]:.0f} MB",
+                  flush=True)
     return rows, floor
 
 
 def markdown(rows: list[dict], floor: tuple[float, float], runs: int,
-             general: Path | None) -> str:
-    """The table docs/performance.md shows (written by --doc)."""
+             general: Path | None, baseline: Path | None = None) -> str:
+    """The table docs/performance.md shows (written by --doc); with `baseline`, a second
+    table of A (that checkout) against B (this one), measured alternately in this run."""
     import datetime
 
     out = [f"Generated by `python -m bench.bench_disambig --doc` on "
@@ -248,6 +304,16 @@ def markdown(rows: list[dict], floor: tuple[float, float], runs: int,
     if general is None:
         out.append("| -mix-lm | 28.5 s, 180 MB | not run: no general model (see the bench's "
                    "docstring) | | | | 5.3 s, 943 MB |")
+    if baseline is not None:
+        out += ["", f"A/B in the same run (runs alternated, best of {runs} each): A is the "
+                f"checkout `{baseline}`, B this one; peak RSS to 0.1 MB (GNU time).", "",
+                "| setting | A: CPU s, peak RSS | B: CPU s, peak RSS | B/A CPU | B - A RSS |",
+                "|---|---|---|---|---|"]
+        for r in rows:
+            out.append(f"| {r['setting']} | {r['a_cpu_s']:.2f} s, {r['a_rss_mb']:.1f} MB | "
+                       f"{r['cpu_s']:.2f} s, {r['rss_mb']:.1f} MB | "
+                       f"{r['cpu_s'] / r['a_cpu_s']:.2f}x | "
+                       f"{r['rss_mb'] - r['a_rss_mb']:+.1f} MB |")
     post = [r for r in rows if r["setting"].startswith("-fb")]
     if post:
         ratio = post[0]["cpu_s"] / post[0]["srilm"][0]
@@ -267,6 +333,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--doc", action="store_true", help="write docs/performance.md's section")
     ap.add_argument("--in-process", action="store_true", help="issue 23's in-process section")
     ap.add_argument("--quick", action="store_true", help="one run per row")
+    ap.add_argument("--baseline-tree", type=Path, default=None, metavar="DIR",
+                    help="also run each setting from the checkout DIR (A), alternated with "
+                         "this one (B), and print both")
     args = ap.parse_args(argv)
     from bench.record import Record
     from data_prep.corpus import load_sentences
@@ -274,7 +343,7 @@ def main(argv: list[str] | None = None) -> int:
     runs = 1 if args.quick else args.runs
     sentences = load_sentences(["state_union"])[-args.sentences:]
     general = general_model(args.general)
-    rows, floor = settings_table(sentences, runs, general, args.lam)
+    rows, floor = settings_table(sentences, runs, general, args.lam, args.baseline_tree)
     rec = Record("bench_disambig", quick=args.quick, argv=argv)
     rec.add("numpy_floor.rss_mb", floor[1], "rss_mb")
     for r in rows:
@@ -282,8 +351,11 @@ def main(argv: list[str] | None = None) -> int:
         rec.time(f"{key}.cpu_s", r["cpu_s"])
         rec.add(f"{key}.rss_mb", r["rss_mb"], "rss_mb")
         rec.ratio(f"{key}.cpu_vs_srilm", r["cpu_s"] / r["srilm"][0])
+        if "a_rss_mb" in r:
+            rec.ratio(f"{key}.rss_vs_baseline", r["rss_mb"] / r["a_rss_mb"])
+            rec.ratio(f"{key}.cpu_vs_baseline", r["cpu_s"] / r["a_cpu_s"])
     rec.save()
-    table = markdown(rows, floor, runs, general)
+    table = markdown(rows, floor, runs, general, args.baseline_tree)
     print(table)
     if args.doc:
         from bench.perf_doc import write_section

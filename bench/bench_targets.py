@@ -37,10 +37,10 @@ up (as after a batch large enough; `compiled_setup_cpu_seconds` and
 `auto_builds_for_these_lattices`, whether `decode_many` on these lattices would have set it
 up, are in the target's results). A VPYLM's compiled DP (issue 34, `fast_vpylm`) is set up by
 "auto" once the ARS time it estimates over its calls passes the setup (`fast_vpylm.charge`),
-so its "auto" row runs ARS on the first lattices and the DP on the rest. The log-linear
-target has no compiled full DP (its skip-bigram features `a * c` would need a state per
-(a, v) for every word v; "auto" runs ARS, "full" the numpy reference DP, which holds every
-(state, candidate) pair: GBs on a whole SMS lattice), so "full" runs on small lattices for
+so its "auto" row runs ARS on the first lattices and the DP on the rest; so does the
+log-linear target's (`fast_loglinear`, its states made on demand for the skip-bigrams).
+A target without a compiled DP would run "full" as the numpy reference DP, which holds every
+(state, candidate) pair (GBs on a whole SMS lattice), so "full" runs on small lattices for
 every target: the first lattice of each of the `--full-lattices` shortest lengths of the
 subset, cut to the `--full-top-k` best per position (rows `ars_small`, `full_small`).
 Sampling: `arsdecode.sample(lm, lattice, --samples, seed)`, CPU seconds and acceptance rate.

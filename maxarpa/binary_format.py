@@ -57,8 +57,9 @@ import numpy as np
 from maxarpa.checks import check_binary_shapes
 from maxarpa.compact import Stored, stored_orders, widened
 from maxarpa.contexts import attach, context_counts
-from maxarpa.digest import ALGORITHM_V2, DigestV2, arrays_digest, bounds_trusted
+from maxarpa.digest import ALGORITHM_V2, DigestV2, arrays_digest, bounds_trusted, digest_matches
 from maxarpa.errors import FormatError
+from maxarpa.file_digest import file_digest
 from maxarpa.keywalk import rows_from_parent, unigram_rows
 from maxarpa.model import Model
 from maxarpa.output import atomic_output, check_output
@@ -234,7 +235,31 @@ def read_binary(path: str | Path, mmap: bool = False) -> Model:
 
 def read_binary_with_digest(path: str | Path, mmap: bool = False
                             ) -> tuple[Model, tuple[str, str] | None]:
-    """`read_binary`, and the file's `digest` member as (algorithm, hex), None if absent.
+    """`read_binary`, and the file's `digest` member as (algorithm, hex), None if absent."""
+    return _read(path, mmap)[:2]
+
+
+def read_binary_checked(path: str | Path, mmap: bool = False
+                        ) -> tuple[Model, tuple[str, str] | None, bool]:
+    """`read_binary_with_digest`, and whether the digest matches the arrays as read
+    (`maxarpa.digest.digest_matches`; False when there is none).
+
+    Why here rather than by the caller over the arrays: hashing a mapped file through its
+    mapping makes every page of it resident in this process (176 MB for a 5.4M-n-gram model,
+    where a decode touches a few MB). A mapped format-3 file is hashed from plain reads of
+    the same open file, a chunk at a time, through the page cache: the same bytes the
+    mapping shows, the same digest, checked in full before the model is returned, while
+    only the pages a decode touches become the process's (issue 34).
+    """
+    model, digest, matches = _read(path, mmap)
+    if matches is None:
+        matches = digest_matches(digest, model.vocab, model.trie)
+    return model, digest, matches
+
+
+def _read(path: str | Path, mmap: bool) -> tuple[Model, tuple[str, str] | None, bool | None]:
+    """The reader behind `read_binary_with_digest` and `read_binary_checked`: the model, its
+    digest, and whether it matches when computed from the file (None: not computed here).
 
     Args:
         path: the .npz file.
@@ -252,13 +277,14 @@ def read_binary_with_digest(path: str | Path, mmap: bool = False
     try:
         layout = _member_layout(path)
         size = os.path.getsize(path)
+        matches: bool | None = None
         if mmap:
-            with open(path, "rb") as fh:
-                # MAP_POPULATE: the digest check reads every page anyway, and faulting them
-                # in with the mapping, in bulk, is cheaper than one fault per page.
-                populate = getattr(mmap_module, "MAP_POPULATE", 0)
-                buffer = mmap_module.mmap(fh.fileno(), 0, flags=mmap_module.MAP_SHARED | populate,
-                                          prot=mmap_module.PROT_READ)
+            # Not pre-faulted (no MAP_POPULATE): the digest is read from the file apart
+            # (`maxarpa.file_digest`), so only the pages a decode touches become resident. `raw`
+            # stays open until then: the digest reads the very file that is mapped.
+            raw = open(path, "rb", buffering=0)  # closed below, in finally
+            buffer = mmap_module.mmap(raw.fileno(), 0, flags=mmap_module.MAP_SHARED,
+                                      prot=mmap_module.PROT_READ)
 
         def get(name: str) -> np.ndarray:
             if name not in layout:
@@ -298,16 +324,21 @@ def read_binary_with_digest(path: str | Path, mmap: bool = False
             if all(name in layout for name in CONTEXT_MEMBERS):
                 lens, keys = (get(name) for name in CONTEXT_MEMBERS)
                 tables = (lens, [lens, keys], keys)
+        check_binary_shapes(trie, path)
+        model = Model(vocab, trie, path)
+        if mmap and magic == MAGIC and digest is not None and digest[0] == ALGORITHM_V2:
+            matches = digest[1] == file_digest(raw, path, layout, model)
+        if tables is not None and digest is not None and ctx_digest is not None and (
+                ctx_digest == (digest[0], arrays_digest(digest[1], tables[1]))):
+            attach(model, tables[0], tables[2])
     except (OSError, ValueError, KeyError, zipfile.BadZipFile, EOFError, struct.error) as err:
         if isinstance(err, FormatError):
             raise
         raise FormatError(path, None, f"corrupt maxarpa binary file ({err})") from None
-    check_binary_shapes(trie, path)
-    model = Model(vocab, trie, path)
-    if tables is not None and digest is not None and ctx_digest is not None and (
-            ctx_digest == (digest[0], arrays_digest(digest[1], tables[1]))):
-        attach(model, tables[0], tables[2])
-    return model, digest
+    finally:
+        if mmap and "raw" in locals():
+            raw.close()  # the mapping keeps the file's pages; the descriptor is not needed
+    return model, digest, matches
 
 
 def _read_orders_v3(trie: Trie, n: int, layout: dict, get, frozen: bool) -> None:
@@ -325,8 +356,12 @@ def _read_orders_v3(trie: Trie, n: int, layout: dict, get, frozen: bool) -> None
         m = len(keys)
         log10p = get(f"log10p_{k}")
         log10bow = get(f"log10bow_{k}") if f"log10bow_{k}" in layout else done(np.zeros(m))
-        listed = (get(f"listed_{k}") if f"listed_{k}" in layout
-                  else done(np.ones(m, dtype=np.bool_)))
+        if f"listed_{k}" in layout:
+            listed = get(f"listed_{k}")
+        elif frozen:  # read-only anyway: one True seen m times, no m bytes (5 MB, issue 34)
+            listed = np.broadcast_to(np.True_, (m,))
+        else:
+            listed = np.ones(m, dtype=np.bool_)
         mf = done(widened(_bound(layout, get, f"mf_{k}"), log10p))
         mbow = done(widened(_bound(layout, get, f"mbow_{k}"), log10bow))
         if k == 1:

@@ -94,19 +94,28 @@ class DigestV2:
         self._h.update(f"\norder {order}\n".encode())
 
     def add_order(self, count: int, arrays: Iterable[np.ndarray]) -> None:
+        self.add_order_pieces(count, ((arr.dtype, (arr,)) for arr in arrays))
+
+    def add_order_pieces(self, count: int,
+                         fields: Iterable[tuple[np.dtype, Iterable[np.ndarray]]]) -> None:
+        """`add_order` with each array given as (its dtype, its consecutive pieces): the same
+        hash as over the whole arrays. Why: a reader can hash a mapped file from plain reads,
+        a piece at a time, so that its pages stay in the page cache instead of all becoming
+        resident in the process (`maxarpa.binary_format`, issue 34)."""
         self._h.update(f"{count}\n".encode())
         hashed = 0
-        for (_, expected), arr in zip(_LAYOUT_V2, arrays):
+        for (_, expected), (stored, pieces) in zip(_LAYOUT_V2, fields):
             dtype = np.dtype(expected)
-            if arr.dtype.kind != dtype.kind:  # a corrupt file: hash as is, no cast
-                self._h.update(f"unexpected {arr.dtype.str}".encode())
-                dtype = arr.dtype
-            if arr.dtype == dtype and arr.flags.c_contiguous:
-                self._h.update(arr.view(np.uint8).data)
-            else:  # converted a chunk at a time (float32 bounds widened): no full copy
-                for lo in range(0, len(arr), HASH_CHUNK):
-                    chunk = np.ascontiguousarray(arr[lo : lo + HASH_CHUNK], dtype=dtype)
-                    self._h.update(chunk.view(np.uint8).data)
+            if stored.kind != dtype.kind:  # a corrupt file: hash as is, no cast
+                self._h.update(f"unexpected {stored.str}".encode())
+                dtype = stored
+            for arr in pieces:
+                if arr.dtype == dtype and arr.flags.c_contiguous:
+                    self._h.update(arr.view(np.uint8).data)
+                else:  # converted a chunk at a time (float32 bounds widened): no full copy
+                    for lo in range(0, len(arr), HASH_CHUNK):
+                        chunk = np.ascontiguousarray(arr[lo : lo + HASH_CHUNK], dtype=dtype)
+                        self._h.update(chunk.view(np.uint8).data)
             hashed += 1
         assert hashed == len(_LAYOUT_V2)
 

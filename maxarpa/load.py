@@ -14,7 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from maxarpa.arpa import read_arpa
-from maxarpa.binary_format import is_binary, read_binary_with_digest, write_binary
+from maxarpa.binary_format import is_binary, read_binary_checked, write_binary
 from maxarpa.bound import compute_bounds
 from maxarpa.checks import (
     check_stored_bounds,
@@ -75,15 +75,16 @@ def load(path: str | Path, *, mmap: bool = False, config: Config | None = None,
                               copy, display_name(path))
     config = config if config is not None else DEFAULT_CONFIG
     binary = is_binary(path)
-    if binary:
-        model, digest = read_binary_with_digest(path, mmap=mmap)
+    if binary:  # its digest checked by the reader (a mapped file's from plain reads)
+        model, digest, matches = read_binary_checked(path, mmap=mmap)
     elif is_max_arpa(path):
         model, digest = read_max_arpa_with_digest(path)
+        matches = digest_matches(digest, model.vocab, model.trie)
     else:
         return apply_config(_from_arpa(path, config if rounded_bounds else None), config)
     if digest is None:
         distrust: str | None = "the file carries no digest"
-    elif not digest_matches(digest, model.vocab, model.trie):
+    elif not matches:
         distrust = "the file's digest does not match its numbers"
     else:
         distrust = None  # as this package wrote it

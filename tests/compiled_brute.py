@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 
+from arsdecode import api
 from arsdecode.lattice import Lattice, WordLattice
 from arsdecode.lattice.flat import FlatLattices
 from arsdecode.methods import fast_full
@@ -62,3 +63,21 @@ def check_compiled_against_brute(target: object, lattices: list[Lattice],
             assert close(dag.log_p, best)
         checked += 1
     return checked
+
+
+def check_auto_equals_ars(target: object, lattices: list[Lattice]) -> None:
+    """`auto` on a target whose compiled DP is built runs it on every lattice, with ARS's
+    answers; under an LM weight (`api.weighted`) the compiled target is the same one and its
+    "full" equals ARS too (the VPYLM's and the log-linear target's tests)."""
+    fast_full.has_dp(target)  # built: auto's setup is then free
+    auto = api.decode_many(target, lattices, method="auto")
+    assert {r.method for r in auto} == {"full"}
+    for r, lat in zip(auto, lattices, strict=True):
+        ars = api.decode(target, lat, method="ars")
+        assert r.certified and ars.certified and close(r.log_p, ars.log_p)
+    weighted = api.weighted(target, lm_weight=0.5)
+    assert fast_full.compiled_target(weighted) is target
+    for lat in lattices[:6]:
+        a = api.decode(weighted, lat, method="full")
+        b = api.decode(weighted, lat, method="ars")
+        assert a.method == "full" and close(a.log_p, b.log_p)

@@ -128,7 +128,8 @@ def loglinear(random_lms, tmp: Path) -> list[Subject]:
             f"loglin-{m.name}-{len(models)}",
             api.loglinear(models, alphas, features=features),
             lambda w, a=(models, alphas, features): reference_score(*a, tuple(w)),
-            list(m.words)))  # no unseen token: the reference matches <unk> features literally
+            list(m.words), compiled=True))  # no unseen token: the reference matches <unk>
+            # features literally
     return out
 
 
@@ -281,7 +282,7 @@ def _round_robin(n: int) -> Iterator[int]:
 
 def has_tables(subject: Subject) -> bool:
     """Whether the dispatcher runs the compiled DP (then "full" is it): n-gram tables, a
-    mixture of them, or a VPYLM (`fast_full.compiled_tables`)."""
+    mixture of them, a VPYLM or a log-linear target (`fast_full.compiled_tables`)."""
     from arsdecode.methods import fast_full
     from arsdecode.model import as_target_model
 

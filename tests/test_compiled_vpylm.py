@@ -22,7 +22,7 @@ import random
 
 import numpy as np
 import pytest
-from compiled_brute import check_compiled_against_brute, close
+from compiled_brute import check_auto_equals_ars, check_compiled_against_brute, close
 from conformance_targets import vpylm_reference_log as reference_log
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -105,19 +105,7 @@ def test_random_vpylms_equal_brute_force(case):
 def test_auto_runs_the_compiled_vpylm_with_the_answers_of_ars(seed):
     lm = VpylmLM(train_vpylm(tiny_corpus(seed + 10, 60), max_depth=4, sweeps=2, seed=seed))
     rng = random.Random(seed)
-    lattices = [random_lattice(rng, 7, 4) for _ in range(20)]
-    fast_full.has_dp(lm)  # built: auto's setup is then free
-    auto = api.decode_many(lm, lattices, method="auto")
-    assert {r.method for r in auto} == {"full"}
-    for r, lat in zip(auto, lattices, strict=True):
-        ars = api.decode(lm, lat, method="ars")
-        assert r.certified and ars.certified and close(r.log_p, ars.log_p)
-    weighted = api.weighted(lm, lm_weight=0.5)  # an LM weight on a VPYLM: compiled too
-    assert fast_full.compiled_target(weighted) is lm
-    for lat in lattices[:6]:
-        a = api.decode(weighted, lat, method="full")
-        b = api.decode(weighted, lat, method="ars")
-        assert a.method == "full" and close(a.log_p, b.log_p)
+    check_auto_equals_ars(lm, [random_lattice(rng, 7, 4) for _ in range(20)])
 
 
 def test_auto_weighs_the_setup_against_ars(monkeypatch):

@@ -464,10 +464,15 @@ def test_decode_map_option_errors(random_lms, tmp_path, capsys, argv, fragment):
     assert code == 2 and len(err.splitlines()) == 1 and fragment in err
 
 
-def test_cli_chunks_keep_line_order(random_lms, tmp_path, capsys, monkeypatch):
+@pytest.mark.parametrize("sentences, candidates", [(2, 10**9), (1000, 1), (1000, 7)])
+def test_cli_chunks_keep_line_order(random_lms, tmp_path, capsys, monkeypatch, sentences,
+                                    candidates):
+    """Chunks by sentences (CHUNK) or by candidates (CHUNK_CANDIDATES: 1 makes every
+    sentence a chunk of its own, past the cap)."""
     import arsdecode.cli.disambig as dis
 
-    monkeypatch.setattr(dis, "CHUNK", 2)
+    monkeypatch.setattr(dis, "CHUNK", sentences)
+    monkeypatch.setattr(dis, "CHUNK_CANDIDATES", candidates)
     model = random_lms[2]
     rng = random.Random(9)
     map_text, ref, _ = _random_problem(rng, model.words, False)
@@ -484,6 +489,25 @@ def test_cli_chunks_keep_line_order(random_lms, tmp_path, capsys, monkeypatch):
         if sentence:
             brute = brute_model(model.lm, _reference_lattice(ref, sentence))
             assert tuple(line.split()) in brute.near_best(1e-9)
+
+
+def test_chunks_respect_both_caps_and_cover_the_input(monkeypatch):
+    import arsdecode.cli.disambig as dis
+    from arsdecode.lattice import Lattice
+
+    rng = random.Random(4)
+    lattices = [None if rng.random() < 0.2 else
+                Lattice.from_lists([[(w, 0.0) for w in "abcd"[: rng.randint(1, 4)]]
+                                    for _ in range(rng.randint(1, 5))])
+                for _ in range(60)]
+    for cap_s, cap_c in ((1000, 10**9), (3, 10**9), (1000, 6), (4, 9), (1000, 1)):
+        monkeypatch.setattr(dis, "CHUNK", cap_s)
+        monkeypatch.setattr(dis, "CHUNK_CANDIDATES", cap_c)
+        chunks = list(dis._chunks(lattices))
+        assert [lat for c in chunks for lat in c] == lattices
+        for c in chunks:
+            sizes = [0 if lat is None else sum(lat.widths) for lat in c]
+            assert c and len(c) <= cap_s and (sum(sizes) <= cap_c or len(c) == 1)
 
 
 # ---------------------------------------------------------------- SRILM's scoring options:

@@ -111,6 +111,31 @@ def test_a_lattice_decode_imports_neither_trees_nor_the_trainer(tmp_path, kind):
     assert not loaded & not_needed, sorted(loaded & not_needed)
 
 
+def test_the_process_entry_resumes_collection_after_freezing_the_imports():
+    """`cli.entry` pauses the collector only while the CLI loads: the command itself runs with
+    collection on, and the imports' objects are frozen (kept: the main function works)."""
+    code = ("import gc\n"
+            "from arsdecode.cli.entry import load_main\n"
+            "main = load_main()\n"
+            "print(gc.isenabled(), gc.get_freeze_count() > 1000, main.__module__)\n")
+    out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True,
+                         text=True).stdout.split()
+    assert out == ["True", "True", "arsdecode.cli.main"]
+
+
+def test_both_process_entries_go_through_cli_entry():
+    import tomllib
+
+    root = Path(__file__).resolve().parent.parent
+    scripts = tomllib.loads((root / "pyproject.toml").read_text())["project"]["scripts"]
+    assert scripts["arsdecode"] == "arsdecode.cli.entry:main"
+    dash_m = (root / "arsdecode" / "__main__.py").read_text()
+    assert "from arsdecode.cli.entry import main" in dash_m
+    done = subprocess.run([sys.executable, "-m", "arsdecode", "--version"], capture_output=True,
+                          text=True)
+    assert done.returncode == 0 and done.stdout.startswith("arsdecode ")
+
+
 def test_the_lazy_model_package_still_exports_every_name():
     import arsdecode.model as model
 

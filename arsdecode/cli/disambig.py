@@ -50,8 +50,15 @@ BYTELOG_PER_LN = 10000.5 / 1024.0
 NBEST_FORMATS = ("disambig", "NBestList1.0")
 
 CHUNK = 1000
-"""Sentences per `decode_many` call: model queries are batched within a chunk, and output
-streams chunk by chunk."""
+"""Sentences per `decode_many` call, at most: model queries are batched within a chunk, and
+output streams chunk by chunk."""
+
+CHUNK_CANDIDATES = 50_000
+"""Candidates (summed over a chunk's positions) per `decode_many` call, at most (a single
+larger sentence is a chunk of its own). Why: the batched call's arrays grow with its
+candidates, about 19 bytes each on disambig's 100 top-100 keypad lattices (230k candidates:
+7.3 MB above the first decode, against 5.3 MB in chunks of 50k), and above about 20k
+candidates per call the batching saves no more CPU there (issue 34)."""
 
 MAP_HELP = ("map file: one line per observed token, 'observed hidden1 p1 hidden2 p2 ...', "
             "p = p(observed | hidden), plain (log10 with --logmap); a hidden word without a "
@@ -226,8 +233,7 @@ def _print_best(args: argparse.Namespace, target: Any, lattices: list[Lattice | 
     from arsdecode.api import decode_many
 
     uncertified = 0
-    for start in range(0, len(lattices), CHUNK):
-        chunk = lattices[start : start + CHUNK]
+    for chunk in _chunks(lattices):
         results = iter(decode_many(target, [lat for lat in chunk if lat is not None],
                                    method="auto", max_iterations=args.max_iterations))
         for maybe in chunk:
@@ -240,6 +246,23 @@ def _print_best(args: argparse.Namespace, target: Any, lattices: list[Lattice | 
             print(" ".join(r.tokens))
         sys.stdout.flush()
     return _status(uncertified, args)
+
+
+def _chunks(lattices: list[Lattice | None]) -> Iterator[list[Lattice | None]]:
+    """Consecutive runs of `lattices` (blank lines included) of at most CHUNK sentences and
+    CHUNK_CANDIDATES candidates, each run at least one sentence."""
+    chunk: list[Lattice | None] = []
+    sentences = candidates = 0
+    for lat in lattices:
+        size = 0 if lat is None else sum(lat.widths)
+        if chunk and (sentences == CHUNK or candidates + size > CHUNK_CANDIDATES):
+            yield chunk
+            chunk, sentences, candidates = [], 0, 0
+        chunk.append(lat)
+        sentences += 1
+        candidates += size
+    if chunk:
+        yield chunk
 
 
 def _print_nbest(args: argparse.Namespace, target: Any, lattices: list[Lattice | None]) -> int:

@@ -20,7 +20,8 @@ A mixture of several n-gram tables (`InterpolatedLM`, `-mix-lm`; also under an L
 factor from the components' walks (`arsdecode.methods.fast_mixture`): `compiled_target`
 says which model the compiled DP runs on, if any, and every function here takes either.
 A trained VPYLM (`VpylmLM`, bare or under a `WeightedLM`) runs on it likewise, over its
-context tree's states (`arsdecode.methods.fast_vpylm`).
+context tree's states (`arsdecode.methods.fast_vpylm`), and a log-linear target (`LogLinearLM`)
+over states made on demand (`arsdecode.methods.fast_loglinear`).
 
 It only executes: whether the full DP runs, and within which budget of pairs, is decided in
 `arsdecode.methods.dispatch`.
@@ -28,46 +29,32 @@ It only executes: whether the full DP runs, and within which budget of pairs, is
 
 from __future__ import annotations
 
-import sys
 import threading
 import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass
-from types import ModuleType
-from typing import TYPE_CHECKING, TypeAlias
+from typing import TYPE_CHECKING, TypeAlias, cast
 
 import numpy as np
 
 from arsdecode.errors import ModelError, NoPathError
 from arsdecode.lattice import Lattice, WordLattice
 from arsdecode.lattice.flat import FlatLattices
-from arsdecode.methods import fast_mixture
+from arsdecode.methods.compiled_kinds import CompiledKind, kind_of
 from arsdecode.model.interface import PLAIN_SCORING, NgramScoring, ngram_tables
-from arsdecode.model.interpolated import InterpolatedLM
 from arsdecode.model.weighted import WeightedLM
 from arsdecode.native import _core, native_ngram
 from maxarpa.contexts import has_stored_tables, useful_context_tables
 from maxarpa.model import Model
 
 if TYPE_CHECKING:
-    from typing_extensions import TypeIs
-
+    from arsdecode.model.interpolated import InterpolatedLM
+    from arsdecode.model.loglinear import LogLinearLM
     from arsdecode.model.vpylm import VpylmLM
 
-Compiled: TypeAlias = "Model | InterpolatedLM | VpylmLM"
-"""What the compiled DP runs on: one n-gram table, a mixture of several, or a VPYLM."""
-
-
-def _is_vpylm(lm: object) -> TypeIs[VpylmLM]:
-    """Whether `lm` is a VpylmLM, without importing `model.vpylm` (start-up, issue 34): no
-    such object exists unless its module was loaded, so a plain decode pays one look-up."""
-    module = sys.modules.get("arsdecode.model.vpylm")
-    return module is not None and isinstance(lm, module.VpylmLM)
-
-
-def _fast_vpylm() -> ModuleType:
-    from arsdecode.methods import fast_vpylm  # imported where a VPYLM runs
-    return fast_vpylm
+Compiled: TypeAlias = "Model | InterpolatedLM | VpylmLM | LogLinearLM"
+"""What the compiled DP runs on: one n-gram table, a mixture of several, a VPYLM, or a
+log-linear target."""
 
 
 @dataclass(frozen=True)
@@ -89,46 +76,49 @@ _DP_LOCK = threading.Lock()  # threads asking for a new model's DP build it once
 
 def compiled_target(model: object) -> Compiled | None:
     """The model the compiled DP runs `model` on: its n-gram tables (`ngram_tables`), or the
-    mixture itself (an `InterpolatedLM`, bare or under a `WeightedLM`, whose `scoring` the
-    callers read as for one table), or None. A mixture whose union states cannot be exact
-    (`fast_mixture.union_tables`) gives None once a first `has_dp` has found it out."""
+    target itself when `compiled_kinds` has its kind (a mixture, a VPYLM, a log-linear target;
+    bare or under a `WeightedLM`, whose `scoring` the callers read as for one table), or None.
+    A target whose states cannot be exact (`build_dp` gave None) gives None once a first
+    `has_dp` has found it out."""
     ngram = ngram_tables(model)  # type: ignore[arg-type]
     if ngram is not None:
         return ngram
-    inner = model.inner if isinstance(model, WeightedLM) else model
-    if isinstance(inner, InterpolatedLM) and not (inner in _DP and _DP[inner] is None):
-        return inner
-    if _is_vpylm(inner):
-        return inner
-    return None
+    inner = cast("Compiled", model.inner if isinstance(model, WeightedLM) else model)
+    kind = kind_of(inner)
+    if kind is None or (inner in _DP and _DP[inner] is None) or not kind.compilable(inner):
+        return None
+    return inner
+
+
+def _kind(lm: Compiled) -> CompiledKind:
+    """The kind of a target that is not one n-gram table (`compiled_target` found it)."""
+    kind = kind_of(lm)
+    assert kind is not None, type(lm)
+    return kind
 
 
 def setup_ngrams(lm: Compiled) -> int:
-    """The n-grams whose useful-context tables `full_dp(lm)` would build (none stored), in
-    units of cost_model.setup_seconds; a mixture adds its union's merge and DP, measured at
-    about a third of that per component n-gram (1.8 CPU-s for the SMS bench's 0.8 M + 5.4 M
-    n-grams, their own tables stored)."""
+    """The set-up cost of `full_dp(lm)` in n-grams (units of cost_model.setup_seconds): one
+    table's n-grams (its useful-context tables built here when not stored), else its kind's
+    estimate (`CompiledKind.setup_ngrams`); 0 once built."""
     if isinstance(lm, Model):
         return sum(lm.counts)
-    if _is_vpylm(lm):
-        return 0 if lm in _DP else _fast_vpylm().setup_ngrams(lm)
-    models = [c.ngram for c in lm.components]
-    return (sum(sum(m.counts) for m in models if not has_stored_tables(m))
-            + sum(sum(m.counts) for m in models) // 3)
+    return 0 if lm in _DP else _kind(lm).setup_ngrams(lm)
 
 
 def cost_factors(lm: Compiled) -> tuple[float, float]:
     """auto's (ARS time, full DP time per pair) on `lm`, relative to one n-gram table's
-    (`cost_model`'s estimates): measured for a VPYLM (`fast_vpylm`), 1 for the others."""
-    if _is_vpylm(lm):
-        return _fast_vpylm().ARS_TIME_FACTOR, _fast_vpylm().PAIR_TIME_FACTOR
-    return 1.0, 1.0
+    (`cost_model`'s estimates): its kind's measured factors, 1 for one table."""
+    if isinstance(lm, Model):
+        return 1.0, 1.0
+    kind = _kind(lm)
+    return kind.ARS_TIME_FACTOR, kind.PAIR_TIME_FACTOR
 
 
 def ars_charged(lm: Compiled, seconds: float) -> float:
-    """`seconds` of estimated ARS time about to run on `lm`, plus, for a VPYLM, what auto's
-    earlier calls charged it (`fast_vpylm.charge`)."""
-    return _fast_vpylm().charge(lm, seconds) if _is_vpylm(lm) else seconds
+    """`seconds` of estimated ARS time about to run on `lm`, plus what auto's earlier calls
+    charged it where its kind keeps such an account (`CompiledKind.charge`)."""
+    return seconds if isinstance(lm, Model) else _kind(lm).charge(lm, seconds)
 
 
 def compiled_tables(model: object) -> Compiled | None:
@@ -145,13 +135,11 @@ def is_built(lm: Compiled) -> bool:
 
 def setup_is_free(lm: Compiled) -> bool:
     """Whether `full_dp(lm)` costs next to nothing to build: already built in this process,
-    or its useful-context tables came stored in the binary model file (`maxarpa.contexts`);
-    for a mixture, its union tables built already (`fast_mixture.tables_built`)."""
-    if isinstance(lm, InterpolatedLM):
-        return lm in _DP or fast_mixture.tables_built(lm)
-    if _is_vpylm(lm):
-        return lm in _DP or _fast_vpylm().is_built(lm)
-    return lm in _DP or has_stored_tables(lm)
+    or its tables are at hand: one table's useful contexts stored in the binary model file
+    (`maxarpa.contexts`), another kind's tables built already (`CompiledKind.is_built`)."""
+    if lm in _DP:
+        return True
+    return has_stored_tables(lm) if isinstance(lm, Model) else _kind(lm).is_built(lm)
 
 
 def _boundaries(lm: Compiled, scoring: NgramScoring) -> tuple[int, int]:
@@ -191,10 +179,8 @@ def _full_dp(lm: Compiled) -> _core.FullDP | None:
         return _DP[lm]
     with _DP_LOCK:
         if lm not in _DP:
-            if isinstance(lm, InterpolatedLM):
-                _DP[lm] = fast_mixture.mixture_dp(lm)
-            elif _is_vpylm(lm):
-                _DP[lm] = _fast_vpylm().vpylm_dp(lm)
+            if not isinstance(lm, Model):
+                _DP[lm] = _kind(lm).build_dp(lm)
             else:
                 rows, lens, keys = (a if a.flags.writeable else a.copy()
                                     for a in useful_context_tables(lm))

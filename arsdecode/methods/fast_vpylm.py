@@ -211,3 +211,15 @@ def vpylm_dp(lm: VpylmLM) -> _core.FullDP:
             _DP[lm] = _core.FullDP(vocabulary_core(len(lm.vocab), lm.order), rows, lens, keys,
                                    slots, bits, vp=vp_core(lm))
         return _DP[lm]
+
+
+# What `compiled_kinds.CompiledKind` asks of this module besides the functions above.
+
+
+def compilable(lm: VpylmLM) -> bool:
+    """Always: every VPYLM's states are its context tree's prefixes (module docstring)."""
+    return True
+
+
+def build_dp(lm: VpylmLM) -> _core.FullDP:
+    return vpylm_dp(lm)

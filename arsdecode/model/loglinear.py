@@ -56,12 +56,13 @@ which satisfies both properties `TargetModel` asks for because each part does.
 
 The components may have different vocabularies: ids are the first component's, and each other
 component reads a word through a translation table (a word it lacks is its `<unk>`; without an
-`<unk>` maxarpa's one-line error names the word). The target has no `.ngram` (the compiled full
-DP would ignore the features), so `full` runs the numpy DP.
+`<unk>` maxarpa's one-line error names the word). The target has no `.ngram` (a DP over one
+table's states would ignore the features).
 
-No compiled DP (issue 34): without skips a fixed state table (the components' useful contexts
-and the patterns' prefixes) would serve it as `methods.fast_vpylm` serves a VPYLM, not built;
-a skip `a * c` needs a state (a, v) for every word v (FullDP's cut has no wildcard): ARS.
+The compiled full DP (issue 34, `methods.fast_loglinear`, which argues it): a skip `a * c`
+would need a fixed state (a, v) for every word v, so the states are made on demand, the
+longest suffix of the history that is a component's useful context or a pattern's proper
+prefix. Its word-lattice DP reads `word_to_id` and `unk_id` (the first component's).
 """
 
 from __future__ import annotations
@@ -304,6 +305,8 @@ class LogLinearLM:
                              "model (its vocabulary is the target's)")
         self.vocab: list[str] = list(first.vocab)
         self._index = {w: i for i, w in enumerate(self.vocab)}
+        self.word_to_id: dict[str, int] = self._index
+        self.unk_id: int | None = first.unk_id
         self._maps: list[np.ndarray | None] = [None]
         for comp in self.components[1:]:
             self._maps.append(np.asarray(comp.ids(self.vocab), dtype=np.int64))

@@ -18,6 +18,9 @@ is textual: a part sees the C declarations of the parts before it):
 - _mixture.pxi: several tables interpolated: the walk, the bounds, the sparse bound pass.
 - _mixcore.pxi: `MixCore`, a mixture's checked tables, what FullDP reads for it.
 - _vpylm.pxi: a VPYLM's context tree, its walk and bound, and `VpCore`, what FullDP reads.
+- _loglinear.pxi: a log-linear target (n-gram features with skips): its factor, bound and cut.
+- _llstates.pxi: its states made on demand, per worker, and its sparse bound pass.
+- _llcore.pxi: `LlCore`, its checked tables, what FullDP reads for it.
 - _fullmodel.pxi: `FullDP`, the full DP's shared tables, checked entry points, worker pool.
 - _dprows.pxi: dense transition rows (tags), each filled from its failure link's row.
 - _dpcache.pxi: `_DPCaches`, one worker's transition memo.
@@ -44,6 +47,9 @@ include "_log10.pxi"
 include "_mixture.pxi"
 include "_mixcore.pxi"
 include "_vpylm.pxi"
+include "_loglinear.pxi"
+include "_llstates.pxi"
+include "_llcore.pxi"
 include "_fullmodel.pxi"
 include "_dprows.pxi"
 include "_dpcache.pxi"

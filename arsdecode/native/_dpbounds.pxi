@@ -22,6 +22,8 @@ cdef class _DPBounds(_DPCaches):
             return mix_bound(self.mix, x, y)
         if self.vp != NULL:
             return vp_bound(self.vp, x, y)
+        if self.ll != NULL:
+            return ll_bound(self.ll, x, y)
         if not self.dense:
             return ng_walk(&self.core.t, &ctx, 1, y, True)
         r = self.ub_row_of[x + 1]
@@ -93,6 +95,9 @@ cdef class _DPBounds(_DPCaches):
         if self.mix != NULL:
             return mix_backward(self.mix, self.lmw, a0, a1, a2, cand_ids, cand_emis, H, base,
                                 self.stamp.data(), self.stamp_idx.data(), &self.epoch)
+        if self.ll != NULL:
+            return ll_backward(self.ll, self.lls, self.lmw, a0, a1, a2, cand_ids, cand_emis, H,
+                               base, self.stamp.data(), self.stamp_idx.data(), &self.epoch)
         if self.vp != NULL:
             return vp_backward(self.vp, self.lmw, a0, a1, a2, cand_ids, cand_emis, H, base,
                                self.stamp.data(), self.stamp_idx.data(), &self.epoch)
@@ -165,6 +170,10 @@ cdef class _DPBounds(_DPCaches):
         for c in range(pos_off[p1 - 1], pos_off[p1]):
             H[c - base] = self._wbound(cand_ids[c], eos) if eos >= 0 else 0.0
         for p in range(p1 - 2, p0 - 1, -1):
+            if self.ll != NULL:  # its pass also reads the words before (skips, _loglinear)
+                self.lls.prev0 = pos_off[p - 1] if p > p0 else -1
+                self.lls.prev1 = pos_off[p] if p > p0 else -1
+                self.lls.first = self.lls.last_word(start)
             if self.dense or self.core.t.order < 2 or not self._backward_sparse(
                     pos_off[p], pos_off[p + 1], pos_off[p + 2], cand_ids, cand_emis, H, base):
                 self._backward_plain(pos_off[p], pos_off[p + 1], pos_off[p + 2], cand_ids,

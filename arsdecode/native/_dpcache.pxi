@@ -64,6 +64,8 @@ cdef class _DPCaches:
     cdef double lmw              # this run's LM weight (NgramScoring.lm_weight)
     cdef const MixTables *mix    # a mixture's components (_mixture.pxi), or NULL
     cdef const VpTables *vp      # a VPYLM's tables (_vpylm.pxi), or NULL
+    cdef const LlTables *ll      # a log-linear target's tables (_loglinear.pxi), or NULL
+    cdef LlStates lls            # its states, this worker's (None without `ll`)
 
     def __init__(self, FullDP dp):
         self.dp = dp
@@ -81,6 +83,9 @@ cdef class _DPCaches:
         self.lmw = 1.0
         self.mix = &dp.mix.m if dp.mix is not None else NULL
         self.vp = &dp.vp.m if dp.vp is not None else NULL
+        self.ll = &dp.ll.m if dp.ll is not None else NULL
+        if dp.ll is not None:
+            self.lls = LlStates(self.u.width, dp.ll.m.k, self.core.t.vocab)
         if self.dense:
             # A chunk is allocated whole: at most 1/16 of the byte bound, so that the rows
             # stored stay within it but for that much (1/8 for drow and dnode together).
@@ -106,6 +111,14 @@ cdef class _DPCaches:
             self.ub_rows.clear()
         self.used_bytes = <long long>self.cache.size() * SPARSE_ENTRY_BYTES
         self.clears += 1
+
+    cdef void ll_start(self):
+        """Before a run of a log-linear target: past LL_RESET_STATES states, empty them and
+        the transition table (which holds their ids) together; both are memos."""
+        if self.lls.lens.size() > LL_RESET_STATES:
+            self.lls.reset()
+            if self.cache.size():
+                self._size_cache(<long long>self.cache.size())
 
     cdef inline void _trans(self, long long gid, long long word, long long *nxt,
                             double *lp, StateCtx *sc=NULL) noexcept nogil:
@@ -222,6 +235,10 @@ cdef class _DPCaches:
         58% of the transition function on that load."""
         cdef long long dummy = -1
         cdef const long long *row = &dummy
+        if self.ll != NULL:  # a log-linear target: its own states (_loglinear.pxi)
+            ll_step(self.ll, self.lls, gid, word, nxt, lp)
+            self.n_trans += 1
+            return
         if self.u.width and self.mix == NULL:  # a mixture keeps no rows (_mixture.pxi)
             row = self.u.rows + gid * self.u.width
         if self.mix != NULL:  # a mixture's factor, its context read from the keys

@@ -168,6 +168,8 @@ cdef class _DPWorker(_DPBounds):
                             tot = a + lp
                             if thr > -INFINITY and tot + H[c - pos_off[p0]] < thr:
                                 continue
+                            if ng >= <long long>local_of.size():  # a state made now (_loglinear)
+                                local_of.resize(ng + 1, -1)
                             l = local_of[ng]
                             if record:
                                 e_src.push_back(<int>(g_layer[p - p0] + si))
@@ -306,6 +308,8 @@ cdef class _DPWorker(_DPBounds):
         cdef long long u, v, a, g, ng, st, key_state, n0, n1, best_state, nst
         cdef double lp, tot, best, lmw = self.lmw
         cdef u64 key
+        # a state's key: node * kmul + gid (a log-linear target's gids are made on demand)
+        cdef u64 kmul = <u64>(self.u.n_ctx) if self.ll == NULL else (<u64>1 << 32)
         cdef unordered_map[u64, long long].iterator it
         cdef vector[long long] rev
         with nogil:
@@ -332,7 +336,7 @@ cdef class _DPWorker(_DPBounds):
                 st_back_arc.push_back(-1)
                 st_score.push_back(0.0)
                 at_node[0].push_back(0)
-                index[<u64>(0) * <u64>(self.u.n_ctx) + <u64>g] = 0
+                index[<u64>(0) * kmul + <u64>g] = 0
                 best = -INFINITY
                 best_state = -1
                 for u in range(n0, n1):
@@ -361,7 +365,7 @@ cdef class _DPWorker(_DPBounds):
                             if not isfinite(tot):
                                 continue
                             nt[s] += 1
-                            key = <u64>(v - n0) * <u64>(self.u.n_ctx) + <u64>ng
+                            key = <u64>(v - n0) * kmul + <u64>ng
                             it = index.find(key)
                             if it == index.end():
                                 nst = <long long>st_node.size()

@@ -84,6 +84,7 @@ cdef class FullDP:
     cdef list _workers           # every worker made
     cdef readonly MixCore mix    # a mixture's components (None: `core` is the model)
     cdef readonly VpCore vp      # a VPYLM's context tree (None: `core` is the model)
+    cdef readonly LlCore ll      # a log-linear target (None); its states are made on demand
     cdef vector[long long] child_off  # dense: the useful-context trie's children (_dprows)
     cdef vector[int] child_word
     cdef vector[int] child_gid
@@ -92,7 +93,7 @@ cdef class FullDP:
     def __init__(self, NgramCore core, long long[:, ::1] rows, int[::1] lens,
                  unsigned long long[::1] keys, int[::1] slots, int bits, dense=None,
                  long long max_bytes=DEFAULT_MAX_BYTES, MixCore mix=None,
-                 VpCore vp=None):
+                 VpCore vp=None, LlCore ll=None):
         """`dense` (default: vocabulary <= DENSE_MAX_VOCAB) picks the transition store and
         the bound pass; the tests force each on small models. `max_bytes` bounds each
         worker's caches (see the class docstring); it must hold one dense row and one hash-map
@@ -151,6 +152,13 @@ cdef class FullDP:
                 raise ModelError("FullDP: the VPYLM's vocabulary or order is not the core's")
             self.dense = False
         self.vp = vp
+        if ll is not None:  # as a mixture; the tables hold the empty context only (_loglinear)
+            if mix is not None or vp is not None or ll.vocab != core.t.vocab \
+                    or ll.order != core.t.order or n_ctx != 1:
+                raise ModelError("FullDP: the log-linear target's vocabulary or order is not "
+                                 "the core's, or its tables hold more than the empty context")
+            self.dense = False
+        self.ll = ll
         self.max_bytes = max_bytes
         self.row_bytes = row_bytes
         self._idle = []
@@ -198,6 +206,8 @@ cdef class FullDP:
             worker = _DPWorker(self)
             self._workers.append(worker)
         worker.lmw = lm_weight
+        if self.ll is not None:
+            worker.ll_start()
         return worker
 
     def cache_bytes(self) -> int:

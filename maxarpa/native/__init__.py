@@ -9,6 +9,7 @@ needs good messages: headers, section marks, and the report of a bad line.
 from __future__ import annotations
 
 import io
+import mmap
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -74,7 +75,10 @@ def feed_sections(
     # in after it. (A new bytes object per chunk, and another for the join, put ~2x the
     # file through freshly mapped pages: issue 34's conversion spent a fifth of its CPU
     # having the kernel zero pages.)
-    store = bytearray(2 * CHUNK_BYTES)
+    # Anonymous memory, not a bytearray: a bytearray is zeroed when made, so all 16 MiB
+    # became resident even for a model of a few MB (the embedded model's load peaked 12 MB
+    # above its result, issue 34); these pages become resident only as the reads fill them.
+    store = mmap.mmap(-1, 2 * CHUNK_BYTES)
     filled = 0  # bytes of `store` in use
     buf = memoryview(store)[:0]
     pos = 0
@@ -103,7 +107,7 @@ def feed_sections(
         rest = filled - at
         store[:rest] = store[at:filled]
         if len(store) - rest < CHUNK_BYTES:  # a line longer than a chunk: room for more
-            store.extend(bytes(CHUNK_BYTES))
+            store.resize(len(store) + CHUNK_BYTES)
         with memoryview(store) as room:
             got = fh.readinto(room[rest : rest + CHUNK_BYTES])
         filled = rest + (got or 0)
