@@ -21,7 +21,8 @@ cdef struct L10Tables:
     double ln10                               # maxarpa.constants.LN10, the factor from_model uses
     long long rows[NG_MAX_ORDER]              # nodes of each order
     const unsigned long long *keys[NG_MAX_ORDER]
-    const int *children[NG_MAX_ORDER]         # order k >= 2: (rows[k - 2] >> CHILD_SHIFT) + 2
+    const int *children[NG_MAX_ORDER]         # order k >= 2: (rows[k - 2] >> shift[k - 1]) + 2
+    int shift[NG_MAX_ORDER]                   #   offsets, the first child of each parent block
                                               #   offsets, the first child of each parent block
     const double *lp[NG_MAX_ORDER]            # log10 p
     const double *lbow[NG_MAX_ORDER]          # log10 backoff
@@ -49,19 +50,21 @@ cdef inline double l10_mbow(const L10Tables *t, int k, long long i) noexcept nog
 
 
 cdef enum:
-    CHILD_SHIFT = 4  # a children index entry per 2**CHILD_SHIFT parents (see l10_find)
+    CHILD_SHIFT = 4  # past CHILD_FULL_ROWS parents, an index entry per 2**CHILD_SHIFT of them
+    CHILD_FULL_ROWS = 1 << 20  # up to this many parents, an entry each (4 MB at most)
 
 
 cdef inline long long l10_find(const L10Tables *t, int k, long long parent,
                                long long word) noexcept nogil:
     """Row (within order k >= 2) of the node parent * V + word, or -1: a bisection of the
-    children of parent's block of 2**CHILD_SHIFT parents (keys ascending, so they are one
-    range, children[k - 1][b]..children[k - 1][b + 1], b = parent >> CHILD_SHIFT). Why
-    blocks: an offset per parent was 15 MB of -mix-lm's general model, one per 16 parents is
-    1 MB, for about four more bisection steps (issue 34). `parent` is a row of order k - 1,
-    checked by the caller's walk."""
+    children of parent's block (keys ascending, so they are one range, children[k - 1][b]..
+    children[k - 1][b + 1], b = parent >> shift[k - 1]). Why blocks: an offset per parent
+    was 15 MB of -mix-lm's general model; an order with more than CHILD_FULL_ROWS parents
+    takes one per 2**CHILD_SHIFT (its 3 M rows: 0.8 MB) for up to four more bisection steps,
+    a smaller one an offset each (the walks' shorter orders, most probed: 2.7 MB), 3.5 MB
+    in all (issue 34). `parent` is a row of order k - 1, checked by the caller's walk."""
     cdef const int *child = t.children[k - 1]
-    cdef long long b = parent >> CHILD_SHIFT
+    cdef long long b = parent >> t.shift[k - 1]
     cdef long long lo = child[b], end = child[b + 1], hi = end, mid
     cdef const unsigned long long *keys = t.keys[k - 1]
     cdef unsigned long long key = <unsigned long long>parent * <unsigned long long>t.vocab \
@@ -159,7 +162,7 @@ cdef class Log10Core:
     stores them: read as stored and widened per value), e.g. read-only views of a mapped
     binary file. `ln10` is the factor every value is scaled by where read
     (NativeNgram.from_model's LN10). The children offsets of each order >= 2 (one per block
-    of 2**CHILD_SHIFT parents) are derived here, in one pass over its keys that also checks
+    of parents, see l10_find) are derived here, in one pass over its keys that also checks
     them (ModelError): every index the walk reads unchecked is valid."""
 
     cdef L10Tables t
@@ -226,7 +229,8 @@ cdef class Log10Core:
             self.t.children[k - 1] = NULL
             if k >= 2:
                 prev_rows = self.t.rows[k - 2]
-                blocks = (prev_rows >> CHILD_SHIFT) + 1
+                self.t.shift[k - 1] = 0 if prev_rows <= CHILD_FULL_ROWS else CHILD_SHIFT
+                blocks = (prev_rows >> self.t.shift[k - 1]) + 1
                 arr = np.empty(blocks + 1, dtype=np.int32)
                 ch = arr
                 with nogil:  # a counting pass: keys ascending, parent rows below prev_rows
@@ -239,7 +243,7 @@ cdef class Log10Core:
                         if parent >= prev_rows:
                             bad = True
                             break
-                        while p <= (parent >> CHILD_SHIFT):
+                        while p <= (parent >> self.t.shift[k - 1]):
                             ch[p] = <int>i
                             p += 1
                     while p <= blocks:
