@@ -249,3 +249,15 @@ def test_a_rowless_mixture_dp_transitions_equal_a_reference(order):
         want = next(gid_of[s[i:]] for i in range(len(s) + 1) if s[i:] in gid_of)
         assert got == want, (g, w)
     assert np.array_equal(lp, mc.walk(np.ascontiguousarray(rows[gids]), words, False))
+
+
+def test_a_union_too_large_for_32_bit_gids_is_refused_in_one_line(monkeypatch):
+    """The union's gids are int32 (its failure links' type): components whose contexts could
+    pass that are refused with a ModelError saying so, not numbered modulo 2**31."""
+    from arsdecode.errors import ModelError
+
+    lm = maxarpa.load(DEFAULT_LM)
+    mix = InterpolatedLM([lm, maxarpa.truncate(lm, 3)], [0.5, 0.5])
+    monkeypatch.setattr(fast_mixture, "GID_LIMIT", 1000)
+    with pytest.raises(ModelError, match="32 bits"):
+        fast_mixture.union_tables(mix)
