@@ -179,10 +179,13 @@ def check_finite(trie: Trie, vocab: list[str], path: str) -> None:
     for field, what in fields:
         for k in range(trie.order, 0, -1):
             node = trie.nodes[k - 1]
-            values = getattr(node, field)
+            values = (getattr(node, field) if field in ("log10p", "log10bow") else
+                      node.stored_bounds()[field == "mbow"])  # float32 as stored, no copy
             bad = np.isnan(values)
             if values.dtype != np.float32:  # (float32 bounds, maxarpa.rounded, never exceed)
                 bad |= (np.abs(values) > LARGEST_LOG10) & (values != -np.inf)
+            else:  # the one float32 value past LARGEST_LOG10
+                bad |= values == np.inf
             if not bad.any():
                 continue
             i = int(np.argmax(bad))

@@ -185,8 +185,10 @@ def check_binary_shapes(trie: Trie, path: str) -> None:
         if node.keys.dtype != np.uint64 or node.keys.ndim != 1 or (
                 node.has_rows and node.rows.shape != (m, k)):
             raise FormatError(path, None, f"corrupt maxarpa binary file (order {k} keys/rows)")
-        for f in ("log10p", "log10bow", "listed", "mf", "mbow"):
-            if getattr(node, f).shape != (m,):
+        mf, mbow = node.stored_bounds()  # as stored: reading `mf` would widen a float32 copy
+        for f, arr in (("log10p", node.log10p), ("log10bow", node.log10bow),
+                       ("listed", node.listed), ("mf", mf), ("mbow", mbow)):
+            if arr.shape != (m,):
                 raise FormatError(path, None, f"corrupt maxarpa binary file ({f}_{k})")
     if trie.nodes and len(trie.nodes[0].keys) != trie.vocab_size:
         raise FormatError(path, None, "corrupt maxarpa binary file (vocabulary size)")

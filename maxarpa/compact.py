@@ -61,10 +61,13 @@ def _same_bits(a: np.ndarray, b: np.ndarray) -> bool:
 
 
 def widened(stored: np.ndarray | None, default: np.ndarray) -> np.ndarray:
-    """A stored bound as the model holds it (float64), or `default` where none is stored."""
+    """A stored bound as the model is given it, or `default` where none is stored. A float32
+    bound stays float32 here (no copy): `OrderNodes` widens it to float64 when `mf`/`mbow`
+    is first read, and the compiled mixture reads it as stored (issue 34). Comparisons and
+    float64 arithmetic with it widen each value exactly."""
     if stored is None:
         return default
-    return stored.astype(np.float64) if stored.dtype != np.float64 else stored
+    return stored if stored.dtype in (np.float32, np.float64) else stored.astype(np.float64)
 
 
 def rounded_bounds(trie: Trie) -> list[Stored]:

@@ -76,7 +76,9 @@ def table_digest_v2(vocab: list[str], trie: Trie) -> str:
     """ALGORITHM_V2's hex digest of a table (the module docstring): rows are not read."""
     digest = DigestV2(vocab, trie.order)
     for node in reversed(trie.nodes):
-        digest.add_order(len(node.keys), (getattr(node, f) for f, _ in _LAYOUT_V2))
+        stored = dict(zip(("mf", "mbow"), node.stored_bounds()))  # float32 kept: no copy
+        digest.add_order(len(node.keys), (stored[f] if f in stored else getattr(node, f)
+                                          for f, _ in _LAYOUT_V2))
     return digest.hexdigest()
 
 

@@ -22,6 +22,32 @@ from maxarpa.keywalk import rows_from_parent, sort_with_order, unigram_rows
 from maxarpa.rows import HASH_MIX, unique_rows
 
 
+class _Bound:
+    """mf or mbow of OrderNodes, log10. Given float32 (a format-3 file's, rounded up), it is
+    kept as stored and widened to float64 (exactly, read-only if the stored array is) when
+    first read. Why: the compiled mixture reads the float32 in place, and the float64 copies
+    were 60 MB of `-mix-lm`'s general model (issue 34). Any other array is kept as given
+    (maxarpa.rounded assigns float32 on purpose: it stays float32)."""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    def __get__(self, node: OrderNodes | None, owner: type | None = None) -> np.ndarray:
+        if node is None:
+            return self  # type: ignore[return-value]
+        value = node.__dict__.get(self.name)
+        if value is None:
+            stored = node.__dict__[self.name + "_stored"]
+            value = node.__dict__[self.name] = stored.astype(np.float64)
+            value.flags.writeable = stored.flags.writeable
+        return value
+
+    def __set__(self, node: OrderNodes, value: np.ndarray) -> None:
+        node.__dict__[self.name + "_stored"] = value
+        lazy = node.__dict__.get("_lazy", False) and value.dtype == np.float32
+        node.__dict__[self.name] = None if lazy else value
+
+
 class OrderNodes:
     """The nodes of one order, sorted by key. All log values are log10.
 
@@ -44,9 +70,21 @@ class OrderNodes:
         self.log10p = log10p  # float64: listed value, or the backed-off value for a blank
         self.log10bow = log10bow  # float64: 0 for blanks and missing columns
         self.listed = listed  # bool
-        # Filled by bound.compute_bounds (or read from a file); empty until then.
+        # Filled by bound.compute_bounds (or read from a file); empty until then. Given
+        # here as float32, they are widened when first read (`_Bound`).
+        self._lazy = True
         self.mf = mf if mf is not None else np.empty(0)  # max log10 p over extensions
         self.mbow = mbow if mbow is not None else np.empty(0)  # max log10 backoff sum
+        self._lazy = False
+
+    mf = _Bound()
+    mbow = _Bound()
+
+    def stored_bounds(self) -> tuple[np.ndarray, np.ndarray]:
+        """(mf, mbow) as given, never copied: float32 where a file stored them so. Each
+        float32 widens exactly to what `mf` returns, so a reader that widens each value
+        where it reads it gets the same numbers without the copy (the compiled mixture)."""
+        return self.__dict__["mf_stored"], self.__dict__["mbow_stored"]
 
     @property
     def rows(self) -> np.ndarray:

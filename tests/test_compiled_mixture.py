@@ -219,3 +219,31 @@ def test_a_large_vocabulary_mixture_equals_brute_force():
         words = rng.sample([w for w in mix.vocab if w not in (BOS, EOS)], 60)
         lattices = [random_lattice(rng, words) for _ in range(6)]
         assert check_against_brute(mix, models, [0.6, 0.4], lattices) >= 4
+
+
+def test_a_mixture_of_mapped_binary_models_reads_float32_bounds_and_equals_brute_force(
+        tmp_path):
+    """The same mixture from format-3 binary files, mapped: their bounds are float32 (rounded
+    up), read in place by the compiled walks and widened per value (issue 34: no float64
+    copy at load or after), and every compiled answer still equals brute force."""
+    from arsdecode.api import DEFAULT_LM
+    from arsdecode.model.maxarpa_lm import log10_core
+    from maxarpa.binary_format import write_binary
+
+    lm = maxarpa.load(DEFAULT_LM)
+    paths = [tmp_path / "a.npz", tmp_path / "b.npz"]
+    maxarpa.convert(DEFAULT_LM, paths[0], binary=True)
+    write_binary(maxarpa.truncate(lm, 2), paths[1])
+    models = [maxarpa.load(p, mmap=True) for p in paths]
+    rng = random.Random(8)
+    mix = InterpolatedLM(models, [0.6, 0.4], missing="unk")
+    words = rng.sample([w for w in mix.vocab if w not in (BOS, EOS)], 60)
+    lattices = [random_lattice(rng, words) for _ in range(6)]
+    assert check_against_brute(mix, models, [0.6, 0.4], lattices) >= 4
+    node = models[0].trie.nodes[1]
+    stored_mf, stored_mbow = node.stored_bounds()
+    assert stored_mf.dtype == np.float32 and stored_mbow.dtype == np.float32
+    core = log10_core(models[0])
+    assert np.shares_memory(core.arrays[3][1], stored_mf)  # read where the file holds it
+    assert node.__dict__["mf"] is None and node.__dict__["mbow"] is None  # never widened
+    assert np.array_equal(node.mf, stored_mf.astype(np.float64))  # widened on demand

@@ -34,14 +34,15 @@ import weakref
 
 import numpy as np
 
+from arsdecode.errors import ModelError
 from arsdecode.model.interpolated import InterpolatedLM
 from arsdecode.model.maxarpa_lm import log10_core
 from arsdecode.native import _core
 from maxarpa.constants import LN10
-from maxarpa.contexts import EMPTY_KEY, context_keys, has_stored_tables
+from maxarpa.contexts import EMPTY_KEY, context_counts, has_stored_tables
 from maxarpa.model import Model
 
-Tables = tuple[np.ndarray, np.ndarray, np.ndarray]  # rows, lens, keys (FullDP's layout)
+Tables = tuple[np.ndarray, np.ndarray]  # counts by length, keys (FullDP's, without rows)
 
 # Union tables by their components (the first active component's model holds the entries,
 # keyed by the whole set): weights change nothing in them, so a target rebuilt with other
@@ -111,92 +112,160 @@ def _build_union(lm: InterpolatedLM, models: list[Model]) -> Tables | None:
     of each of its words (`_preimages`: one, except for a `<unk>` standing for the words the
     component lacks), keyed by its union parent's gid; the union's gids in key order.
 
-    Memory (issue 34): the union's rows, lengths and keys are written level by level into
-    arrays allocated at the components' total count (grown only when a `<unk>` expands),
-    not gathered into lists and concatenated, and the rows are filled from each level's
-    keys in chunks rather than rebuilt at the end (`rows_from_keys`' temporaries); the
+    Returns (the number of contexts of each length 0..n-1, keys). Memory (issue 34): the
+    union's keys are written level by level into one array allocated at the components'
+    total count (grown only when a `<unk>` expands); no rows (the DP reads a context's
+    words from its keys, `mix_walk_gid`) and no per-context lengths (FullDP derives them);
+    a level's temporaries are int32 where they index gids (checked to fit); the
     components' own rows are not asked for."""
     vocab = len(lm.vocab)
     width = dp_order(lm) - 1
     v = np.uint64(vocab)
     parts = []
     for i, model in zip(lm._active, models, strict=True):
-        lens, keys = context_keys(model)  # not their rows: 8 bytes a word, unused here
-        parts.append((np.asarray(lens), np.asarray(keys), len(model.vocab),
+        # the count of each length, not a length per context nor rows (unused here)
+        counts_i, keys = context_counts(model)
+        starts = np.zeros(len(counts_i) + 1, dtype=np.int64)
+        np.cumsum(counts_i, out=starts[1:])
+        parts.append((starts, np.asarray(keys), len(model.vocab),
                       *_preimages(lm._maps[i], len(model.vocab))))
-    total = sum(len(p[0]) for p in parts)
+    total = sum(len(p[1]) for p in parts)
     cap = UNION_GROWTH * total + UNION_SLACK
+    if cap >= GID_LIMIT:
+        raise ModelError(f"the mixture's components have {total:,} useful contexts together; "
+                         f"the compiled DP numbers them in 32 bits (at most {GID_LIMIT:,} "
+                         f"over {UNION_GROWTH} per context)")
     # Room for one union context per component context (the count when every word has one
     # union id), grown by half when a `<unk>`'s union words need more.
-    rows_u = np.empty((total, width), dtype=np.int64)
-    lens_u = np.empty(total, dtype=np.int32)
     keys_u = np.empty(total, dtype=np.uint64)
-    rows_u[0] = -1
-    lens_u[0] = 0
+    counts = np.zeros(width + 1, dtype=np.int64)
+    counts[0] = 1
     keys_u[0] = EMPTY_KEY  # never a real parent * V + word
-    # per component: (component gid, union gid) pairs of the previous level, by component gid
-    pairs = [(np.zeros(1, dtype=np.int64), np.zeros(1, dtype=np.int64)) for _ in parts]
+    # per component, the previous level: (its first component gid, the component gids when
+    # not every one of that range, the union gid of each)
+    pairs: list[tuple[int, np.ndarray | None, np.ndarray]] = [
+        (0, None, np.zeros(1, dtype=np.int32)) for _ in parts]
     n = 1
     for length in range(1, width + 1):
-        found = []
-        for (lens, keys, cv, pre_off, pre_ids), (pc, pu) in zip(parts, pairs, strict=True):
-            lo, hi = (int(x) for x in np.searchsorted(lens, [length, length + 1]))
-            if hi == lo:
-                found.append((np.empty(0, np.int64), np.empty(0, np.uint64)))
-                continue
-            k = keys[lo:hi]
-            parent = np.floor_divide(k, np.uint64(cv)).view(np.int64)  # ids < 2**63
-            word = np.remainder(k, np.uint64(cv)).view(np.int64)
-            n_pre = pre_off[word + 1] - pre_off[word]
-            if len(pc) == pc[-1] - pc[0] + 1 and (n_pre == 1).all():  # one union id each
-                parent -= pc[0]
-                ukeys = pu[parent].astype(np.uint64)
-                del parent
-                ukeys *= v
-                ukeys += pre_ids[pre_off[word]].astype(np.uint64)
-                cg = np.arange(lo, hi, dtype=np.int64)
-                n += hi - lo
-            else:  # every union parent times every union id of the word
-                p_lo, p_hi = np.searchsorted(pc, parent), np.searchsorted(pc, parent, "right")
-                count = (p_hi - p_lo) * n_pre
-                n_all = int(count.sum())
-                n += n_all  # an upper bound until the level is merged
-                x = np.repeat(np.arange(hi - lo), count)
-                r = np.arange(n_all) - np.repeat(np.cumsum(count) - count, count)
-                par = pu[p_lo[x] + r // n_pre[x]]
-                uw = pre_ids[pre_off[word[x]] + r % n_pre[x]]
-                ukeys = par.astype(np.uint64) * v + uw.astype(np.uint64)
-                cg = lo + x
-                del p_lo, p_hi, count, r, par, uw, x
-            del word, n_pre
+        found: list[tuple[int, np.ndarray | None, np.ndarray]] = []
+        for part, prev in zip(parts, pairs, strict=True):
+            starts, keys = part[0], part[1]
+            lo, hi = (int(starts[min(x, len(starts) - 1)]) for x in (length, length + 1))
+            cg, ukeys = _level_keys(keys[lo:hi], lo, part[2:], prev, v)
+            n += len(ukeys)  # an upper bound until the level is merged
             if n > cap:
                 return None
-            found.append((cg, ukeys))
-        n -= sum(len(f[1]) for f in found)
-        every = np.concatenate([f[1] for f in found])
-        if not len(every):
+            found.append((lo, cg, ukeys))
+        n -= sum(len(f[2]) for f in found)
+        if not sum(len(f[2]) for f in found):
             break
-        order = np.argsort(every, kind="stable")  # one sort gives the level and each gid
-        ranked = every[order]
-        del every
-        first = np.empty(len(ranked), dtype=bool)
-        first[0] = True
-        np.not_equal(ranked[1:], ranked[:-1], out=first[1:])
-        level = ranked[first]
-        del ranked
-        gids = np.empty(len(order), dtype=np.int64)
-        gids[order] = n + np.cumsum(first) - 1
-        del order, first
-        ends = np.cumsum([len(f[1]) for f in found])
-        pairs = [(cg, gids[end - len(uk):end]) for (cg, uk), end in zip(found, ends, strict=True)]
-        del found, gids
-        if n + len(level) > len(keys_u):
-            room = max(n + len(level), len(keys_u) * 3 // 2)
-            rows_u, lens_u, keys_u = (_grown(a, n, room) for a in (rows_u, lens_u, keys_u))
-        _write_level(rows_u, lens_u, keys_u, n, level, length, v)
-        n += len(level)
-        del level
-    return rows_u[:n], lens_u[:n], keys_u[:n]
+        if n + sum(len(f[2]) for f in found) > len(keys_u):
+            room = n + sum(len(f[2]) for f in found)
+            keys_u = _grown(keys_u, n, max(room, len(keys_u) * 3 // 2))
+        count = _merge_level(found, keys_u, n)
+        pairs = [(lo, cg, gids) for lo, cg, gids in found]  # ukeys replaced by their gids
+        counts[length] = count
+        n += count
+    return counts, keys_u[:n]
+
+
+KEYS_CHUNK = 1 << 18
+"""Component contexts translated at a time (bounds `_level_keys`' temporaries)."""
+
+
+def _level_keys(k: np.ndarray, lo: int, part: tuple, prev: tuple[int, np.ndarray | None,
+                np.ndarray], v: np.uint64) -> tuple[np.ndarray | None, np.ndarray]:
+    """One component's contexts of one length (keys `k`, gids lo..) in union keys: (their
+    component gids, None when one each in order, and the union keys). `part`: the
+    component's vocabulary size and the preimage CSR; `prev`: the previous level's pairs.
+
+    A chunk at a time while every word has one union id (the common case, whose temporaries
+    were tens of MB on the 5.4M-n-gram model); else every union parent times every union id
+    of the word (a `<unk>`'s union words), whole."""
+    cv, pre_off, pre_ids = part
+    c0, pc, pu = prev
+    ukeys = np.empty(len(k), dtype=np.uint64)
+    if pc is None:
+        for a in range(0, len(k), KEYS_CHUNK):
+            chunk = k[a:a + KEYS_CHUNK]
+            parent = np.floor_divide(chunk, np.uint64(cv)).view(np.int64)  # ids < 2**63
+            word = np.remainder(chunk, np.uint64(cv)).view(np.int64)
+            if (pre_off[word + 1] - pre_off[word] != 1).any():
+                break
+            parent -= c0
+            out = ukeys[a:a + len(chunk)]
+            np.multiply(pu[parent], v, out=out, dtype=np.uint64, casting="unsafe")
+            out += pre_ids[pre_off[word]].astype(np.uint64)
+        else:
+            return None, ukeys
+    parent = np.floor_divide(k, np.uint64(cv)).view(np.int64)
+    word = np.remainder(k, np.uint64(cv)).view(np.int64)
+    n_pre = pre_off[word + 1] - pre_off[word]
+    every_pc = np.arange(c0, c0 + len(pu)) if pc is None else pc
+    p_lo = np.searchsorted(every_pc, parent)
+    p_hi = np.searchsorted(every_pc, parent, "right")
+    count = (p_hi - p_lo) * n_pre
+    n_all = int(count.sum())
+    x = np.repeat(np.arange(len(k)), count)
+    r = np.arange(n_all) - np.repeat(np.cumsum(count) - count, count)
+    par = pu[p_lo[x] + r // n_pre[x]]
+    uw = pre_ids[pre_off[word[x]] + r % n_pre[x]]
+    return (lo + x).astype(np.int64), par.astype(np.uint64) * v + uw.astype(np.uint64)
+
+
+def _merge_level(found: list, keys_u: np.ndarray, n: int) -> int:
+    """The union of one level's keys from every component, sorted and deduplicated, written
+    at keys_u[n:]; each entry of `found` (lo, cg, ukeys) then holds its keys' gids (int32)
+    instead of the keys. Returns the level's count.
+
+    One sort gives the level and every gid. Keys are below n_ctx * V (38 bits for -mix-lm's
+    general model), so each is packed with its index into one uint64 and the array sorted in
+    place: no permutation beside it (issue 34: the union's build was the mixture's peak);
+    keys too wide for that take an argsort. Ranks and sorted keys are made a chunk at a time."""
+    sizes = [len(f[2]) for f in found]
+    every = np.concatenate([f[2] for f in found])
+    for i, (lo, cg, _) in enumerate(found):
+        found[i] = (lo, cg, None)  # `every` holds the keys now
+    m = len(every)
+    shift = max(1, (m - 1).bit_length())
+    packed = int(every.max()).bit_length() + shift <= 64
+    if packed:
+        every <<= np.uint64(shift)
+        every |= np.arange(m, dtype=np.uint64)
+        every.sort()
+        order = None
+    else:
+        order = np.argsort(every, kind="stable")
+    gids = np.empty(m, dtype=np.int32)
+    count = 0
+    prev = None
+    for a in range(0, m, KEYS_CHUNK):
+        if order is None:
+            chunk = every[a:a + KEYS_CHUNK]
+            vals = chunk >> np.uint64(shift)
+            at = (chunk & np.uint64((1 << shift) - 1)).view(np.int64)
+        else:
+            at = order[a:a + KEYS_CHUNK]
+            vals = every[at]
+        new = np.empty(len(vals), dtype=bool)
+        new[0] = prev is None or vals[0] != prev
+        np.not_equal(vals[1:], vals[:-1], out=new[1:])
+        prev = vals[-1]
+        rank = np.cumsum(new, dtype=np.int64)
+        rank += n + count - 1
+        gids[at] = rank
+        fresh = vals[new]
+        keys_u[n + count:n + count + len(fresh)] = fresh
+        count += len(fresh)
+    del every, order
+    ends = np.cumsum(sizes)
+    for i, ((lo, cg, _), end, size) in enumerate(zip(found, ends, sizes, strict=True)):
+        found[i] = (lo, cg, gids[end - size:end])
+    return count
+
+
+GID_LIMIT = 2**31 - 1
+"""The most union contexts the compiled DP numbers (int32 gids, its failure links' type)."""
 
 
 def _grown(a: np.ndarray, n: int, room: int) -> np.ndarray:
@@ -204,25 +273,6 @@ def _grown(a: np.ndarray, n: int, room: int) -> np.ndarray:
     out = np.empty((room, *a.shape[1:]), dtype=a.dtype)
     out[:n] = a[:n]
     return out
-
-
-ROWS_CHUNK = 1 << 18
-"""Contexts whose rows are written at a time (bounds `_write_level`'s temporaries)."""
-
-
-def _write_level(rows: np.ndarray, lens: np.ndarray, keys: np.ndarray, at: int,
-                 level: np.ndarray, length: int, v: np.uint64) -> None:
-    """One level's contexts at gids at.., keys sorted: each row is its prefix's row (gid
-    key // V, a shorter context, written already) shifted left by one word, then its last
-    word (key % V); `rows_from_keys`' rule, a chunk at a time."""
-    keys[at:at + len(level)] = level
-    lens[at:at + len(level)] = length
-    for lo in range(0, len(level), ROWS_CHUNK):
-        chunk = level[lo:lo + ROWS_CHUNK]
-        out = rows[at + lo:at + lo + len(chunk)]
-        if rows.shape[1] > 1:
-            out[:, :-1] = rows[np.floor_divide(chunk, v).view(np.int64), 1:]
-        out[:, -1] = np.remainder(chunk, v).view(np.int64)
 
 
 def vocabulary_core(vocab: int, order: int) -> _core.NgramCore:
@@ -280,14 +330,16 @@ def mix_core(lm: InterpolatedLM) -> _core.MixCore:
         offs.append(off)
         rows.append(row)
         preds.append(pred)
-        lp10, lmbow10 = core.arrays[1][0], core.arrays[4][0]  # order 1's log10 p, mbow
+        # order 1's log10 p and mbow (float32 if the file stores it so: widened exactly
+        # before the product, as the walk widens it; a float32 * float would stay float32)
+        lp10, lmbow10 = core.arrays[1][0], core.arrays[4][0]
         seen = table >= 0
         term = np.full(vocab, -np.inf)
         term[seen] = lw + LN10 * lp10[table[seen]]
         uni = np.logaddexp(uni, term)
         back = np.zeros(vocab)
         if model.order >= 2:
-            back[seen] = LN10 * lmbow10[table[seen]]
+            back[seen] = LN10 * lmbow10[table[seen]].astype(np.float64)
         maxb = np.maximum(maxb, back)
     return _core.MixCore(cores, maps, offs, rows, preds, firsts, lasts,
                          np.ascontiguousarray(lm._log_weights, np.float64), uni, maxb)
@@ -299,10 +351,9 @@ def mixture_dp(lm: InterpolatedLM) -> _core.FullDP | None:
     tables = union_tables(lm)
     if tables is None:
         return None
-    rows, lens, keys = tables
-    slots, bits = _core.build_hash(keys)
-    return _core.FullDP(vocabulary_core(len(lm.vocab), dp_order(lm)), rows, lens, keys, slots,
-                        bits, mix=mix_core(lm))
+    _, keys = tables  # no rows, lengths or hash: FullDP reads the keys (see _build_union)
+    return _core.FullDP(vocabulary_core(len(lm.vocab), dp_order(lm)), None, None, keys, None,
+                        0, mix=mix_core(lm))
 
 
 # What `compiled_kinds.CompiledKind` asks of this module (a mixture costs as one table per pair

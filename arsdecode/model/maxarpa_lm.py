@@ -135,15 +135,19 @@ def _build_log10_core(model: Model) -> Any:
     if trie.order > MAX_ORDER:
         raise ModelError(f"{model.source or 'model'}: order {trie.order} is above the compiled "
                          f"core's maximum of {MAX_ORDER}")
-    if any(node.mf is None or node.mbow is None for node in trie.nodes):
+    if any(b is None for node in trie.nodes for b in node.stored_bounds()):
         raise ModelError(f"{model.source or 'model'}: the model has no max-backoff bounds")
     arrays: dict[str, list[np.ndarray]] = {name: [] for name in
                                            ("keys", "lp", "lbow", "lmf", "lmbow")}
     for node in trie.nodes:
         arrays["keys"].append(np.ascontiguousarray(node.keys, dtype=np.uint64))  # a view
-        for name, value in (("lp", node.log10p), ("lbow", node.log10bow), ("lmf", node.mf),
-                            ("lmbow", node.mbow)):
+        for name, value in (("lp", node.log10p), ("lbow", node.log10bow)):
             arrays[name].append(np.ascontiguousarray(value, dtype=np.float64))
+        # The bounds as the model holds them: a format-3 file's float32 stay float32, read
+        # in place and widened per value by the walk (issue 34: no 60 MB float64 copy).
+        for name, value in zip(("lmf", "lmbow"), node.stored_bounds(), strict=True):
+            kind = np.float32 if value.dtype == np.float32 else np.float64
+            arrays[name].append(np.ascontiguousarray(value, dtype=kind))
     return _core.Log10Core(trie.vocab_size, LN10, arrays["keys"], arrays["lp"], arrays["lbow"],
                            arrays["lmf"], arrays["lmbow"])
 

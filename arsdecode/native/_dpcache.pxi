@@ -234,14 +234,15 @@ cdef class _DPCaches:
         cache's slot, a miss in the CPU's caches, cost more than the walks it saved: perf put
         58% of the transition function on that load."""
         cdef long long dummy = -1
-        cdef const long long *row = (self.u.rows + gid * self.u.width) if self.u.width \
-            else &dummy
+        cdef const long long *row = &dummy
         if self.ll != NULL:  # a log-linear target: its own states (_loglinear.pxi)
             ll_step(self.ll, self.lls, gid, word, nxt, lp)
             self.n_trans += 1
             return
-        if self.mix != NULL:  # a mixture's factor, as _trans computes it on a miss
-            lp[0] = mix_walk(self.mix, row, self.u.width, word)
+        if self.u.width and self.mix == NULL:  # a mixture keeps no rows (_mixture.pxi)
+            row = self.u.rows + gid * self.u.width
+        if self.mix != NULL:  # a mixture's factor, its context read from the keys
+            lp[0] = mix_walk_gid(self.mix, &self.u, gid, word)
         elif self.vp != NULL:  # a VPYLM's factor (_vpylm.pxi)
             lp[0] = vp_walk(self.vp, row, self.u.width, word)
         else:

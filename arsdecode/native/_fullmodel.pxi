@@ -88,6 +88,7 @@ cdef class FullDP:
     cdef vector[long long] child_off  # dense: the useful-context trie's children (_dprows)
     cdef vector[int] child_word
     cdef vector[int] child_gid
+    cdef vector[int] child         # a mixture's union without a hash: gid block -> 1st child
 
     def __init__(self, NgramCore core, long long[:, ::1] rows, int[::1] lens,
                  unsigned long long[::1] keys, int[::1] slots, int bits, dense=None,
@@ -101,29 +102,45 @@ cdef class FullDP:
         `mix` (a mixture of several tables, `MixCore`): every probability and bound comes
         from its components; `core` then only carries the union vocabulary and the order
         (the useful contexts are the union's), and the store is the sparse one (the dense
-        row walks one table)."""
-        cdef long long n_ctx = lens.shape[0]
+        row walks one table).
+
+        A mixture's union (issue 34) may come without `rows` and without the hash (`slots`
+        None, `bits` 0): its contexts are then read from the keys (`mix_walk_gid`) and found
+        by bisecting each context's children (`uc_child`), which needs gids in key order
+        within each length, so keys[1:] strictly ascending (checked). Then `lens` may be None
+        too: each context's length follows from its parent's (`uc_cut_append` asks only
+        whether a context has n - 1 words: whether its gid is past the last shorter one)."""
+        cdef long long n_ctx = keys.shape[0], width = core.t.order - 1
         cdef Py_ssize_t i, j
-        if n_ctx < 1 or keys.shape[0] != n_ctx or rows.shape[0] != n_ctx:
+        cdef long long level
+        if rows is None or slots is None or lens is None:
+            if mix is None or rows is not None or slots is not None:
+                raise ModelError("FullDP: only a mixture goes without rows, and then also "
+                                 "without a hash")
+        if lens is not None and lens.shape[0] != n_ctx:
             raise ModelError("FullDP: useful-context arrays disagree")
-        if rows.shape[1] != core.t.order - 1:
-            raise ModelError("FullDP: context width must be order - 1")
-        if bits < 1 or bits > 62 or slots.shape[0] != (1 << bits):
+        if rows is not None and (rows.shape[0] != n_ctx or rows.shape[1] != width):
+            raise ModelError("FullDP: useful-context rows must be (contexts, order - 1)")
+        if n_ctx < 1:
+            raise ModelError("FullDP: no useful contexts (gid 0, the empty one, at least)")
+        if slots is not None and (bits < 1 or bits > 62 or slots.shape[0] != (1 << bits)):
             raise ModelError("FullDP: hash slots must number 2**bits")
-        row_bytes = dense_row_bytes(core.t.vocab, <int>rows.shape[1])
+        row_bytes = dense_row_bytes(core.t.vocab, <int>width)
         if max_bytes < row_bytes + SPARSE_ENTRY_BYTES:
             raise OptionError(f"FullDP: max_bytes ({max_bytes}) must be at least "
                               f"{row_bytes + SPARSE_ENTRY_BYTES} for this model")
         self.core = core
         self.arrays = (rows, lens, keys, slots)
-        self.u.width = <int>rows.shape[1]
+        self.u.width = <int>width
         self.u.n_ctx = n_ctx
-        self.u.rows = &rows[0, 0] if rows.shape[1] else NULL
-        self.u.lens = &lens[0]
+        self.u.rows = &rows[0, 0] if rows is not None and width else NULL
+        self.u.lens = &lens[0] if lens is not None else NULL
+        self.u.full_from = n_ctx  # set below when there are no lengths
         self.u.keys = &keys[0]
-        self.u.slots = &slots[0]
-        self.u.nslots = slots.shape[0]
+        self.u.slots = &slots[0] if slots is not None else NULL
+        self.u.nslots = slots.shape[0] if slots is not None else 0
         self.u.bits = bits
+        self.u.child = NULL
         self.dense = core.t.vocab <= DENSE_MAX_VOCAB if dense is None else bool(dense)
         if mix is not None:
             if mix.vocab != core.t.vocab or mix.order != core.t.order:
@@ -147,19 +164,30 @@ cdef class FullDP:
         self._idle = []
         self._workers = []
         for i in range(1, n_ctx):  # gids must ascend with length for the failure links
-            if lens[i] < lens[i - 1] or lens[i] < 1 or lens[i] > rows.shape[1]:
+            if lens is not None and (lens[i] < lens[i - 1] or lens[i] < 1 or lens[i] > width):
                 raise ModelError("FullDP: useful contexts must be ordered by length")
             if keys[i] // <unsigned long long>core.t.vocab >= <unsigned long long>i:
                 raise ModelError("FullDP: a useful context's parent must come before it")
-        if lens[0] != 0:
+        if lens is not None and lens[0] != 0:
             raise ModelError("FullDP: gid 0 must be the empty context")
-        for i in range(n_ctx):  # the DP walks the model with these ids, unchecked
-            for j in range(rows.shape[1]):
-                if rows[i, j] >= core.t.vocab:
-                    raise ModelError("FullDP: a useful context names a word id out of range")
-        for i in range(slots.shape[0]):
-            if slots[i] < -1 or slots[i] >= n_ctx:
-                raise ModelError("FullDP: a hash slot names no useful context")
+        if rows is not None:
+            for i in range(n_ctx):  # the DP walks the model with these ids, unchecked
+                for j in range(width):
+                    if rows[i, j] >= core.t.vocab:
+                        raise ModelError("FullDP: a useful context names a word id out of "
+                                         "range")
+        if slots is not None:
+            for i in range(slots.shape[0]):
+                if slots[i] < -1 or slots[i] >= n_ctx:
+                    raise ModelError("FullDP: a hash slot names no useful context")
+        else:  # bisection instead of a hash: each gid block's children (uc_child)
+            self.child = vector[int]((n_ctx >> UC_SHIFT) + 2, 0)
+            with nogil:
+                level = uc_blocks(&self.u, core.t.vocab, self.child.data(), lens is None)
+            if level < 0:
+                raise ModelError("FullDP: without a hash, the useful contexts' keys must "
+                                 "ascend, and name at most n - 1 words")
+            self.u.child = self.child.data()
         self.fail = vector[int](n_ctx, 0)
         with nogil:
             uc_fail_links(&self.u, core.t.vocab, self.fail.data())

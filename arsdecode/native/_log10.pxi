@@ -21,19 +21,51 @@ cdef struct L10Tables:
     double ln10                               # maxarpa.constants.LN10, the factor from_model uses
     long long rows[NG_MAX_ORDER]              # nodes of each order
     const unsigned long long *keys[NG_MAX_ORDER]
-    const int *children[NG_MAX_ORDER]         # order k >= 2: rows[k - 2] + 1 offsets
+    const int *children[NG_MAX_ORDER]         # order k >= 2: (rows[k - 2] >> shift[k - 1]) + 2
+    int shift[NG_MAX_ORDER]                   #   offsets, the first child of each parent block
+                                              #   offsets, the first child of each parent block
     const double *lp[NG_MAX_ORDER]            # log10 p
     const double *lbow[NG_MAX_ORDER]          # log10 backoff
     const double *lmf[NG_MAX_ORDER]           # log10 max over left extensions of p
     const double *lmbow[NG_MAX_ORDER]         # log10 max accumulated backoff
+    # The same bounds where the model holds them as float32 (a format-3 file's, rounded up:
+    # still bounds), else NULL: read through l10_mf / l10_mbow, each value widened exactly
+    # where it is read, so no float64 copy of them exists (issue 34: 60 MB for -mix-lm).
+    const float *fmf[NG_MAX_ORDER]
+    const float *fmbow[NG_MAX_ORDER]
+
+
+cdef inline double l10_mf(const L10Tables *t, int k, long long i) noexcept nogil:
+    """Order k + 1's mf of row i, log10, in float64 (widened exactly from a float32)."""
+    if t.fmf[k] != NULL:
+        return <double>t.fmf[k][i]
+    return t.lmf[k][i]
+
+
+cdef inline double l10_mbow(const L10Tables *t, int k, long long i) noexcept nogil:
+    """Order k + 1's mbow of row i, log10, in float64 (widened exactly from a float32)."""
+    if t.fmbow[k] != NULL:
+        return <double>t.fmbow[k][i]
+    return t.lmbow[k][i]
+
+
+cdef enum:
+    CHILD_SHIFT = 4  # past CHILD_FULL_ROWS parents, an index entry per 2**CHILD_SHIFT of them
+    CHILD_FULL_ROWS = 1 << 20  # up to this many parents, an entry each (4 MB at most)
 
 
 cdef inline long long l10_find(const L10Tables *t, int k, long long parent,
                                long long word) noexcept nogil:
     """Row (within order k >= 2) of the node parent * V + word, or -1: a bisection of the
-    parent's children (`parent` a row of order k - 1, checked by the caller's walk)."""
+    children of parent's block (keys ascending, so they are one range, children[k - 1][b]..
+    children[k - 1][b + 1], b = parent >> shift[k - 1]). Why blocks: an offset per parent
+    was 15 MB of -mix-lm's general model; an order with more than CHILD_FULL_ROWS parents
+    takes one per 2**CHILD_SHIFT (its 3 M rows: 0.8 MB) for up to four more bisection steps,
+    a smaller one an offset each (the walks' shorter orders, most probed: 2.7 MB), 3.5 MB
+    in all (issue 34). `parent` is a row of order k - 1, checked by the caller's walk."""
     cdef const int *child = t.children[k - 1]
-    cdef long long lo = child[parent], hi = child[parent + 1], mid
+    cdef long long b = parent >> t.shift[k - 1]
+    cdef long long lo = child[b], end = child[b + 1], hi = end, mid
     cdef const unsigned long long *keys = t.keys[k - 1]
     cdef unsigned long long key = <unsigned long long>parent * <unsigned long long>t.vocab \
         + <unsigned long long>word
@@ -43,7 +75,7 @@ cdef inline long long l10_find(const L10Tables *t, int k, long long parent,
             lo = mid + 1
         else:
             hi = mid
-    if lo < child[parent + 1] and keys[lo] == key:
+    if lo < end and keys[lo] == key:
         return lo
     return -1
 
@@ -93,7 +125,7 @@ cdef inline double l10_walk_in(const L10Tables *t, const long long *ctx, int wid
         depth = j + 1
     matched = depth - 1
     base = t.ln10 * t.lp[depth - 1][node]
-    mf = t.ln10 * t.lmf[depth - 1][node] if want_max else 0.0
+    mf = t.ln10 * l10_mf(t, depth - 1, node) if want_max else 0.0
     bow_sum = 0.0
     for j in range(matched + 1, ctx_depth + 1):
         bow_sum += bows[j - 1]
@@ -103,7 +135,7 @@ cdef inline double l10_walk_in(const L10Tables *t, const long long *ctx, int wid
         return mf
     if ctx_depth == ctx_len and 1 <= ctx_len <= t.order - 1:
         k = ctx_len
-        return (base + bow_sum) + (t.ln10 * t.lmbow[k - 1][ctx_node]
+        return (base + bow_sum) + (t.ln10 * l10_mbow(t, k - 1, ctx_node)
                                    - t.ln10 * t.lbow[k - 1][ctx_node])
     return (base + bow_sum) + 0.0
 
@@ -126,10 +158,12 @@ cdef class Log10Core:
     (context, word) rows in ln, the same numbers as NgramCore.walk on NativeNgram's copy.
 
     Per order k (lists of k arrays): keys (ascending, uint64: parent row * V + word for
-    k >= 2), log10 p, backoff, mf and mbow (float64, e.g. read-only views of a mapped binary
-    file). `ln10` is the factor every value is scaled by where read (NativeNgram.from_model's
-    LN10). The children offsets of each order >= 2 are derived here, in one pass over its
-    keys that also checks them (ModelError): every index the walk reads unchecked is valid."""
+    k >= 2), log10 p, backoff (float64), mf and mbow (float64, or float32 as a format-3 file
+    stores them: read as stored and widened per value), e.g. read-only views of a mapped
+    binary file. `ln10` is the factor every value is scaled by where read
+    (NativeNgram.from_model's LN10). The children offsets of each order >= 2 (one per block
+    of parents, see l10_find) are derived here, in one pass over its keys that also checks
+    them (ModelError): every index the walk reads unchecked is valid."""
 
     cdef L10Tables t
     cdef readonly object arrays
@@ -138,11 +172,12 @@ cdef class Log10Core:
     def __init__(self, long long vocab, double ln10, list keys, list lp, list lbow, list lmf,
                  list lmbow):
         cdef int order = <int>len(keys), k
-        cdef long long m, i, parent, prev_rows, p
+        cdef long long m, i, parent, prev_rows, p, blocks
         cdef unsigned long long last
         cdef bint bad = False
         cdef const unsigned long long[::1] kv
         cdef const double[::1] a
+        cdef const float[::1] f
         cdef int[::1] ch
         if not 1 <= order <= NG_MAX_ORDER:
             raise ModelError(f"Log10Core: order {order} is outside 1..{NG_MAX_ORDER}")
@@ -165,7 +200,21 @@ cdef class Log10Core:
                 raise ModelError(f"Log10Core: order {k} has too many n-grams")
             self.t.rows[k - 1] = m
             self.t.keys[k - 1] = &kv[0] if m else NULL
+            self.t.fmf[k - 1] = NULL
+            self.t.fmbow[k - 1] = NULL
             for dest, arrays in enumerate((lp, lbow, lmf, lmbow)):
+                if dest >= 2 and getattr(arrays[k - 1], "dtype", None) == np.float32:
+                    f = arrays[k - 1]  # a float32 bound, read in place
+                    if f.shape[0] != m:
+                        raise ModelError(f"Log10Core: order {k}'s values do not match its "
+                                         "keys")
+                    if dest == 2:
+                        self.t.fmf[k - 1] = &f[0] if m else NULL
+                        self.t.lmf[k - 1] = NULL
+                    else:
+                        self.t.fmbow[k - 1] = &f[0] if m else NULL
+                        self.t.lmbow[k - 1] = NULL
+                    continue
                 a = arrays[k - 1]
                 if a.shape[0] != m:
                     raise ModelError(f"Log10Core: order {k}'s values do not match its keys")
@@ -180,7 +229,9 @@ cdef class Log10Core:
             self.t.children[k - 1] = NULL
             if k >= 2:
                 prev_rows = self.t.rows[k - 2]
-                arr = np.empty(prev_rows + 1, dtype=np.int32)
+                self.t.shift[k - 1] = 0 if prev_rows <= CHILD_FULL_ROWS else CHILD_SHIFT
+                blocks = (prev_rows >> self.t.shift[k - 1]) + 1
+                arr = np.empty(blocks + 1, dtype=np.int32)
                 ch = arr
                 with nogil:  # a counting pass: keys ascending, parent rows below prev_rows
                     p = 0
@@ -192,10 +243,10 @@ cdef class Log10Core:
                         if parent >= prev_rows:
                             bad = True
                             break
-                        while p <= parent:
+                        while p <= (parent >> self.t.shift[k - 1]):
                             ch[p] = <int>i
                             p += 1
-                    while p <= prev_rows:
+                    while p <= blocks:
                         ch[p] = <int>m
                         p += 1
                 if bad:

@@ -83,6 +83,27 @@ cdef inline double mix_walk(const MixTables *m, const long long *row, int width,
     return acc
 
 
+cdef inline double mix_walk_gid(const MixTables *m, const UsefulTables *u, long long gid,
+                                long long word) noexcept nogil:
+    """mix_walk after the union context `gid`, its words read from the keys (parent gid * V
+    + last word), right to left. Why: a mixture's FullDP keeps no rows of its contexts
+    (issue 34: 8 (n - 1) bytes each, 110 MB for `-mix-lm`); n - 1 divisions a walk are
+    little beside the components' bisections."""
+    cdef long long row[NG_MAX_ORDER]
+    cdef int j = u.width - 1, k
+    cdef unsigned long long key, q, V = <unsigned long long>m.vocab
+    cdef long long g = gid
+    for k in range(u.width):
+        row[k] = -1
+    while g != 0 and j >= 0:
+        key = u.keys[g]
+        q = key // V
+        row[j] = <long long>(key - q * V)
+        g = <long long>q
+        j -= 1
+    return mix_walk(m, row, u.width, word)
+
+
 cdef inline double mix_bound(const MixTables *m, long long x, long long y) noexcept nogil:
     """An upper bound of the mixture's ln p(y | z x) over every left extension z (x = -1: over
     every context): the lambda-mix of the components' max-backoff bounds, a component that
@@ -218,10 +239,11 @@ cdef inline double mix_term(const MixTables *m, int i, long long x, long long y,
     if xi < 0:
         return c * t.lp[0][yi]
     if t.order < 2:
-        return c * t.lmf[0][yi]
+        return c * l10_mf(t, 0, yi)
     if row >= 0:
-        return c * t.lmf[1][row]
-    return (c * t.lp[0][yi] + c * t.lbow[0][xi]) + (c * t.lmbow[0][xi] - c * t.lbow[0][xi])
+        return c * l10_mf(t, 1, row)
+    return (c * t.lp[0][yi] + c * t.lbow[0][xi]) + (c * l10_mbow(t, 0, xi)
+                                                     - c * t.lbow[0][xi])
 
 
 cdef bint mix_backward(const MixTables *m, double lmw, long long a0, long long a1, long long a2,
