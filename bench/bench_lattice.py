@@ -190,7 +190,7 @@ def run(*, model: Path | None, corpora: Sequence[str], n: int, orders: Sequence[
     import maxarpa
     from arsdecode.api import DEFAULT_LM
     from data_prep.asr_lattices import Confuser, generate, heldout_sentences, write_slf_files
-    from maxarpa.binary_format import write_binary
+    from maxarpa.binary_write import write_binary
 
     model_path = Path(model) if model is not None else Path(DEFAULT_LM)
     t0 = time.perf_counter()

@@ -49,7 +49,7 @@ def measure(n: int, words: int, arcs: int, orders: list[int], per_process: int,
     import maxarpa
     from arsdecode.api import DEFAULT_LM
     from data_prep.asr_lattices import Confuser, generate, heldout_sentences, write_slf_files
-    from maxarpa.binary_format import write_binary
+    from maxarpa.binary_write import write_binary
 
     full = maxarpa.load(Path(DEFAULT_LM))
     held = heldout_sentences(("state_union",), 0)

@@ -21,7 +21,7 @@ PHASES_SCRIPT = r"""
 import sys, time
 import numpy as np
 from maxarpa.arpa import read_arpa
-from maxarpa.binary_format import write_binary
+from maxarpa.binary_write import write_binary
 from maxarpa.bound import compute_bounds
 from maxarpa.cli import return_freed_memory
 from maxarpa.config import DEFAULT_CONFIG

@@ -130,7 +130,7 @@ def model_file(data: Path, variant: str) -> Path:
     who segments often keeps, and the one that loads in a fraction of the time."""
     binary = data / f"{variant}.npz"
     if not binary.exists():
-        from maxarpa.binary_format import write_binary
+        from maxarpa.binary_write import write_binary
 
         write_binary(maxarpa.load(data / f"{variant}.maxarpa"), binary)
     return binary

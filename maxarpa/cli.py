@@ -22,7 +22,8 @@ from pathlib import Path
 from typing import Any
 
 from maxarpa.arpa import ENCODING, ERRORS, open_binary
-from maxarpa.binary_format import is_binary, write_binary
+from maxarpa.binary_format import is_binary
+from maxarpa.binary_write import write_binary
 from maxarpa.cli_config import add_config_options, config_from_args, with_flag_hints
 from maxarpa.errors import MaxArpaError
 from maxarpa.load import load

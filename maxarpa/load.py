@@ -14,7 +14,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from maxarpa.arpa import read_arpa
-from maxarpa.binary_format import is_binary, read_binary_checked, write_binary
+from maxarpa.binary_format import is_binary, read_binary_checked
+from maxarpa.binary_write import write_binary
 from maxarpa.bound import compute_bounds
 from maxarpa.checks import (
     check_stored_bounds,

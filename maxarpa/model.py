@@ -1,7 +1,7 @@
 """The in-memory model: backoff probabilities and max-backoff bounds, one query or a batch.
 
 Why batch walks: the decoder asks for hundreds of (context, word) pairs at once; each order of
-a batch walk is one vectorised hash lookup (table.HashIndex), so Python overhead is paid per
+a batch walk is one vectorised hash lookup (hash_index.HashIndex), so Python overhead is paid per
 order, not per query. All values are log10.
 
 This module knows no file format and imports no reader: the readers (maxarpa_format,

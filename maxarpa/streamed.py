@@ -13,7 +13,7 @@ each step's):
 3. the useful-context tables level by level from those (`contexts.useful_levels`), parked;
 4. from the highest order down, the order's rounded bounds from the order above
    (`_rounded_order`), its members written to the file and hashed, and freed;
-5. the digest and the context tables, as `binary_format.write_binary` writes them.
+5. the digest and the context tables, as `binary_write.write_binary` writes them.
 
 The file is byte for byte the one `load(rounded_bounds=True)` and `write_binary` write
 (tests/test_maxarpa_streamed.py). A file this path does not take exactly as they do (not in
@@ -42,7 +42,7 @@ from pathlib import Path
 import numpy as np
 
 from maxarpa.arpa import LineReader, open_binary
-from maxarpa.binary_format import write_order, write_preamble, write_trailer
+from maxarpa.binary_write import write_order, write_preamble, write_trailer
 from maxarpa.bound import LARGEST_LOG10, best_absent_extension
 from maxarpa.compact import Stored, round_up_f32
 from maxarpa.config import Config

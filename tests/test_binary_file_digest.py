@@ -25,7 +25,8 @@ import maxarpa
 import maxarpa.binary_format as bf
 import maxarpa.file_digest as fd
 from arpa_fixtures import arpa_texts
-from maxarpa.binary_format import read_binary, read_binary_checked, write_binary
+from maxarpa.binary_format import read_binary, read_binary_checked
+from maxarpa.binary_write import write_binary
 from maxarpa.config import PERMISSIVE
 from maxarpa.digest import table_digest_v2
 from maxarpa.errors import FormatError

@@ -228,7 +228,7 @@ def test_a_mixture_of_mapped_binary_models_reads_float32_bounds_and_equals_brute
     copy at load or after), and every compiled answer still equals brute force."""
     from arsdecode.api import DEFAULT_LM
     from arsdecode.model.maxarpa_lm import log10_core
-    from maxarpa.binary_format import write_binary
+    from maxarpa.binary_write import write_binary
 
     lm = maxarpa.load(DEFAULT_LM)
     paths = [tmp_path / "a.npz", tmp_path / "b.npz"]

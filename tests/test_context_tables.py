@@ -20,8 +20,8 @@ import arsdecode.methods.dispatch as dispatch
 import arsdecode.methods.fast_full as fast_full
 import maxarpa
 from arsdecode.tasks.sms.keypad import KeypadChannel
-from maxarpa import contexts
-from maxarpa.binary_format import write_binary
+from maxarpa import context_rows, contexts
+from maxarpa.binary_write import write_binary
 from maxarpa.errors import FormatError
 
 DATA = Path(__file__).resolve().parent.parent / "arsdecode" / "data"
@@ -133,7 +133,7 @@ def test_contexts_that_are_not_prefix_closed_are_one_format_error_naming_the_fil
         contexts.UsefulContexts.of(model)
     # The builder's own check (a level whose prefix is missing from the level below).
     with pytest.raises(FormatError, match="m.arpa: useful contexts are not prefix-closed"):
-        contexts._parent_gids(np.array([[3, 4]], np.int32), np.array([[5]], np.int32),
+        context_rows._parent_gids(np.array([[3, 4]], np.int32), np.array([[5]], np.int32),
                               np.array([1]), "m.arpa")
 
 

@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 
 import maxarpa
-from maxarpa.binary_format import read_binary, write_binary
+from maxarpa.binary_format import read_binary
+from maxarpa.binary_write import write_binary
 from maxarpa.errors import FormatError
 
 FIELDS = ("keys", "rows", "log10p", "log10bow", "listed", "mf", "mbow")

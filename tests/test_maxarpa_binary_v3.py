@@ -25,7 +25,8 @@ from test_maxarpa_binary import FIELDS, assert_same_table
 import maxarpa
 from arpa_fixtures import arpa_texts
 from arsdecode.testing.random_arpa import random_arpa_text
-from maxarpa.binary_format import read_binary_with_digest, write_binary
+from maxarpa.binary_format import read_binary_with_digest
+from maxarpa.binary_write import write_binary
 from maxarpa.checks import check_stored_bounds, verify_bounds
 from maxarpa.compact import round_up_f32, rounded_bounds, widened
 from maxarpa.config import PERMISSIVE, Config
@@ -122,7 +123,7 @@ def test_format3_layout_is_compact(real_models, tmp_path):
 def format2_file(model: maxarpa.Model, path: Path) -> None:
     """A format-2 file as the writer before format 3 made it: every array float64, the rows,
     the row-hashing digest, `ctx_lens` per context (members unaligned: readers do not care)."""
-    from maxarpa.binary_format import encode_vocab
+    from maxarpa.binary_write import encode_vocab
     from maxarpa.contexts import context_keys
 
     digest = table_digest(model.vocab, model.trie)

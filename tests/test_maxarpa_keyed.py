@@ -21,7 +21,7 @@ from arpa_fixtures import arpa_texts
 from arsdecode.testing.random_arpa import random_arpa_text
 from maxarpa import contexts, keywalk
 from maxarpa.arpa import read_arpa
-from maxarpa.binary_format import write_binary
+from maxarpa.binary_write import write_binary
 from maxarpa.config import PERMISSIVE
 from maxarpa.errors import FormatError
 from maxarpa.keyed import read_sorted_arpa

@@ -28,7 +28,7 @@ from test_maxarpa_keyed import key_ordered, sorted_text
 
 import maxarpa
 from arpa_fixtures import arpa_texts
-from maxarpa.binary_format import write_binary
+from maxarpa.binary_write import write_binary
 from maxarpa.config import DEFAULT_CONFIG, PERMISSIVE, Config
 from maxarpa.errors import FormatError
 from maxarpa.keyed import read_sorted_arpa

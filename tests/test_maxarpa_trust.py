@@ -25,7 +25,7 @@ from arsdecode.testing.brute import brute_model
 from arsdecode.testing.random_arpa import random_arpa_text
 from arsdecode.testing.reference_arpa import all_contexts, parse_arpa, ref_log10p, ref_max_log10p
 from maxarpa import Config, FormatError
-from maxarpa.binary_format import write_binary
+from maxarpa.binary_write import write_binary
 from maxarpa.constants import BOS, EOS, UNK
 from maxarpa.load import _from_arpa
 from maxarpa.maxarpa_format import write_max_arpa
