@@ -138,3 +138,21 @@ def test_a_sentence_of_unknown_words_stays_with_the_full_dp():
     auto = tag_many(lm, em, [words])
     assert auto.methods == ("full",)
     assert auto.tags == full.tags and auto.log_p[0] == full.log_p[0]
+
+
+def test_every_compiled_kind_keeps_a_ski_rental_account_per_model():
+    """A mixture, a VPYLM and a log-linear target each sum auto's ARS estimates over calls
+    per model (`compiled_kinds.SkiRental`), so one lattice per call still sets the DP up once
+    ARS has cost about the set-up; one table has no account (its set-up is compared per
+    call). Two models of a kind keep separate sums."""
+    from arsdecode.api import interpolate
+    from arsdecode.methods import compiled_kinds, fast_loglinear, fast_mixture, fast_vpylm
+
+    for kind in (fast_mixture, fast_vpylm, fast_loglinear):
+        assert isinstance(kind.charge.__self__, compiled_kinds.SkiRental)
+    a, b = maxarpa.load(SHIPPED_5GRAM), maxarpa.load(SHIPPED_5GRAM)
+    one, two = interpolate([a, b], [0.5, 0.5]), interpolate([a, b], [0.3, 0.7])
+    assert fast_full.ars_charged(one, 0.25) == 0.25
+    assert fast_full.ars_charged(one, 0.5) == 0.75
+    assert fast_full.ars_charged(two, 0.5) == 0.5
+    assert fast_full.ars_charged(a, 0.5) == 0.5 and fast_full.ars_charged(a, 0.5) == 0.5

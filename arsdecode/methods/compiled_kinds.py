@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import importlib
 import sys
+import threading
+import weakref
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
 if TYPE_CHECKING:
@@ -60,3 +62,24 @@ def kind_of(lm: object) -> CompiledKind | None:
         if module is not None and isinstance(lm, getattr(module, class_name)):
             return cast(CompiledKind, importlib.import_module(kind_module))
     return None
+
+
+class SkiRental:
+    """auto's account of the ARS time it estimated on each model of one kind, over calls.
+
+    Why: auto decides per call, and a user decoding one lattice per call would otherwise never
+    set the DP up when one lattice's ARS costs less than the set-up. Charging every call sets
+    it up once ARS has cost about the set-up (the ski-rental rule: at most about twice the
+    better of never and at once). Kept per model (weakly: a model's account goes with it).
+    """
+
+    def __init__(self) -> None:
+        self._charged: weakref.WeakKeyDictionary[Any, float] = weakref.WeakKeyDictionary()
+        self._lock = threading.Lock()
+
+    def charge(self, lm: Any, seconds: float) -> float:
+        """Add `seconds` of estimated ARS time to what `lm` was charged; return the sum."""
+        with self._lock:
+            total = self._charged.get(lm, 0.0) + seconds
+            self._charged[lm] = total
+        return total

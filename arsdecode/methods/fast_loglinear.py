@@ -59,6 +59,7 @@ import weakref
 
 import numpy as np
 
+from arsdecode.methods.compiled_kinds import SkiRental
 from arsdecode.methods.fast_mixture import vocabulary_core
 from arsdecode.model.loglinear import _ANY, OTHER, LogLinearLM
 from arsdecode.model.maxarpa_lm import MaxArpaLM
@@ -83,17 +84,8 @@ ARS_TIME_FACTOR = 6.0
 SMS lattices, the bench's feature file: 5.9-6.9x mean)."""
 
 
-_CHARGED: weakref.WeakKeyDictionary[LogLinearLM, float] = weakref.WeakKeyDictionary()
-
-
-def charge(lm: LogLinearLM, seconds: float) -> float:
-    """Add `seconds` of estimated ARS time to what auto charged `lm` so far; return the sum:
-    the ski-rental rule of `fast_vpylm.charge`, so that one lattice per call still sets the
-    DP up once ARS has cost about its setup."""
-    with _LOCK:
-        total = _CHARGED.get(lm, 0.0) + seconds
-        _CHARGED[lm] = total
-    return total
+charge = SkiRental().charge
+"""auto's ski-rental account of this kind (`compiled_kinds.SkiRental`)."""
 
 
 def compilable(lm: LogLinearLM) -> bool:

@@ -27,6 +27,7 @@ import weakref
 
 import numpy as np
 
+from arsdecode.methods.compiled_kinds import SkiRental
 from arsdecode.methods.fast_mixture import vocabulary_core
 from arsdecode.model.vpylm import VpylmLM
 from arsdecode.native import _core
@@ -52,20 +53,8 @@ SMS lattices: 4-16x by lattice, 11x mean): auto's ARS estimate is cost_model's t
 PAIR_TIME_FACTOR = 1.5
 """The compiled DP's time per pair on a VPYLM over a table's (bench_targets: 1.4-1.5x)."""
 
-_CHARGED: weakref.WeakKeyDictionary[VpylmLM, float] = weakref.WeakKeyDictionary()
-
-
-def charge(lm: VpylmLM, seconds: float) -> float:
-    """Add `seconds` of estimated ARS time to what auto charged `lm` so far; return the sum.
-
-    Why: auto decides per call, and a user decoding one lattice per call would otherwise
-    never set the DP up when one lattice's ARS costs less than the setup. Charging every call
-    sets it up once ARS has cost about the setup (a ski-rental rule: at most about twice the
-    better of never and at once)."""
-    with _LOCK:
-        total = _CHARGED.get(lm, 0.0) + seconds
-        _CHARGED[lm] = total
-    return total
+charge = SkiRental().charge
+"""auto's ski-rental account of this kind (`compiled_kinds.SkiRental`)."""
 
 
 def setup_ngrams(lm: VpylmLM) -> int:
