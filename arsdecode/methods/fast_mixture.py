@@ -72,12 +72,6 @@ def tables_built(lm: InterpolatedLM) -> bool:
     return _key(lm) in _UNION.get(_active_models(lm)[0], {})
 
 
-def setup_is_cheap(lm: InterpolatedLM) -> bool:
-    """Whether building the union tables costs little: built already, or every component
-    stores its own useful contexts (what is left is the merge, numpy passes)."""
-    return tables_built(lm) or all(has_stored_tables(m) for m in _active_models(lm))
-
-
 def _preimages(table: np.ndarray, vocab: int) -> tuple[np.ndarray, np.ndarray]:
     """Component id w -> the union ids mapping to it, as CSR (offsets (vocab + 1,), ids)."""
     seen = np.flatnonzero(table >= 0)
@@ -157,14 +151,14 @@ def _build_union(lm: InterpolatedLM, models: list[Model]) -> Tables | None:
             if n > cap:
                 return None
             found.append((lo, cg, ukeys))
-        n -= sum(len(f[2]) for f in found)
-        if not sum(len(f[2]) for f in found):
+        level_keys = sum(len(f[2]) for f in found)
+        n -= level_keys
+        if not level_keys:
             break
-        if n + sum(len(f[2]) for f in found) > len(keys_u):
-            room = n + sum(len(f[2]) for f in found)
-            keys_u = _grown(keys_u, n, max(room, len(keys_u) * 3 // 2))
+        if n + level_keys > len(keys_u):
+            keys_u = _grown(keys_u, n, max(n + level_keys, len(keys_u) * 3 // 2))
         count = _merge_level(found, keys_u, n)
-        pairs = [(lo, cg, gids) for lo, cg, gids in found]  # ukeys replaced by their gids
+        pairs = found  # _merge_level replaced each entry's keys by their gids
         counts[length] = count
         n += count
     return counts, keys_u[:n]
